@@ -1,0 +1,168 @@
+"""Chat messages for the maze task: image parts, prompts and feedback text.
+
+Image part shape: the OpenAI chat-completions ``image_url`` part with a base64 PNG data URI,
+``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``. This is what
+SkyRL 0.4's VLM example builds (NovaSky-AI/SkyRL ``examples/train/visgym/utils.py``,
+``make_image_message``) and what its vision-language generator sends to vLLM's
+``/v1/chat/completions/render`` (``skyrl/train/generators/vlm_renderer.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+from PIL import Image, UnidentifiedImageError
+
+from hyperpod_rl.errors import MazeError
+from hyperpod_rl.maze.grid import Cell, Maze
+from hyperpod_rl.maze.render import RenderStyle, render_png
+
+__all__ = [
+    "Mode",
+    "Observation",
+    "SYSTEM_PROMPT",
+    "build_prompt",
+    "clean_messages",
+    "decode_image_part",
+    "feedback_text",
+    "image_part",
+    "instructions",
+    "observation_message",
+]
+
+Mode = Literal["step", "plan"]
+#: What each user turn shows: the rendered image, the text-grid twin, or both.
+Observation = Literal["image", "text", "both"]
+
+_DATA_URI_PREFIX: Final[str] = "data:image/png;base64,"
+
+SYSTEM_PROMPT: Final[str] = (
+    "You solve mazes. Think briefly if you like, then give your final answer inside "
+    "<answer></answer> tags using only the words up, down, left and right."
+)
+
+
+def image_part(maze: Maze, agent: Cell | None = None, style: RenderStyle | None = None) -> dict[str, Any]:
+    """An ``image_url`` content part holding the PNG of the maze with the agent at ``agent``."""
+    b64 = base64.b64encode(render_png(maze, agent, style)).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": _DATA_URI_PREFIX + b64}}
+
+
+def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
+    """Decode an image content part back to an RGB PIL image.
+
+    Accepts ``{"type": "image_url", "image_url": {"url": "data:image/...;base64,..."}}`` and
+    ``{"type": "image", "image": <PIL image | data URI | PNG bytes>}``.
+
+    Raises:
+        MazeError: if the part is not an image part or its data cannot be decoded.
+    """
+    kind = part.get("type")
+    if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
+        payload: Any = part["image_url"].get("url")
+    elif kind == "image" and part.get("image") is not None:
+        payload = part["image"]
+    else:
+        raise MazeError(f"content part of type {kind!r} is not an image part (expected 'image_url' or 'image')")
+    if isinstance(payload, Image.Image):
+        return payload.convert("RGB")
+    if isinstance(payload, str):
+        if not payload.startswith("data:image/") or ";base64," not in payload:
+            raise MazeError("image part URL must be a base64 data URI (data:image/png;base64,...)")
+        try:
+            payload = base64.b64decode(payload.split(";base64,", 1)[1], validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise MazeError(f"image part holds invalid base64: {e}") from e
+    if not isinstance(payload, (bytes, bytearray)):
+        raise MazeError(f"image part payload of type {type(payload).__name__} cannot be decoded")
+    try:
+        with Image.open(io.BytesIO(payload)) as img:
+            return img.convert("RGB")
+    except (UnidentifiedImageError, OSError) as e:
+        raise MazeError(f"image part bytes are not a readable image: {e}") from e
+
+
+def instructions(maze: Maze, mode: Mode, max_turns: int) -> str:
+    """The task text of the first user turn."""
+    legend = (
+        f"This is a {maze.rows}x{maze.cols} maze. Black lines are walls; you cannot move through them. "
+        "You are the red circle; the goal is the green square."
+    )
+    if mode == "plan":
+        return (
+            f"{legend} Give the whole sequence of moves from your position to the goal in one answer, "
+            "for example <answer>up right right down</answer>."
+        )
+    return (
+        f"{legend} Move one cell per turn: answer with exactly one move, for example <answer>up</answer>. "
+        f"You have {max_turns} turns. After each move you see the maze again."
+    )
+
+
+def feedback_text(move: str | None, *, blocked: bool, violation: str | None) -> str:
+    """The text of the observation after a step-mode turn."""
+    if violation is not None:
+        return f"Invalid answer ({violation}); you did not move. Reply with one move inside <answer></answer>."
+    if blocked:
+        return f"A wall blocks '{move}'; you did not move."
+    return f"You moved {move}."
+
+
+def _content(maze: Maze, agent: Cell | None, style: RenderStyle | None, text: str, observation: Observation) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if observation in ("image", "both"):
+        parts.append(image_part(maze, agent, style))
+    if observation in ("text", "both"):
+        text = f"{text}\nText view (# wall, . open, A you, G goal):\n{maze.to_text(agent)}"
+    parts.append({"type": "text", "text": text})
+    return parts
+
+
+def build_prompt(
+    maze: Maze,
+    *,
+    mode: Mode = "step",
+    max_turns: int = 1,
+    style: RenderStyle | None = None,
+    observation: Observation = "image",
+) -> list[dict[str, Any]]:
+    """System message plus the first user message (start image, then instructions).
+
+    The system content is a list with one text part, so that every message's ``content``
+    has the same type when stored in parquet.
+    """
+    return [
+        {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
+        {"role": "user", "content": _content(maze, None, style, instructions(maze, mode, max_turns), observation)},
+    ]
+
+
+def observation_message(
+    maze: Maze, agent: Cell, text: str, *, style: RenderStyle | None = None, observation: Observation = "image"
+) -> dict[str, Any]:
+    """A user message showing the maze with the agent at ``agent`` and ``text`` after the image."""
+    return {"role": "user", "content": _content(maze, agent, style, text, observation)}
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _clean(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _clean(value.tolist())
+    return value
+
+
+def clean_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Drop the ``None`` keys that parquet readers add when they unify part structs.
+
+    pyarrow (and HF ``datasets``) store text and image parts as one struct type, so a text
+    part comes back as ``{"type": "text", "text": ..., "image_url": None}``; chat templates
+    that test ``'image_url' in part`` would then see an image. Numpy arrays become lists.
+    """
+    return [_clean(m) for m in messages]

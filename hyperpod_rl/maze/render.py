@@ -1,0 +1,271 @@
+"""Render a :class:`~hyperpod_rl.maze.grid.Maze` as a PIL image, and size it in vision tokens.
+
+Geometry (pixels): every cell takes a ``cell_px`` x ``cell_px`` pitch that includes one
+``wall_px`` wall on its top and left side; the closing walls at the bottom/right add
+``wall_px``. The drawing is centred on a canvas whose sides are rounded up to a multiple
+of ``size_multiple_px`` (default 32 = Qwen-VL patch 16 x merge 2), so Qwen-VL's
+``smart_resize`` leaves the image unchanged. Default style: a 5x5 maze is 160x160 px
+(25 vision tokens), a 15x15 maze 480x480 px (225 tokens).
+
+Markers: the **agent** is a filled circle, the **goal** a filled square, in different
+colours in every theme. When the agent stands on the goal the circle is drawn on the square.
+
+Rendering is incremental: the walls and goal of a (maze, style) pair are drawn once and
+cached; each call then copies that base and draws only the agent. PNG bytes are cached
+per (maze, agent cell, style), because a GRPO group revisits the same cells many times.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from functools import lru_cache
+from typing import Final, Literal
+
+from PIL import Image, ImageDraw
+from pydantic import Field, model_validator
+
+from hyperpod_rl.errors import MazeError
+from hyperpod_rl.maze._model import MazeModel
+from hyperpod_rl.maze.grid import OPEN_BITS, Cell, Maze
+
+__all__ = [
+    "QWEN_VL_MAX_PIXELS",
+    "QWEN_VL_MIN_PIXELS",
+    "THEMES",
+    "RenderStyle",
+    "encode_png",
+    "fit_style",
+    "image_size_px",
+    "image_token_count",
+    "render_maze",
+    "render_png",
+]
+
+RGB = tuple[int, int, int]
+Theme = Literal["classic", "dark", "blueprint", "sepia"]
+
+#: Colour sets per theme: background/floor, wall, agent (circle), goal (square).
+THEMES: Final[dict[str, dict[str, RGB]]] = {
+    "classic": {"floor": (255, 255, 255), "wall": (0, 0, 0), "agent": (220, 30, 30), "goal": (20, 160, 40)},
+    "dark": {"floor": (24, 24, 28), "wall": (235, 235, 235), "agent": (255, 80, 60), "goal": (60, 200, 255)},
+    "blueprint": {"floor": (16, 48, 112), "wall": (230, 240, 255), "agent": (255, 210, 0), "goal": (255, 90, 200)},
+    "sepia": {"floor": (240, 226, 196), "wall": (74, 52, 30), "agent": (30, 60, 200), "goal": (200, 90, 0)},
+}
+
+#: qwen-vl-utils 0.0.14 defaults (vision_process.py: IMAGE_MIN_TOKEN_NUM=4, IMAGE_MAX_TOKEN_NUM=16384)
+#: for factor 32. Note: the Qwen3-VL hub processors set ``size.shortest_edge`` = 65,536 px, which
+#: upsizes small images; pass that processor's values as min_pixels/max_pixels when it applies.
+QWEN_VL_MIN_PIXELS: Final[int] = 4 * 32 * 32
+QWEN_VL_MAX_PIXELS: Final[int] = 16384 * 32 * 32
+_MAX_RATIO: Final[int] = 200  # qwen-vl-utils MAX_RATIO
+
+
+class RenderStyle(MazeModel):
+    """How a maze is drawn. Immutable and hashable (used as a cache key).
+
+    Attributes:
+        cell_px: Cell pitch in pixels, wall included (8..128).
+        wall_px: Wall thickness in pixels (1..cell_px/3); thick walls keep them
+            visible to a small, randomly initialised vision tower.
+        theme: Colour theme, one of :data:`THEMES`.
+        floor, wall, agent, goal: Optional RGB overrides of the theme colours.
+        size_multiple_px: Canvas sides are rounded up to this multiple (32 = patch 16 x merge 2).
+        marker_inset_px: Gap between a marker and the cell's walls, in pixels.
+    """
+
+    cell_px: int = Field(default=30, ge=8, le=128)
+    wall_px: int = Field(default=6, ge=1, le=42)
+    theme: Theme = "classic"
+    floor: RGB | None = None
+    wall: RGB | None = None
+    agent: RGB | None = None
+    goal: RGB | None = None
+    size_multiple_px: int = Field(default=32, ge=1, le=256)
+    marker_inset_px: int = Field(default=4, ge=0, le=32)
+
+    @model_validator(mode="after")
+    def _check(self) -> RenderStyle:
+        if self.wall_px * 3 > self.cell_px:
+            raise ValueError(f"wall_px={self.wall_px} is too thick for cell_px={self.cell_px}; use wall_px <= cell_px/3")
+        inner = self.cell_px - self.wall_px
+        if 2 * self.marker_inset_px >= inner - 2:
+            raise ValueError(f"marker_inset_px={self.marker_inset_px} leaves no room for markers in {inner}px cells")
+        c = self.colours()
+        if c["agent"] == c["goal"]:
+            raise ValueError("agent and goal colours must differ")
+        if c["wall"] == c["floor"]:
+            raise ValueError("wall and floor colours must differ")
+        return self
+
+    def colours(self) -> dict[str, RGB]:
+        """The effective colours: the theme's, with any per-field overrides applied."""
+        base = dict(THEMES[self.theme])
+        for key in ("floor", "wall", "agent", "goal"):
+            value = getattr(self, key)
+            if value is not None:
+                base[key] = tuple(value)
+        return base
+
+
+def image_size_px(rows: int, cols: int, style: RenderStyle | None = None) -> tuple[int, int]:
+    """``(width_px, height_px)`` of the image :func:`render_maze` makes for a rows x cols maze."""
+    s = style or RenderStyle()
+    m = s.size_multiple_px
+    w = cols * s.cell_px + s.wall_px
+    h = rows * s.cell_px + s.wall_px
+    return (-(-w // m) * m, -(-h // m) * m)
+
+
+def _smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """qwen-vl-utils ``smart_resize`` rules (qwen_vl_utils/vision_process.py, v0.0.14), re-derived.
+
+    Sides are rounded to the nearest multiple of ``factor`` (at least ``factor``); if the area then
+    exceeds ``max_pixels`` both sides shrink by sqrt(area / max_pixels) and are floored to the
+    factor; if it is below ``min_pixels`` they grow and are ceiled. Python's round() is banker's
+    rounding, as upstream.
+    """
+    if max(height, width) / min(height, width) > _MAX_RATIO:
+        raise MazeError(f"image aspect ratio must be below {_MAX_RATIO}, got {height}x{width} px")
+    h_bar = max(factor, round(height / factor) * factor)
+    w_bar = max(factor, round(width / factor) * factor)
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def image_token_count(
+    width_px: int,
+    height_px: int,
+    *,
+    patch: int = 16,
+    merge: int = 2,
+    min_pixels: int | None = None,
+    max_pixels: int | None = None,
+) -> int:
+    """Vision tokens a Qwen-VL model spends on one image of this size.
+
+    The image is first resized by qwen-vl-utils' ``smart_resize`` rules with
+    ``factor = patch * merge``; the model then emits one token per merged patch:
+    ``(h / factor) * (w / factor)``. (qwen-vl-utils itself is not imported: it pulls in
+    torch and torchvision; ``tests/maze`` checks these rules against its source.)
+
+    Args:
+        width_px, height_px: Image size in pixels (>= 1).
+        patch: Vision patch size in pixels (Qwen3-VL: 16; Qwen2.5-VL: 14).
+        merge: Spatial merge size (2 for Qwen-VL).
+        min_pixels, max_pixels: Pixel-area bounds; default to qwen-vl-utils' defaults
+            (4 and 16384 tokens' worth of area for this factor).
+
+    Raises:
+        MazeError: on non-positive sizes, min_pixels > max_pixels or an aspect ratio >= 200.
+    """
+    factor = patch * merge
+    if width_px < 1 or height_px < 1 or patch < 1 or merge < 1:
+        raise MazeError(f"width_px, height_px, patch and merge must be >= 1, got {width_px}, {height_px}, {patch}, {merge}")
+    lo = 4 * factor * factor if min_pixels is None else min_pixels
+    hi = 16384 * factor * factor if max_pixels is None else max_pixels
+    if lo > hi:
+        raise MazeError(f"min_pixels={lo} must be <= max_pixels={hi}")
+    h, w = _smart_resize(height_px, width_px, factor, lo, hi)
+    return (h // factor) * (w // factor)
+
+
+def fit_style(rows: int, cols: int, style: RenderStyle, *, max_image_tokens: int, patch: int = 16, merge: int = 2) -> RenderStyle:
+    """The largest-cell copy of ``style`` whose image needs at most ``max_image_tokens`` tokens.
+
+    Shrinks ``cell_px`` (keeping ``wall_px`` at most a third of it) until the image fits.
+
+    Raises:
+        MazeError: if even 8-px cells exceed the cap (name: ``max_image_tokens``).
+    """
+    cell = style.cell_px
+    while cell >= 8:
+        wall = min(style.wall_px, cell // 3)
+        inset = min(style.marker_inset_px, (cell - wall - 3) // 2)
+        candidate = RenderStyle(**{**style.model_dump(), "cell_px": cell, "wall_px": wall, "marker_inset_px": inset})
+        w, h = image_size_px(rows, cols, candidate)
+        if image_token_count(w, h, patch=patch, merge=merge) <= max_image_tokens:
+            return candidate
+        cell -= 1
+    raise MazeError(
+        f"max_image_tokens={max_image_tokens} is too small for a {rows}x{cols} maze even with 8-px cells; raise it"
+    )
+
+
+@lru_cache(maxsize=4096)
+def _base_image(maze: Maze, style: RenderStyle) -> Image.Image:
+    """Walls and goal, no agent. Cached per (maze, style); never mutate the result."""
+    colours = style.colours()
+    width, height = image_size_px(maze.rows, maze.cols, style)
+    img = Image.new("RGB", (width, height), colours["floor"])
+    draw = ImageDraw.Draw(img)
+    p, t = style.cell_px, style.wall_px
+    ox = (width - (maze.cols * p + t)) // 2
+    oy = (height - (maze.rows * p + t)) // 2
+    wall = colours["wall"]
+    # Outer frame.
+    draw.rectangle([ox, oy, ox + maze.cols * p + t - 1, oy + t - 1], fill=wall)
+    draw.rectangle([ox, oy + maze.rows * p, ox + maze.cols * p + t - 1, oy + maze.rows * p + t - 1], fill=wall)
+    draw.rectangle([ox, oy, ox + t - 1, oy + maze.rows * p + t - 1], fill=wall)
+    draw.rectangle([ox + maze.cols * p, oy, ox + maze.cols * p + t - 1, oy + maze.rows * p + t - 1], fill=wall)
+    for r in range(maze.rows):
+        for c in range(maze.cols):
+            x0, y0 = ox + c * p, oy + r * p
+            mask = maze.open_sides[r * maze.cols + c]
+            # Posts at every grid point keep wall joints solid.
+            draw.rectangle([x0, y0, x0 + t - 1, y0 + t - 1], fill=wall)
+            if not mask & OPEN_BITS["right"]:
+                draw.rectangle([x0 + p, y0, x0 + p + t - 1, y0 + p + t - 1], fill=wall)
+            if not mask & OPEN_BITS["down"]:
+                draw.rectangle([x0, y0 + p, x0 + p + t - 1, y0 + p + t - 1], fill=wall)
+    gx0, gy0, gx1, gy1 = _marker_box(maze, style, maze.goal, ox, oy)
+    draw.rectangle([gx0, gy0, gx1, gy1], fill=colours["goal"])
+    return img
+
+
+def _marker_box(maze: Maze, style: RenderStyle, cell: Cell, ox: int, oy: int) -> tuple[int, int, int, int]:
+    p, t, inset = style.cell_px, style.wall_px, style.marker_inset_px
+    x0 = ox + cell[1] * p + t + inset
+    y0 = oy + cell[0] * p + t + inset
+    return x0, y0, ox + (cell[1] + 1) * p - 1 - inset, oy + (cell[0] + 1) * p - 1 - inset
+
+
+def render_maze(maze: Maze, agent: Cell | None = None, style: RenderStyle | None = None) -> Image.Image:
+    """Draw the maze with the agent at ``agent`` (default: ``maze.start``).
+
+    Returns:
+        A new RGB ``PIL.Image.Image`` of size :func:`image_size_px` (the caller may mutate it).
+
+    Raises:
+        MazeError: if ``agent`` is outside the grid.
+    """
+    s = style or RenderStyle()
+    here = maze.start if agent is None else (int(agent[0]), int(agent[1]))
+    if not maze.in_bounds(here):
+        raise MazeError(f"agent={here} is outside the {maze.rows}x{maze.cols} grid")
+    img = _base_image(maze, s).copy()
+    width, height = img.size
+    ox = (width - (maze.cols * s.cell_px + s.wall_px)) // 2
+    oy = (height - (maze.rows * s.cell_px + s.wall_px)) // 2
+    ImageDraw.Draw(img).ellipse(list(_marker_box(maze, s, here, ox, oy)), fill=s.colours()["agent"])
+    return img
+
+
+def encode_png(img: Image.Image) -> bytes:
+    """PNG bytes of ``img``; deterministic for a given Pillow/zlib build (no timestamps or text chunks)."""
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=6)
+    return buf.getvalue()
+
+
+@lru_cache(maxsize=65536)
+def render_png(maze: Maze, agent: Cell | None = None, style: RenderStyle | None = None) -> bytes:
+    """PNG bytes of :func:`render_maze` (cached per maze, agent cell and style)."""
+    return encode_png(render_maze(maze, agent, style))
