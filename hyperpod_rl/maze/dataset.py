@@ -54,6 +54,8 @@ __all__ = ["SPLITS", "DatasetSpec", "build_dataset", "read_parquet", "write_parq
 
 SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
 _ATTEMPTS_PER_ROW: Final[int] = 200
+#: Give up after this many candidates in a row were rejected (duplicate, too short, stratum full).
+_STALL_LIMIT: Final[int] = 5000
 
 
 class DatasetSpec(MazeModel):
@@ -212,9 +214,9 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
     quotas = _quotas(count, spec.mix if in_dist else None)
     need = dict(quotas)
     rows: list[dict[str, Any]] = []
-    attempts = _ATTEMPTS_PER_ROW * count + 1000
+    attempts, last_accept = _ATTEMPTS_PER_ROW * count + 1000, 0
     for index in range(attempts):
-        if len(rows) == count:
+        if len(rows) == count or index - last_accept > _STALL_LIMIT:
             break
         maze, algorithm, seed = _candidate(spec, split, index, sizes)
         if maze.shortest_path_length < min_len:
@@ -226,6 +228,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
         open_keys = [k for k, n in need.items() if n > 0 and matches(k, stratum)]
         if not open_keys:
             continue
+        last_accept = index
         key = max(open_keys, key=lambda k: (need[k], k))
         need[key] -= 1
         seen.add(h)
@@ -234,7 +237,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
         short = {k or "<any>": n for k, n in need.items() if n > 0}
         field = "mix" if in_dist and spec.mix else ("sizes" if in_dist else "ood_sizes / ood_min_path_length")
         raise MazeError(
-            f"counts.{split}={count} cannot be filled with unique layouts: {len(rows)} built after {attempts} "
+            f"counts.{split}={count} cannot be filled with unique layouts: {len(rows)} built after {index + 1} "
             f"candidates, still missing {short}. Change {field} (larger grids, reachable strata) or lower counts.{split}."
         )
     return rows

@@ -1,0 +1,47 @@
+"""hyperpod_rl.maze is the lowest layer: only hyperpod_rl.errors from the package, no Ray/torch."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import hyperpod_rl.maze
+
+ROOT = Path(__file__).resolve().parents[2]
+MAZE = ROOT / "hyperpod_rl" / "maze"
+FORBIDDEN_ROOTS = {"torch", "ray", "transformers", "peft", "vllm", "typer", "ipywidgets", "kubernetes"}
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_maze_modules_import_only_errors_from_the_package() -> None:
+    files = sorted(MAZE.glob("*.py"))
+    assert len(files) >= 8
+    for path in files:
+        for name in _imports(path):
+            if name.startswith("hyperpod_rl"):
+                assert name == "hyperpod_rl.errors" or name.startswith("hyperpod_rl.maze"), (path.name, name)
+            assert name.split(".")[0] not in FORBIDDEN_ROOTS, (path.name, name)
+
+
+def test_import_does_not_load_heavy_frameworks() -> None:
+    code = "import sys, hyperpod_rl.maze; print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
+                         env={"PYTHONPATH": str(ROOT), "PATH": ""}).stdout.strip()
+    assert out == "[]"
+
+
+def test_public_names_are_exported() -> None:
+    assert hyperpod_rl.maze.__all__ == sorted(hyperpod_rl.maze.__all__, key=lambda n: (not n.isupper(), n))
+    for name in hyperpod_rl.maze.__all__:
+        assert hasattr(hyperpod_rl.maze, name), name
