@@ -1,0 +1,290 @@
+"""GPU harness: LoRA policy forward+backward of a Qwen3-VL-8B-shaped model, naive vs improved.
+
+Single GPU (``python -m benchmarks.gpu.policy_update --suite single``): for each
+config it measures, in one process on one GPU,
+
+* ``naive``   - HF + peft as shipped (float32 adapters), ``model(...).logits`` over
+  every position, float32 ``log_softmax`` over the full vocabulary;
+* ``chunked`` - the same model, log-probs by ``response_logprobs`` (response rows
+  only, chunked, no (B, T, V) logits): isolates the log-prob change;
+* ``improved`` - what the trainer runs: FSDP2 ``fully_shard`` (world size 1 here)
+  with ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` - float32
+  master adapters, bf16 adapter compute - plus ``response_logprobs``.
+
+Several GPUs (``torchrun --nproc-per-node 2 -m benchmarks.gpu.policy_update --suite fsdp``):
+``fsdp_naive`` (FSDP2 + mixed precision, full logits) and ``improved`` at fixed per-GPU
+batch (weak scaling) and fixed global batch (strong scaling), with the share of the
+step spent in NCCL all-gather / reduce-scatter kernels from ``torch.profiler``.
+
+Each step is forward + backward + AdamW step on the adapters. Peak is
+``torch.cuda.max_memory_allocated`` over the measured steps. Results are a JSON
+list; the planner's prediction for each config is stored beside the measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from benchmarks.gpu.workload import BenchConfig, PolicyLogprobs, build_policy, make_batch
+from hyperpod_rl.plan import PlanInput, model_shape, plan, train_flops_per_sample
+
+GIB = 2**30
+H200_BF16_DENSE_FLOPS = 989.4e12  # NVIDIA H200 SXM datasheet, dense bf16 tensor core
+
+SINGLE_SUITE = [
+    BenchConfig("b8_s551_img448_ckpt", 8, 448, 97, 256, True),
+    BenchConfig("b16_s807_img448_ckpt", 16, 448, 97, 512, True),
+    BenchConfig("b32_s551_img448_ckpt", 32, 448, 97, 256, True),
+    BenchConfig("b8_s1139_img896_ckpt", 8, 896, 97, 256, True),
+    BenchConfig("b4_s551_img448_nockpt", 4, 448, 97, 256, False),
+    BenchConfig("b8_s551_img448_nockpt", 8, 448, 97, 256, False),
+    BenchConfig("b2_s1907_img896_nockpt", 2, 896, 97, 1024, False),
+]
+# (config, scaling kind, global batch); per-GPU batch = config.batch
+FSDP_SUITE = [
+    (BenchConfig("b8_s551_img448_ckpt", 8, 448, 97, 256, True), "weak"),
+    (BenchConfig("b16_s807_img448_ckpt", 16, 448, 97, 512, True), "weak"),
+    (BenchConfig("b4_s551_img448_nockpt", 4, 448, 97, 256, False), "weak"),
+    (BenchConfig("b8_s807_img448_ckpt", 8, 448, 97, 512, True), "strong"),  # global 16 x 807 over 2 GPUs
+]
+TINY_SUITE = [BenchConfig("tiny_ckpt", 2, 64, 12, 16, True), BenchConfig("tiny_nockpt", 2, 96, 12, 24, False)]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _reset_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak_gib(device: torch.device) -> float:
+    return torch.cuda.max_memory_allocated(device) / GIB if device.type == "cuda" else float("nan")
+
+
+def _set_checkpointing(root: PolicyLogprobs, on: bool) -> None:
+    hf = root.hf_model()
+    if on:
+        hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        hf.gradient_checkpointing_disable()
+    root.train()
+
+
+def measure(root: PolicyLogprobs, cfg: BenchConfig, path: str, *, device: torch.device, steps: int, profile: bool, vocab: int) -> dict[str, Any]:
+    """Warm-up + ``steps`` timed steps; returns step time, tokens/s, peak and (optionally) comm share."""
+    _set_checkpointing(root, cfg.gradient_checkpointing)
+    params = [p for p in root.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-6, foreach=True)
+    batch = make_batch(cfg, device=device, vocab=vocab, seed=0)
+    logprob_path = "naive" if path in ("naive", "fsdp_naive") else "chunked"
+
+    def step() -> float:
+        loss = root(batch, logprob_path)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    try:
+        loss0 = step()  # warm-up (allocates optimizer state)
+        _sync(device)
+        _reset_peak(device)
+        times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            step()
+            _sync(device)
+            times.append(time.perf_counter() - t0)
+        peak = _peak_gib(device)
+        reserved = torch.cuda.max_memory_reserved(device) / GIB if device.type == "cuda" else float("nan")
+        comm = _comm_share(step, device) if profile else None
+        st = statistics.median(times)
+        tokens = cfg.batch * cfg.seq_len()
+        out = {"status": "ok", "step_time_s": st, "step_times_s": times, "tokens_per_s": tokens / st, "peak_gib": peak, "peak_reserved_gib": reserved, "loss": loss0}
+        if comm is not None:
+            out |= comm
+        return out
+    except torch.OutOfMemoryError as exc:
+        return {"status": "oom", "error": str(exc).splitlines()[0]}
+    finally:
+        opt.zero_grad(set_to_none=True)
+        del opt, batch
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+
+
+def _comm_share(step: Any, device: torch.device) -> dict[str, float]:
+    """One profiled step: NCCL all-gather / reduce-scatter kernel time over the step's wall time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=acts) as prof:
+        t0 = time.perf_counter()
+        step()
+        _sync(device)
+        wall = time.perf_counter() - t0
+    ag = rs = 0.0
+    kernels = []
+    for ev in prof.key_averages():
+        t_us = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0.0)
+        name = ev.key.lower()
+        if "allgather" in name or "all_gather" in name:
+            ag += t_us if "nccl" in name and "kernel" in name else 0.0
+        if "reducescatter" in name or "reduce_scatter" in name:
+            rs += t_us if "nccl" in name and "kernel" in name else 0.0
+        if t_us:
+            kernels.append((t_us / 1e6, ev.key[:90]))
+    top = [{"s": t, "name": n} for t, n in sorted(kernels, reverse=True)[:12]]
+    return {"top_device_ops": top, "allgather_s": ag / 1e6, "reducescatter_s": rs / 1e6, "profiled_step_s": wall, "comm_share": (ag + rs) / 1e6 / wall}
+
+
+def _fsdp_wrap(root: PolicyLogprobs, world: int, device: torch.device) -> None:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    mesh = init_device_mesh(device.type, (world,))
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    hf = root.hf_model()
+    for layer in hf.model.language_model.layers:
+        fully_shard(layer, mesh=mesh, mp_policy=mp)
+    for block in hf.model.visual.blocks:
+        fully_shard(block, mesh=mesh, mp_policy=mp)
+    fully_shard(root, mesh=mesh, mp_policy=mp)
+
+
+def _predict(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> float | None:
+    inp = plan_input(cfg, gpus=gpus, fsdp=fsdp, logprob=logprob, adapter_dtype=adapter_dtype)
+    return plan(inp).memory.peak_gib
+
+
+def plan_input(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> PlanInput:
+    """The planner's view of one benchmark config."""
+    return PlanInput(
+        model="Qwen/Qwen3-VL-8B-Instruct", lora_rank=32, micro_train_batch_size_per_gpu=cfg.batch,
+        mini_batch_size=cfg.batch * gpus, max_prompt_tokens=cfg.prompt_text_tokens, max_response_tokens=cfg.response_tokens,
+        image_px=(cfg.image_px, cfg.image_px), gpus_per_node=gpus, nodes=1, gradient_checkpointing=cfg.gradient_checkpointing,
+        fsdp=fsdp, logprob_impl=logprob, adapter_compute_dtype=adapter_dtype, placement="split", gpu="H200", group_size=1,
+    )
+
+
+def _record(cfg: BenchConfig, *, gpus: int, device_name: str, res: dict[str, dict[str, Any]], base: str, impl: str, scaling: str | None) -> dict[str, Any]:
+    imp, bl = res[impl], res[base]
+    flops = train_flops_per_sample(plan_input(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16")) * cfg.batch
+    rec: dict[str, Any] = {
+        "config": cfg.to_json(), "gpus": gpus, "device": device_name, "date": dt.date.today().isoformat(),
+        "scaling": scaling, "improved_variant": impl, "baseline_variant": base,
+        "measured_peak_gib": imp.get("peak_gib"), "tokens_per_s": imp.get("tokens_per_s"),
+        "baseline_peak_gib": bl.get("peak_gib"), "baseline_tokens_per_s": bl.get("tokens_per_s"),
+        "step_time_s": imp.get("step_time_s"), "baseline_step_time_s": bl.get("step_time_s"),
+        "model_flops_per_gpu_step": flops,
+        "mfu": flops / imp["step_time_s"] / H200_BF16_DENSE_FLOPS if imp.get("status") == "ok" else None,
+        "baseline_mfu": flops / bl["step_time_s"] / H200_BF16_DENSE_FLOPS if bl.get("status") == "ok" else None,
+        "variants": res,
+    }
+    for key in ("comm_share", "allgather_s", "reducescatter_s", "profiled_step_s"):
+        if key in imp:
+            rec[key] = imp[key]
+    try:
+        rec["predicted_peak_gib_at_run"] = _predict(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16")
+        rec["predicted_baseline_peak_gib_at_run"] = _predict(cfg, gpus=gpus, fsdp=base != "naive", logprob="naive", adapter_dtype="fp32" if base == "naive" else "bf16")
+    except Exception as exc:  # the measurement must survive a planner bug; repredict.py fills these later
+        rec["predict_error"] = repr(exc)
+    return rec
+
+
+def run(suite: str, *, steps: int, out: Path, tiny: bool) -> None:
+    distributed = "RANK" in os.environ
+    if distributed:
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+        dist.init_process_group(backend)
+        rank, world = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, world = 0, 1
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    shape = model_shape("8B")
+    torch.manual_seed(1234)
+    t0 = time.perf_counter()
+    root = PolicyLogprobs(build_policy(shape, device=device, lora_rank=32, tiny=tiny))
+    vocab = root.hf_model().config.text_config.vocab_size
+    log = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
+    log(f"built policy in {time.perf_counter() - t0:.1f}s on {device_name}; world={world}")
+    records: list[dict[str, Any]] = []
+    if suite == "single":
+        configs = TINY_SUITE if tiny else SINGLE_SUITE
+        results: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in configs}
+        for path in ("naive", "chunked"):
+            for cfg in configs:
+                results[cfg.name][path] = measure(root, cfg, path, device=device, steps=steps, profile=False, vocab=vocab)
+                log(cfg.name, path, _short(results[cfg.name][path]))
+        _fsdp_wrap(root, 1, device) if distributed else _fsdp_wrap_single(root, device)
+        for cfg in configs:
+            results[cfg.name]["improved"] = measure(root, cfg, "improved", device=device, steps=steps, profile=False, vocab=vocab)
+            log(cfg.name, "improved", _short(results[cfg.name]["improved"]))
+        records = [_record(c, gpus=1, device_name=device_name, res=results[c.name], base="naive", impl="improved", scaling=None) for c in configs]
+    else:
+        suite_cfgs = [(c, "weak") for c in TINY_SUITE] if tiny else FSDP_SUITE
+        _fsdp_wrap(root, world, device)
+        for cfg, kind in suite_cfgs:
+            res = {}
+            for path in ("fsdp_naive", "improved"):
+                res[path] = measure(root, cfg, path, device=device, steps=steps, profile=path == "improved", vocab=vocab)
+                log(cfg.name, path, _short(res[path]))
+            records.append(_record(cfg, gpus=world, device_name=device_name, res=res, base="fsdp_naive", impl="improved", scaling=kind))
+    if rank == 0:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(records, indent=1))
+        log(f"wrote {len(records)} records to {out}")
+    if distributed:
+        dist.destroy_process_group()
+
+
+def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device) -> None:
+    """FSDP2 at world size 1 in a plain process: a one-rank process group on a free local port."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(port))
+    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+    _fsdp_wrap(root, 1, device)
+
+
+def _short(r: dict[str, Any]) -> str:
+    if r.get("status") != "ok":
+        return f"{r.get('status')}: {r.get('error', '')[:120]}"
+    extra = f" comm={r['comm_share']:.1%}" if "comm_share" in r else ""
+    return f"step={r['step_time_s']:.3f}s tok/s={r['tokens_per_s']:.0f} peak={r['peak_gib']:.2f}GiB{extra}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--suite", choices=["single", "fsdp"], required=True)
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
+    ap.add_argument("--out", type=Path, required=True, help="JSON file to write (rank 0)")
+    ap.add_argument("--tiny", action="store_true", help="tiny model on CPU/GPU: a smoke test of the harness itself")
+    args = ap.parse_args()
+    run(args.suite, steps=args.steps, out=args.out, tiny=args.tiny)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# One device call: 1-GPU suite (naive / chunked / improved) then the 2-GPU FSDP2 suite.
+# Usage on the device machine (repo root): bash benchmarks/gpu/run_h200.sh "$OUT"
+set -u
+out=${1:?output folder}
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # keep NVLink multicast off
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD TOKENIZERS_PARALLELISM=false
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/env.txt" 2>&1
+nvidia-smi topo -m >> "$out/env.txt" 2>&1
+python3 -c "import torch, transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__)" >> "$out/env.txt" 2>&1
+cat "$out/env.txt"
+ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
+if [ "${SKIP_SINGLE:-0}" != 1 ]; then
+  CUDA_VISIBLE_DEVICES=0 timeout "${SINGLE_TIMEOUT:-330}" python3 -m benchmarks.gpu.policy_update --suite single --steps 3 --out "$out/h200_1gpu.json" 2>&1 | tee "$out/single.log" | grep -v "^USDT\|use_cache"
+fi
+if [ "$ngpu" -ge 2 ] && [ "${SKIP_FSDP:-0}" != 1 ]; then
+  timeout "${FSDP_TIMEOUT:-230}" torchrun --nproc-per-node 2 -m benchmarks.gpu.policy_update --suite fsdp --steps 3 --out "$out/h200_2gpu_fsdp.json" 2>&1 | tee "$out/fsdp.log" | grep -v "^USDT\|use_cache"
+fi
+ls -la "$out"

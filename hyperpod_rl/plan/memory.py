@@ -1,0 +1,131 @@
+"""Per-GPU peak memory of the FSDP2 LoRA policy update (forward + backward + optimizer step).
+
+The model counts what PyTorch's caching allocator holds at the peak, which is
+the start of the backward pass (all saved activations plus the log-prob
+gradient) or, with gradient checkpointing, the backward of one decoder layer:
+
+* **weights**: bf16 base model, sharded over the ``W`` FSDP ranks; FSDP2 also
+  keeps the root unit (embedding, output head, final norm, vision merger)
+  unsharded through forward and backward, and gathers about two decoder
+  layers at a time (current + prefetch).
+* **LoRA**: float32 master adapters, float32 gradients and two AdamW moments,
+  16 bytes a parameter, sharded.
+* **activations**: what autograd saves per token in each decoder layer (counted
+  tensor by tensor for the HF Qwen3 layer with sdpa: RMSNorms keep a float32
+  copy, flash attention keeps q, k, v and its output, the SwiGLU MLP keeps four
+  intermediate tensors; peft's float32 adapters add float32 copies of every
+  adapter input). With checkpointing only each layer's input is kept, plus one
+  layer recomputed during its backward.
+* **logits**: naive path, (B, T, V) bf16 logits plus float32 ``log_softmax`` and its
+  gradient; chunked path, one (chunk, V) float32 block and its gradient.
+
+``CALIBRATION`` holds the few factors fitted to the H200 measurements in
+``benchmarks/results/`` (see docs/planner.md); everything else is counted.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from hyperpod_rl.plan.inputs import PlanInput
+
+__all__ = ["CALIBRATION", "MemoryBreakdown", "activation_bytes_per_token_layer", "lora_params", "policy_update_memory"]
+
+GIB = 2**30
+
+#: Factors fitted to measurements (benchmarks/results/h200_*.json); 1.0 means "as counted".
+CALIBRATION: dict[str, float] = {
+    "activation_scale": 1.0,  # multiplies the counted per-layer saved bytes
+    "ckpt_layers_live": 2.0,  # decoder layers' full activations live during a checkpointed backward
+    "naive_logit_bytes": 14.0,  # bytes per (token, vocab entry) at the naive path's peak
+    "chunk_logit_bytes": 10.0,  # bytes per (chunk row, vocab entry) for the chunked path
+    "fsdp_layers_gathered": 2.0,  # decoder layers unsharded at once under FSDP2
+    "overhead_gib": 1.0,  # CUDA/cuBLAS workspaces, allocator slack, small buffers
+}
+
+
+class MemoryBreakdown(BaseModel):
+    """Predicted per-GPU memory of one policy-update micro batch, GiB."""
+
+    model_config = ConfigDict(frozen=True)
+
+    weights_gib: float
+    fsdp_buffers_gib: float
+    reference_gib: float
+    lora_gib: float
+    activations_gib: float
+    logits_gib: float
+    overhead_gib: float
+
+    @property
+    def peak_gib(self) -> float:
+        return self.weights_gib + self.fsdp_buffers_gib + self.reference_gib + self.lora_gib + self.activations_gib + self.logits_gib + self.overhead_gib
+
+
+def lora_params(inp: PlanInput) -> int:
+    """Adapter parameters: ``rank * (in + out)`` per targeted linear per layer."""
+    s = inp.shape()
+    dims = s.linear_dims()
+    return s.num_hidden_layers * sum(inp.lora_rank * (dims[m][0] + dims[m][1]) for m in inp.lora_target_modules)
+
+
+def activation_bytes_per_token_layer(inp: PlanInput) -> float:
+    """Bytes autograd saves per token in one decoder layer without checkpointing (before calibration)."""
+    s = inp.shape()
+    h, i, q, kv = s.hidden_size, s.intermediate_size, s.q_dim, s.kv_dim
+    norms = 2 * (4 * h + 2 * h + 2 * h)  # two RMSNorms: fp32 input, bf16 normalised, bf16 scaled output
+    qk_norm = (4 + 2) * (q + kv)  # q_norm / k_norm over heads
+    attn = 2 * (q + 2 * kv) + 2 * q + 2 * q  # sdpa keeps q, k, v and its output; o_proj keeps its (contiguous) input
+    mlp = 4 * 2 * i  # gate out, silu out, up out, product (down_proj input)
+    total = norms + qk_norm + attn + mlp
+    targets = set(inp.lora_target_modules)
+    dims = s.linear_dims()
+    total += sum(2 * inp.lora_rank for _ in targets)  # lora_A outputs
+    if inp.adapter_compute_dtype == "fp32":  # peft casts each adapter's input to float32 and keeps it
+        total += sum(4 * dims[m][0] for m in targets)
+        total += sum(2 * inp.lora_rank for _ in targets)
+    return float(total)
+
+
+def policy_update_memory(inp: PlanInput) -> MemoryBreakdown:
+    """Per-GPU memory of one micro batch of the policy update; see the module docstring."""
+    s = inp.shape()
+    c = CALIBRATION
+    w = inp.world_size if inp.fsdp else 1
+    total = s.total_params
+    weights = total * 2 / w
+    fsdp_buffers = 0.0
+    if inp.fsdp:
+        root = s.embed_params * (1 if s.tie_word_embeddings else 2) + s.hidden_size + (s.vision.params - s.vision.depth * _vision_block_params(inp))
+        fsdp_buffers = root * 2 * (1 - 1 / w) + c["fsdp_layers_gathered"] * s.layer_params * 2
+    reference = 0.0 if not inp.use_kl or inp.offload_reference else total * 2 / w
+    lora = lora_params(inp) * 16 / w
+    tokens = inp.micro_train_batch_size_per_gpu * inp.seq_len
+    per_layer = activation_bytes_per_token_layer(inp) * c["activation_scale"] * tokens
+    if inp.gradient_checkpointing:
+        activations = s.num_hidden_layers * tokens * s.hidden_size * 2 + c["ckpt_layers_live"] * per_layer
+    else:
+        activations = s.num_hidden_layers * per_layer
+    activations += _vision_outputs_bytes(inp)
+    resp_tokens = inp.micro_train_batch_size_per_gpu * inp.response_len
+    if inp.logprob_impl == "naive":
+        logits = c["naive_logit_bytes"] * tokens * s.vocab_size
+    else:
+        logits = c["chunk_logit_bytes"] * min(inp.chunk_tokens, resp_tokens) * s.vocab_size + resp_tokens * s.hidden_size * 4
+    return MemoryBreakdown(
+        weights_gib=weights / GIB, fsdp_buffers_gib=fsdp_buffers / GIB, reference_gib=reference / GIB, lora_gib=lora / GIB,
+        activations_gib=activations / GIB, logits_gib=logits / GIB, overhead_gib=c["overhead_gib"],
+    )
+
+
+def _vision_block_params(inp: PlanInput) -> int:
+    v = inp.shape().vision
+    h, i = v.hidden_size, v.intermediate_size
+    return (h * 3 * h + 3 * h) + (h * h + h) + (h * i + i) + (i * h + h) + 4 * h
+
+
+def _vision_outputs_bytes(inp: PlanInput) -> float:
+    """Image embeddings and the deepstack features kept for the language model (bf16)."""
+    s = inp.shape()
+    n = inp.micro_train_batch_size_per_gpu * inp.images_per_prompt * inp.image_tokens_per_image
+    return n * s.hidden_size * 2 * (1 + len(s.vision.deepstack_visual_indexes))

@@ -1,0 +1,175 @@
+"""``plan(PlanInput) -> Plan``: memory, KV-cache room, step time and plain-language verdicts."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from hyperpod_rl.plan.inputs import PlanInput
+from hyperpod_rl.plan.memory import GIB, MemoryBreakdown, policy_update_memory
+from hyperpod_rl.plan.throughput import StepTime, comm_seconds, step_time, train_seconds_per_micro_batch
+
+__all__ = ["KVCache", "Plan", "ScalingPoint", "plan", "predict_scaling"]
+
+#: vLLM memory besides weights and KV cache when awake: activation profile run and CUDA graphs, GiB.
+VLLM_WORKSPACE_GIB = 4.0
+#: What a sleeping vLLM engine (level 1) still holds on the GPU, GiB.
+VLLM_ASLEEP_GIB = 1.5
+
+
+class KVCache(BaseModel):
+    """vLLM KV-cache room on one inference engine."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bytes_per_token: int
+    capacity_gib: float
+    tokens: int
+    concurrent_sequences: int
+
+
+class Plan(BaseModel):
+    """The planner's answer. ``fits`` is False when any verdict is a blocker."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input: PlanInput
+    seq_len: int
+    image_tokens: int
+    memory: MemoryBreakdown
+    gpu_memory_gib: float
+    kv_cache: KVCache
+    step: StepTime
+    fits: bool
+    verdicts: list[str]
+
+
+class ScalingPoint(BaseModel):
+    """Predicted policy-update throughput at one GPU count."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpus: int
+    micro_batch_per_gpu: int
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    comm_s: float
+    step_s: float
+    efficiency: float
+    peak_gib: float
+
+
+def _kv_cache(inp: PlanInput) -> KVCache:
+    s = inp.shape()
+    g = inp.gpu_spec()
+    tp = inp.inference_tensor_parallel_size
+    per_token = 2 * s.num_hidden_layers * s.kv_dim * 2  # K and V, bf16, all layers
+    weights = s.total_params * 2 / tp / GIB
+    room = g.memory_gib * inp.gpu_memory_utilization - weights - VLLM_WORKSPACE_GIB
+    tokens = max(0, int(room * GIB * tp // per_token))
+    return KVCache(bytes_per_token=per_token, capacity_gib=max(0.0, room), tokens=tokens, concurrent_sequences=tokens // inp.seq_len)
+
+
+def plan(inp: PlanInput) -> Plan:
+    """Predict whether ``inp`` fits and where its step time goes.
+
+    Returns:
+        A :class:`Plan`; ``Plan.verdicts`` says in words what to change, e.g.
+        ``"micro_train_batch_size_per_gpu=8 needs about 151 GiB per GPU on 140 GiB: use 4"``.
+    """
+    g = inp.gpu_spec()
+    mem = policy_update_memory(inp)
+    kv = _kv_cache(inp)
+    step = step_time(inp, kv_concurrent_sequences=kv.concurrent_sequences)
+    verdicts: list[str] = []
+    blockers = 0
+    resident = VLLM_ASLEEP_GIB if inp.placement == "colocated" else 0.0
+    budget = g.memory_gib - resident
+    where = f" (with {resident:g} GiB held by the sleeping vLLM engine)" if resident else ""
+    if mem.peak_gib > budget:
+        blockers += 1
+        best = _largest_fitting_micro_batch(inp, budget)
+        fix = f"use {best}" if best else "no micro batch fits: " + _no_fit_hint(inp)
+        verdicts.append(
+            f"micro_train_batch_size_per_gpu={inp.micro_train_batch_size_per_gpu} needs about {mem.peak_gib:.0f} GiB per GPU "
+            f"on {g.memory_gib:.0f} GiB{where}: {fix}"
+        )
+    else:
+        verdicts.append(f"policy update fits: about {mem.peak_gib:.0f} of {g.memory_gib:.0f} GiB per GPU{where}")
+        if not inp.gradient_checkpointing:
+            verdicts.append("gradient_checkpointing is off: activations take " f"{mem.activations_gib:.0f} GiB; turning it on trades about 25% more compute for most of that")
+    if inp.logprob_impl == "naive":
+        verdicts.append(f"naive log-probs materialise full logits ({mem.logits_gib:.0f} GiB); logprob_impl='chunked' needs a few GiB")
+    if kv.concurrent_sequences < 1:
+        blockers += 1
+        need = (s_w := inp.shape().total_params * 2 / inp.inference_tensor_parallel_size / GIB) + VLLM_WORKSPACE_GIB + inp.seq_len * kv.bytes_per_token / GIB
+        verdicts.append(
+            f"gpu_memory_utilization={inp.gpu_memory_utilization} leaves {kv.capacity_gib:.1f} GiB for vLLM's KV cache after "
+            f"{s_w:.0f} GiB of weights: not one {inp.seq_len}-token sequence fits; raise it to at least {min(0.95, need / g.memory_gib + 0.02):.2f} "
+            "or raise inference_tensor_parallel_size"
+        )
+    else:
+        verdicts.append(f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences} concurrent {inp.seq_len}-token sequences per engine")
+    if inp.placement == "colocated" and inp.gpu_memory_utilization > 0.85:
+        verdicts.append(f"gpu_memory_utilization={inp.gpu_memory_utilization} is high for colocated training: vLLM must sleep fully before the update")
+    if inp.image_tokens_per_image > 4096:
+        verdicts.append(f"each {inp.image_px[0]}x{inp.image_px[1]} px image becomes {inp.image_tokens_per_image} tokens; downscale images to cut memory and time")
+    sequences = inp.train_batch_size * inp.group_size
+    per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
+    if inp.mini_batch_size % per_step or sequences % inp.mini_batch_size:
+        blockers += 1
+        verdicts.append(
+            f"mini_batch_size={inp.mini_batch_size} must be a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}, "
+            f"and train_batch_size x group_size = {sequences} a multiple of mini_batch_size"
+        )
+    verdicts.append(
+        f"step time estimate: generate {step.generate_s:.0f} s, train {step.train_s:.0f} s, sync {step.sync_s:.0f} s "
+        f"(train {step.train_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
+    )
+    return Plan(
+        input=inp, seq_len=inp.seq_len, image_tokens=inp.image_tokens_per_image, memory=mem, gpu_memory_gib=g.memory_gib,
+        kv_cache=kv, step=step, fits=blockers == 0, verdicts=verdicts,
+    )
+
+
+def _largest_fitting_micro_batch(inp: PlanInput, budget_gib: float) -> int:
+    best = 0
+    for b in range(1, inp.micro_train_batch_size_per_gpu):
+        if policy_update_memory(inp.model_copy(update={"micro_train_batch_size_per_gpu": b})).peak_gib <= budget_gib:
+            best = b
+    return best
+
+
+def _no_fit_hint(inp: PlanInput) -> str:
+    if not inp.gradient_checkpointing:
+        return "turn gradient_checkpointing on"
+    if inp.logprob_impl == "naive":
+        return "use logprob_impl='chunked'"
+    return "add GPUs (more FSDP shards), shorten max_response_tokens or downscale images"
+
+
+def predict_scaling(inp: PlanInput, gpu_counts: list[int], *, mode: Literal["weak", "strong"]) -> list[ScalingPoint]:
+    """Policy-update throughput against GPU count on one node (FSDP2).
+
+    ``weak`` keeps ``micro_train_batch_size_per_gpu``; ``strong`` keeps the global micro
+    batch ``micro_train_batch_size_per_gpu * gpus_per_node`` of ``inp`` and splits it.
+    Efficiency is tokens/s per GPU relative to the first count.
+    """
+    from hyperpod_rl.plan.throughput import COMM
+
+    global_batch = inp.micro_train_batch_size_per_gpu * inp.world_size
+    points: list[ScalingPoint] = []
+    for n in gpu_counts:
+        b = inp.micro_train_batch_size_per_gpu if mode == "weak" else max(1, global_batch // n)
+        p = inp.model_copy(update={"gpus_per_node": n, "nodes": 1, "micro_train_batch_size_per_gpu": b})
+        compute = train_seconds_per_micro_batch(p)
+        comm = comm_seconds(p)
+        exposed = max(comm - COMM["overlap"] * compute, comm * (1 - COMM["overlap"]))
+        step = compute + exposed
+        tps = b * p.seq_len * n / step
+        points.append(ScalingPoint(gpus=n, micro_batch_per_gpu=b, tokens_per_s=tps, tokens_per_s_per_gpu=tps / n, comm_s=comm, step_s=step,
+                                   efficiency=0.0, peak_gib=policy_update_memory(p).peak_gib))
+    base = points[0].tokens_per_s_per_gpu if points else 1.0
+    return [pt.model_copy(update={"efficiency": pt.tokens_per_s_per_gpu / base}) for pt in points]

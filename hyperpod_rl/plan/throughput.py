@@ -1,0 +1,143 @@
+"""FLOPs, step-time estimate (generate / train / sync) and the FSDP2 scaling model.
+
+* **Train**: model FLOPs per sequence are the vision forward (frozen, no
+  backward), the language model's forward and input-gradient backward
+  (``2 + 2`` FLOPs per frozen weight per token; adapter weight gradients are
+  negligible), causal attention, and the output head over response tokens.
+  Checkpointing runs the forward a second time. Time is executed FLOPs over
+  the GPU's dense bf16 rate times an achieved efficiency fitted on the H200
+  (``TRAIN_EFFICIENCY``), plus the naive path's memory-bound passes over
+  (B, T, V) float32 logits.
+* **FSDP2 communication** per micro batch: every sharded unit is all-gathered
+  in forward and again in backward (``2 * P * 2 bytes * (W-1)/W`` per GPU) and
+  the adapter gradients are reduce-scattered in float32. Ring collectives move
+  that at ``COMM_EFFICIENCY`` x NVLink (inside a node) or the inter-node rate;
+  ``COMM_OVERLAP`` of it hides under compute.
+* **Generate** (vLLM, estimate): prefill at 40 % of the bf16 rate; decode is
+  bandwidth-bound, one read of the weights plus the KV cache per step.
+* **Sync**: LoRA weights to vLLM, and (colocated) offloading and reloading the
+  policy shard over the host link.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from hyperpod_rl.plan.inputs import PlanInput
+from hyperpod_rl.plan.memory import lora_params
+
+__all__ = ["COMM", "StepTime", "TRAIN_EFFICIENCY", "comm_seconds", "step_time", "train_flops_per_sample", "train_seconds_per_micro_batch"]
+
+#: Achieved fraction of dense bf16 peak on executed FLOPs, fitted on one H200 (see docs/planner.md).
+TRAIN_EFFICIENCY: dict[str, float] = {"ckpt": 0.45, "no_ckpt": 0.45}
+#: naive log-prob path: bytes moved per (token, vocab entry) in memory-bound kernels.
+NAIVE_LOGIT_TRAFFIC_BYTES = 40.0
+COMM: dict[str, float] = {
+    "efficiency": 0.6,  # fraction of link bandwidth a ring all-gather reaches
+    "overlap": 0.8,  # fraction of communication hidden under compute by FSDP2 prefetch
+    "inter_node_bytes_per_s": 50e9,  # 4 x 100 Gb/s EFA per GPU-node share, p5/p5e class
+    "latency_s": 30e-6,  # per collective
+}
+PREFILL_EFFICIENCY = 0.4
+DECODE_BW_EFFICIENCY = 0.6
+FIXED_SYNC_S = 2.0  # vLLM sleep/wake and adapter load, observed order of magnitude in SkyRL logs
+
+
+class StepTime(BaseModel):
+    """Estimated seconds of one GRPO step, split by phase."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generate_s: float
+    train_s: float
+    sync_s: float
+    train_compute_s: float
+    train_comm_exposed_s: float
+    train_tokens_per_s_per_gpu: float
+
+    @property
+    def total_s(self) -> float:
+        return self.generate_s + self.train_s + self.sync_s
+
+
+def train_flops_per_sample(inp: PlanInput) -> float:
+    """Model FLOPs of one sequence's forward + backward (no recompute), for MFU."""
+    s = inp.shape()
+    t = inp.seq_len
+    frozen_linear = s.num_hidden_layers * sum(a * b for a, b in s.linear_dims().values())
+    text = 4.0 * frozen_linear * t
+    attn = 3 * 2 * 2 * s.num_hidden_layers * s.q_dim * t * t / 2  # QK^T and PV, causal half, fwd + 2x bwd
+    head = 6.0 * s.hidden_size * s.vocab_size * inp.response_len
+    v = s.vision
+    patches = inp.images_per_prompt * inp.image_tokens_per_image * v.spatial_merge_size**2
+    vision = 2.0 * v.params * patches
+    return text + attn + head + vision
+
+
+def _executed_flops(inp: PlanInput) -> float:
+    s = inp.shape()
+    t = inp.seq_len
+    f = train_flops_per_sample(inp)
+    if inp.gradient_checkpointing:
+        f += 2.0 * s.num_hidden_layers * sum(a * b for a, b in s.linear_dims().values()) * t
+    if inp.logprob_impl == "naive":
+        f += 6.0 * s.hidden_size * s.vocab_size * (t - inp.response_len)
+    return f
+
+
+def train_seconds_per_micro_batch(inp: PlanInput) -> float:
+    """Compute time of one micro batch's forward + backward on one GPU, seconds."""
+    g = inp.gpu_spec()
+    eff = TRAIN_EFFICIENCY["ckpt" if inp.gradient_checkpointing else "no_ckpt"]
+    b = inp.micro_train_batch_size_per_gpu
+    sec = b * _executed_flops(inp) / (g.bf16_flops * eff)
+    if inp.logprob_impl == "naive":
+        sec += b * inp.seq_len * inp.shape().vocab_size * NAIVE_LOGIT_TRAFFIC_BYTES / g.hbm_bytes_per_s
+    return sec
+
+
+def comm_seconds(inp: PlanInput) -> float:
+    """FSDP2 all-gather + reduce-scatter time of one micro batch per GPU (before overlap), seconds."""
+    w = inp.world_size
+    if not inp.fsdp or w == 1:
+        return 0.0
+    s = inp.shape()
+    g = inp.gpu_spec()
+    frac = (w - 1) / w
+    volume = 2 * s.total_params * 2 * frac + lora_params(inp) * 4 * frac
+    bw = g.nvlink_bytes_per_s if inp.nodes == 1 else min(g.nvlink_bytes_per_s, COMM["inter_node_bytes_per_s"])
+    n_collectives = 2 * (s.num_hidden_layers + s.vision.depth + 1) + s.num_hidden_layers + 1
+    return volume / (bw * COMM["efficiency"]) + n_collectives * COMM["latency_s"] * math.log2(max(w, 2))
+
+
+def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
+    """Estimate one GRPO step; ``kv_concurrent_sequences`` is per inference engine."""
+    s = inp.shape()
+    g = inp.gpu_spec()
+    w = inp.world_size
+    sequences = inp.train_batch_size * inp.group_size
+    micro_per_gpu = math.ceil(sequences / (inp.micro_train_batch_size_per_gpu * w))
+    compute = micro_per_gpu * train_seconds_per_micro_batch(inp)
+    comm = micro_per_gpu * comm_seconds(inp)
+    exposed = max(comm - COMM["overlap"] * compute, comm * (1 - COMM["overlap"]))
+    train = compute + exposed + 0.05  # optimizer step on the adapters
+    # generation
+    tp = inp.inference_tensor_parallel_size
+    inf_gpus = w if inp.placement == "colocated" else (inp.inference_gpus or w)
+    engines = max(1, inf_gpus // tp)
+    per_engine = math.ceil(sequences / engines)
+    waves = math.ceil(per_engine / max(1, kv_concurrent_sequences))
+    prompt = inp.seq_len - inp.response_len
+    prefill = per_engine * 2.0 * s.total_params * prompt / (tp * g.bf16_flops * PREFILL_EFFICIENCY)
+    batch_per_wave = min(per_engine, max(1, kv_concurrent_sequences))
+    kv_bytes_token = 2 * s.num_hidden_layers * s.kv_dim * 2
+    avg_ctx = prompt + inp.response_len / 2
+    decode_step = (s.total_params * 2 / tp + batch_per_wave * avg_ctx * kv_bytes_token / tp) / (g.hbm_bytes_per_s * DECODE_BW_EFFICIENCY)
+    generate = prefill + waves * inp.response_len * decode_step
+    sync = FIXED_SYNC_S + lora_params(inp) * 2 / g.host_bytes_per_s
+    if inp.placement == "colocated":
+        sync += 2 * s.total_params * 2 / (w if inp.fsdp else 1) / g.host_bytes_per_s
+    tokens_per_gpu = sequences * inp.seq_len / w / train
+    return StepTime(generate_s=generate, train_s=train, sync_s=sync, train_compute_s=compute, train_comm_exposed_s=exposed, train_tokens_per_s_per_gpu=tokens_per_gpu)
