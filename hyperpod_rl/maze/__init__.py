@@ -13,6 +13,7 @@ Example:
     ('up',)
 """
 
+from hyperpod_rl.maze.audit import AUDIT_CASES, AuditReport, run_audit
 from hyperpod_rl.maze.answer import VIOLATIONS, VISION_TOKENS, ParsedAnswer, parse_answer
 from hyperpod_rl.maze.dataset import SPLITS, DatasetSpec, build_dataset, read_parquet, write_parquet
 from hyperpod_rl.maze.env import ENV_CLASS, MazeEnv, default_max_turns, register_env
@@ -20,11 +21,12 @@ from hyperpod_rl.maze.generate import ALGORITHMS, generate_maze
 from hyperpod_rl.maze.grid import DIRECTIONS, Cell, Maze
 from hyperpod_rl.maze.messages import SYSTEM_PROMPT, build_prompt, clean_messages, decode_image_part, image_part
 from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count, render_maze, render_png
-from hyperpod_rl.maze.reward import REWARD_VERSION, max_return, score_move, score_plan, score_step
+from hyperpod_rl.maze.reward import REWARD_VERSION, max_return, score_completion, score_move, score_plan, score_step
 from hyperpod_rl.maze.strata import stratum_of
 
 __all__ = [
     "ALGORITHMS",
+    "AUDIT_CASES",
     "DIRECTIONS",
     "ENV_CLASS",
     "REWARD_VERSION",
@@ -32,6 +34,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "VIOLATIONS",
     "VISION_TOKENS",
+    "AuditReport",
     "Cell",
     "DatasetSpec",
     "Maze",
@@ -54,6 +57,8 @@ __all__ = [
     "register_env",
     "render_maze",
     "render_png",
+    "run_audit",
+    "score_completion",
     "score_move",
     "score_plan",
     "score_step",

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze.answer import parse_answer
 from hyperpod_rl.maze.grid import Cell, Maze
 
@@ -35,6 +36,7 @@ __all__ = [
     "MoveOutcome",
     "PlanOutcome",
     "max_return",
+    "score_completion",
     "score_move",
     "score_plan",
     "score_step",
@@ -173,3 +175,20 @@ def max_return(maze: Maze, cell: Cell | None = None) -> float:
 def step_reward_bounds() -> tuple[float, float]:
     """``(min, max)`` reward of any single step-mode turn."""
     return (-FORMAT_PENALTY, SUCCESS_BONUS + PROGRESS_PER_CELL - STEP_COST)
+
+
+def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: Cell | None = None) -> float:
+    """Reward of one completion: a step-mode turn or a whole plan, from ``agent`` (default start).
+
+    This is the reference reward function of the audit (:func:`hyperpod_rl.maze.audit.run_audit`);
+    a user-supplied function must have the same signature.
+
+    Raises:
+        MazeError: if ``mode`` is not ``"step"`` or ``"plan"``.
+    """
+    here = maze.start if agent is None else (int(agent[0]), int(agent[1]))
+    if mode == "step":
+        return score_step(maze, here, completion).reward
+    if mode == "plan":
+        return score_plan(maze, completion, cell=here).reward
+    raise MazeError(f"mode={mode!r} is not supported; use 'step' or 'plan'")
