@@ -1,0 +1,489 @@
+"""Authenticated access to a RayCluster's dashboard and job API on SageMaker HyperPod.
+
+Two routes, one interface (``job_client()``, ``call(fn)``, ``probe()``):
+
+* `HyperPodDashboard`, the HyperPod Ray Endpoint Operator flow:
+  EKS bearer token -> ``POST .../raydashboardconnections`` with ``spec.clusterName`` ->
+  ``status.connectionUrl`` (``https://<host>/...?token=<JWT>``) -> ``GET https://<host>/bearer-auth?token=<JWT>``
+  sets the ``ray_session`` cookie -> ``JobSubmissionClient(address, cookies=...)``. A 401 re-acquires
+  the cookie once. A 403 on the connection means only the cluster's creator may connect.
+* `PortForwardDashboard`, the fallback: ``kubectl port-forward`` of ``<name>-head-svc`` and Ray
+  token auth (``Authorization: Bearer <token>``, token from the Secret KubeRay creates).
+
+Secrets (EKS token, JWT, cookie, Ray token) are held as ``pydantic.SecretStr``; they never
+appear in a repr, an exception or a log line. urllib3 logs request URLs at DEBUG, so a
+redacting filter on its logger masks ``token=`` query values and registered secrets.
+
+Sources: docs/hyperpod-setup.md; Ray 2.57 ``ray/dashboard/modules/dashboard_sdk.py``
+(cookies/headers, ``AuthenticationError`` on 401/403) and
+``ray/_private/authentication/http_token_authentication.py`` (``Authorization`` and
+``X-Ray-Authorization`` bearer headers); awscli ``customizations/eks/get_token.py`` (token format).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ipaddress
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
+
+import requests
+from botocore.exceptions import BotoCoreError, ClientError
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+from pydantic import SecretStr
+
+from hyperpod_rl.errors import ClusterError
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobSubmissionClient
+
+__all__ = [
+    "CONNECTION_GROUP",
+    "HyperPodDashboard",
+    "PortForwardDashboard",
+    "eks_api_client",
+    "eks_token",
+    "port_forward",
+    "read_ray_token",
+    "redact",
+]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+CONNECTION_GROUP = "connection.access.sagemaker.amazonaws.com"
+CONNECTION_VERSION = "v1alpha1"
+CONNECTION_PLURAL = "raydashboardconnections"
+SESSION_COOKIE = "ray_session"
+EKS_TOKEN_PREFIX = "k8s-aws-v1."
+EKS_TOKEN_TTL_S = 600  # EKS accepts a token for 15 minutes; renew well before that
+_HELP = "see docs/hyperpod-setup.md"
+
+# ----- redaction ---------------------------------------------------------------------------------
+_SECRETS: set[str] = set()
+_TOKEN_QUERY = re.compile(r"((?:token|X-Amz-Signature|X-Amz-Security-Token)=)[^&\s\"']+", re.IGNORECASE)
+
+
+def _remember(secret: str) -> SecretStr:
+    if secret:
+        _SECRETS.add(secret)
+    return SecretStr(secret)
+
+
+def redact(text: str) -> str:
+    """Mask ``token=`` query values and every secret this module handed out."""
+    text = _TOKEN_QUERY.sub(r"\1***", text)
+    for secret in _SECRETS:
+        text = text.replace(secret, "***")
+    return text
+
+
+class _RedactingFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, ()
+        return True
+
+
+for _name in ("urllib3.connectionpool", "kubernetes.client.rest", "ray.dashboard.modules.dashboard_sdk", __name__):
+    logging.getLogger(_name).addFilter(_RedactingFilter())
+
+
+# ----- EKS token and API client --------------------------------------------------------------------
+def eks_token(cluster_name: str, *, region: str | None = None, session: Any = None) -> SecretStr:
+    """An EKS bearer token, built as ``aws eks get-token`` builds it.
+
+    The token is ``k8s-aws-v1.`` + base64url(presigned STS ``GetCallerIdentity`` URL) with the
+    ``x-k8s-aws-id: <cluster_name>`` header signed in; the URL is presigned for 60 s and EKS
+    accepts the token for 15 minutes. No network call is made.
+
+    Args:
+        cluster_name: the EKS cluster behind the HyperPod cluster.
+        region: AWS region; default: the session's.
+        session: a ``boto3.Session`` (default: a new one, using the usual credential chain).
+
+    Raises:
+        ClusterError: no AWS credentials.
+    """
+    import boto3
+
+    session = session or boto3.Session(region_name=region)
+    region = region or session.region_name
+    sts = session.client("sts", region_name=region, endpoint_url=f"https://sts.{region}.amazonaws.com" if region else None)
+
+    def add_header(request: Any, **_: Any) -> None:
+        request.headers["x-k8s-aws-id"] = cluster_name
+
+    sts.meta.events.register("before-sign.sts.GetCallerIdentity", add_header)
+    try:
+        url = sts.generate_presigned_url("get_caller_identity", Params={}, ExpiresIn=60, HttpMethod="GET")
+    except (BotoCoreError, ClientError) as exc:  # NoCredentialsError and friends
+        raise ClusterError(f"cannot build an EKS token: {type(exc).__name__}; configure AWS credentials "
+                           "(Studio execution role, aws sso login or AWS_PROFILE)") from None
+    token = EKS_TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return _remember(token)
+
+
+def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any = None) -> k8s.ApiClient:
+    """A ``kubernetes`` ApiClient for an EKS cluster, from IAM credentials alone (no kubeconfig).
+
+    Reads the endpoint and CA with ``eks:DescribeCluster``; the bearer token is renewed every
+    10 minutes through the client's ``refresh_api_key_hook``. The caller's IAM role needs an
+    EKS access entry (docs/hyperpod-setup.md).
+
+    Raises:
+        ClusterError: the cluster cannot be described (name, region or permissions).
+    """
+    import boto3
+
+    session = session or boto3.Session(region_name=region)
+    eks = session.client("eks", region_name=region or session.region_name)
+    try:
+        info = eks.describe_cluster(name=cluster_name)["cluster"]
+    except (BotoCoreError, ClientError) as exc:
+        raise ClusterError(f"cannot describe EKS cluster {cluster_name!r}: {type(exc).__name__}: {redact(str(exc))}; "
+                           "check the name, the region and eks:DescribeCluster permission") from None
+    fd, ca_path = tempfile.mkstemp(prefix="eks-ca-", suffix=".crt")
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.b64decode(info["certificateAuthority"]["data"]))
+    cfg = k8s.Configuration()
+    cfg.host = info["endpoint"]
+    cfg.ssl_ca_cert = ca_path
+    cfg.api_key_prefix = {"BearerToken": "Bearer"}
+    issued = {"at": -1e18}
+
+    def refresh(conf: k8s.Configuration) -> None:
+        if time.monotonic() - issued["at"] > EKS_TOKEN_TTL_S:
+            conf.api_key = {"BearerToken": eks_token(cluster_name, region=region, session=session).get_secret_value()}
+            issued["at"] = time.monotonic()
+
+    refresh(cfg)
+    cfg.refresh_api_key_hook = refresh
+    return k8s.ApiClient(cfg)
+
+
+# ----- shared dashboard access --------------------------------------------------------------------
+def _is_loopback(host: str | None) -> bool:
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class _DashboardAccess:
+    """Common job-client plumbing; subclasses supply credentials and re-authentication."""
+
+    address: str
+    verify: bool | str
+
+    def _auth(self) -> tuple[dict[str, str], dict[str, str]]:  # (headers, cookies)
+        raise NotImplementedError
+
+    def _reauthenticate(self) -> None:
+        raise ClusterError(f"the dashboard at {self.address} rejected the credentials")
+
+    def job_client(self) -> JobSubmissionClient:
+        """A ``ray.job_submission.JobSubmissionClient`` carrying the credentials.
+
+        Raises:
+            ClusterError: the dashboard rejects the credentials even after re-authenticating.
+        """
+        return self.call(lambda client: client)
+
+    def call(self, fn: Callable[[JobSubmissionClient], T]) -> T:
+        """Run ``fn(client)``; on 401/403 re-authenticate once and run it again.
+
+        Example:
+            >>> access.call(lambda c: c.get_job_status("maze-001"))  # doctest: +SKIP
+        """
+        from ray.exceptions import AuthenticationError
+        from ray.job_submission import JobSubmissionClient
+
+        for attempt in range(2):
+            headers, cookies = self._auth()
+            try:
+                client = JobSubmissionClient(self.address, headers=headers or None, cookies=cookies or None, verify=self.verify)
+                return fn(client)
+            except ConnectionError:
+                raise ClusterError(f"cannot reach the dashboard at {self.address}; is the cluster ready and the "
+                                   "port-forward or endpoint up?") from None
+            except AuthenticationError:
+                if attempt == 0:
+                    log.info("dashboard at %s answered 401/403; re-authenticating", self.address)
+                    self._reauthenticate()
+        raise ClusterError(f"the dashboard at {self.address} still rejects the credentials after re-authenticating; "
+                           f"check that you may use this cluster ({_HELP})")
+
+    def probe(self) -> int:
+        """HTTP status of ``GET /api/version`` (0 when unreachable); re-authenticates once on 401.
+
+        Never raises: a failed re-authentication returns the 401.
+
+        Usable as ``RayClusterClient.wait_ready(dashboard=access.probe)``.
+        """
+        for attempt in range(2):
+            headers, cookies = self._auth()
+            try:
+                code = requests.get(f"{self.address}/api/version", headers=headers, cookies=cookies,
+                                    timeout=10, verify=self.verify).status_code
+            except requests.RequestException:
+                return 0
+            if code != 401 or attempt == 1:
+                return code
+            try:
+                self._reauthenticate()
+            except ClusterError:
+                return code
+        return 401
+
+
+class PortForwardDashboard(_DashboardAccess):
+    """Dashboard through a port-forward (or any direct address) with Ray token auth.
+
+    Args:
+        address: e.g. ``http://127.0.0.1:8265`` (see `port_forward`).
+        ray_token: the cluster's Ray auth token (`read_ray_token`); None for ``auth_mode="disabled"``.
+        verify: TLS verification for https addresses.
+    """
+
+    def __init__(self, address: str, *, ray_token: SecretStr | str | None = None, verify: bool | str = True) -> None:
+        self.address = address.rstrip("/")
+        self.verify = verify
+        self._token = _remember(ray_token) if isinstance(ray_token, str) else ray_token
+        if self._token is not None:
+            _SECRETS.add(self._token.get_secret_value())
+
+    def __repr__(self) -> str:
+        return f"PortForwardDashboard(address={self.address!r}, ray_token={'set' if self._token else None})"
+
+    def _auth(self) -> tuple[dict[str, str], dict[str, str]]:
+        if self._token is None:
+            return {}, {}
+        return {"Authorization": f"Bearer {self._token.get_secret_value()}"}, {}
+
+    def _reauthenticate(self) -> None:
+        raise ClusterError(f"the dashboard at {self.address} rejected the Ray token; read it again with "
+                           "read_ray_token() (KubeRay Secret key auth_token) or check auth_mode")
+
+
+def read_ray_token(api_client: k8s.ApiClient, cluster_name: str, namespace: str = "default",
+                   *, secret_name: str | None = None) -> SecretStr:
+    """The Ray auth token KubeRay stores for a cluster with ``authOptions.mode: token``.
+
+    KubeRay v1.7 creates a Secret named after the RayCluster with the key ``auth_token``
+    (``raycluster_controller.go`` ``createAuthSecret``), unless ``authOptions.secretName`` is set.
+
+    Raises:
+        ClusterError: Secret missing, key missing, or reading Secrets is forbidden.
+    """
+    name = secret_name or cluster_name
+    try:
+        secret = k8s.CoreV1Api(api_client).read_namespaced_secret(name, namespace, _preload_content=False)
+    except ApiException as exc:
+        if exc.status == 404:
+            raise ClusterError(f"Secret {namespace}/{name} not found: is the RayCluster running with auth_mode='token'? "
+                               "KubeRay creates it on the first reconcile") from None
+        if exc.status == 403:
+            raise ClusterError(f"reading Secret {namespace}/{name} is forbidden; ask for `get secrets` in {namespace} "
+                               "or use the HyperPod dashboard connection instead") from None
+        raise ClusterError(f"cannot read Secret {namespace}/{name}: HTTP {exc.status}") from None
+    data = (json.loads(secret.data).get("data") or {}).get("auth_token")
+    if not data:
+        raise ClusterError(f"Secret {namespace}/{name} has no key 'auth_token'")
+    return _remember(base64.b64decode(data).decode())
+
+
+@contextlib.contextmanager
+def port_forward(cluster_name: str, namespace: str = "default", *, local_port: int = 8265,
+                 kubectl: str = "kubectl", timeout_s: float = 20.0) -> Iterator[str]:
+    """Run ``kubectl port-forward svc/<name>-head-svc <local_port>:8265`` on 127.0.0.1 for the block.
+
+    Yields:
+        The local dashboard address, ``http://127.0.0.1:<local_port>``.
+
+    Raises:
+        ClusterError: kubectl missing, or it did not report forwarding within ``timeout_s`` seconds.
+    """
+    exe = shutil.which(kubectl)
+    if exe is None:
+        raise ClusterError(f"{kubectl!r} not found on PATH; install kubectl or use HyperPodDashboard")
+    cmd = [exe, "port-forward", "-n", namespace, "--address", "127.0.0.1", f"svc/{cluster_name}-head-svc", f"{local_port}:8265"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        assert proc.stdout is not None  # noqa: S101 - set by Popen(stdout=PIPE)
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("Forwarding from"):
+                break
+            if not line and proc.poll() is not None:
+                raise ClusterError(f"kubectl port-forward exited with {proc.returncode}; is {cluster_name}-head-svc "
+                                   f"in namespace {namespace}?")
+        else:
+            raise ClusterError(f"kubectl port-forward did not start within {timeout_s:g} s")
+        yield f"http://127.0.0.1:{local_port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# ----- HyperPod Ray Endpoint Operator ---------------------------------------------------------------
+class HyperPodDashboard(_DashboardAccess):
+    """Dashboard and job API of a RayCluster through the HyperPod Ray Endpoint Operator.
+
+    Args:
+        cluster_name: the RayCluster's name (``spec.clusterName`` of the connection).
+        namespace: its namespace.
+        api_client: Kubernetes client authenticated as the user (e.g. `eks_api_client`).
+        verify: TLS verification for the dashboard host (path to a CA bundle or bool).
+        ray_token: also send the Ray auth token as ``X-Ray-Authorization: Bearer`` (needed when
+            the cluster runs ``auth_mode="token"`` behind the proxy).
+        wait_s: seconds to wait for ``status.connectionUrl``; poll_interval_s: between reads.
+
+    Example:
+        >>> access = HyperPodDashboard("maze", api_client=eks_api_client("hp-eks", region="us-west-2"))  # doctest: +SKIP
+        >>> access.call(lambda c: c.submit_job(entrypoint="python -V"))  # doctest: +SKIP
+    """
+
+    def __init__(self, cluster_name: str, namespace: str = "default", *, api_client: k8s.ApiClient,
+                 verify: bool | str = True, ray_token: SecretStr | str | None = None, wait_s: float = 60.0,
+                 poll_interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.cluster_name, self.namespace = cluster_name, namespace
+        self.custom = k8s.CustomObjectsApi(api_client)
+        self.verify = verify
+        self.wait_s, self.poll_interval_s, self._sleep = wait_s, poll_interval_s, sleep
+        self._ray_token = _remember(ray_token) if isinstance(ray_token, str) else ray_token
+        self._cookie: SecretStr | None = None
+        self.address = ""
+        self.connection_name: str | None = None
+
+    def __repr__(self) -> str:
+        return (f"HyperPodDashboard(cluster_name={self.cluster_name!r}, namespace={self.namespace!r}, "
+                f"address={self.address!r}, connected={self._cookie is not None})")
+
+    # -- steps ------------------------------------------------------------------------------------
+    def connection_url(self) -> SecretStr:
+        """Create a ``RayDashboardConnection`` and return its ``status.connectionUrl`` (holds a JWT).
+
+        Raises:
+            ClusterError: 403 (only the cluster creator may connect), endpoint operator not
+                installed, RayCluster or namespace not found, or no URL within ``wait_s`` seconds.
+        """
+        body = {
+            "apiVersion": f"{CONNECTION_GROUP}/{CONNECTION_VERSION}",
+            "kind": "RayDashboardConnection",
+            "metadata": {"generateName": f"{self.cluster_name}-"},
+            "spec": {"clusterName": self.cluster_name},
+        }
+        try:
+            obj = self.custom.create_namespaced_custom_object(CONNECTION_GROUP, CONNECTION_VERSION, self.namespace,
+                                                              CONNECTION_PLURAL, body, _preload_content=False)
+            obj = json.loads(obj.data)
+        except ApiException as exc:
+            raise self._error(exc) from None
+        self.connection_name = (obj.get("metadata") or {}).get("name")
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            url = (obj.get("status") or {}).get("connectionUrl")
+            if url:
+                return _remember(url)
+            if time.monotonic() >= deadline or not self.connection_name:
+                why = (obj.get("status") or {}).get("message") or "no status.connectionUrl"
+                raise ClusterError(f"RayDashboardConnection for {self.namespace}/{self.cluster_name} has no connection URL "
+                                   f"after {self.wait_s:g} s ({redact(str(why))}); is the HyperPod Ray Endpoint Operator "
+                                   f"running and the RayCluster ready? ({_HELP})")
+            self._sleep(self.poll_interval_s)
+            try:
+                raw = self.custom.get_namespaced_custom_object(CONNECTION_GROUP, CONNECTION_VERSION, self.namespace,
+                                                               CONNECTION_PLURAL, self.connection_name, _preload_content=False)
+                obj = json.loads(raw.data)
+            except ApiException as exc:
+                raise self._error(exc) from None
+
+    def connect(self) -> None:
+        """Get a fresh connection URL and exchange its JWT for the ``ray_session`` cookie.
+
+        Raises:
+            ClusterError: any step fails; the message names the step, never the secrets.
+        """
+        url = self.connection_url().get_secret_value()
+        parts = urlsplit(url)
+        jwt = (parse_qs(parts.query).get("token") or [""])[0]
+        if not jwt:
+            raise ClusterError(f"connection URL for {self.cluster_name} has no token parameter; update the endpoint operator")
+        _SECRETS.add(jwt)
+        if parts.scheme != "https" and not _is_loopback(parts.hostname):
+            raise ClusterError(f"refusing to send a dashboard token over {parts.scheme}:// to {parts.hostname}")
+        self.address = f"{parts.scheme}://{parts.netloc}"
+        try:
+            resp = requests.get(f"{self.address}/bearer-auth", params={"token": jwt}, allow_redirects=False,
+                                timeout=15, verify=self.verify)
+        except requests.RequestException as exc:
+            raise ClusterError(f"cannot reach the dashboard endpoint {self.address}: {type(exc).__name__}") from None
+        cookie = resp.cookies.get(SESSION_COOKIE)
+        if resp.status_code == 403:
+            raise ClusterError(f"the dashboard endpoint refused the login (403): only the creator of RayCluster "
+                               f"{self.namespace}/{self.cluster_name} may connect; ask them, or use port_forward + Ray token")
+        if resp.status_code >= 400 or not cookie:
+            raise ClusterError(f"dashboard login at {self.address}/bearer-auth answered {resp.status_code} without a "
+                               f"{SESSION_COOKIE!r} cookie; the token may have expired, retry connect()")
+        self._cookie = _remember(cookie)
+        log.info("connected to the dashboard of %s/%s at %s", self.namespace, self.cluster_name, self.address)
+
+    # -- _DashboardAccess --------------------------------------------------------------------------
+    def _auth(self) -> tuple[dict[str, str], dict[str, str]]:
+        if self._cookie is None:
+            self.connect()
+        assert self._cookie is not None  # noqa: S101 - connect() sets it or raises
+        headers = {"X-Ray-Authorization": f"Bearer {self._ray_token.get_secret_value()}"} if self._ray_token else {}
+        return headers, {SESSION_COOKIE: self._cookie.get_secret_value()}
+
+    def _reauthenticate(self) -> None:
+        self._cookie = None
+        self.connect()
+
+    def cookies(self) -> dict[str, str]:
+        """``{"ray_session": ...}`` for other HTTP clients. Treat the value as a password."""
+        return self._auth()[1]
+
+    def _error(self, exc: ApiException) -> ClusterError:
+        try:
+            body = json.loads(exc.body or "{}")
+        except ValueError:
+            body = {}
+        message = redact(str(body.get("message", "")))
+        kind = (body.get("details") or {}).get("kind", "")
+        where = f"{self.namespace}/{self.cluster_name}"
+        if exc.status == 403:
+            return ClusterError(f"not allowed to open the dashboard of RayCluster {where}: {message}; the HyperPod endpoint "
+                                "operator lets only the cluster's creator connect; ask them, or use port_forward + Ray token")
+        if exc.status == 404 and (kind == "namespaces"):
+            return ClusterError(f"namespace {self.namespace!r} not found")
+        if exc.status == 404 and (kind == CONNECTION_PLURAL or "could not find the requested resource" in message):
+            return ClusterError(f"the RayDashboardConnection API ({CONNECTION_GROUP}/{CONNECTION_VERSION}) is not installed; "
+                                f"install the HyperPod Ray Endpoint Operator ({_HELP})")
+        if exc.status == 404:
+            return ClusterError(f"RayCluster {where} not found: {message}")
+        if exc.status == 401:
+            return ClusterError("the Kubernetes API rejected the credentials (expired EKS token?); build a new client")
+        return ClusterError(f"creating the dashboard connection for {where} failed: HTTP {exc.status}: {message}")
