@@ -81,9 +81,13 @@ def _remember(secret: str) -> SecretStr:
     return SecretStr(secret)
 
 
+_SIGV4_SIGNATURE = re.compile(r"(Signature:\s*)[0-9a-f]{64}")
+
+
 def redact(text: str) -> str:
-    """Mask ``token=`` query values and every secret this module handed out."""
+    """Mask ``token=`` query values, SigV4 signatures and every secret this module handed out."""
     text = _TOKEN_QUERY.sub(r"\1***", text)
+    text = _SIGV4_SIGNATURE.sub(r"\1***", text)
     for secret in _SECRETS:
         text = text.replace(secret, "***")
     return text
@@ -98,7 +102,8 @@ class _RedactingFilter(logging.Filter):
         return True
 
 
-for _name in ("urllib3.connectionpool", "kubernetes.client.rest", "ray.dashboard.modules.dashboard_sdk", __name__):
+# botocore.auth logs the SigV4 signature of the presigned EKS-token URL at DEBUG.
+for _name in ("urllib3.connectionpool", "kubernetes.client.rest", "ray.dashboard.modules.dashboard_sdk", "botocore.auth", __name__):
     logging.getLogger(_name).addFilter(_RedactingFilter())
 
 
