@@ -108,7 +108,16 @@ def test_png_bytes_identical_across_processes() -> None:
         env={"PYTHONPATH": str(root), "PATH": ""},
     ).stdout.split()
     maze = generate_maze(6, 6, seed=9, algorithm="prim", braid=0.5)
-    assert out == [maze.layout_hash(), hashlib.sha256(encode_png(render_maze(maze, (1, 1)))).hexdigest()]
+    render_png.cache_clear()
+    assert out == [maze.layout_hash(), hashlib.sha256(render_png(maze, (1, 1))).hexdigest()]
+
+
+def test_png_is_indexed_and_decodes_to_the_rgb_render() -> None:
+    maze = generate_maze(7, 5, seed=3)
+    with Image.open(io.BytesIO(render_png(maze, (2, 3)))) as img:
+        assert img.mode == "P"
+        assert img.convert("RGB").tobytes() == render_maze(maze, (2, 3)).tobytes()
+    assert len(render_png(maze, (2, 3))) < len(encode_png(render_maze(maze, (2, 3))))
 
 
 def test_image_part_round_trip() -> None:
