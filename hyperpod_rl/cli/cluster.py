@@ -1,0 +1,214 @@
+"""``hyperpod-rl cluster ...``: RayCluster presets, manifests, lifecycle and dashboard access.
+
+A thin front-end over `hyperpod_rl.cluster`; every command calls the same functions the
+notebook API uses. Secrets (tokens, cookies) are never printed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+
+from hyperpod_rl.cluster.access import HyperPodDashboard, PortForwardDashboard, eks_api_client, read_ray_token
+from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, http_probe, load_api_client
+from hyperpod_rl.cluster.manifest import validate_manifest
+from hyperpod_rl.cluster.spec import ClusterSpec
+from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Ray clusters on SageMaker HyperPod (KubeRay): presets, manifests, apply, wait, connect.",
+                  no_args_is_help=True)
+
+Name = Annotated[str, typer.Argument(help="RayCluster name")]
+Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Kubernetes namespace")]
+Preset = Annotated[str, typer.Option(help="preset name (see `presets`)")]
+SpecFile = Annotated[Path | None, typer.Option("--spec", help="ClusterSpec fields as YAML/JSON (overrides the preset)")]
+FromManifest = Annotated[Path | None, typer.Option("--from-manifest", help="existing RayCluster YAML to import")]
+EksCluster = Annotated[str | None, typer.Option(help="EKS cluster name: authenticate with IAM (no kubeconfig)")]
+Region = Annotated[str | None, typer.Option(help="AWS region of the EKS cluster")]
+Context = Annotated[str | None, typer.Option(help="kubeconfig context")]
+
+
+def _api_client(eks_cluster: str | None, region: str | None, context: str | None) -> Any:
+    """The Kubernetes client for a command (tests replace this function)."""
+    if eks_cluster:
+        return eks_api_client(eks_cluster, region=region)
+    return load_api_client(context=context)
+
+
+def _fail(exc: HyperpodRLError) -> typer.Exit:
+    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=1)
+
+
+def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None, name: str | None,
+                namespace: str | None) -> ClusterSpec:
+    overrides: dict[str, Any] = {}
+    if name:
+        overrides["name"] = name
+    if namespace:
+        overrides["namespace"] = namespace
+    if from_manifest is not None:
+        spec = ClusterSpec.from_manifest(yaml.safe_load(from_manifest.read_text()))
+        return ClusterSpec.parse({**spec.model_dump(), **overrides}) if overrides else spec
+    if spec_file is not None:
+        overrides = {**(yaml.safe_load(spec_file.read_text()) or {}), **overrides}
+    return ClusterSpec.from_preset(preset, **overrides)
+
+
+@app.command()
+def presets() -> None:
+    """List the cluster presets with their worker groups."""
+    for preset in ClusterSpec.presets():
+        spec = ClusterSpec.from_preset(preset)
+        groups = ", ".join(f"{g.replicas} x {g.gpus_per_worker} GPU ({g.instance_type or 'any node'})" for g in spec.worker_groups)
+        typer.echo(f"{preset}: head {spec.head.cpus:g} CPU, workers {groups}; {spec.total_gpus} GPUs total")
+
+
+@app.command()
+def render(
+    preset: Preset = "seed",
+    spec_file: SpecFile = None,
+    from_manifest: FromManifest = None,
+    name: Annotated[str | None, typer.Option(help="cluster name")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write here instead of stdout")] = None,
+) -> None:
+    """Print the RayCluster YAML for a preset, a spec file or an imported manifest (validated)."""
+    try:
+        spec = _build_spec(preset, spec_file, from_manifest, name, namespace)
+        manifest = spec.to_manifest()
+        validate_manifest(manifest)
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    text = yaml.safe_dump(manifest, sort_keys=False)
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text)
+        typer.echo(f"wrote {output}")
+
+
+@app.command()
+def validate(path: Annotated[Path, typer.Argument(help="RayCluster YAML (one or more documents)")],
+             strict: Annotated[bool, typer.Option(help="reject fields the CRD does not define")] = True) -> None:
+    """Validate RayCluster YAML against the KubeRay v1.7 CRD schema; exit 1 listing every violation."""
+    failed = False
+    for i, doc in enumerate(d for d in yaml.safe_load_all(path.read_text()) if d is not None):
+        try:
+            validate_manifest(doc, strict=strict)
+            typer.echo(f"{path}[{i}] {doc.get('metadata', {}).get('name', '?')}: valid")
+        except ConfigError as exc:
+            failed = True
+            typer.secho(f"{path}[{i}]: {exc}", fg=typer.colors.RED, err=True)
+    if failed:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def apply(
+    preset: Preset = "seed",
+    spec_file: SpecFile = None,
+    from_manifest: FromManifest = None,
+    name: Annotated[str | None, typer.Option(help="cluster name")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
+    eks_cluster: EksCluster = None, region: Region = None, context: Context = None,
+) -> None:
+    """Create or update a RayCluster (server-side apply)."""
+    try:
+        spec = _build_spec(preset, spec_file, from_manifest, name, namespace)
+        RayClusterClient(_api_client(eks_cluster, region, context)).apply(spec)
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"applied RayCluster {spec.namespace}/{spec.name}; next: hyperpod-rl cluster wait {spec.name} -n {spec.namespace}")
+
+
+@app.command()
+def status(name: Name, namespace: Namespace = "default", as_json: Annotated[bool, typer.Option("--json")] = False,
+           eks_cluster: EksCluster = None, region: Region = None, context: Context = None) -> None:
+    """Show conditions-based status, pods that are not ready and warning events."""
+    try:
+        report = RayClusterClient(_api_client(eks_cluster, region, context)).report(name, namespace)
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    typer.echo(json.dumps(_report_json(report), indent=2) if as_json else report.summary())
+
+
+def _report_json(report: ClusterReport) -> dict[str, Any]:
+    return {
+        "name": report.name, "namespace": report.namespace, "status": report.status.value, "message": report.reading.message,
+        "ready_workers": report.reading.ready_workers, "desired_workers": report.reading.desired_workers,
+        "pods": [vars(p) for p in report.pods], "events": [vars(e) for e in report.events],
+    }
+
+
+@app.command()
+def wait(
+    name: Name, namespace: Namespace = "default",
+    timeout_s: Annotated[float, typer.Option(help="seconds before giving up")] = 900,
+    poll_interval_s: Annotated[float, typer.Option(help="seconds between polls")] = 5,
+    via: Annotated[str, typer.Option(help="dashboard probe: endpoint (HyperPod operator), address, none")] = "endpoint",
+    address: Annotated[str | None, typer.Option(help="dashboard address for --via address (e.g. a port-forward)")] = None,
+    eks_cluster: EksCluster = None, region: Region = None, context: Context = None,
+) -> None:
+    """Wait until HeadPodReady + RayClusterProvisioned and the dashboard answers /api/version."""
+    try:
+        api = _api_client(eks_cluster, region, context)
+        probe = _probe(via, api, name, namespace, address)
+        report = RayClusterClient(api).wait_ready(
+            name, namespace, timeout_s=timeout_s, poll_interval_s=poll_interval_s, dashboard=probe,
+            on_report=lambda r: typer.echo(f"{r.status.value}: {r.reading.message}", err=True))
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"ready: {report.summary()}")
+
+
+def _probe(via: str, api: Any, name: str, namespace: str, address: str | None) -> Any:
+    if via == "none":
+        return None
+    if via == "endpoint":
+        return HyperPodDashboard(name, namespace, api_client=api).probe
+    if via == "address":
+        if not address:
+            raise ConfigError("--via address needs --address, e.g. http://127.0.0.1:8265 from a port-forward")
+        try:
+            token = read_ray_token(api, name, namespace)
+        except ClusterError:
+            return http_probe(address)
+        return PortForwardDashboard(address, ray_token=token).probe
+    raise ConfigError(f"--via must be endpoint, address or none, got {via!r}")
+
+
+@app.command()
+def delete(name: Name, namespace: Namespace = "default",
+           yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+           eks_cluster: EksCluster = None, region: Region = None, context: Context = None) -> None:
+    """Delete a RayCluster and its pods."""
+    if not yes:
+        typer.confirm(f"delete RayCluster {namespace}/{name} and all its pods?", abort=True)
+    try:
+        existed = RayClusterClient(_api_client(eks_cluster, region, context)).delete(name, namespace)
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"deleted RayCluster {namespace}/{name}" if existed else f"RayCluster {namespace}/{name} did not exist")
+
+
+@app.command()
+def connect(name: Name, namespace: Namespace = "default",
+            eks_cluster: EksCluster = None, region: Region = None, context: Context = None) -> None:
+    """Open an authenticated dashboard session through the HyperPod Ray Endpoint Operator.
+
+    Prints the dashboard address and the Ray version it runs; never the token or cookie.
+    """
+    try:
+        access = HyperPodDashboard(name, namespace, api_client=_api_client(eks_cluster, region, context))
+        version = access.call(lambda c: c.get_version())
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"connected to {access.address} (dashboard API version {version}); use "
+               f"hyperpod_rl.cluster.access.HyperPodDashboard({name!r}, {namespace!r}, ...) to submit jobs")

@@ -1,0 +1,104 @@
+"""`hyperpod-rl cluster ...` through typer's CliRunner, against the fake Kubernetes API."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import hyperpod_rl.cli.cluster as cli
+from tests.cluster.conftest import DATA, GOLDEN
+from tests.fakes import FakeHTTPServer, Response, kube_api_client, load_fixture
+
+runner = CliRunner()
+RC = r"/apis/ray\.io/v1/namespaces/default/rayclusters/maze"
+
+
+@pytest.fixture
+def kube(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHTTPServer]:
+    with FakeHTTPServer() as srv:
+        srv.route("GET", r"/api/v1/namespaces/default/pods", Response(200, load_fixture("pods_gpu_pending.json")))
+        srv.route("GET", r"/api/v1/namespaces/default/events", Response(200, load_fixture("events_gpu_pending.json")))
+        monkeypatch.setattr(cli, "_api_client", lambda *_a: kube_api_client(srv.url))
+        yield srv
+
+
+def test_presets_lists_seed_topology() -> None:
+    result = runner.invoke(cli.app, ["presets"])
+    assert result.exit_code == 0
+    assert "seed: head 4 CPU, workers 3 x 2 GPU (ml.g5.12xlarge); 6 GPUs total" in result.output
+    assert "single-gpu:" in result.output
+
+
+def test_render_matches_golden() -> None:
+    result = runner.invoke(cli.app, ["render", "--preset", "seed", "--name", "maze"])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(result.output) == yaml.safe_load((GOLDEN / "raycluster-seed.yaml").read_text())
+
+
+def test_render_imported_manifest_with_new_name(tmp_path: Path) -> None:
+    out = tmp_path / "rc.yaml"
+    result = runner.invoke(cli.app, ["render", "--from-manifest", str(DATA / "existing_raycluster.yaml"), "--name", "copy", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    manifest = yaml.safe_load(out.read_text())
+    assert manifest["metadata"]["name"] == "copy" and manifest["spec"]["autoscalerOptions"]["idleTimeoutSeconds"] == 120
+
+
+def test_render_bad_spec_file_exits_1(tmp_path: Path) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("image: rayproject/ray:2.56.0-py312-gpu\n")
+    result = runner.invoke(cli.app, ["render", "--spec", str(spec)])
+    assert result.exit_code == 1
+    assert "does not match image" in result.output
+
+
+def test_validate_good_and_bad(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text((GOLDEN / "raycluster-single-gpu.yaml").read_text())
+    ok = runner.invoke(cli.app, ["validate", str(good)])
+    assert ok.exit_code == 0 and "maze: valid" in ok.output
+    bad_doc = yaml.safe_load(good.read_text())
+    bad_doc["spec"]["workerGroupSpecs"][0].pop("groupName")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(bad_doc))
+    result = runner.invoke(cli.app, ["validate", str(bad)])
+    assert result.exit_code == 1
+    assert "$.spec.workerGroupSpecs[0]: 'groupName' is a required property" in result.output
+
+
+def test_apply_status_wait_delete(kube: FakeHTTPServer) -> None:
+    stored = load_fixture("ready.json")
+    kube.route("PATCH", RC, Response(200, stored))
+    kube.route("GET", RC, Response(200, stored))
+    kube.route("DELETE", RC, Response(200, {"kind": "Status", "status": "Success"}))
+    assert runner.invoke(cli.app, ["apply", "--name", "maze"]).exit_code == 0
+    status = runner.invoke(cli.app, ["status", "maze", "--json"])
+    assert status.exit_code == 0
+    data = json.loads(status.output)
+    assert data["status"] == "ready" and data["pods"][-1]["phase"] == "Pending"
+    waited = runner.invoke(cli.app, ["wait", "maze", "--via", "none", "--timeout-s", "1"])
+    assert waited.exit_code == 0 and "ready: RayCluster default/maze: ready" in waited.output
+    deleted = runner.invoke(cli.app, ["delete", "maze", "--yes"])
+    assert deleted.exit_code == 0 and "deleted RayCluster default/maze" in deleted.output
+
+
+def test_wait_reports_failure_with_exit_1(kube: FakeHTTPServer) -> None:
+    kube.route("GET", RC, Response(200, load_fixture("suspended.json")))
+    result = runner.invoke(cli.app, ["wait", "maze", "--via", "none"])
+    assert result.exit_code == 1 and "suspended" in result.output
+
+
+def test_status_of_missing_crd_is_a_clear_error(kube: FakeHTTPServer) -> None:
+    result = runner.invoke(cli.app, ["status", "maze"])
+    assert result.exit_code == 1 and "install the KubeRay operator 1.7 with Helm" in result.output
+
+
+def test_wait_via_must_be_known(kube: Any) -> None:
+    kube.route("GET", RC, Response(200, load_fixture("ready.json")))
+    result = runner.invoke(cli.app, ["wait", "maze", "--via", "carrier-pigeon"])
+    assert result.exit_code == 1 and "--via must be endpoint, address or none" in result.output
