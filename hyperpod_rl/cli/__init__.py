@@ -1,0 +1,262 @@
+"""``hyperpod-rl``: a thin typer + rich layer over the public API.
+
+Commands: ``quickstart``, ``local start|status|stop``, ``job status|logs|stop|list``,
+``serve up|down|ask``, ``maze ...``, ``cluster ...``. No logic lives here that the library
+does not expose: each command calls the same functions a notebook calls.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from hyperpod_rl.errors import HyperpodRLError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.")
+local_app = typer.Typer(no_args_is_help=True, help="The embedded local Ray cluster.")
+job_app = typer.Typer(no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
+serve_app = typer.Typer(no_args_is_help=True, help="Serve a run's adapter with Ray Serve on the local cluster.")
+app.add_typer(local_app, name="local")
+app.add_typer(job_app, name="job")
+app.add_typer(serve_app, name="serve")
+
+console = Console()
+
+
+def _fail(err: Exception) -> None:
+    console.print(f"[bold red]error:[/] {err}")
+    raise typer.Exit(code=2)
+
+
+# ---------------------------------------------------------------------------- local cluster
+@local_app.command("start")
+def local_start(
+    dashboard_port: int | None = typer.Option(None, help="dashboard / job API port on 127.0.0.1 (default 8265 or a free one)"),
+    num_cpus: int | None = typer.Option(None, help="logical CPUs of the head node (default: all cores)"),
+    restart: bool = typer.Option(False, help="stop a running local cluster first"),
+) -> None:
+    """Start the local Ray cluster (token auth, dashboard on 127.0.0.1), or reuse the running one."""
+    from hyperpod_rl.cluster.local import start_local_cluster
+
+    try:
+        with console.status("starting the local Ray cluster"):
+            cluster = start_local_cluster(dashboard_port=dashboard_port, num_cpus=num_cpus, restart=restart)
+    except HyperpodRLError as err:
+        _fail(err)
+    console.print(f"local Ray cluster: dashboard {cluster.dashboard_url} (token in {cluster.state_path}, mode 0600)")
+
+
+@local_app.command("status")
+def local_status() -> None:
+    """Say whether the local cluster recorded in the state file answers."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    cluster = current_local_cluster()
+    if cluster is None:
+        console.print("no local cluster recorded: hyperpod-rl local start")
+        raise typer.Exit(code=1)
+    alive = cluster.is_alive()
+    console.print(f"{cluster.dashboard_url}: {'[green]up[/]' if alive else '[red]not answering (stale): hyperpod-rl local start restarts it[/]'}")
+    raise typer.Exit(code=0 if alive else 1)
+
+
+@local_app.command("stop")
+def local_stop() -> None:
+    """Stop the local cluster (every Ray process on this machine)."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    cluster = current_local_cluster()
+    if cluster is None:
+        console.print("no local cluster recorded")
+        return
+    cluster.stop()
+    console.print("local Ray cluster stopped")
+
+
+# ---------------------------------------------------------------------------- jobs
+def _client():
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    cluster = current_local_cluster()
+    if cluster is None or not cluster.is_alive():
+        _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
+    return cluster.job_client()
+
+
+def _submission(run_id: str) -> str:
+    from hyperpod_rl.jobs import latest_submission
+    from hyperpod_rl.paths import run_dir
+
+    try:
+        return latest_submission(run_dir(run_id))
+    except HyperpodRLError as err:
+        _fail(err)
+        raise
+
+
+def follow_with_progress(client, submission_id: str, total_steps: int, *, from_start: bool = True) -> str:
+    """Show a rich progress bar with reward and loss until the job ends; return its final status.
+
+    Ctrl-C detaches: the job keeps running.
+    """
+    from hyperpod_rl.jobs import follow_run
+
+    columns = [TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("reward {task.fields[reward]}"), TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn()]
+    status = "PENDING"
+    try:
+        with Progress(*columns, console=console, transient=False) as progress:
+            task = progress.add_task("train", total=total_steps, reward="-", loss="-")
+            for update in follow_run(client, submission_id, from_start=from_start):
+                status = update.status
+                for rec in update.records:
+                    progress.update(task, completed=rec.step, reward=f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}", loss=f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}")
+                if update.terminal:
+                    if status != "SUCCEEDED":
+                        tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-25:])
+                        console.print(f"[red]job {submission_id} ended {status}[/]: {update.message}\n{tail}")
+                    break
+    except KeyboardInterrupt:
+        console.print(f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {submission_id.split('-', 1)[1].rsplit('-', 1)[0]}")
+        raise typer.Exit(code=130) from None
+    return status
+
+
+@job_app.command("status")
+def job_status(run_id: str) -> None:
+    """Status of a run's latest submission."""
+    client = _client()
+    sub = _submission(run_id)
+    info = client.get_job_info(sub)
+    console.print(f"{run_id} ({sub}): {info.status} {info.message or ''}")
+
+
+@job_app.command("logs")
+def job_logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends (Ctrl-C detaches)")) -> None:
+    """Print a run's job log; with --follow, show progress until it ends."""
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.paths import run_dir
+
+    client = _client()
+    sub = _submission(run_id)
+    if not follow:
+        sys.stdout.write(client.get_job_logs(sub))
+        return
+    config = RunConfig.model_validate_json((run_dir(run_id) / "config.json").read_text())
+    status = follow_with_progress(client, sub, config.trainer.steps)
+    raise typer.Exit(code=0 if status == "SUCCEEDED" else 1)
+
+
+@job_app.command("stop")
+def job_stop(run_id: str) -> None:
+    """Stop a run's job (its checkpoints stay; resubmitting resumes)."""
+    from hyperpod_rl.jobs import stop_run
+
+    client = _client()
+    sub = _submission(run_id)
+    stopped = stop_run(client, sub)
+    console.print(f"{sub}: {'stop requested' if stopped else 'was not running'}")
+
+
+@job_app.command("list")
+def job_list() -> None:
+    """hyperpod-rl jobs on the local cluster."""
+    from hyperpod_rl.jobs import list_runs
+
+    table = Table("run id", "submission id", "status", "started")
+    for row in list_runs(_client()):
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-"
+        table.add_row(row["run_id"], row["submission_id"], row["status"], started)
+    console.print(table)
+
+
+# ---------------------------------------------------------------------------- serve
+def _run_model(run_id: str) -> tuple[str, Path]:
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.paths import run_dir
+
+    rdir = run_dir(run_id)
+    if not (rdir / "adapter" / "adapter_model.safetensors").is_file():
+        _fail(HyperpodRLError(f"run {run_id!r} has no adapter yet ({rdir / 'adapter'}): train it first"))
+    config = RunConfig.model_validate_json((rdir / "config.json").read_text())
+    return config.model.path, rdir
+
+
+@serve_app.command("up")
+def serve_up(run_id: str, port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"), name: str = typer.Option("maze", help="model name of the adapter")) -> None:
+    """Serve a run's adapter (and the base model as 'base') with Ray Serve on the local cluster."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+    from hyperpod_rl.serve.local import deploy_local
+
+    model_path, rdir = _run_model(run_id)
+    cluster = current_local_cluster()
+    if cluster is None or not cluster.is_alive():
+        _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
+    with console.status("deploying"):
+        url = deploy_local(cluster.job_client(), model_path, {name: rdir / "adapter"}, port=port)
+    console.print(f"serving at {url}/v1/chat/completions (models: base, {name})")
+
+
+@serve_app.command("down")
+def serve_down() -> None:
+    """Remove the serving app from the local cluster."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+    from hyperpod_rl.serve.local import shutdown_local
+
+    cluster = current_local_cluster()
+    if cluster is None or not cluster.is_alive():
+        _fail(HyperpodRLError("no local Ray cluster is running"))
+    shutdown_local(cluster.job_client())
+    console.print("serving app deleted")
+
+
+@serve_app.command("ask")
+def serve_ask(run_id: str, index: int = typer.Option(0, help="held-out maze index"), model: str = typer.Option("maze"), endpoint: str = typer.Option("http://127.0.0.1:8000")) -> None:
+    """Send one held-out maze of a run to the served model and print its move."""
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.paths import run_dir
+    from hyperpod_rl.serve.client import chat, maze_request
+    from hyperpod_rl.train.reference import read_rows
+
+    config = RunConfig.model_validate_json((run_dir(run_id) / "config.json").read_text())
+    rows = read_rows(config.data.heldout_path)
+    if not 0 <= index < len(rows):
+        _fail(HyperpodRLError(f"--index must be in 0..{len(rows) - 1}"))
+    try:
+        answer, latency = chat(endpoint, maze_request(rows[index], model=model))
+    except HyperpodRLError as err:
+        _fail(err)
+        raise
+    console.print(f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {answer!r} in {latency * 1000:.0f} ms")
+
+
+def _register_optional() -> None:
+    from importlib import import_module
+
+    for name in ("maze", "cluster"):
+        try:
+            module = import_module(f"hyperpod_rl.cli.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"hyperpod_rl.cli.{name}":
+                raise
+            continue
+        app.add_typer(module.app, name=name)
+
+
+from hyperpod_rl.cli.quickstart import quickstart  # noqa: E402  (registers the command)
+
+app.command("quickstart")(quickstart)
+_register_optional()
+
+__all__ = ["app", "follow_with_progress"]
+
+if __name__ == "__main__":
+    app()
+
+

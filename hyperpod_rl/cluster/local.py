@@ -1,0 +1,267 @@
+"""The embedded local Ray cluster: one head (and optional extra worker nodes) on 127.0.0.1.
+
+Security model (measured with Ray 2.57, see ../shared/REFERENCE.md §2 "Local Ray security"):
+
+- Token auth is on: every process is started with ``RAY_AUTH_MODE=token`` and a random
+  ``RAY_AUTH_TOKEN``. Without the token the dashboard and job API answer 401 and GCS refuses
+  clients, so the token, not the bind address, is what protects the cluster.
+- The dashboard and the job API listen on 127.0.0.1 (``--dashboard-host 127.0.0.1``).
+- Ray still binds these on all interfaces, each protected by the token: the GCS port
+  (``--port``), the metrics export port (``--metrics-export-port``, read-only Prometheus text),
+  the node manager / object manager ports and the worker port range. See docs/local-cluster.md.
+- The address and token live in ``<data dir>/local-cluster.json`` (mode 0600). They are never
+  printed: :class:`LocalCluster`'s ``repr`` omits the token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hyperpod_rl.errors import ClusterError
+from hyperpod_rl.paths import data_dir
+
+__all__ = ["LocalCluster", "LocalClusterState", "find_free_port", "start_local_cluster"]
+
+STATE_FILE = "local-cluster.json"
+DEFAULT_DASHBOARD_PORT = 8265
+DEFAULT_GCS_PORT = 6379
+
+
+def find_free_port(preferred: int | None = None) -> int:
+    """Return ``preferred`` if it is free on 127.0.0.1, else any free port."""
+    if preferred is not None and _port_free(preferred):
+        return preferred
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
+
+
+def _ray_executable() -> str:
+    candidate = Path(sys.executable).with_name("ray")
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("ray")
+    if not found:
+        raise ClusterError("the `ray` command is not installed: pip install 'ray[default]==2.57.0'")
+    return found
+
+
+@dataclass(frozen=True)
+class LocalClusterState:
+    """What the state file records about a running local cluster.
+
+    Attributes:
+        gcs_address: ``127.0.0.1:<port>`` for ``ray.init`` / ``ray start --address``.
+        dashboard_url: ``http://127.0.0.1:<port>``, the dashboard and job API.
+        metrics_export_port: the head's Prometheus metrics port (Ray's ``ray_*`` gauges).
+        started_at: Unix time in seconds.
+        worker_nodes: number of extra worker nodes started with :meth:`LocalCluster.add_worker`.
+    """
+
+    gcs_address: str
+    dashboard_url: str
+    metrics_export_port: int
+    started_at: float
+    python: str
+    worker_nodes: int = 0
+    token: str = field(default="", repr=False)
+
+
+class LocalCluster:
+    """Handle on the embedded local Ray cluster.
+
+    Example:
+        >>> cluster = start_local_cluster()  # doctest: +SKIP
+        >>> client = cluster.job_client()  # doctest: +SKIP
+    """
+
+    def __init__(self, state: LocalClusterState, *, state_path: Path) -> None:
+        self.state = state
+        self.state_path = state_path
+
+    def __repr__(self) -> str:  # never show the token
+        return f"LocalCluster(dashboard_url={self.state.dashboard_url!r}, gcs_address={self.state.gcs_address!r})"
+
+    @property
+    def dashboard_url(self) -> str:
+        return self.state.dashboard_url
+
+    @property
+    def address(self) -> str:
+        return self.state.gcs_address
+
+    def auth_headers(self) -> dict[str, str]:
+        """HTTP headers that authenticate to the dashboard and job API (keep them secret)."""
+        return {"Authorization": f"Bearer {self.state.token}"}
+
+    def job_client(self):
+        """A ``ray.job_submission.JobSubmissionClient`` authenticated with the cluster token."""
+        from ray.job_submission import JobSubmissionClient
+
+        return JobSubmissionClient(self.dashboard_url, headers=self.auth_headers())
+
+    def ray_env(self) -> dict[str, str]:
+        """Environment variables a process needs to join this cluster with ``ray.init``."""
+        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.state.token, "RAY_ADDRESS": self.address}
+
+    def is_alive(self, *, timeout_s: float = 5.0) -> bool:
+        """True when the job API answers with this cluster's token within ``timeout_s`` seconds."""
+        import requests
+
+        try:
+            resp = requests.get(
+                f"{self.dashboard_url}/api/jobs/", headers=self.auth_headers(), timeout=timeout_s
+            )
+        except requests.RequestException:
+            return False
+        return resp.status_code == 200
+
+    def add_worker(self, *, num_cpus: int = 1, num_gpus: int = 0, resources: dict[str, float] | None = None) -> None:
+        """Start one more Ray node on 127.0.0.1 that joins this cluster.
+
+        ``num_gpus`` is advertised as a logical resource, so placement with GPUs can be
+        tested on a CPU machine.
+
+        Raises:
+            ClusterError: ``ray start`` failed (its output is in the message).
+        """
+        cmd = [
+            _ray_executable(), "start", f"--address={self.address}", "--node-ip-address=127.0.0.1",
+            f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--disable-usage-stats",
+        ]
+        if resources:
+            cmd.append(f"--resources={json.dumps(resources)}")
+        _run_ray(cmd, self.state.token)
+        state = LocalClusterState(**{**self.state.__dict__, "worker_nodes": self.state.worker_nodes + 1})
+        _write_state(self.state_path, state)
+        self.state = state
+
+    def stop(self) -> None:
+        """Stop every Ray process on this machine (``ray stop --force``) and forget the state."""
+        subprocess.run([_ray_executable(), "stop", "--force"], capture_output=True, check=False, timeout=120)
+        self.state_path.unlink(missing_ok=True)
+
+
+def _run_ray(cmd: list[str], token: str) -> None:
+    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=180)
+    if proc.returncode != 0:
+        tail = (proc.stdout + proc.stderr).replace(token, "***")[-2000:]
+        raise ClusterError(f"`{' '.join(cmd[:2])}` failed (exit {proc.returncode}):\n{tail}")
+
+
+def _write_state(path: Path, state: LocalClusterState) -> None:
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(state.__dict__, fh)
+    os.replace(tmp, path)
+    os.chmod(path, 0o600)
+
+
+def _read_state(path: Path) -> LocalClusterState | None:
+    try:
+        return LocalClusterState(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def start_local_cluster(
+    *,
+    num_cpus: int | None = None,
+    dashboard_port: int | None = None,
+    restart: bool = False,
+    wait_s: float = 60.0,
+) -> LocalCluster:
+    """Start the embedded local Ray cluster, or reuse the one this package started earlier.
+
+    A cluster recorded in the state file is reused when its job API answers with its token.
+    A dead or stale one (state file left behind, processes gone or not answering) is stopped
+    and started again; the returned cluster says so in ``cluster.restarted_stale``.
+
+    Args:
+        num_cpus: logical CPUs of the head node (default: all cores).
+        dashboard_port: dashboard/job API port on 127.0.0.1. ``None`` picks 8265, or a free
+            port when 8265 is taken. An explicit port that is in use is an error.
+        restart: stop a running cluster and start a fresh one.
+        wait_s: seconds to wait for the job API to answer after ``ray start``.
+
+    Returns:
+        The running :class:`LocalCluster`.
+
+    Raises:
+        ClusterError: an explicit ``dashboard_port`` is in use, or Ray failed to start (its
+            output is in the message, with the token redacted).
+    """
+    path = data_dir() / STATE_FILE
+    previous = _read_state(path)
+    stale = False
+    if previous is not None:
+        cluster = LocalCluster(previous, state_path=path)
+        if not restart and cluster.is_alive():
+            cluster.restarted_stale = False  # type: ignore[attr-defined]
+            return cluster
+        stale = not restart
+        cluster.stop()
+    if dashboard_port is not None and not _port_free(dashboard_port):
+        raise ClusterError(
+            f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, "
+            "or omit it to pick a free one"
+        )
+    token = secrets.token_hex(32)
+    dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
+    gcs = find_free_port(DEFAULT_GCS_PORT)
+    metrics = find_free_port()
+    client_port = find_free_port()
+    cmd = [
+        _ray_executable(), "start", "--head",
+        "--node-ip-address=127.0.0.1", "--dashboard-host=127.0.0.1",
+        f"--port={gcs}", f"--dashboard-port={dash}", f"--metrics-export-port={metrics}",
+        f"--ray-client-server-port={client_port}", "--include-dashboard=true",
+        f"--num-cpus={num_cpus or os.cpu_count() or 1}", "--num-gpus=0", "--disable-usage-stats",
+    ]
+    _run_ray(cmd, token)
+    state = LocalClusterState(
+        gcs_address=f"127.0.0.1:{gcs}",
+        dashboard_url=f"http://127.0.0.1:{dash}",
+        metrics_export_port=metrics,
+        started_at=time.time(),
+        python=sys.executable,
+        token=token,
+    )
+    _write_state(path, state)
+    cluster = LocalCluster(state, state_path=path)
+    deadline = time.monotonic() + wait_s
+    while not cluster.is_alive():
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the local Ray job API at {state.dashboard_url} did not answer within {wait_s:.0f} s")
+        time.sleep(0.5)
+    cluster.restarted_stale = stale  # type: ignore[attr-defined]
+    return cluster
+
+
+def current_local_cluster() -> LocalCluster | None:
+    """The running local cluster from the state file, or ``None`` (no start, no probe)."""
+    path = data_dir() / STATE_FILE
+    state = _read_state(path)
+    return LocalCluster(state, state_path=path) if state else None

@@ -1,0 +1,308 @@
+"""Acting and scoring with a Qwen3-VL policy: one move per observation.
+
+Shared by the reference GRPO trainer (sampling and the policy update), evaluation (greedy) and
+local serving, so all three decode the same way.
+
+Action formats (``RolloutConfig.action_constraint``):
+
+- ``"directions"``: constrained decoding. The response is ``<answer>`` + one sampled direction
+  token + ``</answer>`` + end-of-turn. Only the direction token is sampled, from the policy's
+  distribution restricted to the four direction tokens (softmax over their logits), and only
+  its log-probability enters the loss. Tiny random models need this (../shared/REFERENCE.md §5:
+  left free, they first have to learn the answer format and then collapse).
+- ``"none"``: free generation with ``model.generate``; vision special tokens are suppressed at
+  sampling time and log-probs are taken over the vocabulary without them, so sampling and
+  training see the same distribution.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from PIL import Image
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
+from hyperpod_rl.train.logprobs import response_entropy, response_logprobs
+
+__all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
+
+Conversation = list[dict[str, Any]]
+
+
+@dataclass
+class Action:
+    """One sampled (or greedy) response.
+
+    Attributes:
+        text: decoded response, e.g. ``"<answer>up</answer>"``.
+        response_ids: token ids of the response (``R`` tokens, end-of-turn included).
+        loss_mask: ``R`` bools, True for tokens that were sampled (enter the loss).
+        logprob: sum of the sampled tokens' log-probs under the acting policy (nats).
+    """
+
+    text: str
+    response_ids: list[int]
+    loss_mask: list[bool]
+    logprob: float
+
+
+def _image_of(part: dict[str, Any]) -> Image.Image:
+    """Decode an ``image`` / ``image_url`` content part (PIL image or ``data:`` URL)."""
+    value = part.get("image")
+    if value is None and isinstance(part.get("image_url"), dict):
+        value = part["image_url"].get("url")
+    if value is None:
+        value = part.get("image_url")
+    if isinstance(value, Image.Image):
+        return value.convert("RGB")
+    if isinstance(value, str) and value.startswith("data:image"):
+        raw = base64.b64decode(value.split(",", 1)[1], validate=True)
+        return Image.open(io.BytesIO(raw)).convert("RGB")
+    raise ConfigError("an image part must carry a PIL image or a data:image/...;base64 URL")
+
+
+def prompt_key(messages: Conversation) -> str:
+    """A stable key of a conversation (text and image bytes), for de-duplicating forward passes."""
+    return hashlib.sha1(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Image.Image], list[str]]:
+    """Split chat messages into template-ready messages, their images and image cache keys."""
+    images: list[Image.Image] = []
+    keys: list[str] = []
+    out: Conversation = []
+    for msg in messages:
+        content = msg["content"]
+        if isinstance(content, str):
+            out.append({"role": msg["role"], "content": content})
+            continue
+        parts = []
+        for part in content:
+            if part.get("type") in ("image", "image_url"):
+                img = _image_of(part)
+                images.append(img)
+                keys.append(hashlib.sha1(img.tobytes() + bytes(str(img.size), "ascii")).hexdigest())
+                parts.append({"type": "image"})
+            else:
+                parts.append(part)
+        out.append({"role": msg["role"], "content": parts})
+    return out, images, keys
+
+
+@dataclass
+class PolicyBatch:
+    """A left-padded batch of prompt + response tokens ready for a forward pass.
+
+    Shapes: ``input_ids``, ``attention_mask``, ``mm_token_type_ids``: (B, L) int64;
+    ``pixel_values``: (sum of image patches, C*T*P*P) float32; ``image_grid_thw``: (n_images, 3);
+    ``targets``: (B, L) int64 (next token, remapped into the allowed vocabulary);
+    ``loss_mask``: (B, L) bool at positions whose next token was sampled.
+    """
+
+    inputs: dict[str, torch.Tensor]
+    targets: torch.Tensor
+    loss_mask: torch.Tensor
+
+
+class MazePolicy:
+    """A Qwen3-VL model plus processor that answers one move per observation.
+
+    Args:
+        model: ``Qwen3VLForConditionalGeneration`` (optionally wrapped by peft).
+        processor: its processor (tokenizer + image processor + chat template).
+        action_constraint: ``"directions"`` or ``"none"`` (see the module docstring).
+        max_new_tokens: response token limit for ``"none"``.
+
+    Raises:
+        ConfigError: ``"directions"`` with a tokenizer where a direction word is not one token.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        processor: Any,
+        *,
+        action_constraint: Literal["directions", "none"] = "directions",
+        max_new_tokens: int = 32,
+    ) -> None:
+        self.model = model
+        self.processor = processor
+        self.tokenizer = processor.tokenizer
+        self.action_constraint = action_constraint
+        self.max_new_tokens = max_new_tokens
+        self._cache: dict[tuple[str, tuple[str, ...]], dict[str, torch.Tensor]] = {}
+        tok = self.tokenizer
+        vocab_size = self._lm_head().weight.shape[0]
+        vision_ids = {tok.convert_tokens_to_ids(t) for t in VISION_SPECIAL_TOKENS} & set(range(vocab_size))
+        self.eos_id = tok.convert_tokens_to_ids("<|im_end|>")
+        if action_constraint == "directions":
+            ids = []
+            for word in DIRECTION_TOKENS:
+                enc = tok.encode(word, add_special_tokens=False)
+                if len(enc) != 1:
+                    raise ConfigError(
+                        f"rollout.action_constraint='directions' needs each direction word to be one token; "
+                        f"{word!r} is {len(enc)} tokens in this tokenizer: use action_constraint='none'"
+                    )
+                ids.append(enc[0])
+            self.allowed_ids = torch.tensor(ids)
+            self.prefix_ids = tok.encode("<answer>", add_special_tokens=False)
+            self.suffix_ids = tok.encode("</answer>", add_special_tokens=False) + [self.eos_id]
+        else:
+            self.allowed_ids = torch.tensor([i for i in range(vocab_size) if i not in vision_ids])
+            self.prefix_ids, self.suffix_ids = [], []
+        self._remap = torch.full((vocab_size,), -1, dtype=torch.long)
+        self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
+        self.suppress_ids = sorted(vision_ids)
+
+    # ------------------------------------------------------------------ model parts
+    def _unwrapped(self) -> torch.nn.Module:
+        model = self.model
+        if hasattr(model, "get_base_model"):
+            model = model.get_base_model()
+        return model
+
+    def _lm_head(self) -> torch.nn.Module:
+        return self._unwrapped().lm_head
+
+    def _hidden(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model."""
+        return self._unwrapped().model(**inputs, use_cache=False).last_hidden_state
+
+    # ------------------------------------------------------------------ encoding
+    def _encode_prompt(self, messages: Conversation) -> dict[str, torch.Tensor]:
+        tmpl, images, keys = messages_to_template(messages)
+        text = self.processor.apply_chat_template(tmpl, add_generation_prompt=True, tokenize=False)
+        key = (text, tuple(keys))
+        hit = self._cache.get(key)
+        if hit is None:
+            enc = self.processor(text=[text], images=images or None, return_tensors="pt")
+            hit = {k: v for k, v in enc.items()}
+            if len(self._cache) > 20000:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    def collate(self, prompts: Sequence[Conversation], responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]) -> PolicyBatch:
+        """Left-pad prompt + response tokens of B samples into one :class:`PolicyBatch`."""
+        encs = [self._encode_prompt(p) for p in prompts]
+        # Trailing tokens that were not sampled need no forward pass.
+        trimmed = []
+        for resp, lm in zip(responses, loss_masks):
+            last = max((j for j, s in enumerate(lm) if s), default=-1)
+            trimmed.append((list(resp)[: last + 1], list(lm)[: last + 1]))
+        responses = [r for r, _ in trimmed]
+        loss_masks = [m for _, m in trimmed]
+        seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, responses)]
+        length = max(len(s) for s in seqs)
+        batch = len(seqs)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.full((batch, length), pad, dtype=torch.long)
+        attention = torch.zeros((batch, length), dtype=torch.long)
+        mm_types = torch.zeros((batch, length), dtype=torch.long)
+        targets = torch.zeros((batch, length), dtype=torch.long)
+        mask = torch.zeros((batch, length), dtype=torch.bool)
+        for i, (enc, seq, resp, lm) in enumerate(zip(encs, seqs, responses, loss_masks)):
+            off = length - len(seq)
+            input_ids[i, off:] = seq
+            attention[i, off:] = 1
+            if "mm_token_type_ids" in enc:
+                mm_types[i, off : off + enc["input_ids"].shape[1]] = enc["mm_token_type_ids"][0]
+            plen = enc["input_ids"].shape[1]
+            for j, (tok_id, sampled) in enumerate(zip(resp, lm)):
+                pos = off + plen + j - 1  # hidden state that predicts response token j
+                if sampled:
+                    targets[i, pos] = self._remap[tok_id]
+                    mask[i, pos] = True
+        inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention, "mm_token_type_ids": mm_types}
+        pix = [e["pixel_values"] for e in encs if "pixel_values" in e]
+        if pix:
+            inputs["pixel_values"] = torch.cat(pix)
+            inputs["image_grid_thw"] = torch.cat([e["image_grid_thw"] for e in encs if "image_grid_thw" in e])
+        return PolicyBatch(inputs=inputs, targets=targets, loss_mask=mask)
+
+    # ------------------------------------------------------------------ scoring
+    def score(self, batch: PolicyBatch, *, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probs and entropies of the sampled tokens, with gradients.
+
+        Returns:
+            ``(logprobs, entropy)``, each (B, L) float32, zero outside ``batch.loss_mask``;
+            both over the allowed vocabulary (the four directions, or all but vision tokens).
+        """
+        hidden = self._hidden(batch.inputs)
+        weight = self._lm_head().weight[self.allowed_ids]
+        logp = response_logprobs(hidden, weight, batch.targets, batch.loss_mask, temperature=temperature)
+        ent = response_entropy(hidden, weight, batch.loss_mask, temperature=temperature)
+        return logp, ent
+
+    # ------------------------------------------------------------------ acting
+    @torch.no_grad()
+    def act(
+        self,
+        prompts: Sequence[Conversation],
+        *,
+        greedy: bool = False,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> list[Action]:
+        """Answer one move for each of B observations.
+
+        Args:
+            prompts: B conversations (system + user messages with image parts).
+            greedy: argmax instead of sampling.
+            temperature: sampling temperature (> 0).
+            generator: torch RNG for reproducible sampling.
+
+        Returns:
+            B :class:`Action` objects, in order.
+        """
+        if not prompts:
+            return []
+        if self.action_constraint == "none":
+            return self._act_free(prompts, greedy=greedy, temperature=temperature)
+        prefix = list(self.prefix_ids)
+        # One forward pass per distinct observation: episodes of a group often share a state.
+        keys = [prompt_key(p) for p in prompts]
+        first: dict[str, int] = {}
+        uniq = [first.setdefault(k, len(first)) for k in keys]
+        reps = [prompts[keys.index(k)] for k in first]
+        batch = self.collate(reps, [prefix + [int(self.allowed_ids[0])]] * len(reps), [[False] * len(prefix) + [True]] * len(reps))
+        hidden = self._hidden(batch.inputs)[:, -2, :]  # predicts the direction token
+        logits = (hidden @ self._lm_head().weight[self.allowed_ids].T).float() / temperature
+        logp = torch.log_softmax(logits, dim=-1)[torch.tensor(uniq)]
+        if greedy:
+            choice = logp.argmax(dim=-1)
+        else:
+            choice = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+        actions = []
+        for i, c in enumerate(choice.tolist()):
+            tok_id = int(self.allowed_ids[c])
+            ids = prefix + [tok_id] + list(self.suffix_ids)
+            actions.append(Action(text=f"<answer>{DIRECTION_TOKENS[c]}</answer>", response_ids=ids,
+                                  loss_mask=[False] * len(prefix) + [True] + [False] * len(self.suffix_ids),
+                                  logprob=float(logp[i, c])))
+        return actions
+
+    def _act_free(self, prompts: Sequence[Conversation], *, greedy: bool, temperature: float) -> list[Action]:
+        actions = []
+        for prompt in prompts:  # one at a time: images differ in size, HF generate pads text only
+            enc = self._encode_prompt(prompt)
+            out = self.model.generate(
+                **enc, max_new_tokens=self.max_new_tokens, do_sample=not greedy,
+                temperature=temperature if not greedy else None, suppress_tokens=self.suppress_ids,
+                eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id,
+            )
+            ids = out[0, enc["input_ids"].shape[1]:].tolist()
+            batch = self.collate([prompt], [ids], [[True] * len(ids)])
+            logp, _ = self.score(batch, temperature=temperature)
+            text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
+            actions.append(Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(logp.sum())))
+        return actions

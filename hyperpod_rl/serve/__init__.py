@@ -1,0 +1,1 @@
+"""Serving trained adapters: local Ray Serve deployment and an OpenAI-style client."""

@@ -1,0 +1,47 @@
+"""Driver run inside a Ray Job: ``python -m hyperpod_rl.serve up|down``."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True)
+
+
+@app.command()
+def up(
+    model_path: str = typer.Option(..., help="base model directory"),
+    adapter: list[str] = typer.Option([], help="NAME=PATH of an adapter directory; repeatable"),
+    port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"),
+    num_cpus: float = typer.Option(1.0, help="CPUs of the replica"),
+) -> None:
+    """Deploy the serving app and return (the app keeps running)."""
+    import ray
+
+    from hyperpod_rl.serve.local import run_app
+
+    adapters = {}
+    for item in adapter:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise typer.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--adapter")
+        adapters[name] = path
+    ray.init(logging_level="ERROR")
+    run_app(model_path, adapters, port=port, num_cpus=num_cpus)
+    print(f"serving on http://127.0.0.1:{port}", flush=True)
+
+
+@app.command()
+def down() -> None:
+    """Delete the serving app."""
+    import ray
+
+    from ray import serve
+
+    from hyperpod_rl.serve.local import SERVE_APP_NAME
+
+    ray.init(logging_level="ERROR")
+    serve.delete(SERVE_APP_NAME)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,271 @@
+"""Local serving: a Ray Serve deployment with an OpenAI-style ``/v1/chat/completions`` route.
+
+The deployment loads the base model once (transformers, CPU) and every adapter beside it with
+peft (``load_adapter`` under its name); a request picks one with ``model``: the adapter name,
+or ``"base"`` for the base model with adapters disabled. Image parts are OpenAI
+``image_url`` parts carrying ``data:image/png;base64,...`` URLs.
+
+Bad requests get a 4xx with a message that says what to fix, and never take the replica down:
+400 for malformed JSON, bad base64 or a request without an image, 404 for an unknown model,
+413 for an image over ``max_image_px`` pixels per side.
+"""
+
+# No `from __future__ import annotations`: FastAPI must resolve the handlers' annotations.
+
+import base64
+import binascii
+import io
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["SERVE_APP_NAME", "ChatRequest", "build_app", "deploy_local", "run_app", "shutdown_local"]
+
+SERVE_APP_NAME = "hyperpod-rl"
+MAX_IMAGE_PX = 2048
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str | None = None
+    image_url: dict[str, Any] | str | None = None
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "user", "assistant"]
+    content: str | list[_Part]
+
+
+class ChatRequest(BaseModel):
+    """The subset of OpenAI's chat-completions request this server honours."""
+
+    model_config = ConfigDict(extra="allow")
+    model: str = Field(..., description="adapter name, or 'base'")
+    messages: list[_Message] = Field(..., min_length=1)
+    temperature: float = Field(0.0, ge=0.0, description="0 = greedy")
+    max_tokens: int | None = Field(None, gt=0)
+    seed: int | None = None
+
+
+def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
+    """Messages in the policy's format, with images decoded and checked (raises ValueError / LookupError)."""
+    from PIL import Image, UnidentifiedImageError
+
+    out: list[dict[str, Any]] = []
+    images = 0
+    for msg in req.messages:
+        if isinstance(msg.content, str):
+            out.append({"role": msg.role, "content": msg.content})
+            continue
+        parts: list[dict[str, Any]] = []
+        for part in msg.content:
+            if part.type == "text":
+                parts.append({"type": "text", "text": part.text or ""})
+            elif part.type == "image_url":
+                url = part.image_url.get("url") if isinstance(part.image_url, dict) else part.image_url
+                if not isinstance(url, str) or not url.startswith("data:image/") or "," not in url:
+                    raise ValueError("image_url must be a data URL: data:image/png;base64,<base64 bytes>")
+                try:
+                    raw = base64.b64decode(url.split(",", 1)[1], validate=True)
+                    img = Image.open(io.BytesIO(raw))
+                    img.load()
+                except (binascii.Error, ValueError):
+                    raise ValueError("image_url data is not valid base64: encode the PNG bytes with base64") from None
+                except (UnidentifiedImageError, OSError):
+                    raise ValueError("image_url data is not a readable image: send PNG or JPEG bytes") from None
+                if max(img.size) > MAX_IMAGE_PX:
+                    raise OverflowError(f"image is {img.size[0]}x{img.size[1]} px; the limit is {MAX_IMAGE_PX} px per side: downscale it")
+                parts.append({"type": "image", "image": img.convert("RGB")})
+                images += 1
+            else:
+                raise ValueError(f"unsupported content part type {part.type!r}: use 'text' or 'image_url'")
+        out.append({"role": msg.role, "content": parts})
+    if images == 0:
+        raise ValueError("the request has no image: add an image_url part with the maze image")
+    return out
+
+
+def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.0, action_constraint: str = "directions"):
+    """Build the Ray Serve application (not yet running).
+
+    Args:
+        model_path: base model directory.
+        adapters: adapter name -> adapter directory (each with provenance.json).
+        num_cpus: CPUs reserved by the replica.
+        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.model.policy`).
+
+    Returns:
+        A bound ``ray.serve`` application for ``serve.run``.
+    """
+    from fastapi import FastAPI, HTTPException, Request
+    from fastapi.responses import JSONResponse
+    from ray import serve
+
+    api = FastAPI(title="hyperpod-rl local serving")
+
+    @serve.deployment(name="MazeModelServer", num_replicas=1, ray_actor_options={"num_cpus": num_cpus}, max_ongoing_requests=32)
+    @serve.ingress(api)
+    class MazeModelServer:
+        def __init__(self, model_path: str, adapters: dict[str, str], action_constraint: str) -> None:
+            import torch
+            from peft import PeftModel
+
+            from hyperpod_rl.model.loading import load_base_model
+            from hyperpod_rl.model.policy import MazePolicy
+
+            torch.set_num_threads(1)
+            model, processor, self.model_id = load_base_model(model_path)
+            self.names = list(adapters)
+            if adapters:
+                first, *rest = adapters.items()
+                model = PeftModel.from_pretrained(model, first[1], adapter_name=first[0])
+                for name, path in rest:
+                    model.load_adapter(path, adapter_name=name)
+            model.eval()
+            self.model = model
+            self.policy = MazePolicy(model, processor, action_constraint=action_constraint)  # type: ignore[arg-type]
+            self.lock = threading.Lock()
+
+        @api.get("/v1/models")
+        def models(self) -> dict[str, Any]:
+            return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "hyperpod-rl"} for n in ["base", *self.names]]}
+
+        @api.get("/healthz")
+        def healthz(self) -> dict[str, str]:
+            return {"status": "ok"}
+
+        @api.post("/v1/chat/completions")
+        async def chat(self, request: Request) -> JSONResponse:
+            import torch
+            from pydantic import ValidationError
+
+            try:
+                body = await request.json()
+            except ValueError:
+                raise HTTPException(status_code=400, detail="the body is not JSON: send an OpenAI chat-completions request") from None
+            try:
+                req = ChatRequest.model_validate(body)
+            except ValidationError as err:
+                raise HTTPException(status_code=400, detail=f"invalid request: {err.errors(include_url=False, include_input=False)}") from None
+            if req.model != "base" and req.model not in self.names:
+                raise HTTPException(status_code=404, detail=f"unknown model {req.model!r}: use one of {['base', *self.names]}")
+            try:
+                messages = _decode_images(req)
+            except OverflowError as err:
+                raise HTTPException(status_code=413, detail=str(err)) from None
+            except ValueError as err:
+                raise HTTPException(status_code=400, detail=str(err)) from None
+            start = time.perf_counter()
+            gen = torch.Generator().manual_seed(req.seed) if req.seed is not None else None
+            with self.lock:
+                if req.model == "base":
+                    if self.names:
+                        with self.model.disable_adapter():
+                            action = self.policy.act([messages], greedy=req.temperature == 0, temperature=req.temperature or 1.0, generator=gen)[0]
+                    else:
+                        action = self.policy.act([messages], greedy=req.temperature == 0, temperature=req.temperature or 1.0, generator=gen)[0]
+                else:
+                    self.model.set_adapter(req.model)
+                    action = self.policy.act([messages], greedy=req.temperature == 0, temperature=req.temperature or 1.0, generator=gen)[0]
+            latency_ms = (time.perf_counter() - start) * 1000
+            return JSONResponse(
+                {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": req.model,
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": "stop"}],
+                    "usage": {"completion_tokens": len(action.response_ids)},
+                    "latency_ms": latency_ms,
+                }
+            )
+
+    return MazeModelServer.bind(model_path, adapters, action_constraint)
+
+
+def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0) -> None:
+    """Deploy (or redeploy) the app from a driver already joined to the cluster.
+
+    :func:`deploy_local` runs this inside a Ray Job (``python -m hyperpod_rl.serve up``), which
+    inherits the cluster's token; Serve apps outlive the driver that deployed them. The HTTP
+    proxy listens on 127.0.0.1 only.
+    """
+    from ray import serve
+
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus)
+    serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
+
+
+def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, timeout_s: float = 300.0) -> str:
+    """Deploy the serving app on the cluster through a short Ray Job and wait until it answers.
+
+    Example:
+        >>> url = deploy_local(cluster.job_client(), model_dir, {"maze": run_dir / "adapter"})  # doctest: +SKIP
+
+    Args:
+        client: authenticated ``JobSubmissionClient``.
+        model_path: base model directory.
+        adapters: adapter name -> adapter directory.
+        port: HTTP port on 127.0.0.1.
+        num_cpus: CPUs of the replica.
+        timeout_s: seconds to wait for the deploy job and the first healthy answer.
+
+    Returns:
+        ``http://127.0.0.1:<port>``; POST chat completions to ``<url>/v1/chat/completions``.
+
+    Raises:
+        ServeError: the deploy job failed (its log tail is in the message) or the app did not
+            answer within ``timeout_s``.
+    """
+    import shlex
+    import sys
+
+    import requests
+    from ray.job_submission import JobStatus
+
+    from hyperpod_rl.errors import ServeError
+
+    args = [sys.executable, "-m", "hyperpod_rl.serve", "up", "--model-path", str(model_path), "--port", str(port), "--num-cpus", str(num_cpus)]
+    for name, path in adapters.items():
+        args += ["--adapter", f"{name}={path}"]
+    submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
+    client.submit_job(entrypoint=" ".join(shlex.quote(a) for a in args), submission_id=submission_id, metadata={"hyperpod_rl_serve": "deploy"})
+    deadline = time.monotonic() + timeout_s
+    while not JobStatus(client.get_job_status(submission_id)).is_terminal():
+        if time.monotonic() > deadline:
+            raise ServeError(f"deploy job {submission_id} did not finish within {timeout_s:.0f} s")
+        time.sleep(0.5)
+    if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
+        tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-20:])
+        raise ServeError(f"deploy job {submission_id} failed:\n{tail}")
+    url = f"http://127.0.0.1:{port}"
+    while True:
+        try:
+            if requests.get(f"{url}/healthz", timeout=5).status_code == 200:
+                return url
+        except requests.RequestException:
+            pass
+        if time.monotonic() > deadline:
+            raise ServeError(f"the serving app at {url} did not become healthy within {timeout_s:.0f} s")
+        time.sleep(0.5)
+
+
+def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
+    """Delete the serving app through a short Ray Job."""
+    import shlex
+    import sys
+
+    from ray.job_submission import JobStatus
+
+    submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
+    client.submit_job(entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down", submission_id=submission_id, metadata={"hyperpod_rl_serve": "delete"})
+    deadline = time.monotonic() + timeout_s
+    while not JobStatus(client.get_job_status(submission_id)).is_terminal() and time.monotonic() < deadline:
+        time.sleep(0.5)

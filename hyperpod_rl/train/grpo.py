@@ -1,0 +1,102 @@
+"""GRPO objective: group-relative advantages and the clipped policy-gradient loss.
+
+Group Relative Policy Optimization (Shao et al. 2024, "DeepSeekMath", arXiv:2402.03300, §4.1):
+for each prompt (here: a maze) a group of G episodes is sampled; an episode's advantage is its
+return minus the group mean, divided by the group std (SkyRL: ``advantage_estimator=grpo``,
+``grpo_norm_by_std``). The loss is PPO's clipped surrogate (Schulman et al. 2017) on every
+sampled token, averaged over tokens (SkyRL ``loss_reduction=token_mean``), plus an optional KL
+penalty to the reference model with the k3 estimator (Schulman 2020, "Approximating KL
+divergence"; SkyRL ``kl_estimator_type=k3``) and an optional entropy bonus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["LossTerms", "group_advantages", "grpo_loss"]
+
+
+def group_advantages(returns: torch.Tensor, *, normalize_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """Group-relative advantages.
+
+    Args:
+        returns: (num_groups, group_size) float episode returns.
+        normalize_std: divide by the group's (unbiased) std.
+        eps: added to the std.
+
+    Returns:
+        (num_groups, group_size) float32 advantages; all zero in a group whose returns are equal.
+    """
+    returns = returns.float()
+    centered = returns - returns.mean(dim=1, keepdim=True)
+    if normalize_std and returns.shape[1] > 1:
+        centered = centered / (returns.std(dim=1, keepdim=True) + eps)
+    return centered
+
+
+@dataclass
+class LossTerms:
+    """Loss and its parts (scalars). ``loss`` carries gradients; the rest are detached floats."""
+
+    loss: torch.Tensor
+    policy_loss: float
+    kl: float
+    entropy: float
+    clip_fraction: float
+
+
+def grpo_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_eps: float = 0.2,
+    entropy: torch.Tensor | None = None,
+    entropy_coef: float = 0.0,
+    ref_logprobs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    num_tokens: int | None = None,
+) -> LossTerms:
+    """Clipped surrogate + KL (k3) - entropy bonus, token-mean reduced.
+
+    Args:
+        logprobs: (B, L) log-probs of sampled tokens under the current policy (with grad).
+        old_logprobs: (B, L) log-probs under the policy that sampled them.
+        advantages: (B,) per-sample advantage, broadcast over its tokens.
+        mask: (B, L) bool, True at sampled tokens.
+        clip_eps: PPO ratio clip epsilon.
+        entropy: (B, L) per-token entropy (with grad) for the bonus.
+        entropy_coef: entropy bonus weight.
+        ref_logprobs: (B, L) reference-model log-probs (no grad) for the KL term.
+        kl_coef: KL weight; 0 skips it.
+        num_tokens: divide by this many tokens instead of ``mask.sum()`` (micro-batching over
+            a larger batch).
+
+    Returns:
+        :class:`LossTerms`.
+    """
+    m = mask.float()
+    denom = float(num_tokens) if num_tokens else max(float(m.sum()), 1.0)
+    adv = advantages.float().unsqueeze(-1)
+    ratio = torch.exp(logprobs - old_logprobs)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv
+    pg = -torch.minimum(unclipped, clipped)
+    loss = (pg * m).sum() / denom
+    kl_val = 0.0
+    if ref_logprobs is not None and kl_coef > 0:
+        log_r = ref_logprobs - logprobs
+        kl = torch.exp(log_r) - log_r - 1.0  # k3, >= 0
+        loss = loss + kl_coef * (kl * m).sum() / denom
+        kl_val = float((kl.detach() * m).sum() / denom)
+    ent_val = 0.0
+    if entropy is not None:
+        ent_mean = (entropy * m).sum() / denom
+        ent_val = float(ent_mean.detach())
+        if entropy_coef > 0:
+            loss = loss - entropy_coef * ent_mean
+    clip_frac = float((((ratio - 1.0).abs() > clip_eps).float() * m).sum().detach() / denom)
+    return LossTerms(loss=loss, policy_loss=float((pg.detach() * m).sum() / denom), kl=kl_val, entropy=ent_val, clip_fraction=clip_frac)

@@ -1,0 +1,346 @@
+"""The reference GRPO backend: compact, single-process GRPO + LoRA on transformers and peft.
+
+It runs where SkyRL cannot (CPU, one GPU, CI) and writes exactly what the SkyRL backend writes:
+``metrics.jsonl`` with SkyRL's metric names, checkpoints under ``checkpoints/``, and a PEFT
+adapter (``adapter/adapter_model.safetensors`` + ``adapter_config.json`` + ``provenance.json``).
+
+One step (SkyRL's ``trainer.train`` loop, reduced to one mini-batch and one epoch):
+
+1. sample ``data.mazes_per_step`` mazes; play ``grpo.group_size`` episodes of each
+   (:func:`~hyperpod_rl.train.rollout.play_episodes`);
+2. episode return = sum of the env's step rewards; group-relative advantages
+   (:func:`~hyperpod_rl.train.grpo.group_advantages`), shared by every turn of the episode;
+3. one policy update with the clipped surrogate + KL + entropy (:func:`~hyperpod_rl.train.grpo.grpo_loss`),
+   over micro-batches with gradient accumulation, then AdamW.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.maze import REWARD_VERSION, MazeEnv
+from hyperpod_rl.metrics.schema import MetricRecord
+from hyperpod_rl.model.loading import load_base_model, revision_of
+from hyperpod_rl.model.policy import MazePolicy, prompt_key
+from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, write_dir_atomically
+from hyperpod_rl.train.grpo import group_advantages, grpo_loss
+from hyperpod_rl.train.provenance import provenance_record
+from hyperpod_rl.train.rollout import Episode, play_episodes
+
+__all__ = ["ReferenceTrainer", "read_rows"]
+
+log = logging.getLogger(__name__)
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Read SkyRL-format dataset rows from a parquet file.
+
+    Raises:
+        ConfigError: the file does not exist.
+    """
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"dataset file {p} does not exist: generate it first (hyperpod-rl quickstart does)")
+    return pq.read_table(p).to_pylist()
+
+
+class _Sampler:
+    """Epoch-wise shuffled order over N rows; its position is part of the checkpoint."""
+
+    def __init__(self, n: int, seed: int) -> None:
+        self.n, self.seed, self.epoch, self.index = n, seed, 0, 0
+        self._order = self._perm()
+
+    def _perm(self) -> list[int]:
+        return np.random.default_rng([self.seed, self.epoch]).permutation(self.n).tolist()
+
+    def take(self, k: int) -> list[int]:
+        out = []
+        while len(out) < k:
+            if self.index >= self.n:
+                self.epoch, self.index = self.epoch + 1, 0
+                self._order = self._perm()
+            out.append(self._order[self.index])
+            self.index += 1
+        return out
+
+    def state(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "index": self.index}
+
+    def load(self, state: dict[str, int]) -> None:
+        self.epoch, self.index = int(state["epoch"]), int(state["index"])
+        self._order = self._perm()
+
+
+class ReferenceTrainer:
+    """Train one run with the reference backend.
+
+    Args:
+        config: the validated :class:`RunConfig`.
+        run_dir: ``<storage root>/runs/<run_id>``; created if missing.
+        fresh: start from step 0 even if checkpoints exist (they are deleted first).
+
+    Raises:
+        ConfigError: bad paths or model.
+        CheckpointError: ``fresh`` is False, checkpoints exist, but none is valid.
+    """
+
+    def __init__(self, config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.ckpt_root = self.run_dir / "checkpoints"
+        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.fresh = fresh
+
+    # ------------------------------------------------------------------ setup
+    def _seed_all(self, seed: int) -> None:
+        random.seed(seed)
+        np.random.seed(seed % (2**32))
+        torch.manual_seed(seed)
+
+    def _build(self) -> None:
+        from peft import LoraConfig, get_peft_model
+
+        cfg = self.config
+        if cfg.trainer.torch_threads:
+            torch.set_num_threads(cfg.trainer.torch_threads)
+        self._seed_all(cfg.trainer.seed)
+        model, processor, model_id = load_base_model(cfg.model.path)
+        self.base_model_id = cfg.model.model_id or model_id
+        self.base_model_revision = cfg.model.revision or revision_of(cfg.model.path)
+        lora = LoraConfig(
+            r=cfg.lora.rank,
+            lora_alpha=cfg.lora.alpha,
+            lora_dropout=cfg.lora.dropout,
+            target_modules=cfg.lora.target_modules,
+            exclude_modules=cfg.lora.exclude_modules,
+            bias="none",
+        )
+        self.model = get_peft_model(model, lora)
+        self.policy = MazePolicy(self.model, processor, action_constraint=cfg.rollout.action_constraint, max_new_tokens=cfg.rollout.max_new_tokens)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay)
+        self.rows = read_rows(cfg.data.train_path)
+        self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
+        self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
+        self.step = 0
+
+    # ------------------------------------------------------------------ checkpoints
+    def _save_checkpoint(self) -> Path:
+        from peft import get_peft_model_state_dict
+        from safetensors.torch import save_file
+
+        lines = sum(1 for _ in self.metrics_path.open()) if self.metrics_path.exists() else 0
+
+        def write(tmp: Path) -> None:
+            weights = {k: v.detach().contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
+            save_file(weights, str(tmp / "adapter_model.safetensors"))
+            torch.save(
+                {
+                    "optimizer": self.optimizer.state_dict(),
+                    "python_rng": random.getstate(),
+                    "numpy_rng": np.random.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "sampling_rng": self.generator.get_state(),
+                },
+                tmp / "training_state.pt",
+            )
+            (tmp / "trainer_state.json").write_text(json.dumps({"step": self.step, "sampler": self.sampler.state(), "metrics_lines": lines, "config_hash": self.config.config_hash()}))
+
+        path = write_dir_atomically(self.ckpt_root / f"step_{self.step:06d}", write)
+        prune_checkpoints(self.ckpt_root, self.config.checkpoint.keep)
+        return path
+
+    def _resume(self) -> None:
+        import shutil
+
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        if self.fresh and self.ckpt_root.exists():
+            shutil.rmtree(self.ckpt_root)
+            self.metrics_path.unlink(missing_ok=True)
+            return
+        has_any = self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*"))
+        path = latest_valid_checkpoint(self.ckpt_root)
+        if path is None:
+            if has_any:
+                raise CheckpointError(f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over")
+            self.metrics_path.unlink(missing_ok=True)
+            return
+        state = json.loads((path / "trainer_state.json").read_text())
+        if state.get("config_hash") != self.config.config_hash():
+            raise CheckpointError(f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config")
+        set_peft_model_state_dict(self.model, load_file(str(path / "adapter_model.safetensors")))
+        extra = torch.load(path / "training_state.pt", weights_only=False)
+        self.optimizer.load_state_dict(extra["optimizer"])
+        random.setstate(extra["python_rng"])
+        np.random.set_state(extra["numpy_rng"])
+        torch.set_rng_state(extra["torch_rng"])
+        self.generator.set_state(extra["sampling_rng"])
+        self.sampler.load(state["sampler"])
+        self.step = int(state["step"])
+        # Drop metric lines written after the checkpoint: they are produced again.
+        if self.metrics_path.exists():
+            kept = self.metrics_path.read_text().splitlines(keepends=True)[: state["metrics_lines"]]
+            self.metrics_path.write_text("".join(kept))
+        print(f"resumed from {path.name} (step {self.step})", flush=True)
+
+    # ------------------------------------------------------------------ one step
+    def _update(self, episodes: list[Episode], advantages: torch.Tensor) -> dict[str, float]:
+        cfg = self.config
+        samples = [(turn, float(advantages[i])) for i, ep in enumerate(episodes) for turn in ep.turns]
+        num_tokens = sum(sum(t.action.loss_mask) for t, _ in samples)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0}
+        # Forward each distinct (observation, response) once and gather per sample: exact, and
+        # episodes of one group share many states (all of them at turn 1).
+        groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for i, (turn, _) in enumerate(samples):
+            groups.setdefault((prompt_key(turn.context), tuple(turn.action.response_ids)), []).append(i)
+        uniq = list(groups.values())
+        mb = cfg.trainer.micro_batch_size
+        for start in range(0, len(uniq), mb):
+            members = uniq[start : start + mb]
+            reps = [samples[m[0]][0] for m in members]
+            batch = self.policy.collate([t.context for t in reps], [t.action.response_ids for t in reps], [t.action.loss_mask for t in reps])
+            logp_u, ent_u = self.policy.score(batch, temperature=cfg.rollout.temperature)
+            ref_u = None
+            if cfg.grpo.kl_coef > 0:
+                with torch.no_grad(), self.model.disable_adapter():
+                    ref_u, _ = self.policy.score(batch, temperature=cfg.rollout.temperature)
+            index = torch.tensor([u for u, m in enumerate(members) for _ in m])
+            chunk = [samples[i] for m in members for i in m]
+            logp, ent, mask = logp_u[index], ent_u[index], batch.loss_mask[index]
+            old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
+            ref = ref_u[index] if ref_u is not None else None
+            adv = torch.tensor([a for _, a in chunk])
+            terms = grpo_loss(logp, old, adv, mask, clip_eps=cfg.grpo.clip_eps, entropy=ent, entropy_coef=cfg.grpo.entropy_coef, ref_logprobs=ref, kl_coef=cfg.grpo.kl_coef, num_tokens=num_tokens)
+            terms.loss.backward()
+            totals["policy_loss"] += terms.policy_loss
+            totals["kl"] += terms.kl
+            totals["entropy"] += terms.entropy
+            totals["clip"] += terms.clip_fraction
+            rollout_lp = torch.tensor([t.action.logprob for t, _ in chunk])
+            totals["diff"] += float((logp.detach().sum(-1) - rollout_lp).abs().sum())
+        grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
+        self.optimizer.step()
+        self.model.eval()
+        return {
+            "policy/policy_loss": totals["policy_loss"],
+            "policy/policy_kl": totals["kl"],
+            "policy/policy_entropy": totals["entropy"],
+            "policy/ppo_clip_ratio": totals["clip"],
+            "policy/grad_norm": float(grad_norm),
+            "policy/policy_lr": cfg.grpo.lr,
+            "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(len(samples), 1),
+            "trainer/num_samples": float(len(samples)),
+            "trainer/num_unique_samples": float(len(uniq)),
+            "trainer/num_tokens": float(num_tokens),
+        }
+
+    def _step(self) -> MetricRecord:
+        cfg = self.config
+        t0 = time.perf_counter()
+        rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
+        episodes = play_episodes(self.policy, rows, group_size=cfg.grpo.group_size, temperature=cfg.rollout.temperature, max_turns=cfg.rollout.max_turns, generator=self.generator)
+        t_gen = time.perf_counter() - t0
+        returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), cfg.grpo.group_size)
+        advantages = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1)
+        t1 = time.perf_counter()
+        values = self._update(episodes, advantages)
+        t_train = time.perf_counter() - t1
+        self.step += 1
+        solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(len(rows), cfg.grpo.group_size)
+        values.update({f"environment/{k}": float(v) for k, v in MazeEnv.aggregate_metrics([ep.metrics for ep in episodes]).items()})
+        resp_tokens = [len(t.action.response_ids) for ep in episodes for t in ep.turns]
+        step_s = time.perf_counter() - t0
+        values.update(
+            {
+                "reward/avg_raw_reward": float(returns.mean()),
+                "reward/min_raw_reward": float(returns.min()),
+                "reward/max_raw_reward": float(returns.max()),
+                "reward/std_raw_reward": float(returns.std()),
+                f"reward/avg_pass_at_{cfg.grpo.group_size}": float((solved.max(dim=1).values > 0).float().mean()),
+                "policy/response_length": float(np.mean(resp_tokens)),
+                "generate/avg_num_turns": float(np.mean([len(ep.turns) for ep in episodes])),
+                "timing/generate": t_gen,
+                "timing/policy_train": t_train,
+                "timing/step": step_s,
+                "trainer/tokens_per_second": values["trainer/num_tokens"] / step_s,
+                "trainer/epoch": float(self.sampler.epoch),
+            }
+        )
+        return MetricRecord(run_id=cfg.run_id, step=self.step, total_steps=cfg.trainer.steps, time_s=time.time(), values=values)
+
+    # ------------------------------------------------------------------ run
+    def train(self) -> Path:
+        """Run (or resume) training to ``trainer.steps`` and export the adapter.
+
+        Returns:
+            The adapter directory ``<run dir>/adapter``.
+        """
+        self._build()
+        self._resume()
+        cfg = self.config
+        with self.metrics_path.open("a") as sink:
+            while self.step < cfg.trainer.steps:
+                record = self._step()
+                sink.write(record.model_dump_json() + "\n")
+                sink.flush()
+                print(record.to_line(), flush=True)
+                if cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps:
+                    self._save_checkpoint()
+        return self.export_adapter()
+
+    def export_adapter(self) -> Path:
+        """Write ``adapter/`` (PEFT files + ``provenance.json``) atomically."""
+        cfg = self.config
+
+        def write(tmp: Path) -> None:
+            self.model.save_pretrained(tmp)
+            for extra in tmp.iterdir():
+                if extra.is_dir():  # peft nests non-default adapters; keep the flat layout
+                    raise CheckpointError(f"unexpected adapter sub-directory {extra.name}")
+            prov = provenance_record(
+                run_id=cfg.run_id,
+                backend=cfg.backend,
+                base_model_id=self.base_model_id,
+                base_model_revision=self.base_model_revision,
+                config_hash=cfg.config_hash(),
+                dataset_hashes={"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)},
+                reward_version=REWARD_VERSION,
+                seeds={"trainer": cfg.trainer.seed},
+                lora=cfg.lora.model_dump(mode="json"),
+                adapter_sha256=file_sha256(tmp / "adapter_model.safetensors"),
+                steps=self.step,
+            )
+            prov["action_constraint"] = cfg.rollout.action_constraint
+            (tmp / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True))
+
+        return write_dir_atomically(self.run_dir / "adapter", write)
+
+
+def main(config_path: str, *, fresh: bool = False) -> Path:
+    """Entry used by ``python -m hyperpod_rl.train``: read ``config.json`` and train."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+    config = RunConfig.build(json.loads(Path(config_path).read_text()))
+    run_dir = Path(config_path).resolve().parent
+    adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
+    print(f"adapter written to {adapter}", flush=True)
+    return adapter
