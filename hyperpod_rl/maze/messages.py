@@ -86,12 +86,14 @@ def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
         raise MazeError(f"image part bytes are not a readable image: {e}") from e
 
 
-def instructions(maze: Maze, mode: Mode, max_turns: int) -> str:
-    """The task text of the first user turn."""
-    legend = (
-        f"This is a {maze.rows}x{maze.cols} maze. Black lines are walls; you cannot move through them. "
-        "You are the red circle; the goal is the green square."
-    )
+def instructions(
+    maze: Maze, mode: Mode, max_turns: int, *, style: RenderStyle | None = None, observation: Observation = "image"
+) -> str:
+    """The task text of the first user turn (the legend matches the style's colours and the observation)."""
+    if observation == "text":
+        legend = f"This is a {maze.rows}x{maze.cols} maze shown as text. You cannot move through walls."
+    else:
+        legend = f"This is a {maze.rows}x{maze.cols} maze. {(style or RenderStyle()).legend()} You cannot move through walls."
     if mode == "plan":
         return (
             f"{legend} Give the whole sequence of moves from your position to the goal in one answer, "
@@ -137,7 +139,12 @@ def build_prompt(
     """
     return [
         {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
-        {"role": "user", "content": _content(maze, None, style, instructions(maze, mode, max_turns), observation)},
+        {
+            "role": "user",
+            "content": _content(
+                maze, None, style, instructions(maze, mode, max_turns, style=style, observation=observation), observation
+            ),
+        },
     ]
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "QWEN_VL_MAX_PIXELS",
     "QWEN_VL_MIN_PIXELS",
     "THEMES",
+    "THEME_WORDS",
     "RenderStyle",
     "encode_png",
     "fit_style",
@@ -51,6 +52,14 @@ THEMES: Final[dict[str, dict[str, RGB]]] = {
     "dark": {"floor": (24, 24, 28), "wall": (235, 235, 235), "agent": (255, 80, 60), "goal": (60, 200, 255)},
     "blueprint": {"floor": (16, 48, 112), "wall": (230, 240, 255), "agent": (255, 210, 0), "goal": (255, 90, 200)},
     "sepia": {"floor": (240, 226, 196), "wall": (74, 52, 30), "agent": (30, 60, 200), "goal": (200, 90, 0)},
+}
+
+#: Words for each theme's colours, used in prompts: (walls, agent circle, goal square).
+THEME_WORDS: Final[dict[str, tuple[str, str, str]]] = {
+    "classic": ("black", "red", "green"),
+    "dark": ("white", "red", "light blue"),
+    "blueprint": ("white", "yellow", "pink"),
+    "sepia": ("dark brown", "blue", "orange"),
 }
 
 #: qwen-vl-utils 0.0.14 defaults (vision_process.py: IMAGE_MIN_TOKEN_NUM=4, IMAGE_MAX_TOKEN_NUM=16384)
@@ -97,6 +106,13 @@ class RenderStyle(MazeModel):
         if c["wall"] == c["floor"]:
             raise ValueError("wall and floor colours must differ")
         return self
+
+    def legend(self) -> str:
+        """One sentence naming the walls, agent and goal as drawn (colour words only for un-overridden themes)."""
+        wall, agent, goal = THEME_WORDS[self.theme]
+        if any(getattr(self, k) is not None for k in ("floor", "wall", "agent", "goal")):
+            return "Thick lines are walls; you are the circle; the goal is the square."
+        return f"The {wall} lines are walls; you are the {agent} circle; the goal is the {goal} square."
 
     def colours(self) -> dict[str, RGB]:
         """The effective colours: the theme's, with any per-field overrides applied."""

@@ -132,3 +132,34 @@ def test_not_enough_unique_layouts_raises() -> None:
 def test_spec_errors_name_the_field(kwargs: dict, match: str) -> None:
     with pytest.raises(MazeError, match=match):
         DatasetSpec(**kwargs)
+
+
+def test_mix_by_size_and_combined_keys() -> None:
+    spec = DatasetSpec(seed=2, sizes=[(4, 4), (6, 6)], counts={"train": 20}, mix={"4x4": 1, "6x6|len8-15": 1})
+    rows = build_dataset(spec)["train"]
+    small = [r for r in rows if r["rows"] == 4]
+    large = [r for r in rows if r["rows"] == 6]
+    assert len(small) == 10 and len(large) == 10
+    assert all("|len8-15|" in r["stratum"] for r in large)
+
+
+def test_image_token_cap_shrinks_cells_and_env_uses_the_row_style() -> None:
+    spec = DatasetSpec(seed=4, sizes=[(15, 15)], counts={"train": 2}, max_image_tokens=100)
+    row = build_dataset(spec)["train"][0]
+    assert row["image_tokens"] <= 100
+    register_env()
+    extras = {k: v for k, v in row.items() if k not in ("prompt", "env_class")}
+    env = skyrl_gym.make(ENV_CLASS, env_config=None, extras=extras)
+    maze = Maze.from_json(row["maze"])
+    first = decode_image_part(row["prompt"][1]["content"][0])
+    move = next(iter(maze.optimal_moves(maze.start)))
+    later = decode_image_part(env.step(f"<answer>{move}</answer>")["observations"][0]["content"][0])
+    assert first.size == later.size and (first.width // 32) * (first.height // 32) == row["image_tokens"]
+
+
+def test_text_observation_rows_have_no_image() -> None:
+    row = build_dataset(DatasetSpec(seed=5, counts={"train": 1}, observation="text", mode="plan"))["train"][0]
+    parts = row["prompt"][1]["content"]
+    assert [p["type"] for p in parts] == ["text"]
+    assert Maze.from_json(row["maze"]).to_text() in parts[0]["text"]
+    assert row["image_tokens"] == 0 and row["max_turns"] == 1 and row["mode"] == "plan"

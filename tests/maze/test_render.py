@@ -207,3 +207,15 @@ def test_fit_style_caps_tokens() -> None:
 def test_render_style_errors_name_the_field(kwargs: dict, match: str) -> None:
     with pytest.raises(MazeError, match=match):
         RenderStyle(**kwargs)
+
+
+def test_prompt_legend_matches_the_theme() -> None:
+    from hyperpod_rl.maze import build_prompt
+    from hyperpod_rl.maze.render import THEME_WORDS
+
+    assert set(THEME_WORDS) == set(THEMES)
+    maze = generate_maze(4, 4, seed=1)
+    text = build_prompt(maze, style=RenderStyle(theme="blueprint"))[1]["content"][-1]["text"]
+    assert "yellow circle" in text and "pink square" in text
+    custom = build_prompt(maze, style=RenderStyle(agent=(1, 2, 3)))[1]["content"][-1]["text"]
+    assert "you are the circle" in custom and "red" not in custom
