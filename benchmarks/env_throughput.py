@@ -80,7 +80,10 @@ def _naive_observation(maze: Maze, agent: tuple[int, int], style: RenderStyle) -
     ImageDraw.Draw(img).ellipse(list(render_mod._marker_box(maze, style, agent, ox, oy)), fill=render_mod._AGENT)
     rgb = img.convert("RGB")  # the straightforward pipeline: an RGB image, encoded as RGB PNG
     url = "data:image/png;base64," + base64.b64encode(encode_png(rgb)).decode("ascii")
-    return {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "ok"}]}
+    return {
+        "role": "user",
+        "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "ok"}],
+    }
 
 
 def bench_core(
@@ -143,9 +146,18 @@ def main() -> None:
         python=platform.python_version(),
         cpu=platform.processor() or platform.machine(),
     )
-    for key in ("rendered_steps_per_s", "rendered_cold_png_steps_per_s", "unrendered_steps_per_s", "naive_rendered_steps_per_s"):
+    for key in (
+        "rendered_steps_per_s",
+        "rendered_cold_png_steps_per_s",
+        "unrendered_steps_per_s",
+        "naive_rendered_steps_per_s",
+    ):
         target = TARGET_UNRENDERED if key.startswith("unrendered") else TARGET_RENDERED
-        flag = "" if key.startswith("naive") else ("  (target >= %d: %s)" % (target, "met" if results[key] >= target else "MISSED"))
+        flag = (
+            ""
+            if key.startswith("naive")
+            else f"  (target >= {target}: {'met' if results[key] >= target else 'MISSED'})"
+        )
         print(f"{key:32s} {results[key]:>12,.1f}{flag}")
     print(json.dumps(results, sort_keys=True))
 

@@ -14,7 +14,15 @@ from rich.console import Console
 from rich.table import Table
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import ALGORITHMS, REWARD_VERSION, DatasetSpec, build_dataset, generate_maze, render_maze, write_parquet
+from hyperpod_rl.maze import (
+    ALGORITHMS,
+    REWARD_VERSION,
+    DatasetSpec,
+    build_dataset,
+    generate_maze,
+    render_maze,
+    write_parquet,
+)
 from hyperpod_rl.maze.audit import load_reward_fn, run_audit
 
 __all__ = ["app"]
@@ -75,12 +83,14 @@ def build(
     out: Path = typer.Option(..., "--out", help="folder for {split}.parquet and spec.json"),
     spec_file: Path | None = typer.Option(None, "--spec", help="DatasetSpec as JSON; other options are ignored"),
     seed: int = typer.Option(0, help="master seed"),
-    size: list[str] = typer.Option(["5x5"], help="in-distribution grid size rows x cols (repeatable)"),
+    size: list[str] | None = typer.Option(None, help="in-distribution grid size rows x cols (repeatable; default 5x5)"),
     train: int = typer.Option(256, help="train rows"),
     heldout: int = typer.Option(64, help="held-out rows (disjoint layouts)"),
     ood: int = typer.Option(0, help="out-of-distribution rows (larger grids, longer paths)"),
-    ood_size: list[str] = typer.Option(["9x9"], help="ood grid size (repeatable)"),
-    algorithm: list[str] = typer.Option(["backtracker"], help=f"generator, one of {', '.join(ALGORITHMS)} (repeatable)"),
+    ood_size: list[str] | None = typer.Option(None, help="ood grid size (repeatable; default 9x9)"),
+    algorithm: list[str] | None = typer.Option(
+        None, help=f"generator, one of {', '.join(ALGORITHMS)} (repeatable; default backtracker)"
+    ),
     braid: float = typer.Option(0.0, help="fraction of dead ends opened (loops)"),
     mode: str = typer.Option("step", help="step or plan"),
 ) -> None:
@@ -91,10 +101,10 @@ def build(
         else:
             spec = DatasetSpec(
                 seed=seed,
-                sizes=tuple(_size(s) for s in size),
+                sizes=tuple(_size(s) for s in (size or ["5x5"])),
                 counts={k: v for k, v in {"train": train, "heldout": heldout, "ood": ood}.items() if v > 0},
-                ood_sizes=tuple(_size(s) for s in ood_size),
-                algorithms={a: 1.0 for a in algorithm},
+                ood_sizes=tuple(_size(s) for s in (ood_size or ["9x9"])),
+                algorithms={a: 1.0 for a in (algorithm or ["backtracker"])},
                 braid=braid,
                 mode=mode,
             )

@@ -13,8 +13,8 @@ Example:
     ('up',)
 """
 
-from hyperpod_rl.maze.audit import AUDIT_CASES, AuditReport, run_audit
 from hyperpod_rl.maze.answer import VIOLATIONS, VISION_TOKENS, ParsedAnswer, parse_answer
+from hyperpod_rl.maze.audit import AUDIT_CASES, AuditReport, run_audit
 from hyperpod_rl.maze.dataset import SPLITS, DatasetSpec, build_dataset, read_parquet, write_parquet
 from hyperpod_rl.maze.env import ENV_CLASS, MazeEnv, default_max_turns, register_env
 from hyperpod_rl.maze.generate import ALGORITHMS, generate_maze

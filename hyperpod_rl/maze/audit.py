@@ -22,7 +22,16 @@ from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze.grid import Cell, Maze
 from hyperpod_rl.maze.reward import REWARD_VERSION, score_completion
 
-__all__ = ["AUDIT_CASES", "AUDIT_MAZES", "AuditCase", "AuditReport", "Disagreement", "RewardFn", "load_reward_fn", "run_audit"]
+__all__ = [
+    "AUDIT_CASES",
+    "AUDIT_MAZES",
+    "AuditCase",
+    "AuditReport",
+    "Disagreement",
+    "RewardFn",
+    "load_reward_fn",
+    "run_audit",
+]
 
 #: ``fn(completion, maze, *, mode, agent) -> float`` (see :func:`score_completion`).
 RewardFn = Callable[..., float]
@@ -116,32 +125,73 @@ AUDIT_CASES: Final[tuple[AuditCase, ...]] = (
     # ---- plan mode, corridor from the start
     _C("plan-optimal", "<answer>right right down left left</answer>", 1.45, mode="plan", note="shortest path"),
     _C("plan-commas", "<answer>right, right, down, left, left</answer>", 1.45, mode="plan", note="comma separated"),
-    _C("plan-overshoot", "<answer>right right down left left left</answer>", 1.35, mode="plan",
-       note="reaches the goal and keeps going"),
-    _C("plan-overshoot-2", "<answer>right right down left left right right</answer>", 1.25, mode="plan",
-       note="two moves after the goal"),
+    _C(
+        "plan-overshoot",
+        "<answer>right right down left left left</answer>",
+        1.35,
+        mode="plan",
+        note="reaches the goal and keeps going",
+    ),
+    _C(
+        "plan-overshoot-2",
+        "<answer>right right down left left right right</answer>",
+        1.25,
+        mode="plan",
+        note="two moves after the goal",
+    ),
     _C("plan-through-walls", "<answer>down down down</answer>", -0.3, mode="plan", note="every move hits a wall"),
-    _C("plan-bump-then-solve", "<answer>down right right down left left</answer>", 1.35, mode="plan",
-       note="one blocked move, then the shortest path"),
+    _C(
+        "plan-bump-then-solve",
+        "<answer>down right right down left left</answer>",
+        1.35,
+        mode="plan",
+        note="one blocked move, then the shortest path",
+    ),
     _C("plan-partial", "<answer>right right down</answer>", 0.27, mode="plan", note="stops short of the goal"),
     _C("plan-oscillate", "<answer>right left right left</answer>", -0.04, mode="plan", note="back and forth"),
     _C("plan-wall-spam", "<answer>" + "up " * 20 + "</answer>", -1.0, mode="plan", note="20 blocked moves: floored"),
-    _C("plan-too-long", "<answer>" + "down " * 25 + "</answer>", -0.2, mode="plan",
-       note="more than 4*rows*cols = 24 moves"),
+    _C(
+        "plan-too-long",
+        "<answer>" + "down " * 25 + "</answer>",
+        -0.2,
+        mode="plan",
+        note="more than 4*rows*cols = 24 moves",
+    ),
     _C("plan-empty", "", -0.2, mode="plan", note="empty text"),
-    _C("plan-two-answers", "<answer>right right down left left</answer><answer>up</answer>", -0.2, mode="plan",
-       note="several answers"),
-    _C("plan-in-think", "<think><answer>right right down left left</answer></think>", -0.2, mode="plan",
-       note="plan only inside reasoning"),
-    _C("plan-homoglyph", "<answer>right r\u0456ght down left left</answer>", -0.2, mode="plan",
-       note="one homoglyph move poisons the plan"),
+    _C(
+        "plan-two-answers",
+        "<answer>right right down left left</answer><answer>up</answer>",
+        -0.2,
+        mode="plan",
+        note="several answers",
+    ),
+    _C(
+        "plan-in-think",
+        "<think><answer>right right down left left</answer></think>",
+        -0.2,
+        mode="plan",
+        note="plan only inside reasoning",
+    ),
+    _C(
+        "plan-homoglyph",
+        "<answer>right r\u0456ght down left left</answer>",
+        -0.2,
+        mode="plan",
+        note="one homoglyph move poisons the plan",
+    ),
     # ---- loops: several shortest paths all score the maximum
     _C("loop-plan-a", "<answer>right down</answer>", 1.18, mode="plan", maze="open2x2", note="first shortest path"),
     _C("loop-plan-b", "<answer>down right</answer>", 1.18, mode="plan", maze="open2x2", note="second shortest path"),
     _C("loop-step-right", "<answer>right</answer>", 0.09, maze="open2x2", note="either first move is optimal"),
     _C("loop-step-down", "<answer>down</answer>", 0.09, maze="open2x2", note="either first move is optimal"),
-    _C("loop-plan-around", "<answer>right down left up right down</answer>", 0.78,
-       mode="plan", maze="open2x2", note="solves at move 2, then 4 overshoot moves"),
+    _C(
+        "loop-plan-around",
+        "<answer>right down left up right down</answer>",
+        0.78,
+        mode="plan",
+        maze="open2x2",
+        note="solves at move 2, then 4 overshoot moves",
+    ),
 )
 
 

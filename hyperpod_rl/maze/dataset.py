@@ -153,7 +153,9 @@ class DatasetSpec(MazeModel):
             fit_style(rows, cols, self.render_style, max_image_tokens=self.max_image_tokens)
         longest = max(r * c - 1 for r, c in self.sizes)
         if self.min_path_length > longest:
-            raise ValueError(f"min_path_length={self.min_path_length} exceeds the longest possible path ({longest}) in sizes")
+            raise ValueError(
+                f"min_path_length={self.min_path_length} exceeds the longest possible path ({longest}) in sizes"
+            )
         return self
 
 
@@ -175,7 +177,9 @@ def _candidate(spec: DatasetSpec, split: str, index: int, sizes: tuple[tuple[int
     rows, cols = sizes[rng.randrange(len(sizes))]
     names = sorted(spec.algorithms)
     algorithm = rng.choices(names, weights=[spec.algorithms[n] for n in names])[0]
-    seed = int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1  # int64-safe
+    seed = (
+        int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1
+    )  # int64-safe
     return generate_maze(rows, cols, seed=seed, algorithm=algorithm, braid=spec.braid), algorithm, seed
 
 
@@ -238,7 +242,8 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
         field = "mix" if in_dist and spec.mix else ("sizes" if in_dist else "ood_sizes / ood_min_path_length")
         raise MazeError(
             f"counts.{split}={count} cannot be filled with unique layouts: {len(rows)} built after {index + 1} "
-            f"candidates, still missing {short}. Change {field} (larger grids, reachable strata) or lower counts.{split}."
+            f"candidates, still missing {short}. Change {field} (larger grids, reachable strata) "
+            f"or lower counts.{split}."
         )
     return rows
 

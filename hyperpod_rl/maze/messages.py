@@ -93,7 +93,8 @@ def instructions(
     if observation == "text":
         legend = f"This is a {maze.rows}x{maze.cols} maze shown as text. You cannot move through walls."
     else:
-        legend = f"This is a {maze.rows}x{maze.cols} maze. {(style or RenderStyle()).legend()} You cannot move through walls."
+        drawn = (style or RenderStyle()).legend()
+        legend = f"This is a {maze.rows}x{maze.cols} maze. {drawn} You cannot move through walls."
     if mode == "plan":
         return (
             f"{legend} Give the whole sequence of moves from your position to the goal in one answer, "
@@ -114,7 +115,9 @@ def feedback_text(move: str | None, *, blocked: bool, violation: str | None) -> 
     return f"You moved {move}."
 
 
-def _content(maze: Maze, agent: Cell | None, style: RenderStyle | None, text: str, observation: Observation) -> list[dict[str, Any]]:
+def _content(
+    maze: Maze, agent: Cell | None, style: RenderStyle | None, text: str, observation: Observation
+) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if observation in ("image", "both"):
         parts.append(image_part(maze, agent, style))
@@ -142,7 +145,11 @@ def build_prompt(
         {
             "role": "user",
             "content": _content(
-                maze, None, style, instructions(maze, mode, max_turns, style=style, observation=observation), observation
+                maze,
+                None,
+                style,
+                instructions(maze, mode, max_turns, style=style, observation=observation),
+                observation,
             ),
         },
     ]

@@ -92,7 +92,11 @@ def test_same_seed_same_hashes_and_png_bytes_across_processes(dataset: dict[str,
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-c", _BUILD_SCRIPT, str(tmp_path / "other.parquet")],
-        capture_output=True, text=True, check=True, cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": ""},
     ).stdout.split()
     here = write_parquet(dataset["train"], tmp_path / "here.parquet")
     hashes = hashlib.sha256("".join(r["layout_hash"] for s in dataset.values() for r in s).encode()).hexdigest()

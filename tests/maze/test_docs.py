@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_rl.maze import REWARD_VERSION, VIOLATIONS, AUDIT_CASES
-from hyperpod_rl.maze import answer, reward
+from hyperpod_rl.maze import AUDIT_CASES, REWARD_VERSION, VIOLATIONS, answer, reward
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "maze-task.md").read_text()
 
@@ -19,7 +18,15 @@ def test_version_is_stated() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["SUCCESS_BONUS", "PROGRESS_PER_CELL", "STEP_COST", "BLOCKED_PENALTY", "FORMAT_PENALTY", "OVERSHOOT_PENALTY", "PLAN_REWARD_FLOOR"],
+    [
+        "SUCCESS_BONUS",
+        "PROGRESS_PER_CELL",
+        "STEP_COST",
+        "BLOCKED_PENALTY",
+        "FORMAT_PENALTY",
+        "OVERSHOOT_PENALTY",
+        "PLAN_REWARD_FLOOR",
+    ],
 )
 def test_reward_constants_match(name: str) -> None:
     assert f"| `{name}` | {getattr(reward, name)} |" in DOC

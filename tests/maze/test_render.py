@@ -104,7 +104,11 @@ _PNG_SCRIPT = (
 def test_png_bytes_identical_across_processes() -> None:
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run(
-        [sys.executable, "-c", _PNG_SCRIPT], capture_output=True, text=True, check=True, cwd=root,
+        [sys.executable, "-c", _PNG_SCRIPT],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=root,
         env={"PYTHONPATH": str(root), "PATH": ""},
     ).stdout.split()
     maze = generate_maze(6, 6, seed=9, algorithm="prim", braid=0.5)
@@ -169,7 +173,14 @@ def _upstream_smart_resize():
     body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in keep]
     body += [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
     ns: dict = {"math": math, "Optional": object, "Tuple": object, "os": __import__("os")}
-    exec(compile(ast.Module(body=sorted(body, key=lambda n: isinstance(n, ast.FunctionDef)), type_ignores=[]), str(source), "exec"), ns)
+    exec(
+        compile(
+            ast.Module(body=sorted(body, key=lambda n: isinstance(n, ast.FunctionDef)), type_ignores=[]),
+            str(source),
+            "exec",
+        ),
+        ns,
+    )
     return ns["smart_resize"]
 
 
