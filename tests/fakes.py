@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from kubernetes import client as k8s
@@ -114,11 +114,11 @@ class FakeHTTPServer:
                 return fn(req, m)
         return k8s_status(404, "NotFound", "the server could not find the requested resource")
 
-    def __enter__(self) -> FakeHTTPServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
 

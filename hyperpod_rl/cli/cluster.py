@@ -13,8 +13,18 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from hyperpod_rl.cluster.access import HyperPodDashboard, PortForwardDashboard, eks_api_client, read_ray_token
-from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, http_probe, load_api_client
+from hyperpod_rl.cluster.access import (
+    HyperPodDashboard,
+    PortForwardDashboard,
+    eks_api_client,
+    read_ray_token,
+)
+from hyperpod_rl.cluster.kube import (
+    ClusterReport,
+    RayClusterClient,
+    http_probe,
+    load_api_client,
+)
 from hyperpod_rl.cluster.manifest import validate_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec
 from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError

@@ -22,7 +22,12 @@ if TYPE_CHECKING:
         port_forward,
         read_ray_token,
     )
-    from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, http_probe, load_api_client
+    from hyperpod_rl.cluster.kube import (
+        ClusterReport,
+        RayClusterClient,
+        http_probe,
+        load_api_client,
+    )
     from hyperpod_rl.cluster.manifest import validate_manifest
 
 __all__ = [

@@ -333,9 +333,11 @@ def port_forward(cluster_name: str, namespace: str = "default", *, local_port: i
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + timeout_s
-        assert proc.stdout is not None  # noqa: S101 - set by Popen(stdout=PIPE)
+        stdout = proc.stdout
+        if stdout is None:  # cannot happen with stdout=PIPE; keeps the type checker honest
+            raise ClusterError("kubectl port-forward has no output pipe")
         while time.monotonic() < deadline:
-            line = proc.stdout.readline()
+            line = stdout.readline()
             if line.startswith("Forwarding from"):
                 break
             if not line and proc.poll() is not None:
@@ -459,7 +461,8 @@ class HyperPodDashboard(_DashboardAccess):
     def _auth(self) -> tuple[dict[str, str], dict[str, str]]:
         if self._cookie is None:
             self.connect()
-        assert self._cookie is not None  # noqa: S101 - connect() sets it or raises
+        if self._cookie is None:  # connect() sets it or raises
+            raise ClusterError(f"no dashboard session for {self.namespace}/{self.cluster_name}")
         headers = {"X-Ray-Authorization": f"Bearer {self._ray_token.get_secret_value()}"} if self._ray_token else {}
         return headers, {SESSION_COOKIE: self._cookie.get_secret_value()}
 

@@ -54,7 +54,7 @@ def load_api_client(*, context: str | None = None, kubeconfig: str | None = None
 
     try:
         return config.new_client_from_config(config_file=kubeconfig, context=context)
-    except Exception as exc:  # kubeconfig missing or unusable: try in-cluster next
+    except (config.ConfigException, OSError, TypeError, ValueError) as exc:  # no usable kubeconfig: try in-cluster
         first = exc
     try:
         cfg = k8s.Configuration()

@@ -30,7 +30,13 @@ import jsonschema
 import yaml
 from kubernetes.utils import parse_quantity
 
-from hyperpod_rl.cluster.spec import ClusterSpec, HeadSpec, StorageSpec, WorkerGroupSpec, ray_version_of_image
+from hyperpod_rl.cluster.spec import (
+    ClusterSpec,
+    HeadSpec,
+    StorageSpec,
+    WorkerGroupSpec,
+    ray_version_of_image,
+)
 from hyperpod_rl.errors import ConfigError
 
 __all__ = [

@@ -66,6 +66,17 @@ def ray_version_of_image(image: str) -> str | None:
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=True)
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assignments are validated; a bad value raises `ConfigError` and leaves the old value."""
+        missing = object()
+        old = self.__dict__.get(name, missing)
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            if old is not missing:  # pydantic has already stored it when an after-validator fails
+                self.__dict__[name] = old
+            raise ConfigError(_format_validation_error(exc)) from None
+
 
 class HeadSpec(_Model):
     """The Ray head pod. It runs the GCS and dashboard, never work (`num-cpus: "0"`)."""

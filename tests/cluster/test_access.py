@@ -32,7 +32,14 @@ from hyperpod_rl.cluster.access import (
 )
 from hyperpod_rl.cluster.kube import RayClusterClient
 from hyperpod_rl.errors import ClusterError
-from tests.fakes import FakeHTTPServer, Request, Response, k8s_status, kube_api_client, load_fixture
+from tests.fakes import (
+    FakeHTTPServer,
+    Request,
+    Response,
+    k8s_status,
+    kube_api_client,
+    load_fixture,
+)
 
 pytestmark = pytest.mark.kube
 
@@ -246,7 +253,7 @@ def test_missing_connection_url(servers: Any) -> None:
 
 
 def test_login_403_is_creator_only_and_expired_jwt_is_clear(servers: Any) -> None:
-    kube, dash_srv, dash = servers
+    kube, dash_srv, _ = servers
     kube.route("POST", CONN, Response(201, connection(f"{dash_srv.url}/?token={JWTS[0]}")))
     access = HyperPodDashboard("maze", api_client=kube_api_client(kube.url))
     with pytest.raises(ClusterError, match=r"answered 401 without a 'ray_session' cookie; the token may have expired") as info:
@@ -309,13 +316,13 @@ def test_port_forward_runs_kubectl_and_stops_it(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.write_text("#!/bin/sh\necho 'error: services \"maze-head-svc\" not found'\nexit 1\n")
     broken.chmod(broken.stat().st_mode | stat.S_IEXEC)
-    with pytest.raises(ClusterError, match=r"kubectl port-forward exited with 1; is maze-head-svc in namespace default"):
-        with port_forward("maze", kubectl=str(broken)):
-            pass
+    with (pytest.raises(ClusterError, match=r"kubectl port-forward exited with 1; is maze-head-svc in namespace default"),
+          port_forward("maze", kubectl=str(broken))):
+        pass
 
 
 def test_wait_ready_with_access_probe(servers: Any) -> None:
-    kube, dash_srv, dash = servers
+    kube, _, dash = servers
     issue_urls(kube, dash)
     kube.route("GET", r"/apis/ray\.io/v1/namespaces/default/rayclusters/maze", Response(200, load_fixture("ready.json")))
     kube.route("GET", r"/api/v1/namespaces/default/pods", Response(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}))

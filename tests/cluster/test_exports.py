@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import hyperpod_rl.cluster as cluster
+from hyperpod_rl import cluster
 
 
 def test_all_is_sorted_and_resolves() -> None:

@@ -11,8 +11,20 @@ import pytest
 
 from hyperpod_rl.cluster import ClusterSpec, ClusterStatus
 from hyperpod_rl.cluster.kube import RayClusterClient, http_probe
-from hyperpod_rl.errors import ClusterError, ClusterNotReady, ClusterTimeout, ConfigError
-from tests.fakes import FakeHTTPServer, Request, Response, k8s_status, kube_api_client, load_fixture
+from hyperpod_rl.errors import (
+    ClusterError,
+    ClusterNotReady,
+    ClusterTimeout,
+    ConfigError,
+)
+from tests.fakes import (
+    FakeHTTPServer,
+    Request,
+    Response,
+    k8s_status,
+    kube_api_client,
+    load_fixture,
+)
 
 pytestmark = pytest.mark.kube
 
@@ -167,7 +179,7 @@ def test_report_surfaces_pending_gpu_pods_and_warning_events(server: FakeHTTPSer
     text = report.summary()
     assert "pod maze-gpu-group-worker-x4c7r (worker/gpu-group): Pending Unschedulable" in text
     assert "event FailedScheduling on Pod/maze-gpu-group-worker-x4c7r" in text
-    pod_query = [r for r in server.requests if r.path == PODS][0].query
+    pod_query = next(r for r in server.requests if r.path == PODS).query
     assert pod_query["labelSelector"] == ["ray.io/cluster=maze"]
 
 

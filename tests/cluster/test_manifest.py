@@ -23,7 +23,6 @@ from hyperpod_rl.cluster.manifest import (
 )
 from hyperpod_rl.cluster.spec import ray_version_of_image
 from hyperpod_rl.errors import ConfigError
-
 from tests.cluster.conftest import DATA, GOLDEN, SHARED_CRDS
 
 # ----- varied specs ----------------------------------------------------------------------------
@@ -73,8 +72,9 @@ def test_there_are_at_least_ten_varied_specs() -> None:
 
 
 def test_vendored_crd_matches_shared_copy() -> None:
-    import hyperpod_rl.cluster as pkg
     from pathlib import Path
+
+    import hyperpod_rl.cluster as pkg
 
     ours = Path(pkg.__file__).parent / "crds" / "ray.io_rayclusters.yaml"
     theirs = SHARED_CRDS / "ray.io_rayclusters.yaml"
@@ -320,3 +320,12 @@ def test_any_valid_spec_validates_and_round_trips(groups: list[dict[str, Any]], 
     validate_manifest(manifest, schema=shared_schema)
     back = ClusterSpec.from_manifest(manifest)
     assert back.model_dump(exclude={"unmodelled"}) == spec.model_dump(exclude={"unmodelled"})
+
+
+def test_assignment_is_validated_with_config_error() -> None:
+    spec = ClusterSpec.from_preset("seed")
+    with pytest.raises(ConfigError, match=r"ray_version '2\.57\.0' does not match image"):
+        spec.image = "rayproject/ray:2.56.0-py312-gpu"
+    with pytest.raises(ConfigError, match=r"cluster\.replicas: Input should be greater than or equal to 0"):
+        spec.worker_groups[0].replicas = -1
+    assert spec.image == "rayproject/ray:2.57.0-py312-gpu" and spec.worker_groups[0].replicas == 3
