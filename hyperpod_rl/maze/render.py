@@ -225,7 +225,7 @@ def fit_style(
 _FLOOR, _WALL, _AGENT, _GOAL = 0, 1, 2, 3
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=256)  # 256 mazes in flight: <= 60 MB at 480x480 px, 6.5 MB at 160x160 px
 def _base_image(maze: Maze, style: RenderStyle) -> Image.Image:
     """Walls and goal, no agent, as a palette ("P") image. Cached per (maze, style); never mutate it."""
     colours = style.colours()
@@ -294,7 +294,7 @@ def encode_png(img: Image.Image) -> bytes:
     return buf.getvalue()
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=16384)  # ~0.3-2 KB per PNG: <= ~32 MB
 def render_png(maze: Maze, agent: Cell | None = None, style: RenderStyle | None = None) -> bytes:
     """PNG bytes of :func:`render_maze`, cached per maze, agent cell and style.
 
