@@ -1,0 +1,54 @@
+"""The GPU harness's configs and variants in the planner's terms, and its result files.
+
+``benchmarks/gpu/policy_update.py`` records, per config, several variants of the
+same LoRA policy update. This module says which :class:`PlanInput` each variant is,
+so that predictions can be recomputed from the JSON alone (the CPU tests do this).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.plan.inputs import PlanInput
+
+__all__ = ["VARIANTS", "bench_plan_input", "load_records"]
+
+#: variant name -> (FSDP2?, log-prob path, adapter compute dtype)
+VARIANTS: dict[str, tuple[bool, str, str]] = {
+    "naive": (False, "naive", "fp32"),  # HF + peft as shipped, full-vocabulary float32 log_softmax
+    "chunked": (False, "chunked", "fp32"),  # same model, response_logprobs
+    "improved": (True, "chunked", "bf16"),  # FSDP2 mixed precision + response_logprobs
+    "fsdp_naive": (True, "naive", "bf16"),  # FSDP2 mixed precision + full logits
+}
+
+
+def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> PlanInput:
+    """PlanInput for one harness config (``record["config"]``) run as ``variant`` on ``gpus`` GPUs.
+
+    Raises:
+        ConfigError: unknown variant.
+    """
+    if variant not in VARIANTS:
+        raise ConfigError(f"unknown harness variant {variant!r}; use one of {sorted(VARIANTS)}")
+    fsdp, logprob, adapter = VARIANTS[variant]
+    px = int(config["image_px"])
+    b = int(config["batch"])
+    return PlanInput(
+        model="Qwen/Qwen3-VL-8B-Instruct", lora_rank=32, micro_train_batch_size_per_gpu=b, mini_batch_size=b * gpus,
+        train_batch_size=b * gpus, group_size=1, max_prompt_tokens=int(config["prompt_text_tokens"]),
+        max_response_tokens=int(config["response_tokens"]), image_px=(px, px), gpus_per_node=gpus, nodes=1,
+        gradient_checkpointing=bool(config["gradient_checkpointing"]), fsdp=fsdp, logprob_impl=logprob,  # type: ignore[arg-type]
+        adapter_compute_dtype=adapter, placement="split", gpu="H200",  # type: ignore[arg-type]
+    )
+
+
+def load_records(path: Path) -> list[dict[str, Any]]:
+    """Read one harness result file (a JSON list of records)."""
+    data = json.loads(Path(path).read_text())
+    if not isinstance(data, list):
+        raise ConfigError(f"{path} is not a harness result file (expected a JSON list of records)")
+    return data
