@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 GROUP, VERSION, PLURAL = "ray.io", "v1", "rayclusters"
 FIELD_MANAGER = "hyperpod-rl"
 _NETWORK_ERRORS = (_Urllib3Error, OSError)
+GPU, EFA = "nvidia.com/gpu", "vpc.amazonaws.com/efa"
 DashboardProbe = Callable[[], int]
 """Returns the HTTP status of ``GET /api/version`` on the dashboard (0 when unreachable)."""
 
@@ -144,7 +145,20 @@ class ClusterReport:
         for ev in self.events:
             if ev.type == "Warning":
                 lines.append(f"event {ev.reason} on {ev.object}: {ev.message}")
+        lines.extend(self.hints())
         return "\n  ".join(lines)
+
+    def hints(self) -> list[str]:
+        """What to do about pods stuck Pending for lack of GPUs/EFA or with image pull errors."""
+        reasons = " ".join(p.reason for p in self.pods if not p.ready)
+        out = []
+        for resource, what in ((GPU, "GPUs"), (EFA, "EFA interfaces")):
+            if f"Insufficient {resource}" in reasons:
+                out.append(f"hint: not enough free {what} ({resource}) on schedulable nodes of the requested instance type; "
+                           "lower replicas or per-worker GPUs, pick another instance_type, or wait for capacity")
+        if "ImagePullBackOff" in reasons or "ErrImagePull" in reasons:
+            out.append("hint: the image cannot be pulled; check ClusterSpec.image and the node role's ECR access")
+        return out
 
 
 def _pod_info(pod: dict[str, Any]) -> PodInfo:
@@ -260,6 +274,9 @@ class RayClusterClient:
         try:
             raw = self.core.list_namespaced_pod(namespace, label_selector=f"ray.io/cluster={name}", _preload_content=False)
         except ApiException as exc:
+            if exc.status == 403:  # pods are context for people; a role without them can still wait
+                log.warning("listing pods in %s is forbidden; status shows conditions only", namespace)
+                return []
             raise _cluster_error(exc, verb="list pods of", name=name, namespace=namespace) from None
         items = json.loads(raw.data).get("items", [])
         return sorted((_pod_info(p) for p in items), key=lambda p: (p.node_type != "head", p.name))
@@ -292,7 +309,7 @@ class RayClusterClient:
         return ClusterReport(name, namespace, reading, pods, events, probed)
 
     def wait_ready(self, name: str, namespace: str = "default", *, timeout_s: float = 900.0,
-                   poll_interval_s: float = 5.0, dashboard: DashboardProbe | None = None,
+                   poll_interval_s: float = 5.0, dashboard: DashboardProbe | str | None = None,
                    on_report: Callable[[ClusterReport], None] | None = None) -> ClusterReport:
         """Wait until the conditions say ready and the dashboard answers ``/api/version`` with 200.
 
@@ -300,7 +317,8 @@ class RayClusterClient:
             name / namespace: the RayCluster.
             timeout_s: give up after this many seconds.
             poll_interval_s: seconds between polls.
-            dashboard: probe of the dashboard (`http_probe`, or an access object's ``probe``);
+            dashboard: probe of the dashboard (`http_probe`, or an access object's ``probe``), or a
+                dashboard address to GET without credentials (``auth_mode="disabled"`` clusters);
                 None trusts the conditions alone (not recommended: a submit right after
                 "ready" can get 503).
             on_report: called with every `ClusterReport` (progress display).
@@ -314,6 +332,8 @@ class RayClusterClient:
             ClusterTimeout: not usable after ``timeout_s`` seconds; the message carries the last
                 status, pods that are not ready (e.g. Pending for lack of GPUs) and warnings.
         """
+        if isinstance(dashboard, str):
+            dashboard = http_probe(dashboard)
         deadline = self._clock() + timeout_s
         while True:
             report = self.report(name, namespace, dashboard=dashboard)

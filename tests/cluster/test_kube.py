@@ -177,6 +177,7 @@ def test_report_surfaces_pending_gpu_pods_and_warning_events(server: FakeHTTPSer
     assert pending.reason.startswith("Unschedulable: 0/4 nodes are available") and "Insufficient nvidia.com/gpu" in pending.reason
     assert [e.reason for e in report.events] == ["CreatedWorkerPod", "FailedScheduling"]  # someone-else-0 filtered
     text = report.summary()
+    assert "hint: not enough free GPUs (nvidia.com/gpu)" in text
     assert "pod maze-gpu-group-worker-x4c7r (worker/gpu-group): Pending Unschedulable" in text
     assert "event FailedScheduling on Pod/maze-gpu-group-worker-x4c7r" in text
     pod_query = next(r for r in server.requests if r.path == PODS).query
@@ -260,3 +261,16 @@ def test_fixture_objects_pass_the_crd_schema(shared_schema: dict[str, Any]) -> N
         obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace", "labels")}
         validate_manifest(obj, schema=shared_schema)  # status shapes match the CRD's status schema
     assert json.dumps(load_fixture("ready.json")).count("HeadPodReady") == 1
+
+
+def test_wait_ready_with_a_dashboard_address(server: FakeHTTPServer, rc: RayClusterClient) -> None:
+    server.route("GET", RC, Response(200, load_fixture("ready.json")))
+    server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.57.0"}))
+    assert rc.wait_ready("maze", timeout_s=5, dashboard=server.url).dashboard_status == 200
+
+
+def test_forbidden_pod_listing_still_reports(server: FakeHTTPServer, rc: RayClusterClient) -> None:
+    server.route("GET", RC, Response(200, load_fixture("provisioning.json")))
+    server.route("GET", PODS, k8s_status(403, "Forbidden", 'pods is forbidden: User "x" cannot list resource "pods"'))
+    report = rc.report("maze")
+    assert report.status is ClusterStatus.PROVISIONING and report.pods == ()
