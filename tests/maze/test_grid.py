@@ -8,7 +8,8 @@ import pytest
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze import DIRECTIONS, Maze, generate_maze
-from tests.maze.conftest import CORRIDOR_SIDES
+
+CORRIDOR_SIDES = (8, 12, 6, 8, 12, 5)  # same layout as the `corridor` fixture in conftest.py
 
 
 def _brute_distances(maze: Maze) -> dict[tuple[int, int], int]:
