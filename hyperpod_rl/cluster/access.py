@@ -352,6 +352,9 @@ def port_forward(cluster_name: str, namespace: str = "default", *, local_port: i
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 # ----- HyperPod Ray Endpoint Operator ---------------------------------------------------------------
