@@ -239,7 +239,11 @@ class _DashboardAccess:
     def probe(self) -> int:
         """HTTP status of ``GET /api/version`` (0 when unreachable); re-authenticates once on 401.
 
-        Never raises: a failed re-authentication returns the 401.
+        A failed re-authentication returns the 401.
+
+        Raises:
+            ClusterError: no session could be opened at all (e.g. the endpoint operator's 403 for
+                anyone but the cluster's creator); waiting would not help.
 
         Usable as ``RayClusterClient.wait_ready(dashboard=access.probe)``.
         """
