@@ -43,10 +43,12 @@ _TAG_VERSION = re.compile(r"^(\d+\.\d+\.\d+)(?:$|[-_.])")
 
 
 def ray_version_of_image(image: str) -> str | None:
-    """Return the Ray version encoded in an image tag, or None when the tag has none.
+    """Return the Ray version encoded in a Ray image's tag, or None when it cannot be told.
 
+    Only repositories whose name contains ``ray`` are read (``rayproject/ray``, ``rayproject/ray-ml``,
+    an ECR mirror ``.../ray``), so a custom image tagged ``1.0.0`` is not mistaken for Ray 1.0.0.
     ``rayproject/ray:2.57.0-py312-gpu`` -> ``"2.57.0"``; ``my-ecr/ray:latest`` -> None;
-    a digest-pinned image (``...@sha256:...``) -> None.
+    ``.../maze-trainer:1.0.0`` -> None; a digest-pinned image (``...@sha256:...``) -> None.
 
     Args:
         image: container image reference.
@@ -57,7 +59,7 @@ def ray_version_of_image(image: str) -> str | None:
     if "@" in image:
         return None
     last = image.rsplit("/", 1)[-1]
-    if ":" not in last:
+    if ":" not in last or "ray" not in last.split(":", 1)[0].lower():
         return None
     match = _TAG_VERSION.match(last.split(":", 1)[1])
     return match.group(1) if match else None

@@ -329,3 +329,25 @@ def test_assignment_is_validated_with_config_error() -> None:
     with pytest.raises(ConfigError, match=r"cluster\.replicas: Input should be greater than or equal to 0"):
         spec.worker_groups[0].replicas = -1
     assert spec.image == "rayproject/ray:2.57.0-py312-gpu" and spec.worker_groups[0].replicas == 3
+
+
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [
+        ("rayproject/ray:2.57.0-py312-gpu", "2.57.0"),
+        ("rayproject/ray:2.57.0", "2.57.0"),
+        ("rayproject/ray-ml:2.49.1-py312-cu128", "2.49.1"),
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/ray:2.57.0-py312-gpu", "2.57.0"),
+        ("rayproject/ray:latest", None),
+        ("rayproject/ray@sha256:" + "a" * 64, None),
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/maze-trainer:1.0.0", None),
+        ("localhost:5000/ray:2.56.0", "2.56.0"),
+    ],
+)
+def test_ray_version_of_image(image: str, version: str | None) -> None:
+    assert ray_version_of_image(image) == version
+
+
+def test_custom_semver_image_is_not_taken_for_a_ray_version() -> None:
+    spec = ClusterSpec.from_preset("seed", image="123456789012.dkr.ecr.us-west-2.amazonaws.com/maze-trainer:1.0.0")
+    assert spec.to_manifest()["spec"]["rayVersion"] == "2.57.0"
