@@ -318,8 +318,15 @@ class ClusterSpec(_Model):
 
     # ----- output -------------------------------------------------------------------------
     def to_manifest(self) -> dict[str, Any]:
-        """The ``ray.io/v1`` RayCluster for this spec (a fresh dict; pure)."""
+        """The ``ray.io/v1`` RayCluster for this spec (a fresh dict; pure).
+
+        Raises:
+            ConfigError: the spec became invalid through nested edits (e.g. two worker groups
+                renamed to the same name); cross-field rules are checked again here.
+        """
         from hyperpod_rl.cluster.manifest import build_manifest
+
+        type(self).parse(self.model_dump())
 
         return build_manifest(self)
 

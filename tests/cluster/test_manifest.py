@@ -351,3 +351,10 @@ def test_ray_version_of_image(image: str, version: str | None) -> None:
 def test_custom_semver_image_is_not_taken_for_a_ray_version() -> None:
     spec = ClusterSpec.from_preset("seed", image="123456789012.dkr.ecr.us-west-2.amazonaws.com/maze-trainer:1.0.0")
     assert spec.to_manifest()["spec"]["rayVersion"] == "2.57.0"
+
+
+def test_nested_edits_are_rechecked_on_export() -> None:
+    spec = ClusterSpec.from_preset("seed", **VARIED["two-groups"])
+    spec.worker_groups[1].name = "gpu"  # valid for the group alone, a duplicate for the cluster
+    with pytest.raises(ConfigError, match=r"names must be unique, repeated: \['gpu'\]"):
+        spec.to_manifest()
