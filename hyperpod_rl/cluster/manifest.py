@@ -422,7 +422,12 @@ def parse_manifest(manifest: dict[str, Any]) -> ClusterSpec:
     if not meta:
         base.pop("metadata")
     body.pop("rayVersion", None)
-    body.pop("authOptions", None)
+    leftover_auth = body.get("authOptions")
+    if isinstance(leftover_auth, dict):  # keep e.g. enableK8sTokenAuth; the spec owns mode/secretName
+        leftover_auth.pop("mode", None)
+        leftover_auth.pop("secretName", None)
+        if not leftover_auth:
+            body.pop("authOptions")
     for k in _HEAD_START:
         (head_group.get("rayStartParams") or {}).pop(k, None)
     _strip_pod(head_template, env=env, labels=labels, storage=storage)

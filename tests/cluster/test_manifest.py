@@ -358,3 +358,12 @@ def test_nested_edits_are_rechecked_on_export() -> None:
     spec.worker_groups[1].name = "gpu"  # valid for the group alone, a duplicate for the cluster
     with pytest.raises(ConfigError, match=r"names must be unique, repeated: \['gpu'\]"):
         spec.to_manifest()
+
+
+def test_import_keeps_unmodelled_auth_options() -> None:
+    m = _existing()
+    m["spec"]["authOptions"] = {"mode": "token", "secretName": "team-token", "enableK8sTokenAuth": False}
+    spec = ClusterSpec.from_manifest(m)
+    assert (spec.auth_mode, spec.auth_secret_name) == ("token", "team-token")
+    spec.auth_secret_name = None
+    assert spec.to_manifest()["spec"]["authOptions"] == {"mode": "token", "enableK8sTokenAuth": False}
