@@ -148,8 +148,7 @@ def read_status(obj: dict[str, Any] | None) -> StatusReading:
     generation, observed = meta.get("generation"), st.get("observedGeneration")
     if provisioned is not None and provisioned.is_true:
         if not head_ok:
-            why = f"{head.reason}: {head.message}" if head else "no HeadPodReady condition"
-            return reading(ClusterStatus.DEGRADED, f"head pod not ready ({why})")
+            return reading(ClusterStatus.DEGRADED, f"head pod not ready ({_why(head, 'no HeadPodReady condition')})")
         if ready < desired:
             return reading(ClusterStatus.DEGRADED, f"{ready} of {desired} worker pods ready")
         if generation is not None and observed is not None and observed < generation:
@@ -157,5 +156,10 @@ def read_status(obj: dict[str, Any] | None) -> StatusReading:
         return reading(ClusterStatus.READY, f"head ready, {ready} of {desired} worker pods ready")
     if head_ok:
         return reading(ClusterStatus.PROVISIONING, f"head ready, {ready} of {desired} worker pods ready")
-    why = f"{head.reason}: {head.message}".rstrip(": ") if head else "no HeadPodReady condition yet"
-    return reading(ClusterStatus.PENDING, f"head pod not ready ({why})")
+    return reading(ClusterStatus.PENDING, f"head pod not ready ({_why(head, 'no HeadPodReady condition yet')})")
+
+
+def _why(cond: Condition | None, default: str) -> str:
+    if cond is None:
+        return default
+    return f"{cond.reason}: {cond.message}" if cond.message else cond.reason

@@ -274,3 +274,19 @@ def test_forbidden_pod_listing_still_reports(server: FakeHTTPServer, rc: RayClus
     server.route("GET", PODS, k8s_status(403, "Forbidden", 'pods is forbidden: User "x" cannot list resource "pods"'))
     report = rc.report("maze")
     assert report.status is ClusterStatus.PROVISIONING and report.pods == ()
+
+
+def test_head_pending_while_workers_run_is_surfaced(server: FakeHTTPServer, rc: RayClusterClient, clock: FakeClock) -> None:
+    pods = load_fixture("pods_gpu_pending.json")
+    head, *workers = pods["items"]
+    unscheduled = copy.deepcopy(workers[-1])  # the pending pod's status, moved to the head
+    head["status"] = unscheduled["status"]
+    pods["items"] = [head, *workers[:-1]]
+    server.route("GET", RC, Response(200, load_fixture("head_pending_workers_running.json")))
+    server.route("GET", PODS, Response(200, pods))
+    with pytest.raises(ClusterTimeout) as info:
+        rc.wait_ready("maze", timeout_s=10, poll_interval_s=5, dashboard=lambda: 200)
+    text = str(info.value)
+    assert "degraded (head pod not ready (Unknown))" in text
+    assert "pod maze-head-7xk2p (head/headgroup): Pending Unschedulable: 0/4 nodes are available" in text
+    assert "maze-gpu-group-worker-2kq8d" not in text  # running workers are not listed as problems
