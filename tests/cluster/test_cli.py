@@ -71,6 +71,7 @@ def test_validate_good_and_bad(tmp_path: Path) -> None:
     assert "$.spec.workerGroupSpecs[0]: 'groupName' is a required property" in result.output
 
 
+@pytest.mark.kube
 def test_apply_status_wait_delete(kube: FakeHTTPServer) -> None:
     stored = load_fixture("ready.json")
     kube.route("PATCH", RC, Response(200, stored))
@@ -87,23 +88,27 @@ def test_apply_status_wait_delete(kube: FakeHTTPServer) -> None:
     assert deleted.exit_code == 0 and "deleted RayCluster default/maze" in deleted.output
 
 
+@pytest.mark.kube
 def test_wait_reports_failure_with_exit_1(kube: FakeHTTPServer) -> None:
     kube.route("GET", RC, Response(200, load_fixture("suspended.json")))
     result = runner.invoke(cli.app, ["wait", "maze", "--via", "none"])
     assert result.exit_code == 1 and "suspended" in result.output
 
 
+@pytest.mark.kube
 def test_status_of_missing_crd_is_a_clear_error(kube: FakeHTTPServer) -> None:
     result = runner.invoke(cli.app, ["status", "maze"])
     assert result.exit_code == 1 and "install the KubeRay operator 1.7 with Helm" in result.output
 
 
+@pytest.mark.kube
 def test_wait_via_must_be_known(kube: Any) -> None:
     kube.route("GET", RC, Response(200, load_fixture("ready.json")))
     result = runner.invoke(cli.app, ["wait", "maze", "--via", "carrier-pigeon"])
     assert result.exit_code == 1 and "--via must be endpoint, address or none" in result.output
 
 
+@pytest.mark.kube
 def test_connect_prints_address_never_the_token(kube: FakeHTTPServer) -> None:
     jwt, cookie = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJjbGkifQ.c2lnLWNsaQ", "rs-cli-cookie-secret"
     conn = r"/apis/connection\.access\.sagemaker\.amazonaws\.com/v1alpha1/namespaces/default/raydashboardconnections"
