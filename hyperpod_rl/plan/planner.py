@@ -166,8 +166,7 @@ def predict_scaling(inp: PlanInput, gpu_counts: list[int], *, mode: Literal["wea
         p = inp.model_copy(update={"gpus_per_node": n, "nodes": 1, "micro_train_batch_size_per_gpu": b})
         compute = train_seconds_per_micro_batch(p)
         comm = comm_seconds(p)
-        exposed = max(comm - COMM["overlap"] * compute, comm * (1 - COMM["overlap"]))
-        step = compute + exposed
+        step = compute + COMM["exposed"] * comm
         tps = b * p.seq_len * n / step
         points.append(ScalingPoint(gpus=n, micro_batch_per_gpu=b, tokens_per_s=tps, tokens_per_s_per_gpu=tps / n, comm_s=comm, step_s=step,
                                    efficiency=0.0, peak_gib=policy_update_memory(p).peak_gib))

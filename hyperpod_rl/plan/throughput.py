@@ -4,15 +4,16 @@
   backward), the language model's forward and input-gradient backward
   (``2 + 2`` FLOPs per frozen weight per token; adapter weight gradients are
   negligible), causal attention, and the output head over response tokens.
-  Checkpointing runs the forward a second time. Time is executed FLOPs over
-  the GPU's dense bf16 rate times an achieved efficiency fitted on the H200
-  (``TRAIN_EFFICIENCY``), plus the naive path's memory-bound passes over
-  (B, T, V) float32 logits.
+  Checkpointing runs the forward a second time; the naive path projects every
+  position through the output head. Time is executed FLOPs over the GPU's
+  dense bf16 rate times an achieved efficiency fitted on the H200
+  (``TRAIN_EFFICIENCY``, by adapter compute dtype), plus a fixed per-micro-batch
+  cost (``FIXED_STEP_S``: kernel launches, FSDP2 hooks, the adapter optimizer step).
 * **FSDP2 communication** per micro batch: every sharded unit is all-gathered
   in forward and again in backward (``2 * P * 2 bytes * (W-1)/W`` per GPU) and
   the adapter gradients are reduce-scattered in float32. Ring collectives move
-  that at ``COMM_EFFICIENCY`` x NVLink (inside a node) or the inter-node rate;
-  ``COMM_OVERLAP`` of it hides under compute.
+  that at ``COMM["efficiency"]`` x NVLink (inside a node) or the inter-node rate;
+  ``COMM["exposed"]`` of that time adds to the step (fitted on 1 -> 2 H200s).
 * **Generate** (vLLM, estimate): prefill at 40 % of the bf16 rate; decode is
   bandwidth-bound, one read of the weights plus the KV cache per step.
 * **Sync**: LoRA weights to vLLM, and (colocated) offloading and reloading the
@@ -28,15 +29,16 @@ from pydantic import BaseModel, ConfigDict
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import lora_params
 
-__all__ = ["COMM", "StepTime", "TRAIN_EFFICIENCY", "comm_seconds", "step_time", "train_flops_per_sample", "train_seconds_per_micro_batch"]
+__all__ = ["COMM", "FIXED_STEP_S", "StepTime", "TRAIN_EFFICIENCY", "comm_seconds", "step_time", "train_flops_per_sample", "train_seconds_per_micro_batch"]
 
-#: Achieved fraction of dense bf16 peak on executed FLOPs, fitted on one H200 (see docs/planner.md).
-TRAIN_EFFICIENCY: dict[str, float] = {"ckpt": 0.45, "no_ckpt": 0.45}
-#: naive log-prob path: bytes moved per (token, vocab entry) in memory-bound kernels.
-NAIVE_LOGIT_TRAFFIC_BYTES = 40.0
+#: Achieved fraction of dense bf16 peak on executed FLOPs, by adapter compute dtype; least-squares fit
+#: over 37 measured steps on H200 (benchmarks/results/, docs/planner.md).
+TRAIN_EFFICIENCY: dict[str, float] = {"bf16": 0.41, "fp32": 0.28}
+#: Fixed seconds per micro batch: plain peft process vs FSDP2 (hooks, casts, all-gather launches); fitted.
+FIXED_STEP_S: dict[str, float] = {"plain": 0.077, "fsdp": 0.204}
 COMM: dict[str, float] = {
-    "efficiency": 0.6,  # fraction of link bandwidth a ring all-gather reaches
-    "overlap": 0.8,  # fraction of communication hidden under compute by FSDP2 prefetch
+    "efficiency": 0.6,  # fraction of NVLink bandwidth a ring all-gather reaches (0.061 s per 8.8 GB seen on 2 H200s)
+    "exposed": 0.45,  # fraction of communication time that adds to the step (fitted, 1 -> 2 H200s)
     "inter_node_bytes_per_s": 50e9,  # 4 x 100 Gb/s EFA per GPU-node share, p5/p5e class
     "latency_s": 30e-6,  # per collective
 }
@@ -90,12 +92,9 @@ def _executed_flops(inp: PlanInput) -> float:
 def train_seconds_per_micro_batch(inp: PlanInput) -> float:
     """Compute time of one micro batch's forward + backward on one GPU, seconds."""
     g = inp.gpu_spec()
-    eff = TRAIN_EFFICIENCY["ckpt" if inp.gradient_checkpointing else "no_ckpt"]
+    eff = TRAIN_EFFICIENCY[inp.adapter_compute_dtype]
     b = inp.micro_train_batch_size_per_gpu
-    sec = b * _executed_flops(inp) / (g.bf16_flops * eff)
-    if inp.logprob_impl == "naive":
-        sec += b * inp.seq_len * inp.shape().vocab_size * NAIVE_LOGIT_TRAFFIC_BYTES / g.hbm_bytes_per_s
-    return sec
+    return b * _executed_flops(inp) / (g.bf16_flops * eff) + FIXED_STEP_S["fsdp" if inp.fsdp else "plain"]
 
 
 def comm_seconds(inp: PlanInput) -> float:
@@ -121,8 +120,8 @@ def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
     micro_per_gpu = math.ceil(sequences / (inp.micro_train_batch_size_per_gpu * w))
     compute = micro_per_gpu * train_seconds_per_micro_batch(inp)
     comm = micro_per_gpu * comm_seconds(inp)
-    exposed = max(comm - COMM["overlap"] * compute, comm * (1 - COMM["overlap"]))
-    train = compute + exposed + 0.05  # optimizer step on the adapters
+    exposed = COMM["exposed"] * comm
+    train = compute + exposed
     # generation
     tp = inp.inference_tensor_parallel_size
     inf_gpus = w if inp.placement == "colocated" else (inp.inference_gpus or w)
