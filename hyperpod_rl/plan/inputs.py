@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan.hardware import GPUSpec, gpu_spec
@@ -53,8 +53,20 @@ class PlanInput(BaseModel):
     chunk_tokens: int = Field(default=1024, gt=0, description="response_logprobs chunk size")
     gpu: str | GPUSpec = "H200"
 
-    @model_validator(mode="after")
-    def _check(self) -> PlanInput:
+    def __init__(self, **data: Any) -> None:
+        """Validate; every problem is raised as one :class:`ConfigError` naming the fields.
+
+        Raises:
+            ConfigError: a field is missing, of the wrong type, out of range, or inconsistent with another.
+        """
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            lines = [f"{'.'.join(map(str, e['loc'])) or 'plan input'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
+            raise ConfigError("invalid planner input: " + "; ".join(lines)) from None
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Cross-field checks; raises :class:`ConfigError` naming the field (not wrapped by pydantic)."""
         self.shape()  # resolves or raises ConfigError naming the model
         self.gpu_spec()
         unknown = set(self.lora_target_modules) - set(ALL_LINEAR)
@@ -67,7 +79,6 @@ class PlanInput(BaseModel):
         h, w = self.image_px
         if h <= 0 or w <= 0:
             raise ConfigError(f"image_px must be positive (height, width), got {self.image_px}")
-        return self
 
     def shape(self) -> ModelShape:
         return shape_from_hf_config(self.model) if isinstance(self.model, dict) else model_shape(self.model)
