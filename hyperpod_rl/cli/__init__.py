@@ -236,23 +236,13 @@ def serve_ask(run_id: str, index: int = typer.Option(0, help="held-out maze inde
     console.print(f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {answer!r} in {latency * 1000:.0f} ms")
 
 
-def _register_optional() -> None:
-    from importlib import import_module
-
-    for name in ("maze", "cluster"):
-        try:
-            module = import_module(f"hyperpod_rl.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"hyperpod_rl.cli.{name}":
-                raise
-            continue
-        app.add_typer(module.app, name=name)
-
-
-from hyperpod_rl.cli.quickstart import quickstart  # noqa: E402  (registers the command)
+from hyperpod_rl.cli import cluster as _cluster  # noqa: E402
+from hyperpod_rl.cli import maze as _maze  # noqa: E402
+from hyperpod_rl.cli.quickstart import quickstart  # noqa: E402
 
 app.command("quickstart")(quickstart)
-_register_optional()
+app.add_typer(_maze.app, name="maze")
+app.add_typer(_cluster.app, name="cluster")
 
 __all__ = ["app", "follow_with_progress"]
 

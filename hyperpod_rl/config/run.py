@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from hyperpod_rl.errors import ConfigError
 
@@ -88,17 +88,23 @@ class GRPOConfig(_Section):
     kl_coef: float = Field(0.0, ge=0, description="KL-to-reference-model loss coefficient; 0 turns the reference model off")
     entropy_coef: float = Field(0.01, ge=0, description="entropy bonus coefficient (keeps a tiny policy from collapsing)")
     normalize_std: bool = Field(True, description="divide group-relative advantages by the group std")
+    advantage: Literal["outcome", "process"] = Field(
+        "outcome",
+        description="'outcome': every turn gets its episode's group-normalised return (SkyRL's grpo); "
+        "'process': step rewards normalised over the group, advantage = sum of later normalised rewards "
+        "(DeepSeekMath §4.1.3 process supervision)",
+    )
+    gamma: float = Field(1.0, ge=0, le=1, description="discount over turns for advantage='process'")
     lr: float = Field(3e-3, gt=0, description="AdamW learning rate")
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
 
-    @model_validator(mode="after")
-    def _check(self) -> GRPOConfig:
-        if self.group_size < 2:
-            raise ValueError(
-                f"grpo.group_size must be >= 2 (group-relative advantages need at least two samples per maze), got {self.group_size}"
-            )
-        return self
+    @field_validator("group_size")
+    @classmethod
+    def _group_size(cls, value: int) -> int:
+        if value < 2:
+            raise ValueError("group_size must be >= 2 (group-relative advantages need at least two samples per maze)")
+        return value
 
 
 class RolloutConfig(_Section):

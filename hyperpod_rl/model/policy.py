@@ -99,16 +99,18 @@ def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Ima
 
 @dataclass
 class PolicyBatch:
-    """A left-padded batch of prompt + response tokens ready for a forward pass.
+    """Scored samples.
 
-    Shapes: ``input_ids``, ``attention_mask``, ``mm_token_type_ids``: (B, L) int64;
-    ``pixel_values``: (sum of image patches, C*T*P*P) float32; ``image_grid_thw``: (n_images, 3);
-    ``targets``: (B, L) int64 (next token, remapped into the allowed vocabulary);
-    ``loss_mask``: (B, L) bool at positions whose next token was sampled.
+    Attributes:
+        indices: M sample indices (into the lists given to :meth:`MazePolicy.score`), row order.
+        logprobs: (M, L) float32 log-probs of sampled tokens (with grad), 0 elsewhere.
+        entropy: (M, L) float32 entropy of the policy at sampled positions (with grad).
+        loss_mask: (M, L) bool, True at sampled tokens.
     """
 
-    inputs: dict[str, torch.Tensor]
-    targets: torch.Tensor
+    indices: list[int]
+    logprobs: torch.Tensor
+    entropy: torch.Tensor
     loss_mask: torch.Tensor
 
 
@@ -191,57 +193,102 @@ class MazePolicy:
             self._cache[key] = hit
         return hit
 
-    def collate(self, prompts: Sequence[Conversation], responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]) -> PolicyBatch:
-        """Left-pad prompt + response tokens of B samples into one :class:`PolicyBatch`."""
+    def collate(self, prompts: Sequence[Conversation], prefixes: Sequence[Sequence[int]]) -> tuple[dict[str, torch.Tensor], list[int]]:
+        """Left-pad prompt + response-prefix tokens of B rows into model inputs.
+
+        Returns:
+            ``(inputs, starts)``: model inputs (``input_ids``, ``attention_mask``,
+            ``mm_token_type_ids`` (B, L); ``pixel_values``, ``image_grid_thw``) and, per row, the
+            position of its first response token (so the hidden state at ``starts[i] + j - 1``
+            predicts response token j).
+        """
         encs = [self._encode_prompt(p) for p in prompts]
-        # Trailing tokens that were not sampled need no forward pass.
-        trimmed = []
-        for resp, lm in zip(responses, loss_masks):
-            last = max((j for j, s in enumerate(lm) if s), default=-1)
-            trimmed.append((list(resp)[: last + 1], list(lm)[: last + 1]))
-        responses = [r for r, _ in trimmed]
-        loss_masks = [m for _, m in trimmed]
-        seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, responses)]
+        seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, prefixes)]
         length = max(len(s) for s in seqs)
         batch = len(seqs)
-        pad = self.tokenizer.pad_token_id
-        input_ids = torch.full((batch, length), pad, dtype=torch.long)
+        input_ids = torch.full((batch, length), self.tokenizer.pad_token_id, dtype=torch.long)
         attention = torch.zeros((batch, length), dtype=torch.long)
         mm_types = torch.zeros((batch, length), dtype=torch.long)
-        targets = torch.zeros((batch, length), dtype=torch.long)
-        mask = torch.zeros((batch, length), dtype=torch.bool)
-        for i, (enc, seq, resp, lm) in enumerate(zip(encs, seqs, responses, loss_masks)):
+        starts = []
+        for i, (enc, seq) in enumerate(zip(encs, seqs)):
             off = length - len(seq)
             input_ids[i, off:] = seq
             attention[i, off:] = 1
-            if "mm_token_type_ids" in enc:
-                mm_types[i, off : off + enc["input_ids"].shape[1]] = enc["mm_token_type_ids"][0]
             plen = enc["input_ids"].shape[1]
-            for j, (tok_id, sampled) in enumerate(zip(resp, lm)):
-                pos = off + plen + j - 1  # hidden state that predicts response token j
-                if sampled:
-                    targets[i, pos] = self._remap[tok_id]
-                    mask[i, pos] = True
+            if "mm_token_type_ids" in enc:
+                mm_types[i, off : off + plen] = enc["mm_token_type_ids"][0]
+            starts.append(off + plen)
         inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention, "mm_token_type_ids": mm_types}
         pix = [e["pixel_values"] for e in encs if "pixel_values" in e]
         if pix:
             inputs["pixel_values"] = torch.cat(pix)
             inputs["image_grid_thw"] = torch.cat([e["image_grid_thw"] for e in encs if "image_grid_thw" in e])
-        return PolicyBatch(inputs=inputs, targets=targets, loss_mask=mask)
+        return inputs, starts
+
+    @staticmethod
+    def _prefix(response: Sequence[int], loss_mask: Sequence[bool]) -> tuple[int, ...]:
+        """Response tokens that must be fed to the model: everything before the last sampled one."""
+        last = max((j for j, s in enumerate(loss_mask) if s), default=0)
+        return tuple(response[:last])
+
+    def group_samples(self, contexts: Sequence[Conversation], responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]) -> list[list[int]]:
+        """Group sample indices that share one forward pass (same observation, same fed prefix).
+
+        Episodes of one GRPO group share many states (all of them at turn 1), and with
+        ``action_constraint="directions"`` the sampled token itself is never fed to the model,
+        so one forward serves every answer given in the same state.
+        """
+        groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for i, (ctx, resp, lm) in enumerate(zip(contexts, responses, loss_masks)):
+            groups.setdefault((prompt_key(ctx), self._prefix(resp, lm)), []).append(i)
+        return list(groups.values())
 
     # ------------------------------------------------------------------ scoring
-    def score(self, batch: PolicyBatch, *, temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-        """Log-probs and entropies of the sampled tokens, with gradients.
+    def score(
+        self,
+        contexts: Sequence[Conversation],
+        responses: Sequence[Sequence[int]],
+        loss_masks: Sequence[Sequence[bool]],
+        groups: Sequence[Sequence[int]] | None = None,
+        *,
+        temperature: float = 1.0,
+    ) -> PolicyBatch:
+        """Log-probs and entropies of the sampled tokens of N samples, with gradients.
+
+        Args:
+            contexts, responses, loss_masks: the samples (observation, response token ids,
+                which response tokens were sampled).
+            groups: index groups from :meth:`group_samples` (one forward each); default: all
+                samples, grouped.
+            temperature: the sampling temperature the log-probs are taken at.
 
         Returns:
-            ``(logprobs, entropy)``, each (B, L) float32, zero outside ``batch.loss_mask``;
-            both over the allowed vocabulary (the four directions, or all but vision tokens).
+            :class:`PolicyBatch` with ``logprobs`` and ``entropy`` (M, L) float32, zero outside
+            ``loss_mask`` (M, L), for the M samples of ``groups`` in ``indices`` order; both over
+            the allowed vocabulary (the four directions, or all but vision tokens).
         """
-        hidden = self._hidden(batch.inputs)
+        groups = list(groups) if groups is not None else self.group_samples(contexts, responses, loss_masks)
+        reps = [g[0] for g in groups]
+        inputs, starts = self.collate([contexts[i] for i in reps], [self._prefix(responses[i], loss_masks[i]) for i in reps])
+        hidden = self._hidden(inputs)
+        length = hidden.shape[1]
+        indices = [i for g in groups for i in g]
+        rows = torch.tensor([u for u, g in enumerate(groups) for _ in g])
+        targets = torch.zeros((len(indices), length), dtype=torch.long)
+        mask = torch.zeros((len(indices), length), dtype=torch.bool)
+        k = 0
+        for u, g in enumerate(groups):
+            for i in g:
+                for j, (tok, sampled) in enumerate(zip(responses[i], loss_masks[i])):
+                    if sampled:
+                        targets[k, starts[u] + j - 1] = self._remap[tok]
+                        mask[k, starts[u] + j - 1] = True
+                k += 1
+        hidden_n = hidden[rows]
         weight = self._lm_head().weight[self.allowed_ids]
-        logp = response_logprobs(hidden, weight, batch.targets, batch.loss_mask, temperature=temperature)
-        ent = response_entropy(hidden, weight, batch.loss_mask, temperature=temperature)
-        return logp, ent
+        logp = response_logprobs(hidden_n, weight, targets, mask, temperature=temperature)
+        ent = response_entropy(hidden_n, weight, mask, temperature=temperature)
+        return PolicyBatch(indices=indices, logprobs=logp, entropy=ent, loss_mask=mask)
 
     # ------------------------------------------------------------------ acting
     @torch.no_grad()
@@ -274,8 +321,8 @@ class MazePolicy:
         first: dict[str, int] = {}
         uniq = [first.setdefault(k, len(first)) for k in keys]
         reps = [prompts[keys.index(k)] for k in first]
-        batch = self.collate(reps, [prefix + [int(self.allowed_ids[0])]] * len(reps), [[False] * len(prefix) + [True]] * len(reps))
-        hidden = self._hidden(batch.inputs)[:, -2, :]  # predicts the direction token
+        inputs, _ = self.collate(reps, [prefix] * len(reps))
+        hidden = self._hidden(inputs)[:, -1, :]  # predicts the direction token
         logits = (hidden @ self._lm_head().weight[self.allowed_ids].T).float() / temperature
         logp = torch.log_softmax(logits, dim=-1)[torch.tensor(uniq)]
         if greedy:
@@ -301,8 +348,7 @@ class MazePolicy:
                 eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id,
             )
             ids = out[0, enc["input_ids"].shape[1]:].tolist()
-            batch = self.collate([prompt], [ids], [[True] * len(ids)])
-            logp, _ = self.score(batch, temperature=temperature)
+            logp = self.score([prompt], [ids], [[True] * len(ids)], temperature=temperature).logprobs
             text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
             actions.append(Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(logp.sum())))
         return actions

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["LossTerms", "group_advantages", "grpo_loss"]
+__all__ = ["LossTerms", "group_advantages", "grpo_loss", "process_advantages"]
 
 
 def group_advantages(returns: torch.Tensor, *, normalize_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
@@ -34,6 +34,39 @@ def group_advantages(returns: torch.Tensor, *, normalize_std: bool = True, eps: 
     if normalize_std and returns.shape[1] > 1:
         centered = centered / (returns.std(dim=1, keepdim=True) + eps)
     return centered
+
+
+def process_advantages(step_rewards: list[list[list[float]]], *, gamma: float = 1.0, eps: float = 1e-6) -> list[list[list[float]]]:
+    """GRPO with process supervision (DeepSeekMath, arXiv:2402.03300, §4.1.3).
+
+    Every step reward is normalised by the mean and std of *all* step rewards of its group;
+    the advantage of a step is the (discounted) sum of the normalised rewards from that step on.
+    For multi-turn episodes this credits each turn with what followed it, instead of giving
+    every turn the episode's one outcome advantage.
+
+    Args:
+        step_rewards: ``[group][episode][turn]`` rewards (episodes may differ in length).
+        gamma: discount over turns (1.0 as in the paper).
+        eps: added to the std.
+
+    Returns:
+        Advantages with the same nesting as ``step_rewards``.
+    """
+    out: list[list[list[float]]] = []
+    for group in step_rewards:
+        flat = torch.tensor([r for ep in group for r in ep], dtype=torch.float64)
+        mean = float(flat.mean()) if flat.numel() else 0.0
+        std = float(flat.std()) if flat.numel() > 1 else 0.0
+        episodes = []
+        for ep in group:
+            norm = [(r - mean) / (std + eps) for r in ep]
+            adv, running = [0.0] * len(ep), 0.0
+            for t in range(len(ep) - 1, -1, -1):
+                running = norm[t] + gamma * running
+                adv[t] = running
+            episodes.append(adv)
+        out.append(episodes)
+    return out
 
 
 @dataclass

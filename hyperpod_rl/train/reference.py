@@ -32,9 +32,9 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.maze import REWARD_VERSION, MazeEnv
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import load_base_model, revision_of
-from hyperpod_rl.model.policy import MazePolicy, prompt_key
+from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, write_dir_atomically
-from hyperpod_rl.train.grpo import group_advantages, grpo_loss
+from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
 from hyperpod_rl.train.provenance import provenance_record
 from hyperpod_rl.train.rollout import Episode, play_episodes
 
@@ -201,42 +201,36 @@ class ReferenceTrainer:
         print(f"resumed from {path.name} (step {self.step})", flush=True)
 
     # ------------------------------------------------------------------ one step
-    def _update(self, episodes: list[Episode], advantages: torch.Tensor) -> dict[str, float]:
+    def _update(self, episodes: list[Episode], advantages: list[list[float]]) -> dict[str, float]:
+        """One policy update; ``advantages[i][t]`` is the advantage of turn t of episode i."""
         cfg = self.config
-        samples = [(turn, float(advantages[i])) for i, ep in enumerate(episodes) for turn in ep.turns]
+        samples = [(turn, float(advantages[i][t])) for i, ep in enumerate(episodes) for t, turn in enumerate(ep.turns)]
         num_tokens = sum(sum(t.action.loss_mask) for t, _ in samples)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0}
-        # Forward each distinct (observation, response) once and gather per sample: exact, and
-        # episodes of one group share many states (all of them at turn 1).
-        groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-        for i, (turn, _) in enumerate(samples):
-            groups.setdefault((prompt_key(turn.context), tuple(turn.action.response_ids)), []).append(i)
-        uniq = list(groups.values())
+        contexts = [t.context for t, _ in samples]
+        responses = [t.action.response_ids for t, _ in samples]
+        loss_masks = [t.action.loss_mask for t, _ in samples]
+        groups = self.policy.group_samples(contexts, responses, loss_masks)
         mb = cfg.trainer.micro_batch_size
-        for start in range(0, len(uniq), mb):
-            members = uniq[start : start + mb]
-            reps = [samples[m[0]][0] for m in members]
-            batch = self.policy.collate([t.context for t in reps], [t.action.response_ids for t in reps], [t.action.loss_mask for t in reps])
-            logp_u, ent_u = self.policy.score(batch, temperature=cfg.rollout.temperature)
-            ref_u = None
+        for start in range(0, len(groups), mb):
+            part = groups[start : start + mb]
+            scored = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
+            ref = None
             if cfg.grpo.kl_coef > 0:
                 with torch.no_grad(), self.model.disable_adapter():
-                    ref_u, _ = self.policy.score(batch, temperature=cfg.rollout.temperature)
-            index = torch.tensor([u for u, m in enumerate(members) for _ in m])
-            chunk = [samples[i] for m in members for i in m]
-            logp, ent, mask = logp_u[index], ent_u[index], batch.loss_mask[index]
+                    ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
+            logp = scored.logprobs
             old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
-            ref = ref_u[index] if ref_u is not None else None
-            adv = torch.tensor([a for _, a in chunk])
-            terms = grpo_loss(logp, old, adv, mask, clip_eps=cfg.grpo.clip_eps, entropy=ent, entropy_coef=cfg.grpo.entropy_coef, ref_logprobs=ref, kl_coef=cfg.grpo.kl_coef, num_tokens=num_tokens)
+            adv = torch.tensor([samples[i][1] for i in scored.indices])
+            terms = grpo_loss(logp, old, adv, scored.loss_mask, clip_eps=cfg.grpo.clip_eps, entropy=scored.entropy, entropy_coef=cfg.grpo.entropy_coef, ref_logprobs=ref, kl_coef=cfg.grpo.kl_coef, num_tokens=num_tokens)
             terms.loss.backward()
             totals["policy_loss"] += terms.policy_loss
             totals["kl"] += terms.kl
             totals["entropy"] += terms.entropy
             totals["clip"] += terms.clip_fraction
-            rollout_lp = torch.tensor([t.action.logprob for t, _ in chunk])
+            rollout_lp = torch.tensor([samples[i][0].action.logprob for i in scored.indices])
             totals["diff"] += float((logp.detach().sum(-1) - rollout_lp).abs().sum())
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
         self.optimizer.step()
@@ -250,7 +244,7 @@ class ReferenceTrainer:
             "policy/policy_lr": cfg.grpo.lr,
             "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(len(samples), 1),
             "trainer/num_samples": float(len(samples)),
-            "trainer/num_unique_samples": float(len(uniq)),
+            "trainer/num_forward_rows": float(len(groups)),
             "trainer/num_tokens": float(num_tokens),
         }
 
@@ -260,10 +254,16 @@ class ReferenceTrainer:
         rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
         episodes = play_episodes(self.policy, rows, group_size=cfg.grpo.group_size, temperature=cfg.rollout.temperature, max_turns=cfg.rollout.max_turns, generator=self.generator)
         t_gen = time.perf_counter() - t0
-        returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), cfg.grpo.group_size)
-        advantages = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1)
+        G = cfg.grpo.group_size
+        returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
+        if cfg.grpo.advantage == "process":
+            nested = process_advantages([[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))], gamma=cfg.grpo.gamma)
+            turn_adv = [adv for group in nested for adv in group]
+        else:
+            per_episode = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1).tolist()
+            turn_adv = [[per_episode[i]] * len(ep.turns) for i, ep in enumerate(episodes)]
         t1 = time.perf_counter()
-        values = self._update(episodes, advantages)
+        values = self._update(episodes, turn_adv)
         t_train = time.perf_counter() - t1
         self.step += 1
         solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(len(rows), cfg.grpo.group_size)

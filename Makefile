@@ -1,0 +1,32 @@
+# Two commands for a newcomer (see README.md):
+#   make quickstart   set up .venv (Python 3.12) and run the local quickstart
+#   make test         set up .venv and run the test suite (CI runs this)
+SHELL := /bin/bash
+VENV  ?= .venv
+PY     = $(VENV)/bin/python
+# First interpreter that really is Python 3.12 (a pyenv shim can exist without the version).
+PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
+
+.PHONY: venv quickstart test test-fast clean
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
+	$(PYTHON312) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+quickstart: venv
+	$(VENV)/bin/hyperpod-rl quickstart $(ARGS)
+
+test: venv
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: venv
+	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache

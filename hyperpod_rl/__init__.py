@@ -1,0 +1,65 @@
+"""hyperpod-rl: train Qwen3-VL with GRPO + LoRA on a visual maze task, on Ray.
+
+The notebook API. Names load on first use, so ``import hyperpod_rl`` stays cheap (no torch,
+Ray or kubernetes until a name that needs them is touched).
+
+Example:
+    >>> import hyperpod_rl as hp  # doctest: +SKIP
+    >>> cluster = hp.start_local_cluster()  # doctest: +SKIP
+    >>> hp.RunConfig.build({...})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # config and cluster specs
+    "RunConfig": "hyperpod_rl.config.run",
+    "ClusterSpec": "hyperpod_rl.cluster.spec",
+    # local cluster
+    "LocalCluster": "hyperpod_rl.cluster.local",
+    "start_local_cluster": "hyperpod_rl.cluster.local",
+    # jobs
+    "RunHandle": "hyperpod_rl.jobs",
+    "submit_run": "hyperpod_rl.jobs",
+    "follow_run": "hyperpod_rl.jobs",
+    "stop_run": "hyperpod_rl.jobs",
+    "list_runs": "hyperpod_rl.jobs",
+    "latest_submission": "hyperpod_rl.jobs",
+    # quickstart steps
+    "QuickstartOptions": "hyperpod_rl.quickstart",
+    "prepare_dataset": "hyperpod_rl.quickstart",
+    "prepare_base_model": "hyperpod_rl.quickstart",
+    "make_run_config": "hyperpod_rl.quickstart",
+    # metrics
+    "MetricRecord": "hyperpod_rl.metrics.schema",
+    "read_metrics": "hyperpod_rl.metrics.schema",
+    # evaluation and serving
+    "EvalResult": "hyperpod_rl.eval",
+    "evaluate": "hyperpod_rl.eval",
+    "deploy_local": "hyperpod_rl.serve.local",
+    "chat": "hyperpod_rl.serve.client",
+    # task
+    "DatasetSpec": "hyperpod_rl.maze",
+    "Maze": "hyperpod_rl.maze",
+    "MazeEnv": "hyperpod_rl.maze",
+    "generate_maze": "hyperpod_rl.maze",
+    "render_maze": "hyperpod_rl.maze",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hyperpod_rl' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,0 +1,42 @@
+"""Shared fixtures: an isolated data dir per session, one real local Ray cluster, tiny data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test session gets its own HYPERPOD_RL_HOME (cluster state file, storage)."""
+    home = Path(os.environ.get("HYPERPOD_RL_TEST_HOME") or tmp_path_factory.mktemp("hprl-home"))
+    os.environ["HYPERPOD_RL_HOME"] = str(home)
+    os.environ.pop("HYPERPOD_RL_STORAGE", None)
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_setup(tmp_path_factory: pytest.TempPathFactory):
+    """A small maze dataset and the tiny base model, built once per session."""
+    from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model, prepare_dataset
+    from hyperpod_rl.train.reference import read_rows
+
+    storage = tmp_path_factory.mktemp("storage")
+    opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=16, max_turns=3, steps=2, group_size=2, mazes_per_step=2)
+    data = prepare_dataset(opts, storage)
+    model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
+    return {"opts": opts, "storage": storage, "data": data, "model_dir": model_dir, "revision": revision}
+
+
+@pytest.fixture(scope="session")
+def local_cluster(_isolated_home: Path):
+    """One real local Ray cluster (token auth, 127.0.0.1) for the whole session."""
+    from hyperpod_rl.cluster.local import start_local_cluster
+
+    cluster = start_local_cluster()
+    yield cluster
+    cluster.stop()

@@ -1,0 +1,25 @@
+"""The public notebook API is pinned: adding or removing a name is a deliberate change."""
+
+import subprocess
+import sys
+
+import hyperpod_rl
+
+EXPECTED = [
+    "ClusterSpec", "DatasetSpec", "EvalResult", "LocalCluster", "Maze", "MazeEnv", "MetricRecord",
+    "QuickstartOptions", "RunConfig", "RunHandle", "chat", "deploy_local", "evaluate", "follow_run",
+    "generate_maze", "latest_submission", "list_runs", "make_run_config", "prepare_base_model",
+    "prepare_dataset", "read_metrics", "render_maze", "start_local_cluster", "stop_run", "submit_run",
+]
+
+
+def test_all_is_pinned_and_every_name_resolves():
+    assert hyperpod_rl.__all__ == sorted(EXPECTED)
+    for name in hyperpod_rl.__all__:
+        assert getattr(hyperpod_rl, name) is not None
+
+
+def test_import_is_cheap():
+    code = "import sys, hyperpod_rl; print(any(m in sys.modules for m in ('torch', 'ray', 'kubernetes')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

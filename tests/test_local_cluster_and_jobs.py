@@ -1,0 +1,115 @@
+"""The job lifecycle against a real local Ray cluster (token auth on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from hyperpod_rl.cluster.local import LocalCluster, start_local_cluster
+from hyperpod_rl.errors import ClusterError, JobError
+from hyperpod_rl.jobs import follow_run, latest_submission, list_runs, stop_run, submit_run
+from hyperpod_rl.quickstart import make_run_config
+
+pytestmark = pytest.mark.ray
+
+
+def _config(setup, run_id: str, steps: int):
+    cfg = make_run_config(setup["opts"], run_id=run_id, model_path=setup["model_dir"], revision=setup["revision"], data=setup["data"])
+    data = cfg.model_dump(mode="json")
+    data["trainer"]["steps"] = steps
+    return type(cfg).build(data)
+
+
+def test_token_auth_protects_the_job_api_and_the_state_file(local_cluster):
+    assert requests.get(f"{local_cluster.dashboard_url}/api/jobs/", timeout=10).status_code == 401
+    assert requests.get(f"{local_cluster.dashboard_url}/api/jobs/", headers={"Authorization": "Bearer wrong"}, timeout=10).status_code in (401, 403)
+    assert local_cluster.is_alive()
+    assert local_cluster.dashboard_url.startswith("http://127.0.0.1:")
+    mode = stat.S_IMODE(os.stat(local_cluster.state_path).st_mode)
+    assert mode == 0o600
+    assert local_cluster.state.token not in repr(local_cluster)
+    assert local_cluster.state.token not in repr(local_cluster.state)
+
+
+def test_running_cluster_is_reused(local_cluster):
+    again = start_local_cluster()
+    assert again.dashboard_url == local_cluster.dashboard_url
+    assert again.restarted_stale is False
+
+
+def test_dead_or_foreign_cluster_is_not_alive(local_cluster, tmp_path):
+    from dataclasses import replace
+
+    wrong_token = LocalCluster(replace(local_cluster.state, token="0" * 64), state_path=tmp_path / "s.json")
+    assert not wrong_token.is_alive()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_port = sock.getsockname()[1]
+    dead = LocalCluster(replace(local_cluster.state, dashboard_url=f"http://127.0.0.1:{dead_port}"), state_path=tmp_path / "s.json")
+    assert not dead.is_alive(timeout_s=2)
+
+
+def test_explicit_dashboard_port_in_use_is_refused_before_starting(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        env = {**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)}
+        code = f"from hyperpod_rl.cluster.local import start_local_cluster; start_local_cluster(dashboard_port={port})"
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode != 0
+    assert f"dashboard port {port} is already in use" in proc.stderr
+    assert not (tmp_path / "local-cluster.json").exists()
+
+
+def test_job_runs_to_success_and_streams_metrics(local_cluster, tiny_setup, tmp_path):
+    client = local_cluster.job_client()
+    cfg = _config(tiny_setup, "job-ok", steps=2)
+    handle = submit_run(client, cfg, tmp_path / "job-ok")
+    assert handle.submission_id == "hprl-job-ok-1"
+    assert latest_submission(tmp_path / "job-ok") == handle.submission_id
+    updates = list(follow_run(client, handle.submission_id, poll_s=0.5))
+    assert updates[-1].terminal and updates[-1].status == "SUCCEEDED", client.get_job_logs(handle.submission_id)[-3000:]
+    steps = [r.step for u in updates for r in u.records]
+    assert steps == [1, 2]
+    assert (tmp_path / "job-ok" / "adapter" / "adapter_model.safetensors").is_file()
+    assert any(r["submission_id"] == handle.submission_id and r["run_id"] == "job-ok" for r in list_runs(client))
+    logs = client.get_job_logs(handle.submission_id)
+    assert local_cluster.state.token not in logs
+    with pytest.raises(JobError, match="already finished"):
+        submit_run(client, cfg, tmp_path / "job-ok")
+
+
+def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_setup, tmp_path):
+    client = local_cluster.job_client()
+    cfg = _config(tiny_setup, "job-stop", steps=500)
+    handle = submit_run(client, cfg, tmp_path / "job-stop")
+    for update in follow_run(client, handle.submission_id, poll_s=0.5):
+        if update.records:
+            break
+        assert not update.terminal, client.get_job_logs(handle.submission_id)[-3000:]
+    with pytest.raises(JobError, match="already running"):
+        submit_run(client, cfg, tmp_path / "job-stop")
+    assert stop_run(client, handle.submission_id)
+    deadline = time.time() + 60
+    while client.get_job_status(handle.submission_id).value not in ("STOPPED", "FAILED") and time.time() < deadline:
+        time.sleep(0.5)
+    assert client.get_job_status(handle.submission_id).value == "STOPPED"
+    # Resubmitting the same run id resumes it (a new submission id, same run directory).
+    again = submit_run(client, cfg, tmp_path / "job-stop")
+    assert again.submission_id == "hprl-job-stop-2"
+    stop_run(client, again.submission_id)
+    assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
+
+
+def test_cluster_error_names_the_fix():
+    err = ClusterError("dashboard port 1 is already in use: pass another --dashboard-port")
+    assert "--dashboard-port" in str(err)
