@@ -57,6 +57,7 @@ FSDP_SUITE = [
     (BenchConfig("b16_s807_img448_ckpt", 16, 448, 97, 512, True), "weak"),
     (BenchConfig("b4_s551_img448_nockpt", 4, 448, 97, 256, False), "weak"),
     (BenchConfig("b8_s807_img448_ckpt", 8, 448, 97, 512, True), "strong"),  # global 16 x 807 over 2 GPUs
+    (BenchConfig("b16_s551_img448_ckpt", 16, 448, 97, 256, True), "strong"),  # global 32 x 551 over 2 GPUs
 ]
 TINY_SUITE = [BenchConfig("tiny_ckpt", 2, 64, 12, 16, True), BenchConfig("tiny_nockpt", 2, 96, 12, 24, False)]
 
@@ -207,7 +208,47 @@ def _record(cfg: BenchConfig, *, gpus: int, device_name: str, res: dict[str, dic
     return rec
 
 
-def run(suite: str, *, steps: int, out: Path, tiny: bool) -> None:
+def check_logprobs(root: PolicyLogprobs, cfg: BenchConfig, *, device: torch.device, vocab: int) -> dict[str, Any]:
+    """Chunked vs naive log-probs (and their LoRA gradients) on the full-size model, against a float64 head.
+
+    LoRA B is set to small random values first so the adapters change the output.
+    """
+    from hyperpod_rl.train.logprobs import naive_response_logprobs, response_logprobs
+
+    _set_checkpointing(root, cfg.gradient_checkpointing)
+    with torch.no_grad():
+        gen = torch.Generator(device=device).manual_seed(7)
+        for name, p in root.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen, device=device, dtype=p.dtype) * 1e-3)
+    batch = make_batch(cfg, device=device, vocab=vocab, seed=1)
+    hf = root.hf_model()
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "pixel_values", "image_grid_thw", "mm_token_type_ids")}
+    targets, mask = batch["input_ids"][:, 1:], batch["response_mask"][:, 1:]
+    with torch.no_grad():
+        hidden = hf.model(**inputs).last_hidden_state[:, :-1]
+        ref = naive_response_logprobs(torch.nn.functional.linear(hidden.double(), hf.lm_head.weight.double()), targets, mask)[mask].double()
+        naive = naive_response_logprobs(hf.lm_head(hidden), targets, mask)[mask].double()
+        chunked = response_logprobs(hidden, hf.lm_head, targets, mask)[mask].double()
+
+    def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+        return float((a - b).norm() / b.norm())
+
+    grads = {}
+    for path in ("naive", "chunked"):
+        root.zero_grad(set_to_none=True)
+        root(batch, path).backward()
+        grads[path] = torch.cat([p.grad.reshape(-1).double() for n, p in root.named_parameters() if p.grad is not None and "lora" in n])
+    root.zero_grad(set_to_none=True)
+    return {
+        "config": cfg.to_json(), "response_tokens_checked": int(mask.sum()),
+        "rel_err_naive_vs_fp64": rel(naive, ref), "rel_err_chunked_vs_fp64": rel(chunked, ref), "rel_err_chunked_vs_naive": rel(chunked, naive),
+        "max_abs_diff_chunked_vs_naive": float((chunked - naive).abs().max()), "lora_grad_rel_err_chunked_vs_naive": rel(grads["chunked"], grads["naive"]),
+        "lora_grad_norm": float(grads["naive"].norm()),
+    }
+
+
+def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None = None) -> None:
     distributed = "RANK" in os.environ
     if distributed:
         backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -227,7 +268,12 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool) -> None:
     log = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
     log(f"built policy in {time.perf_counter() - t0:.1f}s on {device_name}; world={world}")
     records: list[dict[str, Any]] = []
-    if suite == "single":
+    if suite == "check":
+        cfg = TINY_SUITE[0] if tiny else SINGLE_SUITE[0]
+        rec = check_logprobs(root, cfg, device=device, vocab=vocab) | {"device": device_name, "date": dt.date.today().isoformat(), "gpus": 1}
+        log(json.dumps({k: v for k, v in rec.items() if k != "config"}))
+        records = [rec]
+    elif suite == "single":
         configs = TINY_SUITE if tiny else SINGLE_SUITE
         results: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in configs}
         for path in ("naive", "chunked"):
@@ -240,7 +286,7 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool) -> None:
             log(cfg.name, "improved", _short(results[cfg.name]["improved"]))
         records = [_record(c, gpus=1, device_name=device_name, res=results[c.name], base="naive", impl="improved", scaling=None) for c in configs]
     else:
-        suite_cfgs = [(c, "weak") for c in TINY_SUITE] if tiny else FSDP_SUITE
+        suite_cfgs = [(c, "weak") for c in TINY_SUITE] if tiny else [(c, k) for c, k in FSDP_SUITE if not only or c.name in only]
         _fsdp_wrap(root, world, device)
         for cfg, kind in suite_cfgs:
             res = {}
@@ -278,12 +324,13 @@ def _short(r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", choices=["single", "fsdp"], required=True)
+    ap.add_argument("--suite", choices=["single", "fsdp", "check"], required=True)
+    ap.add_argument("--only", nargs="*", help="fsdp suite: run only these config names")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write (rank 0)")
     ap.add_argument("--tiny", action="store_true", help="tiny model on CPU/GPU: a smoke test of the harness itself")
     args = ap.parse_args()
-    run(args.suite, steps=args.steps, out=args.out, tiny=args.tiny)
+    run(args.suite, steps=args.steps, out=args.out, tiny=args.tiny, only=args.only)
 
 
 if __name__ == "__main__":

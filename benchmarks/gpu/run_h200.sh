@@ -14,6 +14,9 @@ nvidia-smi topo -m >> "$out/env.txt" 2>&1
 python3 -c "import torch, transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__)" >> "$out/env.txt" 2>&1
 cat "$out/env.txt"
 ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
+if [ "${CHECK:-0}" = 1 ]; then  # chunked vs naive log-prob agreement on the full-size model
+  CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m benchmarks.gpu.policy_update --suite check --out "$out/h200_logprob_check.json" 2>&1 | tee "$out/check.log" | grep -v "^USDT\|use_cache"
+fi
 if [ "${SKIP_SINGLE:-0}" != 1 ]; then
   CUDA_VISIBLE_DEVICES=0 timeout "${SINGLE_TIMEOUT:-330}" python3 -m benchmarks.gpu.policy_update --suite single --steps 3 --out "$out/h200_1gpu.json" 2>&1 | tee "$out/single.log" | grep -v "^USDT\|use_cache"
 fi
@@ -21,6 +24,6 @@ if [ "${FSDP1:-0}" = 1 ]; then  # the FSDP2 suite at world size 1: the 1-GPU poi
   CUDA_VISIBLE_DEVICES=0 timeout "${FSDP_TIMEOUT:-230}" torchrun --nproc-per-node 1 -m benchmarks.gpu.policy_update --suite fsdp --steps 5 --out "$out/h200_1gpu_fsdp.json" 2>&1 | tee "$out/fsdp1.log" | grep -v "^USDT\|use_cache"
 fi
 if [ "$ngpu" -ge 2 ] && [ "${SKIP_FSDP:-0}" != 1 ]; then
-  timeout "${FSDP_TIMEOUT:-230}" torchrun --nproc-per-node 2 -m benchmarks.gpu.policy_update --suite fsdp --steps 3 --out "$out/h200_2gpu_fsdp.json" 2>&1 | tee "$out/fsdp.log" | grep -v "^USDT\|use_cache"
+  timeout "${FSDP_TIMEOUT:-230}" torchrun --nproc-per-node 2 -m benchmarks.gpu.policy_update --suite fsdp --steps 3 --out "$out/${FSDP_OUT:-h200_2gpu_fsdp.json}" 2>&1 | tee "$out/fsdp.log" | grep -v "^USDT\|use_cache"
 fi
 ls -la "$out"
