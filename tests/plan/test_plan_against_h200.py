@@ -11,7 +11,7 @@ from hyperpod_rl.plan.benchmark import bench_plan_input, load_records
 from hyperpod_rl.plan.throughput import COMM, comm_seconds, train_seconds_per_micro_batch
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-FILES = ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json")
+FILES = ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json", "h200_2gpu_fsdp_run2.json")
 REQUIRED = ("config", "gpus", "device", "date", "measured_peak_gib", "predicted_peak_gib", "tokens_per_s", "baseline_tokens_per_s", "baseline_peak_gib", "mfu")
 
 
@@ -71,6 +71,16 @@ def test_naive_baseline_matches_the_reference_point() -> None:
     assert small["baseline_tokens_per_s"] == pytest.approx(5400, rel=0.1)
     assert large["baseline_tokens_per_s"] == pytest.approx(5800, rel=0.1)
     assert large["baseline_peak_gib"] == pytest.approx(43, rel=0.1)
+
+
+def test_full_size_logprobs_agree_with_naive_to_bf16_tolerance() -> None:
+    """Issue 9 bar, measured on the 8B-shaped model on an H200 (benchmarks/gpu/policy_update.py --suite check)."""
+    (rec,) = _records("h200_logprob_check.json")
+    assert "H200" in rec["device"] and rec["response_tokens_checked"] >= 1000
+    assert rec["rel_err_chunked_vs_naive"] <= 1e-2
+    assert rec["rel_err_chunked_vs_fp64"] <= 1e-2
+    assert rec["rel_err_chunked_vs_fp64"] <= 1.01 * rec["rel_err_naive_vs_fp64"]  # no worse than the naive path
+    assert rec["lora_grad_rel_err_chunked_vs_naive"] <= 5e-2
 
 
 def _fsdp_points() -> list[tuple[dict, dict]]:
