@@ -29,7 +29,7 @@ def single_gpu_table() -> str:
 
 def prediction_table() -> str:
     rows = ["| file | config | GPUs | variant | measured peak GiB | predicted GiB | error | measured tok/s/GPU | predicted | error |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for name in ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json"):
+    for name in ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json", "h200_2gpu_fsdp_run2.json"):
         for r in load_records(RESULTS / name):
             for variant, res in r["variants"].items():
                 inp = bench_plan_input(r["config"], gpus=r["gpus"], variant=variant)
@@ -44,11 +44,14 @@ def prediction_table() -> str:
     return "\n".join(rows)
 
 
-def scaling_table() -> str:
+STRONG_W1 = {"b8_s807_img448_ckpt": ("h200_1gpu_fsdp.json", "b16_s807_img448_ckpt"), "b16_s551_img448_ckpt": ("h200_1gpu.json", "b32_s551_img448_ckpt")}
+
+
+def scaling_table(name: str = "h200_2gpu_fsdp.json") -> str:
     one = {r["config"]["name"]: r for r in load_records(RESULTS / "h200_1gpu_fsdp.json")}
     rows = ["| kind | per-GPU micro batch (1 GPU -> 2 GPUs) | 1 GPU tok/s | 2 GPUs tok/s (total) | tok/s per GPU | efficiency | predicted efficiency | peak GiB/GPU 1 -> 2 | all-gather + reduce-scatter share (2 GPUs) |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for r2 in load_records(RESULTS / "h200_2gpu_fsdp.json"):
+    for r2 in load_records(RESULTS / name):
         c = r2["config"]
         if r2["scaling"] == "weak":
             r1 = one[c["name"]]
@@ -56,7 +59,8 @@ def scaling_table() -> str:
             pred = predict_scaling(inp, [1, 2], mode="weak")[1].efficiency
             label = f"{c['batch']} x {c['seq_len']} -> {c['batch']} x {c['seq_len']}"
         else:
-            r1 = one["b16_s807_img448_ckpt"]
+            f1, n1 = STRONG_W1[c["name"]]
+            r1 = {r["config"]["name"]: r for r in load_records(RESULTS / f1)}[n1]
             inp = bench_plan_input(r1["config"], gpus=1, variant="improved")
             pred = predict_scaling(inp, [1, 2], mode="strong")[1].efficiency
             label = f"{r1['config']['batch']} x {c['seq_len']} -> {c['batch']} x {c['seq_len']}"
@@ -78,5 +82,5 @@ def predicted_curve() -> str:
 
 
 if __name__ == "__main__":
-    for title, table in (("single GPU", single_gpu_table()), ("predictions", prediction_table()), ("scaling", scaling_table()), ("predicted curve", predicted_curve())):
+    for title, table in (("single GPU", single_gpu_table()), ("predictions", prediction_table()), ("scaling", scaling_table()), ("scaling, second machine", scaling_table("h200_2gpu_fsdp_run2.json")), ("predicted curve", predicted_curve())):
         print(f"### {title}\n\n{table}\n")
