@@ -25,12 +25,18 @@ def rows(paths: list[Path]) -> list[tuple[str, object, float]]:
         for rec in load_records(p):
             for variant, res in rec["variants"].items():
                 if res.get("status") == "ok":
-                    out.append((f"{rec['gpus']}gpu {rec['config']['name']} {variant}", bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant), res["peak_gib"]))
+                    out.append(
+                        (
+                            f"{rec['gpus']}gpu {rec['config']['name']} {variant}",
+                            bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant),
+                            res["peak_gib"],
+                        )
+                    )
     return out
 
 
 def main() -> None:
-    fixed = dict((k, float(v)) for k, v in (a.removeprefix("--fix=").split("=") for a in sys.argv[1:] if a.startswith("--fix=")))
+    fixed = {k: float(v) for k, v in (a.removeprefix("--fix=").split("=") for a in sys.argv[1:] if a.startswith("--fix="))}
     data = rows([Path(a) for a in sys.argv[1:] if not a.startswith("--")])
     keys = [k for k in memory.CALIBRATION if k not in fixed]
     saved = dict(memory.CALIBRATION)
@@ -41,7 +47,7 @@ def main() -> None:
     for k in keys:
         memory.CALIBRATION.update(zero | {k: 1.0})
         feats.append([memory.policy_update_memory(inp).peak_gib for _, inp, _ in data])
-    a = (np.array(feats).T - base[:, None])
+    a = np.array(feats).T - base[:, None]
     y = np.array([m for _, _, m in data])
     coef, *_ = np.linalg.lstsq(a / y[:, None], (y - base) / y, rcond=None)
     memory.CALIBRATION.update(saved)

@@ -85,7 +85,9 @@ def _set_checkpointing(root: PolicyLogprobs, on: bool) -> None:
     root.train()
 
 
-def measure(root: PolicyLogprobs, cfg: BenchConfig, path: str, *, device: torch.device, steps: int, profile: bool, vocab: int) -> dict[str, Any]:
+def measure(
+    root: PolicyLogprobs, cfg: BenchConfig, path: str, *, device: torch.device, steps: int, profile: bool, vocab: int
+) -> dict[str, Any]:
     """Warm-up + ``steps`` timed steps; returns step time, tokens/s, peak and (optionally) comm share."""
     _set_checkpointing(root, cfg.gradient_checkpointing)
     params = [p for p in root.parameters() if p.requires_grad]
@@ -115,7 +117,15 @@ def measure(root: PolicyLogprobs, cfg: BenchConfig, path: str, *, device: torch.
         comm = _comm_share(step, device) if profile else None
         st = statistics.median(times)
         tokens = cfg.batch * cfg.seq_len()
-        out = {"status": "ok", "step_time_s": st, "step_times_s": times, "tokens_per_s": tokens / st, "peak_gib": peak, "peak_reserved_gib": reserved, "loss": loss0}
+        out = {
+            "status": "ok",
+            "step_time_s": st,
+            "step_times_s": times,
+            "tokens_per_s": tokens / st,
+            "peak_gib": peak,
+            "peak_reserved_gib": reserved,
+            "loss": loss0,
+        }
         if comm is not None:
             out |= comm
         return out
@@ -123,7 +133,8 @@ def measure(root: PolicyLogprobs, cfg: BenchConfig, path: str, *, device: torch.
         return {"status": "oom", "error": str(exc).splitlines()[0]}
     finally:
         opt.zero_grad(set_to_none=True)
-        del opt, batch
+        opt.state.clear()
+        batch.clear()
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -151,7 +162,13 @@ def _comm_share(step: Any, device: torch.device) -> dict[str, float]:
         if t_us:
             kernels.append((t_us / 1e6, ev.key[:90]))
     top = [{"s": t, "name": n} for t, n in sorted(kernels, reverse=True)[:12]]
-    return {"top_device_ops": top, "allgather_s": ag / 1e6, "reducescatter_s": rs / 1e6, "profiled_step_s": wall, "comm_share": (ag + rs) / 1e6 / wall}
+    return {
+        "top_device_ops": top,
+        "allgather_s": ag / 1e6,
+        "reducescatter_s": rs / 1e6,
+        "profiled_step_s": wall,
+        "comm_share": (ag + rs) / 1e6 / wall,
+    }
 
 
 def _fsdp_wrap(root: PolicyLogprobs, world: int, device: torch.device) -> None:
@@ -176,22 +193,44 @@ def _predict(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_d
 def plan_input(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> PlanInput:
     """The planner's view of one benchmark config."""
     return PlanInput(
-        model="Qwen/Qwen3-VL-8B-Instruct", lora_rank=32, micro_train_batch_size_per_gpu=cfg.batch,
-        mini_batch_size=cfg.batch * gpus, max_prompt_tokens=cfg.prompt_text_tokens, max_response_tokens=cfg.response_tokens,
-        image_px=(cfg.image_px, cfg.image_px), gpus_per_node=gpus, nodes=1, gradient_checkpointing=cfg.gradient_checkpointing,
-        fsdp=fsdp, logprob_impl=logprob, adapter_compute_dtype=adapter_dtype, placement="split", gpu="H200", group_size=1,
+        model="Qwen/Qwen3-VL-8B-Instruct",
+        lora_rank=32,
+        micro_train_batch_size_per_gpu=cfg.batch,
+        mini_batch_size=cfg.batch * gpus,
+        max_prompt_tokens=cfg.prompt_text_tokens,
+        max_response_tokens=cfg.response_tokens,
+        image_px=(cfg.image_px, cfg.image_px),
+        gpus_per_node=gpus,
+        nodes=1,
+        gradient_checkpointing=cfg.gradient_checkpointing,
+        fsdp=fsdp,
+        logprob_impl=logprob,
+        adapter_compute_dtype=adapter_dtype,
+        placement="split",
+        gpu="H200",
+        group_size=1,
     )
 
 
-def _record(cfg: BenchConfig, *, gpus: int, device_name: str, res: dict[str, dict[str, Any]], base: str, impl: str, scaling: str | None) -> dict[str, Any]:
+def _record(
+    cfg: BenchConfig, *, gpus: int, device_name: str, res: dict[str, dict[str, Any]], base: str, impl: str, scaling: str | None
+) -> dict[str, Any]:
     imp, bl = res[impl], res[base]
     flops = train_flops_per_sample(plan_input(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16")) * cfg.batch
     rec: dict[str, Any] = {
-        "config": cfg.to_json(), "gpus": gpus, "device": device_name, "date": dt.date.today().isoformat(),
-        "scaling": scaling, "improved_variant": impl, "baseline_variant": base,
-        "measured_peak_gib": imp.get("peak_gib"), "tokens_per_s": imp.get("tokens_per_s"),
-        "baseline_peak_gib": bl.get("peak_gib"), "baseline_tokens_per_s": bl.get("tokens_per_s"),
-        "step_time_s": imp.get("step_time_s"), "baseline_step_time_s": bl.get("step_time_s"),
+        "config": cfg.to_json(),
+        "gpus": gpus,
+        "device": device_name,
+        "date": dt.date.today().isoformat(),
+        "scaling": scaling,
+        "improved_variant": impl,
+        "baseline_variant": base,
+        "measured_peak_gib": imp.get("peak_gib"),
+        "tokens_per_s": imp.get("tokens_per_s"),
+        "baseline_peak_gib": bl.get("peak_gib"),
+        "baseline_tokens_per_s": bl.get("tokens_per_s"),
+        "step_time_s": imp.get("step_time_s"),
+        "baseline_step_time_s": bl.get("step_time_s"),
         "model_flops_per_gpu_step": flops,
         "mfu": flops / imp["step_time_s"] / H200_BF16_DENSE_FLOPS if imp.get("status") == "ok" else None,
         "baseline_mfu": flops / bl["step_time_s"] / H200_BF16_DENSE_FLOPS if bl.get("status") == "ok" else None,
@@ -202,8 +241,10 @@ def _record(cfg: BenchConfig, *, gpus: int, device_name: str, res: dict[str, dic
             rec[key] = imp[key]
     try:
         rec["predicted_peak_gib_at_run"] = _predict(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16")
-        rec["predicted_baseline_peak_gib_at_run"] = _predict(cfg, gpus=gpus, fsdp=base != "naive", logprob="naive", adapter_dtype="fp32" if base == "naive" else "bf16")
-    except Exception as exc:  # the measurement must survive a planner bug; repredict.py fills these later
+        rec["predicted_baseline_peak_gib_at_run"] = _predict(
+            cfg, gpus=gpus, fsdp=base != "naive", logprob="naive", adapter_dtype="fp32" if base == "naive" else "bf16"
+        )
+    except Exception as exc:  # noqa: BLE001  the measurement must survive a planner bug; repredict.py fills these later
         rec["predict_error"] = repr(exc)
     return rec
 
@@ -241,9 +282,13 @@ def check_logprobs(root: PolicyLogprobs, cfg: BenchConfig, *, device: torch.devi
         grads[path] = torch.cat([p.grad.reshape(-1).double() for n, p in root.named_parameters() if p.grad is not None and "lora" in n])
     root.zero_grad(set_to_none=True)
     return {
-        "config": cfg.to_json(), "response_tokens_checked": int(mask.sum()),
-        "rel_err_naive_vs_fp64": rel(naive, ref), "rel_err_chunked_vs_fp64": rel(chunked, ref), "rel_err_chunked_vs_naive": rel(chunked, naive),
-        "max_abs_diff_chunked_vs_naive": float((chunked - naive).abs().max()), "lora_grad_rel_err_chunked_vs_naive": rel(grads["chunked"], grads["naive"]),
+        "config": cfg.to_json(),
+        "response_tokens_checked": int(mask.sum()),
+        "rel_err_naive_vs_fp64": rel(naive, ref),
+        "rel_err_chunked_vs_fp64": rel(chunked, ref),
+        "rel_err_chunked_vs_naive": rel(chunked, naive),
+        "max_abs_diff_chunked_vs_naive": float((chunked - naive).abs().max()),
+        "lora_grad_rel_err_chunked_vs_naive": rel(grads["chunked"], grads["naive"]),
         "lora_grad_norm": float(grads["naive"].norm()),
     }
 
@@ -256,7 +301,7 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
         rank, world = dist.get_rank(), dist.get_world_size()
     else:
         rank, world = 0, 1
-    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available() else "cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
@@ -270,7 +315,11 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
     records: list[dict[str, Any]] = []
     if suite == "check":
         cfg = TINY_SUITE[0] if tiny else SINGLE_SUITE[0]
-        rec = check_logprobs(root, cfg, device=device, vocab=vocab) | {"device": device_name, "date": dt.date.today().isoformat(), "gpus": 1}
+        rec = check_logprobs(root, cfg, device=device, vocab=vocab) | {
+            "device": device_name,
+            "date": dt.date.today().isoformat(),
+            "gpus": 1,
+        }
         log(json.dumps({k: v for k, v in rec.items() if k != "config"}))
         records = [rec]
     elif suite == "single":
@@ -284,7 +333,9 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
         for cfg in configs:
             results[cfg.name]["improved"] = measure(root, cfg, "improved", device=device, steps=steps, profile=False, vocab=vocab)
             log(cfg.name, "improved", _short(results[cfg.name]["improved"]))
-        records = [_record(c, gpus=1, device_name=device_name, res=results[c.name], base="naive", impl="improved", scaling=None) for c in configs]
+        records = [
+            _record(c, gpus=1, device_name=device_name, res=results[c.name], base="naive", impl="improved", scaling=None) for c in configs
+        ]
     else:
         suite_cfgs = [(c, "weak") for c in TINY_SUITE] if tiny else [(c, k) for c, k in FSDP_SUITE if not only or c.name in only]
         _fsdp_wrap(root, world, device)

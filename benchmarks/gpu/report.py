@@ -1,6 +1,6 @@
 """Markdown tables of the committed results (pasted into docs/planner.md and docs/scaling.md).
 
-    python -m benchmarks.gpu.report
+python -m benchmarks.gpu.report
 """
 
 from __future__ import annotations
@@ -15,8 +15,10 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def single_gpu_table() -> str:
-    rows = ["| config | tokens | ckpt | naive tok/s | chunked tok/s | improved tok/s | speed-up | naive peak GiB | chunked peak | improved peak | peak cut | MFU (improved) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| config | tokens | ckpt | naive tok/s | chunked tok/s | improved tok/s | speed-up | naive peak GiB | chunked peak | improved peak | peak cut | MFU (improved) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in load_records(RESULTS / "h200_1gpu.json"):
         c, v = r["config"], r["variants"]
         rows.append(
@@ -28,7 +30,10 @@ def single_gpu_table() -> str:
 
 
 def prediction_table() -> str:
-    rows = ["| file | config | GPUs | variant | measured peak GiB | predicted GiB | error | measured tok/s/GPU | predicted | error |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| file | config | GPUs | variant | measured peak GiB | predicted GiB | error | measured tok/s/GPU | predicted | error |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name in ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json", "h200_2gpu_fsdp_run2.json"):
         for r in load_records(RESULTS / name):
             for variant, res in r["variants"].items():
@@ -44,13 +49,18 @@ def prediction_table() -> str:
     return "\n".join(rows)
 
 
-STRONG_W1 = {"b8_s807_img448_ckpt": ("h200_1gpu_fsdp.json", "b16_s807_img448_ckpt"), "b16_s551_img448_ckpt": ("h200_1gpu.json", "b32_s551_img448_ckpt")}
+STRONG_W1 = {
+    "b8_s807_img448_ckpt": ("h200_1gpu_fsdp.json", "b16_s807_img448_ckpt"),
+    "b16_s551_img448_ckpt": ("h200_1gpu.json", "b32_s551_img448_ckpt"),
+}
 
 
 def scaling_table(name: str = "h200_2gpu_fsdp.json") -> str:
     one = {r["config"]["name"]: r for r in load_records(RESULTS / "h200_1gpu_fsdp.json")}
-    rows = ["| kind | per-GPU micro batch (1 GPU -> 2 GPUs) | 1 GPU tok/s | 2 GPUs tok/s (total) | tok/s per GPU | efficiency | predicted efficiency | peak GiB/GPU 1 -> 2 | all-gather + reduce-scatter share (2 GPUs) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| kind | per-GPU micro batch (1 GPU -> 2 GPUs) | 1 GPU tok/s | 2 GPUs tok/s (total) | tok/s per GPU | efficiency | predicted efficiency | peak GiB/GPU 1 -> 2 | all-gather + reduce-scatter share (2 GPUs) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r2 in load_records(RESULTS / name):
         c = r2["config"]
         if r2["scaling"] == "weak":
@@ -75,12 +85,23 @@ def scaling_table(name: str = "h200_2gpu_fsdp.json") -> str:
 
 def predicted_curve() -> str:
     inp = bench_plan_input(load_records(RESULTS / "h200_1gpu_fsdp.json")[1]["config"], gpus=1, variant="improved")
-    rows = ["| GPUs | weak: tok/s (per GPU, efficiency) | strong (global 16 x 807): tok/s (per GPU, efficiency) | measured? |", "|---|---|---|---|"]
+    rows = [
+        "| GPUs | weak: tok/s (per GPU, efficiency) | strong (global 16 x 807): tok/s (per GPU, efficiency) | measured? |",
+        "|---|---|---|---|",
+    ]
     for w, s in zip(predict_scaling(inp, [1, 2, 4, 8], mode="weak"), predict_scaling(inp, [1, 2, 4, 8], mode="strong"), strict=True):
-        rows.append(f"| {w.gpus} | {w.tokens_per_s:,.0f} ({w.tokens_per_s_per_gpu:,.0f}, {w.efficiency:.0%}) | {s.tokens_per_s:,.0f} ({s.tokens_per_s_per_gpu:,.0f}, {s.efficiency:.0%}) | {'yes' if w.gpus <= 2 else 'no: kind not lent'} |")
+        rows.append(
+            f"| {w.gpus} | {w.tokens_per_s:,.0f} ({w.tokens_per_s_per_gpu:,.0f}, {w.efficiency:.0%}) | {s.tokens_per_s:,.0f} ({s.tokens_per_s_per_gpu:,.0f}, {s.efficiency:.0%}) | {'yes' if w.gpus <= 2 else 'no: kind not lent'} |"
+        )
     return "\n".join(rows)
 
 
 if __name__ == "__main__":
-    for title, table in (("single GPU", single_gpu_table()), ("predictions", prediction_table()), ("scaling", scaling_table()), ("scaling, second machine", scaling_table("h200_2gpu_fsdp_run2.json")), ("predicted curve", predicted_curve())):
+    for title, table in (
+        ("single GPU", single_gpu_table()),
+        ("predictions", prediction_table()),
+        ("scaling", scaling_table()),
+        ("scaling, second machine", scaling_table("h200_2gpu_fsdp_run2.json")),
+        ("predicted curve", predicted_curve()),
+    ):
         print(f"### {title}\n\n{table}\n")

@@ -58,26 +58,58 @@ def hf_config(shape: ModelShape, *, tiny: bool = False) -> object:
     from transformers import Qwen3VLConfig
 
     v = shape.vision
-    vision = dict(
-        depth=v.depth, hidden_size=v.hidden_size, intermediate_size=v.intermediate_size, out_hidden_size=shape.hidden_size,
-        num_heads=v.num_heads, patch_size=v.patch_size, spatial_merge_size=v.spatial_merge_size,
-        temporal_patch_size=v.temporal_patch_size, num_position_embeddings=v.num_position_embeddings,
-        deepstack_visual_indexes=list(v.deepstack_visual_indexes), hidden_act="gelu_pytorch_tanh",
-    )
-    text = dict(
-        hidden_size=shape.hidden_size, intermediate_size=shape.intermediate_size, num_hidden_layers=shape.num_hidden_layers,
-        num_attention_heads=shape.num_attention_heads, num_key_value_heads=shape.num_key_value_heads, head_dim=shape.head_dim,
-        vocab_size=shape.vocab_size, rope_theta=5_000_000, max_position_embeddings=262144,
-        rope_scaling={"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": True},
-        tie_word_embeddings=shape.tie_word_embeddings,
-    )
+    vision = {
+        "depth": v.depth,
+        "hidden_size": v.hidden_size,
+        "intermediate_size": v.intermediate_size,
+        "out_hidden_size": shape.hidden_size,
+        "num_heads": v.num_heads,
+        "patch_size": v.patch_size,
+        "spatial_merge_size": v.spatial_merge_size,
+        "temporal_patch_size": v.temporal_patch_size,
+        "num_position_embeddings": v.num_position_embeddings,
+        "deepstack_visual_indexes": list(v.deepstack_visual_indexes),
+        "hidden_act": "gelu_pytorch_tanh",
+    }
+    text = {
+        "hidden_size": shape.hidden_size,
+        "intermediate_size": shape.intermediate_size,
+        "num_hidden_layers": shape.num_hidden_layers,
+        "num_attention_heads": shape.num_attention_heads,
+        "num_key_value_heads": shape.num_key_value_heads,
+        "head_dim": shape.head_dim,
+        "vocab_size": shape.vocab_size,
+        "rope_theta": 5_000_000,
+        "max_position_embeddings": 262144,
+        "rope_scaling": {"rope_type": "default", "mrope_section": [24, 20, 20], "mrope_interleaved": True},
+        "tie_word_embeddings": shape.tie_word_embeddings,
+    }
     if tiny:
-        vision |= dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=4, deepstack_visual_indexes=[0], out_hidden_size=128)
-        text |= dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-                     rope_scaling={"rope_type": "default", "mrope_section": [8, 4, 4], "mrope_interleaved": True})
+        vision |= {
+            "depth": 2,
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "num_heads": 4,
+            "deepstack_visual_indexes": [0],
+            "out_hidden_size": 128,
+        }
+        text |= {
+            "hidden_size": 128,
+            "intermediate_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 32,
+            "rope_scaling": {"rope_type": "default", "mrope_section": [8, 4, 4], "mrope_interleaved": True},
+        }
     return Qwen3VLConfig(
-        text_config=text, vision_config=vision, image_token_id=IMAGE_TOKEN_ID, video_token_id=151656,
-        vision_start_token_id=VISION_START_ID, vision_end_token_id=VISION_END_ID, tie_word_embeddings=shape.tie_word_embeddings,
+        text_config=text,
+        vision_config=vision,
+        image_token_id=IMAGE_TOKEN_ID,
+        video_token_id=151656,
+        vision_start_token_id=VISION_START_ID,
+        vision_end_token_id=VISION_END_ID,
+        tie_word_embeddings=shape.tie_word_embeddings,
     )
 
 
@@ -142,7 +174,12 @@ def make_batch(cfg: BenchConfig, *, device: torch.device, vocab: int, seed: int)
     grid = torch.tensor([[t, gh, gw]] * cfg.batch, dtype=torch.long)
     adv = torch.randn(cfg.batch, generator=gen)
     out = {
-        "input_ids": ids, "attention_mask": torch.ones(cfg.batch, seq, dtype=torch.long), "pixel_values": pixel_values.to(torch.bfloat16),
-        "image_grid_thw": grid, "mm_token_type_ids": mm, "response_mask": resp, "advantages": adv,
+        "input_ids": ids,
+        "attention_mask": torch.ones(cfg.batch, seq, dtype=torch.long),
+        "pixel_values": pixel_values.to(torch.bfloat16),
+        "image_grid_thw": grid,
+        "mm_token_type_ids": mm,
+        "response_mask": resp,
+        "advantages": adv,
     }
     return {k: v.to(device) for k, v in out.items()}

@@ -38,11 +38,23 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
     px = int(config["image_px"])
     b = int(config["batch"])
     return PlanInput(
-        model="Qwen/Qwen3-VL-8B-Instruct", lora_rank=32, micro_train_batch_size_per_gpu=b, mini_batch_size=b * gpus,
-        train_batch_size=b * gpus, group_size=1, max_prompt_tokens=int(config["prompt_text_tokens"]),
-        max_response_tokens=int(config["response_tokens"]), image_px=(px, px), gpus_per_node=gpus, nodes=1,
-        gradient_checkpointing=bool(config["gradient_checkpointing"]), fsdp=fsdp, logprob_impl=logprob,  # type: ignore[arg-type]
-        adapter_compute_dtype=adapter, placement="split", gpu="H200",  # type: ignore[arg-type]
+        model="Qwen/Qwen3-VL-8B-Instruct",
+        lora_rank=32,
+        micro_train_batch_size_per_gpu=b,
+        mini_batch_size=b * gpus,
+        train_batch_size=b * gpus,
+        group_size=1,
+        max_prompt_tokens=int(config["prompt_text_tokens"]),
+        max_response_tokens=int(config["response_tokens"]),
+        image_px=(px, px),
+        gpus_per_node=gpus,
+        nodes=1,
+        gradient_checkpointing=bool(config["gradient_checkpointing"]),
+        fsdp=fsdp,
+        logprob_impl=logprob,  # type: ignore[arg-type]
+        adapter_compute_dtype=adapter,
+        placement="split",
+        gpu="H200",  # type: ignore[arg-type]
     )
 
 

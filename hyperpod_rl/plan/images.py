@@ -23,7 +23,9 @@ MAX_TOKENS = 16384
 MAX_ASPECT_RATIO = 200
 
 
-def smart_resize(height_px: int, width_px: int, *, patch_px: int = 16, merge: int = 2, min_pixels: int | None = None, max_pixels: int | None = None) -> tuple[int, int]:
+def smart_resize(
+    height_px: int, width_px: int, *, patch_px: int = 16, merge: int = 2, min_pixels: int | None = None, max_pixels: int | None = None
+) -> tuple[int, int]:
     """Resized (height, width) in pixels, both multiples of ``patch_px * merge``.
 
     Raises:

@@ -71,11 +71,15 @@ class PlanInput(BaseModel):
         self.gpu_spec()
         unknown = set(self.lora_target_modules) - set(ALL_LINEAR)
         if unknown:
-            raise ConfigError(f"lora_target_modules has {sorted(unknown)}, which are not Qwen3-VL language linears; use a subset of {list(ALL_LINEAR)}")
+            raise ConfigError(
+                f"lora_target_modules has {sorted(unknown)}, which are not Qwen3-VL language linears; use a subset of {list(ALL_LINEAR)}"
+            )
         if self.placement == "colocated" and self.inference_gpus:
             raise ConfigError("inference_gpus is only for placement='split'; colocated engines share the training GPUs, so leave it 0")
         if self.gpu_memory_utilization > 0.95:
-            raise ConfigError(f"gpu_memory_utilization={self.gpu_memory_utilization} leaves no room for CUDA context and graphs; use 0.9 or less")
+            raise ConfigError(
+                f"gpu_memory_utilization={self.gpu_memory_utilization} leaves no room for CUDA context and graphs; use 0.9 or less"
+            )
         h, w = self.image_px
         if h <= 0 or w <= 0:
             raise ConfigError(f"image_px must be positive (height, width), got {self.image_px}")

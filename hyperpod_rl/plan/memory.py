@@ -59,7 +59,15 @@ class MemoryBreakdown(BaseModel):
 
     @property
     def peak_gib(self) -> float:
-        return self.weights_gib + self.fsdp_buffers_gib + self.reference_gib + self.lora_gib + self.activations_gib + self.logits_gib + self.overhead_gib
+        return (
+            self.weights_gib
+            + self.fsdp_buffers_gib
+            + self.reference_gib
+            + self.lora_gib
+            + self.activations_gib
+            + self.logits_gib
+            + self.overhead_gib
+        )
 
 
 def lora_params(inp: PlanInput) -> int:
@@ -96,7 +104,11 @@ def policy_update_memory(inp: PlanInput) -> MemoryBreakdown:
     weights = total * 2 / w
     fsdp_buffers = 0.0
     if inp.fsdp:
-        root = s.embed_params * (1 if s.tie_word_embeddings else 2) + s.hidden_size + (s.vision.params - s.vision.depth * _vision_block_params(inp))
+        root = (
+            s.embed_params * (1 if s.tie_word_embeddings else 2)
+            + s.hidden_size
+            + (s.vision.params - s.vision.depth * _vision_block_params(inp))
+        )
         fsdp_buffers = root * 2 * (1 - 1 / w) + c["fsdp_layers_gathered"] * s.layer_params * 2
     reference = 0.0 if not inp.use_kl or inp.offload_reference else total * 2 / w
     lora = lora_params(inp) * 16 / w
@@ -113,8 +125,13 @@ def policy_update_memory(inp: PlanInput) -> MemoryBreakdown:
     else:
         logits = c["chunk_logit_bytes"] * min(inp.chunk_tokens, resp_tokens) * s.vocab_size + resp_tokens * s.hidden_size * 4
     return MemoryBreakdown(
-        weights_gib=weights / GIB, fsdp_buffers_gib=fsdp_buffers / GIB, reference_gib=reference / GIB, lora_gib=lora / GIB,
-        activations_gib=activations / GIB, logits_gib=logits / GIB, overhead_gib=c["overhead_gib"],
+        weights_gib=weights / GIB,
+        fsdp_buffers_gib=fsdp_buffers / GIB,
+        reference_gib=reference / GIB,
+        lora_gib=lora / GIB,
+        activations_gib=activations / GIB,
+        logits_gib=logits / GIB,
+        overhead_gib=c["overhead_gib"],
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -99,23 +98,36 @@ def plan(inp: PlanInput) -> Plan:
     else:
         verdicts.append(f"policy update fits: about {mem.peak_gib:.0f} of {g.memory_gib:.0f} GiB per GPU{where}")
         if not inp.gradient_checkpointing:
-            verdicts.append("gradient_checkpointing is off: activations take " f"{mem.activations_gib:.0f} GiB; turning it on trades about 25% more compute for most of that")
+            verdicts.append(
+                "gradient_checkpointing is off: activations take "
+                f"{mem.activations_gib:.0f} GiB; turning it on trades about 25% more compute for most of that"
+            )
     if inp.logprob_impl == "naive":
         verdicts.append(f"naive log-probs materialise full logits ({mem.logits_gib:.0f} GiB); logprob_impl='chunked' needs a few GiB")
     if kv.concurrent_sequences < 1:
         blockers += 1
-        need = (s_w := inp.shape().total_params * 2 / inp.inference_tensor_parallel_size / GIB) + VLLM_WORKSPACE_GIB + inp.seq_len * kv.bytes_per_token / GIB
+        need = (
+            (s_w := inp.shape().total_params * 2 / inp.inference_tensor_parallel_size / GIB)
+            + VLLM_WORKSPACE_GIB
+            + inp.seq_len * kv.bytes_per_token / GIB
+        )
         verdicts.append(
             f"gpu_memory_utilization={inp.gpu_memory_utilization} leaves {kv.capacity_gib:.1f} GiB for vLLM's KV cache after "
             f"{s_w:.0f} GiB of weights: not one {inp.seq_len}-token sequence fits; raise it to at least {min(0.95, need / g.memory_gib + 0.02):.2f} "
             "or raise inference_tensor_parallel_size"
         )
     else:
-        verdicts.append(f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences} concurrent {inp.seq_len}-token sequences per engine")
+        verdicts.append(
+            f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences} concurrent {inp.seq_len}-token sequences per engine"
+        )
     if inp.placement == "colocated" and inp.gpu_memory_utilization > 0.85:
-        verdicts.append(f"gpu_memory_utilization={inp.gpu_memory_utilization} is high for colocated training: vLLM must sleep fully before the update")
+        verdicts.append(
+            f"gpu_memory_utilization={inp.gpu_memory_utilization} is high for colocated training: vLLM must sleep fully before the update"
+        )
     if inp.image_tokens_per_image > 4096:
-        verdicts.append(f"each {inp.image_px[0]}x{inp.image_px[1]} px image becomes {inp.image_tokens_per_image} tokens; downscale images to cut memory and time")
+        verdicts.append(
+            f"each {inp.image_px[0]}x{inp.image_px[1]} px image becomes {inp.image_tokens_per_image} tokens; downscale images to cut memory and time"
+        )
     sequences = inp.train_batch_size * inp.group_size
     per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
     if inp.mini_batch_size % per_step or sequences % inp.mini_batch_size:
@@ -129,8 +141,15 @@ def plan(inp: PlanInput) -> Plan:
         f"(train {step.train_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
     )
     return Plan(
-        input=inp, seq_len=inp.seq_len, image_tokens=inp.image_tokens_per_image, memory=mem, gpu_memory_gib=g.memory_gib,
-        kv_cache=kv, step=step, fits=blockers == 0, verdicts=verdicts,
+        input=inp,
+        seq_len=inp.seq_len,
+        image_tokens=inp.image_tokens_per_image,
+        memory=mem,
+        gpu_memory_gib=g.memory_gib,
+        kv_cache=kv,
+        step=step,
+        fits=blockers == 0,
+        verdicts=verdicts,
     )
 
 
@@ -168,7 +187,17 @@ def predict_scaling(inp: PlanInput, gpu_counts: list[int], *, mode: Literal["wea
         comm = comm_seconds(p)
         step = compute + COMM["exposed"] * comm
         tps = b * p.seq_len * n / step
-        points.append(ScalingPoint(gpus=n, micro_batch_per_gpu=b, tokens_per_s=tps, tokens_per_s_per_gpu=tps / n, comm_s=comm, step_s=step,
-                                   efficiency=0.0, peak_gib=policy_update_memory(p).peak_gib))
+        points.append(
+            ScalingPoint(
+                gpus=n,
+                micro_batch_per_gpu=b,
+                tokens_per_s=tps,
+                tokens_per_s_per_gpu=tps / n,
+                comm_s=comm,
+                step_s=step,
+                efficiency=0.0,
+                peak_gib=policy_update_memory(p).peak_gib,
+            )
+        )
     base = points[0].tokens_per_s_per_gpu if points else 1.0
     return [pt.model_copy(update={"efficiency": pt.tokens_per_s_per_gpu / base}) for pt in points]

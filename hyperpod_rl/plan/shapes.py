@@ -107,27 +107,55 @@ class ModelShape(BaseModel):
 
 
 _SMALL_VISION = VisionShape(depth=24, hidden_size=1024, intermediate_size=4096, out_hidden_size=2048, deepstack_visual_indexes=(5, 11, 17))
-_LARGE_VISION = dict(depth=27, hidden_size=1152, intermediate_size=4304, deepstack_visual_indexes=(8, 16, 24))
+_LARGE_VISION = {"depth": 27, "hidden_size": 1152, "intermediate_size": 4304, "deepstack_visual_indexes": (8, 16, 24)}
 
 QWEN3_VL_SHAPES: dict[str, ModelShape] = {
     "Qwen/Qwen3-VL-2B-Instruct": ModelShape(
-        name="Qwen/Qwen3-VL-2B-Instruct", hidden_size=2048, intermediate_size=6144, num_hidden_layers=28,
-        num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True,
+        name="Qwen/Qwen3-VL-2B-Instruct",
+        hidden_size=2048,
+        intermediate_size=6144,
+        num_hidden_layers=28,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+        tie_word_embeddings=True,
         vision=_SMALL_VISION,
     ),
     "Qwen/Qwen3-VL-4B-Instruct": ModelShape(
-        name="Qwen/Qwen3-VL-4B-Instruct", hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
-        num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True,
+        name="Qwen/Qwen3-VL-4B-Instruct",
+        hidden_size=2560,
+        intermediate_size=9728,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+        tie_word_embeddings=True,
         vision=_SMALL_VISION.model_copy(update={"out_hidden_size": 2560}),
     ),
     "Qwen/Qwen3-VL-8B-Instruct": ModelShape(
-        name="Qwen/Qwen3-VL-8B-Instruct", hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
-        num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=False,
+        name="Qwen/Qwen3-VL-8B-Instruct",
+        hidden_size=4096,
+        intermediate_size=12288,
+        num_hidden_layers=36,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+        tie_word_embeddings=False,
         vision=VisionShape(out_hidden_size=4096, **_LARGE_VISION),
     ),
     "Qwen/Qwen3-VL-32B-Instruct": ModelShape(
-        name="Qwen/Qwen3-VL-32B-Instruct", hidden_size=5120, intermediate_size=25600, num_hidden_layers=64,
-        num_attention_heads=64, num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=False,
+        name="Qwen/Qwen3-VL-32B-Instruct",
+        hidden_size=5120,
+        intermediate_size=25600,
+        num_hidden_layers=64,
+        num_attention_heads=64,
+        num_key_value_heads=8,
+        head_dim=128,
+        vocab_size=151936,
+        tie_word_embeddings=False,
         vision=VisionShape(out_hidden_size=5120, **_LARGE_VISION),
     ),
 }

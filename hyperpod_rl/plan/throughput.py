@@ -29,7 +29,16 @@ from pydantic import BaseModel, ConfigDict
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import lora_params
 
-__all__ = ["COMM", "FIXED_STEP_S", "StepTime", "TRAIN_EFFICIENCY", "comm_seconds", "step_time", "train_flops_per_sample", "train_seconds_per_micro_batch"]
+__all__ = [
+    "COMM",
+    "FIXED_STEP_S",
+    "TRAIN_EFFICIENCY",
+    "StepTime",
+    "comm_seconds",
+    "step_time",
+    "train_flops_per_sample",
+    "train_seconds_per_micro_batch",
+]
 
 #: Achieved fraction of dense bf16 peak on executed FLOPs, by adapter compute dtype; least-squares fit
 #: over 37 measured steps on H200 (benchmarks/results/, docs/planner.md).
@@ -139,4 +148,11 @@ def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
     if inp.placement == "colocated":
         sync += 2 * s.total_params * 2 / (w if inp.fsdp else 1) / g.host_bytes_per_s
     tokens_per_gpu = sequences * inp.seq_len / w / train
-    return StepTime(generate_s=generate, train_s=train, sync_s=sync, train_compute_s=compute, train_comm_exposed_s=exposed, train_tokens_per_s_per_gpu=tokens_per_gpu)
+    return StepTime(
+        generate_s=generate,
+        train_s=train,
+        sync_s=sync,
+        train_compute_s=compute,
+        train_comm_exposed_s=exposed,
+        train_tokens_per_s_per_gpu=tokens_per_gpu,
+    )

@@ -48,7 +48,9 @@ class LogprobInputError(HyperpodRLError, ValueError):
 
 def _check_inputs(hidden: torch.Tensor, targets: torch.Tensor | None, mask: torch.Tensor, *, chunk_tokens: int, temperature: float) -> None:
     if hidden.dim() != 3:
-        raise LogprobInputError(f"hidden must be (B, T, H), got shape {tuple(hidden.shape)}; pass the final hidden states before the output head")
+        raise LogprobInputError(
+            f"hidden must be (B, T, H), got shape {tuple(hidden.shape)}; pass the final hidden states before the output head"
+        )
     batch, seq = hidden.shape[:2]
     if mask.shape != (batch, seq):
         raise LogprobInputError(f"mask must be (B, T) = {(batch, seq)} like hidden, got {tuple(mask.shape)}")

@@ -12,7 +12,18 @@ from hyperpod_rl.plan.throughput import COMM, comm_seconds, train_seconds_per_mi
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 FILES = ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json", "h200_2gpu_fsdp_run2.json")
-REQUIRED = ("config", "gpus", "device", "date", "measured_peak_gib", "predicted_peak_gib", "tokens_per_s", "baseline_tokens_per_s", "baseline_peak_gib", "mfu")
+REQUIRED = (
+    "config",
+    "gpus",
+    "device",
+    "date",
+    "measured_peak_gib",
+    "predicted_peak_gib",
+    "tokens_per_s",
+    "baseline_tokens_per_s",
+    "baseline_peak_gib",
+    "mfu",
+)
 
 
 def _records(name: str) -> list[dict]:
@@ -40,7 +51,9 @@ def test_peak_prediction_within_15_percent(fname: str, rec: dict) -> None:
         predicted = policy_update_memory(bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant)).peak_gib
         assert abs(predicted / res["peak_gib"] - 1) <= 0.15, f"{variant}: predicted {predicted:.1f} GiB, measured {res['peak_gib']:.1f} GiB"
     stored = rec["predicted_peak_gib"]
-    assert stored == pytest.approx(policy_update_memory(bench_plan_input(rec["config"], gpus=rec["gpus"], variant=rec["improved_variant"])).peak_gib, rel=1e-6), "run benchmarks/gpu/repredict.py"
+    assert stored == pytest.approx(
+        policy_update_memory(bench_plan_input(rec["config"], gpus=rec["gpus"], variant=rec["improved_variant"])).peak_gib, rel=1e-6
+    ), "run benchmarks/gpu/repredict.py"
 
 
 def test_improved_path_bar_at_the_reference_batch_and_large_batches() -> None:
@@ -95,7 +108,9 @@ def test_planner_tokens_per_s_within_20_percent_at_each_scaling_point(rec1: dict
         inp = bench_plan_input(rec["config"], gpus=rec["gpus"], variant="improved")
         step = train_seconds_per_micro_batch(inp) + COMM["exposed"] * comm_seconds(inp)
         predicted = inp.micro_train_batch_size_per_gpu * inp.seq_len / step
-        assert abs(predicted / rec["tokens_per_s"] - 1) <= 0.20, f"{rec['gpus']} GPU: predicted {predicted:.0f}, measured {rec['tokens_per_s']:.0f}"
+        assert abs(predicted / rec["tokens_per_s"] - 1) <= 0.20, (
+            f"{rec['gpus']} GPU: predicted {predicted:.0f}, measured {rec['tokens_per_s']:.0f}"
+        )
 
 
 def test_weak_scaling_measured_and_predicted_agree() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -32,20 +33,35 @@ def test_shape_from_config_dict_round_trips() -> None:
     s = model_shape("4B")
     cfg = {
         "tie_word_embeddings": True,
-        "text_config": {"hidden_size": s.hidden_size, "intermediate_size": s.intermediate_size, "num_hidden_layers": s.num_hidden_layers,
-                        "num_attention_heads": s.num_attention_heads, "num_key_value_heads": s.num_key_value_heads, "head_dim": 128, "vocab_size": s.vocab_size},
+        "text_config": {
+            "hidden_size": s.hidden_size,
+            "intermediate_size": s.intermediate_size,
+            "num_hidden_layers": s.num_hidden_layers,
+            "num_attention_heads": s.num_attention_heads,
+            "num_key_value_heads": s.num_key_value_heads,
+            "head_dim": 128,
+            "vocab_size": s.vocab_size,
+        },
         "vision_config": s.vision.model_dump(),
     }
     assert shape_from_hf_config(cfg).total_params == s.total_params
     with pytest.raises(ConfigError, match="text_config.vocab_size"):
-        shape_from_hf_config({"text_config": {k: v for k, v in cfg["text_config"].items() if k != "vocab_size"}, "vision_config": cfg["vision_config"]})
+        shape_from_hf_config(
+            {"text_config": {k: v for k, v in cfg["text_config"].items() if k != "vocab_size"}, "vision_config": cfg["vision_config"]}
+        )
     with pytest.raises(ConfigError, match="not a known Qwen3-VL shape"):
         model_shape("Qwen3-VL-9B")
 
 
 @pytest.mark.parametrize(
     ("hw", "resized", "tokens"),
-    [((448, 448), (448, 448), 196), ((300, 500), (288, 512), 144), ((10, 10), (64, 64), 4), ((896, 896), (896, 896), 784), ((8000, 8000), (4096, 4096), 16384)],
+    [
+        ((448, 448), (448, 448), 196),
+        ((300, 500), (288, 512), 144),
+        ((10, 10), (64, 64), 4),
+        ((896, 896), (896, 896), 784),
+        ((8000, 8000), (4096, 4096), 16384),
+    ],
 )
 def test_image_tokens_follow_smart_resize(hw: tuple[int, int], resized: tuple[int, int], tokens: int) -> None:
     assert smart_resize(*hw) == resized
@@ -65,16 +81,34 @@ def test_lora_r32_all_linear_on_8b() -> None:
 
 
 def test_oversized_micro_batch_gets_a_verdict_with_a_fix() -> None:
-    p = plan(PlanInput(model="8B", micro_train_batch_size_per_gpu=64, gpus_per_node=8, gradient_checkpointing=False,
-                       max_response_tokens=2048, mini_batch_size=512, train_batch_size=64))
+    p = plan(
+        PlanInput(
+            model="8B",
+            micro_train_batch_size_per_gpu=64,
+            gpus_per_node=8,
+            gradient_checkpointing=False,
+            max_response_tokens=2048,
+            mini_batch_size=512,
+            train_batch_size=64,
+        )
+    )
     assert not p.fits
     assert p.memory.peak_gib > 141
     verdict = p.verdicts[0]
     assert verdict.startswith("micro_train_batch_size_per_gpu=64 needs about")
     fix = int(verdict.rsplit("use ", 1)[1])
     assert 1 <= fix < 64
-    smaller = plan(PlanInput(model="8B", micro_train_batch_size_per_gpu=fix, gpus_per_node=8, gradient_checkpointing=False,
-                             max_response_tokens=2048, mini_batch_size=512, train_batch_size=64))
+    smaller = plan(
+        PlanInput(
+            model="8B",
+            micro_train_batch_size_per_gpu=fix,
+            gpus_per_node=8,
+            gradient_checkpointing=False,
+            max_response_tokens=2048,
+            mini_batch_size=512,
+            train_batch_size=64,
+        )
+    )
     assert smaller.fits
 
 
@@ -115,8 +149,12 @@ def test_batch_divisibility_is_checked() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value", "match"),
-    [("lora_target_modules", ("qkv",), "not Qwen3-VL language linears"), ("gpu_memory_utilization", 0.99, "use 0.9 or less"),
-     ("gpu", "TPU", "not known to the planner"), ("inference_gpus", 4, "only for placement='split'")],
+    [
+        ("lora_target_modules", ("qkv",), "not Qwen3-VL language linears"),
+        ("gpu_memory_utilization", 0.99, "use 0.9 or less"),
+        ("gpu", "TPU", "not known to the planner"),
+        ("inference_gpus", 4, "only for placement='split'"),
+    ],
 )
 def test_bad_inputs_raise_config_error(field: str, value: object, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
@@ -130,7 +168,7 @@ def test_scaling_model_shapes() -> None:
     assert [p.efficiency for p in weak] == sorted((p.efficiency for p in weak), reverse=True)
     assert weak[-1].efficiency > strong[-1].efficiency
     assert [p.micro_batch_per_gpu for p in strong] == [16, 8, 4, 2]
-    assert all(b.tokens_per_s > a.tokens_per_s for a, b in zip(strong, strong[1:]))
+    assert all(b.tokens_per_s > a.tokens_per_s for a, b in itertools.pairwise(strong))
     assert weak[-1].peak_gib < weak[0].peak_gib  # sharded weights shrink per GPU
 
 
