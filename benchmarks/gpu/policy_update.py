@@ -171,7 +171,8 @@ def _comm_share(step: Any, device: torch.device) -> dict[str, float]:
     }
 
 
-def _fsdp_wrap(root: PolicyLogprobs, world: int, device: torch.device) -> None:
+def _fsdp_wrap(root: PolicyLogprobs, world: int, device: torch.device, *, vision: str = "per_block", reshard: bool = True) -> None:
+    """FSDP2: one unit per decoder layer, the vision tower per block (or as one unit), then the root."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -179,10 +180,23 @@ def _fsdp_wrap(root: PolicyLogprobs, world: int, device: torch.device) -> None:
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     hf = root.hf_model()
     for layer in hf.model.language_model.layers:
-        fully_shard(layer, mesh=mesh, mp_policy=mp)
-    for block in hf.model.visual.blocks:
-        fully_shard(block, mesh=mesh, mp_policy=mp)
+        fully_shard(layer, mesh=mesh, mp_policy=mp, reshard_after_forward=reshard)
+    if vision == "per_block":
+        for block in hf.model.visual.blocks:
+            fully_shard(block, mesh=mesh, mp_policy=mp)
+    else:
+        fully_shard(hf.model.visual, mesh=mesh, mp_policy=mp)
     fully_shard(root, mesh=mesh, mp_policy=mp)
+
+
+#: FSDP2 wrapping options compared by the "tune" suite (1 GPU); "plain_bf16" is a diagnostic only
+#: (peft adapters cast to bf16, so the optimizer state is bf16 too: not a training setup).
+TUNE_VARIANTS: dict[str, dict[str, Any]] = {
+    "fsdp_per_block": {"vision": "per_block", "reshard": True},
+    "fsdp_vision_one_unit": {"vision": "one", "reshard": True},
+    "fsdp_vision_one_unit_no_reshard": {"vision": "one", "reshard": False},
+    "plain_bf16": {},
+}
 
 
 def _predict(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> float | None:
@@ -308,12 +322,33 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
     shape = model_shape("8B")
     torch.manual_seed(1234)
     t0 = time.perf_counter()
-    root = PolicyLogprobs(build_policy(shape, device=device, lora_rank=32, tiny=tiny))
+    root: PolicyLogprobs | None = PolicyLogprobs(build_policy(shape, device=device, lora_rank=32, tiny=tiny))
     vocab = root.hf_model().config.text_config.vocab_size
     log = (lambda *a: print(*a, flush=True)) if rank == 0 else (lambda *a: None)
     log(f"built policy in {time.perf_counter() - t0:.1f}s on {device_name}; world={world}")
     records: list[dict[str, Any]] = []
-    if suite == "check":
+    if suite == "tune":
+        configs = TINY_SUITE if tiny else [SINGLE_SUITE[4], SINGLE_SUITE[0], SINGLE_SUITE[1]]
+        tune: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in configs}
+        for variant, options in TUNE_VARIANTS.items():
+            if root is None:
+                torch.manual_seed(1234)
+                root = PolicyLogprobs(build_policy(shape, device=device, lora_rank=32, tiny=tiny))
+            if options:
+                _fsdp_wrap_single(root, device, **options)
+            else:
+                root.to(torch.bfloat16)
+            for cfg in configs:
+                tune[cfg.name][variant] = measure(root, cfg, "improved", device=device, steps=steps, profile=False, vocab=vocab)
+                log(cfg.name, variant, _short(tune[cfg.name][variant]))
+            root = None
+            gc.collect()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+        records = [
+            {"config": c.to_json(), "gpus": 1, "device": device_name, "date": dt.date.today().isoformat(), "variants": tune[c.name]} for c in configs
+        ]
+    elif suite == "check":
         cfg = TINY_SUITE[0] if tiny else SINGLE_SUITE[0]
         rec = check_logprobs(root, cfg, device=device, vocab=vocab) | {
             "device": device_name,
@@ -353,7 +388,7 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
         dist.destroy_process_group()
 
 
-def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device) -> None:
+def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device, **options: Any) -> None:
     """FSDP2 at world size 1 in a plain process: a one-rank process group on a free local port."""
     import socket
 
@@ -362,8 +397,9 @@ def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device) -> None:
         port = s.getsockname()[1]
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(port))
-    dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
-    _fsdp_wrap(root, 1, device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo", rank=0, world_size=1)
+    _fsdp_wrap(root, 1, device, **options)
 
 
 def _short(r: dict[str, Any]) -> str:
@@ -375,7 +411,7 @@ def _short(r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", choices=["single", "fsdp", "check"], required=True)
+    ap.add_argument("--suite", choices=["single", "fsdp", "check", "tune"], required=True)
     ap.add_argument("--only", nargs="*", help="fsdp suite: run only these config names")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write (rank 0)")

@@ -17,6 +17,9 @@ ngpu=$(python3 -c "import torch; print(torch.cuda.device_count())")
 if [ "${CHECK:-0}" = 1 ]; then  # chunked vs naive log-prob agreement on the full-size model
   CUDA_VISIBLE_DEVICES=0 timeout 200 python3 -m benchmarks.gpu.policy_update --suite check --out "$out/h200_logprob_check.json" 2>&1 | tee "$out/check.log" | grep -v "^USDT\|use_cache"
 fi
+if [ "${TUNE:-0}" = 1 ]; then  # FSDP2 wrapping options at world size 1
+  CUDA_VISIBLE_DEVICES=0 timeout 300 python3 -m benchmarks.gpu.policy_update --suite tune --steps 3 --out "$out/h200_1gpu_fsdp_tuning.json" 2>&1 | tee "$out/tune.log" | grep -v "^USDT\|use_cache"
+fi
 if [ "${SKIP_SINGLE:-0}" != 1 ]; then
   CUDA_VISIBLE_DEVICES=0 timeout "${SINGLE_TIMEOUT:-330}" python3 -m benchmarks.gpu.policy_update --suite single --steps 3 --out "$out/h200_1gpu.json" 2>&1 | tee "$out/single.log" | grep -v "^USDT\|use_cache"
 fi
