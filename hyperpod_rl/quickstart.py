@@ -87,7 +87,9 @@ class DatasetPaths:
 
 def _spec(opts: QuickstartOptions) -> DatasetSpec:
     sizes = tuple((n, n) for n in range(opts.min_size, opts.max_size + 1))
-    return DatasetSpec(seed=opts.seed, sizes=sizes, counts={"train": opts.train_mazes, "heldout": opts.heldout_mazes}, max_turns=opts.max_turns)
+    # The embedded tiny model gets terse prompts; a real checkpoint gets the full instructions.
+    style = "terse" if opts.model_path is None else "full"
+    return DatasetSpec(seed=opts.seed, sizes=sizes, counts={"train": opts.train_mazes, "heldout": opts.heldout_mazes}, max_turns=opts.max_turns, prompt_style=style)
 
 
 def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:

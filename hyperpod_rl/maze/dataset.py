@@ -45,7 +45,7 @@ from hyperpod_rl.maze._model import MazeModel
 from hyperpod_rl.maze.env import ENV_CLASS, default_max_turns
 from hyperpod_rl.maze.generate import ALGORITHMS, generate_maze
 from hyperpod_rl.maze.grid import MAX_SIDE, MIN_SIDE, Maze
-from hyperpod_rl.maze.messages import Mode, Observation, build_prompt, clean_messages
+from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt, clean_messages
 from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.maze.reward import REWARD_VERSION
 from hyperpod_rl.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
@@ -77,6 +77,8 @@ class DatasetSpec(MazeModel):
         mode: ``"step"`` or ``"plan"``.
         max_turns: Step-mode turn limit (>= 1); None uses ``2 * shortest_path_length + 4`` per maze.
         observation: What each turn shows: ``image``, ``text`` (text-grid twin) or ``both``.
+        prompt_style: ``"full"`` instructions (real VLMs) or ``"terse"`` (image plus one word;
+            for tiny random-init models, see :data:`hyperpod_rl.maze.messages.PromptStyle`).
         render_style: Drawing style; cell size shrinks per maze to respect ``max_image_tokens``.
         max_image_tokens: Cap on vision tokens per image (qwen-vl-utils rules, patch 16, merge 2).
         data_source: Prefix of the ``data_source`` column.
@@ -96,6 +98,7 @@ class DatasetSpec(MazeModel):
     mode: Mode = "step"
     max_turns: int | None = Field(default=None, ge=1)
     observation: Observation = "image"
+    prompt_style: PromptStyle = "full"
     render_style: RenderStyle = Field(default_factory=RenderStyle)
     max_image_tokens: int = Field(default=1024, ge=4)
     data_source: str = "hyperpod_rl.maze"
@@ -188,7 +191,7 @@ def _row(spec: DatasetSpec, maze: Maze, split: str, stratum: str, algorithm: str
     max_turns = 1 if spec.mode == "plan" else (spec.max_turns or default_max_turns(maze))
     tokens = 0 if spec.observation == "text" else image_token_count(*image_size_px(maze.rows, maze.cols, style))
     return {
-        "prompt": build_prompt(maze, mode=spec.mode, max_turns=max_turns, style=style, observation=spec.observation),
+        "prompt": build_prompt(maze, mode=spec.mode, max_turns=max_turns, style=style, observation=spec.observation, prompt_style=spec.prompt_style),
         "env_class": ENV_CLASS,
         "data_source": f"{spec.data_source}/{split}",
         "maze": maze.to_json(),
@@ -202,6 +205,7 @@ def _row(spec: DatasetSpec, maze: Maze, split: str, stratum: str, algorithm: str
         "mode": spec.mode,
         "max_turns": max_turns,
         "observation": spec.observation,
+        "prompt_style": spec.prompt_style,
         "render_style": style.model_dump_json(),
         "image_tokens": tokens,
         "algorithm": algorithm,

@@ -90,6 +90,9 @@ class MazeEnv(BaseTextEnv):
         self.mode: str = str(_setting("mode", extras, env_config, "step"))
         if self.mode not in _MODES:
             raise MazeError(f"mode={self.mode!r} is not supported; use one of {_MODES}")
+        self.prompt_style: str = str(_setting("prompt_style", extras, env_config, "full"))
+        if self.prompt_style not in ("full", "terse"):
+            raise MazeError(f"prompt_style={self.prompt_style!r} is not supported; use 'full' or 'terse'")
         self.observation: str = str(_setting("observation", extras, env_config, "image"))
         if self.observation not in _OBSERVATIONS:
             raise MazeError(f"observation={self.observation!r} is not supported; use one of {_OBSERVATIONS}")
@@ -124,7 +127,8 @@ class MazeEnv(BaseTextEnv):
             conversation = clean_messages(prompt)
         else:
             conversation = build_prompt(
-                self.maze, mode=self.mode, max_turns=self.max_turns, style=self.style, observation=self.observation
+                self.maze, mode=self.mode, max_turns=self.max_turns, style=self.style, observation=self.observation,
+                prompt_style=self.prompt_style,  # type: ignore[arg-type]
             )
         return conversation, {"reward_version": REWARD_VERSION, "layout_hash": self.maze.layout_hash()}
 
@@ -150,7 +154,7 @@ class MazeEnv(BaseTextEnv):
         done = out.solved or self.turns >= self.max_turns
         observations = []
         if not done:
-            text = feedback_text(out.move, blocked=out.blocked, violation=out.violation)
+            text = feedback_text(out.move, blocked=out.blocked, violation=out.violation, prompt_style=self.prompt_style)  # type: ignore[arg-type]
             observations = [
                 observation_message(self.maze, self.agent, text, style=self.style, observation=self.observation)
             ]

@@ -128,3 +128,25 @@ def test_env_config_supplies_defaults(corridor: Maze) -> None:
     parts = out["observations"][0]["content"]
     assert parts[0]["type"] == "image_url"
     assert corridor.to_text((0, 1)) in parts[1]["text"]
+
+
+def test_terse_prompt_style_keeps_the_image_and_drops_the_instructions():
+    import skyrl_gym
+
+    from hyperpod_rl.maze import ENV_CLASS, DatasetSpec, build_dataset, register_env
+    from hyperpod_rl.maze.messages import TERSE_TEXT
+
+    rows = build_dataset(DatasetSpec(seed=1, sizes=((3, 3),), counts={"train": 4, "heldout": 2}, max_turns=3, prompt_style="terse"))["train"]
+    prompt = rows[0]["prompt"]
+    assert [m["role"] for m in prompt] == ["user"]
+    kinds = [p["type"] for p in prompt[0]["content"]]
+    assert kinds == ["image_url", "text"] and prompt[0]["content"][1]["text"] == TERSE_TEXT["start"]
+    register_env()
+    env = skyrl_gym.make(ENV_CLASS, env_config={}, extras=rows[0])
+    env.init(prompt)
+    out = env.step("<answer>up</answer>")
+    if not out["done"]:
+        text = [p["text"] for p in out["observations"][0]["content"] if p["type"] == "text"]
+        assert text[0] in (TERSE_TEXT["moved"], TERSE_TEXT["blocked"])
+    with pytest.raises(MazeError, match="prompt_style"):
+        skyrl_gym.make(ENV_CLASS, env_config={}, extras={**rows[0], "prompt_style": "chatty"})

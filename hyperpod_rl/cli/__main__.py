@@ -1,0 +1,5 @@
+"""``python -m hyperpod_rl.cli`` = ``hyperpod-rl``."""
+
+from hyperpod_rl.cli import app
+
+app()
