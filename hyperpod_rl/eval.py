@@ -17,7 +17,7 @@ from typing import Any
 from hyperpod_rl.errors import CheckpointError
 from hyperpod_rl.maze import MazeEnv
 from hyperpod_rl.model.loading import load_base_model
-from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.train.policy import MazePolicy
 from hyperpod_rl.train.rollout import play_episodes
 
 __all__ = ["EvalResult", "evaluate", "load_policy"]

@@ -98,7 +98,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
         model_path: base model directory.
         adapters: adapter name -> adapter directory (each with provenance.json).
         num_cpus: CPUs reserved by the replica.
-        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.model.policy`).
+        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.train.policy`).
 
     Returns:
         A bound ``ray.serve`` application for ``serve.run``.
@@ -117,7 +117,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             from peft import PeftModel
 
             from hyperpod_rl.model.loading import load_base_model
-            from hyperpod_rl.model.policy import MazePolicy
+            from hyperpod_rl.train.policy import MazePolicy
 
             torch.set_num_threads(1)
             model, processor, self.model_id = load_base_model(model_path)

@@ -32,7 +32,7 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.maze import REWARD_VERSION, MazeEnv
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import load_base_model, revision_of
-from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.train.policy import MazePolicy
 from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, write_dir_atomically
 from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
 from hyperpod_rl.train.provenance import provenance_record

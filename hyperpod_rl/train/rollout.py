@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from hyperpod_rl.maze import ENV_CLASS, register_env
-from hyperpod_rl.model.policy import Action, MazePolicy
+from hyperpod_rl.train.policy import Action, MazePolicy
 
 __all__ = ["Episode", "Turn", "play_episodes"]
 
