@@ -19,7 +19,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -47,8 +47,10 @@ class QuickstartOptions(BaseModel):
     max_turns: int = Field(6, gt=0, description="turn limit per episode")
     group_size: int = Field(8, description="GRPO group size (episodes per maze)")
     mazes_per_step: int = Field(8, gt=0)
-    steps: int = Field(100, gt=0)
-    lr: float = Field(3e-3, gt=0)
+    steps: int = Field(200, gt=0)
+    lr: float = Field(5e-4, gt=0)
+    advantage: Literal["outcome", "process"] = Field("process", description="GRPO advantage: per-episode outcome, or per-turn process supervision")
+    gamma: float = Field(0.5, ge=0, le=1, description="discount over turns for advantage='process'")
     lora_rank: int = Field(16, gt=0)
     serve: bool = True
     serve_port: int = Field(8000, gt=0, lt=65536)
@@ -155,7 +157,7 @@ def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, r
             "backend": "reference",
             "model": {"path": str(model_path), "revision": revision},
             "lora": {"rank": opts.lora_rank, "alpha": 2.0 * opts.lora_rank},
-            "grpo": {"group_size": opts.group_size, "lr": opts.lr},
+            "grpo": {"group_size": opts.group_size, "lr": opts.lr, "advantage": opts.advantage, "gamma": opts.gamma},
             "rollout": {"max_turns": opts.max_turns},
             "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": opts.mazes_per_step},
             "trainer": {"steps": opts.steps, "seed": opts.seed, "eval_mazes": opts.heldout_mazes},

@@ -28,7 +28,7 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
     summary_path = tmp_path / "summary.json"
     start = time.monotonic()
     proc = _cli(
-        "quickstart", "--run-id", "e2e", "--steps", "24", "--train-mazes", "300", "--heldout-mazes", "60",
+        "quickstart", "--run-id", "e2e", "--steps", "80", "--train-mazes", "400", "--heldout-mazes", "60",
         "--serve-port", "8123", "--summary-json", str(summary_path),
     )
     wall = time.monotonic() - start
@@ -44,8 +44,8 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
     assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
     # one metric record per step, and the reward trend goes up
     rewards = [r.values["reward/avg_raw_reward"] for r in read_metrics(run_dir / "metrics.jsonl")]
-    assert len(rewards) == 24
-    first, last = sum(rewards[:8]) / 8, sum(rewards[-8:]) / 8
+    assert len(rewards) == 80
+    first, last = sum(rewards[:20]) / 20, sum(rewards[-20:]) / 20
     assert last > first, rewards
     # the table and the served answer
     assert "optimal-move rate" in proc.stdout and "held-out mazes: 60" in proc.stdout

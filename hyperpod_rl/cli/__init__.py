@@ -69,7 +69,7 @@ def local_status() -> None:
 
 @local_app.command("stop")
 def local_stop() -> None:
-    """Stop the local cluster (every Ray process on this machine)."""
+    """Stop the local cluster (only its own Ray processes)."""
     from hyperpod_rl.cluster.local import current_local_cluster
 
     cluster = current_local_cluster()

@@ -26,7 +26,9 @@ def quickstart(
     run_id: str | None = typer.Option(None, help="run id (default quickstart-<UTC time>)"),
     model_path: str | None = typer.Option(None, help="local Qwen3-VL checkpoint directory instead of the embedded tiny model"),
     seed: int = typer.Option(0, help="seed for data, model and training"),
-    steps: int = typer.Option(100, help="GRPO steps"),
+    steps: int = typer.Option(200, help="GRPO steps"),
+    lr: float = typer.Option(5e-4, help="AdamW learning rate of the LoRA adapter"),
+    advantage: str = typer.Option("process", help="GRPO advantage: 'process' (per-turn, DeepSeekMath §4.1.3) or 'outcome' (per-episode)"),
     group_size: int = typer.Option(8, help="episodes per maze (GRPO group size)"),
     mazes_per_step: int = typer.Option(8, help="mazes per GRPO step"),
     train_mazes: int = typer.Option(2000, help="train mazes"),
@@ -52,7 +54,7 @@ def quickstart(
     timings: dict[str, float] = {}
     try:
         opts = QuickstartOptions.build(
-            run_id=run_id, model_path=model_path, seed=seed, steps=steps, group_size=group_size, mazes_per_step=mazes_per_step,
+            run_id=run_id, model_path=model_path, seed=seed, steps=steps, lr=lr, advantage=advantage, group_size=group_size, mazes_per_step=mazes_per_step,
             train_mazes=train_mazes, heldout_mazes=heldout_mazes, max_turns=max_turns, min_size=min_size, max_size=max_size,
             serve=serve, serve_port=serve_port,
         )

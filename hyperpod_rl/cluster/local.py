@@ -15,6 +15,7 @@ Security model (measured with Ray 2.57, see ../shared/REFERENCE.md §2 "Local Ra
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -75,6 +76,9 @@ class LocalClusterState:
         dashboard_url: ``http://127.0.0.1:<port>``, the dashboard and job API.
         metrics_export_port: the head's Prometheus metrics port (Ray's ``ray_*`` gauges).
         started_at: Unix time in seconds.
+        python: the interpreter of the environment that started it (jobs run under it).
+        temp_dir: the cluster's Ray temp dir (``--temp-dir``); every process of the cluster has it
+            on its command line, which is how :meth:`LocalCluster.stop` finds them.
         worker_nodes: number of extra worker nodes started with :meth:`LocalCluster.add_worker`.
     """
 
@@ -83,6 +87,7 @@ class LocalClusterState:
     metrics_export_port: int
     started_at: float
     python: str
+    temp_dir: str
     worker_nodes: int = 0
     token: str = field(default="", repr=False)
 
@@ -156,10 +161,39 @@ class LocalCluster:
         _write_state(self.state_path, state)
         self.state = state
 
-    def stop(self) -> None:
-        """Stop every Ray process on this machine (``ray stop --force``) and forget the state."""
-        subprocess.run([_ray_executable(), "stop", "--force"], capture_output=True, check=False, timeout=120)
+    def stop(self, *, timeout_s: float = 30.0) -> int:
+        """Stop this cluster's processes (only this cluster's) and forget the state.
+
+        Every process of the cluster runs with this cluster's ``--temp-dir`` on its command line,
+        so other Ray clusters on the machine are left alone (unlike ``ray stop``).
+
+        Returns:
+            The number of processes signalled.
+        """
+        import psutil
+
+        found: dict[int, psutil.Process] = {}
+        for proc in psutil.process_iter(["cmdline"]):
+            try:
+                if any(self.state.temp_dir in arg for arg in proc.info["cmdline"] or []):
+                    found[proc.pid] = proc
+                    found.update({child.pid: child for child in proc.children(recursive=True)})
+            except (psutil.Error, TypeError):
+                continue
+        procs = list(found.values())
+        for proc in procs:
+            try:
+                proc.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
         self.state_path.unlink(missing_ok=True)
+        return len(procs)
 
 
 def _run_ray(cmd: list[str], token: str) -> None:
@@ -229,6 +263,8 @@ def start_local_cluster(
             "or omit it to pick a free one"
         )
     token = secrets.token_hex(32)
+    # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit).
+    temp_dir = f"/tmp/hprl-{hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10]}"
     dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
     gcs = find_free_port(DEFAULT_GCS_PORT)
     metrics = find_free_port()
@@ -239,6 +275,7 @@ def start_local_cluster(
         f"--port={gcs}", f"--dashboard-port={dash}", f"--metrics-export-port={metrics}",
         f"--ray-client-server-port={client_port}", "--include-dashboard=true",
         f"--num-cpus={num_cpus or os.cpu_count() or 1}", "--num-gpus=0", "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
     ]
     _run_ray(cmd, token)
     state = LocalClusterState(
@@ -247,6 +284,7 @@ def start_local_cluster(
         metrics_export_port=metrics,
         started_at=time.time(),
         python=sys.executable,
+        temp_dir=temp_dir,
         token=token,
     )
     _write_state(path, state)

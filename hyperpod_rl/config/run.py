@@ -95,7 +95,7 @@ class GRPOConfig(_Section):
         "(DeepSeekMath §4.1.3 process supervision)",
     )
     gamma: float = Field(1.0, ge=0, le=1, description="discount over turns for advantage='process'")
-    lr: float = Field(3e-3, gt=0, description="AdamW learning rate")
+    lr: float = Field(5e-4, gt=0, description="AdamW learning rate (3e-3 made the tiny policy collapse to one answer)")
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
 
