@@ -1,0 +1,418 @@
+"""The run ledger: an embedded SQLite database (with FTS5) of every run, its config, status,
+artifacts, eval results and free-text notes (runbooks, incident notes, findings).
+
+Where it lives: ``$HYPERPOD_RL_LEDGER`` if set (e.g. ``/fsx/hyperpod-rl/ledger.sqlite`` for a
+team), else ``<data dir>/ledger.sqlite`` (:func:`hyperpod_rl.paths.data_dir`).
+
+Concurrency: the database runs in WAL mode (readers never block the writer) with a busy
+timeout, and every write is one ``BEGIN IMMEDIATE`` transaction, so a notebook and a training
+job can write at the same time; SQLite serialises them (https://sqlite.org/wal.html,
+https://sqlite.org/lang_transaction.html). WAL needs a file system with working POSIX locks
+and shared memory on one host; for a ledger on a network file system shared by several
+hosts, pass ``journal_mode="DELETE"``.
+
+Search (:meth:`Ledger.search`) takes either
+
+* ``key<op>value`` with ``op`` one of ``= : != > >= < <=``: matched against every flattened
+  config value (``grpo.lr=0.0005``; a suffix such as ``lr`` matches ``grpo.lr``) and every
+  eval figure (``solve_rate>=0.4``, ``adapter.solve_rate>0.3``), numerically when the value is
+  a number; or
+* free text: every word must occur (FTS5, any order) in a run's config, an eval or a note.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sqlite3
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.paths import data_dir
+
+__all__ = ["LEDGER_ENV", "Ledger", "SearchHit", "flatten", "ledger_path", "record_manifest"]
+
+LEDGER_ENV = "HYPERPOD_RL_LEDGER"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    status TEXT NOT NULL,
+    run_dir TEXT,
+    config_json TEXT,
+    config_hash TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS facts (
+    run_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value TEXT,
+    num REAL,
+    PRIMARY KEY (run_id, source, key)
+);
+CREATE INDEX IF NOT EXISTS facts_key ON facts (key);
+CREATE TABLE IF NOT EXISTS artifacts (
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    path TEXT NOT NULL,
+    sha256 TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, kind, path)
+);
+CREATE TABLE IF NOT EXISTS evals (
+    run_id TEXT NOT NULL,
+    label TEXT NOT NULL,
+    metrics_json TEXT NOT NULL,
+    ci_json TEXT,
+    num_mazes INTEGER,
+    path TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, label)
+);
+CREATE TABLE IF NOT EXISTS notes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS search_index USING fts5(run_id UNINDEXED, kind UNINDEXED, ref UNINDEXED, body);
+"""
+
+_CONDITION = re.compile(r"^\s*(?P<key>[A-Za-z_][\w./-]*)\s*(?P<op>>=|<=|!=|=|:|>|<)\s*(?P<value>\S.*?)\s*$")
+_OPS = {"=": "=", ":": "=", "!=": "!=", ">": ">", ">=": ">=", "<": "<", "<=": "<="}
+
+NoteKind = Literal["note", "runbook", "incident", "finding"]
+
+
+def ledger_path() -> Path:
+    """``$HYPERPOD_RL_LEDGER``, else ``<data dir>/ledger.sqlite``."""
+    env = os.environ.get(LEDGER_ENV)
+    return Path(env).expanduser() if env else data_dir() / "ledger.sqlite"
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"grpo": {"lr": 5e-4}}`` -> ``{"grpo.lr": 5e-4}``; lists become JSON text."""
+    if isinstance(data, dict):
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): json.dumps(data) if isinstance(data, list) else data}
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(float(value)) else None
+    try:
+        return float(str(value))
+    except ValueError:
+        return None
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: the run, where it matched (``config``, ``eval``, ``note``) and how."""
+
+    run_id: str | None
+    kind: str
+    ref: str
+    text: str
+
+
+@dataclass
+class RunRecord:
+    """One run as the ledger knows it."""
+
+    run_id: str
+    status: str
+    run_dir: str | None
+    config_hash: str | None
+    created_at: float
+    updated_at: float
+    config: dict[str, Any] | None = None
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    evals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Ledger:
+    """A connection to the ledger database (created on first use).
+
+    Args:
+        path: database file; default :func:`ledger_path`.
+        timeout_s: how long a write waits for another writer (SQLite busy timeout), seconds.
+        journal_mode: ``"WAL"`` (default) or ``"DELETE"`` for network file systems.
+
+    Raises:
+        ConfigError: the path is a directory or its parent cannot be created.
+    """
+
+    def __init__(self, path: str | Path | None = None, *, timeout_s: float = 60.0, journal_mode: Literal["WAL", "DELETE"] = "WAL") -> None:
+        self.path = Path(path).expanduser() if path else ledger_path()
+        if self.path.is_dir():
+            raise ConfigError(f"ledger path {self.path} is a directory: pass a file path such as {self.path / 'ledger.sqlite'}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"cannot create the ledger directory {self.path.parent} ({err}): set {LEDGER_ENV} to a writable path") from None
+        self._conn = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+        self._conn.execute(f"PRAGMA journal_mode = {journal_mode}")
+        self._conn.execute("PRAGMA synchronous = NORMAL" if journal_mode == "WAL" else "PRAGMA synchronous = FULL")
+        with self._write() as cur:
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                cur.execute(statement)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Cursor]:
+        cur = self._conn.cursor()
+        cur.execute("BEGIN IMMEDIATE")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        else:
+            cur.execute("COMMIT")
+
+    # ------------------------------------------------------------------ writes
+    def record_run(self, run_id: str, *, status: str, config: dict[str, Any] | None = None, config_hash: str | None = None, run_dir: str | Path | None = None) -> None:
+        """Insert or update a run: its status and, when given, its config (indexed for search)."""
+        now = time.time()
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO runs (run_id, status, run_dir, config_json, config_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(run_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
+                "run_dir = COALESCE(excluded.run_dir, runs.run_dir), config_json = COALESCE(excluded.config_json, runs.config_json), "
+                "config_hash = COALESCE(excluded.config_hash, runs.config_hash)",
+                (run_id, status, str(run_dir) if run_dir else None, json.dumps(config, sort_keys=True) if config is not None else None, config_hash, now, now),
+            )
+            if config is not None:
+                flat = flatten(config)
+                cur.execute("DELETE FROM facts WHERE run_id = ? AND source = 'config'", (run_id,))
+                cur.executemany("INSERT INTO facts (run_id, source, key, value, num) VALUES (?, 'config', ?, ?, ?)", [(run_id, k, _text(v), _num(v)) for k, v in flat.items()])
+                cur.execute("DELETE FROM search_index WHERE run_id = ? AND kind = 'config'", (run_id,))
+                body = " ".join(f"{k}={_text(v)}" for k, v in sorted(flat.items())) + f" status={status} config_hash={config_hash or ''}"
+                cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'config', ?, ?)", (run_id, run_id, body))
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """Set a run's status (the run row is created when missing)."""
+        self.record_run(run_id, status=status)
+
+    def add_artifact(self, run_id: str, kind: str, path: str | Path, sha256: str | None = None) -> None:
+        """Record an artifact (``checkpoint``, ``adapter``, ``metrics``, ``eval``...) of a run."""
+        with self._write() as cur:
+            cur.execute(
+                "INSERT INTO artifacts (run_id, kind, path, sha256, created_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(run_id, kind, path) DO UPDATE SET sha256 = excluded.sha256, created_at = excluded.created_at",
+                (run_id, kind, str(path), sha256, time.time()),
+            )
+
+    def add_eval(self, run_id: str, label: str, metrics: dict[str, float], *, ci: dict[str, Any] | None = None, num_mazes: int | None = None, path: str | Path | None = None) -> None:
+        """Record an evaluation (one per ``(run_id, label)``; a new one replaces the old).
+
+        Its figures become searchable as ``<metric>`` and ``<label>.<metric>``.
+        """
+        source = f"eval:{label}"
+        with self._write() as cur:
+            cur.execute(
+                "INSERT OR REPLACE INTO evals (run_id, label, metrics_json, ci_json, num_mazes, path, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (run_id, label, json.dumps(metrics, sort_keys=True), json.dumps(ci, sort_keys=True) if ci is not None else None, num_mazes, str(path) if path else None, time.time()),
+            )
+            cur.execute("DELETE FROM facts WHERE run_id = ? AND source = ?", (run_id, source))
+            cur.executemany("INSERT INTO facts (run_id, source, key, value, num) VALUES (?, ?, ?, ?, ?)", [(run_id, source, f"{label}.{k}", _text(v), _num(v)) for k, v in metrics.items()])
+            cur.execute("DELETE FROM search_index WHERE run_id = ? AND kind = 'eval' AND ref = ?", (run_id, label))
+            body = f"eval {label} mazes={num_mazes} " + " ".join(f"{k}={float(v):.4g}" for k, v in sorted(metrics.items()))
+            cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'eval', ?, ?)", (run_id, label, body))
+
+    def add_note(self, text: str, *, run_id: str | None = None, kind: NoteKind = "note") -> int:
+        """Add a free-text note (``note``, ``runbook``, ``incident``, ``finding``); return its id.
+
+        Raises:
+            ConfigError: empty text or an unknown kind.
+        """
+        if not text.strip():
+            raise ConfigError("note text is empty: write what you found, or what to do")
+        if kind not in ("note", "runbook", "incident", "finding"):
+            raise ConfigError(f"note kind {kind!r} is unknown: use note, runbook, incident or finding")
+        with self._write() as cur:
+            cur.execute("INSERT INTO notes (run_id, kind, text, created_at) VALUES (?, ?, ?, ?)", (run_id, kind, text, time.time()))
+            note_id = int(cur.lastrowid or 0)
+            cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'note', ?, ?)", (run_id, str(note_id), f"{kind} {text}"))
+        return note_id
+
+    # ------------------------------------------------------------------ reads
+    def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunRecord]:
+        """Runs, most recently updated first."""
+        sql = "SELECT * FROM runs" + (" WHERE status = ?" if status else "") + " ORDER BY updated_at DESC LIMIT ?"
+        rows = self._conn.execute(sql, ((status,) if status else ()) + (limit,)).fetchall()
+        return [RunRecord(run_id=r["run_id"], status=r["status"], run_dir=r["run_dir"], config_hash=r["config_hash"], created_at=r["created_at"], updated_at=r["updated_at"]) for r in rows]
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """Everything recorded about one run, or ``None``."""
+        r = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if r is None:
+            return None
+        rec = RunRecord(run_id=r["run_id"], status=r["status"], run_dir=r["run_dir"], config_hash=r["config_hash"], created_at=r["created_at"], updated_at=r["updated_at"], config=json.loads(r["config_json"]) if r["config_json"] else None)
+        rec.artifacts = [dict(a) for a in self._conn.execute("SELECT kind, path, sha256, created_at FROM artifacts WHERE run_id = ? ORDER BY created_at", (run_id,))]
+        for e in self._conn.execute("SELECT * FROM evals WHERE run_id = ? ORDER BY created_at", (run_id,)):
+            rec.evals[e["label"]] = {"metrics": json.loads(e["metrics_json"]), "ci": json.loads(e["ci_json"]) if e["ci_json"] else None, "num_mazes": e["num_mazes"], "path": e["path"]}
+        rec.notes = [dict(n) for n in self._conn.execute("SELECT id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))]
+        return rec
+
+    def notes(self, *, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Notes of one run, or all notes (newest last)."""
+        if run_id is None:
+            return [dict(n) for n in self._conn.execute("SELECT id, run_id, kind, text, created_at FROM notes ORDER BY id")]
+        return [dict(n) for n in self._conn.execute("SELECT id, run_id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))]
+
+    def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
+        """Find runs (and notes) by a config value, an eval figure or note text.
+
+        Args:
+            query: ``key<op>value`` (see the module docstring) or free text.
+            limit: most hits returned.
+
+        Raises:
+            ConfigError: an empty query.
+        """
+        if not query.strip():
+            raise ConfigError("empty search: pass words to find, or key=value / metric>=number")
+        cond = _CONDITION.match(query)
+        if cond:
+            return self._search_facts(cond["key"], _OPS[cond["op"]], cond["value"].strip("'\""), limit)
+        terms = [t for t in query.split() if t]
+        match = " ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        rows = self._conn.execute(
+            "SELECT run_id, kind, ref, snippet(search_index, 3, '[', ']', '…', 12) AS text FROM search_index WHERE search_index MATCH ? ORDER BY rank LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [SearchHit(run_id=r["run_id"], kind=r["kind"], ref=r["ref"], text=r["text"]) for r in rows]
+
+    def _search_facts(self, key: str, op: str, value: str, limit: int) -> list[SearchHit]:
+        number = _num(value)
+        key_sql = "(key = ? OR key LIKE ? ESCAPE '\\')"
+        like = "%." + key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        if number is not None and op in ("=", "!="):
+            value_sql = f"(num IS NOT NULL AND abs(num - ?) {'<=' if op == '=' else '>'} 1e-12 * max(1.0, abs(?)))"
+            params: tuple[Any, ...] = (key, like, number, number)
+        elif number is not None:
+            value_sql = f"(num IS NOT NULL AND num {op} ?)"
+            params = (key, like, number)
+        elif op in ("=", "!="):
+            value_sql = f"(lower(value) {op} lower(?))"
+            params = (key, like, value)
+        else:
+            raise ConfigError(f"search {key}{op}{value!r}: comparisons need a number")
+        rows = self._conn.execute(f"SELECT run_id, source, key, value FROM facts WHERE {key_sql} AND {value_sql} ORDER BY run_id LIMIT ?", (*params, limit)).fetchall()
+        return [SearchHit(run_id=r["run_id"], kind="config" if r["source"] == "config" else "eval", ref=r["key"], text=f"{r['key']}={r['value']}") for r in rows]
+
+    def compare(self, run_ids: list[str]) -> dict[str, Any]:
+        """Config keys that differ between runs, and their eval figures side by side.
+
+        Returns:
+            ``{"runs": [...], "config": {key: {run_id: value}}, "eval": {"label.metric": {run_id: value}}}``.
+
+        Raises:
+            ConfigError: fewer than two runs, or a run the ledger does not know.
+        """
+        if len(run_ids) < 2:
+            raise ConfigError("compare needs at least two run ids")
+        records = []
+        for rid in run_ids:
+            rec = self.get_run(rid)
+            if rec is None:
+                raise ConfigError(f"run {rid!r} is not in the ledger {self.path}: hyperpod-rl runs list shows the known ones")
+            records.append(rec)
+        flats = {r.run_id: flatten(r.config or {}) for r in records}
+        keys = sorted(set().union(*flats.values()) - {"run_id"})
+        config = {k: {rid: flats[rid].get(k) for rid in run_ids} for k in keys if len({json.dumps(flats[rid].get(k)) for rid in run_ids}) > 1}
+        figures: dict[str, dict[str, Any]] = {}
+        for rec in records:
+            for label, ev in rec.evals.items():
+                for metric, value in ev["metrics"].items():
+                    figures.setdefault(f"{label}.{metric}", {})[rec.run_id] = value
+        return {"runs": run_ids, "config": config, "eval": dict(sorted(figures.items()))}
+
+    # ------------------------------------------------------------------ run directories
+    def import_manifest(self, manifest: dict[str, Any], run_dir: str | Path | None = None) -> None:
+        """Record a run from its ``manifest.json`` content: config, status, checkpoints, adapter, evals."""
+        rid = manifest["run_id"]
+        self.record_run(rid, status=manifest.get("status", "unknown"), config=manifest.get("config"), config_hash=manifest.get("config_hash"), run_dir=run_dir)
+        for ck in manifest.get("checkpoints") or []:
+            self.add_artifact(rid, "checkpoint", ck["path"], (ck.get("files") or {}).get("adapter_model.safetensors"))
+        adapter = manifest.get("adapter")
+        if adapter:
+            self.add_artifact(rid, "adapter", adapter["path"], adapter.get("sha256"))
+        for label, ev in (manifest.get("eval") or {}).items():
+            self.add_eval(rid, label, ev.get("metrics") or {}, ci=ev.get("ci"), num_mazes=ev.get("num_mazes"), path=ev.get("path"))
+
+    def sync_storage(self, runs_root: str | Path) -> int:
+        """Import every ``<runs_root>/<run_id>/manifest.json`` that is newer than the ledger's row.
+
+        Returns:
+            How many runs were (re)imported.
+        """
+        count = 0
+        root = Path(runs_root)
+        if not root.is_dir():
+            return 0
+        known = {r["run_id"]: r["updated_at"] for r in self._conn.execute("SELECT run_id, updated_at FROM runs")}
+        for path in sorted(root.glob("*/manifest.json")):
+            try:
+                if path.stat().st_mtime <= known.get(path.parent.name, -1.0):
+                    continue
+                manifest = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            self.import_manifest(manifest, path.parent)
+            count += 1
+        return count
+
+
+def record_manifest(manifest: dict[str, Any], run_dir: str | Path, *, path: str | Path | None = None) -> bool:
+    """Best-effort ledger update from the trainer or an evaluation: never raises.
+
+    Args:
+        manifest: the run's manifest content.
+        run_dir: the run directory.
+        path: ledger file; default :func:`ledger_path` (``$HYPERPOD_RL_LEDGER``).
+
+    Returns:
+        True when recorded; False (with a warning) when the ledger is unavailable.
+    """
+    try:
+        with Ledger(path, timeout_s=10.0) as ledger:
+            ledger.import_manifest(manifest, run_dir)
+        return True
+    except (sqlite3.Error, OSError, ConfigError, KeyError, TypeError) as err:
+        warnings.warn(f"run ledger unavailable ({type(err).__name__}: {err}); the run continues without it", stacklevel=2)
+        return False

@@ -1,0 +1,217 @@
+"""``manifest.json``: one file per run with enough to rebuild it.
+
+Written by the trainer when a run starts, updated at every checkpoint, at the end, and by
+:func:`hyperpod_rl.eval.EvalResult.save_to_run` after each evaluation. Keys:
+
+===================== ====================================================================
+``run_id``            the run id
+``status``            ``running`` / ``succeeded`` / ``failed`` (a SIGKILLed run stays ``running``)
+``config``            the resolved :class:`~hyperpod_rl.config.run.RunConfig` (JSON form)
+``config_hash``       :meth:`RunConfig.config_hash` (16 hex chars, run id excluded)
+``git``               ``{"commit", "dirty"}`` of the checkout the trainer ran from
+``packages``          versions of :data:`~hyperpod_rl.train.provenance.PACKAGES`, plus Python
+``image``             container image and digest (env ``HYPERPOD_RL_IMAGE`` /
+                      ``HYPERPOD_RL_IMAGE_DIGEST``, set by the cluster spec); ``None`` locally
+``datasets``          ``{split: {"path", "sha256"}}``, plus the generator spec when a
+                      ``dataset.json`` sits beside the parquet files
+``reward_version``    :data:`~hyperpod_rl.maze.REWARD_VERSION`
+``seeds``             every seed: trainer (Python, NumPy, torch, sampler) and dataset
+``base_model``        ``{"id", "revision", "path"}``
+``checkpoints``       ``[{"step", "path", "files": {name: sha256}}]`` (the ones on disk)
+``adapter``           ``{"path", "sha256", "steps"}`` once exported
+``eval``              ``{label: {"metrics", "ci", "num_mazes", "path"}}``
+``resumes``           ``[{"from_step", "at"}]``, one per resume
+===================== ====================================================================
+
+Updates take an exclusive ``fcntl`` lock on ``manifest.json.lock`` and replace the file
+atomically, so the trainer (in the job) and an evaluation (in a notebook) never lose each
+other's keys.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import CheckpointError
+from hyperpod_rl.train.provenance import git_state, package_versions
+
+__all__ = ["MANIFEST_NAME", "checkpoint_entries", "config_from_manifest", "image_info", "new_manifest", "read_manifest", "update_manifest"]
+
+MANIFEST_NAME = "manifest.json"
+SCHEMA_VERSION = 1
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def image_info() -> dict[str, str | None] | None:
+    """The container image and its digest from ``HYPERPOD_RL_IMAGE`` / ``HYPERPOD_RL_IMAGE_DIGEST``.
+
+    The pod spec sets these (Kubernetes' downward API cannot expose the image digest); a local
+    run has neither and gets ``None``.
+    """
+    image, digest = os.environ.get("HYPERPOD_RL_IMAGE"), os.environ.get("HYPERPOD_RL_IMAGE_DIGEST")
+    if not image and not digest:
+        return None
+    if digest is None and image and "@sha256:" in image:
+        digest = image.split("@", 1)[1]
+    return {"image": image, "digest": digest}
+
+
+def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:
+    """``[{"step", "path", "files"}]`` for every complete checkpoint under ``ckpt_root`` (oldest first).
+
+    ``files`` is the checkpoint's own ``checksums.json`` (name -> sha256); ``path`` is relative
+    to ``run_dir``.
+    """
+    out = []
+    if not ckpt_root.is_dir():
+        return out
+    for path in sorted(ckpt_root.glob("step_*")):
+        sums = path / "checksums.json"
+        if ".tmp-" in path.name or ".old-" in path.name or not sums.is_file():
+            continue
+        try:
+            files = json.loads(sums.read_text())
+        except ValueError:
+            continue
+        out.append({"step": int(path.name.removeprefix("step_")), "path": str(path.relative_to(run_dir)), "files": files})
+    return out
+
+
+def _dataset_entry(path: str, sha256: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": path, "sha256": sha256}
+    meta = Path(path).parent / "dataset.json"
+    if meta.is_file():
+        try:
+            entry["spec"] = json.loads(meta.read_text()).get("spec")
+        except ValueError:
+            pass
+    return entry
+
+
+def new_manifest(
+    config: RunConfig,
+    *,
+    base_model_id: str,
+    base_model_revision: str,
+    dataset_hashes: dict[str, str],
+    reward_version: str,
+) -> dict[str, Any]:
+    """The manifest of a run that starts now (status ``running``, no checkpoints yet).
+
+    Args:
+        config: the resolved run config.
+        base_model_id: base model id (e.g. ``Qwen/Qwen3-VL-8B-Instruct``).
+        base_model_revision: base model revision (hub commit or content hash).
+        dataset_hashes: ``{"train": sha256, "heldout": sha256}`` of the parquet files.
+        reward_version: the reward spec version.
+    """
+    paths = {"train": config.data.train_path, "heldout": config.data.heldout_path}
+    datasets = {split: _dataset_entry(paths[split], sha) for split, sha in dataset_hashes.items()}
+    data_seeds = {split: d["spec"]["seed"] for split, d in datasets.items() if isinstance(d.get("spec"), dict) and "seed" in d["spec"]}
+    versions = package_versions()
+    versions["python"] = platform.python_version()
+    return {
+        "schema": SCHEMA_VERSION,
+        "run_id": config.run_id,
+        "status": "running",
+        "created_at": _now(),
+        "updated_at": _now(),
+        "backend": config.backend,
+        "config": config.model_dump(mode="json"),
+        "config_hash": config.config_hash(),
+        "git": git_state(),
+        "packages": versions,
+        "platform": platform.platform(),
+        "image": image_info(),
+        "datasets": datasets,
+        "reward_version": reward_version,
+        "seeds": {"trainer": config.trainer.seed, **({"dataset": next(iter(data_seeds.values()))} if data_seeds else {})},
+        "base_model": {"id": base_model_id, "revision": base_model_revision, "path": config.model.path},
+        "checkpoints": [],
+        "adapter": None,
+        "eval": {},
+        "resumes": [],
+    }
+
+
+def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's manifest, or ``None`` when it has none.
+
+    Raises:
+        CheckpointError: ``manifest.json`` exists but is not JSON.
+    """
+    path = Path(run_dir) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise CheckpointError(f"{path} is not valid JSON ({err}): restore it from the ledger or delete it to start the run over with --fresh") from None
+
+
+@contextmanager
+def _locked(run_dir: Path) -> Iterator[None]:
+    with open(run_dir / f"{MANIFEST_NAME}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def update_manifest(run_dir: str | Path, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> dict[str, Any]:
+    """Read, change and atomically rewrite ``manifest.json`` under an exclusive lock.
+
+    Args:
+        run_dir: the run directory.
+        change: gets the current manifest (``None`` when there is none) and returns the new one.
+
+    Returns:
+        The manifest written.
+    """
+    rdir = Path(run_dir)
+    rdir.mkdir(parents=True, exist_ok=True)
+    with _locked(rdir):
+        current = read_manifest(rdir)
+        new = change(current)
+        new["updated_at"] = _now()
+        path = rdir / MANIFEST_NAME
+        tmp = path.with_name(f"{MANIFEST_NAME}.tmp-{os.getpid()}")
+        with open(tmp, "w") as fh:
+            fh.write(json.dumps(new, indent=1, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    return new
+
+
+def config_from_manifest(run_dir: str | Path, *, run_id: str | None = None) -> RunConfig:
+    """The run's resolved config (from ``manifest.json``, else ``config.json``), optionally renamed.
+
+    Raises:
+        CheckpointError: the run directory has neither file.
+        ConfigError: the stored config no longer validates.
+    """
+    rdir = Path(run_dir)
+    manifest = read_manifest(rdir)
+    if manifest is not None:
+        data = dict(manifest["config"])
+    elif (rdir / "config.json").is_file():
+        data = json.loads((rdir / "config.json").read_text())
+    else:
+        raise CheckpointError(f"{rdir} has no manifest.json or config.json: is it a run directory? (hyperpod-rl runs list)")
+    if run_id is not None:
+        data["run_id"] = run_id
+    return RunConfig.build(data)
