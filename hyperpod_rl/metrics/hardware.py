@@ -1,0 +1,334 @@
+"""Hardware metrics per node: CPU, memory, GPU utilisation and GPU memory.
+
+Three sources, one sample shape (node name -> :data:`NodeSample`):
+
+- **Local cluster**: Ray's Prometheus text on a node's metrics export port
+  (``ray start --metrics-export-port``; ``LocalCluster.state.metrics_export_port``), parsed with
+  ``prometheus_client.parser`` (:func:`parse_ray_metrics`, :class:`RayPrometheusSource`).
+- **HyperPod through Amazon Managed Grafana**: ``POST <grafana>/api/ds/query`` with a
+  service-account token and PromQL queries against the workspace's Prometheus data source
+  (:func:`grafana_query_body`, :func:`parse_grafana_response`, :class:`GrafanaSource`).
+- **HyperPod through Amazon Managed Prometheus**: ``GET <workspace>/api/v1/query`` signed with
+  SigV4 for service ``aps`` (botocore's ``SigV4Auth``; :func:`amp_signed_request`,
+  :func:`parse_prometheus_vector`, :class:`AMPSource`).
+
+Ray's gauges (``ray/dashboard/modules/reporter/reporter_agent.py``, Ray 2.57):
+``ray_node_cpu_utilization`` (percent of the node), ``ray_node_mem_used`` and
+``ray_node_mem_total`` (bytes), ``ray_node_gpus_utilization`` (percent, one series per GPU,
+label ``GpuIndex``) and ``ray_node_gram_used`` (declared "bytes" but filled with **megabytes**
+by the GPU providers, ``gpu_providers.py``: ``memory_used=int(used) // MB``), all labelled with the
+node's ``ip``. Secrets (tokens, AWS credentials) are held by the source objects only and never
+appear in their ``repr``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from hyperpod_rl.errors import HyperpodRLError
+
+__all__ = [
+    "AMPSource",
+    "GrafanaSource",
+    "HardwareSource",
+    "NodeSample",
+    "PROMQL",
+    "RayPrometheusSource",
+    "amp_signed_request",
+    "grafana_query_body",
+    "parse_grafana_response",
+    "parse_prometheus_vector",
+    "parse_ray_metrics",
+]
+
+#: node name (its IP) -> metric key -> value. Keys: ``cpu_percent`` (0-100 of the node),
+#: ``mem_used_bytes``, ``mem_total_bytes``, ``gpu_percent`` (mean over the node's GPUs, 0-100),
+#: ``gram_used_bytes`` (sum over the node's GPUs).
+NodeSample = dict[str, dict[str, float]]
+
+_MB = 1024 * 1024
+
+#: PromQL per sample key, aggregated per node (label ``ip``); used for Grafana and AMP.
+PROMQL: dict[str, str] = {
+    "cpu_percent": "max by (ip) (ray_node_cpu_utilization)",
+    "mem_used_bytes": "max by (ip) (ray_node_mem_used)",
+    "mem_total_bytes": "max by (ip) (ray_node_mem_total)",
+    "gpu_percent": "avg by (ip) (ray_node_gpus_utilization)",
+    "gram_used_bytes": f"sum by (ip) (ray_node_gram_used) * {_MB}",
+}
+
+
+class HardwareSource(Protocol):
+    """Anything that returns the current per-node hardware sample."""
+
+    def sample(self) -> NodeSample:
+        """Current values per node (raises :class:`HyperpodRLError` when unreachable)."""
+        ...
+
+
+def parse_ray_metrics(text: str) -> NodeSample:
+    """Per-node hardware values from Ray's Prometheus text exposition.
+
+    Args:
+        text: body of ``GET http://<node>:<metrics export port>/metrics``.
+
+    Returns:
+        :data:`NodeSample`; GPU keys only for nodes that report GPUs. Series of other Ray
+        sessions on the same port are not separated (one local cluster per port).
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: NodeSample = {}
+    gpu_util: dict[str, list[float]] = {}
+    gram: dict[str, float] = {}
+    simple = {"ray_node_cpu_utilization": "cpu_percent", "ray_node_mem_used": "mem_used_bytes", "ray_node_mem_total": "mem_total_bytes"}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            node = s.labels.get("ip") or s.labels.get("instance") or "node"
+            if s.name in simple:
+                out.setdefault(node, {})[simple[s.name]] = float(s.value)
+            elif s.name == "ray_node_gpus_utilization":
+                gpu_util.setdefault(node, []).append(float(s.value))
+            elif s.name == "ray_node_gram_used":
+                gram[node] = gram.get(node, 0.0) + float(s.value) * _MB
+    for node, values in gpu_util.items():
+        out.setdefault(node, {})["gpu_percent"] = sum(values) / len(values)
+    for node, used in gram.items():
+        out.setdefault(node, {})["gram_used_bytes"] = used
+    return out
+
+
+class RayPrometheusSource:
+    """Scrape Ray's metrics export port(s) of the local cluster.
+
+    Args:
+        ports: metrics export ports on ``host`` (the head's is
+            ``LocalCluster.state.metrics_export_port``).
+        host: where the nodes run (``127.0.0.1`` locally).
+        timeout_s: HTTP timeout per scrape, seconds.
+    """
+
+    def __init__(self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 2.0) -> None:
+        import requests
+
+        self.urls = [f"http://{host}:{int(p)}/metrics" for p in ports]
+        self.timeout_s = timeout_s
+        self._session = requests.Session()
+
+    def __repr__(self) -> str:
+        return f"RayPrometheusSource(urls={self.urls!r})"
+
+    def sample(self) -> NodeSample:
+        """Scrape every port and merge the nodes.
+
+        Raises:
+            HyperpodRLError: a port does not answer 200 (the URL and status are in the message).
+        """
+        import requests
+
+        out: NodeSample = {}
+        for url in self.urls:
+            try:
+                resp = self._session.get(url, timeout=self.timeout_s)
+            except requests.RequestException as err:
+                raise HyperpodRLError(f"cannot scrape Ray metrics at {url}: {err.__class__.__name__}; is the cluster running?") from None
+            if resp.status_code != 200:
+                raise HyperpodRLError(f"Ray metrics at {url} answered {resp.status_code}")
+            for node, values in parse_ray_metrics(resp.text).items():
+                out.setdefault(node, {}).update(values)
+        return out
+
+
+# ----- Amazon Managed Grafana: POST /api/ds/query ------------------------------------------------
+
+
+def grafana_query_body(datasource_uid: str, *, now_s: float | None = None, window_s: float = 300.0, step_s: float = 15.0) -> dict[str, Any]:
+    """Body of Grafana's ``POST /api/ds/query`` asking for every :data:`PROMQL` query.
+
+    Each query's ``refId`` is its sample key, so the answer maps back without guessing.
+    Grafana's data source query API: ``{"queries": [{"refId", "datasource": {"uid"}, "expr",
+    "intervalMs", "maxDataPoints", ...}], "from": <ms>, "to": <ms>}``.
+
+    Args:
+        datasource_uid: uid of the Prometheus (AMP) data source in Grafana.
+        now_s: end of the range, Unix seconds (default now).
+        window_s: range length, seconds.
+        step_s: query resolution, seconds.
+    """
+    end = time.time() if now_s is None else now_s
+    return {
+        "queries": [
+            {"refId": key, "datasource": {"type": "prometheus", "uid": datasource_uid}, "expr": expr, "range": True, "instant": False, "intervalMs": int(step_s * 1000), "maxDataPoints": max(int(window_s / step_s), 1)}
+            for key, expr in PROMQL.items()
+        ],
+        "from": str(int((end - window_s) * 1000)),
+        "to": str(int(end * 1000)),
+    }
+
+
+def parse_grafana_response(body: Mapping[str, Any]) -> NodeSample:
+    """Latest value per node and key from a ``/api/ds/query`` answer (data frames).
+
+    Grafana answers ``{"results": {<refId>: {"status", "frames": [{"schema": {"fields": [time
+    field, value field with "labels"]}, "data": {"values": [[times ms], [values]]}}], "error"?}}}``.
+
+    Raises:
+        HyperpodRLError: a query came back with an error (the refId and message are included).
+    """
+    out: NodeSample = {}
+    for ref_id, result in (body.get("results") or {}).items():
+        if result.get("error"):
+            raise HyperpodRLError(f"Grafana query {ref_id!r} failed: {result['error']}")
+        for frame in result.get("frames") or []:
+            fields = frame.get("schema", {}).get("fields", [])
+            values = frame.get("data", {}).get("values", [])
+            for i, fld in enumerate(fields):
+                if fld.get("type") == "time" or i >= len(values) or not values[i]:
+                    continue
+                labels = fld.get("labels") or {}
+                node = labels.get("ip") or labels.get("instance") or "node"
+                last = values[i][-1]
+                if last is not None:
+                    out.setdefault(node, {})[ref_id] = float(last)
+    return out
+
+
+class GrafanaSource:
+    """Query Amazon Managed Grafana's ``/api/ds/query`` with a service-account token.
+
+    Args:
+        url: workspace URL, ``https://g-xxxx.grafana-workspace.<region>.amazonaws.com``.
+        token: service-account token (kept here only; never in ``repr`` or widget state).
+        datasource_uid: the Prometheus data source's uid.
+        timeout_s: HTTP timeout, seconds.
+    """
+
+    def __init__(self, url: str, token: str, datasource_uid: str, *, timeout_s: float = 10.0) -> None:
+        self.url = url.rstrip("/")
+        self._token = token
+        self.datasource_uid = datasource_uid
+        self.timeout_s = timeout_s
+
+    def __repr__(self) -> str:
+        return f"GrafanaSource(url={self.url!r}, datasource_uid={self.datasource_uid!r})"
+
+    def sample(self) -> NodeSample:
+        """POST the queries and parse the frames.
+
+        Raises:
+            HyperpodRLError: no connection, a non-200 answer (401: the token is wrong or expired)
+                or a failed query.
+        """
+        import requests
+
+        try:
+            resp = requests.post(f"{self.url}/api/ds/query", json=grafana_query_body(self.datasource_uid), headers={"Authorization": f"Bearer {self._token}"}, timeout=self.timeout_s)
+        except requests.RequestException as err:
+            raise HyperpodRLError(f"cannot reach Grafana at {self.url}: {err.__class__.__name__}") from None
+        if resp.status_code != 200:
+            hint = ": the service-account token is wrong or expired" if resp.status_code in (401, 403) else ""
+            raise HyperpodRLError(f"Grafana {self.url}/api/ds/query answered {resp.status_code}{hint}")
+        return parse_grafana_response(resp.json())
+
+
+# ----- Amazon Managed Prometheus: SigV4-signed query API -----------------------------------------
+
+
+def amp_signed_request(workspace_url: str, query: str, *, region: str, credentials: Any, now_s: float | None = None) -> tuple[str, dict[str, str]]:
+    """A SigV4-signed ``GET <workspace>/api/v1/query`` for one PromQL expression.
+
+    Signing follows AMP's documentation: service name ``aps``, the workspace's region, signed
+    with botocore's ``SigV4Auth`` (the same signer the AWS CLI uses).
+
+    Args:
+        workspace_url: ``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``.
+        query: PromQL expression.
+        region: AWS region of the workspace.
+        credentials: botocore credentials (``boto3.Session().get_credentials()``).
+        now_s: evaluation time, Unix seconds (default now).
+
+    Returns:
+        ``(url with query string, headers)`` ready for ``requests.get``; the headers carry the
+        signature (``Authorization``, ``X-Amz-Date`` and, for temporary credentials,
+        ``X-Amz-Security-Token``): keep them out of logs.
+    """
+    from urllib.parse import urlencode
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    params = {"query": query, "time": f"{time.time() if now_s is None else now_s:.3f}"}
+    url = f"{workspace_url.rstrip('/')}/api/v1/query?{urlencode(params)}"
+    request = AWSRequest(method="GET", url=url)
+    SigV4Auth(credentials, "aps", region).add_auth(request)
+    return url, dict(request.headers.items())
+
+
+def parse_prometheus_vector(body: Mapping[str, Any], key: str, out: NodeSample | None = None) -> NodeSample:
+    """Merge one instant-query answer (``resultType: vector``) into a :data:`NodeSample`.
+
+    The Prometheus HTTP API answers ``{"status": "success", "data": {"resultType": "vector",
+    "result": [{"metric": {"ip": ...}, "value": [<unix s>, "<value>"]}]}}``.
+
+    Raises:
+        HyperpodRLError: ``status`` is not ``success`` (``errorType``/``error`` in the message).
+    """
+    sample: NodeSample = {} if out is None else out
+    if body.get("status") != "success":
+        raise HyperpodRLError(f"Prometheus query for {key!r} failed: {body.get('errorType', '')} {body.get('error', '')}".rstrip())
+    for item in body.get("data", {}).get("result", []):
+        labels = item.get("metric") or {}
+        node = labels.get("ip") or labels.get("instance") or "node"
+        sample.setdefault(node, {})[key] = float(item["value"][1])
+    return sample
+
+
+class AMPSource:
+    """Query Amazon Managed Prometheus with SigV4 (service ``aps``).
+
+    Args:
+        workspace_url: ``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``.
+        region: AWS region.
+        session: a ``boto3.Session`` (default: a new one from the environment); its credentials
+            are read at every sample, so refreshed credentials are picked up.
+        timeout_s: HTTP timeout per query, seconds.
+    """
+
+    def __init__(self, workspace_url: str, *, region: str, session: Any = None, timeout_s: float = 10.0) -> None:
+        self.workspace_url = workspace_url.rstrip("/")
+        self.region = region
+        self._session = session
+        self.timeout_s = timeout_s
+
+    def __repr__(self) -> str:
+        return f"AMPSource(workspace_url={self.workspace_url!r}, region={self.region!r})"
+
+    def sample(self) -> NodeSample:
+        """Run every :data:`PROMQL` query and merge the answers.
+
+        Raises:
+            HyperpodRLError: no AWS credentials, no connection, or a non-200 answer.
+        """
+        import requests
+
+        if self._session is None:
+            import boto3
+
+            self._session = boto3.Session()
+        creds = self._session.get_credentials()
+        if creds is None:
+            raise HyperpodRLError("no AWS credentials for Amazon Managed Prometheus: configure a profile or role (aws configure / AWS_PROFILE)")
+        frozen = creds.get_frozen_credentials()
+        out: NodeSample = {}
+        for key, expr in PROMQL.items():
+            url, headers = amp_signed_request(self.workspace_url, expr, region=self.region, credentials=frozen)
+            try:
+                resp = requests.get(url, headers=headers, timeout=self.timeout_s)
+            except requests.RequestException as err:
+                raise HyperpodRLError(f"cannot reach Amazon Managed Prometheus at {self.workspace_url}: {err.__class__.__name__}") from None
+            if resp.status_code != 200:
+                raise HyperpodRLError(f"Amazon Managed Prometheus answered {resp.status_code} for {key!r}: {resp.text[:300]}")
+            parse_prometheus_vector(resp.json(), key, out)
+        return out
