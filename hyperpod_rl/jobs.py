@@ -132,7 +132,7 @@ def submit_run(
             continue
         if not JobStatus(status).is_terminal():
             raise JobError(f"run {config.run_id!r} is already running as {sub}: stop it first (hyperpod-rl job stop {config.run_id})")
-    if subs and not fresh and not (run_dir / "checkpoints").exists() and (run_dir / "adapter").exists():
+    if not fresh and (run_dir / "adapter" / "adapter_model.safetensors").exists():
         raise JobError(f"run {config.run_id!r} already finished (its adapter exists): pass fresh=True / --fresh to train it again, or pick a new run id")
     config_path = write_config(config, run_dir)
     submission_id = f"hprl-{config.run_id}-{len(subs) + 1}"
