@@ -1,0 +1,201 @@
+"""Run presets for the SkyRL backend (Qwen3-VL-8B-Instruct, GRPO, LoRA r32, colocated FSDP2 + vLLM).
+
+Every preset is a plain dict that :meth:`RunConfig.from_preset` validates; overrides are merged
+in first, so an override that breaks a rule fails with the same field-naming message as any
+other config. ``tests/config`` loads each preset through SkyRL 0.4's own loader and validator,
+and recomputes the memory figures below with :mod:`hyperpod_rl.plan` (from
+:data:`PLANNER_INPUTS`), so the numbers in these docstrings cannot drift from the planner.
+
+Shared sizing: a maze episode is at most 6 turns, each turn one 448x448 px image
+(196 image tokens + 2) and at most 128 generated tokens, after a 256-token text prompt; the
+planner's sequence is 2,404 tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB in bf16.
+
+``hyperpod-6gpu`` (the seed topology: CPU head + 3 GPU workers x 2 GPUs, ml.g5.12xlarge, A10G 24 GB)
+    FSDP2 over 6 GPUs, colocate_all, 6 vLLM engines at TP1, LoRA r32 on the language linears,
+    12 mazes x 8 samples per step, 2 optimizer steps (6 mazes each), micro batch 2 per GPU.
+    Policy update: about 10 GiB of 22 GiB per GPU (weights 2.7 + FSDP2 buffers 2.9 + LoRA 0.2
+    + activations 2.2 + chunked log-prob logits 1.2 + 0.6 overhead, plus 1.5 GiB held by the
+    sleeping engine), so micro batch 2 fits with room; no KL term, so no reference model copy.
+    **Rollout is the tight part**: a TP1 engine holds all 16.3 GiB of bf16 weights on a 22 GiB
+    card; at gpu_memory_utilization 0.9 the planner (which reserves 4 GiB of vLLM workspace)
+    leaves no KV cache at all and flags it as a blocker. vLLM's real workspace on a 24 GB card is
+    smaller, but expect only a few thousand KV tokens per engine. If engines fail to start or
+    preempt constantly, use ``placement={"num_engines": 3, "tensor_parallel_size": 2}``
+    (111k KV tokens per engine by the planner) or a 48 GB GPU (ml.g6e).
+``single-node-8gpu`` (one 8 x H200 node, e.g. ml.p5en.48xlarge)
+    FSDP2 over 8 GPUs, 8 engines at TP1, 32 mazes x 8 samples per step, 2 optimizer steps,
+    micro batch 8, KL 0.001 (a reference model, colocated and offloaded while the policy trains).
+    Policy update about 16 of 140 GiB per GPU (activations 8.9 GiB dominate); vLLM at 0.6 keeps
+    about 463k KV tokens per engine (192 concurrent 2,404-token episodes), so a step's 256
+    episodes decode in one or two waves across the 8 engines.
+``single-gpu`` (one H200)
+    No sharding: all 16.3 GiB of weights plus 1.3 GiB of LoRA state on the one GPU; 8 mazes x 8
+    samples, one optimizer step, micro batch 8; policy update about 29 of 140 GiB. One engine at
+    0.6 keeps about 463k KV tokens, so all 64 episodes decode together.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hyperpod_rl.errors import ConfigError
+
+__all__ = ["PLANNER_INPUTS", "PRESETS", "preset_dict", "preset_names"]
+
+_MODEL = "Qwen/Qwen3-VL-8B-Instruct"
+
+_COMMON: dict[str, Any] = {
+    "backend": "skyrl",
+    "model": {"path": _MODEL, "model_id": _MODEL},
+    # Qwen3-VL-8B LoRA recipe of SkyRL's geometry3k example: rank 32, alpha 32, lr 3e-5.
+    "lora": {"rank": 32, "alpha": 32.0, "dropout": 0.0, "target_modules": "all-linear", "exclude_modules": r".*visual.*", "max_serving_rank": 64},
+    "grpo": {"group_size": 8, "lr": 3e-5, "kl_coef": 0.0, "entropy_coef": 0.0, "clip_eps": 0.2, "advantage": "outcome", "weight_decay": 0.0},
+    "rollout": {
+        "max_turns": 6,
+        "temperature": 1.0,
+        "action_constraint": "none",
+        "max_new_tokens": 128,
+        "max_prompt_tokens": 2048,
+        "max_input_tokens": 8192,
+        "max_model_len": 16384,
+    },
+    "trainer": {"steps": 200, "seed": 0, "gradient_checkpointing": True, "eval_interval": 20},
+    "checkpoint": {"interval": 20, "keep": 2, "resume": "latest"},
+    "logging": {"logger": "console", "project_name": "hyperpod-rl"},
+}
+
+
+def _data(root: str) -> dict[str, Any]:
+    return {"train_path": f"{root}/datasets/maze/train.parquet", "heldout_path": f"{root}/datasets/maze/heldout.parquet"}
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+#: name -> the preset's config dict (without ``run_id``; the preset name is the default run id).
+PRESETS: dict[str, dict[str, Any]] = {
+    "hyperpod-6gpu": _merge(
+        _COMMON,
+        {
+            "placement": {"nodes": 3, "gpus_per_node": 2, "colocate_all": True, "num_engines": 6, "tensor_parallel_size": 1},
+            "rollout": {"gpu_memory_utilization": 0.9, "max_num_seqs": 64},
+            "data": {**_data("/fsx/hyperpod-rl"), "mazes_per_step": 12},
+            "trainer": {"mini_batch_size": 6, "micro_batch_size": 2},
+            "storage": {"root": "/fsx/hyperpod-rl", "shared": True},
+        },
+    ),
+    "single-node-8gpu": _merge(
+        _COMMON,
+        {
+            "placement": {"nodes": 1, "gpus_per_node": 8, "colocate_all": True, "num_engines": 8, "tensor_parallel_size": 1},
+            "grpo": {"kl_coef": 0.001},
+            "rollout": {"gpu_memory_utilization": 0.6, "max_num_seqs": 256},
+            "data": {**_data("/data/hyperpod-rl"), "mazes_per_step": 32},
+            "trainer": {"mini_batch_size": 16, "micro_batch_size": 8},
+            "storage": {"root": "/data/hyperpod-rl", "shared": False},
+        },
+    ),
+    "single-gpu": _merge(
+        _COMMON,
+        {
+            "placement": {"nodes": 1, "gpus_per_node": 1, "colocate_all": True, "num_engines": 1, "tensor_parallel_size": 1},
+            "rollout": {"gpu_memory_utilization": 0.6, "max_num_seqs": 128},
+            "data": {**_data("/data/hyperpod-rl"), "mazes_per_step": 8},
+            "trainer": {"mini_batch_size": 8, "micro_batch_size": 8},
+            "storage": {"root": "/data/hyperpod-rl", "shared": False},
+        },
+    ),
+}
+
+_PLAN_COMMON: dict[str, Any] = {
+    "model": _MODEL,
+    "lora_rank": 32,
+    "group_size": 8,
+    "turns": 6,
+    "max_prompt_tokens": 256,
+    "max_response_tokens": 160,  # 128 generated + the environment's text reply
+    "image_px": (448, 448),
+    "images_per_prompt": 6,
+}
+
+#: name -> ``hyperpod_rl.plan.PlanInput`` fields behind the memory figures in this module's
+#: docstring. ``gpu`` is a GPU name known to the planner or a dict of ``GPUSpec`` fields
+#: (the A10G is not in the planner's table; datasheet: 24 GB GDDR6, 600 GB/s, 70 TFLOP/s dense bf16).
+PLANNER_INPUTS: dict[str, dict[str, Any]] = {
+    "hyperpod-6gpu": {
+        **_PLAN_COMMON,
+        "gpu": {"name": "NVIDIA A10G", "memory_gib": 22.0, "bf16_flops": 70e12, "hbm_bytes_per_s": 600e9, "nvlink_bytes_per_s": 16e9, "host_bytes_per_s": 16e9},
+        "gpus_per_node": 2,
+        "nodes": 3,
+        "train_batch_size": 12,
+        "mini_batch_size": 48,
+        "micro_train_batch_size_per_gpu": 2,
+        "gpu_memory_utilization": 0.9,
+        "use_kl": False,
+    },
+    "single-node-8gpu": {
+        **_PLAN_COMMON,
+        "gpu": "H200",
+        "gpus_per_node": 8,
+        "nodes": 1,
+        "train_batch_size": 32,
+        "mini_batch_size": 128,
+        "micro_train_batch_size_per_gpu": 8,
+        "gpu_memory_utilization": 0.6,
+        "use_kl": True,
+    },
+    "single-gpu": {
+        **_PLAN_COMMON,
+        "gpu": "H200",
+        "gpus_per_node": 1,
+        "nodes": 1,
+        "train_batch_size": 8,
+        "mini_batch_size": 64,
+        "micro_train_batch_size_per_gpu": 8,
+        "gpu_memory_utilization": 0.6,
+        "use_kl": False,
+    },
+}
+
+
+def preset_names() -> list[str]:
+    """The preset names, in a stable order."""
+    return list(PRESETS)
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    node = data
+    *parents, leaf = dotted.split(".")
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {dotted!r}: {part!r} is not a section")
+        node = child
+    node[leaf] = value
+
+
+def preset_dict(name: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The preset ``name`` as a plain dict, with ``overrides`` merged in (not yet validated).
+
+    Raises:
+        ConfigError: unknown preset name, or a dotted override through a non-section field.
+    """
+    if name not in PRESETS:
+        raise ConfigError(f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}")
+    data = {"run_id": name, **copy.deepcopy(PRESETS[name])}
+    for key, value in (overrides or {}).items():
+        if "." in key:
+            _set_dotted(data, key, value)
+        elif isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = _merge(data[key], value)
+        else:
+            data[key] = value
+    return data

@@ -1,0 +1,175 @@
+"""Cross-field rules of :class:`~hyperpod_rl.config.run.RunConfig`, checked when it is built.
+
+Each rule returns one line that starts with the dotted field(s) at fault and ends with the fix.
+The SkyRL rules mirror checks SkyRL 0.4 makes later, at job start on the cluster
+(``skyrl.train.utils.utils.validate_cfg`` / ``validate_batch_sizes``), so they fail on the
+laptop before anything is submitted, with this package's field names, and add the rules SkyRL
+does not make (shared storage across nodes, LoRA rank the server can take, vision-tower LoRA).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hyperpod_rl.config.run import RunConfig
+
+__all__ = ["HUB_ID", "VISION_MODULE_EXAMPLES", "VLLM_LORA_RANKS", "cross_field_problems", "is_hub_id"]
+
+#: Ranks vLLM accepts for ``max_lora_rank`` (``vllm/config/lora.py``: ``MaxLoRARanks``). SkyRL
+#: starts its engines with ``max_lora_rank = lora.rank``, so any other rank fails at engine start.
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+#: Qwen3-VL vision-tower module names (transformers 5 ``Qwen3VLForConditionalGeneration``); the
+#: LoRA ``exclude_modules`` regex must match all of them (peft matches with ``re.fullmatch``).
+VISION_MODULE_EXAMPLES = (
+    "model.visual.blocks.0.attn.qkv",
+    "model.visual.blocks.0.mlp.linear_fc1",
+    "model.visual.merger.linear_fc2",
+)
+
+#: A Hugging Face hub model id (``org/name``).
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+_NODE_LOCAL_PREFIXES = ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home")
+
+
+def is_hub_id(path: str) -> bool:
+    """True when ``path`` reads as a hub id (``Qwen/Qwen3-VL-8B-Instruct``) rather than a path."""
+    return bool(HUB_ID.match(path)) and not path.startswith((".", "~"))
+
+
+def cross_field_problems(cfg: RunConfig) -> list[str]:
+    """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
+    problems = _model_path(cfg)
+    if cfg.backend == "skyrl":
+        problems += _skyrl(cfg)
+    return problems
+
+
+def _model_path(cfg: RunConfig) -> list[str]:
+    path = cfg.model.path
+    if cfg.backend == "reference":
+        from pathlib import Path
+
+        if path != "tiny" and not Path(path).expanduser().is_dir():
+            return [
+                f"model.path={path!r} is not a directory: pass a local Qwen3-VL checkpoint "
+                "directory (config.json + weights + processor files), or 'tiny'"
+            ]
+        return []
+    if path == "tiny":
+        return ["model.path='tiny' is the embedded CPU model, which vLLM cannot serve: use a Qwen3-VL Instruct hub id or a checkpoint directory on the cluster"]
+    if not (is_hub_id(path) or path.startswith("/")):
+        return [f"model.path={path!r} is neither a hub id (org/name) nor an absolute path on the cluster: pass e.g. Qwen/Qwen3-VL-8B-Instruct or /fsx/models/Qwen3-VL-8B-Instruct"]
+    return []
+
+
+def _skyrl(cfg: RunConfig) -> list[str]:
+    out: list[str] = []
+    pl, ro, tr, lo = cfg.placement, cfg.rollout, cfg.trainer, cfg.lora
+    group = cfg.grpo.group_size
+
+    # placement
+    if pl.colocate_all and pl.policy_gpus != pl.rollout_gpus:
+        out.append(
+            f"placement: policy GPUs (nodes {pl.nodes} x gpus_per_node {pl.gpus_per_node} = {pl.policy_gpus}) must equal "
+            f"rollout GPUs (num_engines {pl.num_engines} x tensor_parallel_size {pl.tensor_parallel_size} = {pl.rollout_gpus}) "
+            "under colocate_all: change num_engines or tensor_parallel_size"
+        )
+    if pl.tensor_parallel_size > pl.gpus_per_node:
+        out.append(
+            f"placement.tensor_parallel_size={pl.tensor_parallel_size} exceeds gpus_per_node={pl.gpus_per_node}: "
+            "a vLLM engine must fit on one node; lower tensor_parallel_size"
+        )
+
+    # storage across nodes
+    if pl.nodes > 1:
+        root = cfg.storage.root
+        if not cfg.storage.shared or root is None:
+            out.append(
+                f"storage: a {pl.nodes}-node run writes ckpt_path, export_path and lora_sync_path under the storage root, "
+                "and every node reads them (the adapter reaches the vLLM engines through lora_sync_path on disk): "
+                "set storage.root to shared storage (e.g. /fsx/hyperpod-rl) and storage.shared=true"
+            )
+        elif any(PurePosixPath(root).is_relative_to(prefix) for prefix in _NODE_LOCAL_PREFIXES):
+            out.append(
+                f"storage.root={root!r} is node-local on a {pl.nodes}-node run: ckpt_path, export_path and lora_sync_path "
+                "must be on shared storage; use the FSx mount (e.g. /fsx/hyperpod-rl)"
+            )
+
+    # LoRA
+    if lo.rank not in VLLM_LORA_RANKS:
+        out.append(f"lora.rank={lo.rank} is not a rank vLLM can serve (max_lora_rank must be one of {list(VLLM_LORA_RANKS)}): pick one of those")
+    if lo.rank > lo.max_serving_rank:
+        out.append(
+            f"lora.rank={lo.rank} is above the serving limit lora.max_serving_rank={lo.max_serving_rank} "
+            "(vLLM --max-lora-rank): lower lora.rank or raise the server's limit"
+        )
+    if lo.target_modules == "all-linear":
+        pattern = lo.exclude_modules
+        missed = [m for m in VISION_MODULE_EXAMPLES if pattern is None or not re.fullmatch(pattern, m)]
+        if missed:
+            out.append(
+                f"lora.exclude_modules={pattern!r} leaves LoRA on the vision tower ({missed[0]}), which vLLM does not serve, "
+                "so rollout and training policies would differ: use '.*visual.*'"
+            )
+    else:
+        vision = [m for m in lo.target_modules if "visual" in m]
+        if vision:
+            out.append(f"lora.target_modules names vision-tower modules {vision}, which vLLM does not serve: target language-model linears only")
+
+    # algorithm
+    if cfg.grpo.advantage != "outcome":
+        out.append(
+            "grpo.advantage='process' is implemented by the reference backend only; SkyRL's grpo estimator "
+            "uses outcome advantages: set grpo.advantage='outcome'"
+        )
+    if ro.action_constraint != "none":
+        out.append(
+            "rollout.action_constraint='directions' (constrained decoding) exists only in the reference backend; "
+            "vLLM samples freely: set rollout.action_constraint='none'"
+        )
+
+    # lengths
+    if ro.max_input_tokens < ro.max_prompt_tokens:
+        out.append(
+            f"rollout.max_input_tokens={ro.max_input_tokens} is below rollout.max_prompt_tokens={ro.max_prompt_tokens}: "
+            "a multi-turn conversation starts with the prompt, so raise max_input_tokens"
+        )
+    if ro.max_model_len is not None and ro.max_model_len < ro.max_input_tokens + ro.max_new_tokens:
+        out.append(
+            f"rollout.max_model_len={ro.max_model_len} is below max_input_tokens + max_new_tokens "
+            f"({ro.max_input_tokens + ro.max_new_tokens}): raise max_model_len or lower those"
+        )
+
+    # batch sizes (SkyRL validate_batch_sizes, with this package's names)
+    mazes = cfg.data.mazes_per_step
+    mini = tr.mini_batch_size or mazes
+    dp = pl.policy_gpus
+    if mini > mazes:
+        out.append(f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}")
+    elif mazes % mini:
+        out.append(f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
+    elif (mini * group) % dp:
+        out.append(
+            f"trainer.mini_batch_size x grpo.group_size = {mini * group} episodes do not split evenly over {dp} policy GPUs: "
+            "make it a multiple of the GPU count"
+        )
+    else:
+        per_gpu = mini * group // dp
+        if per_gpu % tr.micro_batch_size:
+            out.append(
+                f"trainer.micro_batch_size={tr.micro_batch_size} does not divide the {per_gpu} episodes each GPU gets per "
+                f"optimizer step (mini_batch_size {mini} x group_size {group} / {dp} GPUs): pick a divisor of {per_gpu}"
+            )
+
+    # checkpoints: the adapter is exported from the last checkpoint
+    if cfg.checkpoint.interval == 0:
+        out.append(
+            "checkpoint.interval=0 turns SkyRL checkpoints off, and the adapter is exported from the final checkpoint: "
+            "set checkpoint.interval >= 1"
+        )
+    return out
