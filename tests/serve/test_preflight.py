@@ -1,0 +1,228 @@
+"""Preflight table: crafted bad adapters are refused (or warned about) with the expected message."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hyperpod_rl.errors import ServeError
+from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, ServerProfile, preflight, tokenizer_fingerprint, vllm_server
+
+VLLM = vllm_server(max_lora_rank=16)
+WEIGHTS = "adapter_model.safetensors"
+
+
+# ---------------------------------------------------------------------------- mutations
+def _prov(d: Path, **changes) -> None:
+    prov = json.loads((d / "provenance.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            prov.pop(key, None)
+        else:
+            prov[key] = value
+    (d / "provenance.json").write_text(json.dumps(prov))
+
+
+def _config(d: Path, **changes) -> None:
+    cfg = json.loads((d / "adapter_config.json").read_text())
+    cfg.update(changes)
+    (d / "adapter_config.json").write_text(json.dumps(cfg))
+
+
+def _add_tensors(d: Path, tensors: dict) -> None:
+    """Add tensors to the safetensors file and re-record its checksum (only the target check fails)."""
+    from safetensors.torch import load_file, save_file
+
+    from hyperpod_rl.train.checkpoint import file_sha256
+
+    weights = load_file(str(d / WEIGHTS))
+    weights.update(tensors)
+    save_file(weights, str(d / WEIGHTS))
+    _prov(d, adapter_sha256=file_sha256(d / WEIGHTS))
+
+
+def _vision_lora(module: str):
+    import torch
+
+    def mutate(d: Path) -> None:
+        _add_tensors(d, {f"base_model.model.model.visual.{module}.lora_A.weight": torch.zeros(16, 64), f"base_model.model.model.visual.{module}.lora_B.weight": torch.zeros(64, 16)})
+
+    return mutate
+
+
+def _full_weight(name: str, shape: tuple[int, int]):
+    import torch
+
+    return lambda d: _add_tensors(d, {name: torch.zeros(shape)})
+
+
+def _truncate(d: Path) -> None:
+    raw = (d / WEIGHTS).read_bytes()
+    (d / WEIGHTS).write_bytes(raw[: len(raw) // 2])
+
+
+def _flip_byte(d: Path) -> None:
+    raw = bytearray((d / WEIGHTS).read_bytes())
+    raw[-100] ^= 0xFF  # inside the tensor data: the header still parses
+    (d / WEIGHTS).write_bytes(bytes(raw))
+
+
+def _garbage_header(d: Path) -> None:
+    raw = (d / WEIGHTS).read_bytes()
+    (d / WEIGHTS).write_bytes((10**12).to_bytes(8, "little") + raw[8:])
+
+
+def _own_tokenizer(d: Path) -> None:
+    (d / "tokenizer.json").write_text(json.dumps({"model": {"vocab": {"a": 0, "b": 1}}}))
+
+
+def _own_template(d: Path) -> None:
+    (d / "chat_template.jinja").write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+
+
+def _bad_gen_config(base: Path) -> None:
+    (base / "generation_config.json").write_text(json.dumps({"temperature": 0.7, "top_k": 20, "top_p": 0.8, "eos_token_id": 2}))
+
+
+# id, mutation of the adapter copy, mutation of the base model copy (or None), server, severity, check, message regex
+BAD: list[tuple[str, Callable[[Path], None], Callable[[Path], None] | None, ServerProfile, str, str, str]] = [
+    ("no-provenance", lambda d: (d / "provenance.json").unlink(), None, LOCAL_SERVER, "error", "provenance", r"provenance\.json is missing"),
+    ("provenance-not-json", lambda d: (d / "provenance.json").write_text("{not json"), None, LOCAL_SERVER, "error", "provenance", r"provenance\.json is not valid JSON"),
+    ("provenance-incomplete", lambda d: _prov(d, base_model_revision=None), None, LOCAL_SERVER, "error", "provenance", r"lacks \['base_model_revision'\]"),
+    ("other-base-model-id", lambda d: _prov(d, base_model_id="Qwen/Qwen3-VL-8B-Instruct"), None, LOCAL_SERVER, "error", "base_model", r"trained on base model 'Qwen/Qwen3-VL-8B-Instruct' but the server loads 'hyperpod-rl/tiny-qwen3-vl'"),
+    ("other-base-revision", lambda d: _prov(d, base_model_revision="0123456789abcdef"), None, VLLM, "error", "base_model", r"revision '0123456789abcdef' but the server loads revision"),
+    ("rank-above-vllm-default", lambda d: _config(d, r=32), None, VLLM, "error", "lora_rank", r"LoRA rank is 32 but vLLM accepts at most 16.*--max-lora-rank 32"),
+    ("rank-pattern-above-max", lambda d: _config(d, rank_pattern={"q_proj": 64}), None, vllm_server(max_lora_rank=32), "error", "lora_rank", r"LoRA rank is 64 but vLLM accepts at most 32"),
+    ("vision-attention-lora", _vision_lora("blocks.0.attn.qkv"), None, VLLM, "error", "vision_tower", r"2 LoRA tensors sit on the vision tower .*visual\.blocks\.0\.attn\.qkv.*language model only"),
+    ("vision-merger-lora", _vision_lora("merger.linear_fc1"), None, VLLM, "error", "vision_tower", r"vision tower .*merger\.linear_fc1.*exclude_modules"),
+    ("modules-to-save", lambda d: _config(d, modules_to_save=["lm_head"]), None, VLLM, "error", "modules_to_save", r"modules_to_save=\['lm_head'\].*vLLM rejects"),
+    ("full-lm-head", _full_weight("base_model.model.lm_head.weight", (8, 128)), None, LOCAL_SERVER, "error", "extra_weights", r"1 tensors are not LoRA matrices \(e\.g\. base_model\.model\.lm_head\.weight\)"),
+    ("full-embeddings", _full_weight("base_model.model.model.language_model.embed_tokens.weight", (8, 128)), None, VLLM, "error", "extra_weights", r"not LoRA matrices .*embed_tokens\.weight"),
+    ("missing-safetensors", lambda d: (d / WEIGHTS).unlink(), None, LOCAL_SERVER, "error", "weights", r"adapter_model\.safetensors is missing"),
+    ("truncated-safetensors", _truncate, None, LOCAL_SERVER, "error", "weights", r"truncated or corrupt: tensor data ends at byte \d+ but the file has \d+ bytes"),
+    ("flipped-byte", _flip_byte, None, VLLM, "error", "weights", r"does not match the adapter_sha256"),
+    ("garbage-header", _garbage_header, None, LOCAL_SERVER, "error", "weights", r"truncated or corrupt: the header claims"),
+    ("no-checksum", lambda d: _prov(d, adapter_sha256=None), None, LOCAL_SERVER, "warning", "weights", r"no adapter_sha256, so the weights cannot be verified"),
+    ("own-tokenizer", _own_tokenizer, None, VLLM, "error", "tokenizer", r"tokenizer saved beside the adapter differs from the base model's"),
+    ("provenance-tokenizer-hash", lambda d: _prov(d, tokenizer_sha256="f" * 64), None, LOCAL_SERVER, "error", "tokenizer", r"tokenizer recorded in provenance\.json differs"),
+    ("own-chat-template", _own_template, None, LOCAL_SERVER, "error", "chat_template", r"chat template saved beside the adapter differs"),
+    ("server-chat-template", lambda d: None, None, vllm_server(chat_template="{{ messages }}"), "error", "chat_template", r"vLLM overrides the chat template .*--chat-template"),
+    ("generation-config-overrides", lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 0.0}), "warning", "generation_config", r"sets top_p=0\.8 \(requested 1\.0\), top_k=20 \(requested 0\).*--generation-config vllm"),
+    ("generation-config-temperature", lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 1.0, "top_p": 0.8, "top_k": 20}), "warning", "generation_config", r"sets temperature=0\.7 \(requested 1\.0\);"),
+    ("no-adapter-config", lambda d: (d / "adapter_config.json").unlink(), None, LOCAL_SERVER, "error", "adapter_config", r"adapter_config\.json is missing"),
+    ("not-lora", lambda d: _config(d, peft_type="IA3"), None, LOCAL_SERVER, "error", "adapter_config", r"peft_type='IA3'; servers load LoRA adapters only"),
+]
+
+
+@pytest.fixture
+def copies(trained_adapter, tmp_path: Path):
+    """Copy the good adapter (and optionally the base model) so a case can damage its copy."""
+
+    def make(mutate_adapter, mutate_base) -> tuple[Path, BaseModelRef]:
+        adapter = tmp_path / "adapter"
+        shutil.copytree(trained_adapter["adapter"], adapter)
+        mutate_adapter(adapter)
+        base_dir = trained_adapter["model_dir"]
+        if mutate_base is not None:
+            base_dir = tmp_path / "base"
+            shutil.copytree(trained_adapter["model_dir"], base_dir)
+            mutate_base(base_dir)
+        # the id and revision of the original, so only the intended check can fail
+        return adapter, BaseModelRef(model_id="hyperpod-rl/tiny-qwen3-vl", revision=trained_adapter["revision"], path=base_dir)
+
+    return make
+
+
+def test_the_table_covers_every_failure_class_with_variations():
+    assert len(BAD) >= 12
+    assert {case[5] for case in BAD} == {"provenance", "base_model", "lora_rank", "vision_tower", "modules_to_save", "extra_weights", "weights", "tokenizer", "chat_template", "generation_config", "adapter_config"}
+
+
+@pytest.mark.parametrize(("case", "mutate", "mutate_base", "server", "severity", "check", "pattern"), BAD, ids=[c[0] for c in BAD])
+def test_bad_adapter_is_refused_or_warned(copies, case, mutate, mutate_base, server, severity, check, pattern):
+    adapter, base = copies(mutate, mutate_base)
+    report = preflight(adapter, base, server)
+    hits = [f for f in report.findings if f.check == check and f.severity == severity]
+    assert hits, report.summary()
+    assert any(re.search(pattern, f.message) for f in hits), report.summary()
+    assert all(f.fix and "Fix: " in f.message for f in report.findings)
+    if severity == "error":
+        assert not report.ok
+        with pytest.raises(ServeError, match=check):
+            report.raise_for_errors()
+    else:
+        assert report.ok, report.summary()
+        assert report.raise_for_errors() is report
+
+
+def test_exported_adapter_passes_locally_and_on_vllm(trained_adapter):
+    base = BaseModelRef.from_dir(trained_adapter["model_dir"])
+    assert base.model_id == "hyperpod-rl/tiny-qwen3-vl"
+    assert base.revision == trained_adapter["revision"]
+    for server in (LOCAL_SERVER, VLLM, vllm_server(max_lora_rank=16, generation_config="auto")):
+        report = preflight(trained_adapter["adapter"], base, server)
+        assert report.findings == [], report.summary()
+        assert report.rank == 16
+        assert "preflight passed" in report.summary()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "mutate_base", "server"),
+    [
+        (lambda d: _config(d, r=32), None, vllm_server(max_lora_rank=32)),  # rank raised on the server
+        (_vision_lora("blocks.0.attn.qkv"), None, LOCAL_SERVER),  # peft applies LoRA to the vision tower too
+        (lambda d: None, _bad_gen_config, vllm_server(generation_config="vllm")),  # generation_config ignored
+        (lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 0.7, "top_k": 20, "top_p": 0.8})),
+    ],
+    ids=["rank-32-on-max-32", "vision-lora-locally", "gen-config-ignored", "gen-config-matches-request"],
+)
+def test_good_variants_are_accepted(copies, mutate, mutate_base, server):
+    adapter, base = copies(mutate, mutate_base)
+    report = preflight(adapter, base, server)
+    assert report.ok and not report.warnings, report.summary()
+
+
+def test_tokenizer_saved_with_the_adapter_is_fine_when_it_is_the_base_models(copies, trained_adapter):
+    def same_files(d: Path) -> None:
+        for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+            shutil.copy(trained_adapter["model_dir"] / name, d / name)
+
+    adapter, base = copies(same_files, None)
+    assert tokenizer_fingerprint(adapter) == tokenizer_fingerprint(trained_adapter["model_dir"])
+    assert tokenizer_fingerprint(adapter)["chat_template_sha256"] is not None
+    assert preflight(adapter, base, VLLM).findings == []
+
+
+def test_several_failures_are_all_reported(copies):
+    adapter, base = copies(lambda d: (_config(d, r=64, modules_to_save=["lm_head"]), _prov(d, base_model_id="other/model")), None)
+    report = preflight(adapter, base, VLLM)
+    assert report.checks("error") == {"lora_rank", "modules_to_save", "base_model"}
+    with pytest.raises(ServeError, match=r"3 error\(s\)"):
+        report.raise_for_errors()
+
+
+def test_base_model_without_local_files_skips_tokenizer_checks_with_a_warning(trained_adapter):
+    report = preflight(trained_adapter["adapter"], BaseModelRef(model_id="hyperpod-rl/tiny-qwen3-vl", revision=trained_adapter["revision"]), VLLM)
+    assert report.ok
+    assert report.checks("warning") == {"tokenizer"}
+
+
+def test_bad_paths_raise(tmp_path: Path, trained_adapter):
+    with pytest.raises(ServeError, match="is not a directory"):
+        preflight(tmp_path / "nope", trained_adapter["model_dir"])
+    with pytest.raises(ServeError, match="has no config.json"):
+        preflight(trained_adapter["adapter"], tmp_path)
+
+
+def test_preflight_is_fast(trained_adapter):
+    base = BaseModelRef(model_id="hyperpod-rl/tiny-qwen3-vl", revision=trained_adapter["revision"], path=trained_adapter["model_dir"])
+    start = time.perf_counter()
+    for _ in range(20):
+        preflight(trained_adapter["adapter"], base, VLLM)
+    assert (time.perf_counter() - start) / 20 < 0.05  # seconds per adapter: no model is loaded
