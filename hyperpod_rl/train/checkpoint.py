@@ -8,9 +8,12 @@ Layout (``<run dir>/checkpoints/``)::
         trainer_state.json          step, epoch, sampler position, metrics offset
         checksums.json              sha256 of every file above (written last)
 
-A checkpoint is written into ``step_N.tmp-<pid>`` and renamed into place, so a crash leaves
-either a whole checkpoint or none. On load, checkpoints are tried newest first; one whose
-checksums do not match (truncated, corrupt) is skipped with a warning.
+A checkpoint is written into ``step_N.tmp-<pid>``, every file and the directory are fsynced,
+and it is renamed into place (then the parent directory is fsynced), so a crash, even SIGKILL,
+leaves either a whole checkpoint or none; leftovers of an interrupted write
+(``*.tmp-<pid>``, ``*.old-<pid>``) are removed on resume. On load, checkpoints are tried newest
+first; one whose checksums do not match (truncated, corrupt) is skipped with a warning, so
+resume falls back to the previous valid one.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from hyperpod_rl.errors import CheckpointError
 
-__all__ = ["file_sha256", "latest_valid_checkpoint", "prune_checkpoints", "write_checksums", "write_dir_atomically"]
+__all__ = ["file_sha256", "latest_valid_checkpoint", "prune_checkpoints", "remove_stale_temporaries", "verify_checksums", "write_checksums", "write_dir_atomically"]
 
 
 def file_sha256(path: str | Path) -> str:
@@ -77,6 +80,7 @@ def write_dir_atomically(final: Path, write: Any) -> Path:
     for p in tmp.iterdir():
         with open(p, "rb") as fh:
             os.fsync(fh.fileno())
+    _fsync_dir(tmp)
     if final.exists():
         old = final.with_name(f"{final.name}.old-{os.getpid()}")
         final.rename(old)
@@ -84,7 +88,35 @@ def write_dir_atomically(final: Path, write: Any) -> Path:
         shutil.rmtree(old)
     else:
         tmp.rename(final)
+    _fsync_dir(final.parent)
     return final
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _is_temporary(path: Path) -> bool:
+    return ".tmp-" in path.name or ".old-" in path.name
+
+
+def remove_stale_temporaries(ckpt_root: Path) -> list[str]:
+    """Delete ``*.tmp-<pid>`` / ``*.old-<pid>`` leftovers of writes a crash interrupted.
+
+    Call only while holding the run (no other writer). Returns the names removed.
+    """
+    if not ckpt_root.is_dir():
+        return []
+    removed = []
+    for path in ckpt_root.iterdir():
+        if _is_temporary(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    return removed
 
 
 def latest_valid_checkpoint(ckpt_root: Path) -> Path | None:
@@ -94,7 +126,7 @@ def latest_valid_checkpoint(ckpt_root: Path) -> Path | None:
     """
     if not ckpt_root.is_dir():
         return None
-    steps = sorted((p for p in ckpt_root.glob("step_*") if p.is_dir() and ".tmp-" not in p.name and ".old-" not in p.name), reverse=True)
+    steps = sorted((p for p in ckpt_root.glob("step_*") if p.is_dir() and not _is_temporary(p)), reverse=True)
     for path in steps:
         problem = verify_checksums(path)
         if problem is None:
@@ -105,7 +137,7 @@ def latest_valid_checkpoint(ckpt_root: Path) -> Path | None:
 
 def prune_checkpoints(ckpt_root: Path, keep: int) -> None:
     """Delete all but the ``keep`` newest checkpoints."""
-    steps = sorted(p for p in ckpt_root.glob("step_*") if p.is_dir() and ".tmp-" not in p.name)
+    steps = sorted(p for p in ckpt_root.glob("step_*") if p.is_dir() and not _is_temporary(p))
     for path in steps[:-keep]:
         shutil.rmtree(path, ignore_errors=True)
 

@@ -12,15 +12,36 @@ One step (SkyRL's ``trainer.train`` loop, reduced to one mini-batch and one epoc
    (:func:`~hyperpod_rl.train.grpo.group_advantages`), shared by every turn of the episode;
 3. one policy update with the clipped surrogate + KL + entropy (:func:`~hyperpod_rl.train.grpo.grpo_loss`),
    over micro-batches with gradient accumulation, then AdamW.
+
+Recovery (exact resume): a checkpoint holds the LoRA weights, the AdamW state, the Python /
+NumPy / torch / sampling RNG states, the sampler's epoch and position, the step and the
+``metrics.jsonl`` offset, written atomically with a checksum list. A resubmission of the run id
+resumes from the newest checkpoint whose checksums match (a truncated newer one is skipped with a
+warning) and reproduces an uninterrupted run bit for bit on CPU. A finished run is not trained
+again, and a run directory written with another config is refused: ``fresh=True`` (``--fresh``)
+is the only way to start a run over. One trainer per run directory at a time (``trainer.lock``,
+an ``fcntl`` lock the kernel releases when the process dies, even by SIGKILL).
+
+Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
+``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
+for the same base model; RNG states are restored afterwards, so it changes no training number.
+``manifest.json`` (:mod:`~hyperpod_rl.train.manifest`) and the run ledger
+(:func:`hyperpod_rl.ledger.record_manifest`, best effort) are updated at start, at every
+checkpoint and at the end.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import random
+import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +54,10 @@ from hyperpod_rl.maze import REWARD_VERSION, MazeEnv
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import load_base_model, revision_of
 from hyperpod_rl.train.policy import MazePolicy
-from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, write_dir_atomically
+from hyperpod_rl.train.benchmark import greedy_benchmark
+from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, remove_stale_temporaries, verify_checksums, write_dir_atomically
 from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
+from hyperpod_rl.train.manifest import checkpoint_entries, new_manifest, read_manifest, update_manifest
 from hyperpod_rl.train.provenance import provenance_record
 from hyperpod_rl.train.rollout import Episode, play_episodes
 
@@ -91,11 +114,13 @@ class ReferenceTrainer:
     Args:
         config: the validated :class:`RunConfig`.
         run_dir: ``<storage root>/runs/<run_id>``; created if missing.
-        fresh: start from step 0 even if checkpoints exist (they are deleted first).
+        fresh: start from step 0: checkpoints, metrics, the adapter, the manifest and the
+            adapter evals of an earlier attempt are deleted first.
 
     Raises:
         ConfigError: bad paths or model.
-        CheckpointError: ``fresh`` is False, checkpoints exist, but none is valid.
+        CheckpointError: ``fresh`` is False and checkpoints exist but none is valid, or the run
+            directory holds a run with another config; another trainer holds the run.
     """
 
     def __init__(self, config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> None:
@@ -139,6 +164,128 @@ class ReferenceTrainer:
         self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
         self.step = 0
 
+    # ------------------------------------------------------------------ run directory
+    @contextmanager
+    def _run_lock(self) -> Iterator[None]:
+        """Hold ``trainer.lock`` (its content: this process's pid) while training."""
+        path = self.run_dir / "trainer.lock"
+        fh = open(path, "a+")
+        try:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.seek(0)
+                holder = fh.read().strip() or "another process"
+                raise CheckpointError(f"run {self.config.run_id!r} is being trained by {holder}: stop that job first (hyperpod-rl job stop {self.config.run_id})") from None
+            fh.seek(0)
+            fh.truncate()
+            fh.write(json.dumps({"pid": os.getpid(), "host": os.uname().nodename}))
+            fh.flush()
+            yield
+        finally:
+            fh.close()  # closing releases the lock
+
+    def _wipe(self) -> None:
+        """``fresh``: remove what an earlier attempt of this run id wrote (base eval kept)."""
+        shutil.rmtree(self.ckpt_root, ignore_errors=True)
+        shutil.rmtree(self.run_dir / "adapter", ignore_errors=True)
+        self.metrics_path.unlink(missing_ok=True)
+        (self.run_dir / "manifest.json").unlink(missing_ok=True)
+        for path in (self.run_dir / "eval").glob("*.json"):
+            if path.name != "base.json":
+                path.unlink()
+
+    def _check_same_run(self) -> Path | None:
+        """Refuse a run directory written with another config; the adapter if the run is done."""
+        manifest = read_manifest(self.run_dir)
+        if manifest is not None and manifest.get("config_hash") != self.config.config_hash():
+            raise CheckpointError(
+                f"run directory {self.run_dir} holds run {manifest.get('run_id')!r} trained with another config "
+                f"(hash {manifest.get('config_hash')}, this one {self.config.config_hash()}): resubmit with --fresh to overwrite it, or pick a new run id"
+            )
+        adapter = self.run_dir / "adapter"
+        prov = adapter / "provenance.json"
+        if prov.is_file() and verify_checksums(adapter) is None:
+            info = json.loads(prov.read_text())
+            if info.get("config_hash") != self.config.config_hash():
+                raise CheckpointError(f"{adapter} was trained with another config (hash {info.get('config_hash')}): resubmit with --fresh to overwrite it, or pick a new run id")
+            if int(info.get("steps") or 0) >= self.config.trainer.steps:
+                if self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*")) and latest_valid_checkpoint(self.ckpt_root) is None:
+                    raise CheckpointError(f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over")
+                return adapter
+        return None
+
+    # ------------------------------------------------------------------ manifest and ledger
+    def _record(self, manifest: dict[str, Any]) -> None:
+        from hyperpod_rl.ledger import record_manifest
+
+        if os.environ.get("HYPERPOD_RL_LEDGER", "").lower() != "off":
+            record_manifest(manifest, self.run_dir)
+
+    def _start_manifest(self, resumed_from: int | None) -> None:
+        cfg = self.config
+        hashes = {"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)}
+
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            fresh = new_manifest(cfg, base_model_id=self.base_model_id, base_model_revision=self.base_model_revision, dataset_hashes=hashes, reward_version=REWARD_VERSION)
+            if current is not None:  # keep what earlier attempts recorded
+                fresh["created_at"] = current.get("created_at", fresh["created_at"])
+                fresh["eval"] = current.get("eval") or {}
+                fresh["resumes"] = current.get("resumes") or []
+            if resumed_from is not None:
+                fresh["resumes"].append({"from_step": resumed_from, "at": fresh["updated_at"]})
+            fresh["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
+            return fresh
+
+        self._record(update_manifest(self.run_dir, change))
+
+    def _update_manifest(self, **fields: Any) -> None:
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            out = dict(current or {"run_id": self.config.run_id})
+            out.update(fields)
+            out["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
+            return out
+
+        self._record(update_manifest(self.run_dir, change))
+
+    # ------------------------------------------------------------------ base benchmark
+    def _benchmark_base(self) -> None:
+        """Greedy base-model benchmark into ``eval/base.json`` (RNG states restored after)."""
+        cfg = self.config
+        path = self.run_dir / "eval" / "base.json"
+        if self.step != 0 or not cfg.trainer.eval_mazes:
+            return
+        if path.is_file():
+            try:
+                prev = json.loads(path.read_text())
+                if prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
+                    return
+            except ValueError:
+                pass
+        rows = read_rows(cfg.data.heldout_path)[: cfg.trainer.eval_mazes]
+        states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
+        try:
+            with torch.no_grad(), self.model.disable_adapter():
+                metrics, per_maze = greedy_benchmark(self.policy, rows)
+        finally:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
+            torch.set_rng_state(states[2])
+            self.generator.set_state(states[3])
+        result = {"label": "base", "model_path": str(cfg.model.path), "adapter_path": None, "num_mazes": len(rows), "metrics": metrics, "per_maze": per_maze, "split": "heldout", "model_revision": self.base_model_revision}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"base.json.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(result, indent=1))
+        os.replace(tmp, path)
+
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            out = dict(current or {"run_id": cfg.run_id})
+            out.setdefault("eval", {})["base"] = {"metrics": metrics, "num_mazes": len(rows), "path": str(path.relative_to(self.run_dir)), "ci": None}
+            return out
+
+        update_manifest(self.run_dir, change)
+        print(f"base model benchmark on {len(rows)} held-out mazes: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()), flush=True)
+
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> Path:
         from peft import get_peft_model_state_dict
@@ -163,25 +310,22 @@ class ReferenceTrainer:
 
         path = write_dir_atomically(self.ckpt_root / f"step_{self.step:06d}", write)
         prune_checkpoints(self.ckpt_root, self.config.checkpoint.keep)
+        self._update_manifest()
         return path
 
-    def _resume(self) -> None:
-        import shutil
-
+    def _resume(self) -> int | None:
+        """Load the newest valid checkpoint; return its step (``None``: starting at step 0)."""
         from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
-        if self.fresh and self.ckpt_root.exists():
-            shutil.rmtree(self.ckpt_root)
-            self.metrics_path.unlink(missing_ok=True)
-            return
+        remove_stale_temporaries(self.ckpt_root)
         has_any = self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*"))
         path = latest_valid_checkpoint(self.ckpt_root)
         if path is None:
             if has_any:
                 raise CheckpointError(f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over")
             self.metrics_path.unlink(missing_ok=True)
-            return
+            return None
         state = json.loads((path / "trainer_state.json").read_text())
         if state.get("config_hash") != self.config.config_hash():
             raise CheckpointError(f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config")
@@ -197,8 +341,11 @@ class ReferenceTrainer:
         # Drop metric lines written after the checkpoint: they are produced again.
         if self.metrics_path.exists():
             kept = self.metrics_path.read_text().splitlines(keepends=True)[: state["metrics_lines"]]
-            self.metrics_path.write_text("".join(kept))
-        print(f"resumed from {path.name} (step {self.step})", flush=True)
+            tmp = self.metrics_path.with_name(f"metrics.jsonl.tmp-{os.getpid()}")
+            tmp.write_text("".join(kept))
+            os.replace(tmp, self.metrics_path)
+        print(f"resumed from {path.name} (step {self.step}, epoch {self.sampler.epoch})", flush=True)
+        return self.step
 
     # ------------------------------------------------------------------ one step
     def _update(self, episodes: list[Episode], advantages: list[list[float]]) -> dict[str, float]:
@@ -292,11 +439,39 @@ class ReferenceTrainer:
     def train(self) -> Path:
         """Run (or resume) training to ``trainer.steps`` and export the adapter.
 
+        A finished run (its adapter exported with this config) is not trained again: its
+        adapter directory is returned as is.
+
         Returns:
             The adapter directory ``<run dir>/adapter``.
+
+        Raises:
+            CheckpointError: see the class docstring.
         """
-        self._build()
-        self._resume()
+        with self._run_lock():
+            if self.fresh:
+                self._wipe()
+            done = self._check_same_run()
+            if done is not None:
+                print(f"run {self.config.run_id} already finished ({done}); resubmit with --fresh to train it again", flush=True)
+                return done
+            self._build()
+            resumed_from = self._resume()
+            self._start_manifest(resumed_from)
+            try:
+                self._benchmark_base()
+                self._loop()
+                adapter = self.export_adapter()
+            except BaseException:
+                try:
+                    self._update_manifest(status="failed")
+                except Exception as err:  # noqa: BLE001 - the training error matters more
+                    log.warning("could not mark the run failed in manifest.json: %s", err)
+                raise
+            self._update_manifest(status="succeeded", adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step})
+            return adapter
+
+    def _loop(self) -> None:
         cfg = self.config
         with self.metrics_path.open("a") as sink:
             while self.step < cfg.trainer.steps:
@@ -306,7 +481,6 @@ class ReferenceTrainer:
                 print(record.to_line(), flush=True)
                 if cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps:
                     self._save_checkpoint()
-        return self.export_adapter()
 
     def export_adapter(self) -> Path:
         """Write ``adapter/`` (PEFT files + ``provenance.json``) atomically."""
