@@ -32,15 +32,20 @@ def up(
 
 @app.command()
 def down() -> None:
-    """Delete the serving app."""
+    """Delete the serving app; stop Serve (freeing its HTTP port) when no application is left."""
     import ray
-
     from ray import serve
 
-    from hyperpod_rl.serve.local import SERVE_APP_NAME
+    from hyperpod_rl.serve.local import SERVE_APP_NAME, _serve_http_port
 
     ray.init(logging_level="ERROR")
+    if _serve_http_port() is None:
+        print("Ray Serve is not running", flush=True)
+        return
     serve.delete(SERVE_APP_NAME)
+    if not serve.status().applications:
+        serve.shutdown()
+        print("Ray Serve stopped", flush=True)
 
 
 if __name__ == "__main__":

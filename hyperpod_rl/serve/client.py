@@ -1,13 +1,21 @@
-"""Client of the OpenAI-style ``/v1/chat/completions`` route (local Ray Serve or vLLM)."""
+"""Client of the OpenAI-style ``/v1/chat/completions`` route (local Ray Serve or vLLM).
+
+- :func:`chat`: one request, the answer text and its latency.
+- :func:`solve`: play one maze through the served model, turn by turn, with the skyrl-gym maze
+  env scoring every move exactly as in training and evaluation.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_rl.errors import ServeError
+from hyperpod_rl.maze import ENV_CLASS, Maze, register_env
 
-__all__ = ["chat", "maze_request"]
+__all__ = ["SolveResult", "chat", "maze_request", "solve"]
 
 
 def maze_request(row: dict[str, Any], *, model: str, temperature: float = 0.0) -> dict[str, Any]:
@@ -46,3 +54,115 @@ def chat(endpoint: str, request: dict[str, Any], *, timeout_s: float = 60.0, ses
             detail = resp.text[:500]
         raise ServeError(f"{resp.status_code} from {endpoint}: {detail}")
     return resp.json()["choices"][0]["message"]["content"], latency
+
+
+@dataclass
+class SolveResult:
+    """One maze played through a served model.
+
+    Attributes:
+        adapter: the ``model`` name the requests used.
+        answers: the raw answer text of each turn, e.g. ``"<answer>up</answer>"``.
+        moves: the parsed move of each turn (``None`` for an invalid answer).
+        path: cells ``(row, col)`` the agent occupied: the start, then one per turn.
+        reward: the episode return (sum of the env's step rewards).
+        solved: whether the agent reached the goal.
+        latencies_s: seconds per request, one per turn.
+        metrics: the env's episode metrics (``solved``, ``optimal_move_rate``, ...).
+    """
+
+    adapter: str
+    answers: list[str] = field(default_factory=list)
+    moves: list[str | None] = field(default_factory=list)
+    path: list[tuple[int, int]] = field(default_factory=list)
+    reward: float = 0.0
+    solved: bool = False
+    latencies_s: list[float] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def turns(self) -> int:
+        return len(self.answers)
+
+
+def _context(system: list[dict[str, Any]], observation: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """System messages plus the latest observation: the context the policy sees in training
+    (:mod:`hyperpod_rl.train.rollout`), so served and in-process answers agree."""
+    return system + [m for m in observation if m.get("role") != "system"][-1:]
+
+
+def solve(
+    maze: Maze | Mapping[str, Any],
+    endpoint: str,
+    adapter: str,
+    *,
+    max_turns: int | None = None,
+    env_config: Mapping[str, Any] | None = None,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    timeout_s: float = 60.0,
+    session: Any = None,
+) -> SolveResult:
+    """Play one maze through the served model, one request per turn.
+
+    Each turn sends the system prompt plus the latest observation (the maze image with the
+    agent drawn in) as OpenAI ``image_url`` data-URL parts, and steps the skyrl-gym maze env
+    (:class:`hyperpod_rl.maze.MazeEnv`) with the answer, until the goal or the turn limit.
+
+    Args:
+        maze: a :class:`~hyperpod_rl.maze.Maze`, or a dataset row (its ``prompt`` and settings,
+            e.g. ``prompt_style``, are used).
+        endpoint: base URL of the server, e.g. ``http://127.0.0.1:8000``.
+        adapter: the ``model`` to ask: an adapter name, or ``"base"`` on the local server
+            (``"<model_id>:<adapter>"`` on Ray Serve LLM).
+        max_turns: turn limit (default: the row's, else ``2 * shortest path + 4``).
+        env_config: env settings for a bare maze (``prompt_style``, ``render_style``, ...).
+        temperature: 0 for greedy decoding.
+        seed: request seed (sampling only).
+        timeout_s: HTTP timeout per request, in seconds.
+        session: a ``requests.Session`` to reuse connections.
+
+    Returns:
+        :class:`SolveResult`.
+
+    Raises:
+        ServeError: a request failed (the server's detail is in the message).
+        MazeError: the maze or its settings are invalid.
+    """
+    import skyrl_gym
+
+    register_env()
+    if isinstance(maze, Maze):
+        extras: dict[str, Any] = {"maze": maze.to_json()}
+        prompt: list[dict[str, Any]] | None = None
+    else:
+        extras = dict(maze)
+        prompt = list(maze["prompt"]) if maze.get("prompt") is not None else None
+    if max_turns is not None:
+        extras["max_turns"] = max_turns
+    env = skyrl_gym.make(ENV_CLASS, env_config=dict(env_config or {}), extras=extras)
+    conversation, _ = env.init(prompt)
+    system = [m for m in conversation if m.get("role") == "system"]
+    context = _context(system, conversation)
+    result = SolveResult(adapter=adapter, path=[tuple(env.maze.start)])
+    try:
+        while True:
+            request: dict[str, Any] = {"model": adapter, "messages": context, "temperature": temperature}
+            if seed is not None:
+                request["seed"] = seed
+            answer, latency = chat(endpoint, request, timeout_s=timeout_s, session=session)
+            out = env.step(answer)
+            meta = out.get("metadata") or {}
+            result.answers.append(answer)
+            result.latencies_s.append(latency)
+            result.moves.append(meta.get("move"))
+            result.path.append(tuple(meta.get("agent", result.path[-1])))
+            result.reward += float(out["reward"])
+            if out["done"]:
+                break
+            context = _context(system, out["observations"])
+        result.metrics = {k: float(v) for k, v in env.get_metrics().items() if isinstance(v, (int, float))}
+        result.solved = bool(result.metrics.get("solved", 0.0))
+    finally:
+        env.close()
+    return result

@@ -7,14 +7,22 @@ or ``"base"`` for the base model with adapters disabled. Image parts are OpenAI
 
 Bad requests get a 4xx with a message that says what to fix, and never take the replica down:
 400 for malformed JSON, bad base64 or a request without an image, 404 for an unknown model,
-413 for an image over ``max_image_px`` pixels per side.
+413 for an image over :data:`MAX_IMAGE_PX` pixels per side or a body over
+:data:`MAX_BODY_BYTES`. The image size is read from the image header before any pixel is
+decoded.
+
+Every adapter passes :func:`hyperpod_rl.serve.preflight.preflight` (against
+:data:`~hyperpod_rl.serve.preflight.LOCAL_SERVER`) before the deploy job is even submitted, and
+again in the job before Serve starts.
 """
 
 # No `from __future__ import annotations`: FastAPI must resolve the handlers' annotations.
 
+import asyncio
 import base64
 import binascii
 import io
+import json
 import threading
 import time
 import uuid
@@ -23,10 +31,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["SERVE_APP_NAME", "ChatRequest", "build_app", "deploy_local", "run_app", "shutdown_local"]
+__all__ = ["MAX_BODY_BYTES", "MAX_IMAGE_PX", "SERVE_APP_NAME", "ChatRequest", "build_app", "check_adapters", "deploy_local", "run_app", "shutdown_local"]
 
 SERVE_APP_NAME = "hyperpod-rl"
+#: Largest image side accepted, in pixels (maze images are 160-480 px).
 MAX_IMAGE_PX = 2048
+#: Largest request body accepted, in bytes.
+MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
 class _Part(BaseModel):
@@ -73,14 +84,20 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                     raise ValueError("image_url must be a data URL: data:image/png;base64,<base64 bytes>")
                 try:
                     raw = base64.b64decode(url.split(",", 1)[1], validate=True)
-                    img = Image.open(io.BytesIO(raw))
-                    img.load()
                 except (binascii.Error, ValueError):
                     raise ValueError("image_url data is not valid base64: encode the PNG bytes with base64") from None
+                try:
+                    img = Image.open(io.BytesIO(raw))  # reads the header only
+                except Image.DecompressionBombError:
+                    raise OverflowError(f"image is too large to decode; the limit is {MAX_IMAGE_PX} px per side: downscale it") from None
                 except (UnidentifiedImageError, OSError):
                     raise ValueError("image_url data is not a readable image: send PNG or JPEG bytes") from None
                 if max(img.size) > MAX_IMAGE_PX:
                     raise OverflowError(f"image is {img.size[0]}x{img.size[1]} px; the limit is {MAX_IMAGE_PX} px per side: downscale it")
+                try:
+                    img.load()
+                except (OSError, ValueError, SyntaxError):
+                    raise ValueError("image_url data is not a readable image (truncated or damaged): send complete PNG or JPEG bytes") from None
                 parts.append({"type": "image", "image": img.convert("RGB")})
                 images += 1
             else:
@@ -132,6 +149,22 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             self.policy = MazePolicy(model, processor, action_constraint=action_constraint)  # type: ignore[arg-type]
             self.lock = threading.Lock()
 
+        def _act(self, model: str, messages: list[dict[str, Any]], temperature: float, seed: int | None) -> Any:
+            """One move from the named adapter (or the base model); one request at a time."""
+            import contextlib
+
+            import torch
+
+            gen = torch.Generator().manual_seed(seed) if seed is not None else None
+            with self.lock:
+                if model == "base":
+                    scope = self.model.disable_adapter() if self.names else contextlib.nullcontext()
+                else:
+                    self.model.set_adapter(model)
+                    scope = contextlib.nullcontext()
+                with scope, torch.no_grad():
+                    return self.policy.act([messages], greedy=temperature == 0, temperature=temperature or 1.0, generator=gen)[0]
+
         @api.get("/v1/models")
         def models(self) -> dict[str, Any]:
             return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "hyperpod-rl"} for n in ["base", *self.names]]}
@@ -145,8 +178,11 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             import torch
             from pydantic import ValidationError
 
+            raw = await request.body()
+            if len(raw) > MAX_BODY_BYTES:
+                raise HTTPException(status_code=413, detail=f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send one downscaled maze image")
             try:
-                body = await request.json()
+                body = json.loads(raw)
             except ValueError:
                 raise HTTPException(status_code=400, detail="the body is not JSON: send an OpenAI chat-completions request") from None
             try:
@@ -162,17 +198,8 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             except ValueError as err:
                 raise HTTPException(status_code=400, detail=str(err)) from None
             start = time.perf_counter()
-            gen = torch.Generator().manual_seed(req.seed) if req.seed is not None else None
-            with self.lock:
-                if req.model == "base":
-                    if self.names:
-                        with self.model.disable_adapter():
-                            action = self.policy.act([messages], greedy=req.temperature == 0, temperature=req.temperature or 1.0, generator=gen)[0]
-                    else:
-                        action = self.policy.act([messages], greedy=req.temperature == 0, temperature=req.temperature or 1.0, generator=gen)[0]
-                else:
-                    self.model.set_adapter(req.model)
-                    action = self.policy.act([messages], greedy=req.temperature == 0, temperature=req.temperature or 1.0, generator=gen)[0]
+            # the model runs in a worker thread: the replica's event loop keeps answering
+            action = await asyncio.to_thread(self._act, req.model, messages, req.temperature, req.seed)
             latency_ms = (time.perf_counter() - start) * 1000
             return JSONResponse(
                 {
@@ -189,15 +216,60 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
     return MazeModelServer.bind(model_path, adapters, action_constraint)
 
 
+def check_adapters(model_path: str | Path, adapters: dict[str, str | Path]) -> list[Any]:
+    """Preflight every adapter against the base model for the local server.
+
+    Returns:
+        One :class:`~hyperpod_rl.serve.preflight.PreflightReport` per adapter (warnings only).
+
+    Raises:
+        ServeError: an adapter name is ``"base"`` (reserved) or any adapter fails a check; the
+            message lists every finding of every failing adapter.
+    """
+    from hyperpod_rl.errors import ServeError
+    from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, preflight
+
+    if "base" in adapters:
+        raise ServeError("adapter name 'base' is reserved for the base model: pick another name (NAME=PATH)")
+    base = BaseModelRef.from_dir(model_path)
+    reports = [preflight(path, base, LOCAL_SERVER) for path in adapters.values()]
+    failed = [r for r in reports if not r.ok]
+    if failed:
+        raise ServeError("refusing to serve:\n" + "\n".join(r.summary() for r in failed))
+    return reports
+
+
+def _serve_http_port() -> int | None:
+    """The HTTP port of the running Serve instance, or None when Serve is not running."""
+    from ray.serve.context import _get_global_client  # no public accessor in Ray 2.57
+
+    client = _get_global_client(raise_if_no_controller_running=False)
+    return None if client is None else int(client.http_config.port)
+
+
 def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0) -> None:
     """Deploy (or redeploy) the app from a driver already joined to the cluster.
 
     :func:`deploy_local` runs this inside a Ray Job (``python -m hyperpod_rl.serve up``), which
     inherits the cluster's token; Serve apps outlive the driver that deployed them. The HTTP
-    proxy listens on 127.0.0.1 only.
+    proxy listens on 127.0.0.1 only. Serve binds one HTTP port per cluster: if it already runs
+    on another port with no application, it is restarted on ``port``.
+
+    Raises:
+        ServeError: an adapter fails preflight, or Serve runs on another port with
+            applications still deployed.
     """
     from ray import serve
 
+    from hyperpod_rl.errors import ServeError
+
+    check_adapters(model_path, adapters)
+    current = _serve_http_port()
+    if current is not None and current != port:
+        apps = serve.status().applications
+        if apps:
+            raise ServeError(f"Ray Serve already listens on port {current} with applications {sorted(apps)}: use --port {current}, or run hyperpod-rl serve down first")
+        serve.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus)
     serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
@@ -221,8 +293,8 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
         ``http://127.0.0.1:<port>``; POST chat completions to ``<url>/v1/chat/completions``.
 
     Raises:
-        ServeError: the deploy job failed (its log tail is in the message) or the app did not
-            answer within ``timeout_s``.
+        ServeError: an adapter fails preflight (nothing is deployed), the deploy job failed
+            (its log tail is in the message) or the app did not answer within ``timeout_s``.
     """
     import shlex
     import sys
@@ -232,6 +304,7 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
 
     from hyperpod_rl.errors import ServeError
 
+    check_adapters(model_path, adapters)
     args = [sys.executable, "-m", "hyperpod_rl.serve", "up", "--model-path", str(model_path), "--port", str(port), "--num-cpus", str(num_cpus)]
     for name, path in adapters.items():
         args += ["--adapter", f"{name}={path}"]
@@ -258,7 +331,8 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
 
 
 def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
-    """Delete the serving app through a short Ray Job."""
+    """Delete the serving app through a short Ray Job; Serve itself stops (freeing its HTTP
+    port) when no other application is left."""
     import shlex
     import sys
 
