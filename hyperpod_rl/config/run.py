@@ -278,6 +278,16 @@ class RunConfig(_Section):
             raise ValueError("\n".join(problems))
         return self
 
+    def validated(self) -> RunConfig:
+        """This config re-validated from its JSON form (``model_copy(update=...)`` skips validation).
+
+        Callers that accept a config from elsewhere (``submit_run``) call this before using it.
+
+        Raises:
+            ConfigError: one line per bad field.
+        """
+        return type(self).build(self.model_dump(mode="json"))
+
     @classmethod
     def presets(cls) -> list[str]:
         """Names of the built-in run presets (:mod:`hyperpod_rl.config.presets`)."""

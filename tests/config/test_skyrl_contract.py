@@ -1,0 +1,206 @@
+"""Contract: every RunConfig we produce loads and validates with SkyRL 0.4's own code.
+
+``SkyRLTrainConfig.from_cli_overrides`` rejects unknown keys (a renamed SkyRL key fails here) and
+``skyrl.train.utils.validate_cfg`` applies SkyRL's cross-field rules (placement, batch sizes,
+lengths, LoRA). Both run on CPU; no GPU or vLLM is needed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hyperpod_rl.config.presets import preset_dict
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, require_vlm_keys
+from hyperpod_rl.config.validate import VLLM_LORA_RANKS
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.maze.env import ENV_CLASS
+
+# skyrl==0.4.0 is a dev dependency: CI installs it, so a missing SkyRL fails here instead of skipping.
+from skyrl.train.config import SkyRLTrainConfig  # noqa: E402
+from skyrl.train.utils import validate_cfg  # noqa: E402
+
+
+def _skyrl(cfg: RunConfig):
+    loaded = SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides())
+    validate_cfg(loaded)
+    return loaded
+
+
+@pytest.mark.parametrize("name", RunConfig.presets())
+def test_preset_round_trips_through_skyrl_loader_and_validator(name):
+    cfg = RunConfig.from_preset(name)
+    loaded = _skyrl(cfg)
+    pl = cfg.placement
+    # Values arrive where SkyRL reads them (not just "no error").
+    assert loaded.trainer.policy.model.path == "Qwen/Qwen3-VL-8B-Instruct"
+    assert loaded.trainer.policy.model.lora.rank == cfg.lora.rank == 32
+    assert loaded.trainer.policy.model.lora.exclude_modules == r".*visual.*"
+    assert loaded.trainer.strategy == "fsdp"
+    assert loaded.trainer.placement.colocate_all is True
+    assert loaded.trainer.placement.policy_num_nodes * loaded.trainer.placement.policy_num_gpus_per_node == pl.policy_gpus
+    assert loaded.generator.inference_engine.num_engines * loaded.generator.inference_engine.tensor_parallel_size == pl.policy_gpus
+    assert loaded.generator.n_samples_per_prompt == cfg.grpo.group_size
+    assert loaded.trainer.algorithm.advantage_estimator == "grpo"
+    assert loaded.trainer.max_training_steps == cfg.trainer.steps
+    assert loaded.trainer.train_batch_size == cfg.data.mazes_per_step
+    assert loaded.environment.env_class == ENV_CLASS
+    run_dir = f"{cfg.storage.root}/runs/{cfg.run_id}"
+    assert loaded.trainer.ckpt_path == f"{run_dir}/checkpoints"
+    assert loaded.trainer.export_path == f"{run_dir}/skyrl-export"
+    assert loaded.trainer.policy.model.lora.lora_sync_path == f"{run_dir}/lora-sync"
+    # The same config, loaded twice, is the same SkyRL config (the translation is deterministic).
+    assert SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides()) == SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides())
+
+
+@pytest.mark.parametrize("name", RunConfig.presets())
+def test_vlm_keys_are_set_and_reach_skyrl(name):
+    cfg = RunConfig.from_preset(name)
+    overrides = cfg.to_skyrl_overrides()
+    for key, value in REQUIRED_VLM_KEYS.items():
+        assert overrides[key] is value, key
+    loaded = _skyrl(cfg)
+    assert loaded.generator.vision_language_generator is True
+    assert loaded.generator.batched is False
+    assert loaded.trainer.remove_microbatch_padding is False
+
+
+def test_skyrl_defaults_are_wrong_for_vlms():
+    """The VLM keys must be set explicitly: SkyRL's defaults are the text-only ones."""
+    default = SkyRLTrainConfig.from_cli_overrides({})
+    for key, value in REQUIRED_VLM_KEYS.items():
+        section, *rest = key.split(".")
+        node = getattr(default, section)
+        for part in rest:
+            node = getattr(node, part)
+        assert value is not True or node is not True, key
+    assert default.generator.vision_language_generator is False
+    assert default.trainer.remove_microbatch_padding is True
+
+
+@pytest.mark.parametrize("missing", sorted(REQUIRED_VLM_KEYS))
+def test_missing_vlm_key_fails(missing):
+    overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
+    del overrides[missing]
+    with pytest.raises(ConfigError, match=rf"{missing}='<missing>'"):
+        require_vlm_keys(overrides)
+
+
+@pytest.mark.parametrize("key", sorted(REQUIRED_VLM_KEYS))
+def test_wrong_vlm_value_fails(key):
+    overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
+    overrides[key] = not overrides[key]
+    with pytest.raises(ConfigError, match=rf"{key}=.*needs"):
+        require_vlm_keys(overrides)
+
+
+def test_every_override_key_is_a_skyrl_key():
+    """SkyRL refuses a key it does not know; prove it still does, with one of ours renamed."""
+    overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
+    overrides["trainer.policy.model.lora.rnk"] = overrides.pop("trainer.policy.model.lora.rank")
+    with pytest.raises(ValueError, match="rnk"):
+        SkyRLTrainConfig.from_cli_overrides(overrides)
+
+
+def test_reference_config_does_not_translate():
+    with pytest.raises(ConfigError, match="backend='reference'"):
+        RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}).to_skyrl_overrides()
+
+
+def test_skyrl_rejects_what_we_reject_for_placement():
+    """Our colocation rule is SkyRL's: 6 policy GPUs against 5 engines fails in both."""
+    data = preset_dict("hyperpod-6gpu", {"placement": {"num_engines": 5}})
+    with pytest.raises(ConfigError, match="must equal rollout GPUs"):
+        RunConfig.build(data)
+    overrides = RunConfig.from_preset("hyperpod-6gpu").to_skyrl_overrides()
+    overrides["generator.inference_engine.num_engines"] = 5
+    with pytest.raises(AssertionError, match="num_policy_gpus"):
+        validate_cfg(SkyRLTrainConfig.from_cli_overrides(overrides))
+
+
+_topologies = st.sampled_from([(1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (3, 2), (2, 8), (4, 8)])
+
+
+@st.composite
+def _valid_overrides(draw):
+    """Overrides built to be valid: engines x TP = GPUs, batch sizes that partition evenly."""
+    nodes, gpus = draw(_topologies)
+    tp = draw(st.sampled_from([t for t in (1, 2, 4) if gpus % t == 0]))
+    dp = nodes * gpus
+    group = draw(st.integers(2, 16))
+    mini = dp // math.gcd(dp, group) * draw(st.integers(1, 3))
+    per_gpu = mini * group // dp
+    return {
+        "run_id": "gen-run",
+        "placement": {"nodes": nodes, "gpus_per_node": gpus, "num_engines": dp // tp, "tensor_parallel_size": tp},
+        "storage": {"root": "/fsx/hyperpod-rl", "shared": True},
+        "data": {"mazes_per_step": mini * draw(st.integers(1, 4))},
+        "trainer": {"mini_batch_size": mini, "micro_batch_size": draw(st.sampled_from([m for m in (1, 2, 4, 8) if per_gpu % m == 0]))},
+        "grpo": {"group_size": group, "kl_coef": draw(st.sampled_from([0.0, 0.001]))},
+        "lora": {"rank": draw(st.sampled_from([8, 16, 32, 64]))},
+        "rollout": {"max_turns": draw(st.integers(1, 8))},
+    }
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(overrides=_valid_overrides())
+def test_generated_valid_configs_load_and_validate_in_skyrl(overrides):
+    cfg = RunConfig.from_preset("single-node-8gpu", **overrides)
+    loaded = _skyrl(cfg)
+    assert loaded.trainer.placement.policy_num_gpus_per_node == overrides["placement"]["gpus_per_node"]
+    assert loaded.trainer.policy_mini_batch_size == overrides["trainer"]["mini_batch_size"]
+
+
+def _skyrl_accepts(cfg: RunConfig) -> bool:
+    try:
+        validate_cfg(SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides()))
+    except (AssertionError, ValueError):
+        return False
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topo=_topologies,
+    tp=st.sampled_from([1, 2, 4]),
+    engines=st.integers(1, 16),
+    mazes=st.integers(1, 64),
+    mini=st.integers(1, 64),
+    group=st.integers(2, 16),
+    micro=st.sampled_from([1, 2, 3, 4, 8]),
+    turns=st.integers(1, 8),
+)
+def test_we_reject_whatever_skyrl_rejects(topo, tp, engines, mazes, mini, group, micro, turns):
+    """Over arbitrary placements and batch sizes: SkyRL rejects => we reject; we accept => SkyRL accepts.
+
+    The candidate is made with ``model_copy`` (no validation) so SkyRL sees it even when we would not.
+    """
+    nodes, gpus = topo
+    base = RunConfig.from_preset("single-node-8gpu", storage={"root": "/fsx/hyperpod-rl", "shared": True})
+    candidate = base.model_copy(
+        update={
+            "placement": base.placement.model_copy(update={"nodes": nodes, "gpus_per_node": gpus, "num_engines": engines, "tensor_parallel_size": tp}),
+            "data": base.data.model_copy(update={"mazes_per_step": mazes}),
+            "trainer": base.trainer.model_copy(update={"mini_batch_size": mini, "micro_batch_size": micro}),
+            "grpo": base.grpo.model_copy(update={"group_size": group}),
+            "rollout": base.rollout.model_copy(update={"max_turns": turns}),
+        }
+    )
+    try:
+        candidate.validated()
+        ours = True
+    except ConfigError:
+        ours = False
+    theirs = _skyrl_accepts(candidate)
+    assert theirs or not ours, "we accepted a config SkyRL rejects"
+
+
+def test_validated_catches_model_copy_bypass():
+    cfg = RunConfig.from_preset("hyperpod-6gpu")
+    broken = cfg.model_copy(update={"placement": cfg.placement.model_copy(update={"num_engines": 5})})
+    with pytest.raises(ConfigError, match="must equal rollout GPUs"):
+        broken.validated()
