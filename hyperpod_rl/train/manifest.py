@@ -44,7 +44,7 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError
 from hyperpod_rl.train.provenance import git_state, package_versions
 
-__all__ = ["MANIFEST_NAME", "checkpoint_entries", "config_from_manifest", "image_info", "new_manifest", "read_manifest", "update_manifest"]
+__all__ = ["MANIFEST_NAME", "checkpoint_entries", "eval_summaries", "config_from_manifest", "image_info", "new_manifest", "read_manifest", "update_manifest"]
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
@@ -86,6 +86,20 @@ def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:
         except ValueError:
             continue
         out.append({"step": int(path.name.removeprefix("step_")), "path": str(path.relative_to(run_dir)), "files": files})
+    return out
+
+
+def eval_summaries(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """``{name: summary}`` of every ``<run dir>/eval/<name>.json`` (figures and intervals, no per-maze rows)."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((run_dir / "eval").glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "metrics" in data:
+            keep = ("label", "split", "observation", "num_mazes", "metrics", "ci")
+            out[path.stem] = {**{k: data.get(k) for k in keep}, "path": str(path.relative_to(run_dir))}
     return out
 
 

@@ -57,7 +57,7 @@ from hyperpod_rl.train.policy import MazePolicy
 from hyperpod_rl.train.benchmark import greedy_benchmark
 from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, remove_stale_temporaries, verify_checksums, write_dir_atomically
 from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
-from hyperpod_rl.train.manifest import checkpoint_entries, new_manifest, read_manifest, update_manifest
+from hyperpod_rl.train.manifest import checkpoint_entries, eval_summaries, new_manifest, read_manifest, update_manifest
 from hyperpod_rl.train.provenance import provenance_record
 from hyperpod_rl.train.rollout import Episode, play_episodes
 
@@ -232,6 +232,7 @@ class ReferenceTrainer:
                 fresh["created_at"] = current.get("created_at", fresh["created_at"])
                 fresh["eval"] = current.get("eval") or {}
                 fresh["resumes"] = current.get("resumes") or []
+            fresh["eval"] = {**eval_summaries(self.run_dir), **fresh["eval"]}  # evals saved before the run started
             if resumed_from is not None:
                 fresh["resumes"].append({"from_step": resumed_from, "at": fresh["updated_at"]})
             fresh["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
@@ -280,7 +281,7 @@ class ReferenceTrainer:
 
         def change(current: dict[str, Any] | None) -> dict[str, Any]:
             out = dict(current or {"run_id": cfg.run_id})
-            out.setdefault("eval", {})["base"] = {"metrics": metrics, "num_mazes": len(rows), "path": str(path.relative_to(self.run_dir)), "ci": None}
+            out.setdefault("eval", {}).update(eval_summaries(self.run_dir))
             return out
 
         update_manifest(self.run_dir, change)
