@@ -1,0 +1,111 @@
+"""Evaluation: bootstrap intervals, breakdowns, text twins, ood split, comparison and promotion."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.eval import EvalResult, bootstrap_interval, compare, evaluate, load_policy, ood_rows, text_twin_rows
+from hyperpod_rl.train.reference import read_rows
+
+
+def _synthetic(label: str, solved: list[int], invalid: list[float] | None = None) -> EvalResult:
+    per_maze = []
+    for i, s in enumerate(solved):
+        m = {"layout_hash": f"h{i}", "size": [3 + i % 3, 3 + i % 3], "stratum": f"s{i % 2}", "solved": float(s), "optimal_move_rate": 0.5 + 0.4 * s, "invalid_move_rate": (invalid or [0.0] * len(solved))[i]}
+        if s:
+            m["steps_over_optimal"] = float(i % 3)
+        per_maze.append(m)
+    return EvalResult(label=label, model_path="m", adapter_path=None, num_mazes=len(solved), metrics={"solve_rate": float(np.mean(solved))}, per_maze=per_maze)
+
+
+def test_bootstrap_interval_brackets_the_mean_with_the_binomial_width():
+    values = np.array([1.0, 0.0] * 100)
+    iv = bootstrap_interval(values, seed=1)
+    assert iv.value == 0.5 and iv.n == 200
+    assert iv.low < 0.5 < iv.high
+    assert 0.10 < iv.high - iv.low < 0.18  # 2 * 1.96 * sqrt(0.25 / 200) = 0.139
+    const = bootstrap_interval(np.ones(50))
+    assert (const.low, const.high) == (1.0, 1.0)
+    ratio = bootstrap_interval(np.array([np.nan, 2.0, np.nan, 4.0]))
+    assert ratio.value == 3.0 and ratio.n == 2 and 2.0 <= ratio.low <= ratio.high <= 4.0
+    assert bootstrap_interval(np.array([np.nan, np.nan])).n == 0
+
+
+def test_compare_promotes_only_when_the_interval_says_so():
+    rng = np.random.default_rng(0)
+    base = _synthetic("base", list(rng.binomial(1, 0.2, 200)))
+    better = _synthetic("adapter", list(rng.binomial(1, 0.6, 200)))
+    result = compare(base, better)
+    assert result.promote, result.reason
+    d = result.deltas["solve_rate"]
+    assert d.verdict == "better" and d.diff.low > 0
+    assert abs(d.diff.value - (d.candidate.value - d.base.value)) < 1e-12
+    same = compare(base, _synthetic("adapter", [int(m["solved"]) for m in base.per_maze]))
+    assert not same.promote and same.deltas["solve_rate"].verdict == "same"
+    assert "does not exclude 0" in same.reason
+    sloppy = _synthetic("adapter", [int(m["solved"]) for m in better.per_maze], invalid=[0.9] * 200)
+    guarded = compare(base, sloppy)
+    assert not guarded.promote and "invalid_move_rate" in guarded.reason
+    rows = guarded.table_rows()
+    assert [r["metric"] for r in rows] == ["solve_rate", "optimal_move_rate", "invalid_move_rate", "steps_over_optimal"]
+    assert rows[2]["verdict"] == "worse" and "[" in rows[0]["delta"]
+    assert "plotly" in result._repr_html_() and "promote" in result._repr_html_()
+    assert json.loads(json.dumps(result.to_json()))["promote"] is True
+
+
+def test_compare_refuses_different_mazes_and_unknown_metrics():
+    a, b = _synthetic("base", [1, 0, 1]), _synthetic("adapter", [1, 0])
+    with pytest.raises(ConfigError, match="same mazes"):
+        compare(a, b)
+    with pytest.raises(ConfigError, match="primary='reward'"):
+        compare(a, a, primary="reward")
+
+
+def test_evaluate_tiny_model_with_intervals_breakdowns_and_text_twins(tiny_setup, tmp_path):
+    rows = read_rows(tiny_setup["data"].heldout)
+    policy = load_policy(tiny_setup["model_dir"])
+    t0 = time.perf_counter()
+    result = evaluate(tiny_setup["model_dir"], rows, policy=policy, label="base", text_twin=True)
+    elapsed = time.perf_counter() - t0
+    assert result.num_mazes == len(rows) == len(result.per_maze) and result.split == "heldout"
+    for metric in ("solve_rate", "optimal_move_rate", "invalid_move_rate"):
+        lo, hi = result.ci[metric]
+        assert lo <= result.metrics[metric] <= hi
+    assert sum(g["solve_rate"]["n"] for g in result.breakdown["size"].values()) == len(rows)
+    assert set(result.breakdown["size"]) == {f"{m['size'][0]}x{m['size'][1]}" for m in result.per_maze}
+    assert set(result.breakdown["stratum"]) == {r["stratum"] for r in rows}
+    twin = result.text_twin
+    assert twin is not None and twin.observation == "text"
+    assert [m["layout_hash"] for m in twin.per_maze] == [m["layout_hash"] for m in result.per_maze]
+    html_view = result._repr_html_()
+    assert "plotly" in html_view and "stratum" in html_view
+    saved = EvalResult.load(result.save(tmp_path / "base.json"))
+    assert saved.ci == result.ci and saved.text_twin is not None and saved.text_twin.metrics == twin.metrics
+    assert elapsed < 120, elapsed
+
+
+def test_text_twin_rows_have_no_images_and_keep_the_maze(tiny_setup):
+    rows = read_rows(tiny_setup["data"].heldout)[:3]
+    twins = text_twin_rows(rows)
+    for row, twin in zip(rows, twins, strict=True):
+        parts = [p for m in twin["prompt"] for p in (m["content"] if isinstance(m["content"], list) else [])]
+        assert not any(p.get("type") in ("image", "image_url") for p in parts)
+        assert any(p.get("type") == "text" and p["text"].strip() for p in parts)
+        assert (twin["layout_hash"], twin["observation"], twin["image_tokens"]) == (row["layout_hash"], "text", 0)
+
+
+def test_ood_rows_are_larger_and_longer_than_the_training_distribution(tiny_setup):
+    heldout = read_rows(tiny_setup["data"].heldout)
+    spec = dict(tiny_setup["data"].spec, ood_sizes=[[6, 6]])
+    ood = ood_rows(spec, 4, in_distribution=heldout)
+    longest = max(r["shortest_path_length"] for r in heldout)
+    assert len(ood) == 4 and all(r["split"] == "ood" and (r["rows"], r["cols"]) == (6, 6) for r in ood)
+    assert all(r["shortest_path_length"] > longest for r in ood)
+    assert not {r["layout_hash"] for r in ood} & {r["layout_hash"] for r in heldout}
+    with pytest.raises(ConfigError, match="ood count"):
+        ood_rows(spec, 0)
