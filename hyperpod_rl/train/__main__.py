@@ -1,4 +1,4 @@
-"""Job entrypoint: ``python -m hyperpod_rl.train --config <run dir>/config.json [--backend reference]``."""
+"""Job entrypoint: ``python -m hyperpod_rl.train --config <run dir>/config.json [--backend reference|skyrl]``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,13 @@ def main(
     backend: str = typer.Option("reference", help="training backend: 'reference' (CPU / one GPU) or 'skyrl'"),
     fresh: bool = typer.Option(False, help="discard this run's checkpoints and start from step 0"),
 ) -> None:
+    if backend == "skyrl":
+        from hyperpod_rl.train.skyrl_backend import main as run_skyrl
+
+        run_skyrl(config, fresh=fresh)
+        return
     if backend != "reference":
-        raise typer.BadParameter(f"backend {backend!r} is not available in this build: use 'reference'", param_hint="--backend")
+        raise typer.BadParameter(f"unknown backend {backend!r}: use 'reference' or 'skyrl'", param_hint="--backend")
     from hyperpod_rl.train.reference import main as run
 
     run(config, fresh=fresh)
