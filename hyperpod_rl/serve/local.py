@@ -148,6 +148,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             self.model = model
             self.policy = MazePolicy(model, processor, action_constraint=action_constraint)  # type: ignore[arg-type]
             self.lock = threading.Lock()
+            self.started_at = time.time()
 
         def _act(self, model: str, messages: list[dict[str, Any]], temperature: float, seed: int | None) -> Any:
             """One move from the named adapter (or the base model); one request at a time."""
@@ -170,8 +171,10 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             return {"object": "list", "data": [{"id": n, "object": "model", "owned_by": "hyperpod-rl"} for n in ["base", *self.names]]}
 
         @api.get("/healthz")
-        def healthz(self) -> dict[str, str]:
-            return {"status": "ok"}
+        def healthz(self) -> dict[str, Any]:
+            import os
+
+            return {"status": "ok", "pid": os.getpid(), "started_at": self.started_at}
 
         @api.post("/v1/chat/completions")
         async def chat(self, request: Request) -> JSONResponse:
