@@ -1,0 +1,181 @@
+"""The local Ray Serve app on the real local cluster: answers, malformed requests, solve, load."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from hyperpod_rl.errors import ServeError
+from hyperpod_rl.maze import clean_messages
+from hyperpod_rl.serve.client import chat, maze_request, solve
+from hyperpod_rl.train.reference import read_rows
+
+pytestmark = pytest.mark.ray
+
+PORT = 8201
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def served(local_cluster, trained_adapter):
+    """The app deployed with the adapter as 'maze' (and the base model as 'base'); torn down after."""
+    from hyperpod_rl.serve.local import deploy_local, shutdown_local
+
+    client = local_cluster.job_client()
+    url = deploy_local(client, trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]}, port=PORT)
+    yield {"url": url, "client": client, "rows": read_rows(trained_adapter["heldout"]), **trained_adapter}
+    shutdown_local(client)
+
+
+def _post(url: str, body) -> requests.Response:
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return requests.post(f"{url}/v1/chat/completions", data=data, headers={"content-type": "application/json"}, timeout=60)
+
+
+def _with_image(row: dict, url_value: str) -> dict:
+    messages = clean_messages(row["prompt"])
+    for msg in messages:
+        if isinstance(msg["content"], list):
+            for part in msg["content"]:
+                if part.get("type") == "image_url":
+                    part["image_url"] = {"url": url_value}
+    return {"model": "maze", "messages": messages}
+
+
+def _png(size: int) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (size, size), "white").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_models_lists_base_and_adapter(served):
+    resp = requests.get(f"{served['url']}/v1/models", timeout=30)
+    assert resp.status_code == 200
+    assert [m["id"] for m in resp.json()["data"]] == ["base", "maze"]
+
+
+def test_served_greedy_answers_equal_in_process_answers(served):
+    """Same mazes, greedy: the served answers equal MazePolicy.act(greedy=True) in this process."""
+    from hyperpod_rl.eval import load_policy
+
+    rows = served["rows"]
+    prompts = [clean_messages(r["prompt"]) for r in rows]
+    for name, adapter in (("maze", served["adapter"]), ("base", None)):
+        policy = load_policy(served["model_dir"], adapter)
+        expected = [a.text for a in policy.act(prompts, greedy=True)]
+        got = [chat(served["url"], maze_request(r, model=name))[0] for r in rows]
+        assert got == expected, name
+        if name == "maze":
+            adapter_answers = got
+    assert adapter_answers != got  # the adapter changes answers: 'model' selects it
+
+
+def test_solve_plays_the_maze_like_in_process_evaluation(served):
+    from hyperpod_rl.eval import load_policy
+    from hyperpod_rl.train.rollout import play_episodes
+
+    rows = served["rows"][:4]
+    policy = load_policy(served["model_dir"], served["adapter"])
+    episodes = play_episodes(policy, rows, greedy=True)
+    with requests.Session() as session:
+        for row, episode in zip(rows, episodes):
+            result = solve(row, served["url"], "maze", session=session)
+            assert result.answers == [t.action.text for t in episode.turns]
+            assert result.reward == pytest.approx(episode.total_return)
+            assert result.metrics == pytest.approx(episode.metrics)
+            assert result.turns == len(result.moves) == len(result.latencies_s) == len(result.path) - 1
+            assert result.path[0] == tuple(json.loads(row["maze"])["start"])
+            assert all(lat > 0 for lat in result.latencies_s)
+            assert result.solved == bool(episode.metrics["solved"])
+
+
+def test_solve_a_bare_maze(served):
+    from hyperpod_rl.maze import generate_maze
+
+    maze = generate_maze(3, 3, seed=1)
+    result = solve(maze, served["url"], "maze", max_turns=2, env_config={"prompt_style": "terse"})
+    assert result.turns <= 2
+    assert all(m in (None, "up", "down", "left", "right") for m in result.moves)
+    assert result.path[0] == maze.start
+
+
+@pytest.mark.parametrize(
+    ("case", "status", "detail"),
+    [
+        ("bad-base64", 400, r"not valid base64"),
+        ("no-image", 400, r"has no image: add an image_url part"),
+        ("huge-image", 413, r"4096x4096 px; the limit is 2048 px per side"),
+        ("unknown-adapter", 404, r"unknown model 'nope': use one of \['base', 'maze'\]"),
+        ("not-json", 400, r"not JSON"),
+        ("http-url", 400, r"must be a data URL"),
+        ("not-an-image", 400, r"not a readable image"),
+        ("no-messages", 400, r"invalid request"),
+        ("huge-body", 413, r"the request body is \d+ bytes; the limit is"),
+    ],
+)
+def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, status, detail):
+    url, row = served["url"], served["rows"][0]
+    before = requests.get(f"{url}/healthz", timeout=30).json()
+    body = {
+        "bad-base64": _with_image(row, "data:image/png;base64,@@not base64@@"),
+        "no-image": {"model": "maze", "messages": [{"role": "user", "content": "which way?"}]},
+        "huge-image": _with_image(row, _png(4096)),
+        "unknown-adapter": maze_request(row, model="nope"),
+        "not-json": b"{not json",
+        "http-url": _with_image(row, "https://example.com/maze.png"),
+        "not-an-image": _with_image(row, "data:image/png;base64," + base64.b64encode(b"plain text").decode()),
+        "no-messages": {"model": "maze", "messages": []},
+        "huge-body": _with_image(row, "data:image/png;base64," + "A" * (17 * 1024 * 1024)),
+    }[case]
+    resp = _post(url, body)
+    assert resp.status_code == status, resp.text
+    assert re.search(detail, resp.json()["detail"]), resp.json()
+    if isinstance(body, dict):
+        with pytest.raises(ServeError, match=f"{status} from {url}"):
+            chat(url, body)
+    # the same replica still answers
+    after = requests.get(f"{url}/healthz", timeout=30).json()
+    assert after == before
+    answer, _ = chat(url, maze_request(row, model="maze"))
+    assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", answer)
+
+
+def test_deploy_refuses_a_bad_adapter_before_submitting_a_job(served, tmp_path):
+    from hyperpod_rl.serve.local import deploy_local
+
+    bad = tmp_path / "adapter"
+    shutil.copytree(served["adapter"], bad)
+    prov = json.loads((bad / "provenance.json").read_text())
+    prov["base_model_revision"] = "0000000000000000"
+    (bad / "provenance.json").write_text(json.dumps(prov))
+    jobs_before = len(served["client"].list_jobs())
+    with pytest.raises(ServeError, match=r"(?s)refusing to serve:.*\[base_model\].*revision '0000000000000000'"):
+        deploy_local(served["client"], served["model_dir"], {"maze": bad}, port=PORT)
+    with pytest.raises(ServeError, match="'base' is reserved"):
+        deploy_local(served["client"], served["model_dir"], {"base": served["adapter"]}, port=PORT)
+    assert len(served["client"].list_jobs()) == jobs_before
+    assert requests.get(f"{served['url']}/healthz", timeout=30).status_code == 200
+
+
+def test_load_benchmark_runs_against_the_endpoint(served):
+    """benchmarks/serve_load.py, scaled down (the 16 x 50 bar is in test_load_bar)."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--endpoint", served["url"], "--heldout", str(served["heldout"]), "--clients", "4", "--requests", "5"],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["requests"] == 20 and last["failed"] == 0
+    assert 0 < last["p50_ms"] <= last["p95_ms"] <= last["p99_ms"]
+    assert last["requests_per_s"] > 0
