@@ -1,0 +1,131 @@
+"""The run ledger: records, search by config value / note text / eval figure, compare, concurrency."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.ledger import LEDGER_ENV, Ledger, ledger_path, record_manifest
+
+WRITERS, WRITES = 4, 200
+
+
+@pytest.fixture
+def ledger(tmp_path):
+    with Ledger(tmp_path / "ledger.sqlite") as led:
+        led.record_run("run-a", status="succeeded", config={"grpo": {"lr": 0.0005, "group_size": 8}, "lora": {"rank": 16, "target_modules": "all-linear"}}, config_hash="aaaa")
+        led.record_run("run-b", status="failed", config={"grpo": {"lr": 0.003, "group_size": 8}, "lora": {"rank": 8, "target_modules": "all-linear"}}, config_hash="bbbb")
+        led.add_eval("run-a", "adapter", {"solve_rate": 0.415, "optimal_move_rate": 0.62}, ci={"solve_rate": [0.35, 0.48]}, num_mazes=200)
+        led.add_eval("run-b", "adapter", {"solve_rate": 0.12, "optimal_move_rate": 0.40}, num_mazes=200)
+        led.add_note("policy collapsed to always-left after lr 3e-3; lowered the learning rate", run_id="run-b", kind="incident")
+        led.add_note("runbook: restart the head node before resubmitting", kind="runbook")
+        yield led
+
+
+def _runs(hits) -> set[str | None]:
+    return {h.run_id for h in hits}
+
+
+def test_search_by_config_value_note_text_and_eval_figure(ledger):
+    assert _runs(ledger.search("grpo.lr=0.0005")) == {"run-a"}
+    assert _runs(ledger.search("lr=5e-4")) == {"run-a"}  # suffix key, numeric equality
+    assert _runs(ledger.search("rank>8")) == {"run-a"}
+    assert _runs(ledger.search("group_size=8")) == {"run-a", "run-b"}
+    assert _runs(ledger.search("target_modules=all-linear")) == {"run-a", "run-b"}
+    assert _runs(ledger.search("solve_rate>=0.4")) == {"run-a"}
+    assert _runs(ledger.search("adapter.solve_rate<0.2")) == {"run-b"}
+    assert _runs(ledger.search("0.415")) == {"run-a"}  # an eval figure as free text
+    hits = ledger.search("collapsed always-left")
+    assert [(h.run_id, h.kind) for h in hits] == [("run-b", "note")]
+    assert [h.kind for h in ledger.search("head node")] == ["note"]
+    assert ledger.search("no such words here") == []
+    with pytest.raises(ConfigError, match="empty search"):
+        ledger.search("  ")
+    with pytest.raises(ConfigError, match="need a number"):
+        ledger.search("rank>abc")
+
+
+def test_show_list_and_compare(ledger):
+    rec = ledger.get_run("run-a")
+    assert rec is not None and rec.config["grpo"]["lr"] == 0.0005 and rec.evals["adapter"]["ci"] == {"solve_rate": [0.35, 0.48]}
+    assert [n["kind"] for n in ledger.get_run("run-b").notes] == ["incident"]
+    assert {r.run_id for r in ledger.list_runs()} == {"run-a", "run-b"}
+    assert [r.run_id for r in ledger.list_runs(status="failed")] == ["run-b"]
+    diff = ledger.compare(["run-a", "run-b"])
+    assert diff["config"] == {"grpo.lr": {"run-a": 0.0005, "run-b": 0.003}, "lora.rank": {"run-a": 16, "run-b": 8}}
+    assert diff["eval"]["adapter.solve_rate"] == {"run-a": 0.415, "run-b": 0.12}
+    with pytest.raises(ConfigError, match="not in the ledger"):
+        ledger.compare(["run-a", "nope"])
+    with pytest.raises(ConfigError, match="note text is empty"):
+        ledger.add_note(" ")
+    assert ledger.get_run("missing") is None
+
+
+def test_path_is_configurable_and_defaults_to_the_data_dir(tmp_path, monkeypatch):
+    monkeypatch.delenv(LEDGER_ENV, raising=False)
+    assert ledger_path().name == "ledger.sqlite" and ledger_path().parent.is_dir()
+    monkeypatch.setenv(LEDGER_ENV, str(tmp_path / "team" / "l.sqlite"))
+    with Ledger() as led:
+        assert led.path == tmp_path / "team" / "l.sqlite"
+        assert led._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    with pytest.raises(ConfigError, match="is a directory"):
+        Ledger(tmp_path)
+
+
+def test_unavailable_ledger_never_breaks_the_caller(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.warns(UserWarning, match="ledger unavailable"):
+        assert record_manifest({"run_id": "r", "status": "running"}, tmp_path, path=blocker / "sub" / "l.sqlite") is False
+
+
+def test_import_manifest_and_sync_storage(tmp_path):
+    runs = tmp_path / "runs"
+    (runs / "r1").mkdir(parents=True)
+    manifest = {"run_id": "r1", "status": "succeeded", "config": {"trainer": {"seed": 7}}, "config_hash": "h", "checkpoints": [{"step": 2, "path": "checkpoints/step_000002", "files": {"adapter_model.safetensors": "ab" * 32}}], "adapter": {"path": "adapter", "sha256": "cd" * 32}, "eval": {"base": {"metrics": {"solve_rate": 0.25}, "num_mazes": 10}}}
+    import json
+
+    (runs / "r1" / "manifest.json").write_text(json.dumps(manifest))
+    with Ledger(tmp_path / "l.sqlite") as led:
+        assert led.sync_storage(runs) == 1
+        assert led.sync_storage(runs) == 0  # unchanged manifests are not re-read
+        rec = led.get_run("r1")
+        assert rec.status == "succeeded" and {a["kind"] for a in rec.artifacts} == {"checkpoint", "adapter"}
+        assert _runs(led.search("seed=7")) == {"r1"} and _runs(led.search("base.solve_rate=0.25")) == {"r1"}
+
+
+def _writer(path: str, worker: int, barrier) -> None:
+    with Ledger(path) as led:
+        barrier.wait()
+        for i in range(WRITES):
+            if i % 2:
+                led.add_note(f"worker {worker} note {i} finding", run_id=f"w{worker}-r{i}")
+            else:
+                led.record_run(f"w{worker}-r{i}", status="running", config={"trainer": {"seed": i}, "worker": worker})
+
+
+def test_four_processes_writing_at_once_lose_nothing(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    Ledger(path).close()
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(WRITERS)
+    procs = [ctx.Process(target=_writer, args=(path, w, barrier)) for w in range(WRITERS)]
+    t0 = time.perf_counter()
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * WRITERS
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == WRITERS * WRITES // 2
+    assert conn.execute("SELECT count(*) FROM notes").fetchone()[0] == WRITERS * WRITES // 2
+    assert conn.execute("SELECT count(*) FROM search_index").fetchone()[0] == WRITERS * WRITES
+    assert conn.execute("SELECT count(DISTINCT run_id) FROM facts WHERE key = 'worker'").fetchone()[0] == WRITERS * WRITES // 2
+    conn.close()
+    print(f"{WRITERS * WRITES} writes from {WRITERS} processes in {time.perf_counter() - t0:.1f} s")
