@@ -1,0 +1,189 @@
+"""MetricsPanel: live training and hardware charts inline, fed by one background poller.
+
+Two plotly ``FigureWidget``s (anywidget; about 5 MB of JS each, so one per metric group, not one
+per chart): training (reward with a min-max band, policy loss / KL / entropy, response length,
+tokens/s, stacked step-time breakdown) and hardware (CPU, memory, GPU, GPU memory per node).
+Every update rewrites trace data inside ``batch_update()``, so one refresh is one batched comm
+message per figure. Data comes from :class:`hyperpod_rl.metrics.stream.MetricStream` (a daemon
+thread tailing ``<run dir>/metrics.jsonl``, plus records pushed from the job log by RunPanel),
+never from a blocking loop in a cell.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from hyperpod_rl.metrics.hardware import HardwareSource, NodeSample, RayPrometheusSource
+from hyperpod_rl.metrics.plots import HARDWARE_PANELS, TRAINING_PANELS, bottleneck_verdict, hardware_traces, merge_records, training_layout, training_traces
+from hyperpod_rl.metrics.schema import MetricRecord
+from hyperpod_rl.metrics.stream import MetricsFileTail, MetricStream
+from hyperpod_rl.widgets._base import Panel, escape
+
+__all__ = ["MetricsPanel"]
+
+
+def _figure(titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any]):
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.05)
+    for trace in traces:
+        props = {k: v for k, v in trace.items() if k not in ("type", "row")}
+        cls = go.Bar if trace["type"] == "bar" else go.Scatter
+        fig.add_trace(cls(**props), row=trace["row"], col=1)
+    fig.update_layout(**layout)
+    return go.FigureWidget(fig)
+
+
+def _local_hardware() -> HardwareSource | None:
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    cluster = current_local_cluster()
+    return RayPrometheusSource([cluster.state.metrics_export_port]) if cluster is not None else None
+
+
+class MetricsPanel(Panel):
+    """Live charts of one run's metrics and of the cluster's hardware.
+
+    Example:
+        >>> panel = MetricsPanel(run_dir)  # doctest: +SKIP
+        >>> panel  # renders in the notebook; the poller thread keeps it current  # doctest: +SKIP
+
+    Args:
+        run_dir: run directory to follow (``<storage root>/runs/<run_id>``); or call :meth:`follow`.
+        hardware: a :mod:`hyperpod_rl.metrics.hardware` source (``RayPrometheusSource``,
+            ``GrafanaSource``, ``AMPSource``); ``"auto"`` scrapes the local cluster's metrics
+            export port when one is running; ``None`` turns the hardware charts off.
+        interval_s: seconds between polls of ``metrics.jsonl``.
+        hardware_period_s: seconds between hardware samples.
+        history: hardware samples kept per node.
+
+    Attributes:
+        training: the training ``FigureWidget``.
+        hardware_fig: the hardware ``FigureWidget`` (``None`` without a hardware source).
+        records: the records shown, one per step, sorted by step.
+        arrivals: step -> Unix time (s) its record reached the figure data (latency benchmark).
+        renders: training-figure refreshes so far.
+    """
+
+    def __init__(self, run_dir: str | Path | None = None, *, hardware: HardwareSource | str | None = "auto", interval_s: float = 0.5, hardware_period_s: float = 5.0, history: int = 720) -> None:
+        super().__init__()
+        self.records: list[MetricRecord] = []
+        self.arrivals: dict[int, float] = {}
+        self.renders = 0
+        self.run_dir: Path | None = None
+        self._lock = threading.Lock()
+        self.training = _figure(TRAINING_PANELS, training_traces([]), training_layout())
+        self.verdict = w.HTML("<i>bottleneck: no step timings yet</i>")
+        self.summary = w.HTML("<i>no run followed</i>")
+        self._hardware: HardwareSource | None = _local_hardware() if hardware == "auto" else hardware  # type: ignore[assignment]
+        self._hw_history: dict[str, deque[tuple[float, dict[str, float]]]] = {}
+        self._history = history
+        self._hw_nodes: tuple[str, ...] = ()
+        self.hardware_fig = None
+        self.hardware_status = w.HTML("")
+        tasks = []
+        if self._hardware is not None:
+            self.hardware_fig = _figure(HARDWARE_PANELS, [], {"height": 640, "margin": {"l": 50, "r": 20, "t": 40, "b": 30}, "legend": {"orientation": "h"}})
+            tasks.append((hardware_period_s, self.poll_hardware))
+        self.stream = MetricStream(self._on_records, interval_s=interval_s, on_error=self.show_error, extra_tasks=tasks)
+        charts: list[w.Widget] = [self.summary, self.verdict, self.training]
+        if self.hardware_fig is not None:
+            charts += [w.HTML("<b>Hardware</b>"), self.hardware_status, self.hardware_fig]
+        self.children = (*charts, self.errors_out)
+        if run_dir is not None:
+            self.follow(run_dir)
+        elif self._hardware is not None:
+            self.stream.start()
+
+    def __repr__(self) -> str:
+        return f"MetricsPanel(run_dir={str(self.run_dir)!r}, steps={len(self.records)})"
+
+    # ----- feeding ----------------------------------------------------------------------------
+    def follow(self, run_dir: str | Path) -> None:
+        """Show the run in ``run_dir`` from its first step on (replaces the run shown)."""
+        self.run_dir = Path(run_dir)
+        self.stream.clear_sources()
+        with self._lock:
+            self.records = []
+            self.arrivals = {}
+        self._render()
+        self.summary.value = f"following <code>{escape(self.run_dir.name)}</code>: waiting for the first step"
+        self.stream.add_source(MetricsFileTail(self.run_dir / "metrics.jsonl"))
+        self.stream.start()
+
+    def push(self, records: list[MetricRecord]) -> None:
+        """Add records that came by another route (RunPanel pushes the job log's records)."""
+        if self.run_dir is not None:
+            records = [r for r in records if r.run_id == self.run_dir.name]
+        self.stream.push(records)
+
+    def close(self) -> None:
+        """Stop the poller thread and close the widgets."""
+        self.stream.stop()
+        super().close()
+
+    def _on_records(self, records: list[MetricRecord]) -> None:
+        with self._lock:
+            new_steps = {r.step for r in records} - {r.step for r in self.records}
+            self.records = merge_records(self.records, records)
+        self._render()
+        now = time.time()
+        for step in new_steps:
+            self.arrivals.setdefault(step, now)
+
+    def _render(self) -> None:
+        with self._lock:
+            records = list(self.records)
+        traces = training_traces(records)
+        with self.training.batch_update():
+            for trace, data in zip(self.training.data, traces, strict=True):
+                trace.x = data["x"]
+                trace.y = data["y"]
+        self.renders += 1
+        self.verdict.value = f"<b>bottleneck:</b> {escape(bottleneck_verdict(records))}"
+        if records:
+            last = records[-1]
+            reward = last.values.get("reward/avg_raw_reward")
+            reward_txt = f" · mean reward {reward:.3f}" if reward is not None else ""
+            self.summary.value = f"<code>{escape(last.run_id)}</code>: step {last.step}/{last.total_steps}{reward_txt}"
+
+    # ----- hardware ---------------------------------------------------------------------------
+    def poll_hardware(self) -> NodeSample:
+        """Take one hardware sample and redraw the hardware figure (the poller calls this)."""
+        if self._hardware is None or self.hardware_fig is None:
+            return {}
+        try:
+            sample = self._hardware.sample()
+        except Exception as err:
+            self.hardware_status.value = f"<span style='color:#b00'>{escape(err)}</span>"
+            raise
+        now = time.time()
+        for node, values in sample.items():
+            self._hw_history.setdefault(node, deque(maxlen=self._history)).append((now, values))
+        traces = hardware_traces({n: list(h) for n, h in self._hw_history.items()})
+        from datetime import UTC, datetime
+
+        for t in traces:
+            t["x"] = [datetime.fromtimestamp(x, UTC).isoformat() for x in t["x"]]
+        names = tuple(t["name"] for t in traces)
+        fig = self.hardware_fig
+        with fig.batch_update():
+            if names != self._hw_nodes:
+                import plotly.graph_objects as go
+
+                fig.data = ()
+                for t in traces:
+                    fig.add_trace(go.Scatter(x=t["x"], y=t["y"], name=t["name"], mode="lines"), row=t["row"], col=1)
+                self._hw_nodes = names
+            else:
+                for trace, t in zip(fig.data, traces, strict=True):
+                    trace.x, trace.y = t["x"], t["y"]
+        self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
+        return sample

@@ -1,0 +1,250 @@
+"""RunPanel: edit a RunConfig, validate it, submit it as a detached Ray Job, follow it, stop it.
+
+Thin over :mod:`hyperpod_rl.jobs`: Submit calls ``submit_run``, the status and log tail come from
+``follow_run`` iterated on a background thread (never a blocking loop in a cell), Stop calls
+``stop_run``, the runs list merges ``list_runs`` (the cluster's jobs) with the run store
+(``<storage root>/runs/*/submissions.json``), and Attach needs nothing but a run id
+(``latest_submission``), so a kernel restart loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import JobError
+from hyperpod_rl.jobs import RunHandle, follow_run, latest_submission, list_runs, stop_run, submit_run
+from hyperpod_rl.paths import run_dir as default_run_dir
+from hyperpod_rl.paths import storage_root
+from hyperpod_rl.widgets._base import Panel, escape
+from hyperpod_rl.widgets._form import ModelForm
+
+__all__ = ["RunPanel"]
+
+_STATUS_COLOURS = {"PENDING": "#888", "RUNNING": "#1f77b4", "SUCCEEDED": "#2ca02c", "FAILED": "#d62728", "STOPPED": "#ff7f0e"}
+
+
+def _run_presets() -> list[str]:
+    try:
+        return list(RunConfig.presets())  # type: ignore[attr-defined]
+    except (AttributeError, ImportError):
+        return []
+
+
+class RunPanel(Panel):
+    """Form, Validate / Submit / Stop, live status and log tail, and the list of runs.
+
+    Example:
+        >>> panel = RunPanel(config, cluster=cluster, metrics=MetricsPanel())  # doctest: +SKIP
+
+    Args:
+        config: initial values of the form (e.g. from ``quickstart.make_run_config``).
+        client: an authenticated ``JobSubmissionClient`` (or an access object with
+            ``job_client()``); default: the cluster's, else the running local cluster's.
+        cluster: a ``LocalCluster`` (or HyperPod dashboard access) whose ``job_client()`` is used.
+        metrics: a :class:`~hyperpod_rl.widgets.MetricsPanel` that follows every submitted or
+            attached run and receives the job log's metric records.
+        run_dir_of: run id -> run directory (default ``<storage root>/runs/<run_id>``).
+        python: interpreter of the job (default ``sys.executable``; on a cluster the image's).
+        poll_s: seconds between job polls.
+        log_lines: lines kept in the log tail.
+
+    Attributes:
+        status: the followed job's Ray status (``PENDING`` ... ``STOPPED``), ``""`` before any.
+        handle: the :class:`~hyperpod_rl.jobs.RunHandle` followed, or ``None``.
+        log_tail: the log tail (last ``log_lines`` lines).
+    """
+
+    def __init__(self, config: RunConfig | dict[str, Any] | None = None, *, client: Any = None, cluster: Any = None, metrics: Any = None, run_dir_of: Any = None, python: str | None = None, poll_s: float = 1.0, log_lines: int = 40) -> None:
+        super().__init__()
+        self._client = client
+        self._cluster = cluster
+        self.metrics = metrics
+        self.run_dir_of = run_dir_of or default_run_dir
+        self.python = python
+        self.poll_s = poll_s
+        self.status = ""
+        self.handle: RunHandle | None = None
+        self.log_tail: deque[str] = deque(maxlen=log_lines)
+        self._follow_gen = 0
+        self._follow_lock = threading.Lock()
+
+        presets = _run_presets()
+        self.preset = w.Dropdown(options=["(form)", *presets], value="(form)", description="preset", disabled=not presets)
+        self.preset.observe(self.guard(self._apply_preset), names="value")
+        self.form = ModelForm(RunConfig, config)
+        self.fresh = w.Checkbox(value=False, description="fresh (discard checkpoints)", indent=False)
+        self.validate_button = w.Button(description="Validate", icon="check")
+        self.submit_button = w.Button(description="Submit", icon="play", button_style="primary")
+        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
+        self.validate_button.on_click(self.guard(lambda _: self.validate()))
+        self.submit_button.on_click(self.guard(lambda _: self.submit()))
+        self.stop_button.on_click(self.guard(lambda _: self.stop()))
+        self.validation = w.HTML("")
+        self.status_html = w.HTML("<i>no run submitted</i>")
+        self.log_html = w.HTML("", layout=w.Layout(max_height="260px", overflow="auto", border="1px solid #eee"))
+        self.runs_html = w.HTML("")
+        self.attach_id = w.Text(placeholder="run id", description="run id")
+        self.attach_button = w.Button(description="Attach", icon="link")
+        self.refresh_button = w.Button(description="Refresh runs", icon="refresh")
+        self.attach_button.on_click(self.guard(lambda _: self.attach(self.attach_id.value.strip())))
+        self.refresh_button.on_click(self.guard(lambda _: self.refresh_runs()))
+        form_box = w.Accordion(children=[self.form], titles=("run config",))
+        self.children = (
+            self.preset,
+            form_box,
+            w.HBox([self.validate_button, self.submit_button, self.stop_button, self.fresh]),
+            self.validation,
+            self.status_html,
+            self.log_html,
+            w.HTML("<b>Runs</b>"),
+            w.HBox([self.attach_id, self.attach_button, self.refresh_button]),
+            self.runs_html,
+            self.errors_out,
+        )
+
+    def __repr__(self) -> str:
+        return f"RunPanel(run_id={self.handle.run_id if self.handle else None!r}, status={self.status!r})"
+
+    # ----- client -----------------------------------------------------------------------------
+    def client(self) -> Any:
+        """The job client: given, the cluster's, or the running local cluster's.
+
+        Raises:
+            JobError: no client, no cluster and no local cluster running.
+        """
+        if self._client is not None:
+            return self._client.job_client() if hasattr(self._client, "job_client") else self._client
+        if self._cluster is None:
+            from hyperpod_rl.cluster.local import current_local_cluster
+
+            self._cluster = current_local_cluster()
+        if self._cluster is None:
+            raise JobError("no cluster: start one in the Cluster panel (or hyperpod-rl cluster start) first")
+        self._client = self._cluster.job_client()
+        return self._client
+
+    # ----- actions ----------------------------------------------------------------------------
+    def _apply_preset(self, change: dict[str, Any]) -> None:
+        if change["new"] == "(form)":
+            return
+        current = self.form.to_dict()
+        overrides = {k: current[k] for k in ("run_id", "data") if current.get(k)}
+        config = RunConfig.from_preset(change["new"], **overrides)  # type: ignore[attr-defined]
+        self.form.set_value(config)
+
+    def validate(self) -> RunConfig:
+        """Validate the form; every bad field is listed at once in the panel.
+
+        Raises:
+            ConfigError: the config is invalid (one line per field, also shown in the panel).
+        """
+        from hyperpod_rl.errors import ConfigError
+
+        self.clear_errors()
+        try:
+            config = RunConfig.build(self.form.to_dict())
+        except ConfigError as err:
+            self.validation.value = "<pre style='color:#b00'>" + escape(err) + "</pre>"
+            raise
+        self.validation.value = f"<span style='color:#2ca02c'>valid</span> · config hash <code>{config.config_hash()}</code>"
+        return config
+
+    def submit(self) -> RunHandle:
+        """Validate and submit the run (detached); then follow it in the background.
+
+        Raises:
+            ConfigError: invalid form. JobError: no cluster, already running, or refused.
+        """
+        config = self.validate()
+        handle = submit_run(self.client(), config, Path(self.run_dir_of(config.run_id)), python=self.python, fresh=self.fresh.value)
+        self._follow(handle)
+        return handle
+
+    def attach(self, run_id: str) -> RunHandle:
+        """Follow an earlier run by its id alone (after a kernel restart, from another notebook).
+
+        Raises:
+            JobError: empty id, or the run was never submitted from this storage root.
+        """
+        if not run_id:
+            raise JobError("type a run id to attach to (see the runs list)")
+        rdir = Path(self.run_dir_of(run_id))
+        handle = RunHandle(run_id=run_id, submission_id=latest_submission(rdir), run_dir=rdir)
+        config_path = rdir / "config.json"
+        if config_path.exists():
+            self.form.set_value(json.loads(config_path.read_text()))
+        self._follow(handle)
+        return handle
+
+    def stop(self) -> bool:
+        """Ask Ray to stop the followed run; True if it was running.
+
+        Raises:
+            JobError: no run followed, or the cluster does not know the job.
+        """
+        if self.handle is None:
+            raise JobError("no run to stop: submit or attach one first")
+        return stop_run(self.client(), self.handle.submission_id)
+
+    def refresh_runs(self) -> list[dict[str, Any]]:
+        """Runs from the cluster (``list_runs``) and from the run store, newest first."""
+        rows: dict[str, dict[str, Any]] = {}
+        runs_root = storage_root() / "runs"
+        if runs_root.is_dir():
+            for sub in sorted(runs_root.glob("*/submissions.json")):
+                rows[sub.parent.name] = {"run_id": sub.parent.name, "submission_id": json.loads(sub.read_text())[-1], "status": "(not on this cluster)", "where": "run store"}
+        try:
+            for job in list_runs(self.client()):
+                if job["run_id"] not in rows or rows[job["run_id"]]["where"] == "run store":
+                    rows[job["run_id"]] = {**job, "where": "cluster"}
+        except JobError as err:
+            self.show_error(err)
+        table = ["<table><tr><th>run id</th><th>submission</th><th>status</th><th>from</th></tr>"]
+        for row in rows.values():
+            table.append(f"<tr><td><code>{escape(row['run_id'])}</code></td><td>{escape(row['submission_id'])}</td><td>{escape(row['status'])}</td><td>{escape(row['where'])}</td></tr>")
+        self.runs_html.value = "".join(table) + "</table>"
+        return list(rows.values())
+
+    # ----- following --------------------------------------------------------------------------
+    def _follow(self, handle: RunHandle) -> None:
+        with self._follow_lock:
+            self._follow_gen += 1
+            gen = self._follow_gen
+        self.handle = handle
+        self.log_tail.clear()
+        self.log_html.value = ""
+        self._set_status("PENDING", "")
+        self.stop_button.disabled = False
+        if self.metrics is not None:
+            self.metrics.follow(handle.run_dir)
+        client = self.client()
+
+        def loop() -> None:
+            for update in follow_run(client, handle.submission_id, poll_s=self.poll_s):
+                if gen != self._follow_gen:
+                    return  # another run is followed now; this job keeps running
+                self.log_tail.extend(update.lines)
+                if update.lines:
+                    self.log_html.value = "<pre style='margin:0'>" + escape("\n".join(self.log_tail)) + "</pre>"
+                if update.records and self.metrics is not None:
+                    self.metrics.push(update.records)
+                self._set_status(update.status, update.message)
+                if update.terminal:
+                    self.stop_button.disabled = True
+
+        self.background(loop, name=f"follow-{handle.run_id}")
+
+    def _set_status(self, status: str, message: str) -> None:
+        self.status = status
+        colour = _STATUS_COLOURS.get(status, "#444")
+        handle = self.handle
+        where = f" · <code>{escape(handle.submission_id)}</code> · {escape(handle.run_dir)}" if handle else ""
+        detail = f"<br><span style='color:#b00'>{escape(message)}</span>" if message and status == "FAILED" else ""
+        self.status_html.value = f"<b style='color:{colour}'>{escape(status)}</b>{where}{detail}"
