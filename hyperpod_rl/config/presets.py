@@ -49,8 +49,23 @@ _COMMON: dict[str, Any] = {
     "backend": "skyrl",
     "model": {"path": _MODEL, "model_id": _MODEL},
     # Qwen3-VL-8B LoRA recipe of SkyRL's geometry3k example: rank 32, alpha 32, lr 3e-5.
-    "lora": {"rank": 32, "alpha": 32.0, "dropout": 0.0, "target_modules": "all-linear", "exclude_modules": r".*visual.*", "max_serving_rank": 64},
-    "grpo": {"group_size": 8, "lr": 3e-5, "kl_coef": 0.0, "entropy_coef": 0.0, "clip_eps": 0.2, "advantage": "outcome", "weight_decay": 0.0},
+    "lora": {
+        "rank": 32,
+        "alpha": 32.0,
+        "dropout": 0.0,
+        "target_modules": "all-linear",
+        "exclude_modules": r".*visual.*",
+        "max_serving_rank": 64,
+    },
+    "grpo": {
+        "group_size": 8,
+        "lr": 3e-5,
+        "kl_coef": 0.0,
+        "entropy_coef": 0.0,
+        "clip_eps": 0.2,
+        "advantage": "outcome",
+        "weight_decay": 0.0,
+    },
     "rollout": {
         "max_turns": 6,
         "temperature": 1.0,
@@ -60,14 +75,22 @@ _COMMON: dict[str, Any] = {
         "max_input_tokens": 8192,
         "max_model_len": 16384,
     },
-    "trainer": {"steps": 200, "seed": 0, "gradient_checkpointing": True, "eval_interval": 20},
+    "trainer": {
+        "steps": 200,
+        "seed": 0,
+        "gradient_checkpointing": True,
+        "eval_interval": 20,
+    },
     "checkpoint": {"interval": 20, "keep": 2, "resume": "latest"},
     "logging": {"logger": "console", "project_name": "hyperpod-rl"},
 }
 
 
 def _data(root: str) -> dict[str, Any]:
-    return {"train_path": f"{root}/datasets/maze/train.parquet", "heldout_path": f"{root}/datasets/maze/heldout.parquet"}
+    return {
+        "train_path": f"{root}/datasets/maze/train.parquet",
+        "heldout_path": f"{root}/datasets/maze/heldout.parquet",
+    }
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +108,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     "hyperpod-6gpu": _merge(
         _COMMON,
         {
-            "placement": {"nodes": 3, "gpus_per_node": 2, "colocate_all": True, "num_engines": 6, "tensor_parallel_size": 1},
+            "placement": {
+                "nodes": 3,
+                "gpus_per_node": 2,
+                "colocate_all": True,
+                "num_engines": 6,
+                "tensor_parallel_size": 1,
+            },
             "rollout": {"gpu_memory_utilization": 0.9, "max_num_seqs": 64},
             "data": {**_data("/fsx/hyperpod-rl"), "mazes_per_step": 12},
             "trainer": {"mini_batch_size": 6, "micro_batch_size": 2},
@@ -95,7 +124,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     "single-node-8gpu": _merge(
         _COMMON,
         {
-            "placement": {"nodes": 1, "gpus_per_node": 8, "colocate_all": True, "num_engines": 8, "tensor_parallel_size": 1},
+            "placement": {
+                "nodes": 1,
+                "gpus_per_node": 8,
+                "colocate_all": True,
+                "num_engines": 8,
+                "tensor_parallel_size": 1,
+            },
             "grpo": {"kl_coef": 0.001},
             "rollout": {"gpu_memory_utilization": 0.6, "max_num_seqs": 256},
             "data": {**_data("/data/hyperpod-rl"), "mazes_per_step": 32},
@@ -106,7 +141,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     "single-gpu": _merge(
         _COMMON,
         {
-            "placement": {"nodes": 1, "gpus_per_node": 1, "colocate_all": True, "num_engines": 1, "tensor_parallel_size": 1},
+            "placement": {
+                "nodes": 1,
+                "gpus_per_node": 1,
+                "colocate_all": True,
+                "num_engines": 1,
+                "tensor_parallel_size": 1,
+            },
             "rollout": {"gpu_memory_utilization": 0.6, "max_num_seqs": 128},
             "data": {**_data("/data/hyperpod-rl"), "mazes_per_step": 8},
             "trainer": {"mini_batch_size": 8, "micro_batch_size": 8},
@@ -132,7 +173,14 @@ _PLAN_COMMON: dict[str, Any] = {
 PLANNER_INPUTS: dict[str, dict[str, Any]] = {
     "hyperpod-6gpu": {
         **_PLAN_COMMON,
-        "gpu": {"name": "NVIDIA A10G", "memory_gib": 22.0, "bf16_flops": 70e12, "hbm_bytes_per_s": 600e9, "nvlink_bytes_per_s": 16e9, "host_bytes_per_s": 16e9},
+        "gpu": {
+            "name": "NVIDIA A10G",
+            "memory_gib": 22.0,
+            "bf16_flops": 70e12,
+            "hbm_bytes_per_s": 600e9,
+            "nvlink_bytes_per_s": 16e9,
+            "host_bytes_per_s": 16e9,
+        },
         "gpus_per_node": 2,
         "nodes": 3,
         "train_batch_size": 12,
@@ -189,7 +237,9 @@ def preset_dict(name: str, overrides: dict[str, Any] | None = None) -> dict[str,
         ConfigError: unknown preset name, or a dotted override through a non-section field.
     """
     if name not in PRESETS:
-        raise ConfigError(f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}")
+        raise ConfigError(
+            f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}"
+        )
     data = {"run_id": name, **copy.deepcopy(PRESETS[name])}
     for key, value in (overrides or {}).items():
         if "." in key:

@@ -20,7 +20,14 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hyperpod_rl.errors import ConfigError
 
@@ -46,16 +53,29 @@ class _Section(BaseModel):
 class ModelConfig(_Section):
     """The base model (SkyRL: ``trainer.policy.model.path``)."""
 
-    path: str = Field("tiny", description="'tiny' builds the embedded random-init Qwen3-VL; otherwise a local Qwen3-VL checkpoint directory")
-    model_id: str | None = Field(None, description="id recorded in provenance; defaults to the path or the tiny model id")
-    revision: str | None = Field(None, description="base model revision; filled with the directory's content hash when the run starts")
-    tiny_hidden_size: int = Field(128, gt=0, description="text hidden size of the tiny model (multiple of 32)")
+    path: str = Field(
+        "tiny",
+        description="'tiny' builds the embedded random-init Qwen3-VL; otherwise a local Qwen3-VL checkpoint directory",
+    )
+    model_id: str | None = Field(
+        None,
+        description="id recorded in provenance; defaults to the path or the tiny model id",
+    )
+    revision: str | None = Field(
+        None,
+        description="base model revision; filled with the directory's content hash when the run starts",
+    )
+    tiny_hidden_size: int = Field(
+        128, gt=0, description="text hidden size of the tiny model (multiple of 32)"
+    )
     tiny_layers: int = Field(2, gt=0, description="decoder layers of the tiny model")
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
         if self.tiny_hidden_size % 32:
-            raise ValueError(f"model.tiny_hidden_size must be a multiple of 32, got {self.tiny_hidden_size}")
+            raise ValueError(
+                f"model.tiny_hidden_size must be a multiple of 32, got {self.tiny_hidden_size}"
+            )
         for name, value in (("path", self.path), ("model_id", self.model_id)):
             if value and "thinking" in value.lower():
                 raise ValueError(
@@ -94,30 +114,52 @@ class GRPOConfig(_Section):
     eps_clip_low, eps_clip_high}``, ``generator.n_samples_per_prompt``.
     """
 
-    group_size: int = Field(8, description="samples per maze (the group), SkyRL generator.n_samples_per_prompt")
+    group_size: int = Field(
+        8,
+        description="samples per maze (the group), SkyRL generator.n_samples_per_prompt",
+    )
     clip_eps: float = Field(0.2, gt=0, lt=1, description="PPO ratio clip epsilon")
-    kl_coef: float = Field(0.0, ge=0, description="KL-to-reference-model loss coefficient; 0 turns the reference model off")
-    entropy_coef: float = Field(0.01, ge=0, description="entropy bonus coefficient (keeps a tiny policy from collapsing)")
-    normalize_std: bool = Field(True, description="divide group-relative advantages by the group std")
+    kl_coef: float = Field(
+        0.0,
+        ge=0,
+        description="KL-to-reference-model loss coefficient; 0 turns the reference model off",
+    )
+    entropy_coef: float = Field(
+        0.01,
+        ge=0,
+        description="entropy bonus coefficient (keeps a tiny policy from collapsing)",
+    )
+    normalize_std: bool = Field(
+        True, description="divide group-relative advantages by the group std"
+    )
     advantage: Literal["outcome", "process"] = Field(
         "outcome",
         description="'outcome': every turn gets its episode's group-normalised return (SkyRL's grpo); "
         "'process': step rewards normalised over the group, advantage = sum of later normalised rewards "
         "(DeepSeekMath §4.1.3 process supervision)",
     )
-    gamma: float = Field(1.0, ge=0, le=1, description="discount over turns for advantage='process'")
-    lr: float = Field(5e-4, gt=0, description="AdamW learning rate (3e-3 made the tiny policy collapse to one answer)")
+    gamma: float = Field(
+        1.0, ge=0, le=1, description="discount over turns for advantage='process'"
+    )
+    lr: float = Field(
+        5e-4,
+        gt=0,
+        description="AdamW learning rate (3e-3 made the tiny policy collapse to one answer)",
+    )
     weight_decay: float = Field(0.0, ge=0)
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
     loss_reduction: Literal["token_mean", "sequence_mean", "prompt_mean"] = Field(
-        "token_mean", description="SkyRL trainer.algorithm.loss_reduction (the reference backend always uses token_mean)"
+        "token_mean",
+        description="SkyRL trainer.algorithm.loss_reduction (the reference backend always uses token_mean)",
     )
 
     @field_validator("group_size")
     @classmethod
     def _group_size(cls, value: int) -> int:
         if value < 2:
-            raise ValueError("group_size must be >= 2 (group-relative advantages need at least two samples per maze)")
+            raise ValueError(
+                "group_size must be >= 2 (group-relative advantages need at least two samples per maze)"
+            )
         return value
 
 
@@ -125,49 +167,80 @@ class RolloutConfig(_Section):
     """Multi-turn rollouts through the maze env."""
 
     max_turns: int = Field(6, gt=0, description="turn limit per episode")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature during training rollouts")
+    temperature: float = Field(
+        1.0, gt=0, description="sampling temperature during training rollouts"
+    )
     action_constraint: Literal["directions", "none"] = Field(
         "directions",
         description="'directions': the answer is <answer>DIR</answer> with DIR sampled from the four "
         "direction tokens (constrained decoding, needed for tiny random models); 'none': free generation",
     )
-    max_new_tokens: int = Field(32, gt=0, description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)")
+    max_new_tokens: int = Field(
+        32,
+        gt=0,
+        description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)",
+    )
     max_prompt_tokens: int = Field(
-        2048, gt=0, description="longest first prompt, image tokens included (SkyRL trainer.max_prompt_length; longer rows are dropped)"
+        2048,
+        gt=0,
+        description="longest first prompt, image tokens included (SkyRL trainer.max_prompt_length; longer rows are dropped)",
     )
     max_input_tokens: int = Field(
-        8192, gt=0, description="longest conversation fed back at any turn (SkyRL generator.max_input_length)"
+        8192,
+        gt=0,
+        description="longest conversation fed back at any turn (SkyRL generator.max_input_length)",
     )
     gpu_memory_utilization: float = Field(
-        0.8, gt=0, le=0.95, description="fraction of each GPU vLLM may take for weights + KV cache while awake"
+        0.8,
+        gt=0,
+        le=0.95,
+        description="fraction of each GPU vLLM may take for weights + KV cache while awake",
     )
     max_model_len: int | None = Field(
-        None, gt=0, description="vLLM max_model_len (engine_init_kwargs); None lets vLLM use the model's limit"
+        None,
+        gt=0,
+        description="vLLM max_model_len (engine_init_kwargs); None lets vLLM use the model's limit",
     )
-    max_num_seqs: int = Field(256, gt=0, description="vLLM max_num_seqs: sequences decoded together per engine")
+    max_num_seqs: int = Field(
+        256,
+        gt=0,
+        description="vLLM max_num_seqs: sequences decoded together per engine",
+    )
 
 
 class DataConfig(_Section):
     """Dataset paths (SkyRL: ``data.train_data`` / ``data.val_data``)."""
 
-    train_path: str = Field(..., description="parquet of train rows (SkyRL dataset format)")
+    train_path: str = Field(
+        ..., description="parquet of train rows (SkyRL dataset format)"
+    )
     heldout_path: str = Field(..., description="parquet of held-out rows")
-    mazes_per_step: int = Field(8, gt=0, description="mazes per GRPO step (train batch = mazes_per_step * group_size episodes)")
+    mazes_per_step: int = Field(
+        8,
+        gt=0,
+        description="mazes per GRPO step (train batch = mazes_per_step * group_size episodes)",
+    )
 
 
 class TrainerConfig(_Section):
     """Optimisation schedule."""
 
-    steps: int = Field(120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)")
+    steps: int = Field(
+        120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)"
+    )
     seed: int = Field(0, description="seed for Python, NumPy and torch")
-    eval_mazes: int = Field(200, gt=0, description="held-out mazes evaluated before and after training")
+    eval_mazes: int = Field(
+        200, gt=0, description="held-out mazes evaluated before and after training"
+    )
     micro_batch_size: int = Field(
         64,
         gt=0,
         description="samples per forward/backward chunk (per GPU under SkyRL: micro_train_batch_size_per_gpu "
         "and micro_forward_batch_size_per_gpu)",
     )
-    torch_threads: int | None = Field(None, description="torch intra-op threads (default: torch's choice)")
+    torch_threads: int | None = Field(
+        None, description="torch intra-op threads (default: torch's choice)"
+    )
     mini_batch_size: int | None = Field(
         None,
         gt=0,
@@ -175,16 +248,27 @@ class TrainerConfig(_Section):
         "one update per step",
     )
     epochs: int = Field(
-        100, gt=0, description="upper bound on passes over the train set (SkyRL trainer.epochs); training stops at `steps`"
+        100,
+        gt=0,
+        description="upper bound on passes over the train set (SkyRL trainer.epochs); training stops at `steps`",
     )
-    gradient_checkpointing: bool = Field(True, description="recompute activations in backward (SkyRL trainer.gradient_checkpointing)")
-    eval_interval: int = Field(0, ge=0, description="steps between SkyRL evaluations on the held-out set; 0 turns them off")
+    gradient_checkpointing: bool = Field(
+        True,
+        description="recompute activations in backward (SkyRL trainer.gradient_checkpointing)",
+    )
+    eval_interval: int = Field(
+        0,
+        ge=0,
+        description="steps between SkyRL evaluations on the held-out set; 0 turns them off",
+    )
 
 
 class CheckpointConfig(_Section):
     """Checkpoints (SkyRL: ``trainer.ckpt_interval``, ``trainer.ckpt_path``)."""
 
-    interval: int = Field(40, ge=0, description="steps between checkpoints; 0 turns them off")
+    interval: int = Field(
+        40, ge=0, description="steps between checkpoints; 0 turns them off"
+    )
     keep: int = Field(2, gt=0, description="checkpoints kept on disk")
     resume: Literal["latest", "none"] = Field(
         "latest",
@@ -201,13 +285,29 @@ class PlacementConfig(_Section):
     vLLM engine shard, so ``nodes * gpus_per_node`` must equal ``num_engines * tensor_parallel_size``.
     """
 
-    nodes: int = Field(1, gt=0, description="GPU worker nodes holding policy shards (SkyRL policy_num_nodes)")
-    gpus_per_node: int = Field(1, gt=0, description="GPUs per node used by the policy (SkyRL policy_num_gpus_per_node)")
-    colocate_all: bool = Field(True, description="policy, reference model and vLLM engines share the same GPUs")
+    nodes: int = Field(
+        1,
+        gt=0,
+        description="GPU worker nodes holding policy shards (SkyRL policy_num_nodes)",
+    )
+    gpus_per_node: int = Field(
+        1,
+        gt=0,
+        description="GPUs per node used by the policy (SkyRL policy_num_gpus_per_node)",
+    )
+    colocate_all: bool = Field(
+        True, description="policy, reference model and vLLM engines share the same GPUs"
+    )
     num_engines: int = Field(1, gt=0, description="vLLM rollout engines")
-    tensor_parallel_size: int = Field(1, gt=0, description="GPUs per vLLM engine (tensor parallel)")
-    strategy: Literal["fsdp"] = Field("fsdp", description="policy sharding: FSDP2 (SkyRL trainer.strategy=fsdp)")
-    cpu_offload: bool = Field(False, description="FSDP2 CPU offload of policy parameters and optimizer state")
+    tensor_parallel_size: int = Field(
+        1, gt=0, description="GPUs per vLLM engine (tensor parallel)"
+    )
+    strategy: Literal["fsdp"] = Field(
+        "fsdp", description="policy sharding: FSDP2 (SkyRL trainer.strategy=fsdp)"
+    )
+    cpu_offload: bool = Field(
+        False, description="FSDP2 CPU offload of policy parameters and optimizer state"
+    )
 
     @property
     def policy_gpus(self) -> int:
@@ -234,13 +334,18 @@ class StorageConfig(_Section):
         description="storage root on the cluster (e.g. /fsx/hyperpod-rl); None: the job's HYPERPOD_RL_STORAGE "
         "or the default data directory",
     )
-    shared: bool = Field(False, description="True when root is on storage every node mounts (FSx, EFS, NFS)")
+    shared: bool = Field(
+        False,
+        description="True when root is on storage every node mounts (FSx, EFS, NFS)",
+    )
 
     @field_validator("root")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith("/"):
-            raise ValueError(f"storage.root must be an absolute path on the cluster (e.g. /fsx/hyperpod-rl), got {value!r}")
+            raise ValueError(
+                f"storage.root must be an absolute path on the cluster (e.g. /fsx/hyperpod-rl), got {value!r}"
+            )
         return value
 
 
@@ -248,15 +353,22 @@ class LoggingConfig(_Section):
     """Metric sinks besides ``metrics.jsonl`` (always written). SkyRL ``trainer.{logger, project_name}``."""
 
     logger: Literal["console", "tensorboard", "wandb", "mlflow"] = Field(
-        "console", description="SkyRL tracker backend; 'wandb' needs WANDB_API_KEY in the job's environment"
+        "console",
+        description="SkyRL tracker backend; 'wandb' needs WANDB_API_KEY in the job's environment",
     )
-    project_name: str = Field("hyperpod-rl", min_length=1, description="project name in wandb / mlflow")
+    project_name: str = Field(
+        "hyperpod-rl", min_length=1, description="project name in wandb / mlflow"
+    )
 
 
 class RunConfig(_Section):
     """Everything one run needs. ``RunConfig.model_validate_json(text)`` round-trips it."""
 
-    run_id: str = Field(..., pattern=r"^[a-z0-9][a-z0-9-]{2,62}$", description="run id: lower-case letters, digits, '-'")
+    run_id: str = Field(
+        ...,
+        pattern=r"^[a-z0-9][a-z0-9-]{2,62}$",
+        description="run id: lower-case letters, digits, '-'",
+    )
     backend: Literal["reference", "skyrl"] = "reference"
     model: ModelConfig = ModelConfig()
     lora: LoRAConfig = LoRAConfig()
@@ -309,7 +421,9 @@ class RunConfig(_Section):
 
         return cls.build(preset_dict(name, overrides))
 
-    def to_skyrl_overrides(self, run_dir: str | Path | None = None) -> dict[str, object]:
+    def to_skyrl_overrides(
+        self, run_dir: str | Path | None = None
+    ) -> dict[str, object]:
         """SkyRL 0.4 dotted overrides (``SkyRLTrainConfig.from_cli_overrides`` input).
 
         Args:
@@ -337,7 +451,9 @@ class RunConfig(_Section):
     def config_hash(self) -> str:
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id."""
         payload = self.model_dump(mode="json", exclude={"run_id"})
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[
+            :16
+        ]
 
 
 def _format_errors(err: ValidationError) -> str:
@@ -348,5 +464,9 @@ def _format_errors(err: ValidationError) -> str:
             lines.extend(msg.splitlines())
             continue
         path = ".".join(str(p) for p in item["loc"])
-        lines.append(f"{path}: {msg} (got {item.get('input')!r})" if "input" in item and not isinstance(item.get("input"), dict) else f"{path}: {msg}")
+        lines.append(
+            f"{path}: {msg} (got {item.get('input')!r})"
+            if "input" in item and not isinstance(item.get("input"), dict)
+            else f"{path}: {msg}"
+        )
     return "invalid run config:\n  " + "\n  ".join(lines)

@@ -26,7 +26,13 @@ from hyperpod_rl.errors import ConfigError
 if TYPE_CHECKING:
     from hyperpod_rl.config.run import RunConfig
 
-__all__ = ["REQUIRED_VLM_KEYS", "RUN_SUBDIRS", "require_vlm_keys", "run_dir_of", "to_skyrl_overrides"]
+__all__ = [
+    "REQUIRED_VLM_KEYS",
+    "RUN_SUBDIRS",
+    "require_vlm_keys",
+    "run_dir_of",
+    "to_skyrl_overrides",
+]
 
 #: Keys SkyRL 0.4 needs for a vision-language policy, with their required values: the VLM gym
 #: generator (``SkyRLVLMGymGenerator``), non-batched (multi-turn) generation, and padded micro
@@ -38,7 +44,12 @@ REQUIRED_VLM_KEYS: dict[str, object] = {
 }
 
 #: Sub-directories of the run directory that SkyRL writes.
-RUN_SUBDIRS = {"ckpt_path": "checkpoints", "export_path": "skyrl-export", "lora_sync_path": "lora-sync", "log_path": "skyrl-logs"}
+RUN_SUBDIRS = {
+    "ckpt_path": "checkpoints",
+    "export_path": "skyrl-export",
+    "lora_sync_path": "lora-sync",
+    "log_path": "skyrl-logs",
+}
 
 
 def run_dir_of(cfg: RunConfig) -> Path:
@@ -59,9 +70,16 @@ def require_vlm_keys(overrides: dict[str, object]) -> None:
     Raises:
         ConfigError: names each missing or wrong key.
     """
-    bad = [f"{k}={overrides.get(k, '<missing>')!r} (needs {v!r})" for k, v in REQUIRED_VLM_KEYS.items() if k not in overrides or overrides[k] is not v]
+    bad = [
+        f"{k}={overrides.get(k, '<missing>')!r} (needs {v!r})"
+        for k, v in REQUIRED_VLM_KEYS.items()
+        if k not in overrides or overrides[k] is not v
+    ]
     if bad:
-        raise ConfigError("SkyRL overrides miss keys a vision-language policy needs: " + "; ".join(bad))
+        raise ConfigError(
+            "SkyRL overrides miss keys a vision-language policy needs: "
+            + "; ".join(bad)
+        )
 
 
 def _alpha(value: float) -> int | float:
@@ -69,7 +87,9 @@ def _alpha(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dict[str, object]:
+def to_skyrl_overrides(
+    cfg: RunConfig, run_dir: str | Path | None = None
+) -> dict[str, object]:
     """Translate ``cfg`` into SkyRL 0.4 dotted overrides.
 
     Args:
@@ -83,11 +103,20 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         ConfigError: ``cfg.backend`` is not ``'skyrl'``.
     """
     if cfg.backend != "skyrl":
-        raise ConfigError(f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'")
+        raise ConfigError(
+            f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'"
+        )
     from hyperpod_rl.maze.env import ENV_CLASS
 
     rd = Path(run_dir) if run_dir is not None else run_dir_of(cfg)
-    pl, ro, tr, lo, g, ck = cfg.placement, cfg.rollout, cfg.trainer, cfg.lora, cfg.grpo, cfg.checkpoint
+    pl, ro, tr, lo, g, ck = (
+        cfg.placement,
+        cfg.rollout,
+        cfg.trainer,
+        cfg.lora,
+        cfg.grpo,
+        cfg.checkpoint,
+    )
     engine_kwargs: dict[str, object] = {}
     if ro.max_model_len is not None:
         engine_kwargs["max_model_len"] = ro.max_model_len
@@ -103,9 +132,13 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         "trainer.policy.model.lora.rank": lo.rank,
         "trainer.policy.model.lora.alpha": _alpha(lo.alpha),
         "trainer.policy.model.lora.dropout": lo.dropout,
-        "trainer.policy.model.lora.target_modules": lo.target_modules if isinstance(lo.target_modules, str) else list(lo.target_modules),
+        "trainer.policy.model.lora.target_modules": lo.target_modules
+        if isinstance(lo.target_modules, str)
+        else list(lo.target_modules),
         "trainer.policy.model.lora.exclude_modules": lo.exclude_modules,
-        "trainer.policy.model.lora.lora_sync_path": str(rd / RUN_SUBDIRS["lora_sync_path"]),
+        "trainer.policy.model.lora.lora_sync_path": str(
+            rd / RUN_SUBDIRS["lora_sync_path"]
+        ),
         # algorithm
         "trainer.algorithm.advantage_estimator": "grpo",
         "trainer.algorithm.grpo_norm_by_std": g.normalize_std,

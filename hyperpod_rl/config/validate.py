@@ -10,13 +10,19 @@ does not make (shared storage across nodes, LoRA rank the server can take, visio
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hyperpod_rl.config.run import RunConfig
 
-__all__ = ["HUB_ID", "VISION_MODULE_EXAMPLES", "VLLM_LORA_RANKS", "cross_field_problems", "is_hub_id"]
+__all__ = [
+    "HUB_ID",
+    "VISION_MODULE_EXAMPLES",
+    "VLLM_LORA_RANKS",
+    "cross_field_problems",
+    "is_hub_id",
+]
 
 #: Ranks vLLM accepts for ``max_lora_rank`` (``vllm/config/lora.py``: ``MaxLoRARanks``). SkyRL
 #: starts its engines with ``max_lora_rank = lora.rank``, so any other rank fails at engine start.
@@ -52,18 +58,22 @@ def cross_field_problems(cfg: RunConfig) -> list[str]:
 def _model_path(cfg: RunConfig) -> list[str]:
     path = cfg.model.path
     if cfg.backend == "reference":
-        from pathlib import Path
-
         if path != "tiny" and not Path(path).expanduser().is_dir():
             return [
-                f"model.path={path!r} is not a directory: pass a local Qwen3-VL checkpoint "
-                "directory (config.json + weights + processor files), or 'tiny'"
+                (
+                    f"model.path={path!r} is not a directory: pass a local Qwen3-VL checkpoint "
+                    "directory (config.json + weights + processor files), or 'tiny'"
+                )
             ]
         return []
     if path == "tiny":
-        return ["model.path='tiny' is the embedded CPU model, which vLLM cannot serve: use a Qwen3-VL Instruct hub id or a checkpoint directory on the cluster"]
+        return [
+            "model.path='tiny' is the embedded CPU model, which vLLM cannot serve: use a Qwen3-VL Instruct hub id or a checkpoint directory on the cluster"
+        ]
     if not (is_hub_id(path) or path.startswith("/")):
-        return [f"model.path={path!r} is neither a hub id (org/name) nor an absolute path on the cluster: pass e.g. Qwen/Qwen3-VL-8B-Instruct or /fsx/models/Qwen3-VL-8B-Instruct"]
+        return [
+            f"model.path={path!r} is neither a hub id (org/name) nor an absolute path on the cluster: pass e.g. Qwen/Qwen3-VL-8B-Instruct or /fsx/models/Qwen3-VL-8B-Instruct"
+        ]
     return []
 
 
@@ -94,7 +104,10 @@ def _skyrl(cfg: RunConfig) -> list[str]:
                 "and every node reads them (the adapter reaches the vLLM engines through lora_sync_path on disk): "
                 "set storage.root to shared storage (e.g. /fsx/hyperpod-rl) and storage.shared=true"
             )
-        elif any(PurePosixPath(root).is_relative_to(prefix) for prefix in _NODE_LOCAL_PREFIXES):
+        elif any(
+            PurePosixPath(root).is_relative_to(prefix)
+            for prefix in _NODE_LOCAL_PREFIXES
+        ):
             out.append(
                 f"storage.root={root!r} is node-local on a {pl.nodes}-node run: ckpt_path, export_path and lora_sync_path "
                 "must be on shared storage; use the FSx mount (e.g. /fsx/hyperpod-rl)"
@@ -102,7 +115,9 @@ def _skyrl(cfg: RunConfig) -> list[str]:
 
     # LoRA
     if lo.rank not in VLLM_LORA_RANKS:
-        out.append(f"lora.rank={lo.rank} is not a rank vLLM can serve (max_lora_rank must be one of {list(VLLM_LORA_RANKS)}): pick one of those")
+        out.append(
+            f"lora.rank={lo.rank} is not a rank vLLM can serve (max_lora_rank must be one of {list(VLLM_LORA_RANKS)}): pick one of those"
+        )
     if lo.rank > lo.max_serving_rank:
         out.append(
             f"lora.rank={lo.rank} is above the serving limit lora.max_serving_rank={lo.max_serving_rank} "
@@ -110,7 +125,11 @@ def _skyrl(cfg: RunConfig) -> list[str]:
         )
     if lo.target_modules == "all-linear":
         pattern = lo.exclude_modules
-        missed = [m for m in VISION_MODULE_EXAMPLES if pattern is None or not re.fullmatch(pattern, m)]
+        missed = [
+            m
+            for m in VISION_MODULE_EXAMPLES
+            if pattern is None or not re.fullmatch(pattern, m)
+        ]
         if missed:
             out.append(
                 f"lora.exclude_modules={pattern!r} leaves LoRA on the vision tower ({missed[0]}), which vLLM does not serve, "
@@ -119,7 +138,9 @@ def _skyrl(cfg: RunConfig) -> list[str]:
     else:
         vision = [m for m in lo.target_modules if "visual" in m]
         if vision:
-            out.append(f"lora.target_modules names vision-tower modules {vision}, which vLLM does not serve: target language-model linears only")
+            out.append(
+                f"lora.target_modules names vision-tower modules {vision}, which vLLM does not serve: target language-model linears only"
+            )
 
     # algorithm
     if cfg.grpo.advantage != "outcome":
@@ -139,7 +160,10 @@ def _skyrl(cfg: RunConfig) -> list[str]:
             f"rollout.max_input_tokens={ro.max_input_tokens} is below rollout.max_prompt_tokens={ro.max_prompt_tokens}: "
             "a multi-turn conversation starts with the prompt, so raise max_input_tokens"
         )
-    if ro.max_model_len is not None and ro.max_model_len < ro.max_input_tokens + ro.max_new_tokens:
+    if (
+        ro.max_model_len is not None
+        and ro.max_model_len < ro.max_input_tokens + ro.max_new_tokens
+    ):
         out.append(
             f"rollout.max_model_len={ro.max_model_len} is below max_input_tokens + max_new_tokens "
             f"({ro.max_input_tokens + ro.max_new_tokens}): raise max_model_len or lower those"
@@ -150,9 +174,13 @@ def _skyrl(cfg: RunConfig) -> list[str]:
     mini = tr.mini_batch_size or mazes
     dp = pl.policy_gpus
     if mini > mazes:
-        out.append(f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}")
+        out.append(
+            f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}"
+        )
     elif mazes % mini:
-        out.append(f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
+        out.append(
+            f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one"
+        )
     elif (mini * group) % dp:
         out.append(
             f"trainer.mini_batch_size x grpo.group_size = {mini * group} episodes do not split evenly over {dp} policy GPUs: "

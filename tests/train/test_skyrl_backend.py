@@ -14,7 +14,12 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.metrics import parse_metric_line, read_metrics
 from hyperpod_rl.train.checkpoint import file_sha256, verify_checksums
-from hyperpod_rl.train.skyrl_backend import JOB_ENV_VARS, export_adapter, final_adapter_dir, prepare_run
+from hyperpod_rl.train.skyrl_backend import (
+    JOB_ENV_VARS,
+    export_adapter,
+    final_adapter_dir,
+    prepare_run,
+)
 from hyperpod_rl.train.skyrl_metrics import MetricRecordSink, numeric_values
 
 LM_KEY = "base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight"
@@ -36,10 +41,25 @@ def _config(tmp_path, run_id="sky-run", **over):
 
 def fake_skyrl_checkpoint(run_dir, step, tensors=None, adapter_config=None):
     """The layout SkyRL 0.4 writes: global_step_N/policy/lora_adapter/ + latest_ckpt_global_step.txt last."""
-    adapter = run_dir / "checkpoints" / f"global_step_{step}" / "policy" / "lora_adapter"
+    adapter = (
+        run_dir / "checkpoints" / f"global_step_{step}" / "policy" / "lora_adapter"
+    )
     adapter.mkdir(parents=True)
-    save_file(tensors or {LM_KEY: torch.ones(4, 8)}, str(adapter / "adapter_model.safetensors"))
-    (adapter / "adapter_config.json").write_text(json.dumps(adapter_config or {"peft_type": "LORA", "r": 32, "lora_alpha": 32, "target_modules": ["q_proj"]}))
+    save_file(
+        tensors or {LM_KEY: torch.ones(4, 8)},
+        str(adapter / "adapter_model.safetensors"),
+    )
+    (adapter / "adapter_config.json").write_text(
+        json.dumps(
+            adapter_config
+            or {
+                "peft_type": "LORA",
+                "r": 32,
+                "lora_alpha": 32,
+                "target_modules": ["q_proj"],
+            }
+        )
+    )
     (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text(str(step))
     return adapter
 
@@ -49,7 +69,11 @@ def test_prepare_run_paths_are_unique_per_run(tmp_path):
     b = prepare_run(_config(tmp_path, "run-b"), tmp_path / "runs" / "run-b")
     assert a["trainer.ckpt_path"] == str(tmp_path / "runs" / "run-a" / "checkpoints")
     assert a["trainer.ckpt_path"] != b["trainer.ckpt_path"]
-    for key in ("trainer.export_path", "trainer.policy.model.lora.lora_sync_path", "trainer.log_path"):
+    for key in (
+        "trainer.export_path",
+        "trainer.policy.model.lora.lora_sync_path",
+        "trainer.log_path",
+    ):
         assert a[key].startswith(str(tmp_path / "runs" / "run-a"))
     assert a["trainer.resume_mode"] == "latest"
 
@@ -61,7 +85,9 @@ def test_prepare_run_refuses_checkpoints_of_another_config(tmp_path):
     with pytest.raises(CheckpointError, match="different config .* --fresh"):
         prepare_run(other, run_dir)
     prepare_run(other, run_dir, fresh=True)  # --fresh starts over
-    assert (run_dir / "checkpoints" / "hprl_config_hash.txt").read_text() == other.config_hash()
+    assert (
+        run_dir / "checkpoints" / "hprl_config_hash.txt"
+    ).read_text() == other.config_hash()
 
 
 def test_fresh_discards_checkpoints_and_metrics(tmp_path):
@@ -78,24 +104,43 @@ def test_fresh_discards_checkpoints_and_metrics(tmp_path):
 
 
 def test_prepare_run_needs_a_skyrl_config(tmp_path):
-    ref = RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}})
+    ref = RunConfig.build(
+        {"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}
+    )
     with pytest.raises(ConfigError, match="needs backend='skyrl'"):
         prepare_run(ref, tmp_path)
 
 
 def test_metric_sink_writes_jsonl_and_log_lines(tmp_path, capsys):
     sink = MetricRecordSink("sky-run", 10, tmp_path / "metrics.jsonl")
-    record = sink.write({"reward/avg_raw_reward": 0.5, "policy/policy_loss": torch.tensor(-0.25), "note": "text", "bad": math.nan, "flag": True}, step=3)
-    assert record is not None and record.values == {"reward/avg_raw_reward": 0.5, "policy/policy_loss": -0.25, "flag": 1.0}
+    record = sink.write(
+        {
+            "reward/avg_raw_reward": 0.5,
+            "policy/policy_loss": torch.tensor(-0.25),
+            "note": "text",
+            "bad": math.nan,
+            "flag": True,
+        },
+        step=3,
+    )
+    assert record is not None and record.values == {
+        "reward/avg_raw_reward": 0.5,
+        "policy/policy_loss": -0.25,
+        "flag": 1.0,
+    }
     assert sink.write({"only": "strings"}, step=4) is None
     line = capsys.readouterr().out.strip()
-    parsed = parse_metric_line("(_trainer_task pid=1) " + line)  # Ray prefixes forwarded task output
+    parsed = parse_metric_line(
+        "(_trainer_task pid=1) " + line
+    )  # Ray prefixes forwarded task output
     assert parsed == record
     assert list(read_metrics(tmp_path / "metrics.jsonl")) == [record]
 
 
 def test_numeric_values_drops_non_numbers():
-    assert numeric_values({"a": 1, "b": "x", "c": [1], "d": None, "e": math.inf, "f": 2.5}) == {"a": 1.0, "f": 2.5}
+    assert numeric_values(
+        {"a": 1, "b": "x", "c": [1], "d": None, "e": math.inf, "f": 2.5}
+    ) == {"a": 1.0, "f": 2.5}
 
 
 def test_export_adapter_layout_and_provenance(tmp_path):
@@ -103,21 +148,33 @@ def test_export_adapter_layout_and_provenance(tmp_path):
     run_dir = tmp_path / "runs" / "sky-run"
     fake_skyrl_checkpoint(run_dir, 2)
     adapter = export_adapter(cfg, run_dir)
-    assert sorted(p.name for p in adapter.iterdir()) == ["adapter_config.json", "adapter_model.safetensors", "checksums.json", "provenance.json"]
+    assert sorted(p.name for p in adapter.iterdir()) == [
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "checksums.json",
+        "provenance.json",
+    ]
     assert verify_checksums(adapter) is None
     prov = json.loads((adapter / "provenance.json").read_text())
     assert prov["backend"] == "skyrl" and prov["steps"] == 2
-    assert prov["base_model_id"] == "Qwen/Qwen3-VL-8B-Instruct" and prov["base_model_revision"] == "rev-123"
+    assert (
+        prov["base_model_id"] == "Qwen/Qwen3-VL-8B-Instruct"
+        and prov["base_model_revision"] == "rev-123"
+    )
     assert prov["adapter_sha256"] == file_sha256(adapter / "adapter_model.safetensors")
     assert prov["dataset_hashes"]["train"] == file_sha256(cfg.data.train_path)
-    assert prov["lora"]["rank"] == 32 and prov["lora"]["exclude_modules"] == r".*visual.*"
+    assert (
+        prov["lora"]["rank"] == 32 and prov["lora"]["exclude_modules"] == r".*visual.*"
+    )
 
 
 def test_export_takes_the_latest_finished_step(tmp_path):
     run_dir = tmp_path / "run"
     fake_skyrl_checkpoint(run_dir, 2)
     newer = run_dir / "checkpoints" / "global_step_7" / "policy" / "lora_adapter"
-    newer.mkdir(parents=True)  # step 7 never finished: latest_ckpt_global_step.txt still says 2
+    newer.mkdir(
+        parents=True
+    )  # step 7 never finished: latest_ckpt_global_step.txt still says 2
     path, step = final_adapter_dir(run_dir / "checkpoints")
     assert step == 2 and path.parent.parent.name == "global_step_2"
 
@@ -125,11 +182,25 @@ def test_export_takes_the_latest_finished_step(tmp_path):
 @pytest.mark.parametrize(
     ("tensors", "adapter_config", "message"),
     [
-        ({"base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight": torch.ones(2, 2)}, None, "vision-tower tensors"),
-        (None, {"peft_type": "LORA", "modules_to_save": ["lm_head"]}, "modules_to_save"),
+        (
+            {
+                "base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight": torch.ones(
+                    2, 2
+                )
+            },
+            None,
+            "vision-tower tensors",
+        ),
+        (
+            None,
+            {"peft_type": "LORA", "modules_to_save": ["lm_head"]},
+            "modules_to_save",
+        ),
     ],
 )
-def test_export_refuses_adapters_vllm_would_not_serve(tmp_path, tensors, adapter_config, message):
+def test_export_refuses_adapters_vllm_would_not_serve(
+    tmp_path, tensors, adapter_config, message
+):
     run_dir = tmp_path / "run"
     fake_skyrl_checkpoint(run_dir, 1, tensors=tensors, adapter_config=adapter_config)
     with pytest.raises(CheckpointError, match=message):
@@ -140,9 +211,13 @@ def test_export_without_checkpoint_fails(tmp_path):
     with pytest.raises(CheckpointError, match="no finished SkyRL checkpoint"):
         export_adapter(_config(tmp_path), tmp_path / "empty")
     run_dir = tmp_path / "run"
-    (run_dir / "checkpoints" / "global_step_3" / "policy" / "lora_adapter").mkdir(parents=True)
+    (run_dir / "checkpoints" / "global_step_3" / "policy" / "lora_adapter").mkdir(
+        parents=True
+    )
     (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text("3")
-    with pytest.raises(CheckpointError, match="lacks adapter_model.safetensors, adapter_config.json"):
+    with pytest.raises(
+        CheckpointError, match="lacks adapter_model.safetensors, adapter_config.json"
+    ):
         export_adapter(_config(tmp_path), run_dir)
 
 
@@ -154,13 +229,19 @@ def test_cli_dispatches_skyrl_backend(tmp_path, monkeypatch):
     from hyperpod_rl.train.__main__ import app
 
     monkeypatch.delenv("RAY_OVERRIDE_JOB_RUNTIME_ENV", raising=False)
-    ref = RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}})
+    ref = RunConfig.build(
+        {"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}
+    )
     path = tmp_path / "config.json"
     path.write_text(ref.model_dump_json())
     result = CliRunner().invoke(app, ["--config", str(path), "--backend", "skyrl"])
-    assert isinstance(result.exception, ConfigError) and "needs backend='skyrl'" in str(result.exception)
+    assert isinstance(result.exception, ConfigError) and "needs backend='skyrl'" in str(
+        result.exception
+    )
     import os
 
-    assert os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"  # set before anything reaches Ray
+    assert (
+        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
+    )  # set before anything reaches Ray
     bad = CliRunner().invoke(app, ["--config", str(path), "--backend", "megatron"])
     assert bad.exit_code != 0 and "unknown backend 'megatron'" in bad.output
