@@ -8,13 +8,15 @@ Ray cluster the job runs in, then writes the same artifacts as the reference bac
 2. the run's SkyRL paths are unique to the run: ``ckpt_path`` = ``<run dir>/checkpoints`` (so
    ``resume_mode=latest`` only ever resumes this run), ``export_path``, ``lora_sync_path`` and
    ``log_path`` beside it (:mod:`hyperpod_rl.config.skyrl`). A checkpoint directory written with
-   another config is refused, as in the reference backend;
+   another config is refused, as in the reference backend, and on resume the metric records after
+   the checkpoint's step are dropped (SkyRL produces those steps again);
 3. the trainer runs in a Ray task that first registers the maze env with skyrl_gym (the registry
    is per process, so it must happen inside the task: SkyRL's visgym ``entrypoint.py`` pattern);
 4. SkyRL's tracker is wrapped so each committed step also goes to ``metrics.jsonl`` and the job
    log as a :class:`~hyperpod_rl.metrics.schema.MetricRecord` (:mod:`hyperpod_rl.train.skyrl_metrics`);
-5. the PEFT adapter of the final checkpoint (``global_step_N/policy/lora_adapter/``) is copied to
-   ``<run dir>/adapter/`` with ``provenance.json`` and ``checksums.json``, the reference layout.
+5. still inside the task (on a GPU worker, where rank 0 wrote it), the PEFT adapter of the final
+   checkpoint (``global_step_N/policy/lora_adapter/``) is copied to ``<run dir>/adapter/`` with
+   ``provenance.json`` and ``checksums.json``, the reference layout.
 """
 
 from __future__ import annotations
@@ -87,11 +89,38 @@ def prepare_run(
             "resubmit with --fresh or the original config"
         )
     marker.write_text(config.config_hash())
-    if not (ckpt / "latest_ckpt_global_step.txt").exists():
-        (rd / "metrics.jsonl").unlink(
-            missing_ok=True
-        )  # no checkpoint to resume: the metrics restart too
+    _trim_metrics(rd / "metrics.jsonl", _latest_step(ckpt))
     return config.to_skyrl_overrides(rd)
+
+
+def _latest_step(ckpt: Path) -> int:
+    """The step SkyRL resumes from (``latest_ckpt_global_step.txt``), 0 without a checkpoint."""
+    latest = ckpt / "latest_ckpt_global_step.txt"
+    try:
+        return int(latest.read_text().strip())
+    except (OSError, ValueError):
+        return 0
+
+
+def _trim_metrics(path: Path, step: int) -> None:
+    """Drop metric records after ``step``: SkyRL produces those steps again when it resumes."""
+    if not path.exists():
+        return
+    kept = [
+        line
+        for line in path.read_text().splitlines(keepends=True)
+        if (rec := _step_of(line)) is not None and rec <= step
+    ]
+    tmp = path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(kept))
+    os.replace(tmp, path)
+
+
+def _step_of(line: str) -> int | None:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def base_model_revision(config: RunConfig) -> str:
@@ -204,17 +233,25 @@ def export_adapter(
     return write_dir_atomically(rd / "adapter", write)
 
 
-def _trainer_task(
-    skyrl_cfg: Any, run_id: str, total_steps: int, metrics_path: str
-) -> None:
-    """Body of the Ray task that runs SkyRL's trainer (runs on a cluster worker, not the head)."""
+def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
+    """Body of the Ray task that runs SkyRL's trainer, then exports the adapter.
+
+    It runs on a GPU worker (``num_cpus=1``; the head has none), so the export reads the final
+    checkpoint where it was written even when the run directory is not shared with the head.
+
+    Returns:
+        The adapter directory.
+    """
     from skyrl.train.entrypoints.main_base import BasePPOExp
     from skyrl.train.utils.tracking import Tracking
 
     from hyperpod_rl.maze import register_env
 
     register_env()  # skyrl_gym's registry is per process: register inside the trainer task
-    sink = MetricRecordSink(run_id, total_steps, metrics_path)
+    config = RunConfig.model_validate_json(config_json)
+    sink = MetricRecordSink(
+        config.run_id, config.trainer.steps, Path(run_dir) / "metrics.jsonl"
+    )
 
     class _RecordTracking(Tracking):
         def log(self, data: dict[str, Any], step: int, commit: bool = False) -> None:
@@ -233,6 +270,7 @@ def _trainer_task(
             )
 
     _Exp(skyrl_cfg).run()
+    return str(export_adapter(config, run_dir))
 
 
 def main(config_path: str, *, fresh: bool = False) -> Path:
@@ -258,14 +296,8 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     validate_cfg(skyrl_cfg)
     initialize_ray(skyrl_cfg)
     task = ray.remote(num_cpus=1)(_trainer_task)
-    ray.get(
-        task.remote(
-            skyrl_cfg,
-            config.run_id,
-            config.trainer.steps,
-            str(run_dir / "metrics.jsonl"),
-        )
+    adapter = Path(
+        ray.get(task.remote(skyrl_cfg, config.model_dump_json(), str(run_dir)))
     )
-    adapter = export_adapter(config, run_dir)
     print(f"adapter written to {adapter}", flush=True)
     return adapter

@@ -245,3 +245,74 @@ def test_cli_dispatches_skyrl_backend(tmp_path, monkeypatch):
     )  # set before anything reaches Ray
     bad = CliRunner().invoke(app, ["--config", str(path), "--backend", "megatron"])
     assert bad.exit_code != 0 and "unknown backend 'megatron'" in bad.output
+
+
+def test_resume_drops_metric_records_after_the_checkpoint(tmp_path):
+    cfg = _config(tmp_path)
+    run_dir = tmp_path / "runs" / "sky-run"
+    prepare_run(cfg, run_dir)
+    sink = MetricRecordSink(cfg.run_id, 10, run_dir / "metrics.jsonl")
+    for step in (1, 2, 3, 4, 5):
+        sink.write({"reward/avg_raw_reward": float(step)}, step=step)
+    fake_skyrl_checkpoint(run_dir, 3)
+    prepare_run(cfg, run_dir)
+    assert [r.step for r in read_metrics(run_dir / "metrics.jsonl")] == [1, 2, 3]
+
+
+def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
+    """The Ray task body with SkyRL's experiment replaced by a stand-in that logs and checkpoints.
+
+    The stand-in calls the tracker exactly as SkyRL's trainer does (``tracker.log(payload,
+    step=global_step, commit=True)``) and leaves a checkpoint in SkyRL's layout.
+    """
+    import sys
+    import types
+
+    import skyrl_gym
+    from skyrl.train.config import SkyRLTrainConfig
+
+    from hyperpod_rl.maze.env import ENV_CLASS
+    from hyperpod_rl.train.skyrl_backend import _trainer_task
+
+    cfg = _config(tmp_path)
+    run_dir = tmp_path / "runs" / "sky-run"
+    skyrl_cfg = SkyRLTrainConfig.from_cli_overrides(prepare_run(cfg, run_dir))
+
+    class StandIn:
+        def __init__(self, c):
+            self.cfg = c
+
+        def get_tracker(self):
+            raise NotImplementedError  # the task must override it
+
+        def run(self):
+            assert (
+                ENV_CLASS in skyrl_gym.registry
+            )  # registered inside the task, before training
+            tracker = self.get_tracker()
+            for step in (1, 2):
+                tracker.log(
+                    {"reward/avg_raw_reward": 0.1 * step, "timing/step": 1.0},
+                    step=step,
+                    commit=True,
+                )
+            fake_skyrl_checkpoint(run_dir, 2)
+
+    monkeypatch.setitem(
+        sys.modules,
+        "skyrl.train.entrypoints.main_base",
+        types.SimpleNamespace(BasePPOExp=StandIn),
+    )
+    adapter = _trainer_task(skyrl_cfg, cfg.model_dump_json(), str(run_dir))
+    records = list(read_metrics(run_dir / "metrics.jsonl"))
+    assert [(r.step, r.values["reward/avg_raw_reward"]) for r in records] == [
+        (1, 0.1),
+        (2, 0.2),
+    ]
+    assert (
+        records[0].run_id == "sky-run" and records[0].total_steps == cfg.trainer.steps
+    )
+    assert (
+        json.loads((run_dir / "adapter" / "provenance.json").read_text())["steps"] == 2
+    )
+    assert adapter == str(run_dir / "adapter")
