@@ -5,7 +5,10 @@ Every panel is thin over the public API (``hyperpod_rl.cluster``, ``hyperpod_rl.
 and secrets (cluster tokens, cookies) stay in Python attributes, never in widget state.
 """
 
+from hyperpod_rl.widgets.cluster_panel import ClusterPanel
 from hyperpod_rl.widgets.metrics_panel import MetricsPanel
 from hyperpod_rl.widgets.run_panel import RunPanel
+from hyperpod_rl.widgets.serve_panel import ServePanel, draw_path
+from hyperpod_rl.widgets.studio import Studio, studio
 
-__all__ = ["MetricsPanel", "RunPanel"]
+__all__ = ["ClusterPanel", "MetricsPanel", "RunPanel", "ServePanel", "Studio", "draw_path", "studio"]

@@ -207,7 +207,7 @@ class ModelForm(w.VBox):
         if head in self._list_models and rest:
             idx, _, sub = rest.partition(".")
             return self._list_models[head][2][int(idx)].widget(sub)
-        raise KeyError(f"no form field {path!r}")
+        raise KeyError(f"no form field {full!r}")
 
 
 _ = typing  # typing is imported for annotations evaluated by pydantic in subclasses

@@ -64,13 +64,12 @@ class ClusterPanel(Panel):
         self.wait_button.on_click(self.guard(lambda _: self.background(self.wait, name="cluster-wait")))
         self.delete_button.on_click(self.guard(lambda _: self.delete()))
         self._layout()
-        self.refresh()
 
     def _layout(self) -> None:
         buttons = w.HBox([self.apply_button, self.wait_button, self.delete_button])
         spec_box = [self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))] if self.kind.value == "hyperpod" else []
         self.children = (self.kind, *spec_box, buttons, self.status_html, self.link, self.errors_out)
-        self.refresh()
+        self.guard(self.refresh)()
 
     # ----- actions ----------------------------------------------------------------------------
     def spec(self) -> ClusterSpec:

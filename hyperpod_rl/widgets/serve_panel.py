@@ -1,0 +1,188 @@
+"""ServePanel: deploy an adapter, play a held-out maze with it, and draw the model's path.
+
+Deploy uses the quickstart's local serving (:func:`hyperpod_rl.serve.local.deploy_local`, a
+Ray Serve app with an OpenAI-style chat route) on a background thread. Play runs one episode
+of the maze env (``hyperpod_rl.maze``) against the endpoint with
+:func:`hyperpod_rl.serve.client.chat`, one request per turn, and shows the maze image with the
+moves drawn as a path, the answers and the per-turn latency.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ipywidgets as w
+
+from hyperpod_rl.widgets._base import Panel, escape
+
+__all__ = ["ServePanel", "draw_path"]
+
+
+def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
+    """PNG of a dataset row's maze with ``cells`` (the agent's positions) joined by a line.
+
+    Args:
+        row: a maze dataset row (``maze`` JSON and ``render_style`` JSON columns).
+        cells: ``(row, col)`` positions in visiting order, the start first.
+
+    Returns:
+        PNG bytes of the rendered maze (size from the row's render style, pixels).
+    """
+    from PIL import ImageDraw
+
+    from hyperpod_rl.maze import Maze, RenderStyle, render_maze
+    from hyperpod_rl.maze.render import encode_png
+
+    maze = Maze.from_json(row["maze"])
+    style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else RenderStyle()
+    img = render_maze(maze, agent=cells[-1] if cells else None, style=style)
+    p, t = style.cell_px, style.wall_px
+    ox = (img.width - (maze.cols * p + t)) // 2
+    oy = (img.height - (maze.rows * p + t)) // 2
+    centre = [(ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells]
+    if len(centre) > 1:
+        ImageDraw.Draw(img).line(centre, fill=(255, 140, 0), width=max(t, 2), joint="curve")
+    return encode_png(img)
+
+
+class ServePanel(Panel):
+    """Deploy an adapter and try it on held-out mazes.
+
+    Args:
+        model_path: base model directory.
+        adapter_path: adapter directory (``<run dir>/adapter``).
+        heldout_path: held-out parquet (the run config's ``data.heldout_path``).
+        client: authenticated ``JobSubmissionClient`` (default: the running local cluster's).
+        endpoint: an already deployed endpoint (skips Deploy).
+        adapter_name: the served model name of the adapter.
+        port: HTTP port of the local serving app on 127.0.0.1.
+
+    Attributes:
+        endpoint: the serving URL once deployed.
+        last: the last episode: ``answers``, ``latencies_s``, ``cells``, ``solved``.
+    """
+
+    def __init__(self, *, model_path: str | Path | None = None, adapter_path: str | Path | None = None, heldout_path: str | Path | None = None, client: Any = None, endpoint: str | None = None, adapter_name: str = "maze", port: int = 8000) -> None:
+        super().__init__()
+        self._client = client
+        self.endpoint = endpoint
+        self.port = port
+        self.last: dict[str, Any] = {}
+        self._rows: list[dict[str, Any]] | None = None
+        self.model_path = w.Text(value=str(model_path or ""), description="base model", layout=w.Layout(width="520px"))
+        self.adapter_path = w.Text(value=str(adapter_path or ""), description="adapter", layout=w.Layout(width="520px"))
+        self.adapter_name = w.Text(value=adapter_name, description="served as")
+        self.heldout_path = w.Text(value=str(heldout_path or ""), description="held-out", layout=w.Layout(width="520px"))
+        self.deploy_button = w.Button(description="Deploy", icon="rocket", button_style="primary")
+        self.endpoint_html = w.HTML(f"endpoint: <code>{escape(endpoint)}</code>" if endpoint else "<i>not deployed</i>")
+        self.maze_index = w.BoundedIntText(value=0, min=0, max=10**6, description="maze #")
+        self.model_choice = w.Dropdown(options=[adapter_name, "base"], value=adapter_name, description="model")
+        self.play_button = w.Button(description="Play maze", icon="play")
+        self.image = w.Image(format="png", layout=w.Layout(width="256px"))
+        self.answer_html = w.HTML("")
+        self.deploy_button.on_click(self.guard(lambda _: self.background(self.deploy, name="serve-deploy")))
+        self.play_button.on_click(self.guard(lambda _: self.background(self.play, name="serve-play")))
+        self.maze_index.observe(self.guard(lambda _: self.show_maze()), names="value")
+        self.children = (
+            self.model_path, self.adapter_path, w.HBox([self.adapter_name, self.deploy_button]), self.endpoint_html,
+            self.heldout_path, w.HBox([self.maze_index, self.model_choice, self.play_button]),
+            w.HBox([self.image, self.answer_html]), self.errors_out,
+        )
+
+    def client(self) -> Any:
+        """The job client (given, or the running local cluster's).
+
+        Raises:
+            ServeError: no cluster is running.
+        """
+        if self._client is None:
+            from hyperpod_rl.cluster.local import current_local_cluster
+            from hyperpod_rl.errors import ServeError
+
+            cluster = current_local_cluster()
+            if cluster is None:
+                raise ServeError("no cluster: start one in the Cluster panel first")
+            self._client = cluster.job_client()
+        return self._client
+
+    def deploy(self) -> str:
+        """Deploy the adapter (blocking; the Deploy button runs it on a background thread).
+
+        Raises:
+            ServeError: missing paths, the deploy job failed, or the app never became healthy.
+        """
+        from hyperpod_rl.errors import ServeError
+        from hyperpod_rl.serve.local import deploy_local
+
+        for label, field in (("base model", self.model_path), ("adapter", self.adapter_path)):
+            if not field.value or not Path(field.value).is_dir():
+                raise ServeError(f"{label} directory {field.value!r} does not exist: fill in the {label} path")
+        self.endpoint_html.value = "<i>deploying ...</i>"
+        self.endpoint = deploy_local(self.client(), self.model_path.value, {self.adapter_name.value: self.adapter_path.value}, port=self.port)
+        self.endpoint_html.value = f"endpoint: <code>{escape(self.endpoint)}</code>"
+        return self.endpoint
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The held-out rows (read once).
+
+        Raises:
+            ServeError: no held-out parquet path.
+        """
+        if self._rows is None:
+            from hyperpod_rl.errors import ServeError
+            from hyperpod_rl.maze import read_parquet
+
+            if not self.heldout_path.value:
+                raise ServeError("fill in the held-out parquet path (the run config's data.heldout_path)")
+            self._rows = read_parquet(self.heldout_path.value)
+            self.maze_index.max = max(len(self._rows) - 1, 0)
+        return self._rows
+
+    def show_maze(self) -> None:
+        """Show the selected maze before playing it."""
+        row = self.rows()[self.maze_index.value]
+        from hyperpod_rl.maze import Maze
+
+        self.image.value = draw_path(row, [Maze.from_json(row["maze"]).start])
+        self.answer_html.value = f"{row['rows']}x{row['cols']} maze, shortest path {row['shortest_path_length']} moves"
+
+    def play(self) -> dict[str, Any]:
+        """Play the selected maze with the served model, one chat request per turn.
+
+        Returns:
+            ``{"answers", "latencies_s", "cells", "solved"}``.
+
+        Raises:
+            ServeError: not deployed, or the server answered with an error.
+        """
+        import skyrl_gym
+
+        from hyperpod_rl.errors import ServeError
+        from hyperpod_rl.maze import ENV_CLASS, Maze, register_env
+        from hyperpod_rl.serve.client import chat
+
+        if not self.endpoint:
+            raise ServeError("not deployed: press Deploy first (or pass endpoint=...)")
+        row = self.rows()[self.maze_index.value]
+        register_env()
+        env = skyrl_gym.make(ENV_CLASS, env_config={}, extras=dict(row))
+        conversation, _ = env.init(list(row["prompt"]))
+        cells = [tuple(Maze.from_json(row["maze"]).start)]
+        answers, latencies, solved = [], [], False
+        for _ in range(int(row.get("max_turns") or 8)):
+            answer, latency = chat(self.endpoint, {"model": self.model_choice.value, "messages": conversation, "temperature": 0.0})
+            answers.append(answer)
+            latencies.append(latency)
+            out = env.step(answer)
+            cells.append(tuple(out["metadata"]["agent"]))
+            solved = bool(out["metadata"].get("solved"))
+            self.image.value = draw_path(row, cells)  # type: ignore[arg-type]
+            if out["done"]:
+                break
+            conversation = [*conversation, {"role": "assistant", "content": answer}, *out["observations"]]
+        self.last = {"answers": answers, "latencies_s": latencies, "cells": cells, "solved": solved}
+        verdict = "<b style='color:#2ca02c'>solved</b>" if solved else "<b style='color:#d62728'>not solved</b>"
+        mean_ms = 1000 * sum(latencies) / len(latencies)
+        self.answer_html.value = f"{verdict} in {len(answers)} turn(s) · mean latency {mean_ms:.0f} ms<br>" + "<br>".join(f"{i + 1}. <code>{escape(a)}</code> ({1000 * s:.0f} ms)" for i, (a, s) in enumerate(zip(answers, latencies, strict=True)))
+        return self.last

@@ -1,0 +1,47 @@
+"""``studio()``: the four panels in tabs, wired together (Run feeds Metrics)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+
+from hyperpod_rl.widgets.cluster_panel import ClusterPanel
+from hyperpod_rl.widgets.metrics_panel import MetricsPanel
+from hyperpod_rl.widgets.run_panel import RunPanel
+from hyperpod_rl.widgets.serve_panel import ServePanel
+
+__all__ = ["Studio", "studio"]
+
+
+class Studio(w.Tab):
+    """Tabs Cluster / Run / Metrics / Serve; each panel is also an attribute."""
+
+    def __init__(self, cluster: ClusterPanel, run: RunPanel, metrics: MetricsPanel, serve: ServePanel) -> None:
+        super().__init__(children=[cluster, run, metrics, serve], titles=("Cluster", "Run", "Metrics", "Serve"))
+        self.cluster = cluster
+        self.run = run
+        self.metrics = metrics
+        self.serve = serve
+
+
+def studio(config: Any = None, *, kind: str = "local", cluster: Any = None, hardware: Any = "auto", serve_kwargs: dict[str, Any] | None = None, **run_kwargs: Any) -> Studio:
+    """All panels in tabs: launch the cluster, submit and watch a run, serve the adapter.
+
+    Example:
+        >>> from hyperpod_rl.widgets import studio
+        >>> studio(config)  # doctest: +SKIP
+
+    Args:
+        config: initial ``RunConfig`` (or dict) of the Run tab.
+        kind: ``"local"`` or ``"hyperpod"`` for the Cluster tab.
+        cluster: a running cluster handle (``LocalCluster`` or HyperPod dashboard access).
+        hardware: hardware source of the Metrics tab (see :class:`MetricsPanel`).
+        serve_kwargs: keyword arguments of :class:`ServePanel`.
+        **run_kwargs: more keyword arguments of :class:`RunPanel`.
+    """
+    cluster_panel = ClusterPanel(kind)  # type: ignore[arg-type]
+    metrics = MetricsPanel(hardware=hardware)
+    run = RunPanel(config, cluster=cluster, metrics=metrics, **run_kwargs)
+    serve = ServePanel(**(serve_kwargs or {}))
+    return Studio(cluster_panel, run, metrics, serve)
