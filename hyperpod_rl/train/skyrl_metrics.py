@@ -68,6 +68,10 @@ def numeric_values(payload: dict[str, Any]) -> dict[str, float]:
 class MetricRecordSink:
     """Append SkyRL tracker payloads to ``metrics.jsonl`` and the job log.
 
+    One record per training step, as the reference backend writes: SkyRL's eval-before-train
+    payload (only ``eval/*`` keys, logged at the step training starts from) is held back and
+    merged into the next step's record instead of becoming a record without training metrics.
+
     Args:
         run_id: the run the records belong to.
         total_steps: planned steps (``trainer.steps``).
@@ -87,12 +91,23 @@ class MetricRecordSink:
         self.metrics_path = Path(metrics_path)
         self.metrics_path.parent.mkdir(parents=True, exist_ok=True)
         self.stream = stream
+        self._pending: dict[str, float] = {}
 
     def write(self, payload: dict[str, Any], step: int) -> MetricRecord | None:
-        """Write one record for ``step``; ``None`` (nothing written) when no value is numeric."""
+        """Write one record for ``step``.
+
+        Returns:
+            The record, or ``None`` when nothing was written: no numeric value, or an eval-only
+            payload held for the next record.
+        """
         values = numeric_values(payload)
         if not values:
             return None
+        if all(key.startswith("eval/") for key in values):
+            self._pending.update(values)
+            return None
+        values = {**self._pending, **values}
+        self._pending = {}
         record = MetricRecord(
             run_id=self.run_id,
             step=max(int(step), 0),

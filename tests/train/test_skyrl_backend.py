@@ -316,3 +316,21 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
         json.loads((run_dir / "adapter" / "provenance.json").read_text())["steps"] == 2
     )
     assert adapter == str(run_dir / "adapter")
+
+
+def test_eval_before_train_joins_the_first_step_record(tmp_path, capsys):
+    sink = MetricRecordSink("sky-run", 10, tmp_path / "metrics.jsonl")
+    assert sink.write({"eval/hyperpod_rl.maze/avg_score": 0.25}, step=0) is None
+    first = sink.write(
+        {"reward/avg_raw_reward": 0.5, "eval/all/avg_score": 0.3}, step=1
+    )
+    assert first.step == 1
+    assert first.values == {
+        "eval/hyperpod_rl.maze/avg_score": 0.25,
+        "eval/all/avg_score": 0.3,
+        "reward/avg_raw_reward": 0.5,
+    }
+    second = sink.write({"reward/avg_raw_reward": 0.6}, step=2)
+    assert second.values == {"reward/avg_raw_reward": 0.6}  # held values are used once
+    assert [r.step for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
+    assert capsys.readouterr().out.count("HPRL_METRIC ") == 2
