@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
+from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import submit_run
 from hyperpod_rl.maze import write_parquet
 from hyperpod_rl.metrics import read_metrics
@@ -55,6 +56,18 @@ def _wait_terminal(client, submission_id: str, timeout_s: float = 300) -> str:
     raise AssertionError(f"job {submission_id} did not end within {timeout_s} s")
 
 
+def _submit(client, cfg, run_dir: Path):
+    """``submit_run``, waiting out a job agent that is still starting on a loaded machine."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            return submit_run(client, cfg, run_dir)
+        except JobError as err:
+            if "No available agent" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 def _trainer_pid(run_dir: Path, not_pid: int | None, timeout_s: float = 180) -> int:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -70,7 +83,7 @@ def _trainer_pid(run_dir: Path, not_pid: int | None, timeout_s: float = 180) -> 
 
 def _kill_when(client, cfg, run_dir: Path, ready, last_pid: int | None, what: str) -> int:
     """Submit (resume), wait for ``ready()``, SIGKILL the trainer process; return its pid."""
-    handle = submit_run(client, cfg, run_dir)
+    handle = _submit(client, cfg, run_dir)
     pid = _trainer_pid(run_dir, last_pid)
     deadline = time.monotonic() + 240
     while not ready():
@@ -80,6 +93,13 @@ def _kill_when(client, cfg, run_dir: Path, ready, last_pid: int | None, what: st
     os.kill(pid, signal.SIGKILL)  # raises ProcessLookupError if the run had already ended
     assert _wait_terminal(client, handle.submission_id) == "FAILED", what
     return pid
+
+
+def _resumes(run_dir: Path) -> int:
+    try:
+        return len(json.loads((run_dir / "manifest.json").read_text())["resumes"])
+    except (OSError, ValueError, KeyError):
+        return -1
 
 
 def _metric_steps(run_dir: Path) -> int:
@@ -96,21 +116,21 @@ def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_
     straight_dir, killed_dir = tmp_path / "runs" / "straight", tmp_path / "runs" / "killed"
     straight_cfg, killed_cfg = _config(tiny_setup, tmp_path, "resume-straight"), _config(tiny_setup, tmp_path, "resume-killed")
     assert straight_cfg.config_hash() == killed_cfg.config_hash()
-    straight = submit_run(client, straight_cfg, straight_dir)  # runs alongside the killed one
+    straight = _submit(client, straight_cfg, straight_dir)  # runs alongside the killed one
 
     ckpt = killed_dir / "checkpoints"
     # 1. right after the first checkpoint
     pid = _kill_when(client, killed_cfg, killed_dir, lambda: (ckpt / "step_000002").is_dir(), None, "after checkpoint 2")
     # 2. at a random step between checkpoints
-    k = random.Random().randint(3, 7)
+    k = random.Random().randint(3, 5)
     print(f"random kill step: {k}")
-    pid = _kill_when(client, killed_cfg, killed_dir, lambda: _metric_steps(killed_dir) >= k, pid, f"at step {k}")
+    pid = _kill_when(client, killed_cfg, killed_dir, lambda: _resumes(killed_dir) == 1 and _metric_steps(killed_dir) >= k, pid, f"at step {k}")
     # 3. right after the checkpoint that closes epoch 2 (6 rows, 2 per step: steps 4-6)
-    pid = _kill_when(client, killed_cfg, killed_dir, lambda: (ckpt / "step_000006").is_dir(), pid, "at the epoch boundary")
+    pid = _kill_when(client, killed_cfg, killed_dir, lambda: _resumes(killed_dir) == 2 and (ckpt / "step_000006").is_dir(), pid, "at the epoch boundary")
     state = json.loads((ckpt / "step_000006" / "trainer_state.json").read_text())
     assert state["sampler"] == {"epoch": 1, "index": TRAIN_ROWS}  # the epoch is exhausted, the next is not drawn yet
     # 4. resubmit: completes
-    final = submit_run(client, killed_cfg, killed_dir)
+    final = _submit(client, killed_cfg, killed_dir)
     assert _wait_terminal(client, final.submission_id) == "SUCCEEDED", client.get_job_logs(final.submission_id)[-3000:]
     assert _wait_terminal(client, straight.submission_id) == "SUCCEEDED", client.get_job_logs(straight.submission_id)[-3000:]
 
