@@ -7,14 +7,20 @@ does not expose: each command calls the same functions a notebook calls.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from hyperpod_rl.errors import HyperpodRLError
@@ -236,9 +242,9 @@ def serve_ask(run_id: str, index: int = typer.Option(0, help="held-out maze inde
     console.print(f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {answer!r} in {latency * 1000:.0f} ms")
 
 
-from hyperpod_rl.cli import cluster as _cluster  # noqa: E402
-from hyperpod_rl.cli import maze as _maze  # noqa: E402
-from hyperpod_rl.cli.quickstart import quickstart  # noqa: E402
+from hyperpod_rl.cli import cluster as _cluster
+from hyperpod_rl.cli import maze as _maze
+from hyperpod_rl.cli.quickstart import quickstart
 
 app.command("quickstart")(quickstart)
 app.add_typer(_maze.app, name="maze")

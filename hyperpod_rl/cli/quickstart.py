@@ -47,7 +47,14 @@ def quickstart(
     from hyperpod_rl.jobs import submit_run
     from hyperpod_rl.paths import run_dir as run_dir_of
     from hyperpod_rl.paths import storage_root
-    from hyperpod_rl.quickstart import QuickstartOptions, default_run_id, make_run_config, prepare_base_model, prepare_dataset, start_local_cluster
+    from hyperpod_rl.quickstart import (
+        QuickstartOptions,
+        default_run_id,
+        make_run_config,
+        prepare_base_model,
+        prepare_dataset,
+        start_local_cluster,
+    )
     from hyperpod_rl.train.reference import read_rows
 
     t_total = time.perf_counter()
@@ -154,5 +161,5 @@ def _serve_and_ask(cluster: Any, model_dir: Path, rdir: Path, row: dict[str, Any
         url = deploy_local(cluster.job_client(), model_dir, {"maze": rdir / "adapter"}, port=port)
         answer, latency = chat(url, maze_request(row, model="maze"))
     console.print(f"[green]✓[/] 8/8 served at {url}/v1/chat/completions · held-out maze {row['rows']}x{row['cols']} → {answer!r} ({latency * 1000:.0f} ms)")
-    console.print(f"    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
+    console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
     return {"endpoint": url, "model": "maze", "answer": answer, "latency_ms": round(latency * 1000, 1)}

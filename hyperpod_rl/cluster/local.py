@@ -141,15 +141,33 @@ class LocalCluster:
             return False
         return resp.status_code == 200
 
-    def add_worker(self, *, num_cpus: int = 1, num_gpus: int = 0, resources: dict[str, float] | None = None) -> None:
+    def _raylet_pids(self) -> set[int]:
+        import psutil
+
+        pids = set()
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            try:
+                cmd = proc.info["cmdline"] or []
+                if cmd and cmd[0].endswith("raylet") and any(self.state.temp_dir in arg for arg in cmd):
+                    pids.add(proc.pid)
+            except (psutil.Error, TypeError):
+                continue
+        return pids
+
+    def add_worker(self, *, num_cpus: int = 1, num_gpus: int = 0, resources: dict[str, float] | None = None) -> int:
         """Start one more Ray node on 127.0.0.1 that joins this cluster.
 
         ``num_gpus`` is advertised as a logical resource, so placement with GPUs can be
-        tested on a CPU machine.
+        tested on a CPU machine; ``resources`` adds custom resources (e.g. to pin a job's
+        entrypoint to this node with ``entrypoint_resources``).
+
+        Returns:
+            The PID of the new node's raylet (:meth:`kill_worker` takes it).
 
         Raises:
             ClusterError: ``ray start`` failed (its output is in the message).
         """
+        before = self._raylet_pids()
         cmd = [
             _ray_executable(), "start", f"--address={self.address}", "--node-ip-address=127.0.0.1",
             f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--disable-usage-stats",
@@ -157,9 +175,29 @@ class LocalCluster:
         if resources:
             cmd.append(f"--resources={json.dumps(resources)}")
         _run_ray(cmd, self.state.token)
+        new = self._raylet_pids() - before
+        if len(new) != 1:
+            raise ClusterError(f"could not find the new worker node's raylet (found {len(new)} new raylets)")
         state = LocalClusterState(**{**self.state.__dict__, "worker_nodes": self.state.worker_nodes + 1})
         _write_state(self.state_path, state)
         self.state = state
+        return new.pop()
+
+    def kill_worker(self, raylet_pid: int) -> None:
+        """SIGKILL a worker node (its raylet and every process under it), as a lost machine would."""
+        import psutil
+
+        try:
+            root = psutil.Process(raylet_pid)
+            procs = [*root.children(recursive=True), root]
+        except psutil.NoSuchProcess:
+            return
+        for proc in procs:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(procs, timeout=10)
 
     def stop(self, *, timeout_s: float = 30.0) -> int:
         """Stop this cluster's processes (only this cluster's) and forget the state.

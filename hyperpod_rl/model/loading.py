@@ -7,7 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.model.tiny import TINY_MODEL_ID, ImageOnlyQwen3VLProcessor, build_tiny_qwen3vl, directory_revision
+from hyperpod_rl.model.tiny import (
+    TINY_MODEL_ID,
+    ImageOnlyQwen3VLProcessor,
+    build_tiny_qwen3vl,
+    directory_revision,
+)
 
 __all__ = ["load_base_model", "save_tiny_base_model"]
 

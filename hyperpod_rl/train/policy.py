@@ -17,9 +17,7 @@ Action formats (``RolloutConfig.action_constraint``):
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ import torch
 from PIL import Image
 
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.maze import decode_image_part
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
 from hyperpod_rl.train.logprobs import response_entropy, response_logprobs
 
@@ -54,21 +53,6 @@ class Action:
     logprob: float
 
 
-def _image_of(part: dict[str, Any]) -> Image.Image:
-    """Decode an ``image`` / ``image_url`` content part (PIL image or ``data:`` URL)."""
-    value = part.get("image")
-    if value is None and isinstance(part.get("image_url"), dict):
-        value = part["image_url"].get("url")
-    if value is None:
-        value = part.get("image_url")
-    if isinstance(value, Image.Image):
-        return value.convert("RGB")
-    if isinstance(value, str) and value.startswith("data:image"):
-        raw = base64.b64decode(value.split(",", 1)[1], validate=True)
-        return Image.open(io.BytesIO(raw)).convert("RGB")
-    raise ConfigError("an image part must carry a PIL image or a data:image/...;base64 URL")
-
-
 def prompt_key(messages: Conversation) -> str:
     """A stable key of a conversation (text and image bytes), for de-duplicating forward passes."""
     return hashlib.sha1(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
@@ -87,7 +71,7 @@ def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Ima
         parts = []
         for part in content:
             if part.get("type") in ("image", "image_url"):
-                img = _image_of(part)
+                img = decode_image_part(part)
                 images.append(img)
                 keys.append(hashlib.sha1(img.tobytes() + bytes(str(img.size), "ascii")).hexdigest())
                 parts.append({"type": "image"})
