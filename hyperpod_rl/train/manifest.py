@@ -34,6 +34,7 @@ import fcntl
 import json
 import os
 import platform
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,10 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import CheckpointError
+from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.train.provenance import git_state, package_versions
 
-__all__ = ["MANIFEST_NAME", "checkpoint_entries", "eval_summaries", "config_from_manifest", "image_info", "new_manifest", "read_manifest", "update_manifest"]
+__all__ = ["MANIFEST_NAME", "checkpoint_entries", "eval_summaries", "reproduce_config", "config_from_manifest", "image_info", "new_manifest", "read_manifest", "update_manifest"]
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
@@ -229,3 +230,59 @@ def config_from_manifest(run_dir: str | Path, *, run_id: str | None = None) -> R
     if run_id is not None:
         data["run_id"] = run_id
     return RunConfig.build(data)
+
+
+def reproduce_config(run_dir: str | Path, *, run_id: str) -> tuple[RunConfig, list[str]]:
+    """The config that re-runs a recorded run exactly under a new run id, after checking its inputs.
+
+    The config hash is unchanged (it excludes the run id). The datasets must still hash to the
+    recorded sha256 and the base model directory to the recorded revision; a different code
+    commit, a dirty checkout or other package versions are reported as warnings (the training
+    math may differ, the inputs do not).
+
+    Args:
+        run_dir: the recorded run's directory (it holds ``manifest.json``).
+        run_id: the new run id.
+
+    Returns:
+        ``(config, warnings)``.
+
+    Raises:
+        CheckpointError: the run has no manifest.
+        ConfigError: a dataset file or the base model changed or is missing.
+    """
+    from hyperpod_rl.model.loading import revision_of
+    from hyperpod_rl.train.checkpoint import file_sha256
+
+    manifest = read_manifest(run_dir)
+    if manifest is None:
+        raise CheckpointError(f"{run_dir} has no {MANIFEST_NAME}: only runs trained by this version can be reproduced exactly")
+    config = config_from_manifest(run_dir, run_id=run_id)
+    problems = []
+    for split, entry in (manifest.get("datasets") or {}).items():
+        path = Path(entry["path"])
+        if not path.is_file():
+            problems.append(f"dataset {split}: {path} is missing (regenerate it with the recorded spec: {json.dumps(entry.get('spec'))})")
+        elif file_sha256(path) != entry["sha256"]:
+            problems.append(f"dataset {split}: {path} changed since the run (sha256 differs); regenerate it with the recorded spec")
+    base = manifest.get("base_model") or {}
+    model_path = Path(str(base.get("path", config.model.path)))
+    if not model_path.is_dir():
+        problems.append(f"base model directory {model_path} is missing; restore revision {base.get('revision')}")
+    elif re.fullmatch(r"[0-9a-f]{16}", str(base.get("revision"))) and revision_of(model_path) != base["revision"]:
+        problems.append(f"base model at {model_path} is not revision {base['revision']} (its content hash differs)")
+    if problems:
+        raise ConfigError("cannot reproduce run {!r} exactly:\n  ".format(manifest.get("run_id")) + "\n  ".join(problems))
+    warnings_out = []
+    if base.get("revision") and not re.fullmatch(r"[0-9a-f]{16}", str(base["revision"])):
+        warnings_out.append(f"base model revision {base['revision']} is not a content hash: check the checkpoint at {model_path} is that revision")
+    now_git, then_git = git_state(), manifest.get("git") or {}
+    if then_git.get("commit") and now_git.get("commit") != then_git.get("commit"):
+        warnings_out.append(f"code commit differs: run used {then_git['commit']}, this checkout is {now_git.get('commit')}")
+    if then_git.get("dirty"):
+        warnings_out.append("the run was trained from a dirty checkout: uncommitted changes are not recorded")
+    now_pkgs = package_versions()
+    drift = [f"{k} {v} -> {now_pkgs.get(k)}" for k, v in (manifest.get("packages") or {}).items() if k in now_pkgs and now_pkgs.get(k) != v]
+    if drift:
+        warnings_out.append("package versions differ: " + ", ".join(drift))
+    return config, warnings_out

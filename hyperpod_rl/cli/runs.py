@@ -1,0 +1,190 @@
+"""``hyperpod-rl runs list|show|search|note|compare|reproduce``: the run ledger from a shell.
+
+Every command calls :class:`hyperpod_rl.ledger.Ledger` (the same API a notebook uses); ``list``,
+``show``, ``search`` and ``compare`` first import the manifests under the storage root that are
+newer than the ledger's rows, so runs whose job could not reach the ledger still appear.
+``--ledger PATH`` (or ``HYPERPOD_RL_LEDGER``) picks another database, e.g. a team's on FSx.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hyperpod_rl.errors import HyperpodRLError
+
+app = typer.Typer(no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
+console = Console()
+
+LedgerOpt = typer.Option(None, "--ledger", help="ledger database file (default $HYPERPOD_RL_LEDGER or <data dir>/ledger.sqlite)")
+
+
+def _fail(err: Exception) -> None:
+    console.print(f"[bold red]error:[/] {err}")
+    raise typer.Exit(code=2)
+
+
+def _open(path: Path | None, *, sync: bool = True):
+    from hyperpod_rl.ledger import Ledger
+    from hyperpod_rl.paths import storage_root
+
+    try:
+        ledger = Ledger(path)
+        if sync:
+            ledger.sync_storage(storage_root() / "runs")
+    except HyperpodRLError as err:
+        _fail(err)
+    return ledger
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, tz=dt.UTC).strftime("%Y-%m-%d %H:%M")
+
+
+@app.command("list")
+def list_cmd(status: str | None = typer.Option(None, help="only runs with this status (running, succeeded, failed)"), limit: int = typer.Option(50, help="most runs shown"), ledger: Path | None = LedgerOpt) -> None:
+    """Runs, most recently updated first, with their adapter's solve rate."""
+    with _open(ledger) as led:
+        runs = led.list_runs(status=status, limit=limit)
+        table = Table(title=f"runs in {led.path}")
+        for col in ("run id", "status", "config hash", "updated (UTC)", "adapter solve rate"):
+            table.add_column(col)
+        for r in runs:
+            ev = (led.get_run(r.run_id) or r).evals.get("adapter") or {}
+            solve = ev.get("metrics", {}).get("solve_rate")
+            ci = (ev.get("ci") or {}).get("solve_rate")
+            table.add_row(r.run_id, r.status, r.config_hash or "", _when(r.updated_at), "" if solve is None else f"{solve:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+    console.print(table)
+
+
+@app.command("show")
+def show(run_id: str, as_json: bool = typer.Option(False, "--json", help="print the ledger record and manifest as JSON"), ledger: Path | None = LedgerOpt) -> None:
+    """One run: status, config, provenance, checkpoints, evals with intervals, notes."""
+    from hyperpod_rl.train.manifest import read_manifest
+
+    with _open(ledger) as led:
+        rec = led.get_run(run_id)
+    if rec is None:
+        _fail(HyperpodRLError(f"run {run_id!r} is not in the ledger: hyperpod-rl runs list shows the known ones"))
+    manifest = read_manifest(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
+    if as_json:
+        console.print_json(json.dumps({"run": rec.__dict__, "manifest": manifest}, default=str))
+        return
+    console.rule(f"run {rec.run_id} · {rec.status}")
+    console.print(f"run dir: {rec.run_dir}\nconfig hash: {rec.config_hash}\nupdated: {_when(rec.updated_at)} UTC")
+    if manifest:
+        git, base = manifest.get("git") or {}, manifest.get("base_model") or {}
+        console.print(f"code: {git.get('commit')}{' (dirty)' if git.get('dirty') else ''} · base model {base.get('id')} @ {base.get('revision')} · reward {manifest.get('reward_version')} · seeds {manifest.get('seeds')}")
+        console.print(f"checkpoints: {', '.join(str(c['step']) for c in manifest.get('checkpoints') or []) or 'none'} · resumes: {len(manifest.get('resumes') or [])}")
+    if rec.evals:
+        table = Table(title="evaluations (95% bootstrap intervals)")
+        for col in ("label", "mazes", "solve rate", "optimal-move rate", "invalid-move rate"):
+            table.add_column(col)
+        for label, ev in rec.evals.items():
+            cells = []
+            for m in ("solve_rate", "optimal_move_rate", "invalid_move_rate"):
+                v, ci = ev["metrics"].get(m), (ev.get("ci") or {}).get(m)
+                cells.append("" if v is None else f"{v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+            table.add_row(label, str(ev.get("num_mazes") or ""), *cells)
+        console.print(table)
+    for note in rec.notes:
+        console.print(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}")
+
+
+@app.command("search")
+def search(query: str = typer.Argument(..., help="free text, or key=value / metric>=number (e.g. grpo.lr=0.0005, solve_rate>0.4)"), limit: int = typer.Option(50), ledger: Path | None = LedgerOpt) -> None:
+    """Find runs by a config value, an eval figure or note text."""
+    with _open(ledger) as led:
+        try:
+            hits = led.search(query, limit=limit)
+        except HyperpodRLError as err:
+            _fail(err)
+    if not hits:
+        console.print("no match")
+        raise typer.Exit(code=1)
+    table = Table()
+    for col in ("run id", "where", "match"):
+        table.add_column(col)
+    for h in hits:
+        table.add_row(h.run_id or "-", h.kind, h.text)
+    console.print(table)
+
+
+@app.command("note")
+def note(text: str = typer.Argument(..., help="the note: a finding, an incident, a runbook step"), run: str | None = typer.Option(None, "--run", help="attach it to this run id"), kind: str = typer.Option("note", help="note, runbook, incident or finding"), ledger: Path | None = LedgerOpt) -> None:
+    """Add a free-text note (searchable), to a run or to the ledger as a whole."""
+    with _open(ledger, sync=False) as led:
+        try:
+            note_id = led.add_note(text, run_id=run, kind=kind)  # type: ignore[arg-type]
+        except HyperpodRLError as err:
+            _fail(err)
+    console.print(f"note {note_id} added" + (f" to run {run}" if run else ""))
+
+
+@app.command("compare")
+def compare_cmd(run_ids: list[str] = typer.Argument(..., help="two or more run ids"), ledger: Path | None = LedgerOpt) -> None:
+    """Config keys that differ between runs, and their eval figures side by side."""
+    with _open(ledger) as led:
+        try:
+            diff = led.compare(run_ids)
+        except HyperpodRLError as err:
+            _fail(err)
+    table = Table(title="differences")
+    table.add_column("key")
+    for rid in run_ids:
+        table.add_column(rid, justify="right")
+    for key, values in diff["config"].items():
+        table.add_row(key, *(json.dumps(values[rid]) for rid in run_ids))
+    for key, values in diff["eval"].items():
+        table.add_row(f"eval {key}", *("" if values.get(rid) is None else f"{values[rid]:.3f}" for rid in run_ids))
+    console.print(table)
+
+
+@app.command("reproduce")
+def reproduce(
+    run_id: str,
+    new_run_id: str | None = typer.Option(None, "--as", help="run id of the reproduction (default <run_id>-r<N>)"),
+    follow: bool = typer.Option(False, help="stream progress until the job ends"),
+) -> None:
+    """Resubmit a recorded run exactly (same resolved config, same data and base model) under a new run id."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+    from hyperpod_rl.jobs import submit_run
+    from hyperpod_rl.paths import run_dir as run_dir_of
+    from hyperpod_rl.train.manifest import reproduce_config
+
+    source = run_dir_of(run_id)
+    if new_run_id is None:
+        n = 1
+        while run_dir_of(f"{run_id}-r{n}").exists():
+            n += 1
+        new_run_id = f"{run_id}-r{n}"
+    target = run_dir_of(new_run_id)
+    if (target / "submissions.json").exists():
+        _fail(HyperpodRLError(f"run {new_run_id!r} already exists: pick another --as"))
+    try:
+        config, warns = reproduce_config(source, run_id=new_run_id)
+    except HyperpodRLError as err:
+        _fail(err)
+    for w in warns:
+        console.print(f"[yellow]warning:[/] {w}")
+    cluster = current_local_cluster()
+    if cluster is None or not cluster.is_alive():
+        _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
+    try:
+        handle = submit_run(cluster.job_client(), config, target)
+    except HyperpodRLError as err:
+        _fail(err)
+    with _open(None, sync=False) as led:
+        led.record_run(new_run_id, status="submitted", config=config.model_dump(mode="json"), config_hash=config.config_hash(), run_dir=target)
+        led.add_note(f"reproduction of {run_id} (config hash {config.config_hash()}), submission {handle.submission_id}", run_id=new_run_id)
+    console.print(f"submitted {handle.submission_id}: run {new_run_id} reproduces {run_id} (config hash {config.config_hash()}); hyperpod-rl job logs --follow {new_run_id}")
+    if follow:
+        from hyperpod_rl.cli import follow_with_progress
+
+        status = follow_with_progress(cluster.job_client(), handle.submission_id, config.trainer.steps)
+        raise typer.Exit(code=0 if status == "SUCCEEDED" else 1)
