@@ -113,3 +113,26 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
 def test_cluster_error_names_the_fix():
     err = ClusterError("dashboard port 1 is already in use: pass another --dashboard-port")
     assert "--dashboard-port" in str(err)
+
+
+def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):
+    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_port = sock.getsockname()[1]
+    stale = {
+        "gcs_address": f"127.0.0.1:{dead_port}", "dashboard_url": f"http://127.0.0.1:{dead_port}", "metrics_export_port": dead_port,
+        "started_at": 0.0, "python": sys.executable, "temp_dir": "/tmp/hprl-gone", "worker_nodes": 0, "token": "f" * 64,
+    }
+    (tmp_path / "local-cluster.json").write_text(json.dumps(stale))
+    code = (
+        "from hyperpod_rl.cluster.local import start_local_cluster\n"
+        "c = start_local_cluster(num_cpus=1)\n"
+        "print('stale' if c.restarted_stale else 'fresh', c.is_alive())\n"
+        "c.stop()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)}, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["stale", "True"]
+    assert "f" * 64 not in proc.stdout + proc.stderr
+    assert local_cluster.is_alive()  # the session's cluster was left alone
