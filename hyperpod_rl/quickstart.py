@@ -29,7 +29,7 @@ from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.maze import DatasetSpec, build_dataset, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 
-__all__ = ["DatasetPaths", "QuickstartOptions", "make_run_config", "prepare_base_model", "prepare_dataset", "start_local_cluster"]
+__all__ = ["DatasetPaths", "QuickstartOptions", "check_serve_port", "default_run_id", "make_run_config", "prepare_base_model", "prepare_dataset", "start_local_cluster"]
 
 
 class QuickstartOptions(BaseModel):
@@ -164,6 +164,27 @@ def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, r
             "checkpoint": {"interval": max(opts.steps // 4, 1)},
         }
     )
+
+
+def check_serve_port(port: int) -> None:
+    """Refuse a serve port that another program holds (a Ray Serve proxy of ours may hold it).
+
+    Raises:
+        ConfigError: the port is taken by something that is not a Ray Serve HTTP proxy.
+    """
+    import requests
+
+    from hyperpod_rl.cluster.local import find_free_port
+
+    if find_free_port(port) == port:
+        return
+    try:
+        resp = requests.get(f"http://127.0.0.1:{port}/-/healthz", timeout=2)
+        if resp.status_code == 200 and "success" in resp.text:
+            return  # Ray Serve's proxy: redeploying replaces the app
+    except requests.RequestException:
+        pass
+    raise ConfigError(f"--serve-port {port} is in use by another program: pass a free port, e.g. --serve-port {find_free_port()}")
 
 
 def default_run_id() -> str:

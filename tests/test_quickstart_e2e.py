@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -69,14 +70,20 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
 def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
     env_home = Path(os.environ["HYPERPOD_RL_HOME"])
     runs_before = set((env_home / "storage" / "runs").glob("*")) if (env_home / "storage" / "runs").exists() else set()
+    blocker = socket.socket()
+    blocker.bind(("0.0.0.0", 0))
+    blocker.listen()
+    busy_port = blocker.getsockname()[1]
     for args, message in [
         (("--group-size", "0"), "group_size must be >= 2"),
         (("--model-path", str(tmp_path / "nope")), "is not a directory"),
         (("--min-size", "6", "--max-size", "4"), "--min-size (6) is larger than --max-size (4)"),
         (("--steps", "0"), "--steps"),
+        (("--serve-port", str(busy_port)), f"--serve-port {busy_port} is in use by another program"),
     ]:
         proc = _cli("quickstart", "--run-id", "bad-input", *args, timeout=120)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert message in " ".join(proc.stdout.split()), (args, proc.stdout)
+    blocker.close()
     runs_after = set((env_home / "storage" / "runs").glob("*")) if (env_home / "storage" / "runs").exists() else set()
     assert runs_after == runs_before

@@ -48,6 +48,7 @@ def quickstart(
     from hyperpod_rl.paths import run_dir as run_dir_of
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
+        check_serve_port,
         QuickstartOptions,
         default_run_id,
         make_run_config,
@@ -69,6 +70,8 @@ def quickstart(
         rdir = run_dir_of(rid)
         if (rdir / "submissions.json").exists():
             raise HyperpodRLError(f"run {rid!r} already exists at {rdir}: pick another --run-id (or omit it)")
+        if opts.serve:
+            check_serve_port(opts.serve_port)
         storage = storage_root()
         console.rule(f"[bold]hyperpod-rl quickstart[/] · run {rid}")
 
