@@ -30,9 +30,18 @@ from pathlib import Path
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=40, help="training steps of the tiny run")
-    parser.add_argument("--idle-s", type=float, default=20.0, help="seconds of idle poller measurement")
-    parser.add_argument("--interval-s", type=float, default=0.5, help="MetricsPanel poll interval, seconds")
+    parser.add_argument(
+        "--steps", type=int, default=40, help="training steps of the tiny run"
+    )
+    parser.add_argument(
+        "--idle-s", type=float, default=20.0, help="seconds of idle poller measurement"
+    )
+    parser.add_argument(
+        "--interval-s",
+        type=float,
+        default=0.5,
+        help="MetricsPanel poll interval, seconds",
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hprl-metrics-bench-"))
     os.environ["HYPERPOD_RL_HOME"] = str(home)
@@ -42,16 +51,36 @@ def main() -> int:
     from hyperpod_rl.cluster.local import start_local_cluster
     from hyperpod_rl.maze import read_parquet
     from hyperpod_rl.paths import storage_root
-    from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.quickstart import (
+        QuickstartOptions,
+        make_run_config,
+        prepare_base_model,
+        prepare_dataset,
+    )
     from hyperpod_rl.widgets import MetricsPanel, RunPanel
 
     cluster = start_local_cluster()
     try:
-        opts = QuickstartOptions.build(steps=args.steps, train_mazes=64, heldout_mazes=16, group_size=2, mazes_per_step=2, max_turns=3)
+        opts = QuickstartOptions.build(
+            steps=args.steps,
+            train_mazes=64,
+            heldout_mazes=16,
+            group_size=2,
+            mazes_per_step=2,
+            max_turns=3,
+        )
         storage = storage_root()
         data = prepare_dataset(opts, storage)
-        model_dir, revision = prepare_base_model(opts, storage, read_parquet(data.train))
-        config = make_run_config(opts, run_id="metrics-latency", model_path=model_dir, revision=revision, data=data)
+        model_dir, revision = prepare_base_model(
+            opts, storage, read_parquet(data.train)
+        )
+        config = make_run_config(
+            opts,
+            run_id="metrics-latency",
+            model_path=model_dir,
+            revision=revision,
+            data=data,
+        )
         metrics = MetricsPanel(hardware="auto", interval_s=args.interval_s)
         sent = {"n": 0}
         comm = metrics.training.comm
@@ -64,7 +93,9 @@ def main() -> int:
         comm.send = counting_send
         run = RunPanel(config, cluster=cluster, metrics=metrics, poll_s=1.0)
         renders0 = metrics.renders
-        for _ in range(30):  # a fresh head can answer "no available agent, try again later"
+        for _ in range(
+            30
+        ):  # a fresh head can answer "no available agent, try again later"
             run.errors.clear()
             run.submit_button.click()
             if not run.errors or "try again later" not in run.errors[-1]:
@@ -79,7 +110,11 @@ def main() -> int:
             time.sleep(0.5)
         time.sleep(3 * args.interval_s)
         renders = metrics.renders - renders0
-        latencies = sorted(metrics.arrivals[r.step] - r.time_s for r in metrics.records if r.step in metrics.arrivals)
+        latencies = sorted(
+            metrics.arrivals[r.step] - r.time_s
+            for r in metrics.records
+            if r.step in metrics.arrivals
+        )
         messages = sent["n"]
 
         thread = metrics.stream._thread
@@ -96,12 +131,30 @@ def main() -> int:
         idle_frac = (thread_cpu() - c0) / (time.monotonic() - w0)
         metrics.close()
         p50 = statistics.median(latencies) if latencies else float("nan")
-        p95 = latencies[min(int(round(0.95 * (len(latencies) - 1))), len(latencies) - 1)] if latencies else float("nan")
-        print(f"run status: {run.status}; steps seen in the figure: {len(latencies)} of {args.steps}")
-        print(f"latency write -> figure: p50 {p50:.2f} s, p95 {p95:.2f} s, max {max(latencies, default=float('nan')):.2f} s (target p95 <= 3 s)")
-        print(f"idle poller CPU: {100 * idle_frac:.2f} % of one core over {args.idle_s:.0f} s (target <= 2 %)")
+        p95 = (
+            latencies[min(round(0.95 * (len(latencies) - 1)), len(latencies) - 1)]
+            if latencies
+            else float("nan")
+        )
+        print(
+            f"run status: {run.status}; steps seen in the figure: {len(latencies)} of {args.steps}"
+        )
+        print(
+            f"latency write -> figure: p50 {p50:.2f} s, p95 {p95:.2f} s, max {max(latencies, default=float('nan')):.2f} s (target p95 <= 3 s)"
+        )
+        print(
+            f"idle poller CPU: {100 * idle_frac:.2f} % of one core over {args.idle_s:.0f} s (target <= 2 %)"
+        )
         print(f"training figure: {messages} comm messages over {renders} updates")
-        result = {"p50_s": round(p50, 3), "p95_s": round(p95, 3), "idle_poller_cpu_frac": round(idle_frac, 4), "messages_per_update": round(messages / max(renders, 1), 2), "steps": len(latencies), "interval_s": args.interval_s, "run_status": run.status}
+        result = {
+            "p50_s": round(p50, 3),
+            "p95_s": round(p95, 3),
+            "idle_poller_cpu_frac": round(idle_frac, 4),
+            "messages_per_update": round(messages / max(renders, 1), 2),
+            "steps": len(latencies),
+            "interval_s": args.interval_s,
+            "run_status": run.status,
+        }
         print(json.dumps(result))
     finally:
         cluster.stop()

@@ -30,11 +30,11 @@ from typing import Any, Protocol
 from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = [
+    "PROMQL",
     "AMPSource",
     "GrafanaSource",
     "HardwareSource",
     "NodeSample",
-    "PROMQL",
     "RayPrometheusSource",
     "amp_signed_request",
     "grafana_query_body",
@@ -83,7 +83,11 @@ def parse_ray_metrics(text: str) -> NodeSample:
     out: NodeSample = {}
     gpu_util: dict[str, list[float]] = {}
     gram: dict[str, float] = {}
-    simple = {"ray_node_cpu_utilization": "cpu_percent", "ray_node_mem_used": "mem_used_bytes", "ray_node_mem_total": "mem_total_bytes"}
+    simple = {
+        "ray_node_cpu_utilization": "cpu_percent",
+        "ray_node_mem_used": "mem_used_bytes",
+        "ray_node_mem_total": "mem_total_bytes",
+    }
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             node = s.labels.get("ip") or s.labels.get("instance") or "node"
@@ -110,7 +114,9 @@ class RayPrometheusSource:
         timeout_s: HTTP timeout per scrape, seconds.
     """
 
-    def __init__(self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 2.0) -> None:
+    def __init__(
+        self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 2.0
+    ) -> None:
         import requests
 
         self.urls = [f"http://{host}:{int(p)}/metrics" for p in ports]
@@ -133,9 +139,13 @@ class RayPrometheusSource:
             try:
                 resp = self._session.get(url, timeout=self.timeout_s)
             except requests.RequestException as err:
-                raise HyperpodRLError(f"cannot scrape Ray metrics at {url}: {err.__class__.__name__}; is the cluster running?") from None
+                raise HyperpodRLError(
+                    f"cannot scrape Ray metrics at {url}: {err.__class__.__name__}; is the cluster running?"
+                ) from None
             if resp.status_code != 200:
-                raise HyperpodRLError(f"Ray metrics at {url} answered {resp.status_code}")
+                raise HyperpodRLError(
+                    f"Ray metrics at {url} answered {resp.status_code}"
+                )
             for node, values in parse_ray_metrics(resp.text).items():
                 out.setdefault(node, {}).update(values)
         return out
@@ -144,7 +154,13 @@ class RayPrometheusSource:
 # ----- Amazon Managed Grafana: POST /api/ds/query ------------------------------------------------
 
 
-def grafana_query_body(datasource_uid: str, *, now_s: float | None = None, window_s: float = 300.0, step_s: float = 15.0) -> dict[str, Any]:
+def grafana_query_body(
+    datasource_uid: str,
+    *,
+    now_s: float | None = None,
+    window_s: float = 300.0,
+    step_s: float = 15.0,
+) -> dict[str, Any]:
     """Body of Grafana's ``POST /api/ds/query`` asking for every :data:`PROMQL` query.
 
     Each query's ``refId`` is its sample key, so the answer maps back without guessing.
@@ -160,7 +176,15 @@ def grafana_query_body(datasource_uid: str, *, now_s: float | None = None, windo
     end = time.time() if now_s is None else now_s
     return {
         "queries": [
-            {"refId": key, "datasource": {"type": "prometheus", "uid": datasource_uid}, "expr": expr, "range": True, "instant": False, "intervalMs": int(step_s * 1000), "maxDataPoints": max(int(window_s / step_s), 1)}
+            {
+                "refId": key,
+                "datasource": {"type": "prometheus", "uid": datasource_uid},
+                "expr": expr,
+                "range": True,
+                "instant": False,
+                "intervalMs": int(step_s * 1000),
+                "maxDataPoints": max(int(window_s / step_s), 1),
+            }
             for key, expr in PROMQL.items()
         ],
         "from": str(int((end - window_s) * 1000)),
@@ -205,14 +229,18 @@ class GrafanaSource:
         timeout_s: HTTP timeout, seconds.
     """
 
-    def __init__(self, url: str, token: str, datasource_uid: str, *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, url: str, token: str, datasource_uid: str, *, timeout_s: float = 10.0
+    ) -> None:
         self.url = url.rstrip("/")
         self._token = token
         self.datasource_uid = datasource_uid
         self.timeout_s = timeout_s
 
     def __repr__(self) -> str:
-        return f"GrafanaSource(url={self.url!r}, datasource_uid={self.datasource_uid!r})"
+        return (
+            f"GrafanaSource(url={self.url!r}, datasource_uid={self.datasource_uid!r})"
+        )
 
     def sample(self) -> NodeSample:
         """POST the queries and parse the frames.
@@ -224,19 +252,39 @@ class GrafanaSource:
         import requests
 
         try:
-            resp = requests.post(f"{self.url}/api/ds/query", json=grafana_query_body(self.datasource_uid), headers={"Authorization": f"Bearer {self._token}"}, timeout=self.timeout_s)
+            resp = requests.post(
+                f"{self.url}/api/ds/query",
+                json=grafana_query_body(self.datasource_uid),
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=self.timeout_s,
+            )
         except requests.RequestException as err:
-            raise HyperpodRLError(f"cannot reach Grafana at {self.url}: {err.__class__.__name__}") from None
+            raise HyperpodRLError(
+                f"cannot reach Grafana at {self.url}: {err.__class__.__name__}"
+            ) from None
         if resp.status_code != 200:
-            hint = ": the service-account token is wrong or expired" if resp.status_code in (401, 403) else ""
-            raise HyperpodRLError(f"Grafana {self.url}/api/ds/query answered {resp.status_code}{hint}")
+            hint = (
+                ": the service-account token is wrong or expired"
+                if resp.status_code in (401, 403)
+                else ""
+            )
+            raise HyperpodRLError(
+                f"Grafana {self.url}/api/ds/query answered {resp.status_code}{hint}"
+            )
         return parse_grafana_response(resp.json())
 
 
 # ----- Amazon Managed Prometheus: SigV4-signed query API -----------------------------------------
 
 
-def amp_signed_request(workspace_url: str, query: str, *, region: str, credentials: Any, now_s: float | None = None) -> tuple[str, dict[str, str]]:
+def amp_signed_request(
+    workspace_url: str,
+    query: str,
+    *,
+    region: str,
+    credentials: Any,
+    now_s: float | None = None,
+) -> tuple[str, dict[str, str]]:
     """A SigV4-signed ``GET <workspace>/api/v1/query`` for one PromQL expression.
 
     Signing follows AMP's documentation: service name ``aps``, the workspace's region, signed
@@ -266,7 +314,9 @@ def amp_signed_request(workspace_url: str, query: str, *, region: str, credentia
     return url, dict(request.headers.items())
 
 
-def parse_prometheus_vector(body: Mapping[str, Any], key: str, out: NodeSample | None = None) -> NodeSample:
+def parse_prometheus_vector(
+    body: Mapping[str, Any], key: str, out: NodeSample | None = None
+) -> NodeSample:
     """Merge one instant-query answer (``resultType: vector``) into a :data:`NodeSample`.
 
     The Prometheus HTTP API answers ``{"status": "success", "data": {"resultType": "vector",
@@ -277,7 +327,9 @@ def parse_prometheus_vector(body: Mapping[str, Any], key: str, out: NodeSample |
     """
     sample: NodeSample = {} if out is None else out
     if body.get("status") != "success":
-        raise HyperpodRLError(f"Prometheus query for {key!r} failed: {body.get('errorType', '')} {body.get('error', '')}".rstrip())
+        raise HyperpodRLError(
+            f"Prometheus query for {key!r} failed: {body.get('errorType', '')} {body.get('error', '')}".rstrip()
+        )
     for item in body.get("data", {}).get("result", []):
         labels = item.get("metric") or {}
         node = labels.get("ip") or labels.get("instance") or "node"
@@ -296,14 +348,23 @@ class AMPSource:
         timeout_s: HTTP timeout per query, seconds.
     """
 
-    def __init__(self, workspace_url: str, *, region: str, session: Any = None, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        workspace_url: str,
+        *,
+        region: str,
+        session: Any = None,
+        timeout_s: float = 10.0,
+    ) -> None:
         self.workspace_url = workspace_url.rstrip("/")
         self.region = region
         self._session = session
         self.timeout_s = timeout_s
 
     def __repr__(self) -> str:
-        return f"AMPSource(workspace_url={self.workspace_url!r}, region={self.region!r})"
+        return (
+            f"AMPSource(workspace_url={self.workspace_url!r}, region={self.region!r})"
+        )
 
     def sample(self) -> NodeSample:
         """Run every :data:`PROMQL` query and merge the answers.
@@ -319,16 +380,24 @@ class AMPSource:
             self._session = boto3.Session()
         creds = self._session.get_credentials()
         if creds is None:
-            raise HyperpodRLError("no AWS credentials for Amazon Managed Prometheus: configure a profile or role (aws configure / AWS_PROFILE)")
+            raise HyperpodRLError(
+                "no AWS credentials for Amazon Managed Prometheus: configure a profile or role (aws configure / AWS_PROFILE)"
+            )
         frozen = creds.get_frozen_credentials()
         out: NodeSample = {}
         for key, expr in PROMQL.items():
-            url, headers = amp_signed_request(self.workspace_url, expr, region=self.region, credentials=frozen)
+            url, headers = amp_signed_request(
+                self.workspace_url, expr, region=self.region, credentials=frozen
+            )
             try:
                 resp = requests.get(url, headers=headers, timeout=self.timeout_s)
             except requests.RequestException as err:
-                raise HyperpodRLError(f"cannot reach Amazon Managed Prometheus at {self.workspace_url}: {err.__class__.__name__}") from None
+                raise HyperpodRLError(
+                    f"cannot reach Amazon Managed Prometheus at {self.workspace_url}: {err.__class__.__name__}"
+                ) from None
             if resp.status_code != 200:
-                raise HyperpodRLError(f"Amazon Managed Prometheus answered {resp.status_code} for {key!r}: {resp.text[:300]}")
+                raise HyperpodRLError(
+                    f"Amazon Managed Prometheus answered {resp.status_code} for {key!r}: {resp.text[:300]}"
+                )
             parse_prometheus_vector(resp.json(), key, out)
         return out

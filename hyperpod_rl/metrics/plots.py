@@ -47,15 +47,32 @@ STEP = "timing/step"
 PHASES: tuple[str, ...] = ("generate", "train", "weight sync", "other")
 
 #: Subplot titles of the training figure, one row each (top to bottom).
-TRAINING_PANELS: tuple[str, ...] = ("reward", "policy loss / KL / entropy", "response length (tokens)", "tokens/s", "step time (s)")
+TRAINING_PANELS: tuple[str, ...] = (
+    "reward",
+    "policy loss / KL / entropy",
+    "response length (tokens)",
+    "tokens/s",
+    "step time (s)",
+)
 
 #: Subplot titles of the hardware figure, one row each (top to bottom).
-HARDWARE_PANELS: tuple[str, ...] = ("CPU (%)", "memory (GiB)", "GPU (%)", "GPU memory (GiB)")
+HARDWARE_PANELS: tuple[str, ...] = (
+    "CPU (%)",
+    "memory (GiB)",
+    "GPU (%)",
+    "GPU memory (GiB)",
+)
 
-_POLICY = (("policy/policy_loss", "policy loss"), ("policy/policy_kl", "KL"), ("policy/policy_entropy", "entropy"))
+_POLICY = (
+    ("policy/policy_loss", "policy loss"),
+    ("policy/policy_kl", "KL"),
+    ("policy/policy_entropy", "entropy"),
+)
 
 
-def merge_records(old: Sequence[MetricRecord], new: Iterable[MetricRecord]) -> list[MetricRecord]:
+def merge_records(
+    old: Sequence[MetricRecord], new: Iterable[MetricRecord]
+) -> list[MetricRecord]:
     """Union of two record lists, one record per step (the newer one wins), sorted by step.
 
     The same step can arrive twice (from ``metrics.jsonl`` and from the job log, or again after a
@@ -101,7 +118,12 @@ def step_breakdown(record: MetricRecord) -> dict[str, float]:
     sync = max(next((vals[n] for n in SYNC_NAMES if n in vals), 0.0), 0.0)
     named = generate + train + sync
     step = vals.get(STEP, named)
-    return {"generate": generate, "train": train, "weight sync": sync, "other": max(step - named, 0.0)}
+    return {
+        "generate": generate,
+        "train": train,
+        "weight sync": sync,
+        "other": max(step - named, 0.0),
+    }
 
 
 def bottleneck_verdict(records: Sequence[MetricRecord], *, last_n: int = 10) -> str:
@@ -112,7 +134,9 @@ def bottleneck_verdict(records: Sequence[MetricRecord], *, last_n: int = 10) -> 
     Returns:
         The verdict, or ``"no step timings yet"`` before the first record with timings.
     """
-    recent = [r for r in records if any(k.startswith("timing/") for k in r.values)][-last_n:]
+    recent = [r for r in records if any(k.startswith("timing/") for k in r.values)][
+        -last_n:
+    ]
     if not recent:
         return "no step timings yet"
     totals = dict.fromkeys(PHASES, 0.0)
@@ -123,12 +147,19 @@ def bottleneck_verdict(records: Sequence[MetricRecord], *, last_n: int = 10) -> 
     if total <= 0:
         return "no step timings yet"
     phase = max(totals, key=lambda p: totals[p])
-    label = {"generate": "generation-bound", "train": "training-bound", "weight sync": "weight-sync-bound", "other": "overhead-bound"}[phase]
+    label = {
+        "generate": "generation-bound",
+        "train": "training-bound",
+        "weight sync": "weight-sync-bound",
+        "other": "overhead-bound",
+    }[phase]
     n = len(recent)
     return f"{label}: {100 * totals[phase] / total:.0f}% of step time (last {n} step{'s' if n != 1 else ''})"
 
 
-def _band(records: Sequence[MetricRecord]) -> tuple[list[int], list[float], list[float]] | None:
+def _band(
+    records: Sequence[MetricRecord],
+) -> tuple[list[int], list[float], list[float]] | None:
     """(steps, low, high) of the reward band: min-max when logged, else mean +- std."""
     steps, lows, highs = [], [], []
     for rec in records:
@@ -162,30 +193,100 @@ def training_traces(records: Sequence[MetricRecord]) -> list[dict[str, Any]]:
     band = _band(records) or ([], [], [])
     rsteps, rvals = series(records, REWARD)
     traces: list[dict[str, Any]] = [
-        {"type": "scatter", "name": "reward band low", "x": band[0], "y": band[1], "mode": "lines", "line": {"width": 0}, "showlegend": False, "hoverinfo": "skip", "row": 1},
-        {"type": "scatter", "name": "reward min-max", "x": band[0], "y": band[2], "mode": "lines", "line": {"width": 0}, "fill": "tonexty", "fillcolor": "rgba(31,119,180,0.2)", "row": 1},
-        {"type": "scatter", "name": "mean reward", "x": rsteps, "y": rvals, "mode": "lines+markers", "line": {"color": "#1f77b4"}, "row": 1},
+        {
+            "type": "scatter",
+            "name": "reward band low",
+            "x": band[0],
+            "y": band[1],
+            "mode": "lines",
+            "line": {"width": 0},
+            "showlegend": False,
+            "hoverinfo": "skip",
+            "row": 1,
+        },
+        {
+            "type": "scatter",
+            "name": "reward min-max",
+            "x": band[0],
+            "y": band[2],
+            "mode": "lines",
+            "line": {"width": 0},
+            "fill": "tonexty",
+            "fillcolor": "rgba(31,119,180,0.2)",
+            "row": 1,
+        },
+        {
+            "type": "scatter",
+            "name": "mean reward",
+            "x": rsteps,
+            "y": rvals,
+            "mode": "lines+markers",
+            "line": {"color": "#1f77b4"},
+            "row": 1,
+        },
     ]
     for key, label in _POLICY:
         x, y = series(records, key)
-        traces.append({"type": "scatter", "name": label, "x": x, "y": y, "mode": "lines", "row": 2})
+        traces.append(
+            {
+                "type": "scatter",
+                "name": label,
+                "x": x,
+                "y": y,
+                "mode": "lines",
+                "row": 2,
+            }
+        )
     x, y = series(records, "policy/response_length")
-    traces.append({"type": "scatter", "name": "response length", "x": x, "y": y, "mode": "lines", "row": 3})
+    traces.append(
+        {
+            "type": "scatter",
+            "name": "response length",
+            "x": x,
+            "y": y,
+            "mode": "lines",
+            "row": 3,
+        }
+    )
     x, y = series(records, "trainer/tokens_per_second")
-    traces.append({"type": "scatter", "name": "tokens/s", "x": x, "y": y, "mode": "lines", "row": 4})
+    traces.append(
+        {
+            "type": "scatter",
+            "name": "tokens/s",
+            "x": x,
+            "y": y,
+            "mode": "lines",
+            "row": 4,
+        }
+    )
     timed = [r for r in records if any(k.startswith("timing/") for k in r.values)]
     parts = [step_breakdown(r) for r in timed]
     for phase in PHASES:
-        traces.append({"type": "bar", "name": phase, "x": [r.step for r in timed], "y": [p[phase] for p in parts], "row": 5})
+        traces.append(
+            {
+                "type": "bar",
+                "name": phase,
+                "x": [r.step for r in timed],
+                "y": [p[phase] for p in parts],
+                "row": 5,
+            }
+        )
     return traces
 
 
 def training_layout() -> dict[str, Any]:
     """Layout keys of the training figure (stacked bars, shared step axis, height in pixels)."""
-    return {"barmode": "stack", "height": 900, "margin": {"l": 50, "r": 20, "t": 40, "b": 30}, "legend": {"orientation": "h"}}
+    return {
+        "barmode": "stack",
+        "height": 900,
+        "margin": {"l": 50, "r": 20, "t": 40, "b": 30},
+        "legend": {"orientation": "h"},
+    }
 
 
-def hardware_traces(history: Mapping[str, Sequence[tuple[float, Mapping[str, float]]]]) -> list[dict[str, Any]]:
+def hardware_traces(
+    history: Mapping[str, Sequence[tuple[float, Mapping[str, float]]]],
+) -> list[dict[str, Any]]:
     """Traces of the hardware figure: one line per node and :data:`HARDWARE_PANELS` entry.
 
     Args:
@@ -197,7 +298,12 @@ def hardware_traces(history: Mapping[str, Sequence[tuple[float, Mapping[str, flo
         Trace dicts with ``x`` in Unix seconds and ``row`` indexing :data:`HARDWARE_PANELS`.
     """
     gib = 1024**3
-    keys = (("cpu_percent", 1.0, 1), ("mem_used_bytes", 1 / gib, 2), ("gpu_percent", 1.0, 3), ("gram_used_bytes", 1 / gib, 4))
+    keys = (
+        ("cpu_percent", 1.0, 1),
+        ("mem_used_bytes", 1 / gib, 2),
+        ("gpu_percent", 1.0, 3),
+        ("gram_used_bytes", 1 / gib, 4),
+    )
     traces = []
     for node in sorted(history):
         points = history[node]
@@ -206,5 +312,14 @@ def hardware_traces(history: Mapping[str, Sequence[tuple[float, Mapping[str, flo
             if not xs:
                 continue
             ys = [s[key] * scale for _, s in points if key in s]
-            traces.append({"type": "scatter", "name": f"{node} {HARDWARE_PANELS[row - 1].split(' (')[0]}", "x": xs, "y": ys, "mode": "lines", "row": row})
+            traces.append(
+                {
+                    "type": "scatter",
+                    "name": f"{node} {HARDWARE_PANELS[row - 1].split(' (')[0]}",
+                    "x": xs,
+                    "y": ys,
+                    "mode": "lines",
+                    "row": row,
+                }
+            )
     return traces

@@ -149,13 +149,13 @@ class MetricStream:
         for source in sources:
             try:
                 batch.extend(source())
-            except Exception as err:  # a source failing must not kill the poller; it is reported
+            except Exception as err:  # noqa: BLE001 - a failing source must not kill the poller; on_error reports it
                 self.on_error(err)
         self.polls += 1
         if batch:
             try:
                 self.on_records(batch)
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - reported through on_error; the poller keeps going
                 self.on_error(err)
         now = time.monotonic()
         for task in self._tasks:
@@ -163,7 +163,7 @@ class MetricStream:
                 task[2] = now
                 try:
                     task[1]()
-                except Exception as err:
+                except Exception as err:  # noqa: BLE001 - reported through on_error; the poller keeps going
                     self.on_error(err)
         return len(batch)
 
@@ -172,7 +172,9 @@ class MetricStream:
         if self.running:
             return
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="hprl-metric-stream", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="hprl-metric-stream", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:

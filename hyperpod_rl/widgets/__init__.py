@@ -11,4 +11,12 @@ from hyperpod_rl.widgets.run_panel import RunPanel
 from hyperpod_rl.widgets.serve_panel import ServePanel, draw_path
 from hyperpod_rl.widgets.studio import Studio, studio
 
-__all__ = ["ClusterPanel", "MetricsPanel", "RunPanel", "ServePanel", "Studio", "draw_path", "studio"]
+__all__ = [
+    "ClusterPanel",
+    "MetricsPanel",
+    "RunPanel",
+    "ServePanel",
+    "Studio",
+    "draw_path",
+    "studio",
+]

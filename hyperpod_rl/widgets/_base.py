@@ -55,7 +55,7 @@ class Panel(w.VBox):
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             try:
                 return fn(*args, **kwargs)
-            except Exception as err:
+            except Exception as err:  # noqa: BLE001 - shown in the panel and kept in .errors, never swallowed
                 self.show_error(err)
                 return None
 
@@ -64,7 +64,9 @@ class Panel(w.VBox):
 
     def background(self, fn: Callable[[], Any], *, name: str) -> threading.Thread:
         """Run ``fn`` on a daemon thread (errors go to the panel); never blocks the kernel."""
-        thread = threading.Thread(target=self.guard(fn), name=f"hprl-{name}", daemon=True)
+        thread = threading.Thread(
+            target=self.guard(fn), name=f"hprl-{name}", daemon=True
+        )
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return thread

@@ -67,7 +67,14 @@ class ModelForm(w.VBox):
         leaves: dotted path -> leaf widget (``"grpo.lr"`` -> ``FloatText``).
     """
 
-    def __init__(self, model: type[BaseModel], value: BaseModel | dict[str, Any] | None = None, *, exclude: tuple[str, ...] = (), prefix: str = "") -> None:
+    def __init__(
+        self,
+        model: type[BaseModel],
+        value: BaseModel | dict[str, Any] | None = None,
+        *,
+        exclude: tuple[str, ...] = (),
+        prefix: str = "",
+    ) -> None:
         super().__init__()
         self.model = model
         self.prefix = prefix
@@ -77,12 +84,18 @@ class ModelForm(w.VBox):
         self.sections: dict[str, ModelForm] = {}
         self.section_enabled: dict[str, w.Checkbox] = {}
         self._hidden: dict[str, Any] = {}
-        self._list_models: dict[str, tuple[type[BaseModel], w.VBox, list[ModelForm]]] = {}
+        self._list_models: dict[
+            str, tuple[type[BaseModel], w.VBox, list[ModelForm]]
+        ] = {}
         self.children = self._build(value)
 
     # ----- building ---------------------------------------------------------------------------
     def _build(self, value: BaseModel | dict[str, Any] | None) -> list[w.Widget]:
-        data = value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value or {})
+        data = (
+            value.model_dump(mode="json")
+            if isinstance(value, BaseModel)
+            else dict(value or {})
+        )
         rows: list[w.Widget] = []
         for name, info in self.model.model_fields.items():
             path = f"{self.prefix}{name}"
@@ -90,37 +103,79 @@ class ModelForm(w.VBox):
                 if name in data:
                     self._hidden[name] = data[name]
                 continue
-            default = info.get_default(call_default_factory=True) if not info.is_required() else None
-            current = data.get(name, default.model_dump(mode="json") if isinstance(default, BaseModel) else default)
+            default = (
+                info.get_default(call_default_factory=True)
+                if not info.is_required()
+                else None
+            )
+            current = data.get(
+                name,
+                default.model_dump(mode="json")
+                if isinstance(default, BaseModel)
+                else default,
+            )
             ann, optional = _strip_optional(info.annotation)
             if _is_model(ann):
                 sub = ModelForm(ann, current, exclude=self.exclude, prefix=f"{path}.")
                 self.sections[name] = sub
                 header: list[w.Widget] = [w.HTML(f"<b>{name}</b>")]
                 if optional:
-                    box = w.Checkbox(value=current is not None, description=f"{name} enabled", style=_STYLE)
+                    box = w.Checkbox(
+                        value=current is not None,
+                        description=f"{name} enabled",
+                        style=_STYLE,
+                    )
                     self.section_enabled[name] = box
                     header.append(box)
-                rows.append(w.VBox([*header, sub], layout=w.Layout(border="1px solid #ddd", padding="4px", margin="2px 0")))
+                rows.append(
+                    w.VBox(
+                        [*header, sub],
+                        layout=w.Layout(
+                            border="1px solid #ddd", padding="4px", margin="2px 0"
+                        ),
+                    )
+                )
                 continue
-            if get_origin(ann) is list and get_args(ann) and _is_model(get_args(ann)[0]):
-                rows.append(self._list_section(name, path, get_args(ann)[0], current or []))
+            if (
+                get_origin(ann) is list
+                and get_args(ann)
+                and _is_model(get_args(ann)[0])
+            ):
+                rows.append(
+                    self._list_section(name, path, get_args(ann)[0], current or [])
+                )
                 continue
-            widget, kind = self._leaf(name, ann, optional, current, info.description or "")
+            widget, kind = self._leaf(
+                name, ann, optional, current, info.description or ""
+            )
             self.leaves[path] = widget
             self.kinds[path] = kind
             rows.append(widget)
         return rows
 
-    def _list_section(self, name: str, path: str, item: type[BaseModel], values: list[Any]) -> w.Widget:
-        forms = [ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.") for i, v in enumerate(values)]
+    def _list_section(
+        self, name: str, path: str, item: type[BaseModel], values: list[Any]
+    ) -> w.Widget:
+        forms = [
+            ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.")
+            for i, v in enumerate(values)
+        ]
         box = w.VBox(forms)
         self._list_models[name] = (item, box, forms)
-        add = w.Button(description=f"add {name[:-1] if name.endswith('s') else name}", icon="plus")
+        add = w.Button(description=f"add {name.removesuffix('s')}", icon="plus")
         remove = w.Button(description="remove last", icon="minus")
 
         def _add(_: Any) -> None:
-            forms.append(ModelForm(item, {"name": f"group-{len(forms) + 1}"} if "name" in item.model_fields else None, exclude=self.exclude, prefix=f"{path}.{len(forms)}."))
+            forms.append(
+                ModelForm(
+                    item,
+                    {"name": f"group-{len(forms) + 1}"}
+                    if "name" in item.model_fields
+                    else None,
+                    exclude=self.exclude,
+                    prefix=f"{path}.{len(forms)}.",
+                )
+            )
             box.children = tuple(forms)
 
         def _remove(_: Any) -> None:
@@ -130,13 +185,28 @@ class ModelForm(w.VBox):
 
         add.on_click(_add)
         remove.on_click(_remove)
-        return w.VBox([w.HTML(f"<b>{name}</b>"), box, w.HBox([add, remove])], layout=w.Layout(border="1px solid #ddd", padding="4px", margin="2px 0"))
+        return w.VBox(
+            [w.HTML(f"<b>{name}</b>"), box, w.HBox([add, remove])],
+            layout=w.Layout(border="1px solid #ddd", padding="4px", margin="2px 0"),
+        )
 
-    def _leaf(self, name: str, ann: Any, optional: bool, current: Any, help_text: str) -> tuple[w.Widget, str]:
-        common = {"description": name, "description_allow_html": False, "tooltip": help_text, "style": _STYLE, "layout": _LAYOUT}
+    def _leaf(
+        self, name: str, ann: Any, optional: bool, current: Any, help_text: str
+    ) -> tuple[w.Widget, str]:
+        common = {
+            "description": name,
+            "description_allow_html": False,
+            "tooltip": help_text,
+            "style": _STYLE,
+            "layout": _LAYOUT,
+        }
         if get_origin(ann) is Literal and not optional:
             options = list(get_args(ann))
-            return w.Dropdown(options=options, value=current if current in options else options[0], **common), "literal"
+            return w.Dropdown(
+                options=options,
+                value=current if current in options else options[0],
+                **common,
+            ), "literal"
         if ann is bool and not optional:
             common.pop("layout")
             return w.Checkbox(value=bool(current), indent=False, **common), "bool"
@@ -146,7 +216,9 @@ class ModelForm(w.VBox):
             return w.FloatText(value=float(current or 0.0), **common), "float"
         if ann is str and not optional:
             return w.Text(value=current or "", **common), "str"
-        return w.Text(value=_to_text(current), placeholder="blank = default / None", **common), "literal-text"
+        return w.Text(
+            value=_to_text(current), placeholder="blank = default / None", **common
+        ), "literal-text"
 
     # ----- reading / writing ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -156,8 +228,14 @@ class ModelForm(w.VBox):
             path = f"{self.prefix}{name}"
             if path in self.leaves:
                 widget, kind = self.leaves[path], self.kinds[path]
-                value = _from_text(widget.value) if kind == "literal-text" else widget.value
-                if kind == "str" and value == "" and self.model.model_fields[name].is_required():
+                value = (
+                    _from_text(widget.value) if kind == "literal-text" else widget.value
+                )
+                if (
+                    kind == "str"
+                    and value == ""
+                    and self.model.model_fields[name].is_required()
+                ):
                     value = ""
                 if value is not None or kind != "literal-text":
                     out[name] = value
@@ -165,7 +243,11 @@ class ModelForm(w.VBox):
                     out[name] = None
             elif name in self.sections:
                 enabled = self.section_enabled.get(name)
-                out[name] = self.sections[name].to_dict() if enabled is None or enabled.value else None
+                out[name] = (
+                    self.sections[name].to_dict()
+                    if enabled is None or enabled.value
+                    else None
+                )
             elif name in self._list_models:
                 out[name] = [f.to_dict() for f in self._list_models[name][2]]
         return out
@@ -179,7 +261,9 @@ class ModelForm(w.VBox):
                 continue
             if path in self.leaves:
                 widget, kind = self.leaves[path], self.kinds[path]
-                widget.value = _to_text(data[name]) if kind == "literal-text" else data[name]
+                widget.value = (
+                    _to_text(data[name]) if kind == "literal-text" else data[name]
+                )
             elif name in self.sections:
                 if name in self.section_enabled:
                     self.section_enabled[name].value = data[name] is not None
@@ -187,7 +271,10 @@ class ModelForm(w.VBox):
                     self.sections[name].set_value(data[name])
             elif name in self._list_models:
                 item, box, forms = self._list_models[name]
-                forms[:] = [ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.") for i, v in enumerate(data[name])]
+                forms[:] = [
+                    ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.")
+                    for i, v in enumerate(data[name])
+                ]
                 box.children = tuple(forms)
             else:
                 self._hidden[name] = data[name]

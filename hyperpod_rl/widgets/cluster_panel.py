@@ -41,7 +41,16 @@ class ClusterPanel(Panel):
         state: ``"stopped"``, ``"starting"``, ``"ready"``, or a KubeRay status value.
     """
 
-    def __init__(self, kind: Literal["local", "hyperpod"] = "local", *, spec: ClusterSpec | None = None, kube: Any = None, dashboard: Any = None, num_cpus: int | None = None, wait_timeout_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        kind: Literal["local", "hyperpod"] = "local",
+        *,
+        spec: ClusterSpec | None = None,
+        kube: Any = None,
+        dashboard: Any = None,
+        num_cpus: int | None = None,
+        wait_timeout_s: float = 900.0,
+    ) -> None:
         super().__init__()
         self.kube = kube
         self.dashboard = dashboard
@@ -50,25 +59,64 @@ class ClusterPanel(Panel):
         self.cluster: Any = None
         self.report: Any = None
         self.state = "stopped"
-        self.kind = w.ToggleButtons(options=[("local", "local"), ("HyperPod", "hyperpod")], value=kind, description="kind")
-        self.preset = w.Dropdown(options=ClusterSpec.presets(), value="seed" if "seed" in ClusterSpec.presets() else None, description="preset")
-        self.form = ModelForm(ClusterSpec, spec or ClusterSpec.from_preset(self.preset.value), exclude=("unmodelled",))
-        self.apply_button = w.Button(description="Apply", icon="upload", button_style="primary")
+        self.kind = w.ToggleButtons(
+            options=[("local", "local"), ("HyperPod", "hyperpod")],
+            value=kind,
+            description="kind",
+        )
+        self.preset = w.Dropdown(
+            options=ClusterSpec.presets(),
+            value="seed" if "seed" in ClusterSpec.presets() else None,
+            description="preset",
+        )
+        self.form = ModelForm(
+            ClusterSpec,
+            spec or ClusterSpec.from_preset(self.preset.value),
+            exclude=("unmodelled",),
+        )
+        self.apply_button = w.Button(
+            description="Apply", icon="upload", button_style="primary"
+        )
         self.wait_button = w.Button(description="Wait", icon="hourglass")
-        self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
+        self.delete_button = w.Button(
+            description="Delete", icon="trash", button_style="danger"
+        )
         self.status_html = w.HTML("")
         self.link = w.HTML("")
         self.kind.observe(self.guard(lambda _: self._layout()), names="value")
-        self.preset.observe(self.guard(lambda ch: self.form.set_value(ClusterSpec.from_preset(ch["new"], **{k: self.form.to_dict()[k] for k in ("name", "namespace")}))), names="value")
+        self.preset.observe(
+            self.guard(
+                lambda ch: self.form.set_value(
+                    ClusterSpec.from_preset(
+                        ch["new"],
+                        **{k: self.form.to_dict()[k] for k in ("name", "namespace")},
+                    )
+                )
+            ),
+            names="value",
+        )
         self.apply_button.on_click(self.guard(lambda _: self.apply()))
-        self.wait_button.on_click(self.guard(lambda _: self.background(self.wait, name="cluster-wait")))
+        self.wait_button.on_click(
+            self.guard(lambda _: self.background(self.wait, name="cluster-wait"))
+        )
         self.delete_button.on_click(self.guard(lambda _: self.delete()))
         self._layout()
 
     def _layout(self) -> None:
         buttons = w.HBox([self.apply_button, self.wait_button, self.delete_button])
-        spec_box = [self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))] if self.kind.value == "hyperpod" else []
-        self.children = (self.kind, *spec_box, buttons, self.status_html, self.link, self.errors_out)
+        spec_box = (
+            [self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))]
+            if self.kind.value == "hyperpod"
+            else []
+        )
+        self.children = (
+            self.kind,
+            *spec_box,
+            buttons,
+            self.status_html,
+            self.link,
+            self.errors_out,
+        )
         self.guard(self.refresh)()
 
     # ----- actions ----------------------------------------------------------------------------
@@ -84,7 +132,9 @@ class ClusterPanel(Panel):
         if self.kube is None:
             from hyperpod_rl.errors import ClusterError
 
-            raise ClusterError("no Kubernetes client: pass kube=RayClusterClient(eks_api_client('<EKS cluster>')) to ClusterPanel")
+            raise ClusterError(
+                "no Kubernetes client: pass kube=RayClusterClient(eks_api_client('<EKS cluster>')) to ClusterPanel"
+            )
         return self.kube
 
     def apply(self) -> None:
@@ -99,7 +149,10 @@ class ClusterPanel(Panel):
             return
         spec = self.spec()
         self._kube().apply(spec)
-        self._show("applied", f"applied RayCluster {escape(spec.namespace)}/{escape(spec.name)}; press Wait")
+        self._show(
+            "applied",
+            f"applied RayCluster {escape(spec.namespace)}/{escape(spec.name)}; press Wait",
+        )
 
     def wait(self) -> None:
         """Block (call it from a background thread; the Wait button does) until usable.
@@ -113,7 +166,9 @@ class ClusterPanel(Panel):
             deadline = time.monotonic() + min(self.wait_timeout_s, 120.0)
             while self.cluster is None or not self.cluster.is_alive():
                 if time.monotonic() > deadline:
-                    raise ClusterError("the local cluster's job API did not answer: press Apply to start it")
+                    raise ClusterError(
+                        "the local cluster's job API did not answer: press Apply to start it"
+                    )
                 if self.cluster is None:
                     from hyperpod_rl.cluster.local import current_local_cluster
 
@@ -122,7 +177,13 @@ class ClusterPanel(Panel):
             self.refresh()
             return
         spec = self.spec()
-        self.report = self._kube().wait_ready(spec.name, spec.namespace, timeout_s=self.wait_timeout_s, dashboard=self.dashboard, on_report=self._show_report)
+        self.report = self._kube().wait_ready(
+            spec.name,
+            spec.namespace,
+            timeout_s=self.wait_timeout_s,
+            dashboard=self.dashboard,
+            on_report=self._show_report,
+        )
         self._show_report(self.report)
 
     def delete(self) -> None:
@@ -139,7 +200,10 @@ class ClusterPanel(Panel):
             return
         spec = self.spec()
         gone = self._kube().delete(spec.name, spec.namespace)
-        self._show("deleting" if gone else "not found", f"RayCluster {escape(spec.namespace)}/{escape(spec.name)}: {'deleting' if gone else 'not found'}")
+        self._show(
+            "deleting" if gone else "not found",
+            f"RayCluster {escape(spec.namespace)}/{escape(spec.name)}: {'deleting' if gone else 'not found'}",
+        )
 
     def refresh(self) -> None:
         """Re-read the status (local: state file + job API probe; HyperPod: one report)."""
@@ -149,14 +213,21 @@ class ClusterPanel(Panel):
             cluster = self.cluster or current_local_cluster()
             if cluster is not None and cluster.is_alive(timeout_s=2.0):
                 self.cluster = cluster
-                self._show("ready", f"local Ray cluster ready · GCS <code>{escape(cluster.address)}</code>")
+                self._show(
+                    "ready",
+                    f"local Ray cluster ready · GCS <code>{escape(cluster.address)}</code>",
+                )
                 self.link.value = f"<a href='{escape(cluster.dashboard_url)}' target='_blank'>Ray dashboard</a> (token auth: open it with the token from the state file)"
             else:
-                self._show("stopped", "no local cluster running: press Apply to start one")
+                self._show(
+                    "stopped", "no local cluster running: press Apply to start one"
+                )
                 self.link.value = ""
         elif self.kube is not None:
             spec = self.spec()
-            self._show_report(self.kube.report(spec.name, spec.namespace, dashboard=self.dashboard))
+            self._show_report(
+                self.kube.report(spec.name, spec.namespace, dashboard=self.dashboard)
+            )
 
     def _show(self, state: str, html_text: str) -> None:
         self.state = state
@@ -164,7 +235,16 @@ class ClusterPanel(Panel):
 
     def _show_report(self, report: Any) -> None:
         self.report = report
-        cond = "".join(f"<li>{escape(c.type)}: {escape(c.status)} {escape(c.reason)}</li>" for c in report.reading.conditions)
-        pods = "".join(f"<tr><td>{escape(p.name)}</td><td>{escape(p.node_type)}/{escape(p.group)}</td><td>{escape(p.phase)}</td><td>{'ready' if p.ready else escape(p.reason)}</td></tr>" for p in report.pods)
+        cond = "".join(
+            f"<li>{escape(c.type)}: {escape(c.status)} {escape(c.reason)}</li>"
+            for c in report.reading.conditions
+        )
+        pods = "".join(
+            f"<tr><td>{escape(p.name)}</td><td>{escape(p.node_type)}/{escape(p.group)}</td><td>{escape(p.phase)}</td><td>{'ready' if p.ready else escape(p.reason)}</td></tr>"
+            for p in report.pods
+        )
         hints = "".join(f"<li>{escape(h)}</li>" for h in report.hints())
-        self._show(report.status.value, f"<b>{escape(report.status.value)}</b> · {escape(report.reading.message)}<ul>{cond}</ul><table>{pods}</table><ul>{hints}</ul>")
+        self._show(
+            report.status.value,
+            f"<b>{escape(report.status.value)}</b> · {escape(report.reading.message)}<ul>{cond}</ul><table>{pods}</table><ul>{hints}</ul>",
+        )

@@ -20,7 +20,15 @@ from typing import Any
 import ipywidgets as w
 
 from hyperpod_rl.metrics.hardware import HardwareSource, NodeSample, RayPrometheusSource
-from hyperpod_rl.metrics.plots import HARDWARE_PANELS, TRAINING_PANELS, bottleneck_verdict, hardware_traces, merge_records, training_layout, training_traces
+from hyperpod_rl.metrics.plots import (
+    HARDWARE_PANELS,
+    TRAINING_PANELS,
+    bottleneck_verdict,
+    hardware_traces,
+    merge_records,
+    training_layout,
+    training_traces,
+)
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.metrics.stream import MetricsFileTail, MetricStream
 from hyperpod_rl.widgets._base import Panel, escape
@@ -28,11 +36,19 @@ from hyperpod_rl.widgets._base import Panel, escape
 __all__ = ["MetricsPanel"]
 
 
-def _figure(titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any]):
+def _figure(
+    titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any]
+):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.05)
+    fig = make_subplots(
+        rows=len(titles),
+        cols=1,
+        shared_xaxes=True,
+        subplot_titles=titles,
+        vertical_spacing=0.05,
+    )
     for trace in traces:
         props = {k: v for k, v in trace.items() if k not in ("type", "row")}
         cls = go.Bar if trace["type"] == "bar" else go.Scatter
@@ -45,7 +61,11 @@ def _local_hardware() -> HardwareSource | None:
     from hyperpod_rl.cluster.local import current_local_cluster
 
     cluster = current_local_cluster()
-    return RayPrometheusSource([cluster.state.metrics_export_port]) if cluster is not None else None
+    return (
+        RayPrometheusSource([cluster.state.metrics_export_port])
+        if cluster is not None
+        else None
+    )
 
 
 class MetricsPanel(Panel):
@@ -72,7 +92,15 @@ class MetricsPanel(Panel):
         renders: training-figure refreshes so far.
     """
 
-    def __init__(self, run_dir: str | Path | None = None, *, hardware: HardwareSource | str | None = "auto", interval_s: float = 0.5, hardware_period_s: float = 5.0, history: int = 720) -> None:
+    def __init__(
+        self,
+        run_dir: str | Path | None = None,
+        *,
+        hardware: HardwareSource | str | None = "auto",
+        interval_s: float = 0.5,
+        hardware_period_s: float = 5.0,
+        history: int = 720,
+    ) -> None:
         super().__init__()
         self.records: list[MetricRecord] = []
         self.arrivals: dict[int, float] = {}
@@ -82,7 +110,9 @@ class MetricsPanel(Panel):
         self.training = _figure(TRAINING_PANELS, training_traces([]), training_layout())
         self.verdict = w.HTML("<i>bottleneck: no step timings yet</i>")
         self.summary = w.HTML("<i>no run followed</i>")
-        self._hardware: HardwareSource | None = _local_hardware() if hardware == "auto" else hardware  # type: ignore[assignment]
+        self._hardware: HardwareSource | None = (
+            _local_hardware() if hardware == "auto" else hardware
+        )  # type: ignore[assignment]
         self._hw_history: dict[str, deque[tuple[float, dict[str, float]]]] = {}
         self._history = history
         self._hw_nodes: tuple[str, ...] = ()
@@ -90,12 +120,29 @@ class MetricsPanel(Panel):
         self.hardware_status = w.HTML("")
         tasks = []
         if self._hardware is not None:
-            self.hardware_fig = _figure(HARDWARE_PANELS, [], {"height": 640, "margin": {"l": 50, "r": 20, "t": 40, "b": 30}, "legend": {"orientation": "h"}})
+            self.hardware_fig = _figure(
+                HARDWARE_PANELS,
+                [],
+                {
+                    "height": 640,
+                    "margin": {"l": 50, "r": 20, "t": 40, "b": 30},
+                    "legend": {"orientation": "h"},
+                },
+            )
             tasks.append((hardware_period_s, self.poll_hardware))
-        self.stream = MetricStream(self._on_records, interval_s=interval_s, on_error=self.show_error, extra_tasks=tasks)
+        self.stream = MetricStream(
+            self._on_records,
+            interval_s=interval_s,
+            on_error=self.show_error,
+            extra_tasks=tasks,
+        )
         charts: list[w.Widget] = [self.summary, self.verdict, self.training]
         if self.hardware_fig is not None:
-            charts += [w.HTML("<b>Hardware</b>"), self.hardware_status, self.hardware_fig]
+            charts += [
+                w.HTML("<b>Hardware</b>"),
+                self.hardware_status,
+                self.hardware_fig,
+            ]
         self.children = (*charts, self.errors_out)
         if run_dir is not None:
             self.follow(run_dir)
@@ -162,11 +209,15 @@ class MetricsPanel(Panel):
         try:
             sample = self._hardware.sample()
         except Exception as err:
-            self.hardware_status.value = f"<span style='color:#b00'>{escape(err)}</span>"
+            self.hardware_status.value = (
+                f"<span style='color:#b00'>{escape(err)}</span>"
+            )
             raise
         now = time.time()
         for node, values in sample.items():
-            self._hw_history.setdefault(node, deque(maxlen=self._history)).append((now, values))
+            self._hw_history.setdefault(node, deque(maxlen=self._history)).append(
+                (now, values)
+            )
         traces = hardware_traces({n: list(h) for n, h in self._hw_history.items()})
         from datetime import UTC, datetime
 
@@ -180,10 +231,16 @@ class MetricsPanel(Panel):
 
                 fig.data = ()
                 for t in traces:
-                    fig.add_trace(go.Scatter(x=t["x"], y=t["y"], name=t["name"], mode="lines"), row=t["row"], col=1)
+                    fig.add_trace(
+                        go.Scatter(x=t["x"], y=t["y"], name=t["name"], mode="lines"),
+                        row=t["row"],
+                        col=1,
+                    )
                 self._hw_nodes = names
             else:
                 for trace, t in zip(fig.data, traces, strict=True):
                     trace.x, trace.y = t["x"], t["y"]
-        self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
+        self.hardware_status.value = (
+            f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
+        )
         return sample

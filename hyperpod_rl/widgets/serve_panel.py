@@ -35,14 +35,22 @@ def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
     from hyperpod_rl.maze.render import encode_png
 
     maze = Maze.from_json(row["maze"])
-    style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else RenderStyle()
+    style = (
+        RenderStyle.model_validate_json(row["render_style"])
+        if row.get("render_style")
+        else RenderStyle()
+    )
     img = render_maze(maze, agent=cells[-1] if cells else None, style=style)
     p, t = style.cell_px, style.wall_px
     ox = (img.width - (maze.cols * p + t)) // 2
     oy = (img.height - (maze.rows * p + t)) // 2
-    centre = [(ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells]
+    centre = [
+        (ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells
+    ]
     if len(centre) > 1:
-        ImageDraw.Draw(img).line(centre, fill=(255, 140, 0), width=max(t, 2), joint="curve")
+        ImageDraw.Draw(img).line(
+            centre, fill=(255, 140, 0), width=max(t, 2), joint="curve"
+        )
     return encode_png(img)
 
 
@@ -63,31 +71,72 @@ class ServePanel(Panel):
         last: the last episode: ``answers``, ``latencies_s``, ``cells``, ``solved``.
     """
 
-    def __init__(self, *, model_path: str | Path | None = None, adapter_path: str | Path | None = None, heldout_path: str | Path | None = None, client: Any = None, endpoint: str | None = None, adapter_name: str = "maze", port: int = 8000) -> None:
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        adapter_path: str | Path | None = None,
+        heldout_path: str | Path | None = None,
+        client: Any = None,
+        endpoint: str | None = None,
+        adapter_name: str = "maze",
+        port: int = 8000,
+    ) -> None:
         super().__init__()
         self._client = client
         self.endpoint = endpoint
         self.port = port
         self.last: dict[str, Any] = {}
         self._rows: list[dict[str, Any]] | None = None
-        self.model_path = w.Text(value=str(model_path or ""), description="base model", layout=w.Layout(width="520px"))
-        self.adapter_path = w.Text(value=str(adapter_path or ""), description="adapter", layout=w.Layout(width="520px"))
+        self.model_path = w.Text(
+            value=str(model_path or ""),
+            description="base model",
+            layout=w.Layout(width="520px"),
+        )
+        self.adapter_path = w.Text(
+            value=str(adapter_path or ""),
+            description="adapter",
+            layout=w.Layout(width="520px"),
+        )
         self.adapter_name = w.Text(value=adapter_name, description="served as")
-        self.heldout_path = w.Text(value=str(heldout_path or ""), description="held-out", layout=w.Layout(width="520px"))
-        self.deploy_button = w.Button(description="Deploy", icon="rocket", button_style="primary")
-        self.endpoint_html = w.HTML(f"endpoint: <code>{escape(endpoint)}</code>" if endpoint else "<i>not deployed</i>")
-        self.maze_index = w.BoundedIntText(value=0, min=0, max=10**6, description="maze #")
-        self.model_choice = w.Dropdown(options=[adapter_name, "base"], value=adapter_name, description="model")
+        self.heldout_path = w.Text(
+            value=str(heldout_path or ""),
+            description="held-out",
+            layout=w.Layout(width="520px"),
+        )
+        self.deploy_button = w.Button(
+            description="Deploy", icon="rocket", button_style="primary"
+        )
+        self.endpoint_html = w.HTML(
+            f"endpoint: <code>{escape(endpoint)}</code>"
+            if endpoint
+            else "<i>not deployed</i>"
+        )
+        self.maze_index = w.BoundedIntText(
+            value=0, min=0, max=10**6, description="maze #"
+        )
+        self.model_choice = w.Dropdown(
+            options=[adapter_name, "base"], value=adapter_name, description="model"
+        )
         self.play_button = w.Button(description="Play maze", icon="play")
         self.image = w.Image(format="png", layout=w.Layout(width="256px"))
         self.answer_html = w.HTML("")
-        self.deploy_button.on_click(self.guard(lambda _: self.background(self.deploy, name="serve-deploy")))
-        self.play_button.on_click(self.guard(lambda _: self.background(self.play, name="serve-play")))
+        self.deploy_button.on_click(
+            self.guard(lambda _: self.background(self.deploy, name="serve-deploy"))
+        )
+        self.play_button.on_click(
+            self.guard(lambda _: self.background(self.play, name="serve-play"))
+        )
         self.maze_index.observe(self.guard(lambda _: self.show_maze()), names="value")
         self.children = (
-            self.model_path, self.adapter_path, w.HBox([self.adapter_name, self.deploy_button]), self.endpoint_html,
-            self.heldout_path, w.HBox([self.maze_index, self.model_choice, self.play_button]),
-            w.HBox([self.image, self.answer_html]), self.errors_out,
+            self.model_path,
+            self.adapter_path,
+            w.HBox([self.adapter_name, self.deploy_button]),
+            self.endpoint_html,
+            self.heldout_path,
+            w.HBox([self.maze_index, self.model_choice, self.play_button]),
+            w.HBox([self.image, self.answer_html]),
+            self.errors_out,
         )
 
     def client(self) -> Any:
@@ -115,11 +164,21 @@ class ServePanel(Panel):
         from hyperpod_rl.errors import ServeError
         from hyperpod_rl.serve.local import deploy_local
 
-        for label, field in (("base model", self.model_path), ("adapter", self.adapter_path)):
+        for label, field in (
+            ("base model", self.model_path),
+            ("adapter", self.adapter_path),
+        ):
             if not field.value or not Path(field.value).is_dir():
-                raise ServeError(f"{label} directory {field.value!r} does not exist: fill in the {label} path")
+                raise ServeError(
+                    f"{label} directory {field.value!r} does not exist: fill in the {label} path"
+                )
         self.endpoint_html.value = "<i>deploying ...</i>"
-        self.endpoint = deploy_local(self.client(), self.model_path.value, {self.adapter_name.value: self.adapter_path.value}, port=self.port)
+        self.endpoint = deploy_local(
+            self.client(),
+            self.model_path.value,
+            {self.adapter_name.value: self.adapter_path.value},
+            port=self.port,
+        )
         self.endpoint_html.value = f"endpoint: <code>{escape(self.endpoint)}</code>"
         return self.endpoint
 
@@ -134,7 +193,9 @@ class ServePanel(Panel):
             from hyperpod_rl.maze import read_parquet
 
             if not self.heldout_path.value:
-                raise ServeError("fill in the held-out parquet path (the run config's data.heldout_path)")
+                raise ServeError(
+                    "fill in the held-out parquet path (the run config's data.heldout_path)"
+                )
             self._rows = read_parquet(self.heldout_path.value)
             self.maze_index.max = max(len(self._rows) - 1, 0)
         return self._rows
@@ -171,7 +232,14 @@ class ServePanel(Panel):
         cells = [tuple(Maze.from_json(row["maze"]).start)]
         answers, latencies, solved = [], [], False
         for _ in range(int(row.get("max_turns") or 8)):
-            answer, latency = chat(self.endpoint, {"model": self.model_choice.value, "messages": conversation, "temperature": 0.0})
+            answer, latency = chat(
+                self.endpoint,
+                {
+                    "model": self.model_choice.value,
+                    "messages": conversation,
+                    "temperature": 0.0,
+                },
+            )
             answers.append(answer)
             latencies.append(latency)
             out = env.step(answer)
@@ -180,9 +248,28 @@ class ServePanel(Panel):
             self.image.value = draw_path(row, cells)  # type: ignore[arg-type]
             if out["done"]:
                 break
-            conversation = [*conversation, {"role": "assistant", "content": answer}, *out["observations"]]
-        self.last = {"answers": answers, "latencies_s": latencies, "cells": cells, "solved": solved}
-        verdict = "<b style='color:#2ca02c'>solved</b>" if solved else "<b style='color:#d62728'>not solved</b>"
+            conversation = [
+                *conversation,
+                {"role": "assistant", "content": answer},
+                *out["observations"],
+            ]
+        self.last = {
+            "answers": answers,
+            "latencies_s": latencies,
+            "cells": cells,
+            "solved": solved,
+        }
+        verdict = (
+            "<b style='color:#2ca02c'>solved</b>"
+            if solved
+            else "<b style='color:#d62728'>not solved</b>"
+        )
         mean_ms = 1000 * sum(latencies) / len(latencies)
-        self.answer_html.value = f"{verdict} in {len(answers)} turn(s) · mean latency {mean_ms:.0f} ms<br>" + "<br>".join(f"{i + 1}. <code>{escape(a)}</code> ({1000 * s:.0f} ms)" for i, (a, s) in enumerate(zip(answers, latencies, strict=True)))
+        self.answer_html.value = (
+            f"{verdict} in {len(answers)} turn(s) · mean latency {mean_ms:.0f} ms<br>"
+            + "<br>".join(
+                f"{i + 1}. <code>{escape(a)}</code> ({1000 * s:.0f} ms)"
+                for i, (a, s) in enumerate(zip(answers, latencies, strict=True))
+            )
+        )
         return self.last

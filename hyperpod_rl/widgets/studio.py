@@ -17,15 +17,32 @@ __all__ = ["Studio", "studio"]
 class Studio(w.Tab):
     """Tabs Cluster / Run / Metrics / Serve; each panel is also an attribute."""
 
-    def __init__(self, cluster: ClusterPanel, run: RunPanel, metrics: MetricsPanel, serve: ServePanel) -> None:
-        super().__init__(children=[cluster, run, metrics, serve], titles=("Cluster", "Run", "Metrics", "Serve"))
+    def __init__(
+        self,
+        cluster: ClusterPanel,
+        run: RunPanel,
+        metrics: MetricsPanel,
+        serve: ServePanel,
+    ) -> None:
+        super().__init__(
+            children=[cluster, run, metrics, serve],
+            titles=("Cluster", "Run", "Metrics", "Serve"),
+        )
         self.cluster = cluster
         self.run = run
         self.metrics = metrics
         self.serve = serve
 
 
-def studio(config: Any = None, *, kind: str = "local", cluster: Any = None, hardware: Any = "auto", serve_kwargs: dict[str, Any] | None = None, **run_kwargs: Any) -> Studio:
+def studio(
+    config: Any = None,
+    *,
+    kind: str = "local",
+    cluster: Any = None,
+    hardware: Any = "auto",
+    serve_kwargs: dict[str, Any] | None = None,
+    **run_kwargs: Any,
+) -> Studio:
     """All panels in tabs: launch the cluster, submit and watch a run, serve the adapter.
 
     Example:

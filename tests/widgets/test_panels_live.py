@@ -21,7 +21,9 @@ def _wait(predicate, timeout_s: float, what: str, panel=None):
             return
         time.sleep(0.2)
     errors = panel.errors if panel is not None else []
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; panel errors: {errors}")
+    raise AssertionError(
+        f"timed out after {timeout_s} s waiting for {what}; panel errors: {errors}"
+    )
 
 
 def _click_submit(run, timeout_s: float = 60.0) -> None:
@@ -31,7 +33,11 @@ def _click_submit(run, timeout_s: float = 60.0) -> None:
     while True:
         run.errors.clear()
         run.submit_button.click()
-        if not run.errors or "try again later" not in run.errors[-1] or time.monotonic() > deadline:
+        if (
+            not run.errors
+            or "try again later" not in run.errors[-1]
+            or time.monotonic() > deadline
+        ):
             break
         time.sleep(1.0)
     assert run.errors == [], run.errors
@@ -39,16 +45,30 @@ def _click_submit(run, timeout_s: float = 60.0) -> None:
 
 @pytest.fixture
 def panels(local_cluster, tiny_setup, tmp_path):
-    config = make_run_config(tiny_setup["opts"], run_id="widget-run", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    config = make_run_config(
+        tiny_setup["opts"],
+        run_id="widget-run",
+        model_path=tiny_setup["model_dir"],
+        revision=tiny_setup["revision"],
+        data=tiny_setup["data"],
+    )
     metrics = MetricsPanel(hardware="auto", interval_s=0.25, hardware_period_s=1.0)
-    run = RunPanel(config, cluster=local_cluster, metrics=metrics, run_dir_of=lambda rid: tmp_path / rid, poll_s=0.5)
+    run = RunPanel(
+        config,
+        cluster=local_cluster,
+        metrics=metrics,
+        run_dir_of=lambda rid: tmp_path / rid,
+        poll_s=0.5,
+    )
     yield run, metrics
     metrics.close()
 
 
 def test_submit_watch_and_stop_a_run_from_the_panels(panels, local_cluster):
     run, metrics = panels
-    run.form.widget("trainer.steps").value = 400  # long enough to still be running when stopped
+    run.form.widget(
+        "trainer.steps"
+    ).value = 400  # long enough to still be running when stopped
     run.form.widget("checkpoint.interval").value = 0
     _click_submit(run)
     assert run.handle is not None and run.handle.submission_id == "hprl-widget-run-1"
@@ -58,12 +78,16 @@ def test_submit_watch_and_stop_a_run_from_the_panels(panels, local_cluster):
     reward = metrics.training.data[2]  # mean reward trace
     _wait(lambda: len(reward.x) >= 2, 120, "two reward points in the figure", metrics)
     first = len(reward.x)
-    _wait(lambda: len(reward.x) > first, 60, "the reward chart to gain a point", metrics)
+    _wait(
+        lambda: len(reward.x) > first, 60, "the reward chart to gain a point", metrics
+    )
     assert list(reward.x) == sorted(reward.x)
     bars = [t for t in metrics.training.data if t.type == "bar"]
     assert [t.name for t in bars] == ["generate", "train", "weight sync", "other"]
     assert len(bars[0].x) >= 2 and sum(bars[0].y) > 0
-    assert "-bound:" in metrics.verdict.value and "% of step time" in metrics.verdict.value
+    assert (
+        "-bound:" in metrics.verdict.value and "% of step time" in metrics.verdict.value
+    )
     assert "step" in metrics.summary.value
 
     run.stop_button.click()
@@ -88,7 +112,9 @@ def test_hardware_chart_from_the_local_cluster_metrics_port(panels, local_cluste
     assert sample, "no node in Ray's Prometheus metrics"
     node = next(iter(sample.values()))
     assert 0 <= node["cpu_percent"] <= 100 and node["mem_used_bytes"] > 0
-    assert metrics.hardware_fig is not None and any(len(t.x) >= 1 for t in metrics.hardware_fig.data)
+    assert metrics.hardware_fig is not None and any(
+        len(t.x) >= 1 for t in metrics.hardware_fig.data
+    )
 
 
 def test_validate_shows_every_error_at_once(panels):
@@ -109,6 +135,9 @@ def test_no_secret_reaches_widget_state(panels, local_cluster):
     run.refresh_runs()
     metrics.poll_hardware()
     token = local_cluster.state.token
-    states = [json.dumps(wid.get_state(), default=str) for wid in list(ipywidgets.Widget.widgets.values())]
+    states = [
+        json.dumps(wid.get_state(), default=str)
+        for wid in list(ipywidgets.Widget.widgets.values())
+    ]
     assert len(states) > 20
     assert not any(token in s for s in states)
