@@ -179,3 +179,18 @@ def test_load_benchmark_runs_against_the_endpoint(served):
     assert last["requests"] == 20 and last["failed"] == 0
     assert 0 < last["p50_ms"] <= last["p95_ms"] <= last["p99_ms"]
     assert last["requests_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_load_bar_16_clients_x_50_requests_without_failures(served):
+    """The issue's bar: 16 concurrent clients x 50 requests with maze images, zero failed."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--endpoint", served["url"], "--heldout", str(served["heldout"]), "--clients", "16", "--requests", "50"],
+        capture_output=True, text=True, timeout=600, cwd=REPO,
+    )
+    print(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    last = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert last["requests"] == 800 and last["failed"] == 0
+    assert {"p50_ms", "p95_ms", "p99_ms", "requests_per_s"} <= set(last)
+    assert last["p50_ms"] <= last["p95_ms"] <= last["p99_ms"]
