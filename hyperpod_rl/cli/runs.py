@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_rl.errors import HyperpodRLError
@@ -93,7 +94,7 @@ def show(run_id: str, as_json: bool = typer.Option(False, "--json", help="print 
             table.add_row(label, str(ev.get("num_mazes") or ""), *cells)
         console.print(table)
     for note in rec.notes:
-        console.print(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}")
+        console.print(escape(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}"))
 
 
 @app.command("search")
@@ -111,7 +112,7 @@ def search(query: str = typer.Argument(..., help="free text, or key=value / metr
     for col in ("run id", "where", "match"):
         table.add_column(col)
     for h in hits:
-        table.add_row(h.run_id or "-", h.kind, h.text)
+        table.add_row(escape(h.run_id or "-"), h.kind, escape(h.text))
     console.print(table)
 
 

@@ -1,0 +1,94 @@
+"""``hyperpod-rl runs ...`` over a ledger and run directories, and the reproduce checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from hyperpod_rl.cli import runs as runs_cli
+from hyperpod_rl.cli.runs import app
+from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.maze import REWARD_VERSION
+from hyperpod_rl.paths import storage_root
+from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.train.checkpoint import file_sha256
+from hyperpod_rl.train.manifest import new_manifest, reproduce_config, update_manifest
+
+runner = CliRunner()
+
+
+def _run_dir(setup, run_id: str, lr: float, solve: float, data=None):
+    data = data or setup["data"]
+    cfg = make_run_config(setup["opts"], run_id=run_id, model_path=setup["model_dir"], revision=setup["revision"], data=data)
+    cfg = type(cfg).build({**cfg.model_dump(mode="json"), "grpo": {**cfg.grpo.model_dump(mode="json"), "lr": lr}})
+    rdir = storage_root() / "runs" / run_id
+    hashes = {"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)}
+
+    def change(_):
+        m = new_manifest(cfg, base_model_id="hyperpod-rl/tiny-qwen3-vl", base_model_revision=setup["revision"], dataset_hashes=hashes, reward_version=REWARD_VERSION)
+        m["status"] = "succeeded"
+        m["eval"] = {"adapter": {"metrics": {"solve_rate": solve, "optimal_move_rate": 0.5, "invalid_move_rate": 0.0}, "ci": {"solve_rate": [solve - 0.05, solve + 0.05]}, "num_mazes": 16}}
+        return m
+
+    update_manifest(rdir, change)
+    return cfg, rdir
+
+
+@pytest.fixture
+def runs(tiny_setup, tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPERPOD_RL_LEDGER", str(tmp_path / "ledger.sqlite"))
+    monkeypatch.setattr(runs_cli.console, "width", 250)  # no wrapping inside table cells
+    a = _run_dir(tiny_setup, "cli-run-a", 5e-4, 0.41)
+    b = _run_dir(tiny_setup, "cli-run-b", 3e-3, 0.12)
+    yield a, b
+    for _, rdir in (a, b):
+        shutil.rmtree(rdir, ignore_errors=True)
+
+
+def test_list_show_search_note_compare(runs):
+    out = runner.invoke(app, ["list"])
+    assert out.exit_code == 0, out.output
+    assert "cli-run-a" in out.output and "cli-run-b" in out.output and "0.410 [0.360, 0.460]" in out.output
+    out = runner.invoke(app, ["note", "lr 3e-3 collapses the policy to one direction", "--run", "cli-run-b", "--kind", "finding"])
+    assert out.exit_code == 0 and "added to run cli-run-b" in out.output
+    out = runner.invoke(app, ["search", "collapses"])
+    assert out.exit_code == 0 and "cli-run-b" in out.output and "cli-run-a" not in out.output
+    out = runner.invoke(app, ["search", "grpo.lr=0.0005"])
+    assert out.exit_code == 0 and "cli-run-a" in out.output and "cli-run-b" not in out.output
+    out = runner.invoke(app, ["search", "solve_rate>0.3"])
+    assert "cli-run-a" in out.output and "cli-run-b" not in out.output
+    assert runner.invoke(app, ["search", "nothing-like-this"]).exit_code == 1
+    out = runner.invoke(app, ["show", "cli-run-b"])
+    assert out.exit_code == 0 and "[finding]" in out.output and "0.120 [0.070, 0.170]" in out.output and "base model hyperpod-rl/tiny-qwen3-vl" in out.output
+    shown = json.loads(runner.invoke(app, ["show", "cli-run-a", "--json"]).output)
+    assert shown["manifest"]["config"]["grpo"]["lr"] == 0.0005
+    out = runner.invoke(app, ["compare", "cli-run-a", "cli-run-b"])
+    assert out.exit_code == 0 and "grpo.lr" in out.output and "eval adapter.solve_rate" in out.output
+    out = runner.invoke(app, ["show", "no-such-run"])
+    assert out.exit_code == 2 and "not in the ledger" in out.output
+
+
+def test_reproduce_checks_inputs_and_keeps_the_config_hash(runs, tiny_setup, tmp_path):
+    (cfg, rdir), _ = runs
+    again, warns = reproduce_config(rdir, run_id="cli-run-a-r1")
+    assert again.run_id == "cli-run-a-r1" and again.config_hash() == cfg.config_hash()
+    assert again.model_dump(exclude={"run_id"}) == cfg.model_dump(exclude={"run_id"})
+    assert all("dataset" not in w for w in warns)
+    # a dataset that changed since the run makes an exact reproduction impossible
+    copy = tmp_path / "data"
+    shutil.copytree(tiny_setup["data"].train.parent, copy)
+    from dataclasses import replace
+
+    moved = replace(tiny_setup["data"], train=copy / "train.parquet", heldout=copy / "heldout.parquet")
+    _, cdir = _run_dir(tiny_setup, "cli-run-c", 5e-4, 0.3, data=moved)
+    (copy / "train.parquet").write_bytes((copy / "train.parquet").read_bytes() + b"x")
+    with pytest.raises(ConfigError, match="dataset train: .* changed since the run"):
+        reproduce_config(cdir, run_id="cli-run-c-r1")
+    shutil.rmtree(cdir)
+    with pytest.raises(CheckpointError, match="no manifest.json"):
+        reproduce_config(tmp_path, run_id="x-r1")
+    out = runner.invoke(app, ["reproduce", "never-ran"])
+    assert out.exit_code == 2 and "no manifest.json" in out.output
