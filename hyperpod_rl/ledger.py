@@ -407,8 +407,11 @@ def record_manifest(manifest: dict[str, Any], run_dir: str | Path, *, path: str 
         path: ledger file; default :func:`ledger_path` (``$HYPERPOD_RL_LEDGER``).
 
     Returns:
-        True when recorded; False (with a warning) when the ledger is unavailable.
+        True when recorded; False (with a warning) when the ledger is unavailable, and False
+        silently when ``HYPERPOD_RL_LEDGER=off``.
     """
+    if path is None and os.environ.get(LEDGER_ENV, "").lower() == "off":
+        return False
     try:
         with Ledger(path, timeout_s=10.0) as ledger:
             ledger.import_manifest(manifest, run_dir)
