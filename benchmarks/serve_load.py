@@ -97,7 +97,12 @@ def _self_contained(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]
     import torch
 
     from hyperpod_rl.cluster.local import start_local_cluster
-    from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.quickstart import (
+        QuickstartOptions,
+        make_run_config,
+        prepare_base_model,
+        prepare_dataset,
+    )
     from hyperpod_rl.serve.local import deploy_local, shutdown_local
     from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
 

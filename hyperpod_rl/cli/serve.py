@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -63,7 +63,7 @@ def serve_up(
     run_id: str,
     port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"),
     name: str = typer.Option("maze", help="model name of the run's adapter"),
-    adapter: list[str] = typer.Option([], help="NAME=PATH of another adapter to serve beside it; repeatable"),
+    adapter: Annotated[list[str] | None, typer.Option(help="NAME=PATH of another adapter to serve beside it; repeatable")] = None,
 ) -> None:
     """Serve a run's adapter (and the base model as 'base') with Ray Serve on the local cluster.
 
@@ -74,7 +74,7 @@ def serve_up(
     config, rdir = _run(run_id)
     if not (rdir / "adapter" / "adapter_model.safetensors").is_file():
         _fail(HyperpodRLError(f"run {run_id!r} has no adapter yet ({rdir / 'adapter'}): train it first"))
-    adapters = {name: str(rdir / "adapter"), **_pairs(adapter, "--adapter")}
+    adapters = {name: str(rdir / "adapter"), **_pairs(adapter or [], "--adapter")}
     try:
         for report in check_adapters(config.model.path, adapters):
             for finding in report.warnings:
@@ -149,8 +149,8 @@ def serve_solve(
 
 @app.command("preflight")
 def serve_preflight(
-    adapter: Path = typer.Argument(..., help="adapter directory"),
-    base: Path | None = typer.Option(None, help="local base model directory (tokenizer, generation config, and default id/revision)"),
+    adapter: Annotated[Path, typer.Argument(help="adapter directory")],
+    base: Annotated[Path | None, typer.Option(help="local base model directory (tokenizer, generation config, and default id/revision)")] = None,
     model_id: str | None = typer.Option(None, help="base model id the server loads (default: read from --base)"),
     revision: str | None = typer.Option(None, help="base model revision the server loads (default: hash of --base)"),
     server: str = typer.Option("local", help="'local' (transformers + peft) or 'vllm'"),
@@ -159,7 +159,12 @@ def serve_preflight(
     as_json: bool = typer.Option(False, "--json", help="print the findings as JSON"),
 ) -> None:
     """Check an adapter against a base model and server; exit 1 if it would be refused."""
-    from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, preflight, vllm_server
+    from hyperpod_rl.serve.preflight import (
+        LOCAL_SERVER,
+        BaseModelRef,
+        preflight,
+        vllm_server,
+    )
 
     if server not in ("local", "vllm"):
         raise typer.BadParameter("use 'local' or 'vllm'", param_hint="--server")
@@ -191,11 +196,11 @@ def serve_preflight(
 
 @app.command("cluster-config")
 def serve_cluster_config(
-    adapter: list[str] = typer.Option(..., help="NAME=PATH of an adapter on shared storage; repeatable"),
+    adapter: Annotated[list[str], typer.Option(help="NAME=PATH of an adapter on shared storage; repeatable")],
     base_model: str = typer.Option(..., help="Hugging Face id or shared-storage directory of the base model"),
     revision: str = typer.Option(..., help="base model revision the adapters were trained on"),
     base_model_id: str | None = typer.Option(None, help="id in the adapters' provenance (default: --base-model)"),
-    base_model_local: Path | None = typer.Option(None, help="local copy of the base model for the tokenizer / chat template checks"),
+    base_model_local: Annotated[Path | None, typer.Option(help="local copy of the base model for the tokenizer / chat template checks")] = None,
     target: str = typer.Option("vllm-job", help="'vllm-job' (vLLM OpenAI server as a detached Ray job) or 'ray-serve-llm'"),
     lora_uri: str | None = typer.Option(None, help="s3:// prefix holding one directory per adapter (ray-serve-llm)"),
     tensor_parallel_size: int = typer.Option(1, help="GPUs per replica"),

@@ -1,1 +1,7 @@
-"""Serving trained adapters: local Ray Serve deployment and an OpenAI-style client."""
+"""Serving trained adapters.
+
+- :mod:`.preflight`: refuse or warn about bad adapters before any server loads them.
+- :mod:`.local`: Ray Serve deployment on the local cluster (transformers + peft, CPU).
+- :mod:`.cluster`: vLLM (detached Ray job) and Ray Serve LLM configs for GPU clusters.
+- :mod:`.client`: ``chat`` (one request) and ``solve`` (play a maze turn by turn).
+"""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True)
@@ -10,7 +12,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True)
 @app.command()
 def up(
     model_path: str = typer.Option(..., help="base model directory"),
-    adapter: list[str] = typer.Option([], help="NAME=PATH of an adapter directory; repeatable"),
+    adapter: Annotated[list[str] | None, typer.Option(help="NAME=PATH of an adapter directory; repeatable")] = None,
     port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"),
     num_cpus: float = typer.Option(1.0, help="CPUs of the replica"),
 ) -> None:
@@ -20,7 +22,7 @@ def up(
     from hyperpod_rl.serve.local import run_app
 
     adapters = {}
-    for item in adapter:
+    for item in adapter or []:
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
             raise typer.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--adapter")

@@ -30,7 +30,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperpod_rl.errors import ConfigError, ServeError
-from hyperpod_rl.serve.preflight import BaseModelRef, PreflightReport, preflight, vllm_server
+from hyperpod_rl.serve.preflight import (
+    BaseModelRef,
+    PreflightReport,
+    preflight,
+    vllm_server,
+)
 
 __all__ = [
     "VLLM_ENGINE_KWARGS",
@@ -279,10 +284,11 @@ def check_vllm_args(args: list[str]) -> None:
                 raise ConfigError(f"{flag} {value!r}: must be an {kind}") from None
         if kind == "json":
             try:
-                if not isinstance(json.loads(value), dict):
-                    raise ValueError
+                parsed = json.loads(value)
             except ValueError:
-                raise ConfigError(f"{flag} {value!r}: must be a JSON object") from None
+                parsed = None
+            if not isinstance(parsed, dict):
+                raise ConfigError(f"{flag} {value!r}: must be a JSON object")
         if kind == "lora":
             _check_lora_module(value)
         values.setdefault(flag, []).append(value)
@@ -410,7 +416,7 @@ def ray_serve_llm_app(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: str,
     app = {"applications": [{"name": app_name, "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app", "args": {"llm_configs": [config]}}]}
     try:
         ServeDeploySchema.model_validate(app)
-    except Exception as err:  # pydantic v1/v2 errors depending on Ray's pydantic shim
+    except ValidationError as err:
         raise ConfigError(f"the Serve config is invalid: {err}") from None
     return app
 

@@ -178,7 +178,6 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
         @api.post("/v1/chat/completions")
         async def chat(self, request: Request) -> JSONResponse:
-            import torch
             from pydantic import ValidationError
 
             raw = await request.body()

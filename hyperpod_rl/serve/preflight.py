@@ -153,7 +153,9 @@ class BaseModelRef(BaseModel):
         Raises:
             ServeError: the directory has no ``config.json``.
         """
-        from hyperpod_rl.model.tiny import directory_revision  # imports transformers: only when hashing
+        from hyperpod_rl.model.tiny import (
+            directory_revision,  # imports transformers: only when hashing
+        )
 
         root = Path(path).expanduser()
         if not (root / "config.json").is_file():
@@ -267,9 +269,9 @@ def _safetensors_header(path: Path) -> dict[str, Any]:
         try:
             header = json.loads(fh.read(length))
         except (UnicodeDecodeError, json.JSONDecodeError):
-            raise ValueError("the safetensors header is not valid JSON") from None
+            header = None
     if not isinstance(header, dict):
-        raise ValueError("the safetensors header is not a JSON object")
+        raise ValueError("the safetensors header is not a JSON object")  # noqa: TRY004 - a file-content problem, reported as such
     header.pop("__metadata__", None)
     end = max((int(t["data_offsets"][1]) for t in header.values() if isinstance(t, dict) and "data_offsets" in t), default=0)
     if 8 + length + end > size:
@@ -430,9 +432,9 @@ class _Checker:
             for source, value in (("saved beside the adapter", own_fp[key]), ("recorded in provenance.json", prov.get(key))):
                 if value is not None and value != base_fp[key]:
                     self.add(check, "error", f"the {what} {source} differs from the base model's ({str(value)[:12]} vs {str(base_fp[key])[:12]}).", f"serve with the {what} the adapter was trained with: remove the mismatching {what} files, or retrain with the base model's {what}")
-        if self.server.chat_template is not None and base_fp["chat_template_sha256"] is not None:
-            if hashlib.sha256(self.server.chat_template.encode()).hexdigest() != base_fp["chat_template_sha256"]:
-                self.add("chat_template", "error", f"{self.server.name} overrides the chat template with one that differs from the base model's, so prompts would not match training.", "drop the chat template override (vLLM --chat-template) so the base model's own template is used")
+        override = self.server.chat_template
+        if override is not None and base_fp["chat_template_sha256"] not in (None, hashlib.sha256(override.encode()).hexdigest()):
+            self.add("chat_template", "error", f"{self.server.name} overrides the chat template with one that differs from the base model's, so prompts would not match training.", "drop the chat template override (vLLM --chat-template) so the base model's own template is used")
 
     def generation_config(self) -> None:
         if self.server.generation_config != "auto" or self.base.path is None:

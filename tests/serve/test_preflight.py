@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, ServerProfile, preflight, tokenizer_fingerprint, vllm_server
+from hyperpod_rl.serve.preflight import (
+    LOCAL_SERVER,
+    BaseModelRef,
+    ServerProfile,
+    preflight,
+    tokenizer_fingerprint,
+    vllm_server,
+)
 
 VLLM = vllm_server(max_lora_rank=16)
 WEIGHTS = "adapter_model.safetensors"
