@@ -86,6 +86,14 @@ def latest_submission(run_dir: Path) -> str:
     return subs[-1]
 
 
+def _job_env(config: RunConfig, threads: str) -> dict[str, str]:
+    env = {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
+    if config.backend == "skyrl":
+        # SkyRL's own ray.init(runtime_env=...) conflicts with the job's (REFERENCE.md §1 pitfalls).
+        env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
+    return env
+
+
 def submit_run(
     client: Any,
     config: RunConfig,
@@ -119,11 +127,23 @@ def submit_run(
     Returns:
         The :class:`RunHandle`.
 
+    Warns:
+        UserWarning: with the planner's verdicts, when a SkyRL run is predicted not to fit
+            its GPUs (:func:`hyperpod_rl.run_plan.fit_warnings`).
+
     Raises:
+        ConfigError: the config fails validation (checked again here).
         JobError: the run is already running, or the cluster refused the submission.
     """
+    import warnings
+
     from ray.job_submission import JobStatus
 
+    from hyperpod_rl.run_plan import fit_warnings
+
+    config = config.validated()  # a copy edited with model_copy(update=...) is checked again
+    for verdict in fit_warnings(config):
+        warnings.warn(f"run {config.run_id!r} may not fit its GPUs: {verdict}", UserWarning, stacklevel=2)
     subs = _submissions(run_dir)
     for sub in subs[-1:]:
         try:
@@ -145,7 +165,7 @@ def submit_run(
         client.submit_job(
             entrypoint=entrypoint,
             submission_id=submission_id,
-            runtime_env={"env_vars": {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false", **(env_vars or {})}},
+            runtime_env={"env_vars": {**_job_env(config, threads), **(env_vars or {})}},
             metadata={RUN_ID_METADATA: config.run_id},
             entrypoint_num_cpus=entrypoint_num_cpus,
         )
