@@ -136,3 +136,31 @@ def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, t
     assert proc.stdout.split() == ["stale", "True"]
     assert "f" * 64 not in proc.stdout + proc.stderr
     assert local_cluster.is_alive()  # the session's cluster was left alone
+
+
+def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, tiny_setup):
+    import signal
+
+    from hyperpod_rl.paths import run_dir
+
+    client = local_cluster.job_client()
+    cfg = _config(tiny_setup, "job-detach", steps=500)
+    handle = submit_run(client, cfg, run_dir("job-detach"))
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "hyperpod_rl.cli", "job", "logs", "--follow", "job-detach"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"},
+    )
+    try:
+        for update in follow_run(client, handle.submission_id, poll_s=0.5):
+            if update.records:
+                break
+        time.sleep(2)
+        follower.send_signal(signal.SIGINT)
+        out, _ = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+    assert follower.returncode == 130, out
+    assert "detached; the job keeps running" in out
+    assert client.get_job_status(handle.submission_id).value == "RUNNING"
+    assert local_cluster.state.token not in out
+    stop_run(client, handle.submission_id)
