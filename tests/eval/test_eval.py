@@ -109,3 +109,24 @@ def test_ood_rows_are_larger_and_longer_than_the_training_distribution(tiny_setu
     assert not {r["layout_hash"] for r in ood} & {r["layout_hash"] for r in heldout}
     with pytest.raises(ConfigError, match="ood count"):
         ood_rows(spec, 0)
+
+
+def test_saving_into_a_run_records_the_manifest_and_the_ledger(tmp_path, monkeypatch):
+    from hyperpod_rl.ledger import Ledger
+    from hyperpod_rl.train.manifest import update_manifest
+
+    monkeypatch.setenv("HYPERPOD_RL_LEDGER", str(tmp_path / "ledger.sqlite"))
+    run_dir = tmp_path / "runs" / "eval-run"
+    update_manifest(run_dir, lambda _: {"run_id": "eval-run", "status": "succeeded", "config": {"trainer": {"seed": 3}}, "config_hash": "h", "eval": {}})
+    result = _synthetic("adapter", [1, 0, 1, 1])
+    from hyperpod_rl.eval import _finish
+
+    _finish(result, n_resamples=200, seed=0)
+    result.save(run_dir / "eval" / "adapter.json")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    entry = manifest["eval"]["adapter"]
+    assert entry["ci"]["solve_rate"] == result.ci["solve_rate"] and entry["path"] == "eval/adapter.json" and "per_maze" not in entry
+    with Ledger() as ledger:
+        assert {h.run_id for h in ledger.search("adapter.solve_rate=0.75")} == {"eval-run"}
+    result.save(tmp_path / "elsewhere.json")  # outside a run directory: just the file
+    assert (tmp_path / "elsewhere.json").is_file()

@@ -11,6 +11,7 @@ import pytest
 from safetensors.torch import load_file
 
 from hyperpod_rl.errors import CheckpointError
+from hyperpod_rl.ledger import Ledger
 from hyperpod_rl.maze import write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
@@ -87,6 +88,10 @@ def test_manifest_records_what_rebuilds_the_run(finished, tiny_setup):
     assert all(len(sha) == 64 for c in m["checkpoints"] for sha in c["files"].values())
     base = json.loads((run_dir / "eval" / "base.json").read_text())
     assert base["adapter_path"] is None and base["num_mazes"] == 4 and m["eval"]["base"]["metrics"] == base["metrics"]
+    with Ledger() as ledger:  # the trainer recorded the run in the default ledger (isolated home)
+        rec = ledger.get_run(cfg.run_id)
+        assert rec is not None and rec.status == "succeeded" and rec.config_hash == cfg.config_hash()
+        assert {"checkpoint", "adapter"} <= {a["kind"] for a in rec.artifacts} and "base" in rec.evals
 
 
 def test_other_config_needs_fresh_and_fresh_starts_over(finished, tiny_setup, tmp_path):
