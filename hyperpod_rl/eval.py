@@ -38,7 +38,7 @@ from hyperpod_rl.model.loading import load_base_model
 from hyperpod_rl.train.benchmark import greedy_benchmark
 from hyperpod_rl.train.policy import MazePolicy
 
-__all__ = ["Comparison", "EvalResult", "Interval", "MetricDelta", "compare", "evaluate", "load_policy", "ood_rows", "text_twin_rows"]
+__all__ = ["Comparison", "EvalResult", "Interval", "MetricDelta", "bootstrap_interval", "compare", "evaluate", "load_policy", "ood_rows", "text_twin_rows"]
 
 REPORTED = ("solve_rate", "optimal_move_rate", "invalid_move_rate", "steps_over_optimal")
 #: Per-maze key of each reported metric (``steps_over_optimal`` is absent for unsolved mazes).

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import data_dir
@@ -185,7 +185,7 @@ class Ledger:
         """Close the connection."""
         self._conn.close()
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

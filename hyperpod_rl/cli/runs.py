@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -128,7 +129,7 @@ def note(text: str = typer.Argument(..., help="the note: a finding, an incident,
 
 
 @app.command("compare")
-def compare_cmd(run_ids: list[str] = typer.Argument(..., help="two or more run ids"), ledger: Path | None = LedgerOpt) -> None:
+def compare_cmd(run_ids: Annotated[list[str], typer.Argument(help="two or more run ids")], ledger: Path | None = LedgerOpt) -> None:
     """Config keys that differ between runs, and their eval figures side by side."""
     with _open(ledger) as led:
         try:

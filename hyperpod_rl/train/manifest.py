@@ -45,7 +45,7 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.train.provenance import git_state, package_versions
 
-__all__ = ["MANIFEST_NAME", "checkpoint_entries", "eval_summaries", "reproduce_config", "config_from_manifest", "image_info", "new_manifest", "read_manifest", "update_manifest"]
+__all__ = ["MANIFEST_NAME", "checkpoint_entries", "config_from_manifest", "eval_summaries", "image_info", "new_manifest", "read_manifest", "reproduce_config", "update_manifest"]
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1

@@ -53,11 +53,24 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.maze import REWARD_VERSION, MazeEnv
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import load_base_model, revision_of
-from hyperpod_rl.train.policy import MazePolicy
 from hyperpod_rl.train.benchmark import greedy_benchmark
-from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint, prune_checkpoints, remove_stale_temporaries, verify_checksums, write_dir_atomically
+from hyperpod_rl.train.checkpoint import (
+    file_sha256,
+    latest_valid_checkpoint,
+    prune_checkpoints,
+    remove_stale_temporaries,
+    verify_checksums,
+    write_dir_atomically,
+)
 from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
-from hyperpod_rl.train.manifest import checkpoint_entries, eval_summaries, new_manifest, read_manifest, update_manifest
+from hyperpod_rl.train.manifest import (
+    checkpoint_entries,
+    eval_summaries,
+    new_manifest,
+    read_manifest,
+    update_manifest,
+)
+from hyperpod_rl.train.policy import MazePolicy
 from hyperpod_rl.train.provenance import provenance_record
 from hyperpod_rl.train.rollout import Episode, play_episodes
 
@@ -168,9 +181,7 @@ class ReferenceTrainer:
     @contextmanager
     def _run_lock(self) -> Iterator[None]:
         """Hold ``trainer.lock`` (its content: this process's pid) while training."""
-        path = self.run_dir / "trainer.lock"
-        fh = open(path, "a+")
-        try:
+        with open(self.run_dir / "trainer.lock", "a+") as fh:  # closing releases the lock
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -182,8 +193,6 @@ class ReferenceTrainer:
             fh.write(json.dumps({"pid": os.getpid(), "host": os.uname().nodename}))
             fh.flush()
             yield
-        finally:
-            fh.close()  # closing releases the lock
 
     def _wipe(self) -> None:
         """``fresh``: remove what an earlier attempt of this run id wrote (base eval kept)."""

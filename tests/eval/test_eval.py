@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.eval import EvalResult, bootstrap_interval, compare, evaluate, load_policy, ood_rows, text_twin_rows
+from hyperpod_rl.eval import (
+    EvalResult,
+    bootstrap_interval,
+    compare,
+    evaluate,
+    load_policy,
+    ood_rows,
+    text_twin_rows,
+)
 from hyperpod_rl.train.reference import read_rows
 
 

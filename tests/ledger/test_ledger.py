@@ -5,7 +5,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import sqlite3
 import time
-from pathlib import Path
 
 import pytest
 

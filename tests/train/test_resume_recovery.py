@@ -68,7 +68,7 @@ def test_truncated_newest_checkpoint_falls_back_to_the_previous_and_completes(fi
 
 
 def test_finished_run_is_not_trained_again(finished):
-    cfg, run_dir, weights, _ = finished
+    cfg, run_dir, _weights, _ = finished
     adapter = run_dir / "adapter" / "adapter_model.safetensors"
     before = adapter.stat().st_mtime_ns
     assert ReferenceTrainer(cfg, run_dir).train() == run_dir / "adapter"
@@ -95,7 +95,7 @@ def test_manifest_records_what_rebuilds_the_run(finished, tiny_setup):
 
 
 def test_other_config_needs_fresh_and_fresh_starts_over(finished, tiny_setup, tmp_path):
-    cfg, run_dir, weights, tmp = finished
+    _cfg, run_dir, weights, tmp = finished
     other_dir = tmp_path / "run"
     shutil.copytree(run_dir, other_dir, ignore=shutil.ignore_patterns("trainer.lock"))
     other = _config(tiny_setup, tmp, "recovery", lr=1e-3)
