@@ -109,8 +109,7 @@ def _writer(path: str, worker: int, barrier) -> None:
 
 
 def test_four_processes_writing_at_once_lose_nothing(tmp_path):
-    path = str(tmp_path / "ledger.sqlite")
-    Ledger(path).close()
+    path = str(tmp_path / "ledger.sqlite")  # created by the racing writers themselves
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(WRITERS)
     procs = [ctx.Process(target=_writer, args=(path, w, barrier)) for w in range(WRITERS)]

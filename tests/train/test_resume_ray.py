@@ -137,7 +137,7 @@ def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_
     a = load_file(str(straight_dir / "adapter" / "adapter_model.safetensors"))
     b = load_file(str(killed_dir / "adapter" / "adapter_model.safetensors"))
     assert a.keys() == b.keys() and a
-    assert all(a[key].dtype == b[key].dtype and a[key].view(-1).view(dtype=a[key].dtype).numpy().tobytes() == b[key].numpy().tobytes() for key in a)
+    assert all(a[key].dtype == b[key].dtype and a[key].numpy().tobytes() == b[key].numpy().tobytes() for key in a)  # bitwise
     assert [r.step for r in read_metrics(killed_dir / "metrics.jsonl")] == list(range(1, STEPS + 1))
     assert _numbers(killed_dir) == _numbers(straight_dir)
     manifest = json.loads((killed_dir / "manifest.json").read_text())
