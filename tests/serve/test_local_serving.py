@@ -26,13 +26,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def served(local_cluster, trained_adapter):
-    """The app deployed with the adapter as 'maze' (and the base model as 'base'); torn down after."""
+def served(local_cluster, trained_adapter, second_adapter):
+    """The app with two adapters side by side ('maze', 'maze2') and the base model ('base');
+    torn down after the module."""
     from hyperpod_rl.serve.local import deploy_local, shutdown_local
 
     client = local_cluster.job_client()
-    url = deploy_local(client, trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]}, port=PORT)
-    yield {"url": url, "client": client, "rows": read_rows(trained_adapter["heldout"]), **trained_adapter}
+    url = deploy_local(client, trained_adapter["model_dir"], {"maze": trained_adapter["adapter"], "maze2": second_adapter}, port=PORT)
+    yield {"url": url, "client": client, "rows": read_rows(trained_adapter["heldout"]), "second": second_adapter, **trained_adapter}
     shutdown_local(client)
 
 
@@ -62,7 +63,7 @@ def _png(size: int) -> str:
 def test_models_lists_base_and_adapter(served):
     resp = requests.get(f"{served['url']}/v1/models", timeout=30)
     assert resp.status_code == 200
-    assert [m["id"] for m in resp.json()["data"]] == ["base", "maze"]
+    assert [m["id"] for m in resp.json()["data"]] == ["base", "maze", "maze2"]
 
 
 def test_served_greedy_answers_equal_in_process_answers(served):
@@ -71,14 +72,28 @@ def test_served_greedy_answers_equal_in_process_answers(served):
 
     rows = served["rows"]
     prompts = [clean_messages(r["prompt"]) for r in rows]
-    for name, adapter in (("maze", served["adapter"]), ("base", None)):
+    answers = {}
+    for name, adapter in (("maze", served["adapter"]), ("maze2", served["second"]), ("base", None)):
         policy = load_policy(served["model_dir"], adapter)
         expected = [a.text for a in policy.act(prompts, greedy=True)]
-        got = [chat(served["url"], maze_request(r, model=name))[0] for r in rows]
-        assert got == expected, name
-        if name == "maze":
-            adapter_answers = got
-    assert adapter_answers != got  # the adapter changes answers: 'model' selects it
+        answers[name] = [chat(served["url"], maze_request(r, model=name))[0] for r in rows]
+        assert answers[name] == expected, name
+    # each adapter changes the answers: 'model' really selects one of the side-by-side adapters
+    assert answers["maze"] != answers["base"] and answers["maze2"] != answers["base"] and answers["maze"] != answers["maze2"]
+
+
+def test_served_seeded_samples_equal_in_process_samples(served):
+    """Sampling (temperature 1) with a fixed seed: the same move as in-process with that seed."""
+    import torch
+
+    from hyperpod_rl.eval import load_policy
+
+    policy = load_policy(served["model_dir"], served["adapter"])
+    rows = served["rows"][:8]
+    for seed, row in enumerate(rows):
+        expected = policy.act([clean_messages(row["prompt"])], temperature=1.0, generator=torch.Generator().manual_seed(seed))[0].text
+        got, _ = chat(served["url"], {**maze_request(row, model="maze", temperature=1.0), "seed": seed})
+        assert got == expected
 
 
 def test_solve_plays_the_maze_like_in_process_evaluation(served):
@@ -116,7 +131,7 @@ def test_solve_a_bare_maze(served):
         ("bad-base64", 400, r"not valid base64"),
         ("no-image", 400, r"has no image: add an image_url part"),
         ("huge-image", 413, r"4096x4096 px; the limit is 2048 px per side"),
-        ("unknown-adapter", 404, r"unknown model 'nope': use one of \['base', 'maze'\]"),
+        ("unknown-adapter", 404, r"unknown model 'nope': use one of \['base', 'maze', 'maze2'\]"),
         ("not-json", 400, r"not JSON"),
         ("http-url", 400, r"must be a data URL"),
         ("not-an-image", 400, r"not a readable image"),
@@ -194,3 +209,21 @@ def test_load_bar_16_clients_x_50_requests_without_failures(served):
     assert last["requests"] == 800 and last["failed"] == 0
     assert {"p50_ms", "p95_ms", "p99_ms", "requests_per_s"} <= set(last)
     assert last["p50_ms"] <= last["p95_ms"] <= last["p99_ms"]
+
+
+def test_down_stops_serve_and_frees_the_port(served):
+    """Last in the module: `serve down` deletes the app and stops Serve (the port is free again)."""
+    import time
+
+    from hyperpod_rl.serve.local import shutdown_local
+
+    shutdown_local(served["client"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            requests.get(f"{served['url']}/healthz", timeout=5)
+        except requests.ConnectionError:
+            break
+        time.sleep(1)
+    else:
+        pytest.fail(f"{served['url']} still answers after serve down")
