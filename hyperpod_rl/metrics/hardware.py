@@ -115,7 +115,7 @@ class RayPrometheusSource:
     """
 
     def __init__(
-        self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 2.0
+        self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 5.0
     ) -> None:
         import requests
 

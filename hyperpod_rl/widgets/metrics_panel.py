@@ -90,6 +90,7 @@ class MetricsPanel(Panel):
         records: the records shown, one per step, sorted by step.
         arrivals: step -> Unix time (s) its record reached the figure data (latency benchmark).
         renders: training-figure refreshes so far.
+        hardware_errors: failed hardware samples (each shown in the hardware status line).
     """
 
     def __init__(
@@ -118,6 +119,7 @@ class MetricsPanel(Panel):
         self._hw_nodes: tuple[str, ...] = ()
         self.hardware_fig = None
         self.hardware_status = w.HTML("")
+        self.hardware_errors = 0
         tasks = []
         if self._hardware is not None:
             self.hardware_fig = _figure(
@@ -129,7 +131,7 @@ class MetricsPanel(Panel):
                     "legend": {"orientation": "h"},
                 },
             )
-            tasks.append((hardware_period_s, self.poll_hardware))
+            tasks.append((hardware_period_s, self._poll_hardware_quietly))
         self.stream = MetricStream(
             self._on_records,
             interval_s=interval_s,
@@ -202,6 +204,16 @@ class MetricsPanel(Panel):
             self.summary.value = f"<code>{escape(last.run_id)}</code>: step {last.step}/{last.total_steps}{reward_txt}"
 
     # ----- hardware ---------------------------------------------------------------------------
+    def _poll_hardware_quietly(self) -> None:
+        """Poller task: a failed scrape (e.g. a timeout on a busy node) shows in the hardware
+        status line and counts in :attr:`hardware_errors`; the next period tries again."""
+        from hyperpod_rl.errors import HyperpodRLError
+
+        try:
+            self.poll_hardware()
+        except HyperpodRLError:
+            self.hardware_errors += 1
+
     def poll_hardware(self) -> NodeSample:
         """Take one hardware sample and redraw the hardware figure (the poller calls this)."""
         if self._hardware is None or self.hardware_fig is None:
