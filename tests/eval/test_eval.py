@@ -138,3 +138,27 @@ def test_saving_into_a_run_records_the_manifest_and_the_ledger(tmp_path, monkeyp
         assert {h.run_id for h in ledger.search("adapter.solve_rate=0.75")} == {"eval-run"}
     result.save(tmp_path / "elsewhere.json")  # outside a run directory: just the file
     assert (tmp_path / "elsewhere.json").is_file()
+
+
+def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_path, monkeypatch):
+    """The quickstart's report path on real results: both models, intervals, a decision that follows them."""
+    from hyperpod_rl.quickstart import make_run_config
+    from hyperpod_rl.train.reference import ReferenceTrainer
+
+    monkeypatch.setenv("HYPERPOD_RL_LEDGER", "off")
+    cfg = make_run_config(tiny_setup["opts"], run_id="eval-adapter", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    cfg = type(cfg).build({**cfg.model_dump(mode="json"), "trainer": {**cfg.trainer.model_dump(mode="json"), "steps": 1, "eval_mazes": 2}})
+    adapter = ReferenceTrainer(cfg, tmp_path / "run").train()
+    rows = read_rows(tiny_setup["data"].heldout)
+    base = evaluate(tiny_setup["model_dir"], rows, label="base")
+    tuned = evaluate(tiny_setup["model_dir"], rows, adapter_path=adapter, label="adapter")
+    result = compare(base, tuned)
+    assert result.num_mazes == len(rows)
+    solve = result.deltas["solve_rate"]
+    assert solve.base.value == base.metrics["solve_rate"] and solve.candidate.value == tuned.metrics["solve_rate"]
+    guards_worse = any(result.deltas[g].verdict == "worse" for g in ("optimal_move_rate", "invalid_move_rate"))
+    assert result.promote == (solve.diff.low > 0 and not guards_worse)
+    for row in result.table_rows():
+        assert row["base"] == "n/a" or "[" in row["base"]
+    saved = json.loads(result.save(tmp_path / "run" / "eval" / "comparison.json").read_text())
+    assert saved["promote"] == result.promote and set(saved["deltas"]) == {"solve_rate", "optimal_move_rate", "invalid_move_rate", "steps_over_optimal"}
