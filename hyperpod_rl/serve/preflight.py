@@ -10,7 +10,8 @@ Failure classes (../shared/REFERENCE.md §3, "field failures to design out"), on
 check               severity  problem
 ==================  ========  ==========================================================
 provenance          error     ``provenance.json`` missing, unreadable or incomplete
-adapter_config      error     ``adapter_config.json`` missing, unreadable, or not LoRA
+adapter_config      error     ``adapter_config.json`` missing, unreadable, not LoRA, or its
+                              ``r``/``lora_alpha`` differ from the provenance's LoRA settings
 base_model          error     base model id or revision differs from the provenance
 lora_rank           error     LoRA rank (``r`` or a ``rank_pattern`` entry) above the server's max
 vision_tower        error     LoRA weights on the vision tower, for a server that applies LoRA
@@ -363,6 +364,12 @@ class _Checker:
         self.config = self._json(ADAPTER_CONFIG, "adapter_config", "save the adapter with peft's save_pretrained (it writes adapter_config.json)")
         if self.config is not None and self.config.get("peft_type", "LORA") != "LORA":
             self.add("adapter_config", "error", f"adapter_config.json has peft_type={self.config.get('peft_type')!r}; servers load LoRA adapters only.", "train a LoRA adapter (peft LoraConfig)")
+        lora = (self.provenance or {}).get("lora")
+        if self.config is not None and isinstance(lora, dict):
+            # provenance.lora holds RunConfig.lora (rank, alpha); adapter_config.json holds peft's r, lora_alpha
+            for ours, peft_key in (("rank", "r"), ("alpha", "lora_alpha")):
+                if ours in lora and peft_key in self.config and float(lora[ours]) != float(self.config[peft_key]):
+                    self.add("adapter_config", "error", f"adapter_config.json has {peft_key}={self.config[peft_key]} but provenance.json records lora.{ours}={lora[ours]}: the config does not belong to these weights.", "copy adapter_config.json from the same export as the weights, or re-export the adapter")
 
     # ------------------------------------------------------------------ checks
     def base_model(self) -> None:

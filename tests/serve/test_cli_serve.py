@@ -25,6 +25,9 @@ def test_preflight_refuses_with_exit_1_and_names_problem_and_fix(trained_adapter
     cfg = json.loads((bad / "adapter_config.json").read_text())
     cfg["r"] = 32
     (bad / "adapter_config.json").write_text(json.dumps(cfg))
+    prov = json.loads((bad / "provenance.json").read_text())
+    prov["lora"]["rank"] = 32
+    (bad / "provenance.json").write_text(json.dumps(prov))
     result = runner.invoke(app, ["preflight", str(bad), "--base", str(trained_adapter["model_dir"]), "--server", "vllm", "--json"])
     assert result.exit_code == 1, result.output
     out = json.loads(result.output)

@@ -57,6 +57,9 @@ def test_max_lora_rank_is_raised_to_the_next_vllm_value(spec, tmp_path):
     cfg = json.loads((big / "adapter_config.json").read_text())
     cfg["r"] = 40
     (big / "adapter_config.json").write_text(json.dumps(cfg))
+    prov = json.loads((big / "provenance.json").read_text())
+    prov["lora"]["rank"] = 40
+    (big / "provenance.json").write_text(json.dumps(prov))
     args = vllm_serve_args({**spec, "adapters": {"maze": spec["adapters"]["maze"], "big": str(big)}})
     assert _flag(args, "--max-lora-rank") == ["64"]
     assert _flag(args, "--max-loras") == ["2"]

@@ -42,6 +42,13 @@ def _config(d: Path, **changes) -> None:
     (d / "adapter_config.json").write_text(json.dumps(cfg))
 
 
+def _retrain_rank(d: Path, rank: int) -> None:
+    """An adapter that was trained with another rank: config and provenance agree on it."""
+    _config(d, r=rank)
+    prov = json.loads((d / "provenance.json").read_text())
+    _prov(d, lora={**prov["lora"], "rank": rank})
+
+
 def _add_tensors(d: Path, tensors: dict) -> None:
     """Add tensors to the safetensors file and re-record its checksum (only the target check fails)."""
     from safetensors.torch import load_file, save_file
@@ -104,7 +111,7 @@ BAD: list[tuple[str, Callable[[Path], None], Callable[[Path], None] | None, Serv
     ("provenance-incomplete", lambda d: _prov(d, base_model_revision=None), None, LOCAL_SERVER, "error", "provenance", r"lacks \['base_model_revision'\]"),
     ("other-base-model-id", lambda d: _prov(d, base_model_id="Qwen/Qwen3-VL-8B-Instruct"), None, LOCAL_SERVER, "error", "base_model", r"trained on base model 'Qwen/Qwen3-VL-8B-Instruct' but the server loads 'hyperpod-rl/tiny-qwen3-vl'"),
     ("other-base-revision", lambda d: _prov(d, base_model_revision="0123456789abcdef"), None, VLLM, "error", "base_model", r"revision '0123456789abcdef' but the server loads revision"),
-    ("rank-above-vllm-default", lambda d: _config(d, r=32), None, VLLM, "error", "lora_rank", r"LoRA rank is 32 but vLLM accepts at most 16.*--max-lora-rank 32"),
+    ("rank-above-vllm-default", lambda d: _retrain_rank(d, 32), None, VLLM, "error", "lora_rank", r"LoRA rank is 32 but vLLM accepts at most 16.*--max-lora-rank 32"),
     ("rank-pattern-above-max", lambda d: _config(d, rank_pattern={"q_proj": 64}), None, vllm_server(max_lora_rank=32), "error", "lora_rank", r"LoRA rank is 64 but vLLM accepts at most 32"),
     ("vision-attention-lora", _vision_lora("blocks.0.attn.qkv"), None, VLLM, "error", "vision_tower", r"2 LoRA tensors sit on the vision tower .*visual\.blocks\.0\.attn\.qkv.*language model only"),
     ("vision-merger-lora", _vision_lora("merger.linear_fc1"), None, VLLM, "error", "vision_tower", r"vision tower .*merger\.linear_fc1.*exclude_modules"),
@@ -124,6 +131,8 @@ BAD: list[tuple[str, Callable[[Path], None], Callable[[Path], None] | None, Serv
     ("generation-config-temperature", lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 1.0, "top_p": 0.8, "top_k": 20}), "warning", "generation_config", r"sets temperature=0\.7 \(requested 1\.0\);"),
     ("no-adapter-config", lambda d: (d / "adapter_config.json").unlink(), None, LOCAL_SERVER, "error", "adapter_config", r"adapter_config\.json is missing"),
     ("not-lora", lambda d: _config(d, peft_type="IA3"), None, LOCAL_SERVER, "error", "adapter_config", r"peft_type='IA3'; servers load LoRA adapters only"),
+    ("config-rank-not-provenance", lambda d: _config(d, r=8), None, LOCAL_SERVER, "error", "adapter_config", r"has r=8 but provenance\.json records lora\.rank=16: the config does not belong to these weights"),
+    ("config-alpha-not-provenance", lambda d: _config(d, lora_alpha=16.0), None, VLLM, "error", "adapter_config", r"has lora_alpha=16\.0 but provenance\.json records lora\.alpha=32\.0"),
 ]
 
 
@@ -182,7 +191,7 @@ def test_exported_adapter_passes_locally_and_on_vllm(trained_adapter):
 @pytest.mark.parametrize(
     ("mutate", "mutate_base", "server"),
     [
-        (lambda d: _config(d, r=32), None, vllm_server(max_lora_rank=32)),  # rank raised on the server
+        (lambda d: _retrain_rank(d, 32), None, vllm_server(max_lora_rank=32)),  # rank raised on the server
         (_vision_lora("blocks.0.attn.qkv"), None, LOCAL_SERVER),  # peft applies LoRA to the vision tower too
         (lambda d: None, _bad_gen_config, vllm_server(generation_config="vllm")),  # generation_config ignored
         (lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 0.7, "top_k": 20, "top_p": 0.8})),
@@ -207,7 +216,7 @@ def test_tokenizer_saved_with_the_adapter_is_fine_when_it_is_the_base_models(cop
 
 
 def test_several_failures_are_all_reported(copies):
-    adapter, base = copies(lambda d: (_config(d, r=64, modules_to_save=["lm_head"]), _prov(d, base_model_id="other/model")), None)
+    adapter, base = copies(lambda d: (_retrain_rank(d, 64), _config(d, modules_to_save=["lm_head"]), _prov(d, base_model_id="other/model")), None)
     report = preflight(adapter, base, VLLM)
     assert report.checks("error") == {"lora_rank", "modules_to_save", "base_model"}
     with pytest.raises(ServeError, match=r"3 error\(s\)"):
