@@ -9,7 +9,7 @@ import ipywidgets
 import pytest
 
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.widgets import MetricsPanel, RunPanel
+from hyperpod_rl.widgets import ClusterPanel, MetricsPanel, RunPanel, studio
 
 pytestmark = pytest.mark.ray
 
@@ -135,9 +135,23 @@ def test_no_secret_reaches_widget_state(panels, local_cluster):
     run.refresh_runs()
     metrics.poll_hardware()
     token = local_cluster.state.token
-    states = [
-        json.dumps(wid.get_state(), default=str)
-        for wid in list(ipywidgets.Widget.widgets.values())
+
+    def walk(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from walk(child)
+
+    cluster_panel = ClusterPanel(
+        "local"
+    )  # finds the running session cluster through its state file
+    assert cluster_panel.state == "ready", cluster_panel.errors
+    assert local_cluster.dashboard_url in cluster_panel.link.value
+    widgets = [
+        *walk(run),
+        *walk(metrics),
+        *walk(cluster_panel),
+        *walk(studio(hardware=None)),
     ]
-    assert len(states) > 20
+    states = [json.dumps(wid.get_state(), default=str) for wid in widgets]
+    assert len(states) > 50 and any(isinstance(wid, ipywidgets.Text) for wid in widgets)
     assert not any(token in s for s in states)
