@@ -46,6 +46,7 @@ __all__ = [
     "preflight_cluster",
     "ray_serve_llm_app",
     "ray_serve_llm_config",
+    "submit_vllm_job",
     "validate_llm_config",
     "vllm_job",
     "vllm_serve_args",
@@ -349,6 +350,24 @@ def vllm_job(spec: ClusterServeSpec | dict[str, Any], *, check_adapters: bool = 
         "runtime_env": {"env_vars": {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "False"}},
         "metadata": {"hyperpod_rl_serve": "vllm", "served_model_name": spec.served_model_name, "adapters": ",".join(spec.adapters)},
     }
+
+
+def submit_vllm_job(client: Any, spec: ClusterServeSpec | dict[str, Any]) -> str:
+    """Preflight the adapters and submit ``vllm serve`` as a detached Ray job.
+
+    Args:
+        client: authenticated ``JobSubmissionClient`` of the GPU cluster
+            (:mod:`hyperpod_rl.cluster` gives one for HyperPod).
+        spec: the serving spec.
+
+    Returns:
+        The submission id; the server listens on ``spec.port`` of the GPU node Ray picks.
+
+    Raises:
+        ServeError: an adapter fails preflight (nothing is submitted).
+        ConfigError: the spec or the generated command is invalid.
+    """
+    return client.submit_job(**vllm_job(spec))
 
 
 def ray_serve_llm_config(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: str, accelerator_type: str | None = "H200", max_replicas: int = 1) -> dict[str, Any]:

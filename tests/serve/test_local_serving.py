@@ -183,6 +183,28 @@ def test_deploy_refuses_a_bad_adapter_before_submitting_a_job(served, tmp_path):
     assert requests.get(f"{served['url']}/healthz", timeout=30).status_code == 200
 
 
+def test_vllm_job_is_accepted_by_ray_and_waits_for_a_gpu(served):
+    """The generated vLLM job goes through the real Jobs API; this cluster has no GPU, so the
+    job waits (PENDING) for one instead of starting vLLM, and is stopped."""
+    import time
+
+    from ray.job_submission import JobStatus
+
+    from hyperpod_rl.serve.cluster import submit_vllm_job
+
+    spec = {"base_model": "Qwen/Qwen3-VL-8B-Instruct", "base_model_id": "hyperpod-rl/tiny-qwen3-vl", "base_model_revision": served["revision"], "adapters": {"maze": str(served["adapter"])}}
+    client = served["client"]
+    submission_id = submit_vllm_job(client, spec)
+    try:
+        assert submission_id.startswith("hprl-serve-vllm-qwen3-vl-")
+        time.sleep(3)
+        assert client.get_job_status(submission_id) == JobStatus.PENDING
+        info = client.get_job_info(submission_id)
+        assert info.entrypoint.startswith("vllm serve Qwen/Qwen3-VL-8B-Instruct --served-model-name qwen3-vl")
+    finally:
+        client.stop_job(submission_id)
+
+
 def test_load_benchmark_runs_against_the_endpoint(served):
     """benchmarks/serve_load.py, scaled down (the 16 x 50 bar is in test_load_bar)."""
     proc = subprocess.run(
