@@ -244,11 +244,13 @@ def serve_ask(run_id: str, index: int = typer.Option(0, help="held-out maze inde
 
 from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
+from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli.quickstart import quickstart
 
 app.command("quickstart")(quickstart)
 app.add_typer(_maze.app, name="maze")
 app.add_typer(_cluster.app, name="cluster")
+app.add_typer(_runs.app, name="runs")
 
 __all__ = ["app", "follow_with_progress"]
 

@@ -15,7 +15,7 @@ from hyperpod_rl.errors import HyperpodRLError
 
 console = Console()
 
-_ROWS = (("solve rate", "solve_rate"), ("optimal-move rate", "optimal_move_rate"), ("invalid-move rate", "invalid_move_rate"))
+_LABELS = {"solve_rate": "solve rate", "optimal_move_rate": "optimal-move rate", "invalid_move_rate": "invalid-move rate"}
 
 
 def _phase(timings: dict[str, float], name: str, start: float) -> None:
@@ -43,7 +43,7 @@ def quickstart(
 ) -> None:
     """Run the whole loop locally: cluster, maze data, base eval, GRPO job, adapter eval, serving."""
     from hyperpod_rl.cli import follow_with_progress
-    from hyperpod_rl.eval import evaluate
+    from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.jobs import submit_run
     from hyperpod_rl.paths import run_dir as run_dir_of
     from hyperpod_rl.paths import storage_root
@@ -119,16 +119,17 @@ def quickstart(
             tuned = evaluate(model_dir, heldout_rows, adapter_path=rdir / "adapter", label="adapter")
         tuned.save(rdir / "eval" / "adapter.json")
         _phase(timings, "eval_adapter", t)
-        table = Table(title=f"held-out mazes: {len(heldout_rows)} (greedy, ≤{opts.max_turns} turns; rates averaged over mazes)")
-        table.add_column("metric")
-        table.add_column("base", justify="right")
-        table.add_column("adapter", justify="right")
-        table.add_column("Δ", justify="right")
-        for label, key in _ROWS:
-            b, a = base.metrics.get(key, 0.0), tuned.metrics.get(key, 0.0)
-            table.add_row(label, f"{b:.3f}", f"{a:.3f}", f"{a - b:+.3f}")
+        comparison = compare(base, tuned)
+        comparison.save(rdir / "eval" / "comparison.json")
+        table = Table(title=f"held-out mazes: {len(heldout_rows)} (greedy, ≤{opts.max_turns} turns; rates averaged over mazes, 95% bootstrap CIs)")
+        for column in ("metric", "base", "adapter", "Δ (paired)"):
+            table.add_column(column, justify="left" if column == "metric" else "right")
+        for row in comparison.table_rows():
+            if row["metric"] in _LABELS:
+                table.add_row(_LABELS[row["metric"]], row["base"], row["candidate"], row["delta"])
         table.add_row("mazes", str(base.num_mazes), str(tuned.num_mazes), "")
         console.print(table)
+        console.print(f"optimal-move rate = share of a maze's turns whose move is on a shortest path · {comparison.reason}")
 
         answer: dict[str, Any] | None = None
         if opts.serve:
@@ -148,6 +149,7 @@ def quickstart(
         "heldout_mazes": len(heldout_rows),
         "base": base.metrics,
         "adapter": tuned.metrics,
+        "comparison": comparison.to_json(),
         "served_answer": answer,
     }
     (rdir / "quickstart.json").write_text(json.dumps(summary, indent=1))

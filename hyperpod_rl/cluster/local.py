@@ -235,8 +235,13 @@ class LocalCluster:
 
 
 def _run_ray(cmd: list[str], token: str) -> None:
-    env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=180)
+    env = {
+        **os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
+        # Ray's default (30 s) for the dashboard's modules to come up fails on a loaded 2-core
+        # machine ("Module MetricsHead failed to start"); 150 s only matters when it is slow.
+        "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": os.environ.get("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "150"),
+    }
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=300)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).replace(token, "***")[-2000:]
         raise ClusterError(f"`{' '.join(cmd[:2])}` failed (exit {proc.returncode}):\n{tail}")
@@ -263,7 +268,7 @@ def start_local_cluster(
     num_cpus: int | None = None,
     dashboard_port: int | None = None,
     restart: bool = False,
-    wait_s: float = 60.0,
+    wait_s: float = 180.0,
 ) -> LocalCluster:
     """Start the embedded local Ray cluster, or reuse the one this package started earlier.
 
@@ -276,7 +281,7 @@ def start_local_cluster(
         dashboard_port: dashboard/job API port on 127.0.0.1. ``None`` picks 8265, or a free
             port when 8265 is taken. An explicit port that is in use is an error.
         restart: stop a running cluster and start a fresh one.
-        wait_s: seconds to wait for the job API to answer after ``ray start``.
+        wait_s: seconds to wait for the job API to answer, and again for a no-op job to run.
 
     Returns:
         The running :class:`LocalCluster`.
@@ -327,17 +332,45 @@ def start_local_cluster(
     )
     _write_state(path, state)
     cluster = LocalCluster(state, state_path=path)
-    deadline = time.monotonic() + wait_s
-    while not cluster.is_alive():
-        if time.monotonic() > deadline:
-            raise ClusterError(f"the local Ray job API at {state.dashboard_url} did not answer within {wait_s:.0f} s")
-        time.sleep(0.5)
+    _wait_ready(cluster, timeout_s=wait_s)
     cluster.restarted_stale = stale  # type: ignore[attr-defined]
     return cluster
 
 
-def current_local_cluster() -> LocalCluster | None:
-    """The running local cluster from the state file, or ``None`` (no start, no probe)."""
-    path = data_dir() / STATE_FILE
-    state = _read_state(path)
-    return LocalCluster(state, state_path=path) if state else None
+class _NotYet(Exception):
+    """Internal: the cluster is not ready yet (retried by tenacity)."""
+
+
+def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
+    """Wait until the job API answers with the token, then until a no-op job has run.
+
+    The job API answers before its agent can run jobs ("No available agent to submit job"), so
+    a cluster is only handed out once a job has really run.
+
+    Raises:
+        ClusterError: not ready within ``timeout_s`` seconds (each stage).
+    """
+    from ray.job_submission import JobStatus
+    from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+    def retrying() -> Retrying:
+        return Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5), retry=retry_if_exception_type((_NotYet, RuntimeError)), reraise=False)
+
+    client = cluster.job_client()
+    submission_id = f"hprl-ready-{int(time.time() * 1000)}"
+    try:
+        for attempt in retrying():
+            with attempt:
+                if not cluster.is_alive():
+                    raise _NotYet("job API not answering")
+        for attempt in retrying():
+            with attempt:
+                client.submit_job(entrypoint="true", submission_id=submission_id)
+        for attempt in retrying():
+            with attempt:
+                if not JobStatus(client.get_job_status(submission_id)).is_terminal():
+                    raise _NotYet("no-op job still running")
+    except RetryError as err:
+        cause = err.last_attempt.exception()
+        raise ClusterError(f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({cause})") from None
+    client.delete_job(submission_id)
