@@ -68,6 +68,7 @@ def jupyterlab(tmp_path, local_cluster):
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
         "--ServerApp.open_browser=False",
+        "--allow-root",
     ]
     env = {
         **os.environ,
