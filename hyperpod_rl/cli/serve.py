@@ -227,3 +227,43 @@ def serve_cluster_config(
             raise typer.BadParameter("use 'vllm-job' or 'ray-serve-llm'", param_hint="--target")
     except HyperpodRLError as err:
         _fail(err)
+
+
+@app.command("promote")
+def serve_promote(
+    run_id: str,
+    base_label: str = typer.Option("base", help="evaluation of the base model: <run dir>/eval/<label>.json"),
+    adapter_label: str = typer.Option("adapter", help="evaluation of the adapter: <run dir>/eval/<label>.json"),
+    primary: str = typer.Option("solve_rate", help="metric that must improve significantly"),
+) -> None:
+    """Promote the run's adapter if its held-out evaluation beats the base model (exit 1 if not).
+
+    Compares the saved evaluations (paired bootstrap, hyperpod_rl.eval.compare), saves the
+    comparison to eval/comparison.json and records the decision (promotion.json, manifest, ledger).
+    """
+    from hyperpod_rl.eval import EvalResult, compare
+    from hyperpod_rl.paths import run_dir
+    from hyperpod_rl.serve.promote import COMPARISON_FILE, PromotionRefused, promote
+
+    rdir = run_dir(run_id)
+    if not (rdir / "adapter").is_dir():
+        _fail(HyperpodRLError(f"run {run_id!r} has no adapter under {rdir}: check the run id (hyperpod-rl job list) or train it first"))
+    files = [rdir / "eval" / f"{label}.json" for label in (base_label, adapter_label)]
+    for f in files:
+        if not f.is_file():
+            _fail(HyperpodRLError(f"{f} is missing: evaluate the base model and the adapter on the held-out mazes first (hyperpod-rl quickstart does)"))
+    try:
+        comparison = compare(EvalResult.load(files[0]), EvalResult.load(files[1]), primary=primary)
+        comparison.save(rdir / COMPARISON_FILE)
+        table = Table("metric", base_label, adapter_label, "delta (paired)", "verdict")
+        for row in comparison.table_rows():
+            table.add_row(row["metric"], row["base"], row["candidate"], row["delta"], row["verdict"])
+        console.print(table)
+        decision = promote(rdir / "adapter", comparison=comparison, run_dir=rdir)
+    except PromotionRefused as err:
+        console.print(f"[bold red]not promoted:[/] {escape(err.decision.reason)}", soft_wrap=True)
+        raise typer.Exit(code=1) from None
+    except HyperpodRLError as err:
+        _fail(err)
+        raise
+    console.print(f"[green]promoted[/] {decision.adapter}: {escape(decision.reason)}", soft_wrap=True)

@@ -138,3 +138,22 @@ def test_bad_inputs(run, tmp_path):
         promote(run / "adapter", comparison={"promote": True})
     with pytest.raises(PromotionRefused, match="must be a hyperpod_rl.eval.Comparison or its JSON dict, got int"):
         promote(run / "adapter", comparison=3)
+
+
+def test_cli_promote_compares_saved_evaluations(run, monkeypatch):
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli.serve import app
+
+    monkeypatch.setenv("HYPERPOD_RL_STORAGE", str(run.parent.parent))
+    _evaluation(run, "base", None, 4)
+    _evaluation(run, "adapter", run / "adapter", 26)
+    result = CliRunner().invoke(app, ["promote", "promo"])
+    assert result.exit_code == 0, result.output
+    assert "promoted" in result.output and "solve_rate" in result.output
+    assert json.loads((run / "eval" / "comparison.json").read_text())["promote"] is True
+    _evaluation(run, "adapter", run / "adapter", 4)
+    refused = CliRunner().invoke(app, ["promote", "promo"])
+    assert refused.exit_code == 1
+    assert "not promoted: do not promote" in refused.output
+    assert json.loads((run / PROMOTION_FILE).read_text())["promoted"] is False
