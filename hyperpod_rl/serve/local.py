@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MAX_BODY_BYTES", "MAX_IMAGE_PX", "SERVE_APP_NAME", "ChatRequest", "build_app", "check_adapters", "deploy_local", "run_app", "shutdown_local"]
+__all__ = ["MAX_BODY_BYTES", "MAX_IMAGE_PX", "SERVE_APP_NAME", "ChatRequest", "action_constraint_of", "build_app", "check_adapters", "deploy_local", "run_app", "shutdown_local"]
 
 SERVE_APP_NAME = "hyperpod-rl"
 #: Largest image side accepted, in pixels (maze images are 160-480 px).
@@ -241,6 +241,24 @@ def check_adapters(model_path: str | Path, adapters: dict[str, str | Path]) -> l
     return reports
 
 
+def action_constraint_of(adapters: dict[str, str | Path]) -> str:
+    """The decoding mode the adapters were trained with (``provenance.json``
+    ``action_constraint``, default ``"directions"``), so serving decodes as training did.
+
+    Raises:
+        ServeError: the adapters were trained with different modes (one replica decodes one way).
+    """
+    from hyperpod_rl.errors import ServeError
+
+    modes = {}
+    for name, path in adapters.items():
+        prov = Path(path) / "provenance.json"
+        modes[name] = json.loads(prov.read_text()).get("action_constraint", "directions") if prov.is_file() else "directions"
+    if len(set(modes.values())) > 1:
+        raise ServeError(f"the adapters were trained with different action formats {modes}: serve them in separate deployments")
+    return next(iter(modes.values()), "directions")
+
+
 def _serve_http_port() -> int | None:
     """The HTTP port of the running Serve instance, or None when Serve is not running."""
     from ray.serve.context import _get_global_client  # no public accessor in Ray 2.57
@@ -266,6 +284,7 @@ def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: in
     from hyperpod_rl.errors import ServeError
 
     check_adapters(model_path, adapters)
+    constraint = action_constraint_of(adapters)
     current = _serve_http_port()
     if current is not None and current != port:
         apps = serve.status().applications
@@ -273,7 +292,7 @@ def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: in
             raise ServeError(f"Ray Serve already listens on port {current} with applications {sorted(apps)}: use --port {current}, or run hyperpod-rl serve down first")
         serve.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus)
+    app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus, action_constraint=constraint)
     serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
 
 
@@ -307,6 +326,7 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
     from hyperpod_rl.errors import ServeError
 
     check_adapters(model_path, adapters)
+    action_constraint_of(adapters)
     args = [sys.executable, "-m", "hyperpod_rl.serve", "up", "--model-path", str(model_path), "--port", str(port), "--num-cpus", str(num_cpus)]
     for name, path in adapters.items():
         args += ["--adapter", f"{name}={path}"]

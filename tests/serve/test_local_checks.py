@@ -1,0 +1,35 @@
+"""What local serving checks before it deploys anything (no Ray needed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from hyperpod_rl.errors import ServeError
+from hyperpod_rl.serve.local import action_constraint_of, check_adapters
+
+
+def test_check_adapters_passes_good_and_refuses_bad_adapters(trained_adapter, tmp_path):
+    reports = check_adapters(trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]})
+    assert [r.ok for r in reports] == [True]
+    bad = tmp_path / "bad"
+    shutil.copytree(trained_adapter["adapter"], bad)
+    (bad / "adapter_model.safetensors").unlink()
+    with pytest.raises(ServeError, match=r"(?s)refusing to serve:.*bad: preflight.*\[weights\] adapter_model\.safetensors is missing"):
+        check_adapters(trained_adapter["model_dir"], {"maze": trained_adapter["adapter"], "bad": bad})
+    with pytest.raises(ServeError, match="'base' is reserved for the base model"):
+        check_adapters(trained_adapter["model_dir"], {"base": trained_adapter["adapter"]})
+
+
+def test_decoding_mode_comes_from_the_provenance(trained_adapter, tmp_path):
+    assert action_constraint_of({"maze": trained_adapter["adapter"]}) == "directions"
+    free = tmp_path / "free"
+    shutil.copytree(trained_adapter["adapter"], free)
+    prov = json.loads((free / "provenance.json").read_text())
+    prov["action_constraint"] = "none"
+    (free / "provenance.json").write_text(json.dumps(prov))
+    assert action_constraint_of({"free": free}) == "none"
+    with pytest.raises(ServeError, match=r"different action formats \{'maze': 'directions', 'free': 'none'\}"):
+        action_constraint_of({"maze": trained_adapter["adapter"], "free": free})
