@@ -31,7 +31,7 @@ from hyperpod_rl.metrics.plots import (
 )
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.metrics.stream import MetricsFileTail, MetricStream
-from hyperpod_rl.widgets._base import Panel, escape
+from hyperpod_rl.widgets._base import Panel, escape, running_local_cluster
 
 __all__ = ["MetricsPanel"]
 
@@ -58,9 +58,7 @@ def _figure(
 
 
 def _local_hardware() -> HardwareSource | None:
-    from hyperpod_rl.cluster.local import current_local_cluster
-
-    cluster = current_local_cluster()
+    cluster = running_local_cluster()
     return (
         RayPrometheusSource([cluster.state.metrics_export_port])
         if cluster is not None
@@ -107,7 +105,10 @@ class MetricsPanel(Panel):
         self.arrivals: dict[int, float] = {}
         self.renders = 0
         self.run_dir: Path | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards records / arrivals
+        self._render_lock = (
+            threading.Lock()
+        )  # one figure update at a time (poller + job-log follower)
         self.training = _figure(TRAINING_PANELS, training_traces([]), training_layout())
         self.verdict = w.HTML("<i>bottleneck: no step timings yet</i>")
         self.summary = w.HTML("<i>no run followed</i>")
@@ -181,13 +182,20 @@ class MetricsPanel(Panel):
     def _on_records(self, records: list[MetricRecord]) -> None:
         with self._lock:
             new_steps = {r.step for r in records} - {r.step for r in self.records}
+            if not new_steps and all(r in self.records for r in records):
+                return  # the same records by the other route: nothing to redraw
             self.records = merge_records(self.records, records)
         self._render()
         now = time.time()
-        for step in new_steps:
-            self.arrivals.setdefault(step, now)
+        with self._lock:
+            for step in new_steps:
+                self.arrivals.setdefault(step, now)
 
     def _render(self) -> None:
+        with self._render_lock:
+            self._render_locked()
+
+    def _render_locked(self) -> None:
         with self._lock:
             records = list(self.records)
         traces = training_traces(records)

@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from hyperpod_rl.widgets._base import Panel, escape
+from hyperpod_rl.widgets._base import Panel, escape, running_local_cluster
 
 __all__ = ["ServePanel", "draw_path"]
 
@@ -146,10 +146,9 @@ class ServePanel(Panel):
             ServeError: no cluster is running.
         """
         if self._client is None:
-            from hyperpod_rl.cluster.local import current_local_cluster
             from hyperpod_rl.errors import ServeError
 
-            cluster = current_local_cluster()
+            cluster = running_local_cluster()
             if cluster is None:
                 raise ServeError("no cluster: start one in the Cluster panel first")
             self._client = cluster.job_client()
