@@ -76,11 +76,11 @@ def serve_up(
         _fail(HyperpodRLError(f"run {run_id!r} has no adapter yet ({rdir / 'adapter'}): train it first"))
     adapters = {name: str(rdir / "adapter"), **_pairs(adapter or [], "--adapter")}
     try:
-        for report in check_adapters(config.model.path, adapters):
+        for report in check_adapters(config.model.path, adapters, model_id=config.model.model_id):
             for finding in report.warnings:
                 console.print(f"[yellow]warning:[/] {report.adapter}: {escape(finding.message)}", soft_wrap=True)
         with console.status("deploying"):
-            url = deploy_local(_client(), config.model.path, adapters, port=port)
+            url = deploy_local(_client(), config.model.path, adapters, port=port, model_id=config.model.model_id)
     except HyperpodRLError as err:
         _fail(err)
         raise

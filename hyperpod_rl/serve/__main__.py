@@ -15,6 +15,7 @@ def up(
     adapter: Annotated[list[str] | None, typer.Option(help="NAME=PATH of an adapter directory; repeatable")] = None,
     port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"),
     num_cpus: float = typer.Option(1.0, help="CPUs of the replica"),
+    model_id: str | None = typer.Option(None, help="base model id the adapters' provenance must name (default: read from the model directory)"),
 ) -> None:
     """Deploy the serving app and return (the app keeps running)."""
     import ray
@@ -28,7 +29,7 @@ def up(
             raise typer.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--adapter")
         adapters[name] = path
     ray.init(logging_level="ERROR")
-    run_app(model_path, adapters, port=port, num_cpus=num_cpus)
+    run_app(model_path, adapters, port=port, num_cpus=num_cpus, model_id=model_id)
     print(f"serving on http://127.0.0.1:{port}", flush=True)
 
 

@@ -218,8 +218,14 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
     return MazeModelServer.bind(model_path, adapters, action_constraint)
 
 
-def check_adapters(model_path: str | Path, adapters: dict[str, str | Path]) -> list[Any]:
+def check_adapters(model_path: str | Path, adapters: dict[str, str | Path], *, model_id: str | None = None) -> list[Any]:
     """Preflight every adapter against the base model for the local server.
+
+    Args:
+        model_path: base model directory (its revision is its content hash).
+        adapters: adapter name -> adapter directory.
+        model_id: the base model id when the run config names one (``model.model_id``);
+            default: read from the directory as the trainer reads it.
 
     Returns:
         One :class:`~hyperpod_rl.serve.preflight.PreflightReport` per adapter (warnings only).
@@ -233,7 +239,7 @@ def check_adapters(model_path: str | Path, adapters: dict[str, str | Path]) -> l
 
     if "base" in adapters:
         raise ServeError("adapter name 'base' is reserved for the base model: pick another name (NAME=PATH)")
-    base = BaseModelRef.from_dir(model_path)
+    base = BaseModelRef.from_dir(model_path, model_id=model_id)
     reports = [preflight(path, base, LOCAL_SERVER) for path in adapters.values()]
     failed = [r for r in reports if not r.ok]
     if failed:
@@ -267,7 +273,7 @@ def _serve_http_port() -> int | None:
     return None if client is None else int(client.http_config.port)
 
 
-def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0) -> None:
+def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, model_id: str | None = None) -> None:
     """Deploy (or redeploy) the app from a driver already joined to the cluster.
 
     :func:`deploy_local` runs this inside a Ray Job (``python -m hyperpod_rl.serve up``), which
@@ -283,7 +289,7 @@ def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: in
 
     from hyperpod_rl.errors import ServeError
 
-    check_adapters(model_path, adapters)
+    check_adapters(model_path, adapters, model_id=model_id)
     constraint = action_constraint_of(adapters)
     current = _serve_http_port()
     if current is not None and current != port:
@@ -296,7 +302,7 @@ def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: in
     serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
 
 
-def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, timeout_s: float = 300.0) -> str:
+def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, timeout_s: float = 300.0, model_id: str | None = None) -> str:
     """Deploy the serving app on the cluster through a short Ray Job and wait until it answers.
 
     Example:
@@ -309,6 +315,8 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
         port: HTTP port on 127.0.0.1.
         num_cpus: CPUs of the replica.
         timeout_s: seconds to wait for the deploy job and the first healthy answer.
+        model_id: the base model id the adapters' provenance must name, when the run config
+            sets ``model.model_id``; default: read from the model directory.
 
     Returns:
         ``http://127.0.0.1:<port>``; POST chat completions to ``<url>/v1/chat/completions``.
@@ -325,9 +333,11 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
 
     from hyperpod_rl.errors import ServeError
 
-    check_adapters(model_path, adapters)
+    check_adapters(model_path, adapters, model_id=model_id)
     action_constraint_of(adapters)
     args = [sys.executable, "-m", "hyperpod_rl.serve", "up", "--model-path", str(model_path), "--port", str(port), "--num-cpus", str(num_cpus)]
+    if model_id:
+        args += ["--model-id", model_id]
     for name, path in adapters.items():
         args += ["--adapter", f"{name}={path}"]
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
