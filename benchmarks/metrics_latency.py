@@ -119,11 +119,16 @@ def main() -> int:
         )
         messages = sent["n"]
 
-        # For comparison: the same refresh without batch_update (one restyle per trace property).
+        # For comparison: one refresh without batch_update (each trace loses its last point,
+        # so every property really changes), then the batched refresh restores the data.
         before = sent["n"]
         for trace in metrics.training.data:
-            trace.x, trace.y = list(trace.x or ()), list(trace.y or ())
+            trace.x, trace.y = (
+                [*(trace.x or ()), 0][:-2] or [0],
+                [*(trace.y or ()), 0][:-2] or [0],
+            )
         unbatched = sent["n"] - before
+        metrics._render()
 
         thread = metrics.stream._thread
         proc = psutil.Process()
