@@ -183,7 +183,14 @@ class RunPanel(Panel):
         if change["new"] == "(form)":
             return
         current = self.form.to_dict()
-        overrides = {k: current[k] for k in ("run_id", "data") if current.get(k)}
+        # Keep what identifies this run and its data; everything else comes from the preset.
+        data = current.get("data") or {}
+        overrides = {
+            "run_id": current.get("run_id"),
+            "data.train_path": data.get("train_path"),
+            "data.heldout_path": data.get("heldout_path"),
+        }
+        overrides = {k: v for k, v in overrides.items() if v}
         config = RunConfig.from_preset(change["new"], **overrides)  # type: ignore[attr-defined]
         self.form.set_value(config)
 

@@ -178,3 +178,31 @@ def test_studio_has_four_tabs_and_wires_run_to_metrics():
     assert tabs.titles == ("Cluster", "Run", "Metrics", "Serve")
     assert tabs.run.metrics is tabs.metrics
     tabs.metrics.close()
+
+
+def test_run_presets_fill_the_form_and_keep_run_id_and_data():
+    from hyperpod_rl.config.run import RunConfig
+
+    panel = RunPanel(
+        {
+            "run_id": "my-run",
+            "data": {
+                "train_path": "/data/t.parquet",
+                "heldout_path": "/data/h.parquet",
+            },
+        }
+    )
+    assert list(panel.preset.options[1:]) == RunConfig.presets()
+    name = RunConfig.presets()[0]
+    panel.preset.value = name
+    assert panel.errors == [], panel.errors
+    expected = RunConfig.from_preset(
+        name,
+        run_id="my-run",
+        **{
+            "data.train_path": "/data/t.parquet",
+            "data.heldout_path": "/data/h.parquet",
+        },
+    )
+    assert panel.validate() == expected
+    assert panel.form.widget("run_id").value == "my-run"
