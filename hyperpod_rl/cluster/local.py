@@ -170,7 +170,7 @@ class LocalCluster:
         before = self._raylet_pids()
         cmd = [
             _ray_executable(), "start", f"--address={self.address}", "--node-ip-address=127.0.0.1",
-            f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--disable-usage-stats",
+            f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--disable-usage-stats", *_node_port_flags(),
         ]
         if resources:
             cmd.append(f"--resources={json.dumps(resources)}")
@@ -232,6 +232,16 @@ class LocalCluster:
                 pass
         self.state_path.unlink(missing_ok=True)
         return len(procs)
+
+
+def _node_port_flags() -> list[str]:
+    """Free ports for one node's agents: the dashboard agent's HTTP port is a fixed 52365 by
+    default, so a second node or cluster on the same machine would get no agent."""
+    return [
+        f"--dashboard-agent-listen-port={find_free_port()}",
+        f"--dashboard-agent-grpc-port={find_free_port()}",
+        f"--runtime-env-agent-port={find_free_port()}",
+    ]
 
 
 def _run_ray(cmd: list[str], token: str) -> None:
@@ -318,7 +328,7 @@ def start_local_cluster(
         f"--port={gcs}", f"--dashboard-port={dash}", f"--metrics-export-port={metrics}",
         f"--ray-client-server-port={client_port}", "--include-dashboard=true",
         f"--num-cpus={num_cpus or os.cpu_count() or 1}", "--num-gpus=0", "--disable-usage-stats",
-        f"--temp-dir={temp_dir}",
+        f"--temp-dir={temp_dir}", *_node_port_flags(),
     ]
     _run_ray(cmd, token)
     state = LocalClusterState(
