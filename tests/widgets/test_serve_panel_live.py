@@ -1,0 +1,57 @@
+"""ServePanel against the real local cluster: deploy an adapter, play a held-out maze, draw the path."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperpod_rl.cluster.local import find_free_port
+from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.train.reference import ReferenceTrainer
+from hyperpod_rl.widgets import ServePanel
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def test_deploy_and_play_a_heldout_maze(local_cluster, tiny_setup, tmp_path):
+    from hyperpod_rl.serve.local import shutdown_local
+
+    config = make_run_config(
+        tiny_setup["opts"],
+        run_id="serve-panel",
+        model_path=tiny_setup["model_dir"],
+        revision=tiny_setup["revision"],
+        data=tiny_setup["data"],
+    )
+    adapter = ReferenceTrainer(config, tmp_path / "serve-panel").train()
+    panel = ServePanel(
+        model_path=tiny_setup["model_dir"],
+        adapter_path=adapter,
+        heldout_path=tiny_setup["data"].heldout,
+        client=local_cluster.job_client(),
+        port=find_free_port(),
+    )
+    try:
+        panel.deploy_button.click()
+        assert panel.wait_idle(300), "deploy did not finish"
+        assert panel.errors == [], panel.errors
+        assert panel.endpoint and panel.endpoint in panel.endpoint_html.value
+        panel.maze_index.value = 1
+        before = panel.image.value
+        panel.play_button.click()
+        assert panel.wait_idle(120) and panel.errors == [], panel.errors
+        last = panel.last
+        assert (
+            1
+            <= len(last["answers"])
+            == len(last["latencies_s"])
+            == len(last["cells"]) - 1
+        )
+        assert all(s > 0 for s in last["latencies_s"])
+        assert ("not solved" in panel.answer_html.value) != last["solved"]
+        assert (
+            "ms" in panel.answer_html.value
+            and panel.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+        )
+        assert panel.image.value != before or len(set(last["cells"])) == 1
+    finally:
+        shutdown_local(local_cluster.job_client())
