@@ -41,6 +41,7 @@ __all__ = [
     "parse_grafana_response",
     "parse_prometheus_vector",
     "parse_ray_metrics",
+    "source_from_env",
 ]
 
 #: node name (its IP) -> metric key -> value. Keys: ``cpu_percent`` (0-100 of the node),
@@ -401,3 +402,43 @@ class AMPSource:
                 )
             parse_prometheus_vector(resp.json(), key, out)
         return out
+
+
+def source_from_env(environ: Mapping[str, str] | None = None) -> HardwareSource | None:
+    """The HyperPod hardware source that the environment configures, or ``None``.
+
+    - ``HYPERPOD_RL_GRAFANA_URL``, ``HYPERPOD_RL_GRAFANA_TOKEN`` (service-account token) and
+      ``HYPERPOD_RL_GRAFANA_DATASOURCE_UID``: :class:`GrafanaSource`;
+    - else ``HYPERPOD_RL_AMP_WORKSPACE_URL`` with ``AWS_REGION`` (or ``AWS_DEFAULT_REGION``):
+      :class:`AMPSource` with the default AWS credential chain.
+
+    Raises:
+        HyperpodRLError: a Grafana URL without its token or data source uid, or an AMP
+            workspace without a region (the message names the missing variable).
+    """
+    import os
+
+    env = os.environ if environ is None else environ
+    if env.get("HYPERPOD_RL_GRAFANA_URL"):
+        missing = [
+            k
+            for k in ("HYPERPOD_RL_GRAFANA_TOKEN", "HYPERPOD_RL_GRAFANA_DATASOURCE_UID")
+            if not env.get(k)
+        ]
+        if missing:
+            raise HyperpodRLError(
+                f"HYPERPOD_RL_GRAFANA_URL is set but {', '.join(missing)} is not: set it (service-account token / Prometheus data source uid)"
+            )
+        return GrafanaSource(
+            env["HYPERPOD_RL_GRAFANA_URL"],
+            env["HYPERPOD_RL_GRAFANA_TOKEN"],
+            env["HYPERPOD_RL_GRAFANA_DATASOURCE_UID"],
+        )
+    if env.get("HYPERPOD_RL_AMP_WORKSPACE_URL"):
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise HyperpodRLError(
+                "HYPERPOD_RL_AMP_WORKSPACE_URL is set but AWS_REGION is not: set it to the workspace's region"
+            )
+        return AMPSource(env["HYPERPOD_RL_AMP_WORKSPACE_URL"], region=region)
+    return None

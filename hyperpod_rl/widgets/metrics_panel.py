@@ -19,7 +19,12 @@ from typing import Any
 
 import ipywidgets as w
 
-from hyperpod_rl.metrics.hardware import HardwareSource, NodeSample, RayPrometheusSource
+from hyperpod_rl.metrics.hardware import (
+    HardwareSource,
+    NodeSample,
+    RayPrometheusSource,
+    source_from_env,
+)
 from hyperpod_rl.metrics.plots import (
     HARDWARE_PANELS,
     TRAINING_PANELS,
@@ -57,7 +62,11 @@ def _figure(
     return go.FigureWidget(fig)
 
 
-def _local_hardware() -> HardwareSource | None:
+def _auto_hardware() -> HardwareSource | None:
+    """Grafana or AMP when the environment configures one (HyperPod), else the local cluster."""
+    configured = source_from_env()
+    if configured is not None:
+        return configured
     cluster = running_local_cluster()
     return (
         RayPrometheusSource([cluster.state.metrics_export_port])
@@ -76,8 +85,9 @@ class MetricsPanel(Panel):
     Args:
         run_dir: run directory to follow (``<storage root>/runs/<run_id>``); or call :meth:`follow`.
         hardware: a :mod:`hyperpod_rl.metrics.hardware` source (``RayPrometheusSource``,
-            ``GrafanaSource``, ``AMPSource``); ``"auto"`` scrapes the local cluster's metrics
-            export port when one is running; ``None`` turns the hardware charts off.
+            ``GrafanaSource``, ``AMPSource``); ``"auto"`` uses the Grafana or AMP source the
+            environment configures (:func:`~hyperpod_rl.metrics.hardware.source_from_env`), else
+            scrapes the local cluster's metrics export port when one is running; ``None`` turns the hardware charts off.
         interval_s: seconds between polls of ``metrics.jsonl``.
         hardware_period_s: seconds between hardware samples.
         history: hardware samples kept per node.
@@ -113,7 +123,7 @@ class MetricsPanel(Panel):
         self.verdict = w.HTML("<i>bottleneck: no step timings yet</i>")
         self.summary = w.HTML("<i>no run followed</i>")
         self._hardware: HardwareSource | None = (
-            _local_hardware() if hardware == "auto" else hardware
+            _auto_hardware() if hardware == "auto" else hardware
         )  # type: ignore[assignment]
         self._hw_history: dict[str, deque[tuple[float, dict[str, float]]]] = {}
         self._history = history

@@ -250,3 +250,49 @@ def test_hardware_traces_per_node():
     )
     assert by_name["127.0.0.1 memory"]["y"] == [2.0]
     assert "127.0.0.1 GPU" not in by_name
+
+
+def test_hardware_source_from_the_environment():
+    from hyperpod_rl.metrics.hardware import AMPSource, GrafanaSource, source_from_env
+
+    grafana = source_from_env(
+        {
+            "HYPERPOD_RL_GRAFANA_URL": "https://g-1.grafana-workspace.us-west-2.amazonaws.com/",
+            "HYPERPOD_RL_GRAFANA_TOKEN": "glsa_secret",
+            "HYPERPOD_RL_GRAFANA_DATASOURCE_UID": "amp",
+        }
+    )
+    assert isinstance(grafana, GrafanaSource) and grafana.url.endswith("amazonaws.com")
+    assert "glsa_secret" not in repr(grafana)
+    amp = source_from_env(
+        {
+            "HYPERPOD_RL_AMP_WORKSPACE_URL": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1",
+            "AWS_REGION": "us-west-2",
+        }
+    )
+    assert isinstance(amp, AMPSource) and amp.region == "us-west-2"
+    assert source_from_env({}) is None
+    with pytest.raises(
+        HyperpodRLError,
+        match="HYPERPOD_RL_GRAFANA_TOKEN, HYPERPOD_RL_GRAFANA_DATASOURCE_UID is not",
+    ):
+        source_from_env({"HYPERPOD_RL_GRAFANA_URL": "https://g"})
+    with pytest.raises(HyperpodRLError, match="AWS_REGION is not"):
+        source_from_env({"HYPERPOD_RL_AMP_WORKSPACE_URL": "https://aps"})
+
+
+def test_grafana_source_posts_the_query_with_the_token_and_parses_frames():
+    from hyperpod_rl.metrics.hardware import GrafanaSource
+    from tests.fakes import FakeHTTPServer, Response
+
+    with FakeHTTPServer() as srv:
+        srv.route(
+            "POST",
+            r"/api/ds/query",
+            Response(200, json.loads((DATA / "grafana_ds_query.json").read_text())),
+        )
+        sample = GrafanaSource(srv.url, "glsa_secret", "amp-uid").sample()
+        (req,) = srv.requests
+        assert req.headers["authorization"] == "Bearer glsa_secret"
+        assert {q["refId"] for q in req.json()["queries"]} == set(PROMQL)
+    assert sample["10.1.2.3"]["gpu_percent"] == 88.0
