@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 
@@ -16,10 +17,10 @@ def test_job_on_a_lost_worker_node_is_reported_failed(local_cluster):
     raylet = local_cluster.add_worker(num_cpus=1, num_gpus=2, resources={"maze_worker": 1})
     client = local_cluster.job_client()
     # The entrypoint needs the worker's custom resource, so it runs on that node.
-    script = "import time\nprint('started', flush=True)\ntime.sleep(600)"
-    sub = client.submit_job(entrypoint=f"{sys.executable} -c {script!r}", entrypoint_resources={"maze_worker": 1}, submission_id=f"hprl-lost-node-{int(time.time())}")
+    script = "import time; print('node-job-started', flush=True); time.sleep(600)"
+    sub = client.submit_job(entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}", entrypoint_resources={"maze_worker": 1}, submission_id=f"hprl-lost-node-{int(time.time())}")
     deadline = time.time() + 120
-    while "started" not in client.get_job_logs(sub):
+    while "node-job-started" not in client.get_job_logs(sub):
         assert time.time() < deadline, client.get_job_info(sub)
         time.sleep(0.5)
     assert client.get_job_status(sub) == JobStatus.RUNNING
