@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import types
-import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
 import ipywidgets as w
@@ -295,6 +294,3 @@ class ModelForm(w.VBox):
             idx, _, sub = rest.partition(".")
             return self._list_models[head][2][int(idx)].widget(sub)
         raise KeyError(f"no form field {full!r}")
-
-
-_ = typing  # typing is imported for annotations evaluated by pydantic in subclasses
