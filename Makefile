@@ -8,7 +8,12 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv quickstart test test-fast clean
+.PHONY: venv chromium quickstart test test-fast clean
+
+# Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
+# browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
 $(VENV)/.installed: pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
@@ -22,7 +27,11 @@ venv: $(VENV)/.installed
 quickstart: venv
 	$(VENV)/bin/hyperpod-rl quickstart $(ARGS)
 
-test: venv
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
+test: venv chromium
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: venv

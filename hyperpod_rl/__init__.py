@@ -43,6 +43,8 @@ _EXPORTS: dict[str, str] = {
     "evaluate": "hyperpod_rl.eval",
     "deploy_local": "hyperpod_rl.serve.local",
     "chat": "hyperpod_rl.serve.client",
+    # notebook panels
+    "studio": "hyperpod_rl.widgets",
     # task
     "DatasetSpec": "hyperpod_rl.maze",
     "Maze": "hyperpod_rl.maze",

@@ -9,7 +9,7 @@ EXPECTED = [
     "ClusterSpec", "DatasetSpec", "EvalResult", "LocalCluster", "Maze", "MazeEnv", "MetricRecord",
     "QuickstartOptions", "RunConfig", "RunHandle", "chat", "deploy_local", "evaluate", "follow_run",
     "generate_maze", "latest_submission", "list_runs", "make_run_config", "prepare_base_model",
-    "prepare_dataset", "read_metrics", "render_maze", "start_local_cluster", "stop_run", "submit_run",
+    "prepare_dataset", "read_metrics", "render_maze", "start_local_cluster", "stop_run", "studio", "submit_run",
 ]
 
 

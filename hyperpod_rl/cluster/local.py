@@ -384,3 +384,10 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
         cause = err.last_attempt.exception()
         raise ClusterError(f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({cause})") from None
     client.delete_job(submission_id)
+
+
+def current_local_cluster() -> LocalCluster | None:
+    """The local cluster recorded in the state file, or ``None`` (no start, no probe)."""
+    path = data_dir() / STATE_FILE
+    state = _read_state(path)
+    return LocalCluster(state, state_path=path) if state else None
