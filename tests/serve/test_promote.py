@@ -157,3 +157,23 @@ def test_cli_promote_compares_saved_evaluations(run, monkeypatch):
     assert refused.exit_code == 1
     assert "not promoted: do not promote" in refused.output
     assert json.loads((run / PROMOTION_FILE).read_text())["promoted"] is False
+
+
+def test_promote_on_real_evaluations_records_the_evaluations_decision(run, trained_adapter):
+    """Real greedy evaluations of the base model and the adapter on the same held-out mazes."""
+    from hyperpod_rl.eval import compare, evaluate
+    from hyperpod_rl.train.reference import read_rows
+
+    rows = read_rows(trained_adapter["heldout"])[:6]
+    base = evaluate(trained_adapter["model_dir"], rows, label="base", n_resamples=200)
+    base.save(run / "eval" / "base.json")
+    tuned = evaluate(trained_adapter["model_dir"], rows, adapter_path=run / "adapter", label="adapter", n_resamples=200)
+    tuned.save(run / "eval" / "adapter.json")
+    cmp = compare(base, tuned, n_resamples=200)
+    if cmp.promote:
+        assert promote(run / "adapter", comparison=cmp).promoted
+    else:
+        with pytest.raises(PromotionRefused, match="do not promote"):
+            promote(run / "adapter", comparison=cmp)
+    recorded = json.loads((run / PROMOTION_FILE).read_text())
+    assert recorded["promoted"] is cmp.promote and recorded["reason"] == cmp.reason and recorded["num_mazes"] == 6
