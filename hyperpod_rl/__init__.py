@@ -43,6 +43,11 @@ _EXPORTS: dict[str, str] = {
     "evaluate": "hyperpod_rl.eval",
     "deploy_local": "hyperpod_rl.serve.local",
     "chat": "hyperpod_rl.serve.client",
+    "solve": "hyperpod_rl.serve.client",
+    "preflight": "hyperpod_rl.serve.preflight",
+    "promote": "hyperpod_rl.serve.promote",
+    "compare": "hyperpod_rl.eval",
+    "Ledger": "hyperpod_rl.ledger",
     # notebook panels
     "studio": "hyperpod_rl.widgets",
     # task

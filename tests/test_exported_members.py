@@ -6,7 +6,7 @@ import sys
 import hyperpod_rl
 
 EXPECTED = [
-    "ClusterSpec", "DatasetSpec", "EvalResult", "LocalCluster", "Maze", "MazeEnv", "MetricRecord",
+    "ClusterSpec", "Ledger", "compare", "preflight", "promote", "solve", "DatasetSpec", "EvalResult", "LocalCluster", "Maze", "MazeEnv", "MetricRecord",
     "QuickstartOptions", "RunConfig", "RunHandle", "chat", "deploy_local", "evaluate", "follow_run",
     "generate_maze", "latest_submission", "list_runs", "make_run_config", "prepare_base_model",
     "prepare_dataset", "read_metrics", "render_maze", "start_local_cluster", "stop_run", "studio", "submit_run",

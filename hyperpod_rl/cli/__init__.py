@@ -1,7 +1,7 @@
 """``hyperpod-rl``: a thin typer + rich layer over the public API.
 
-Commands: ``quickstart``, ``local start|status|stop``, ``job status|logs|stop|list``,
-``serve up|down|ask``, ``maze ...``, ``cluster ...``. No logic lives here that the library
+Commands: ``quickstart``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
+``serve up|down|ask|solve|preflight|cluster-config|promote``, ``maze ...``, ``cluster ...``. No logic lives here that the library
 does not expose: each command calls the same functions a notebook calls.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
 import typer
 from rich.console import Console
@@ -28,10 +27,8 @@ from hyperpod_rl.errors import HyperpodRLError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.")
 local_app = typer.Typer(no_args_is_help=True, help="The embedded local Ray cluster.")
 job_app = typer.Typer(no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
-serve_app = typer.Typer(no_args_is_help=True, help="Serve a run's adapter with Ray Serve on the local cluster.")
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
-app.add_typer(serve_app, name="serve")
 
 console = Console()
 
@@ -182,75 +179,17 @@ def job_list() -> None:
     console.print(table)
 
 
-# ---------------------------------------------------------------------------- serve
-def _run_model(run_id: str) -> tuple[str, Path]:
-    from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.paths import run_dir
-
-    rdir = run_dir(run_id)
-    if not (rdir / "adapter" / "adapter_model.safetensors").is_file():
-        _fail(HyperpodRLError(f"run {run_id!r} has no adapter yet ({rdir / 'adapter'}): train it first"))
-    config = RunConfig.model_validate_json((rdir / "config.json").read_text())
-    return config.model.path, rdir
-
-
-@serve_app.command("up")
-def serve_up(run_id: str, port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"), name: str = typer.Option("maze", help="model name of the adapter")) -> None:
-    """Serve a run's adapter (and the base model as 'base') with Ray Serve on the local cluster."""
-    from hyperpod_rl.cluster.local import current_local_cluster
-    from hyperpod_rl.serve.local import deploy_local
-
-    model_path, rdir = _run_model(run_id)
-    cluster = current_local_cluster()
-    if cluster is None or not cluster.is_alive():
-        _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
-    with console.status("deploying"):
-        url = deploy_local(cluster.job_client(), model_path, {name: rdir / "adapter"}, port=port)
-    console.print(f"serving at {url}/v1/chat/completions (models: base, {name})")
-
-
-@serve_app.command("down")
-def serve_down() -> None:
-    """Remove the serving app from the local cluster."""
-    from hyperpod_rl.cluster.local import current_local_cluster
-    from hyperpod_rl.serve.local import shutdown_local
-
-    cluster = current_local_cluster()
-    if cluster is None or not cluster.is_alive():
-        _fail(HyperpodRLError("no local Ray cluster is running"))
-    shutdown_local(cluster.job_client())
-    console.print("serving app deleted")
-
-
-@serve_app.command("ask")
-def serve_ask(run_id: str, index: int = typer.Option(0, help="held-out maze index"), model: str = typer.Option("maze"), endpoint: str = typer.Option("http://127.0.0.1:8000")) -> None:
-    """Send one held-out maze of a run to the served model and print its move."""
-    from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.paths import run_dir
-    from hyperpod_rl.serve.client import chat, maze_request
-    from hyperpod_rl.train.reference import read_rows
-
-    config = RunConfig.model_validate_json((run_dir(run_id) / "config.json").read_text())
-    rows = read_rows(config.data.heldout_path)
-    if not 0 <= index < len(rows):
-        _fail(HyperpodRLError(f"--index must be in 0..{len(rows) - 1}"))
-    try:
-        answer, latency = chat(endpoint, maze_request(rows[index], model=model))
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
-    console.print(f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {answer!r} in {latency * 1000:.0f} ms")
-
-
 from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
+from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli.quickstart import quickstart
 
 app.command("quickstart")(quickstart)
 app.add_typer(_maze.app, name="maze")
 app.add_typer(_cluster.app, name="cluster")
 app.add_typer(_runs.app, name="runs")
+app.add_typer(_serve.app, name="serve")
 
 __all__ = ["app", "follow_with_progress"]
 

@@ -330,7 +330,6 @@ def start_local_cluster(
         f"--num-cpus={num_cpus or os.cpu_count() or 1}", "--num-gpus=0", "--disable-usage-stats",
         f"--temp-dir={temp_dir}", *_node_port_flags(),
     ]
-    _run_ray(cmd, token)
     state = LocalClusterState(
         gcs_address=f"127.0.0.1:{gcs}",
         dashboard_url=f"http://127.0.0.1:{dash}",
@@ -340,9 +339,14 @@ def start_local_cluster(
         temp_dir=temp_dir,
         token=token,
     )
-    _write_state(path, state)
     cluster = LocalCluster(state, state_path=path)
-    _wait_ready(cluster, timeout_s=wait_s)
+    try:
+        _run_ray(cmd, token)
+        _write_state(path, state)
+        _wait_ready(cluster, timeout_s=wait_s)
+    except BaseException:
+        cluster.stop()  # leave no half-started processes behind
+        raise
     cluster.restarted_stale = stale  # type: ignore[attr-defined]
     return cluster
 
@@ -361,7 +365,13 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
         ClusterError: not ready within ``timeout_s`` seconds (each stage).
     """
     from ray.job_submission import JobStatus
-    from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+    from tenacity import (
+        RetryError,
+        Retrying,
+        retry_if_exception_type,
+        stop_after_delay,
+        wait_fixed,
+    )
 
     def retrying() -> Retrying:
         return Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5), retry=retry_if_exception_type((_NotYet, RuntimeError)), reraise=False)

@@ -216,42 +216,17 @@ class ServePanel(Panel):
         Raises:
             ServeError: not deployed, or the server answered with an error.
         """
-        import skyrl_gym
-
         from hyperpod_rl.errors import ServeError
-        from hyperpod_rl.maze import ENV_CLASS, Maze, register_env
-        from hyperpod_rl.serve.client import chat
+        from hyperpod_rl.serve.client import solve
 
         if not self.endpoint:
             raise ServeError("not deployed: press Deploy first (or pass endpoint=...)")
         row = self.rows()[self.maze_index.value]
-        register_env()
-        env = skyrl_gym.make(ENV_CLASS, env_config={}, extras=dict(row))
-        conversation, _ = env.init(list(row["prompt"]))
-        cells = [tuple(Maze.from_json(row["maze"]).start)]
-        answers, latencies, solved = [], [], False
-        for _ in range(int(row.get("max_turns") or 8)):
-            answer, latency = chat(
-                self.endpoint,
-                {
-                    "model": self.model_choice.value,
-                    "messages": conversation,
-                    "temperature": 0.0,
-                },
-            )
-            answers.append(answer)
-            latencies.append(latency)
-            out = env.step(answer)
-            cells.append(tuple(out["metadata"]["agent"]))
-            solved = bool(out["metadata"].get("solved"))
-            self.image.value = draw_path(row, cells)  # type: ignore[arg-type]
-            if out["done"]:
-                break
-            conversation = [
-                *conversation,
-                {"role": "assistant", "content": answer},
-                *out["observations"],
-            ]
+        # solve() sends each turn the same context the policy was trained on.
+        result = solve(row, self.endpoint, self.model_choice.value)
+        answers, latencies, solved = result.answers, result.latencies_s, result.solved
+        cells = [tuple(c) for c in result.path]
+        self.image.value = draw_path(row, cells)  # type: ignore[arg-type]
         self.last = {
             "answers": answers,
             "latencies_s": latencies,
