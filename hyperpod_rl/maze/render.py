@@ -135,7 +135,7 @@ def image_size_px(rows: int, cols: int, style: RenderStyle | None = None) -> tup
     return (-(-w // m) * m, -(-h // m) * m)
 
 
-def _smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
     """qwen-vl-utils ``smart_resize`` rules (qwen_vl_utils/vision_process.py, v0.0.14), re-derived.
 
     Sides are rounded to the nearest multiple of ``factor`` (at least ``factor``); if the area then
@@ -193,7 +193,7 @@ def image_token_count(
     hi = 16384 * factor * factor if max_pixels is None else max_pixels
     if lo > hi:
         raise MazeError(f"min_pixels={lo} must be <= max_pixels={hi}")
-    h, w = _smart_resize(height_px, width_px, factor, lo, hi)
+    h, w = smart_resize(height_px, width_px, factor, lo, hi)
     return (h // factor) * (w // factor)
 
 

@@ -12,9 +12,8 @@ quarter of that: one token per 2x2 patch block, between the
 
 from __future__ import annotations
 
-import math
-
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.maze.render import smart_resize as qwen_smart_resize
 
 __all__ = ["image_patches", "image_tokens", "smart_resize"]
 
@@ -38,17 +37,8 @@ def smart_resize(
     factor = patch_px * merge
     max_pixels = MAX_TOKENS * factor**2 if max_pixels is None else max_pixels
     min_pixels = MIN_TOKENS * factor**2 if min_pixels is None else min_pixels
-    h_bar = max(factor, round(height_px / factor) * factor)
-    w_bar = max(factor, round(width_px / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt(height_px * width_px / max_pixels)
-        h_bar = max(factor, math.floor(height_px / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width_px / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height_px * width_px))
-        h_bar = math.ceil(height_px * beta / factor) * factor
-        w_bar = math.ceil(width_px * beta / factor) * factor
-    return h_bar, w_bar
+    # The rules themselves live in the maze renderer (one copy, checked against qwen-vl-utils' source).
+    return qwen_smart_resize(height_px, width_px, factor, min_pixels, max_pixels)
 
 
 def image_patches(height_px: int, width_px: int, *, patch_px: int = 16, merge: int = 2) -> tuple[int, int, int]:
