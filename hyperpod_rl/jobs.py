@@ -189,6 +189,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
     Raises:
         JobError: no job with this submission id.
     """
+    import requests
     from ray.job_submission import JobStatus
 
     seen = 0
@@ -199,6 +200,8 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
             logs = client.get_job_logs(submission_id)
         except RuntimeError as err:
             raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+        except (ConnectionError, OSError, requests.RequestException) as err:
+            raise JobError(f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)") from None
         lines = logs.splitlines()
         if not from_start and last_status is None:
             seen = len(lines)

@@ -113,6 +113,8 @@ def follow_with_progress(client, submission_id: str, total_steps: int, *, from_s
 
     columns = [TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("reward {task.fields[reward]}"), TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn()]
     status = "PENDING"
+    if not console.is_terminal:  # e.g. CI logs: a plain line every 10% instead of a live bar
+        return _follow_plain(client, submission_id, total_steps, from_start=from_start)
     try:
         with Progress(*columns, console=console, transient=False) as progress:
             task = progress.add_task("train", total=total_steps, reward="-", loss="-")
@@ -131,12 +133,36 @@ def follow_with_progress(client, submission_id: str, total_steps: int, *, from_s
     return status
 
 
+def _follow_plain(client, submission_id: str, total_steps: int, *, from_start: bool) -> str:
+    from hyperpod_rl.jobs import follow_run
+
+    status, shown = "PENDING", -1
+    try:
+        for update in follow_run(client, submission_id, from_start=from_start):
+            status = update.status
+            for rec in update.records:
+                decile = rec.step * 10 // max(total_steps, 1)
+                if decile > shown:
+                    shown = decile
+                    console.print(f"train {rec.step}/{total_steps} reward {rec.values.get('reward/avg_raw_reward', float('nan')):+.3f} loss {rec.values.get('policy/policy_loss', float('nan')):+.4f}")
+            if update.terminal and status != "SUCCEEDED":
+                console.print(f"job {submission_id} ended {status}: {update.message}")
+    except KeyboardInterrupt:
+        console.print("detached; the job keeps running")
+        raise typer.Exit(code=130) from None
+    return status
+
+
 @job_app.command("status")
 def job_status(run_id: str) -> None:
     """Status of a run's latest submission."""
     client = _client()
     sub = _submission(run_id)
-    info = client.get_job_info(sub)
+    try:
+        info = client.get_job_info(sub)
+    except RuntimeError:
+        _fail(HyperpodRLError(f"job {sub} of run {run_id!r} is not on the running cluster (it was restarted or stopped): resubmit the run to resume it"))
+        raise
     console.print(f"{run_id} ({sub}): {info.status} {info.message or ''}")
 
 

@@ -210,15 +210,28 @@ class LocalCluster:
         """
         import psutil
 
+        port = self.state.gcs_address.rsplit(":", 1)[-1]
+        me = psutil.Process()
+        spared = {me.pid, *(p.pid for p in me.parents())}
         found: dict[int, psutil.Process] = {}
         for proc in psutil.process_iter(["cmdline"]):
+            if proc.pid in spared:
+                continue
             try:
-                if any(self.state.temp_dir in arg for arg in proc.info["cmdline"] or []):
+                cmd = " ".join(proc.info["cmdline"] or [])
+                ours = self.state.temp_dir in cmd
+                # Orphans that outlive a killed raylet: the Ray Client server (its --address names
+                # the GCS port) and job drivers (their RAY_ADDRESS is this cluster's GCS).
+                ours = ours or ("ray.util.client.server" in cmd and f":{port} " in f"{cmd} ")
+                if not ours and cmd:
+                    address = proc.environ().get("RAY_ADDRESS", "")
+                    ours = bool(address) and address.rsplit(":", 1)[-1] == port and address.split(":")[0] in ("127.0.0.1", socket.gethostbyname(socket.gethostname()))
+                if ours:
                     found[proc.pid] = proc
                     found.update({child.pid: child for child in proc.children(recursive=True)})
-            except (psutil.Error, TypeError):
+            except (psutil.Error, TypeError, OSError):
                 continue
-        procs = list(found.values())
+        procs = [p for pid, p in found.items() if pid not in spared]
         for proc in procs:
             try:
                 proc.terminate()
