@@ -53,6 +53,8 @@ def local_start(
             cluster = start_local_cluster(dashboard_port=dashboard_port, num_cpus=num_cpus, restart=restart)
     except HyperpodRLError as err:
         _fail(err)
+    if getattr(cluster, "restarted_stale", False):
+        console.print("the recorded local cluster was not answering (stale): it was stopped and started again")
     console.print(f"local Ray cluster: dashboard {cluster.dashboard_url} (token in {cluster.state_path}, mode 0600)")
 
 
