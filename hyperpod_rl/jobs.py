@@ -157,7 +157,9 @@ def submit_run(
     config_path = write_config(config, run_dir)
     submission_id = f"hprl-{config.run_id}-{len(subs) + 1}"
     interpreter = python or sys.executable
-    entrypoint = f"{shlex.quote(interpreter)} -m hyperpod_rl.train --config {shlex.quote(str(config_path))} --backend {config.backend}"
+    # exec: Ray runs the entrypoint through a shell; without exec, stopping a job that is still
+    # starting can kill only the shell and orphan the trainer.
+    entrypoint = f"exec {shlex.quote(interpreter)} -m hyperpod_rl.train --config {shlex.quote(str(config_path))} --backend {config.backend}"
     if fresh:
         entrypoint += " --fresh"
     threads = str(config.trainer.torch_threads or os.cpu_count() or 1)

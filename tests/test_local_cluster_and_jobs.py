@@ -107,6 +107,16 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
     again = submit_run(client, cfg, tmp_path / "job-stop")
     assert again.submission_id == "hprl-job-stop-2"
     stop_run(client, again.submission_id)
+    deadline = time.time() + 60
+    while not client.get_job_status(again.submission_id).is_terminal() and time.time() < deadline:
+        time.sleep(0.5)
+    time.sleep(3)
+    # No trainer of this run may outlive its stopped jobs.
+    import psutil
+
+    config_path = str(tmp_path / "job-stop" / "config.json")
+    left = [p.pid for p in psutil.process_iter(["cmdline"]) if config_path in " ".join(p.info["cmdline"] or [])]
+    assert left == [], f"trainer processes still running after stop: {left}"
     assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
 
 
