@@ -26,45 +26,48 @@ def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 
 
 def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
-    summary_path = tmp_path / "summary.json"
-    start = time.monotonic()
-    proc = _cli(
-        "quickstart", "--run-id", "e2e", "--steps", "80", "--train-mazes", "400", "--heldout-mazes", "60",
-        "--serve-port", "8123", "--summary-json", str(summary_path),
-    )
-    wall = time.monotonic() - start
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-    assert wall < 240, f"reduced quickstart took {wall:.0f} s"
-    summary = json.loads(summary_path.read_text())
-    run_dir = Path(summary["run_dir"])
-    # artifacts
-    for rel in ("config.json", "metrics.jsonl", "submissions.json", "eval/base.json", "eval/adapter.json",
-                "adapter/adapter_model.safetensors", "adapter/adapter_config.json", "adapter/provenance.json"):
-        assert (run_dir / rel).is_file(), rel
-    assert summary["heldout_mazes"] == 60
-    assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
-    # one metric record per step, and the reward trend goes up
-    rewards = [r.values["reward/avg_raw_reward"] for r in read_metrics(run_dir / "metrics.jsonl")]
-    assert len(rewards) == 80
-    first, last = sum(rewards[:20]) / 20, sum(rewards[-20:]) / 20
-    assert last > first, rewards
-    # the table and the served answer
-    assert "optimal-move rate" in proc.stdout and "held-out mazes: 60" in proc.stdout
-    assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", summary["served_answer"]["answer"])
-    # no secret anywhere in what the user sees
-    token = json.loads((Path(os.environ["HYPERPOD_RL_HOME"]) / "local-cluster.json").read_text())["token"]
-    assert token not in proc.stdout + proc.stderr
-    # reattach from a new process by run id alone
-    status = _cli("job", "status", "e2e", timeout=120)
-    assert status.returncode == 0 and "SUCCEEDED" in status.stdout
-    logs = _cli("job", "logs", "e2e", timeout=120)
-    assert "HPRL_METRIC" in logs.stdout and token not in logs.stdout
-    listed = _cli("job", "list", timeout=120)
-    assert "hprl-e2e-1" in listed.stdout
-    asked = _cli("serve", "ask", "e2e", "--index", "1", "--endpoint", "http://127.0.0.1:8123", timeout=120)
-    assert asked.returncode == 0 and re.search(r"answered '<answer>(up|down|left|right)</answer>'", asked.stdout), asked.stdout + asked.stderr
-    down = _cli("serve", "down", timeout=180)
-    assert down.returncode == 0
+    try:
+        summary_path = tmp_path / "summary.json"
+        start = time.monotonic()
+        proc = _cli(
+            "quickstart", "--run-id", "e2e", "--steps", "80", "--train-mazes", "400", "--heldout-mazes", "60",
+            "--serve-port", "8123", "--summary-json", str(summary_path),
+        )
+        wall = time.monotonic() - start
+        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        assert wall < 240, f"reduced quickstart took {wall:.0f} s"
+        summary = json.loads(summary_path.read_text())
+        run_dir = Path(summary["run_dir"])
+        # artifacts
+        for rel in ("config.json", "metrics.jsonl", "submissions.json", "eval/base.json", "eval/adapter.json",
+                    "adapter/adapter_model.safetensors", "adapter/adapter_config.json", "adapter/provenance.json"):
+            assert (run_dir / rel).is_file(), rel
+        assert summary["heldout_mazes"] == 60
+        assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
+        # one metric record per step, and the reward trend goes up
+        rewards = [r.values["reward/avg_raw_reward"] for r in read_metrics(run_dir / "metrics.jsonl")]
+        assert len(rewards) == 80
+        first, last = sum(rewards[:20]) / 20, sum(rewards[-20:]) / 20
+        assert last > first, rewards
+        # the table and the served answer
+        assert "optimal-move rate" in proc.stdout and "held-out mazes: 60" in proc.stdout
+        assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", summary["served_answer"]["answer"])
+        # no secret anywhere in what the user sees
+        token = json.loads((Path(os.environ["HYPERPOD_RL_HOME"]) / "local-cluster.json").read_text())["token"]
+        assert token not in proc.stdout + proc.stderr
+        # reattach from a new process by run id alone
+        status = _cli("job", "status", "e2e", timeout=120)
+        assert status.returncode == 0 and "SUCCEEDED" in status.stdout
+        logs = _cli("job", "logs", "e2e", timeout=120)
+        assert "HPRL_METRIC" in logs.stdout and token not in logs.stdout
+        listed = _cli("job", "list", timeout=120)
+        assert "hprl-e2e-1" in listed.stdout
+        asked = _cli("serve", "ask", "e2e", "--index", "1", "--endpoint", "http://127.0.0.1:8123", timeout=120)
+        assert asked.returncode == 0 and re.search(r"answered '<answer>(up|down|left|right)</answer>'", asked.stdout), asked.stdout + asked.stderr
+    finally:
+        # Always free the serve port for later tests, whatever failed above.
+        down = _cli("serve", "down", timeout=180)
+    assert down.returncode == 0, down.stdout + down.stderr
 
 
 def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
