@@ -79,26 +79,3 @@ class Panel(w.VBox):
         for thread in list(self._threads):
             thread.join(max(deadline - time.monotonic(), 0))
         return not any(t.is_alive() for t in self._threads)
-
-
-def running_local_cluster() -> Any:
-    """The local cluster recorded in this data dir's state file, or ``None`` (no start, no probe).
-
-    Uses ``hyperpod_rl.cluster.local.current_local_cluster`` when the module has it; otherwise
-    reads the same state file (``<data dir>/local-cluster.json``) with the module's public names.
-    """
-    import json
-
-    from hyperpod_rl.cluster import local
-
-    current = getattr(local, "current_local_cluster", None)
-    if current is not None:
-        return current()
-    from hyperpod_rl.paths import data_dir
-
-    path = data_dir() / local.STATE_FILE
-    try:
-        state = local.LocalClusterState(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-    return local.LocalCluster(state, state_path=path)

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 import ipywidgets as w
 
+from hyperpod_rl.cluster.local import current_local_cluster
 from hyperpod_rl.cluster.spec import ClusterSpec
-from hyperpod_rl.widgets._base import Panel, escape, running_local_cluster
+from hyperpod_rl.widgets._base import Panel, escape
 from hyperpod_rl.widgets._form import ModelForm
 
 __all__ = ["ClusterPanel"]
@@ -170,7 +171,7 @@ class ClusterPanel(Panel):
                         "the local cluster's job API did not answer: press Apply to start it"
                     )
                 if self.cluster is None:
-                    self.cluster = running_local_cluster()
+                    self.cluster = current_local_cluster()
                 time.sleep(1.0)
             self.refresh()
             return
@@ -188,7 +189,7 @@ class ClusterPanel(Panel):
         """Local: stop this cluster's processes. HyperPod: delete the RayCluster."""
         self.clear_errors()
         if self.kind.value == "local":
-            cluster = self.cluster or running_local_cluster()
+            cluster = self.cluster or current_local_cluster()
             if cluster is not None:
                 cluster.stop()
             self.cluster = None
@@ -204,7 +205,7 @@ class ClusterPanel(Panel):
     def refresh(self) -> None:
         """Re-read the status (local: state file + job API probe; HyperPod: one report)."""
         if self.kind.value == "local":
-            cluster = self.cluster or running_local_cluster()
+            cluster = self.cluster or current_local_cluster()
             if cluster is not None and cluster.is_alive(timeout_s=2.0):
                 self.cluster = cluster
                 self._show(

@@ -19,6 +19,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from hyperpod_rl.cluster.local import current_local_cluster
 from hyperpod_rl.metrics.hardware import (
     HardwareSource,
     NodeSample,
@@ -36,7 +37,7 @@ from hyperpod_rl.metrics.plots import (
 )
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.metrics.stream import MetricsFileTail, MetricStream
-from hyperpod_rl.widgets._base import Panel, escape, running_local_cluster
+from hyperpod_rl.widgets._base import Panel, escape
 
 __all__ = ["MetricsPanel"]
 
@@ -67,7 +68,7 @@ def _auto_hardware() -> HardwareSource | None:
     configured = source_from_env()
     if configured is not None:
         return configured
-    cluster = running_local_cluster()
+    cluster = current_local_cluster()
     return (
         RayPrometheusSource([cluster.state.metrics_export_port])
         if cluster is not None

@@ -17,6 +17,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from hyperpod_rl.cluster.local import current_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import (
@@ -29,7 +30,7 @@ from hyperpod_rl.jobs import (
 )
 from hyperpod_rl.paths import run_dir as default_run_dir
 from hyperpod_rl.paths import storage_root
-from hyperpod_rl.widgets._base import Panel, escape, running_local_cluster
+from hyperpod_rl.widgets._base import Panel, escape
 from hyperpod_rl.widgets._form import ModelForm
 
 __all__ = ["RunPanel"]
@@ -170,7 +171,7 @@ class RunPanel(Panel):
                 else self._client
             )
         if self._cluster is None:
-            self._cluster = running_local_cluster()
+            self._cluster = current_local_cluster()
         if self._cluster is None:
             raise JobError(
                 "no cluster: start one in the Cluster panel (or hyperpod-rl cluster start) first"

@@ -14,7 +14,8 @@ from typing import Any
 
 import ipywidgets as w
 
-from hyperpod_rl.widgets._base import Panel, escape, running_local_cluster
+from hyperpod_rl.cluster.local import current_local_cluster
+from hyperpod_rl.widgets._base import Panel, escape
 
 __all__ = ["ServePanel", "draw_path"]
 
@@ -148,7 +149,7 @@ class ServePanel(Panel):
         if self._client is None:
             from hyperpod_rl.errors import ServeError
 
-            cluster = running_local_cluster()
+            cluster = current_local_cluster()
             if cluster is None:
                 raise ServeError("no cluster: start one in the Cluster panel first")
             self._client = cluster.job_client()
