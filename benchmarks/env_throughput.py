@@ -86,9 +86,7 @@ def _naive_observation(maze: Maze, agent: tuple[int, int], style: RenderStyle) -
     }
 
 
-def bench_core(
-    mazes: list[Maze], group: int, completions: list[str], max_turns: list[int], observe: Callable | None
-) -> tuple[int, float]:
+def bench_core(mazes: list[Maze], group: int, completions: list[str], max_turns: list[int], observe: Callable | None) -> tuple[int, float]:
     """parse + move + reward per step, plus ``observe(maze, agent)`` when given."""
     style = RenderStyle()
     steps, i = 0, 0
@@ -135,9 +133,7 @@ def main() -> None:
     steps, secs = bench_core(mazes, args.group, completions, limits, _naive_observation)
     results["naive_rendered_steps_per_s"] = round(steps / secs, 1)
     results["speedup_vs_naive"] = round(results["rendered_steps_per_s"] / results["naive_rendered_steps_per_s"], 2)
-    results["cold_png_speedup_vs_naive"] = round(
-        results["rendered_cold_png_steps_per_s"] / results["naive_rendered_steps_per_s"], 2
-    )
+    results["cold_png_speedup_vs_naive"] = round(results["rendered_cold_png_steps_per_s"] / results["naive_rendered_steps_per_s"], 2)
     results.update(
         image_px=f"{width}x{height}",
         mazes=args.mazes,
@@ -153,11 +149,7 @@ def main() -> None:
         "naive_rendered_steps_per_s",
     ):
         target = TARGET_UNRENDERED if key.startswith("unrendered") else TARGET_RENDERED
-        flag = (
-            ""
-            if key.startswith("naive")
-            else f"  (target >= {target}: {'met' if results[key] >= target else 'MISSED'})"
-        )
+        flag = "" if key.startswith("naive") else f"  (target >= {target}: {'met' if results[key] >= target else 'MISSED'})"
         print(f"{key:32s} {results[key]:>12,.1f}{flag}")
     print(json.dumps(results, sort_keys=True))
 

@@ -32,12 +32,8 @@ from pathlib import Path
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--steps", type=int, default=40, help="training steps of the tiny run"
-    )
-    parser.add_argument(
-        "--idle-s", type=float, default=20.0, help="seconds of idle poller measurement"
-    )
+    parser.add_argument("--steps", type=int, default=40, help="training steps of the tiny run")
+    parser.add_argument("--idle-s", type=float, default=20.0, help="seconds of idle poller measurement")
     parser.add_argument(
         "--interval-s",
         type=float,
@@ -73,9 +69,7 @@ def main() -> int:
         )
         storage = storage_root()
         data = prepare_dataset(opts, storage)
-        model_dir, revision = prepare_base_model(
-            opts, storage, read_parquet(data.train)
-        )
+        model_dir, revision = prepare_base_model(opts, storage, read_parquet(data.train))
         config = make_run_config(
             opts,
             run_id="metrics-latency",
@@ -95,9 +89,7 @@ def main() -> int:
         comm.send = counting_send
         run = RunPanel(config, cluster=cluster, metrics=metrics, poll_s=1.0)
         renders0 = metrics.renders
-        for _ in range(
-            30
-        ):  # a fresh head can answer "no available agent, try again later"
+        for _ in range(30):  # a fresh head can answer "no available agent, try again later"
             run.errors.clear()
             run.submit_button.click()
             if not run.errors or "try again later" not in run.errors[-1]:
@@ -112,11 +104,7 @@ def main() -> int:
             time.sleep(0.5)
         time.sleep(3 * args.interval_s)
         renders = metrics.renders - renders0
-        latencies = sorted(
-            metrics.arrivals[r.step] - r.time_s
-            for r in metrics.records
-            if r.step in metrics.arrivals
-        )
+        latencies = sorted(metrics.arrivals[r.step] - r.time_s for r in metrics.records if r.step in metrics.arrivals)
         messages = sent["n"]
 
         # For comparison: one refresh without batch_update (each trace loses its last point,
@@ -144,23 +132,13 @@ def main() -> int:
         idle_frac = (thread_cpu() - c0) / (time.monotonic() - w0)
         metrics.close()
         p50 = statistics.median(latencies) if latencies else float("nan")
-        p95 = (
-            latencies[min(round(0.95 * (len(latencies) - 1)), len(latencies) - 1)]
-            if latencies
-            else float("nan")
-        )
-        print(
-            f"run status: {run.status}; steps seen in the figure: {len(latencies)} of {args.steps}"
-        )
+        p95 = latencies[min(round(0.95 * (len(latencies) - 1)), len(latencies) - 1)] if latencies else float("nan")
+        print(f"run status: {run.status}; steps seen in the figure: {len(latencies)} of {args.steps}")
         print(
             f"latency write -> figure: p50 {p50:.2f} s, p95 {p95:.2f} s, max {max(latencies, default=float('nan')):.2f} s (target p95 <= 3 s)"
         )
-        print(
-            f"idle poller CPU: {100 * idle_frac:.2f} % of one core over {args.idle_s:.0f} s (target <= 2 %)"
-        )
-        print(
-            f"training figure: {messages} comm messages over {renders} batched updates; the same refresh unbatched: {unbatched} messages"
-        )
+        print(f"idle poller CPU: {100 * idle_frac:.2f} % of one core over {args.idle_s:.0f} s (target <= 2 %)")
+        print(f"training figure: {messages} comm messages over {renders} batched updates; the same refresh unbatched: {unbatched} messages")
         result = {
             "p50_s": round(p50, 3),
             "p95_s": round(p95, 3),

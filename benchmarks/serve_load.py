@@ -37,7 +37,9 @@ import numpy as np
 ANSWER = re.compile(r"<answer>(up|down|left|right)</answer>")
 
 
-def run_load(endpoint: str, model: str, rows: list[dict[str, Any]], *, clients: int = 16, requests_per_client: int = 50, timeout_s: float = 120.0) -> dict[str, Any]:
+def run_load(
+    endpoint: str, model: str, rows: list[dict[str, Any]], *, clients: int = 16, requests_per_client: int = 50, timeout_s: float = 120.0
+) -> dict[str, Any]:
     """Send ``clients * requests_per_client`` requests from ``clients`` threads.
 
     Returns:
@@ -111,7 +113,9 @@ def _self_contained(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]
     opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=32, max_turns=3, steps=1, group_size=2, mazes_per_step=2)
     data = prepare_dataset(opts, storage)
     model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
-    trainer = ReferenceTrainer(make_run_config(opts, run_id="serve-load", model_path=model_dir, revision=revision, data=data), storage / "runs" / "serve-load")
+    trainer = ReferenceTrainer(
+        make_run_config(opts, run_id="serve-load", model_path=model_dir, revision=revision, data=data), storage / "runs" / "serve-load"
+    )
     trainer._build()
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
@@ -150,8 +154,12 @@ def main() -> int:
     finally:
         if teardown is not None:
             teardown()
-    print(f"{result['requests']} requests from {result['clients']} clients x {result['requests_per_client']} against {endpoint} (model {args.model!r}), cpu_count {os.cpu_count()}")
-    print(f"latency ms: p50 {result['p50_ms']}  p95 {result['p95_ms']}  p99 {result['p99_ms']}  mean {result['mean_ms']}  max {result['max_ms']}")
+    print(
+        f"{result['requests']} requests from {result['clients']} clients x {result['requests_per_client']} against {endpoint} (model {args.model!r}), cpu_count {os.cpu_count()}"
+    )
+    print(
+        f"latency ms: p50 {result['p50_ms']}  p95 {result['p95_ms']}  p99 {result['p99_ms']}  mean {result['mean_ms']}  max {result['max_ms']}"
+    )
     print(f"throughput: {result['requests_per_s']} requests/s over {result['wall_s']} s; failed: {result['failed']}")
     for err in result["errors"]:
         print(f"  error: {err}")

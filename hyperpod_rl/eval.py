@@ -38,11 +38,27 @@ from hyperpod_rl.model.loading import load_base_model
 from hyperpod_rl.train.benchmark import greedy_benchmark
 from hyperpod_rl.train.policy import MazePolicy
 
-__all__ = ["Comparison", "EvalResult", "Interval", "MetricDelta", "bootstrap_interval", "compare", "evaluate", "load_policy", "ood_rows", "text_twin_rows"]
+__all__ = [
+    "Comparison",
+    "EvalResult",
+    "Interval",
+    "MetricDelta",
+    "bootstrap_interval",
+    "compare",
+    "evaluate",
+    "load_policy",
+    "ood_rows",
+    "text_twin_rows",
+]
 
 REPORTED = ("solve_rate", "optimal_move_rate", "invalid_move_rate", "steps_over_optimal")
 #: Per-maze key of each reported metric (``steps_over_optimal`` is absent for unsolved mazes).
-PER_MAZE_KEY = {"solve_rate": "solved", "optimal_move_rate": "optimal_move_rate", "invalid_move_rate": "invalid_move_rate", "steps_over_optimal": "steps_over_optimal"}
+PER_MAZE_KEY = {
+    "solve_rate": "solved",
+    "optimal_move_rate": "optimal_move_rate",
+    "invalid_move_rate": "invalid_move_rate",
+    "steps_over_optimal": "steps_over_optimal",
+}
 HIGHER_IS_BETTER = {"solve_rate": True, "optimal_move_rate": True, "invalid_move_rate": False, "steps_over_optimal": False}
 #: Metrics that block promotion when the adapter is significantly worse on them.
 GUARDS = ("optimal_move_rate", "invalid_move_rate")
@@ -109,7 +125,10 @@ def _breakdown(per_maze: list[dict[str, Any]], group_key: str, *, n_resamples: i
         else:
             label = str(m.get(group_key))
         groups[label].append(m)
-    return {label: {metric: bootstrap_interval(_values(rows, metric), n_resamples=n_resamples, seed=seed) for metric in REPORTED} for label, rows in sorted(groups.items())}
+    return {
+        label: {metric: bootstrap_interval(_values(rows, metric), n_resamples=n_resamples, seed=seed) for metric in REPORTED}
+        for label, rows in sorted(groups.items())
+    }
 
 
 @dataclass
@@ -183,7 +202,14 @@ class EvalResult:
 
     def summary(self) -> dict[str, Any]:
         """Figures and intervals without the per-maze records (what the manifest keeps)."""
-        out = {"label": self.label, "split": self.split, "observation": self.observation, "num_mazes": self.num_mazes, "metrics": self.metrics, "ci": self.ci}
+        out = {
+            "label": self.label,
+            "split": self.split,
+            "observation": self.observation,
+            "num_mazes": self.num_mazes,
+            "metrics": self.metrics,
+            "ci": self.ci,
+        }
         if self.text_twin is not None:
             out["text_twin"] = self.text_twin.summary()
         return out
@@ -213,7 +239,12 @@ def _bar_figure(series: dict[str, dict[str, Interval]], title: str) -> str:
             name=name,
             x=names,
             y=vals,
-            error_y={"type": "data", "symmetric": False, "array": [metrics[m].high - metrics[m].value for m in names], "arrayminus": [metrics[m].value - metrics[m].low for m in names]},
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [metrics[m].high - metrics[m].value for m in names],
+                "arrayminus": [metrics[m].value - metrics[m].low for m in names],
+            },
         )
     fig.update_layout(title=title, barmode="group", yaxis_title="rate (95% bootstrap CI)", height=360, margin={"t": 50, "b": 40})
     return fig.to_html(full_html=False, include_plotlyjs="cdn")
@@ -282,12 +313,21 @@ def text_twin_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         maze = Maze.from_json(row["maze"])
         style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else None
-        prompt = build_prompt(maze, mode=row.get("mode", "step"), max_turns=int(row["max_turns"]), style=style, observation="text", prompt_style=row.get("prompt_style", "full"))
+        prompt = build_prompt(
+            maze,
+            mode=row.get("mode", "step"),
+            max_turns=int(row["max_turns"]),
+            style=style,
+            observation="text",
+            prompt_style=row.get("prompt_style", "full"),
+        )
         out.append({**row, "prompt": prompt, "observation": "text", "image_tokens": 0})
     return out
 
 
-def ood_rows(spec: dict[str, Any] | DatasetSpec, count: int, *, in_distribution: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+def ood_rows(
+    spec: dict[str, Any] | DatasetSpec, count: int, *, in_distribution: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """Build the out-of-distribution split of a dataset spec: ``ood_sizes`` grids, longer paths.
 
     Args:
@@ -314,7 +354,13 @@ def _finish(result: EvalResult, *, n_resamples: int, seed: int) -> EvalResult:
         iv = bootstrap_interval(_values(result.per_maze, metric), n_resamples=n_resamples, seed=seed)
         if iv.n:
             result.ci[metric] = [iv.low, iv.high]
-    result.breakdown = {key: {label: {m: asdict(iv) for m, iv in metrics.items() if iv.n} for label, metrics in _breakdown(result.per_maze, key, n_resamples=n_resamples, seed=seed).items()} for key in ("stratum", "size")}
+    result.breakdown = {
+        key: {
+            label: {m: asdict(iv) for m, iv in metrics.items() if iv.n}
+            for label, metrics in _breakdown(result.per_maze, key, n_resamples=n_resamples, seed=seed).items()
+        }
+        for key in ("stratum", "size")
+    }
     return result
 
 
@@ -362,7 +408,16 @@ def evaluate(
 
     def run(these: list[dict[str, Any]], observation: str) -> EvalResult:
         metrics, per_maze = greedy_benchmark(pol, these, max_turns=max_turns)
-        res = EvalResult(label=name, model_path=str(model_path), adapter_path=str(adapter_path) if adapter_path else None, num_mazes=len(these), metrics=metrics, per_maze=per_maze, split=split_name, observation=observation)
+        res = EvalResult(
+            label=name,
+            model_path=str(model_path),
+            adapter_path=str(adapter_path) if adapter_path else None,
+            num_mazes=len(these),
+            metrics=metrics,
+            per_maze=per_maze,
+            split=split_name,
+            observation=observation,
+        )
         return _finish(res, n_resamples=n_resamples, seed=seed)
 
     result = run(rows, str(rows[0].get("observation") or "image"))
@@ -422,7 +477,16 @@ class Comparison:
 
     def table_rows(self) -> list[dict[str, str]]:
         """Rows for a report table: ``metric``, ``base``, ``candidate``, ``delta``, ``verdict`` (formatted)."""
-        return [{"metric": d.metric, "base": d.base.fmt(), "candidate": d.candidate.fmt(), "delta": d.diff.fmt(signed=True), "verdict": d.verdict} for d in self.deltas.values()]
+        return [
+            {
+                "metric": d.metric,
+                "base": d.base.fmt(),
+                "candidate": d.candidate.fmt(),
+                "delta": d.diff.fmt(signed=True),
+                "verdict": d.verdict,
+            }
+            for d in self.deltas.values()
+        ]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -446,13 +510,27 @@ class Comparison:
         return p
 
     def _repr_html_(self) -> str:
-        series = {lab: {m: getattr(d, which) for m, d in self.deltas.items() if m != "steps_over_optimal"} for lab, which in ((self.base_label, "base"), (self.candidate_label, "candidate"))}
+        series = {
+            lab: {m: getattr(d, which) for m, d in self.deltas.items() if m != "steps_over_optimal"}
+            for lab, which in ((self.base_label, "base"), (self.candidate_label, "candidate"))
+        }
         fig = _bar_figure(series, f"{self.candidate_label} vs {self.base_label} · {self.num_mazes} mazes · promote: {self.promote}")
-        rows = "".join(f"<tr><td>{r['metric']}</td><td>{r['base']}</td><td>{r['candidate']}</td><td>{r['delta']}</td><td>{r['verdict']}</td></tr>" for r in self.table_rows())
+        rows = "".join(
+            f"<tr><td>{r['metric']}</td><td>{r['base']}</td><td>{r['candidate']}</td><td>{r['delta']}</td><td>{r['verdict']}</td></tr>"
+            for r in self.table_rows()
+        )
         return f"{fig}<table><thead><tr><th>metric</th><th>{html.escape(self.base_label)}</th><th>{html.escape(self.candidate_label)}</th><th>Δ (paired)</th><th>verdict</th></tr></thead><tbody>{rows}</tbody></table><p>{html.escape(self.reason)}</p>"
 
 
-def compare(base: EvalResult, candidate: EvalResult, *, primary: str = "solve_rate", level: float = 0.95, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Comparison:
+def compare(
+    base: EvalResult,
+    candidate: EvalResult,
+    *,
+    primary: str = "solve_rate",
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Comparison:
     """Compare two evaluations of the same mazes and decide whether to promote the candidate.
 
     Mazes are paired by layout hash and resampled together (paired bootstrap), so the
@@ -478,7 +556,9 @@ def compare(base: EvalResult, candidate: EvalResult, *, primary: str = "solve_ra
     b_by = {m["layout_hash"]: m for m in base.per_maze}
     c_by = {m["layout_hash"]: m for m in candidate.per_maze}
     if set(b_by) != set(c_by) or not b_by:
-        raise ConfigError(f"compare needs both results on the same mazes: {base.label} has {len(b_by)}, {candidate.label} {len(c_by)}, {len(set(b_by) & set(c_by))} shared; evaluate both on the same rows")
+        raise ConfigError(
+            f"compare needs both results on the same mazes: {base.label} has {len(b_by)}, {candidate.label} {len(c_by)}, {len(set(b_by) & set(c_by))} shared; evaluate both on the same rows"
+        )
     keys = sorted(b_by)
     b_rows, c_rows = [b_by[k] for k in keys], [c_by[k] for k in keys]
     rng = np.random.default_rng(seed)
@@ -500,9 +580,27 @@ def compare(base: EvalResult, candidate: EvalResult, *, primary: str = "solve_ra
     worse = [g for g in GUARDS if g != primary and deltas[g].verdict == "worse"]
     pct = f"{level:.0%}"
     if main.verdict != "better":
-        promote, reason = False, f"do not promote: the {pct} interval of the {primary} difference, {main.diff.fmt(signed=True)}, does not exclude 0 on the better side"
+        promote, reason = (
+            False,
+            f"do not promote: the {pct} interval of the {primary} difference, {main.diff.fmt(signed=True)}, does not exclude 0 on the better side",
+        )
     elif worse:
-        promote, reason = False, f"do not promote: {primary} improved ({main.diff.fmt(signed=True)}) but {', '.join(worse)} got significantly worse"
+        promote, reason = (
+            False,
+            f"do not promote: {primary} improved ({main.diff.fmt(signed=True)}) but {', '.join(worse)} got significantly worse",
+        )
     else:
-        promote, reason = True, f"promote: {primary} improved by {main.diff.fmt(signed=True)} ({pct} paired bootstrap over {len(keys)} mazes) and no guard metric got worse"
-    return Comparison(base_label=base.label, candidate_label=candidate.label, num_mazes=len(keys), level=level, deltas=deltas, primary=primary, promote=promote, reason=reason)
+        promote, reason = (
+            True,
+            f"promote: {primary} improved by {main.diff.fmt(signed=True)} ({pct} paired bootstrap over {len(keys)} mazes) and no guard metric got worse",
+        )
+    return Comparison(
+        base_label=base.label,
+        candidate_label=candidate.label,
+        num_mazes=len(keys),
+        level=level,
+        deltas=deltas,
+        primary=primary,
+        promote=promote,
+        reason=reason,
+    )

@@ -153,7 +153,9 @@ def submit_run(
         if not JobStatus(status).is_terminal():
             raise JobError(f"run {config.run_id!r} is already running as {sub}: stop it first (hyperpod-rl job stop {config.run_id})")
     if not fresh and (run_dir / "adapter" / "adapter_model.safetensors").exists():
-        raise JobError(f"run {config.run_id!r} already finished (its adapter exists): pass fresh=True / --fresh to train it again, or pick a new run id")
+        raise JobError(
+            f"run {config.run_id!r} already finished (its adapter exists): pass fresh=True / --fresh to train it again, or pick a new run id"
+        )
     config_path = write_config(config, run_dir)
     submission_id = f"hprl-{config.run_id}-{len(subs) + 1}"
     interpreter = python or sys.executable
@@ -203,7 +205,9 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
         except RuntimeError as err:
             raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
         except (ConnectionError, OSError, requests.RequestException) as err:
-            raise JobError(f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)") from None
+            raise JobError(
+                f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)"
+            ) from None
         lines = logs.splitlines()
         if not from_start and last_status is None:
             seen = len(lines)
@@ -235,6 +239,15 @@ def list_runs(client: Any) -> list[dict[str, Any]]:
         run_id = (job.metadata or {}).get(RUN_ID_METADATA)
         if run_id is None or job.submission_id is None:
             continue
-        out.append({"run_id": run_id, "submission_id": job.submission_id, "status": str(job.status.value if hasattr(job.status, "value") else job.status), "start_time_ms": job.start_time, "end_time_ms": job.end_time, "message": job.message or ""})
+        out.append(
+            {
+                "run_id": run_id,
+                "submission_id": job.submission_id,
+                "status": str(job.status.value if hasattr(job.status, "value") else job.status),
+                "start_time_ms": job.start_time,
+                "end_time_ms": job.end_time,
+                "message": job.message or "",
+            }
+        )
     out.sort(key=lambda r: r["start_time_ms"] or 0, reverse=True)
     return out

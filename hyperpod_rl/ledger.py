@@ -171,7 +171,9 @@ class Ledger:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as err:
-            raise ConfigError(f"cannot create the ledger directory {self.path.parent} ({err}): set {LEDGER_ENV} to a writable path") from None
+            raise ConfigError(
+                f"cannot create the ledger directory {self.path.parent} ({err}): set {LEDGER_ENV} to a writable path"
+            ) from None
         self._conn = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
@@ -204,7 +206,15 @@ class Ledger:
             cur.execute("COMMIT")
 
     # ------------------------------------------------------------------ writes
-    def record_run(self, run_id: str, *, status: str, config: dict[str, Any] | None = None, config_hash: str | None = None, run_dir: str | Path | None = None) -> None:
+    def record_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        config: dict[str, Any] | None = None,
+        config_hash: str | None = None,
+        run_dir: str | Path | None = None,
+    ) -> None:
         """Insert or update a run: its status and, when given, its config (indexed for search)."""
         now = time.time()
         with self._write() as cur:
@@ -213,12 +223,23 @@ class Ledger:
                 "ON CONFLICT(run_id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at, "
                 "run_dir = COALESCE(excluded.run_dir, runs.run_dir), config_json = COALESCE(excluded.config_json, runs.config_json), "
                 "config_hash = COALESCE(excluded.config_hash, runs.config_hash)",
-                (run_id, status, str(run_dir) if run_dir else None, json.dumps(config, sort_keys=True) if config is not None else None, config_hash, now, now),
+                (
+                    run_id,
+                    status,
+                    str(run_dir) if run_dir else None,
+                    json.dumps(config, sort_keys=True) if config is not None else None,
+                    config_hash,
+                    now,
+                    now,
+                ),
             )
             if config is not None:
                 flat = flatten(config)
                 cur.execute("DELETE FROM facts WHERE run_id = ? AND source = 'config'", (run_id,))
-                cur.executemany("INSERT INTO facts (run_id, source, key, value, num) VALUES (?, 'config', ?, ?, ?)", [(run_id, k, _text(v), _num(v)) for k, v in flat.items()])
+                cur.executemany(
+                    "INSERT INTO facts (run_id, source, key, value, num) VALUES (?, 'config', ?, ?, ?)",
+                    [(run_id, k, _text(v), _num(v)) for k, v in flat.items()],
+                )
                 cur.execute("DELETE FROM search_index WHERE run_id = ? AND kind = 'config'", (run_id,))
                 body = " ".join(f"{k}={_text(v)}" for k, v in sorted(flat.items())) + f" status={status} config_hash={config_hash or ''}"
                 cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'config', ?, ?)", (run_id, run_id, body))
@@ -236,7 +257,16 @@ class Ledger:
                 (run_id, kind, str(path), sha256, time.time()),
             )
 
-    def add_eval(self, run_id: str, label: str, metrics: dict[str, float], *, ci: dict[str, Any] | None = None, num_mazes: int | None = None, path: str | Path | None = None) -> None:
+    def add_eval(
+        self,
+        run_id: str,
+        label: str,
+        metrics: dict[str, float],
+        *,
+        ci: dict[str, Any] | None = None,
+        num_mazes: int | None = None,
+        path: str | Path | None = None,
+    ) -> None:
         """Record an evaluation (one per ``(run_id, label)``; a new one replaces the old).
 
         Its figures become searchable as ``<metric>`` and ``<label>.<metric>``.
@@ -245,10 +275,21 @@ class Ledger:
         with self._write() as cur:
             cur.execute(
                 "INSERT OR REPLACE INTO evals (run_id, label, metrics_json, ci_json, num_mazes, path, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, label, json.dumps(metrics, sort_keys=True), json.dumps(ci, sort_keys=True) if ci is not None else None, num_mazes, str(path) if path else None, time.time()),
+                (
+                    run_id,
+                    label,
+                    json.dumps(metrics, sort_keys=True),
+                    json.dumps(ci, sort_keys=True) if ci is not None else None,
+                    num_mazes,
+                    str(path) if path else None,
+                    time.time(),
+                ),
             )
             cur.execute("DELETE FROM facts WHERE run_id = ? AND source = ?", (run_id, source))
-            cur.executemany("INSERT INTO facts (run_id, source, key, value, num) VALUES (?, ?, ?, ?, ?)", [(run_id, source, f"{label}.{k}", _text(v), _num(v)) for k, v in metrics.items()])
+            cur.executemany(
+                "INSERT INTO facts (run_id, source, key, value, num) VALUES (?, ?, ?, ?, ?)",
+                [(run_id, source, f"{label}.{k}", _text(v), _num(v)) for k, v in metrics.items()],
+            )
             cur.execute("DELETE FROM search_index WHERE run_id = ? AND kind = 'eval' AND ref = ?", (run_id, label))
             body = f"eval {label} mazes={num_mazes} " + " ".join(f"{k}={float(v):.4g}" for k, v in sorted(metrics.items()))
             cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'eval', ?, ?)", (run_id, label, body))
@@ -266,7 +307,9 @@ class Ledger:
         with self._write() as cur:
             cur.execute("INSERT INTO notes (run_id, kind, text, created_at) VALUES (?, ?, ?, ?)", (run_id, kind, text, time.time()))
             note_id = int(cur.lastrowid or 0)
-            cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'note', ?, ?)", (run_id, str(note_id), f"{kind} {text}"))
+            cur.execute(
+                "INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'note', ?, ?)", (run_id, str(note_id), f"{kind} {text}")
+            )
         return note_id
 
     # ------------------------------------------------------------------ reads
@@ -274,25 +317,58 @@ class Ledger:
         """Runs, most recently updated first."""
         sql = "SELECT * FROM runs" + (" WHERE status = ?" if status else "") + " ORDER BY updated_at DESC LIMIT ?"
         rows = self._conn.execute(sql, ((status,) if status else ()) + (limit,)).fetchall()
-        return [RunRecord(run_id=r["run_id"], status=r["status"], run_dir=r["run_dir"], config_hash=r["config_hash"], created_at=r["created_at"], updated_at=r["updated_at"]) for r in rows]
+        return [
+            RunRecord(
+                run_id=r["run_id"],
+                status=r["status"],
+                run_dir=r["run_dir"],
+                config_hash=r["config_hash"],
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+            )
+            for r in rows
+        ]
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """Everything recorded about one run, or ``None``."""
         r = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if r is None:
             return None
-        rec = RunRecord(run_id=r["run_id"], status=r["status"], run_dir=r["run_dir"], config_hash=r["config_hash"], created_at=r["created_at"], updated_at=r["updated_at"], config=json.loads(r["config_json"]) if r["config_json"] else None)
-        rec.artifacts = [dict(a) for a in self._conn.execute("SELECT kind, path, sha256, created_at FROM artifacts WHERE run_id = ? ORDER BY created_at", (run_id,))]
+        rec = RunRecord(
+            run_id=r["run_id"],
+            status=r["status"],
+            run_dir=r["run_dir"],
+            config_hash=r["config_hash"],
+            created_at=r["created_at"],
+            updated_at=r["updated_at"],
+            config=json.loads(r["config_json"]) if r["config_json"] else None,
+        )
+        rec.artifacts = [
+            dict(a)
+            for a in self._conn.execute(
+                "SELECT kind, path, sha256, created_at FROM artifacts WHERE run_id = ? ORDER BY created_at", (run_id,)
+            )
+        ]
         for e in self._conn.execute("SELECT * FROM evals WHERE run_id = ? ORDER BY created_at", (run_id,)):
-            rec.evals[e["label"]] = {"metrics": json.loads(e["metrics_json"]), "ci": json.loads(e["ci_json"]) if e["ci_json"] else None, "num_mazes": e["num_mazes"], "path": e["path"]}
-        rec.notes = [dict(n) for n in self._conn.execute("SELECT id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))]
+            rec.evals[e["label"]] = {
+                "metrics": json.loads(e["metrics_json"]),
+                "ci": json.loads(e["ci_json"]) if e["ci_json"] else None,
+                "num_mazes": e["num_mazes"],
+                "path": e["path"],
+            }
+        rec.notes = [
+            dict(n) for n in self._conn.execute("SELECT id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
         return rec
 
     def notes(self, *, run_id: str | None = None) -> list[dict[str, Any]]:
         """Notes of one run, or all notes (newest last)."""
         if run_id is None:
             return [dict(n) for n in self._conn.execute("SELECT id, run_id, kind, text, created_at FROM notes ORDER BY id")]
-        return [dict(n) for n in self._conn.execute("SELECT id, run_id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))]
+        return [
+            dict(n)
+            for n in self._conn.execute("SELECT id, run_id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))
+        ]
 
     def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
         """Find runs (and notes) by a config value, an eval figure or note text.
@@ -332,8 +408,15 @@ class Ledger:
             params = (key, like, value)
         else:
             raise ConfigError(f"search {key}{op}{value!r}: comparisons need a number")
-        rows = self._conn.execute(f"SELECT run_id, source, key, value FROM facts WHERE {key_sql} AND {value_sql} ORDER BY run_id LIMIT ?", (*params, limit)).fetchall()
-        return [SearchHit(run_id=r["run_id"], kind="config" if r["source"] == "config" else "eval", ref=r["key"], text=f"{r['key']}={r['value']}") for r in rows]
+        rows = self._conn.execute(
+            f"SELECT run_id, source, key, value FROM facts WHERE {key_sql} AND {value_sql} ORDER BY run_id LIMIT ?", (*params, limit)
+        ).fetchall()
+        return [
+            SearchHit(
+                run_id=r["run_id"], kind="config" if r["source"] == "config" else "eval", ref=r["key"], text=f"{r['key']}={r['value']}"
+            )
+            for r in rows
+        ]
 
     def compare(self, run_ids: list[str]) -> dict[str, Any]:
         """Config keys that differ between runs, and their eval figures side by side.
@@ -354,7 +437,9 @@ class Ledger:
             records.append(rec)
         flats = {r.run_id: flatten(r.config or {}) for r in records}
         keys = sorted(set().union(*flats.values()) - {"run_id"})
-        config = {k: {rid: flats[rid].get(k) for rid in run_ids} for k in keys if len({json.dumps(flats[rid].get(k)) for rid in run_ids}) > 1}
+        config = {
+            k: {rid: flats[rid].get(k) for rid in run_ids} for k in keys if len({json.dumps(flats[rid].get(k)) for rid in run_ids}) > 1
+        }
         figures: dict[str, dict[str, Any]] = {}
         for rec in records:
             for label, ev in rec.evals.items():
@@ -366,7 +451,13 @@ class Ledger:
     def import_manifest(self, manifest: dict[str, Any], run_dir: str | Path | None = None) -> None:
         """Record a run from its ``manifest.json`` content: config, status, checkpoints, adapter, evals."""
         rid = manifest["run_id"]
-        self.record_run(rid, status=manifest.get("status", "unknown"), config=manifest.get("config"), config_hash=manifest.get("config_hash"), run_dir=run_dir)
+        self.record_run(
+            rid,
+            status=manifest.get("status", "unknown"),
+            config=manifest.get("config"),
+            config_hash=manifest.get("config_hash"),
+            run_dir=run_dir,
+        )
         for ck in manifest.get("checkpoints") or []:
             self.add_artifact(rid, "checkpoint", ck["path"], (ck.get("files") or {}).get("adapter_model.safetensors"))
         adapter = manifest.get("adapter")

@@ -29,7 +29,16 @@ from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.maze import DatasetSpec, build_dataset, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 
-__all__ = ["DatasetPaths", "QuickstartOptions", "check_serve_port", "default_run_id", "make_run_config", "prepare_base_model", "prepare_dataset", "start_local_cluster"]
+__all__ = [
+    "DatasetPaths",
+    "QuickstartOptions",
+    "check_serve_port",
+    "default_run_id",
+    "make_run_config",
+    "prepare_base_model",
+    "prepare_dataset",
+    "start_local_cluster",
+]
 
 
 class QuickstartOptions(BaseModel):
@@ -49,7 +58,9 @@ class QuickstartOptions(BaseModel):
     mazes_per_step: int = Field(8, gt=0)
     steps: int = Field(200, gt=0)
     lr: float = Field(5e-4, gt=0)
-    advantage: Literal["outcome", "process"] = Field("process", description="GRPO advantage: per-episode outcome, or per-turn process supervision")
+    advantage: Literal["outcome", "process"] = Field(
+        "process", description="GRPO advantage: per-episode outcome, or per-turn process supervision"
+    )
     gamma: float = Field(0.5, ge=0, le=1, description="discount over turns for advantage='process'")
     lora_rank: int = Field(16, gt=0)
     serve: bool = True
@@ -68,12 +79,16 @@ class QuickstartOptions(BaseModel):
         try:
             opts = cls.model_validate(values)
         except ValidationError as err:
-            lines = [f"--{'-'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()]
+            lines = [
+                f"--{'-'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()
+            ]
             raise ConfigError("invalid quickstart options:\n  " + "\n  ".join(lines)) from None
         if opts.min_size > opts.max_size:
             raise ConfigError(f"--min-size ({opts.min_size}) is larger than --max-size ({opts.max_size})")
         if opts.model_path is not None and not Path(opts.model_path).expanduser().is_dir():
-            raise ConfigError(f"--model-path {opts.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model")
+            raise ConfigError(
+                f"--model-path {opts.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
+            )
         return opts
 
 
@@ -91,7 +106,13 @@ def _spec(opts: QuickstartOptions) -> DatasetSpec:
     sizes = tuple((n, n) for n in range(opts.min_size, opts.max_size + 1))
     # The embedded tiny model gets terse prompts; a real checkpoint gets the full instructions.
     style = "terse" if opts.model_path is None else "full"
-    return DatasetSpec(seed=opts.seed, sizes=sizes, counts={"train": opts.train_mazes, "heldout": opts.heldout_mazes}, max_turns=opts.max_turns, prompt_style=style)
+    return DatasetSpec(
+        seed=opts.seed,
+        sizes=sizes,
+        counts={"train": opts.train_mazes, "heldout": opts.heldout_mazes},
+        max_turns=opts.max_turns,
+        prompt_style=style,
+    )
 
 
 def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:

@@ -58,8 +58,7 @@ Handler = Callable[[Request, re.Match[str]], Response]
 
 def k8s_status(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> Response:
     """A ``metav1.Status`` failure body as the API server sends it."""
-    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
-            "reason": reason, "code": code}
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
     body["details"] = details if details is not None else {}
     return Response(code, body)
 
@@ -79,8 +78,13 @@ class FakeHTTPServer:
             def _serve(self) -> None:
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
-                req = Request(self.command, parts.path, parse_qs(parts.query),
-                              {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length) if length else b"")
+                req = Request(
+                    self.command,
+                    parts.path,
+                    parse_qs(parts.query),
+                    {k.lower(): v for k, v in self.headers.items()},
+                    self.rfile.read(length) if length else b"",
+                )
                 fake.requests.append(req)
                 resp = fake._dispatch(req)
                 payload = b"" if resp.body is None else (resp.body if isinstance(resp.body, bytes) else json.dumps(resp.body).encode())

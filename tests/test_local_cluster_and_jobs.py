@@ -30,7 +30,10 @@ def _config(setup, run_id: str, steps: int):
 
 def test_token_auth_protects_the_job_api_and_the_state_file(local_cluster):
     assert requests.get(f"{local_cluster.dashboard_url}/api/jobs/", timeout=10).status_code == 401
-    assert requests.get(f"{local_cluster.dashboard_url}/api/jobs/", headers={"Authorization": "Bearer wrong"}, timeout=10).status_code in (401, 403)
+    assert requests.get(f"{local_cluster.dashboard_url}/api/jobs/", headers={"Authorization": "Bearer wrong"}, timeout=10).status_code in (
+        401,
+        403,
+    )
     assert local_cluster.is_alive()
     assert local_cluster.dashboard_url.startswith("http://127.0.0.1:")
     mode = stat.S_IMODE(os.stat(local_cluster.state_path).st_mode)
@@ -131,8 +134,14 @@ def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, t
         sock.bind(("127.0.0.1", 0))
         dead_port = sock.getsockname()[1]
     stale = {
-        "gcs_address": f"127.0.0.1:{dead_port}", "dashboard_url": f"http://127.0.0.1:{dead_port}", "metrics_export_port": dead_port,
-        "started_at": 0.0, "python": sys.executable, "temp_dir": "/tmp/hprl-gone", "worker_nodes": 0, "token": "f" * 64,
+        "gcs_address": f"127.0.0.1:{dead_port}",
+        "dashboard_url": f"http://127.0.0.1:{dead_port}",
+        "metrics_export_port": dead_port,
+        "started_at": 0.0,
+        "python": sys.executable,
+        "temp_dir": "/tmp/hprl-gone",
+        "worker_nodes": 0,
+        "token": "f" * 64,
     }
     (tmp_path / "local-cluster.json").write_text(json.dumps(stale))
     code = (
@@ -141,7 +150,9 @@ def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, t
         "print('stale' if c.restarted_stale else 'fresh', c.is_alive())\n"
         "c.stop()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)}, timeout=240)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)}, timeout=240
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["stale", "True"]
     assert "f" * 64 not in proc.stdout + proc.stderr
@@ -158,7 +169,10 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     handle = submit_run(client, cfg, run_dir("job-detach"))
     follower = subprocess.Popen(
         [sys.executable, "-m", "hyperpod_rl.cli", "job", "logs", "--follow", "job-detach"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
     )
     try:
         for update in follow_run(client, handle.submission_id, poll_s=0.5):

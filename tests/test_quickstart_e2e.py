@@ -30,8 +30,19 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         summary_path = tmp_path / "summary.json"
         start = time.monotonic()
         proc = _cli(
-            "quickstart", "--run-id", "e2e", "--steps", "80", "--train-mazes", "400", "--heldout-mazes", "60",
-            "--serve-port", "8123", "--summary-json", str(summary_path),
+            "quickstart",
+            "--run-id",
+            "e2e",
+            "--steps",
+            "80",
+            "--train-mazes",
+            "400",
+            "--heldout-mazes",
+            "60",
+            "--serve-port",
+            "8123",
+            "--summary-json",
+            str(summary_path),
         )
         wall = time.monotonic() - start
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
@@ -39,8 +50,16 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         summary = json.loads(summary_path.read_text())
         run_dir = Path(summary["run_dir"])
         # artifacts
-        for rel in ("config.json", "metrics.jsonl", "submissions.json", "eval/base.json", "eval/adapter.json",
-                    "adapter/adapter_model.safetensors", "adapter/adapter_config.json", "adapter/provenance.json"):
+        for rel in (
+            "config.json",
+            "metrics.jsonl",
+            "submissions.json",
+            "eval/base.json",
+            "eval/adapter.json",
+            "adapter/adapter_model.safetensors",
+            "adapter/adapter_config.json",
+            "adapter/provenance.json",
+        ):
             assert (run_dir / rel).is_file(), rel
         assert summary["heldout_mazes"] == 60
         assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
@@ -63,7 +82,9 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         listed = _cli("job", "list", timeout=120)
         assert "hprl-e2e-1" in listed.stdout
         asked = _cli("serve", "ask", "e2e", "--index", "1", "--endpoint", "http://127.0.0.1:8123", timeout=120)
-        assert asked.returncode == 0 and re.search(r"answered '<answer>(up|down|left|right)</answer>'", asked.stdout), asked.stdout + asked.stderr
+        assert asked.returncode == 0 and re.search(r"answered '<answer>(up|down|left|right)</answer>'", asked.stdout), (
+            asked.stdout + asked.stderr
+        )
     finally:
         # Always free the serve port for later tests, whatever failed above.
         down = _cli("serve", "down", timeout=180)

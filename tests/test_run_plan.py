@@ -18,7 +18,9 @@ def test_presets_fit_an_h200(name):
 
 def test_oversized_micro_batch_gets_a_planner_warning():
     data = {**DATA, "mazes_per_step": 64}
-    config = RunConfig.from_preset("single-gpu", run_id="plan-check", data=data, **{"trainer.micro_batch_size": 512, "trainer.mini_batch_size": 64})
+    config = RunConfig.from_preset(
+        "single-gpu", run_id="plan-check", data=data, **{"trainer.micro_batch_size": 512, "trainer.mini_batch_size": 64}
+    )
     warnings = fit_warnings(config)
     assert warnings and any("micro_train_batch_size_per_gpu=512" in w for w in warnings), warnings
 

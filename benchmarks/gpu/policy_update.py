@@ -346,7 +346,8 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
             if device.type == "cuda":
                 torch.cuda.empty_cache()
         records = [
-            {"config": c.to_json(), "gpus": 1, "device": device_name, "date": dt.date.today().isoformat(), "variants": tune[c.name]} for c in configs
+            {"config": c.to_json(), "gpus": 1, "device": device_name, "date": dt.date.today().isoformat(), "variants": tune[c.name]}
+            for c in configs
         ]
     elif suite == "check":
         cfg = TINY_SUITE[0] if tiny else SINGLE_SUITE[0]

@@ -24,7 +24,9 @@ from rich.table import Table
 
 from hyperpod_rl.errors import HyperpodRLError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod."
+)
 local_app = typer.Typer(no_args_is_help=True, help="The embedded local Ray cluster.")
 job_app = typer.Typer(no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
 app.add_typer(local_app, name="local")
@@ -68,7 +70,9 @@ def local_status() -> None:
         console.print("no local cluster recorded: hyperpod-rl local start")
         raise typer.Exit(code=1)
     alive = cluster.is_alive()
-    console.print(f"{cluster.dashboard_url}: {'[green]up[/]' if alive else '[red]not answering (stale): hyperpod-rl local start restarts it[/]'}")
+    console.print(
+        f"{cluster.dashboard_url}: {'[green]up[/]' if alive else '[red]not answering (stale): hyperpod-rl local start restarts it[/]'}"
+    )
     raise typer.Exit(code=0 if alive else 1)
 
 
@@ -113,7 +117,15 @@ def follow_with_progress(client, submission_id: str, total_steps: int, *, from_s
     """
     from hyperpod_rl.jobs import follow_run
 
-    columns = [TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(), TextColumn("reward {task.fields[reward]}"), TextColumn("loss {task.fields[loss]}"), TimeElapsedColumn(), TimeRemainingColumn()]
+    columns = [
+        TextColumn("[bold]train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("reward {task.fields[reward]}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
     status = "PENDING"
     if not console.is_terminal:  # e.g. CI logs: a plain line every 10% instead of a live bar
         return _follow_plain(client, submission_id, total_steps, from_start=from_start)
@@ -123,14 +135,21 @@ def follow_with_progress(client, submission_id: str, total_steps: int, *, from_s
             for update in follow_run(client, submission_id, from_start=from_start):
                 status = update.status
                 for rec in update.records:
-                    progress.update(task, completed=rec.step, reward=f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}", loss=f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}")
+                    progress.update(
+                        task,
+                        completed=rec.step,
+                        reward=f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}",
+                        loss=f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}",
+                    )
                 if update.terminal:
                     if status != "SUCCEEDED":
                         tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-25:])
                         console.print(f"[red]job {submission_id} ended {status}[/]: {update.message}\n{tail}")
                     break
     except KeyboardInterrupt:
-        console.print(f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {submission_id.split('-', 1)[1].rsplit('-', 1)[0]}")
+        console.print(
+            f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {submission_id.split('-', 1)[1].rsplit('-', 1)[0]}"
+        )
         raise typer.Exit(code=130) from None
     return status
 
@@ -146,7 +165,9 @@ def _follow_plain(client, submission_id: str, total_steps: int, *, from_start: b
                 decile = rec.step * 10 // max(total_steps, 1)
                 if decile > shown:
                     shown = decile
-                    console.print(f"train {rec.step}/{total_steps} reward {rec.values.get('reward/avg_raw_reward', float('nan')):+.3f} loss {rec.values.get('policy/policy_loss', float('nan')):+.4f}")
+                    console.print(
+                        f"train {rec.step}/{total_steps} reward {rec.values.get('reward/avg_raw_reward', float('nan')):+.3f} loss {rec.values.get('policy/policy_loss', float('nan')):+.4f}"
+                    )
             if update.terminal and status != "SUCCEEDED":
                 console.print(f"job {submission_id} ended {status}: {update.message}")
     except KeyboardInterrupt:
@@ -163,7 +184,11 @@ def job_status(run_id: str) -> None:
     try:
         info = client.get_job_info(sub)
     except RuntimeError:
-        _fail(HyperpodRLError(f"job {sub} of run {run_id!r} is not on the running cluster (it was restarted or stopped): resubmit the run to resume it"))
+        _fail(
+            HyperpodRLError(
+                f"job {sub} of run {run_id!r} is not on the running cluster (it was restarted or stopped): resubmit the run to resume it"
+            )
+        )
         raise
     console.print(f"{run_id} ({sub}): {info.status} {info.message or ''}")
 
@@ -223,5 +248,3 @@ __all__ = ["app", "follow_with_progress"]
 
 if __name__ == "__main__":
     app()
-
-

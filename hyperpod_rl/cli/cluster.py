@@ -31,8 +31,7 @@ from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Ray clusters on SageMaker HyperPod (KubeRay): presets, manifests, apply, wait, connect.",
-                  no_args_is_help=True)
+app = typer.Typer(help="Ray clusters on SageMaker HyperPod (KubeRay): presets, manifests, apply, wait, connect.", no_args_is_help=True)
 
 Name = Annotated[str, typer.Argument(help="RayCluster name")]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Kubernetes namespace")]
@@ -56,8 +55,7 @@ def _fail(exc: HyperpodRLError) -> typer.Exit:
     return typer.Exit(code=1)
 
 
-def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None, name: str | None,
-                namespace: str | None) -> ClusterSpec:
+def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None, name: str | None, namespace: str | None) -> ClusterSpec:
     overrides: dict[str, Any] = {}
     if name:
         overrides["name"] = name
@@ -105,8 +103,10 @@ def render(
 
 
 @app.command()
-def validate(path: Annotated[Path, typer.Argument(help="RayCluster YAML (one or more documents)")],
-             strict: Annotated[bool, typer.Option(help="reject fields the CRD does not define")] = True) -> None:
+def validate(
+    path: Annotated[Path, typer.Argument(help="RayCluster YAML (one or more documents)")],
+    strict: Annotated[bool, typer.Option(help="reject fields the CRD does not define")] = True,
+) -> None:
     """Validate RayCluster YAML against the KubeRay v1.7 CRD schema; exit 1 listing every violation."""
     failed = False
     for i, doc in enumerate(d for d in yaml.safe_load_all(path.read_text()) if d is not None):
@@ -127,7 +127,9 @@ def apply(
     from_manifest: FromManifest = None,
     name: Annotated[str | None, typer.Option(help="cluster name")] = None,
     namespace: Annotated[str | None, typer.Option("--namespace", "-n")] = None,
-    eks_cluster: EksCluster = None, region: Region = None, context: Context = None,
+    eks_cluster: EksCluster = None,
+    region: Region = None,
+    context: Context = None,
 ) -> None:
     """Create or update a RayCluster (server-side apply)."""
     try:
@@ -139,8 +141,14 @@ def apply(
 
 
 @app.command()
-def status(name: Name, namespace: Namespace = "default", as_json: Annotated[bool, typer.Option("--json")] = False,
-           eks_cluster: EksCluster = None, region: Region = None, context: Context = None) -> None:
+def status(
+    name: Name,
+    namespace: Namespace = "default",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    eks_cluster: EksCluster = None,
+    region: Region = None,
+    context: Context = None,
+) -> None:
     """Show conditions-based status, pods that are not ready and warning events."""
     try:
         report = RayClusterClient(_api_client(eks_cluster, region, context)).report(name, namespace)
@@ -151,28 +159,41 @@ def status(name: Name, namespace: Namespace = "default", as_json: Annotated[bool
 
 def _report_json(report: ClusterReport) -> dict[str, Any]:
     return {
-        "name": report.name, "namespace": report.namespace, "status": report.status.value, "message": report.reading.message,
-        "ready_workers": report.reading.ready_workers, "desired_workers": report.reading.desired_workers,
-        "pods": [vars(p) for p in report.pods], "events": [vars(e) for e in report.events],
+        "name": report.name,
+        "namespace": report.namespace,
+        "status": report.status.value,
+        "message": report.reading.message,
+        "ready_workers": report.reading.ready_workers,
+        "desired_workers": report.reading.desired_workers,
+        "pods": [vars(p) for p in report.pods],
+        "events": [vars(e) for e in report.events],
     }
 
 
 @app.command()
 def wait(
-    name: Name, namespace: Namespace = "default",
+    name: Name,
+    namespace: Namespace = "default",
     timeout_s: Annotated[float, typer.Option(help="seconds before giving up")] = 900,
     poll_interval_s: Annotated[float, typer.Option(help="seconds between polls")] = 5,
     via: Annotated[str, typer.Option(help="dashboard probe: endpoint (HyperPod operator), address, none")] = "endpoint",
     address: Annotated[str | None, typer.Option(help="dashboard address for --via address (e.g. a port-forward)")] = None,
-    eks_cluster: EksCluster = None, region: Region = None, context: Context = None,
+    eks_cluster: EksCluster = None,
+    region: Region = None,
+    context: Context = None,
 ) -> None:
     """Wait until HeadPodReady + RayClusterProvisioned and the dashboard answers /api/version."""
     try:
         api = _api_client(eks_cluster, region, context)
         probe = _probe(via, api, name, namespace, address)
         report = RayClusterClient(api).wait_ready(
-            name, namespace, timeout_s=timeout_s, poll_interval_s=poll_interval_s, dashboard=probe,
-            on_report=lambda r: typer.echo(f"{r.status.value}: {r.reading.message}", err=True))
+            name,
+            namespace,
+            timeout_s=timeout_s,
+            poll_interval_s=poll_interval_s,
+            dashboard=probe,
+            on_report=lambda r: typer.echo(f"{r.status.value}: {r.reading.message}", err=True),
+        )
     except HyperpodRLError as exc:
         raise _fail(exc) from None
     typer.echo(f"ready: {report.summary()}")
@@ -195,9 +216,14 @@ def _probe(via: str, api: Any, name: str, namespace: str, address: str | None) -
 
 
 @app.command()
-def delete(name: Name, namespace: Namespace = "default",
-           yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
-           eks_cluster: EksCluster = None, region: Region = None, context: Context = None) -> None:
+def delete(
+    name: Name,
+    namespace: Namespace = "default",
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask")] = False,
+    eks_cluster: EksCluster = None,
+    region: Region = None,
+    context: Context = None,
+) -> None:
     """Delete a RayCluster and its pods."""
     if not yes:
         typer.confirm(f"delete RayCluster {namespace}/{name} and all its pods?", abort=True)
@@ -209,8 +235,9 @@ def delete(name: Name, namespace: Namespace = "default",
 
 
 @app.command()
-def connect(name: Name, namespace: Namespace = "default",
-            eks_cluster: EksCluster = None, region: Region = None, context: Context = None) -> None:
+def connect(
+    name: Name, namespace: Namespace = "default", eks_cluster: EksCluster = None, region: Region = None, context: Context = None
+) -> None:
     """Open an authenticated dashboard session through the HyperPod Ray Endpoint Operator.
 
     Prints the dashboard address and the Ray version it runs; never the token or cookie.
@@ -220,5 +247,7 @@ def connect(name: Name, namespace: Namespace = "default",
         version = access.call(lambda c: c.get_version())
     except HyperpodRLError as exc:
         raise _fail(exc) from None
-    typer.echo(f"connected to {access.address} (dashboard API version {version}); use "
-               f"hyperpod_rl.cluster.access.HyperPodDashboard({name!r}, {namespace!r}, ...) to submit jobs")
+    typer.echo(
+        f"connected to {access.address} (dashboard API version {version}); use "
+        f"hyperpod_rl.cluster.access.HyperPodDashboard({name!r}, {namespace!r}, ...) to submit jobs"
+    )

@@ -65,9 +65,7 @@ def audit(
         agent = "start" if d.case.agent is None else str(d.case.agent)
         table.add_row(d.case.case_id, d.case.mode, d.case.maze, agent, f"{d.case.expected:+.4f}", got, d.case.note)
     console.print(table)
-    console.print(
-        f"[red]{len(report.disagreements)} of {report.total} cases disagree[/] with reward spec {REWARD_VERSION}"
-    )
+    console.print(f"[red]{len(report.disagreements)} of {report.total} cases disagree[/] with reward spec {REWARD_VERSION}")
     raise typer.Exit(code=1)
 
 
@@ -88,9 +86,7 @@ def build(
     heldout: int = typer.Option(64, help="held-out rows (disjoint layouts)"),
     ood: int = typer.Option(0, help="out-of-distribution rows (larger grids, longer paths)"),
     ood_size: list[str] | None = typer.Option(None, help="ood grid size (repeatable; default 9x9)"),
-    algorithm: list[str] | None = typer.Option(
-        None, help=f"generator, one of {', '.join(ALGORITHMS)} (repeatable; default backtracker)"
-    ),
+    algorithm: list[str] | None = typer.Option(None, help=f"generator, one of {', '.join(ALGORITHMS)} (repeatable; default backtracker)"),
     braid: float = typer.Option(0.0, help="fraction of dead ends opened (loops)"),
     mode: str = typer.Option("step", help="step or plan"),
 ) -> None:

@@ -48,8 +48,8 @@ def quickstart(
     from hyperpod_rl.paths import run_dir as run_dir_of
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
-        check_serve_port,
         QuickstartOptions,
+        check_serve_port,
         default_run_id,
         make_run_config,
         prepare_base_model,
@@ -62,9 +62,21 @@ def quickstart(
     timings: dict[str, float] = {}
     try:
         opts = QuickstartOptions.build(
-            run_id=run_id, model_path=model_path, seed=seed, steps=steps, lr=lr, advantage=advantage, group_size=group_size, mazes_per_step=mazes_per_step,
-            train_mazes=train_mazes, heldout_mazes=heldout_mazes, max_turns=max_turns, min_size=min_size, max_size=max_size,
-            serve=serve, serve_port=serve_port,
+            run_id=run_id,
+            model_path=model_path,
+            seed=seed,
+            steps=steps,
+            lr=lr,
+            advantage=advantage,
+            group_size=group_size,
+            mazes_per_step=mazes_per_step,
+            train_mazes=train_mazes,
+            heldout_mazes=heldout_mazes,
+            max_turns=max_turns,
+            min_size=min_size,
+            max_size=max_size,
+            serve=serve,
+            serve_port=serve_port,
         )
         rid = opts.run_id or default_run_id()
         rdir = run_dir_of(rid)
@@ -87,7 +99,9 @@ def quickstart(
             data = prepare_dataset(opts, storage)
             train_rows = read_rows(data.train)
             heldout_rows = read_rows(data.heldout)
-        console.print(f"[green]✓[/] 2/8 mazes: {len(train_rows)} train, {len(heldout_rows)} held-out (disjoint layouts), sizes {opts.min_size}x{opts.min_size}..{opts.max_size}x{opts.max_size} → {data.train.parent}")
+        console.print(
+            f"[green]✓[/] 2/8 mazes: {len(train_rows)} train, {len(heldout_rows)} held-out (disjoint layouts), sizes {opts.min_size}x{opts.min_size}..{opts.max_size}x{opts.max_size} → {data.train.parent}"
+        )
         _phase(timings, "dataset", t)
 
         t = time.perf_counter()
@@ -101,13 +115,17 @@ def quickstart(
             base = evaluate(model_dir, heldout_rows, label="base")
         rdir.mkdir(parents=True, exist_ok=True)
         base.save(rdir / "eval" / "base.json")
-        console.print(f"[green]✓[/] 4/8 base model: optimal-move rate {base.metrics['optimal_move_rate']:.3f}, solve rate {base.metrics['solve_rate']:.3f}")
+        console.print(
+            f"[green]✓[/] 4/8 base model: optimal-move rate {base.metrics['optimal_move_rate']:.3f}, solve rate {base.metrics['solve_rate']:.3f}"
+        )
         _phase(timings, "eval_base", t)
 
         t = time.perf_counter()
         config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data)
         handle = submit_run(cluster.job_client(), config, rdir)
-        console.print(f"[green]✓[/] 5/8 submitted detached Ray Job {handle.submission_id} (Ctrl-C detaches; hyperpod-rl job logs --follow {rid} reattaches)")
+        console.print(
+            f"[green]✓[/] 5/8 submitted detached Ray Job {handle.submission_id} (Ctrl-C detaches; hyperpod-rl job logs --follow {rid} reattaches)"
+        )
         status = follow_with_progress(cluster.job_client(), handle.submission_id, config.trainer.steps)
         _phase(timings, "train", t)
         if status != "SUCCEEDED":
@@ -121,7 +139,9 @@ def quickstart(
         _phase(timings, "eval_adapter", t)
         comparison = compare(base, tuned)
         comparison.save(rdir / "eval" / "comparison.json")
-        table = Table(title=f"held-out mazes: {len(heldout_rows)} (greedy, ≤{opts.max_turns} turns; rates averaged over mazes, 95% bootstrap CIs)")
+        table = Table(
+            title=f"held-out mazes: {len(heldout_rows)} (greedy, ≤{opts.max_turns} turns; rates averaged over mazes, 95% bootstrap CIs)"
+        )
         for column in ("metric", "base", "adapter", "Δ (paired)"):
             table.add_column(column, justify="left" if column == "metric" else "right")
         for row in comparison.table_rows():
@@ -165,6 +185,8 @@ def _serve_and_ask(cluster: Any, model_dir: Path, rdir: Path, row: dict[str, Any
     with console.status("8/8 serving the adapter with Ray Serve"):
         url = deploy_local(cluster.job_client(), model_dir, {"maze": rdir / "adapter"}, port=port)
         answer, latency = chat(url, maze_request(row, model="maze"))
-    console.print(f"[green]✓[/] 8/8 served at {url}/v1/chat/completions · held-out maze {row['rows']}x{row['cols']} → {answer!r} ({latency * 1000:.0f} ms)")
+    console.print(
+        f"[green]✓[/] 8/8 served at {url}/v1/chat/completions · held-out maze {row['rows']}x{row['cols']} → {answer!r} ({latency * 1000:.0f} ms)"
+    )
     console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
     return {"endpoint": url, "model": "maze", "answer": answer, "latency_ms": round(latency * 1000, 1)}

@@ -49,7 +49,11 @@ def _when(ts: float) -> str:
 
 
 @app.command("list")
-def list_cmd(status: str | None = typer.Option(None, help="only runs with this status (running, succeeded, failed)"), limit: int = typer.Option(50, help="most runs shown"), ledger: Path | None = LedgerOpt) -> None:
+def list_cmd(
+    status: str | None = typer.Option(None, help="only runs with this status (running, succeeded, failed)"),
+    limit: int = typer.Option(50, help="most runs shown"),
+    ledger: Path | None = LedgerOpt,
+) -> None:
     """Runs, most recently updated first, with their adapter's solve rate."""
     with _open(ledger) as led:
         runs = led.list_runs(status=status, limit=limit)
@@ -60,12 +64,22 @@ def list_cmd(status: str | None = typer.Option(None, help="only runs with this s
             ev = (led.get_run(r.run_id) or r).evals.get("adapter") or {}
             solve = ev.get("metrics", {}).get("solve_rate")
             ci = (ev.get("ci") or {}).get("solve_rate")
-            table.add_row(r.run_id, r.status, r.config_hash or "", _when(r.updated_at), "" if solve is None else f"{solve:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+            table.add_row(
+                r.run_id,
+                r.status,
+                r.config_hash or "",
+                _when(r.updated_at),
+                "" if solve is None else f"{solve:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""),
+            )
     console.print(table)
 
 
 @app.command("show")
-def show(run_id: str, as_json: bool = typer.Option(False, "--json", help="print the ledger record and manifest as JSON"), ledger: Path | None = LedgerOpt) -> None:
+def show(
+    run_id: str,
+    as_json: bool = typer.Option(False, "--json", help="print the ledger record and manifest as JSON"),
+    ledger: Path | None = LedgerOpt,
+) -> None:
     """One run: status, config, provenance, checkpoints, evals with intervals, notes."""
     from hyperpod_rl.train.manifest import read_manifest
 
@@ -81,8 +95,12 @@ def show(run_id: str, as_json: bool = typer.Option(False, "--json", help="print 
     console.print(f"run dir: {rec.run_dir}\nconfig hash: {rec.config_hash}\nupdated: {_when(rec.updated_at)} UTC")
     if manifest:
         git, base = manifest.get("git") or {}, manifest.get("base_model") or {}
-        console.print(f"code: {git.get('commit')}{' (dirty)' if git.get('dirty') else ''} · base model {base.get('id')} @ {base.get('revision')} · reward {manifest.get('reward_version')} · seeds {manifest.get('seeds')}")
-        console.print(f"checkpoints: {', '.join(str(c['step']) for c in manifest.get('checkpoints') or []) or 'none'} · resumes: {len(manifest.get('resumes') or [])}")
+        console.print(
+            f"code: {git.get('commit')}{' (dirty)' if git.get('dirty') else ''} · base model {base.get('id')} @ {base.get('revision')} · reward {manifest.get('reward_version')} · seeds {manifest.get('seeds')}"
+        )
+        console.print(
+            f"checkpoints: {', '.join(str(c['step']) for c in manifest.get('checkpoints') or []) or 'none'} · resumes: {len(manifest.get('resumes') or [])}"
+        )
     if rec.evals:
         table = Table(title="evaluations (95% bootstrap intervals)")
         for col in ("label", "mazes", "solve rate", "optimal-move rate", "invalid-move rate"):
@@ -99,7 +117,11 @@ def show(run_id: str, as_json: bool = typer.Option(False, "--json", help="print 
 
 
 @app.command("search")
-def search(query: str = typer.Argument(..., help="free text, or key=value / metric>=number (e.g. grpo.lr=0.0005, solve_rate>0.4)"), limit: int = typer.Option(50), ledger: Path | None = LedgerOpt) -> None:
+def search(
+    query: str = typer.Argument(..., help="free text, or key=value / metric>=number (e.g. grpo.lr=0.0005, solve_rate>0.4)"),
+    limit: int = typer.Option(50),
+    ledger: Path | None = LedgerOpt,
+) -> None:
     """Find runs by a config value, an eval figure or note text."""
     with _open(ledger) as led:
         try:
@@ -118,7 +140,12 @@ def search(query: str = typer.Argument(..., help="free text, or key=value / metr
 
 
 @app.command("note")
-def note(text: str = typer.Argument(..., help="the note: a finding, an incident, a runbook step"), run: str | None = typer.Option(None, "--run", help="attach it to this run id"), kind: str = typer.Option("note", help="note, runbook, incident or finding"), ledger: Path | None = LedgerOpt) -> None:
+def note(
+    text: str = typer.Argument(..., help="the note: a finding, an incident, a runbook step"),
+    run: str | None = typer.Option(None, "--run", help="attach it to this run id"),
+    kind: str = typer.Option("note", help="note, runbook, incident or finding"),
+    ledger: Path | None = LedgerOpt,
+) -> None:
     """Add a free-text note (searchable), to a run or to the ledger as a whole."""
     with _open(ledger, sync=False) as led:
         try:
@@ -182,9 +209,13 @@ def reproduce(
     except HyperpodRLError as err:
         _fail(err)
     with _open(None, sync=False) as led:
-        led.record_run(new_run_id, status="submitted", config=config.model_dump(mode="json"), config_hash=config.config_hash(), run_dir=target)
+        led.record_run(
+            new_run_id, status="submitted", config=config.model_dump(mode="json"), config_hash=config.config_hash(), run_dir=target
+        )
         led.add_note(f"reproduction of {run_id} (config hash {config.config_hash()}), submission {handle.submission_id}", run_id=new_run_id)
-    console.print(f"submitted {handle.submission_id}: run {new_run_id} reproduces {run_id} (config hash {config.config_hash()}); hyperpod-rl job logs --follow {new_run_id}")
+    console.print(
+        f"submitted {handle.submission_id}: run {new_run_id} reproduces {run_id} (config hash {config.config_hash()}); hyperpod-rl job logs --follow {new_run_id}"
+    )
     if follow:
         from hyperpod_rl.cli import follow_with_progress
 

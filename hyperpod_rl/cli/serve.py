@@ -116,7 +116,9 @@ def serve_ask(
     except HyperpodRLError as err:
         _fail(err)
         raise
-    console.print(f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms")
+    console.print(
+        f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms"
+    )
 
 
 @app.command("solve")
@@ -141,7 +143,9 @@ def serve_solve(
         _fail(err)
         raise
     table = Table("turn", "answer", "move", "cell", "latency ms")
-    for t, (answer, move, cell, lat) in enumerate(zip(result.answers, result.moves, result.path[1:], result.latencies_s), start=1):
+    for t, (answer, move, cell, lat) in enumerate(
+        zip(result.answers, result.moves, result.path[1:], result.latencies_s, strict=False), start=1
+    ):
         table.add_row(str(t), escape(answer), str(move), str(cell), f"{lat * 1000:.0f}")
     console.print(table)
     console.print(f"{'solved' if result.solved else 'not solved'} in {result.turns} turns, reward {result.reward:+.3f}, path {result.path}")
@@ -150,7 +154,9 @@ def serve_solve(
 @app.command("preflight")
 def serve_preflight(
     adapter: Annotated[Path, typer.Argument(help="adapter directory")],
-    base: Annotated[Path | None, typer.Option(help="local base model directory (tokenizer, generation config, and default id/revision)")] = None,
+    base: Annotated[
+        Path | None, typer.Option(help="local base model directory (tokenizer, generation config, and default id/revision)")
+    ] = None,
     model_id: str | None = typer.Option(None, help="base model id the server loads (default: read from --base)"),
     revision: str | None = typer.Option(None, help="base model revision the server loads (default: hash of --base)"),
     server: str = typer.Option("local", help="'local' (transformers + peft) or 'vllm'"),
@@ -183,11 +189,23 @@ def serve_preflight(
         _fail(err)
         raise
     if as_json:
-        print(json.dumps({"adapter": str(report.adapter), "server": report.server, "ok": report.ok, "rank": report.rank, "findings": [f.__dict__ for f in report.findings]}))
+        print(
+            json.dumps(
+                {
+                    "adapter": str(report.adapter),
+                    "server": report.server,
+                    "ok": report.ok,
+                    "rank": report.rank,
+                    "findings": [f.__dict__ for f in report.findings],
+                }
+            )
+        )
     elif report.findings:
         table = Table("severity", "check", "problem", "fix", title=f"preflight of {adapter} for {report.server}")
         for f in report.findings:
-            table.add_row(f"[red]{f.severity}[/]" if f.severity == "error" else f"[yellow]{f.severity}[/]", f.check, escape(f.problem), escape(f.fix))
+            table.add_row(
+                f"[red]{f.severity}[/]" if f.severity == "error" else f"[yellow]{f.severity}[/]", f.check, escape(f.problem), escape(f.fix)
+            )
         console.print(table)
     else:
         console.print(f"[green]preflight passed[/] for {report.server}: {adapter} (rank {report.rank})")
@@ -200,7 +218,9 @@ def serve_cluster_config(
     base_model: str = typer.Option(..., help="Hugging Face id or shared-storage directory of the base model"),
     revision: str = typer.Option(..., help="base model revision the adapters were trained on"),
     base_model_id: str | None = typer.Option(None, help="id in the adapters' provenance (default: --base-model)"),
-    base_model_local: Annotated[Path | None, typer.Option(help="local copy of the base model for the tokenizer / chat template checks")] = None,
+    base_model_local: Annotated[
+        Path | None, typer.Option(help="local copy of the base model for the tokenizer / chat template checks")
+    ] = None,
     target: str = typer.Option("vllm-job", help="'vllm-job' (vLLM OpenAI server as a detached Ray job) or 'ray-serve-llm'"),
     lora_uri: str | None = typer.Option(None, help="s3:// prefix holding one directory per adapter (ray-serve-llm)"),
     tensor_parallel_size: int = typer.Option(1, help="GPUs per replica"),
@@ -212,8 +232,13 @@ def serve_cluster_config(
     from hyperpod_rl.serve.cluster import preflight_cluster, ray_serve_llm_app, vllm_job
 
     spec = {
-        "base_model": base_model, "base_model_revision": revision, "base_model_id": base_model_id, "base_model_local": base_model_local,
-        "adapters": _pairs(adapter, "--adapter"), "tensor_parallel_size": tensor_parallel_size, "served_model_name": served_model_name,
+        "base_model": base_model,
+        "base_model_revision": revision,
+        "base_model_id": base_model_id,
+        "base_model_local": base_model_local,
+        "adapters": _pairs(adapter, "--adapter"),
+        "tensor_parallel_size": tensor_parallel_size,
+        "served_model_name": served_model_name,
     }
     try:
         if target == "vllm-job":
@@ -251,7 +276,11 @@ def serve_promote(
     files = [rdir / "eval" / f"{label}.json" for label in (base_label, adapter_label)]
     for f in files:
         if not f.is_file():
-            _fail(HyperpodRLError(f"{f} is missing: evaluate the base model and the adapter on the held-out mazes first (hyperpod-rl quickstart does)"))
+            _fail(
+                HyperpodRLError(
+                    f"{f} is missing: evaluate the base model and the adapter on the held-out mazes first (hyperpod-rl quickstart does)"
+                )
+            )
     try:
         comparison = compare(EvalResult.load(files[0]), EvalResult.load(files[1]), primary=primary)
         comparison.save(rdir / COMPARISON_FILE)

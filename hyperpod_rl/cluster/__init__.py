@@ -50,9 +50,16 @@ __all__ = [
 ]
 
 _LAZY = {
-    "ClusterReport": "kube", "RayClusterClient": "kube", "http_probe": "kube", "load_api_client": "kube",
-    "HyperPodDashboard": "access", "PortForwardDashboard": "access", "eks_api_client": "access",
-    "eks_token": "access", "port_forward": "access", "read_ray_token": "access",
+    "ClusterReport": "kube",
+    "RayClusterClient": "kube",
+    "http_probe": "kube",
+    "load_api_client": "kube",
+    "HyperPodDashboard": "access",
+    "PortForwardDashboard": "access",
+    "eks_api_client": "access",
+    "eks_token": "access",
+    "port_forward": "access",
+    "read_ray_token": "access",
     "validate_manifest": "manifest",
 }
 

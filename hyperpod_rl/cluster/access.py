@@ -136,8 +136,10 @@ def eks_token(cluster_name: str, *, region: str | None = None, session: Any = No
     try:
         url = sts.generate_presigned_url("get_caller_identity", Params={}, ExpiresIn=60, HttpMethod="GET")
     except (BotoCoreError, ClientError) as exc:  # NoCredentialsError and friends
-        raise ClusterError(f"cannot build an EKS token: {type(exc).__name__}; configure AWS credentials "
-                           "(Studio execution role, aws sso login or AWS_PROFILE)") from None
+        raise ClusterError(
+            f"cannot build an EKS token: {type(exc).__name__}; configure AWS credentials "
+            "(Studio execution role, aws sso login or AWS_PROFILE)"
+        ) from None
     token = EKS_TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
     return _remember(token)
 
@@ -159,8 +161,10 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
     try:
         info = eks.describe_cluster(name=cluster_name)["cluster"]
     except (BotoCoreError, ClientError) as exc:
-        raise ClusterError(f"cannot describe EKS cluster {cluster_name!r}: {type(exc).__name__}: {redact(str(exc))}; "
-                           "check the name, the region and eks:DescribeCluster permission") from None
+        raise ClusterError(
+            f"cannot describe EKS cluster {cluster_name!r}: {type(exc).__name__}: {redact(str(exc))}; "
+            "check the name, the region and eks:DescribeCluster permission"
+        ) from None
     fd, ca_path = tempfile.mkstemp(prefix="eks-ca-", suffix=".crt")
     with os.fdopen(fd, "wb") as f:
         f.write(base64.b64decode(info["certificateAuthority"]["data"]))
@@ -227,14 +231,17 @@ class _DashboardAccess:
                 client = JobSubmissionClient(self.address, headers=headers or None, cookies=cookies or None, verify=self.verify)
                 return fn(client)
             except ConnectionError:
-                raise ClusterError(f"cannot reach the dashboard at {self.address}; is the cluster ready and the "
-                                   "port-forward or endpoint up?") from None
+                raise ClusterError(
+                    f"cannot reach the dashboard at {self.address}; is the cluster ready and the port-forward or endpoint up?"
+                ) from None
             except AuthenticationError:
                 if attempt == 0:
                     log.info("dashboard at %s answered 401/403; re-authenticating", self.address)
                     self._reauthenticate()
-        raise ClusterError(f"the dashboard at {self.address} still rejects the credentials after re-authenticating; "
-                           f"check that you may use this cluster ({_HELP})")
+        raise ClusterError(
+            f"the dashboard at {self.address} still rejects the credentials after re-authenticating; "
+            f"check that you may use this cluster ({_HELP})"
+        )
 
     def probe(self) -> int:
         """HTTP status of ``GET /api/version`` (0 when unreachable); re-authenticates once on 401.
@@ -250,8 +257,9 @@ class _DashboardAccess:
         for attempt in range(2):
             headers, cookies = self._auth()
             try:
-                code = requests.get(f"{self.address}/api/version", headers=headers, cookies=cookies,
-                                    timeout=10, verify=self.verify).status_code
+                code = requests.get(
+                    f"{self.address}/api/version", headers=headers, cookies=cookies, timeout=10, verify=self.verify
+                ).status_code
             except requests.RequestException:
                 return 0
             if code != 401 or attempt == 1:
@@ -288,12 +296,15 @@ class PortForwardDashboard(_DashboardAccess):
         return {"Authorization": f"Bearer {self._token.get_secret_value()}"}, {}
 
     def _reauthenticate(self) -> None:
-        raise ClusterError(f"the dashboard at {self.address} rejected the Ray token; read it again with "
-                           "read_ray_token() (KubeRay Secret key auth_token) or check auth_mode")
+        raise ClusterError(
+            f"the dashboard at {self.address} rejected the Ray token; read it again with "
+            "read_ray_token() (KubeRay Secret key auth_token) or check auth_mode"
+        )
 
 
-def read_ray_token(api_client: k8s.ApiClient, cluster_name: str, namespace: str = "default",
-                   *, secret_name: str | None = None) -> SecretStr:
+def read_ray_token(
+    api_client: k8s.ApiClient, cluster_name: str, namespace: str = "default", *, secret_name: str | None = None
+) -> SecretStr:
     """The Ray auth token KubeRay stores for a cluster with ``authOptions.mode: token``.
 
     KubeRay v1.7 creates a Secret named after the RayCluster with the key ``auth_token``
@@ -307,11 +318,15 @@ def read_ray_token(api_client: k8s.ApiClient, cluster_name: str, namespace: str 
         secret = k8s.CoreV1Api(api_client).read_namespaced_secret(name, namespace, _preload_content=False)
     except ApiException as exc:
         if exc.status == 404:
-            raise ClusterError(f"Secret {namespace}/{name} not found: is the RayCluster running with auth_mode='token'? "
-                               "KubeRay creates it on the first reconcile") from None
+            raise ClusterError(
+                f"Secret {namespace}/{name} not found: is the RayCluster running with auth_mode='token'? "
+                "KubeRay creates it on the first reconcile"
+            ) from None
         if exc.status == 403:
-            raise ClusterError(f"reading Secret {namespace}/{name} is forbidden; ask for `get secrets` in {namespace} "
-                               "or use the HyperPod dashboard connection instead") from None
+            raise ClusterError(
+                f"reading Secret {namespace}/{name} is forbidden; ask for `get secrets` in {namespace} "
+                "or use the HyperPod dashboard connection instead"
+            ) from None
         raise ClusterError(f"cannot read Secret {namespace}/{name}: HTTP {exc.status}") from None
     data = (json.loads(secret.data).get("data") or {}).get("auth_token")
     if not data:
@@ -320,8 +335,9 @@ def read_ray_token(api_client: k8s.ApiClient, cluster_name: str, namespace: str 
 
 
 @contextlib.contextmanager
-def port_forward(cluster_name: str, namespace: str = "default", *, local_port: int = 8265,
-                 kubectl: str = "kubectl", timeout_s: float = 20.0) -> Iterator[str]:
+def port_forward(
+    cluster_name: str, namespace: str = "default", *, local_port: int = 8265, kubectl: str = "kubectl", timeout_s: float = 20.0
+) -> Iterator[str]:
     """Run ``kubectl port-forward svc/<name>-head-svc <local_port>:8265`` on 127.0.0.1 for the block.
 
     Yields:
@@ -345,8 +361,9 @@ def port_forward(cluster_name: str, namespace: str = "default", *, local_port: i
             if line.startswith("Forwarding from"):
                 break
             if not line and proc.poll() is not None:
-                raise ClusterError(f"kubectl port-forward exited with {proc.returncode}; is {cluster_name}-head-svc "
-                                   f"in namespace {namespace}?")
+                raise ClusterError(
+                    f"kubectl port-forward exited with {proc.returncode}; is {cluster_name}-head-svc in namespace {namespace}?"
+                )
         else:
             raise ClusterError(f"kubectl port-forward did not start within {timeout_s:g} s")
         yield f"http://127.0.0.1:{local_port}"
@@ -379,9 +396,18 @@ class HyperPodDashboard(_DashboardAccess):
         >>> access.call(lambda c: c.submit_job(entrypoint="python -V"))  # doctest: +SKIP
     """
 
-    def __init__(self, cluster_name: str, namespace: str = "default", *, api_client: k8s.ApiClient,
-                 verify: bool | str = True, ray_token: SecretStr | str | None = None, wait_s: float = 60.0,
-                 poll_interval_s: float = 1.0, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        cluster_name: str,
+        namespace: str = "default",
+        *,
+        api_client: k8s.ApiClient,
+        verify: bool | str = True,
+        ray_token: SecretStr | str | None = None,
+        wait_s: float = 60.0,
+        poll_interval_s: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.cluster_name, self.namespace = cluster_name, namespace
         self.custom = k8s.CustomObjectsApi(api_client)
         self.verify = verify
@@ -392,8 +418,10 @@ class HyperPodDashboard(_DashboardAccess):
         self.connection_name: str | None = None
 
     def __repr__(self) -> str:
-        return (f"HyperPodDashboard(cluster_name={self.cluster_name!r}, namespace={self.namespace!r}, "
-                f"address={self.address!r}, connected={self._cookie is not None})")
+        return (
+            f"HyperPodDashboard(cluster_name={self.cluster_name!r}, namespace={self.namespace!r}, "
+            f"address={self.address!r}, connected={self._cookie is not None})"
+        )
 
     # -- steps ------------------------------------------------------------------------------------
     def connection_url(self) -> SecretStr:
@@ -410,8 +438,9 @@ class HyperPodDashboard(_DashboardAccess):
             "spec": {"clusterName": self.cluster_name},
         }
         try:
-            obj = self.custom.create_namespaced_custom_object(CONNECTION_GROUP, CONNECTION_VERSION, self.namespace,
-                                                              CONNECTION_PLURAL, body, _preload_content=False)
+            obj = self.custom.create_namespaced_custom_object(
+                CONNECTION_GROUP, CONNECTION_VERSION, self.namespace, CONNECTION_PLURAL, body, _preload_content=False
+            )
             obj = json.loads(obj.data)
         except ApiException as exc:
             raise self._error(exc) from None
@@ -423,13 +452,16 @@ class HyperPodDashboard(_DashboardAccess):
                 return _remember(url)
             if time.monotonic() >= deadline or not self.connection_name:
                 why = (obj.get("status") or {}).get("message") or "no status.connectionUrl"
-                raise ClusterError(f"RayDashboardConnection for {self.namespace}/{self.cluster_name} has no connection URL "
-                                   f"after {self.wait_s:g} s ({redact(str(why))}); is the HyperPod Ray Endpoint Operator "
-                                   f"running and the RayCluster ready? ({_HELP})")
+                raise ClusterError(
+                    f"RayDashboardConnection for {self.namespace}/{self.cluster_name} has no connection URL "
+                    f"after {self.wait_s:g} s ({redact(str(why))}); is the HyperPod Ray Endpoint Operator "
+                    f"running and the RayCluster ready? ({_HELP})"
+                )
             self._sleep(self.poll_interval_s)
             try:
-                raw = self.custom.get_namespaced_custom_object(CONNECTION_GROUP, CONNECTION_VERSION, self.namespace,
-                                                               CONNECTION_PLURAL, self.connection_name, _preload_content=False)
+                raw = self.custom.get_namespaced_custom_object(
+                    CONNECTION_GROUP, CONNECTION_VERSION, self.namespace, CONNECTION_PLURAL, self.connection_name, _preload_content=False
+                )
                 obj = json.loads(raw.data)
             except ApiException as exc:
                 raise self._error(exc) from None
@@ -450,17 +482,20 @@ class HyperPodDashboard(_DashboardAccess):
             raise ClusterError(f"refusing to send a dashboard token over {parts.scheme}:// to {parts.hostname}")
         self.address = f"{parts.scheme}://{parts.netloc}"
         try:
-            resp = requests.get(f"{self.address}/bearer-auth", params={"token": jwt}, allow_redirects=False,
-                                timeout=15, verify=self.verify)
+            resp = requests.get(f"{self.address}/bearer-auth", params={"token": jwt}, allow_redirects=False, timeout=15, verify=self.verify)
         except requests.RequestException as exc:
             raise ClusterError(f"cannot reach the dashboard endpoint {self.address}: {type(exc).__name__}") from None
         cookie = resp.cookies.get(SESSION_COOKIE)
         if resp.status_code == 403:
-            raise ClusterError(f"the dashboard endpoint refused the login (403): only the creator of RayCluster "
-                               f"{self.namespace}/{self.cluster_name} may connect; ask them, or use port_forward + Ray token")
+            raise ClusterError(
+                f"the dashboard endpoint refused the login (403): only the creator of RayCluster "
+                f"{self.namespace}/{self.cluster_name} may connect; ask them, or use port_forward + Ray token"
+            )
         if resp.status_code >= 400 or not cookie:
-            raise ClusterError(f"dashboard login at {self.address}/bearer-auth answered {resp.status_code} without a "
-                               f"{SESSION_COOKIE!r} cookie; the token may have expired, retry connect()")
+            raise ClusterError(
+                f"dashboard login at {self.address}/bearer-auth answered {resp.status_code} without a "
+                f"{SESSION_COOKIE!r} cookie; the token may have expired, retry connect()"
+            )
         self._cookie = _remember(cookie)
         log.info("connected to the dashboard of %s/%s at %s", self.namespace, self.cluster_name, self.address)
 
@@ -490,13 +525,17 @@ class HyperPodDashboard(_DashboardAccess):
         kind = (body.get("details") or {}).get("kind", "")
         where = f"{self.namespace}/{self.cluster_name}"
         if exc.status == 403:
-            return ClusterError(f"not allowed to open the dashboard of RayCluster {where}: {message}; the HyperPod endpoint "
-                                "operator lets only the cluster's creator connect; ask them, or use port_forward + Ray token")
+            return ClusterError(
+                f"not allowed to open the dashboard of RayCluster {where}: {message}; the HyperPod endpoint "
+                "operator lets only the cluster's creator connect; ask them, or use port_forward + Ray token"
+            )
         if exc.status == 404 and (kind == "namespaces"):
             return ClusterError(f"namespace {self.namespace!r} not found")
         if exc.status == 404 and (kind == CONNECTION_PLURAL or "could not find the requested resource" in message):
-            return ClusterError(f"the RayDashboardConnection API ({CONNECTION_GROUP}/{CONNECTION_VERSION}) is not installed; "
-                                f"install the HyperPod Ray Endpoint Operator ({_HELP})")
+            return ClusterError(
+                f"the RayDashboardConnection API ({CONNECTION_GROUP}/{CONNECTION_VERSION}) is not installed; "
+                f"install the HyperPod Ray Endpoint Operator ({_HELP})"
+            )
         if exc.status == 404:
             return ClusterError(f"RayCluster {where} not found: {message}")
         if exc.status == 401:

@@ -68,8 +68,14 @@ def load_api_client(*, context: str | None = None, kubeconfig: str | None = None
         ) from None
 
 
-def http_probe(address: str, *, headers: dict[str, str] | None = None, cookies: dict[str, str] | None = None,
-               timeout_s: float = 5.0, verify: bool | str = True) -> DashboardProbe:
+def http_probe(
+    address: str,
+    *,
+    headers: dict[str, str] | None = None,
+    cookies: dict[str, str] | None = None,
+    timeout_s: float = 5.0,
+    verify: bool | str = True,
+) -> DashboardProbe:
     """A `DashboardProbe` that GETs ``{address}/api/version`` with ``requests``.
 
     Args:
@@ -81,8 +87,9 @@ def http_probe(address: str, *, headers: dict[str, str] | None = None, cookies: 
 
     def probe() -> int:
         try:
-            return requests.get(f"{address.rstrip('/')}/api/version", headers=headers, cookies=cookies,
-                                timeout=timeout_s, verify=verify).status_code
+            return requests.get(
+                f"{address.rstrip('/')}/api/version", headers=headers, cookies=cookies, timeout=timeout_s, verify=verify
+            ).status_code
         except requests.RequestException:
             return 0
 
@@ -154,8 +161,10 @@ class ClusterReport:
         out = []
         for resource, what in ((GPU, "GPUs"), (EFA, "EFA interfaces")):
             if f"Insufficient {resource}" in reasons:
-                out.append(f"hint: not enough free {what} ({resource}) on schedulable nodes of the requested instance type; "
-                           "lower replicas or per-worker GPUs, pick another instance_type, or wait for capacity")
+                out.append(
+                    f"hint: not enough free {what} ({resource}) on schedulable nodes of the requested instance type; "
+                    "lower replicas or per-worker GPUs, pick another instance_type, or wait for capacity"
+                )
         if "ImagePullBackOff" in reasons or "ErrImagePull" in reasons:
             out.append("hint: the image cannot be pulled; check ClusterSpec.image and the node role's ECR access")
         return out
@@ -174,8 +183,14 @@ def _pod_info(pod: dict[str, Any]) -> PodInfo:
         waiting = (cs.get("state") or {}).get("waiting")
         if waiting and not reason:
             reason = f"{waiting.get('reason', '')}: {waiting.get('message', '')}".rstrip(": ")
-    return PodInfo(meta.get("name", "?"), labels.get("ray.io/node-type", "?"), labels.get("ray.io/group", "?"),
-                   status.get("phase", "Unknown"), ready, reason)
+    return PodInfo(
+        meta.get("name", "?"),
+        labels.get("ray.io/node-type", "?"),
+        labels.get("ray.io/group", "?"),
+        status.get("phase", "Unknown"),
+        ready,
+        reason,
+    )
 
 
 class RayClusterClient:
@@ -192,8 +207,14 @@ class RayClusterClient:
         >>> rc.wait_ready("maze", timeout_s=900, dashboard=http_probe("http://127.0.0.1:8265"))  # doctest: +SKIP
     """
 
-    def __init__(self, api_client: k8s.ApiClient, *, field_manager: str = FIELD_MANAGER,
-                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        api_client: k8s.ApiClient,
+        *,
+        field_manager: str = FIELD_MANAGER,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.api_client = api_client
         self.custom = k8s.CustomObjectsApi(api_client)
         self.core = k8s.CoreV1Api(api_client)
@@ -222,8 +243,16 @@ class RayClusterClient:
         name, ns = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
         try:
             stored = self.custom.patch_namespaced_custom_object(
-                GROUP, VERSION, ns, PLURAL, name, manifest, field_manager=self.field_manager, force=True,
-                field_validation="Strict", _content_type="application/apply-patch+yaml",
+                GROUP,
+                VERSION,
+                ns,
+                PLURAL,
+                name,
+                manifest,
+                field_manager=self.field_manager,
+                force=True,
+                field_validation="Strict",
+                _content_type="application/apply-patch+yaml",
             )
         except ApiException as exc:
             raise _cluster_error(exc, verb="apply", name=name, namespace=ns) from None
@@ -258,8 +287,7 @@ class RayClusterClient:
     def delete(self, name: str, namespace: str = "default") -> bool:
         """Delete a RayCluster (pods go with it). Returns False when it did not exist."""
         try:
-            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name,
-                                                        propagation_policy="Background")
+            self.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, propagation_policy="Background")
             return True
         except ApiException as exc:
             if exc.status == 404 and _reason(exc)[2] == "rayclusters":
@@ -294,8 +322,15 @@ class RayClusterClient:
         for ev in json.loads(raw.data).get("items", []):
             obj = ev.get("involvedObject") or {}
             if (obj.get("kind"), obj.get("name")) in wanted:
-                out.append(EventInfo(ev.get("type", "Normal"), ev.get("reason", ""), f"{obj['kind']}/{obj['name']}",
-                                     ev.get("message", ""), int(ev.get("count") or 1)))
+                out.append(
+                    EventInfo(
+                        ev.get("type", "Normal"),
+                        ev.get("reason", ""),
+                        f"{obj['kind']}/{obj['name']}",
+                        ev.get("message", ""),
+                        int(ev.get("count") or 1),
+                    )
+                )
         return out[-limit:]
 
     def report(self, name: str, namespace: str = "default", *, dashboard: DashboardProbe | None = None) -> ClusterReport:
@@ -308,9 +343,16 @@ class RayClusterClient:
         probed = dashboard() if (dashboard is not None and reading.status.is_ready()) else None
         return ClusterReport(name, namespace, reading, pods, events, probed)
 
-    def wait_ready(self, name: str, namespace: str = "default", *, timeout_s: float = 900.0,
-                   poll_interval_s: float = 5.0, dashboard: DashboardProbe | str | None = None,
-                   on_report: Callable[[ClusterReport], None] | None = None) -> ClusterReport:
+    def wait_ready(
+        self,
+        name: str,
+        namespace: str = "default",
+        *,
+        timeout_s: float = 900.0,
+        poll_interval_s: float = 5.0,
+        dashboard: DashboardProbe | str | None = None,
+        on_report: Callable[[ClusterReport], None] | None = None,
+    ) -> ClusterReport:
         """Wait until the conditions say ready and the dashboard answers ``/api/version`` with 200.
 
         Args:
@@ -373,20 +415,30 @@ def _cluster_error(exc: ApiException, *, verb: str, name: str, namespace: str) -
     what = f"{verb} RayCluster {namespace}/{name}".rstrip("/") if name else f"{verb} RayClusters in {namespace}"
     status = exc.status
     if status == 404 and kind == "namespaces":
-        return ClusterError(f"cannot {what}: namespace {namespace!r} not found; create it "
-                            f"(kubectl create namespace {namespace}) or set ClusterSpec.namespace")
+        return ClusterError(
+            f"cannot {what}: namespace {namespace!r} not found; create it "
+            f"(kubectl create namespace {namespace}) or set ClusterSpec.namespace"
+        )
     if status == 404 and kind in ("", None) and "could not find the requested resource" in message:
-        return ClusterError(f"cannot {what}: the RayCluster CRD (rayclusters.ray.io/v1) is not installed; "
-                            f"install the KubeRay operator 1.7 with Helm ({_HELP})")
+        return ClusterError(
+            f"cannot {what}: the RayCluster CRD (rayclusters.ray.io/v1) is not installed; "
+            f"install the KubeRay operator 1.7 with Helm ({_HELP})"
+        )
     if status == 403 and "exceeded quota" in message:
-        return ClusterError(f"cannot {what}: ResourceQuota exceeded in namespace {namespace!r}: {message}; "
-                            "lower replicas or GPUs, delete idle clusters, or ask the admin for more quota")
+        return ClusterError(
+            f"cannot {what}: ResourceQuota exceeded in namespace {namespace!r}: {message}; "
+            "lower replicas or GPUs, delete idle clusters, or ask the admin for more quota"
+        )
     if status == 403:
-        return ClusterError(f"cannot {what}: forbidden by RBAC: {message}; ask the cluster admin to give your "
-                            f"role an EKS access entry with the HyperPod training policy for this namespace ({_HELP})")
+        return ClusterError(
+            f"cannot {what}: forbidden by RBAC: {message}; ask the cluster admin to give your "
+            f"role an EKS access entry with the HyperPod training policy for this namespace ({_HELP})"
+        )
     if status == 401:
-        return ClusterError(f"cannot {what}: the API server rejected the credentials (expired EKS token?); "
-                            "refresh them (aws sso login / new session) and retry")
+        return ClusterError(
+            f"cannot {what}: the API server rejected the credentials (expired EKS token?); "
+            "refresh them (aws sso login / new session) and retry"
+        )
     if status in (400, 422):
         return ClusterError(f"cannot {what}: the API server rejected the object ({reason}): {message}")
     if status == 409:
@@ -395,5 +447,7 @@ def _cluster_error(exc: ApiException, *, verb: str, name: str, namespace: str) -
 
 
 def _unreachable(exc: Exception, api_client: k8s.ApiClient) -> ClusterError:
-    return ClusterError(f"cannot reach the Kubernetes API at {api_client.configuration.host}: {type(exc).__name__}; "
-                        "check the network and the EKS endpoint access settings")
+    return ClusterError(
+        f"cannot reach the Kubernetes API at {api_client.configuration.host}: {type(exc).__name__}; "
+        "check the network and the EKS endpoint access settings"
+    )

@@ -134,9 +134,7 @@ class LocalCluster:
         import requests
 
         try:
-            resp = requests.get(
-                f"{self.dashboard_url}/api/jobs/", headers=self.auth_headers(), timeout=timeout_s
-            )
+            resp = requests.get(f"{self.dashboard_url}/api/jobs/", headers=self.auth_headers(), timeout=timeout_s)
         except requests.RequestException:
             return False
         return resp.status_code == 200
@@ -169,8 +167,14 @@ class LocalCluster:
         """
         before = self._raylet_pids()
         cmd = [
-            _ray_executable(), "start", f"--address={self.address}", "--node-ip-address=127.0.0.1",
-            f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--disable-usage-stats", *_node_port_flags(),
+            _ray_executable(),
+            "start",
+            f"--address={self.address}",
+            "--node-ip-address=127.0.0.1",
+            f"--num-cpus={num_cpus}",
+            f"--num-gpus={num_gpus}",
+            "--disable-usage-stats",
+            *_node_port_flags(),
         ]
         if resources:
             cmd.append(f"--resources={json.dumps(resources)}")
@@ -225,7 +229,11 @@ class LocalCluster:
                 ours = ours or ("ray.util.client.server" in cmd and f":{port} " in f"{cmd} ")
                 if not ours and cmd:
                     address = proc.environ().get("RAY_ADDRESS", "")
-                    ours = bool(address) and address.rsplit(":", 1)[-1] == port and address.split(":")[0] in ("127.0.0.1", socket.gethostbyname(socket.gethostname()))
+                    ours = (
+                        bool(address)
+                        and address.rsplit(":", 1)[-1] == port
+                        and address.split(":")[0] in ("127.0.0.1", socket.gethostbyname(socket.gethostname()))
+                    )
                 if ours:
                     found[proc.pid] = proc
                     found.update({child.pid: child for child in proc.children(recursive=True)})
@@ -259,7 +267,10 @@ def _node_port_flags() -> list[str]:
 
 def _run_ray(cmd: list[str], token: str) -> None:
     env = {
-        **os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token, "RAY_USAGE_STATS_ENABLED": "0",
+        **os.environ,
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": token,
+        "RAY_USAGE_STATS_ENABLED": "0",
         # Ray's default (30 s) for the dashboard's modules to come up fails on a loaded 2-core
         # machine ("Module MetricsHead failed to start"); 150 s only matters when it is slow.
         "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": os.environ.get("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "150"),
@@ -325,8 +336,7 @@ def start_local_cluster(
         cluster.stop()
     if dashboard_port is not None and not _port_free(dashboard_port):
         raise ClusterError(
-            f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, "
-            "or omit it to pick a free one"
+            f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, or omit it to pick a free one"
         )
     token = secrets.token_hex(32)
     # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit).
@@ -336,12 +346,21 @@ def start_local_cluster(
     metrics = find_free_port()
     client_port = find_free_port()
     cmd = [
-        _ray_executable(), "start", "--head",
-        "--node-ip-address=127.0.0.1", "--dashboard-host=127.0.0.1",
-        f"--port={gcs}", f"--dashboard-port={dash}", f"--metrics-export-port={metrics}",
-        f"--ray-client-server-port={client_port}", "--include-dashboard=true",
-        f"--num-cpus={num_cpus or os.cpu_count() or 1}", "--num-gpus=0", "--disable-usage-stats",
-        f"--temp-dir={temp_dir}", *_node_port_flags(),
+        _ray_executable(),
+        "start",
+        "--head",
+        "--node-ip-address=127.0.0.1",
+        "--dashboard-host=127.0.0.1",
+        f"--port={gcs}",
+        f"--dashboard-port={dash}",
+        f"--metrics-export-port={metrics}",
+        f"--ray-client-server-port={client_port}",
+        "--include-dashboard=true",
+        f"--num-cpus={num_cpus or os.cpu_count() or 1}",
+        "--num-gpus=0",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+        *_node_port_flags(),
     ]
     state = LocalClusterState(
         gcs_address=f"127.0.0.1:{gcs}",
@@ -387,7 +406,9 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
     )
 
     def retrying() -> Retrying:
-        return Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5), retry=retry_if_exception_type((_NotYet, RuntimeError)), reraise=False)
+        return Retrying(
+            stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5), retry=retry_if_exception_type((_NotYet, RuntimeError)), reraise=False
+        )
 
     client = cluster.job_client()
     submission_id = f"hprl-ready-{int(time.time() * 1000)}"

@@ -126,9 +126,7 @@ def get_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str,
     return volumes, mounts
 
 
-def get_ray_container(
-    spec: ClusterSpec, *, name: str, resources_: dict[str, Any], ports: list[dict[str, Any]]
-) -> dict[str, Any]:
+def get_ray_container(spec: ClusterSpec, *, name: str, resources_: dict[str, Any], ports: list[dict[str, Any]]) -> dict[str, Any]:
     """The Ray container (index 0 of the pod, as KubeRay expects)."""
     _, mounts = get_volumes(spec)
     container: dict[str, Any] = {
@@ -159,9 +157,7 @@ def get_head_group(spec: ClusterSpec) -> dict[str, Any]:
     """``spec.headGroupSpec``: a CPU-only head that schedules no work."""
     head: HeadSpec = spec.head
     ports = [{"name": n, "containerPort": p} for n, p in HEAD_PORTS]
-    container = get_ray_container(
-        spec, name="ray-head", resources_=get_resources(cpus=head.cpus, memory_gib=head.memory_gib), ports=ports
-    )
+    container = get_ray_container(spec, name="ray-head", resources_=get_resources(cpus=head.cpus, memory_gib=head.memory_gib), ports=ports)
     return {
         "rayStartParams": dict(_HEAD_START),
         "template": get_pod_template(spec, container=container, instance_type=head.instance_type),
@@ -214,8 +210,15 @@ def build_manifest(spec: ClusterSpec) -> dict[str, Any]:
 
 
 # ----- merge ---------------------------------------------------------------------------------
-_LIST_KEYS = {"containers": "name", "initContainers": "name", "volumes": "name", "volumeMounts": "mountPath",
-              "env": "name", "ports": "containerPort", "workerGroupSpecs": "groupName"}
+_LIST_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "env": "name",
+    "ports": "containerPort",
+    "workerGroupSpecs": "groupName",
+}
 
 
 def merge_manifest(base: Any, generated: Any, _key: str = "") -> Any:
@@ -279,8 +282,7 @@ def _strip_resources(container: dict[str, Any]) -> None:
         container.pop("resources")
 
 
-def _strip_pod(template: dict[str, Any], *, env: dict[str, str], labels: dict[str, str],
-               storage: StorageSpec | None) -> None:
+def _strip_pod(template: dict[str, Any], *, env: dict[str, str], labels: dict[str, str], storage: StorageSpec | None) -> None:
     """Remove from ``template`` (in place) the fields the spec models."""
     meta = template.get("metadata") or {}
     for k in labels:
@@ -402,18 +404,20 @@ def parse_manifest(manifest: dict[str, Any]) -> ClusterSpec:
         gpus, efa = _amount(res, GPU_RESOURCE), _amount(res, EFA_RESOURCE)
         start = {k: str(v) for k, v in (group.get("rayStartParams") or {}).items() if k not in _WORKER_START}
         replicas = group.get("replicas", group.get("minReplicas", 0))
-        data["worker_groups"].append({
-            "name": group.get("groupName"),
-            "instance_type": (group.get("template", {}).get("spec", {}).get("nodeSelector") or {}).get(INSTANCE_TYPE_LABEL),
-            "gpus_per_worker": int(gpus or 0),
-            "efa_per_worker": int(efa or 0),
-            "cpus_per_worker": _to_float(cpu) if cpu else WorkerGroupSpec().cpus_per_worker,
-            "memory_gib": _to_float(mem / 2**30) if mem else WorkerGroupSpec().memory_gib,
-            "replicas": replicas,
-            "min_replicas": None if group.get("minReplicas", 0) == replicas else group.get("minReplicas", 0),
-            "max_replicas": None if group.get("maxReplicas", replicas) == replicas else group.get("maxReplicas"),
-            "ray_start_params": start,
-        })
+        data["worker_groups"].append(
+            {
+                "name": group.get("groupName"),
+                "instance_type": (group.get("template", {}).get("spec", {}).get("nodeSelector") or {}).get(INSTANCE_TYPE_LABEL),
+                "gpus_per_worker": int(gpus or 0),
+                "efa_per_worker": int(efa or 0),
+                "cpus_per_worker": _to_float(cpu) if cpu else WorkerGroupSpec().cpus_per_worker,
+                "memory_gib": _to_float(mem / 2**30) if mem else WorkerGroupSpec().memory_gib,
+                "replicas": replicas,
+                "min_replicas": None if group.get("minReplicas", 0) == replicas else group.get("minReplicas", 0),
+                "max_replicas": None if group.get("maxReplicas", replicas) == replicas else group.get("maxReplicas"),
+                "ray_start_params": start,
+            }
+        )
     spec = ClusterSpec.parse(data)
     # Strip what the spec now owns; what is left is re-emitted under the generated manifest.
     meta.pop("name", None)
@@ -532,7 +536,6 @@ def _version_problems(manifest: dict[str, Any]) -> list[str]:
         have = ray_version_of_image(image) if isinstance(image, str) else None
         if want and have and have != want:
             problems.append(
-                f"{where}.template.spec.containers[0].image: tag Ray {have} does not match "
-                f"spec.rayVersion {want}; use one version for both"
+                f"{where}.template.spec.containers[0].image: tag Ray {have} does not match spec.rayVersion {want}; use one version for both"
             )
     return problems

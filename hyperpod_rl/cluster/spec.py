@@ -120,8 +120,7 @@ class WorkerGroupSpec(_Model):
     def _check_replicas(self) -> WorkerGroupSpec:
         if not _DNS_LABEL.match(self.name) or len(self.name) > 63:
             raise ValueError(
-                f"worker group name {self.name!r} must be a lowercase DNS label "
-                "(a-z, 0-9, '-', starting with a letter, at most 63 chars)"
+                f"worker group name {self.name!r} must be a lowercase DNS label (a-z, 0-9, '-', starting with a letter, at most 63 chars)"
             )
         low = self.replicas if self.min_replicas is None else self.min_replicas
         high = self.replicas if self.max_replicas is None else self.max_replicas
@@ -238,8 +237,7 @@ class ClusterSpec(_Model):
         problems: list[str] = []
         if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
             problems.append(
-                f"name {self.name!r} must be a lowercase DNS-1035 label of at most 50 chars "
-                "(a-z, 0-9, '-', starting with a letter)"
+                f"name {self.name!r} must be a lowercase DNS-1035 label of at most 50 chars (a-z, 0-9, '-', starting with a letter)"
             )
         if not _NAMESPACE.match(self.namespace) or len(self.namespace) > 63:
             problems.append(f"namespace {self.namespace!r} must be a lowercase DNS label")

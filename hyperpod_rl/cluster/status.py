@@ -19,7 +19,7 @@ Pure: no I/O. The dashboard probe that completes readiness lives in ``cluster.ku
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any
 
 __all__ = ["ClusterStatus", "Condition", "StatusReading", "read_status"]
@@ -31,7 +31,7 @@ SUSPENDING = "RayClusterSuspending"
 SUSPENDED = "RayClusterSuspended"
 
 
-class ClusterStatus(str, Enum):
+class ClusterStatus(StrEnum):
     """Where a RayCluster stands, as a user needs to know it."""
 
     NOT_FOUND = "not_found"

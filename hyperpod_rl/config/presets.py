@@ -237,9 +237,7 @@ def preset_dict(name: str, overrides: dict[str, Any] | None = None) -> dict[str,
         ConfigError: unknown preset name, or a dotted override through a non-section field.
     """
     if name not in PRESETS:
-        raise ConfigError(
-            f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}"
-        )
+        raise ConfigError(f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}")
     data = {"run_id": name, **copy.deepcopy(PRESETS[name])}
     for key, value in (overrides or {}).items():
         if "." in key:

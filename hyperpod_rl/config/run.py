@@ -65,17 +65,13 @@ class ModelConfig(_Section):
         None,
         description="base model revision; filled with the directory's content hash when the run starts",
     )
-    tiny_hidden_size: int = Field(
-        128, gt=0, description="text hidden size of the tiny model (multiple of 32)"
-    )
+    tiny_hidden_size: int = Field(128, gt=0, description="text hidden size of the tiny model (multiple of 32)")
     tiny_layers: int = Field(2, gt=0, description="decoder layers of the tiny model")
 
     @model_validator(mode="after")
     def _check(self) -> ModelConfig:
         if self.tiny_hidden_size % 32:
-            raise ValueError(
-                f"model.tiny_hidden_size must be a multiple of 32, got {self.tiny_hidden_size}"
-            )
+            raise ValueError(f"model.tiny_hidden_size must be a multiple of 32, got {self.tiny_hidden_size}")
         for name, value in (("path", self.path), ("model_id", self.model_id)):
             if value and "thinking" in value.lower():
                 raise ValueError(
@@ -129,18 +125,14 @@ class GRPOConfig(_Section):
         ge=0,
         description="entropy bonus coefficient (keeps a tiny policy from collapsing)",
     )
-    normalize_std: bool = Field(
-        True, description="divide group-relative advantages by the group std"
-    )
+    normalize_std: bool = Field(True, description="divide group-relative advantages by the group std")
     advantage: Literal["outcome", "process"] = Field(
         "outcome",
         description="'outcome': every turn gets its episode's group-normalised return (SkyRL's grpo); "
         "'process': step rewards normalised over the group, advantage = sum of later normalised rewards "
         "(DeepSeekMath §4.1.3 process supervision)",
     )
-    gamma: float = Field(
-        1.0, ge=0, le=1, description="discount over turns for advantage='process'"
-    )
+    gamma: float = Field(1.0, ge=0, le=1, description="discount over turns for advantage='process'")
     lr: float = Field(
         5e-4,
         gt=0,
@@ -157,9 +149,7 @@ class GRPOConfig(_Section):
     @classmethod
     def _group_size(cls, value: int) -> int:
         if value < 2:
-            raise ValueError(
-                "group_size must be >= 2 (group-relative advantages need at least two samples per maze)"
-            )
+            raise ValueError("group_size must be >= 2 (group-relative advantages need at least two samples per maze)")
         return value
 
 
@@ -167,9 +157,7 @@ class RolloutConfig(_Section):
     """Multi-turn rollouts through the maze env."""
 
     max_turns: int = Field(6, gt=0, description="turn limit per episode")
-    temperature: float = Field(
-        1.0, gt=0, description="sampling temperature during training rollouts"
-    )
+    temperature: float = Field(1.0, gt=0, description="sampling temperature during training rollouts")
     action_constraint: Literal["directions", "none"] = Field(
         "directions",
         description="'directions': the answer is <answer>DIR</answer> with DIR sampled from the four "
@@ -211,9 +199,7 @@ class RolloutConfig(_Section):
 class DataConfig(_Section):
     """Dataset paths (SkyRL: ``data.train_data`` / ``data.val_data``)."""
 
-    train_path: str = Field(
-        ..., description="parquet of train rows (SkyRL dataset format)"
-    )
+    train_path: str = Field(..., description="parquet of train rows (SkyRL dataset format)")
     heldout_path: str = Field(..., description="parquet of held-out rows")
     mazes_per_step: int = Field(
         8,
@@ -225,27 +211,20 @@ class DataConfig(_Section):
 class TrainerConfig(_Section):
     """Optimisation schedule."""
 
-    steps: int = Field(
-        120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)"
-    )
+    steps: int = Field(120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)")
     seed: int = Field(0, description="seed for Python, NumPy and torch")
-    eval_mazes: int = Field(
-        200, gt=0, description="held-out mazes evaluated before and after training"
-    )
+    eval_mazes: int = Field(200, gt=0, description="held-out mazes evaluated before and after training")
     micro_batch_size: int = Field(
         64,
         gt=0,
         description="samples per forward/backward chunk (per GPU under SkyRL: micro_train_batch_size_per_gpu "
         "and micro_forward_batch_size_per_gpu)",
     )
-    torch_threads: int | None = Field(
-        None, description="torch intra-op threads (default: torch's choice)"
-    )
+    torch_threads: int | None = Field(None, description="torch intra-op threads (default: torch's choice)")
     mini_batch_size: int | None = Field(
         None,
         gt=0,
-        description="mazes per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.mazes_per_step, "
-        "one update per step",
+        description="mazes per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.mazes_per_step, one update per step",
     )
     epochs: int = Field(
         100,
@@ -266,9 +245,7 @@ class TrainerConfig(_Section):
 class CheckpointConfig(_Section):
     """Checkpoints (SkyRL: ``trainer.ckpt_interval``, ``trainer.ckpt_path``)."""
 
-    interval: int = Field(
-        40, ge=0, description="steps between checkpoints; 0 turns them off"
-    )
+    interval: int = Field(40, ge=0, description="steps between checkpoints; 0 turns them off")
     keep: int = Field(2, gt=0, description="checkpoints kept on disk")
     resume: Literal["latest", "none"] = Field(
         "latest",
@@ -295,19 +272,11 @@ class PlacementConfig(_Section):
         gt=0,
         description="GPUs per node used by the policy (SkyRL policy_num_gpus_per_node)",
     )
-    colocate_all: bool = Field(
-        True, description="policy, reference model and vLLM engines share the same GPUs"
-    )
+    colocate_all: bool = Field(True, description="policy, reference model and vLLM engines share the same GPUs")
     num_engines: int = Field(1, gt=0, description="vLLM rollout engines")
-    tensor_parallel_size: int = Field(
-        1, gt=0, description="GPUs per vLLM engine (tensor parallel)"
-    )
-    strategy: Literal["fsdp"] = Field(
-        "fsdp", description="policy sharding: FSDP2 (SkyRL trainer.strategy=fsdp)"
-    )
-    cpu_offload: bool = Field(
-        False, description="FSDP2 CPU offload of policy parameters and optimizer state"
-    )
+    tensor_parallel_size: int = Field(1, gt=0, description="GPUs per vLLM engine (tensor parallel)")
+    strategy: Literal["fsdp"] = Field("fsdp", description="policy sharding: FSDP2 (SkyRL trainer.strategy=fsdp)")
+    cpu_offload: bool = Field(False, description="FSDP2 CPU offload of policy parameters and optimizer state")
 
     @property
     def policy_gpus(self) -> int:
@@ -343,9 +312,7 @@ class StorageConfig(_Section):
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith("/"):
-            raise ValueError(
-                f"storage.root must be an absolute path on the cluster (e.g. /fsx/hyperpod-rl), got {value!r}"
-            )
+            raise ValueError(f"storage.root must be an absolute path on the cluster (e.g. /fsx/hyperpod-rl), got {value!r}")
         return value
 
 
@@ -356,9 +323,7 @@ class LoggingConfig(_Section):
         "console",
         description="SkyRL tracker backend; 'wandb' needs WANDB_API_KEY in the job's environment",
     )
-    project_name: str = Field(
-        "hyperpod-rl", min_length=1, description="project name in wandb / mlflow"
-    )
+    project_name: str = Field("hyperpod-rl", min_length=1, description="project name in wandb / mlflow")
 
 
 class RunConfig(_Section):
@@ -421,9 +386,7 @@ class RunConfig(_Section):
 
         return cls.build(preset_dict(name, overrides))
 
-    def to_skyrl_overrides(
-        self, run_dir: str | Path | None = None
-    ) -> dict[str, object]:
+    def to_skyrl_overrides(self, run_dir: str | Path | None = None) -> dict[str, object]:
         """SkyRL 0.4 dotted overrides (``SkyRLTrainConfig.from_cli_overrides`` input).
 
         Args:
@@ -451,9 +414,7 @@ class RunConfig(_Section):
     def config_hash(self) -> str:
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id."""
         payload = self.model_dump(mode="json", exclude={"run_id"})
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[
-            :16
-        ]
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _format_errors(err: ValidationError) -> str:

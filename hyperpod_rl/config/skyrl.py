@@ -76,10 +76,7 @@ def require_vlm_keys(overrides: dict[str, object]) -> None:
         if k not in overrides or overrides[k] is not v
     ]
     if bad:
-        raise ConfigError(
-            "SkyRL overrides miss keys a vision-language policy needs: "
-            + "; ".join(bad)
-        )
+        raise ConfigError("SkyRL overrides miss keys a vision-language policy needs: " + "; ".join(bad))
 
 
 def _alpha(value: float) -> int | float:
@@ -87,9 +84,7 @@ def _alpha(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
 
 
-def to_skyrl_overrides(
-    cfg: RunConfig, run_dir: str | Path | None = None
-) -> dict[str, object]:
+def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dict[str, object]:
     """Translate ``cfg`` into SkyRL 0.4 dotted overrides.
 
     Args:
@@ -103,9 +98,7 @@ def to_skyrl_overrides(
         ConfigError: ``cfg.backend`` is not ``'skyrl'``.
     """
     if cfg.backend != "skyrl":
-        raise ConfigError(
-            f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'"
-        )
+        raise ConfigError(f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'")
     from hyperpod_rl.maze.env import ENV_CLASS
 
     rd = Path(run_dir) if run_dir is not None else run_dir_of(cfg)
@@ -132,13 +125,9 @@ def to_skyrl_overrides(
         "trainer.policy.model.lora.rank": lo.rank,
         "trainer.policy.model.lora.alpha": _alpha(lo.alpha),
         "trainer.policy.model.lora.dropout": lo.dropout,
-        "trainer.policy.model.lora.target_modules": lo.target_modules
-        if isinstance(lo.target_modules, str)
-        else list(lo.target_modules),
+        "trainer.policy.model.lora.target_modules": lo.target_modules if isinstance(lo.target_modules, str) else list(lo.target_modules),
         "trainer.policy.model.lora.exclude_modules": lo.exclude_modules,
-        "trainer.policy.model.lora.lora_sync_path": str(
-            rd / RUN_SUBDIRS["lora_sync_path"]
-        ),
+        "trainer.policy.model.lora.lora_sync_path": str(rd / RUN_SUBDIRS["lora_sync_path"]),
         # algorithm
         "trainer.algorithm.advantage_estimator": "grpo",
         "trainer.algorithm.grpo_norm_by_std": g.normalize_std,

@@ -104,10 +104,7 @@ def _skyrl(cfg: RunConfig) -> list[str]:
                 "and every node reads them (the adapter reaches the vLLM engines through lora_sync_path on disk): "
                 "set storage.root to shared storage (e.g. /fsx/hyperpod-rl) and storage.shared=true"
             )
-        elif any(
-            PurePosixPath(root).is_relative_to(prefix)
-            for prefix in _NODE_LOCAL_PREFIXES
-        ):
+        elif any(PurePosixPath(root).is_relative_to(prefix) for prefix in _NODE_LOCAL_PREFIXES):
             out.append(
                 f"storage.root={root!r} is node-local on a {pl.nodes}-node run: ckpt_path, export_path and lora_sync_path "
                 "must be on shared storage; use the FSx mount (e.g. /fsx/hyperpod-rl)"
@@ -125,11 +122,7 @@ def _skyrl(cfg: RunConfig) -> list[str]:
         )
     if lo.target_modules == "all-linear":
         pattern = lo.exclude_modules
-        missed = [
-            m
-            for m in VISION_MODULE_EXAMPLES
-            if pattern is None or not re.fullmatch(pattern, m)
-        ]
+        missed = [m for m in VISION_MODULE_EXAMPLES if pattern is None or not re.fullmatch(pattern, m)]
         if missed:
             out.append(
                 f"lora.exclude_modules={pattern!r} leaves LoRA on the vision tower ({missed[0]}), which vLLM does not serve, "
@@ -160,10 +153,7 @@ def _skyrl(cfg: RunConfig) -> list[str]:
             f"rollout.max_input_tokens={ro.max_input_tokens} is below rollout.max_prompt_tokens={ro.max_prompt_tokens}: "
             "a multi-turn conversation starts with the prompt, so raise max_input_tokens"
         )
-    if (
-        ro.max_model_len is not None
-        and ro.max_model_len < ro.max_input_tokens + ro.max_new_tokens
-    ):
+    if ro.max_model_len is not None and ro.max_model_len < ro.max_input_tokens + ro.max_new_tokens:
         out.append(
             f"rollout.max_model_len={ro.max_model_len} is below max_input_tokens + max_new_tokens "
             f"({ro.max_input_tokens + ro.max_new_tokens}): raise max_model_len or lower those"
@@ -174,13 +164,9 @@ def _skyrl(cfg: RunConfig) -> list[str]:
     mini = tr.mini_batch_size or mazes
     dp = pl.policy_gpus
     if mini > mazes:
-        out.append(
-            f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}"
-        )
+        out.append(f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}")
     elif mazes % mini:
-        out.append(
-            f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one"
-        )
+        out.append(f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
     elif (mini * group) % dp:
         out.append(
             f"trainer.mini_batch_size x grpo.group_size = {mini * group} episodes do not split evenly over {dp} policy GPUs: "

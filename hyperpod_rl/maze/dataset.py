@@ -156,9 +156,7 @@ class DatasetSpec(MazeModel):
             fit_style(rows, cols, self.render_style, max_image_tokens=self.max_image_tokens)
         longest = max(r * c - 1 for r, c in self.sizes)
         if self.min_path_length > longest:
-            raise ValueError(
-                f"min_path_length={self.min_path_length} exceeds the longest possible path ({longest}) in sizes"
-            )
+            raise ValueError(f"min_path_length={self.min_path_length} exceeds the longest possible path ({longest}) in sizes")
         return self
 
 
@@ -180,9 +178,7 @@ def _candidate(spec: DatasetSpec, split: str, index: int, sizes: tuple[tuple[int
     rows, cols = sizes[rng.randrange(len(sizes))]
     names = sorted(spec.algorithms)
     algorithm = rng.choices(names, weights=[spec.algorithms[n] for n in names])[0]
-    seed = (
-        int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1
-    )  # int64-safe
+    seed = int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1  # int64-safe
     return generate_maze(rows, cols, seed=seed, algorithm=algorithm, braid=spec.braid), algorithm, seed
 
 
@@ -191,7 +187,9 @@ def _row(spec: DatasetSpec, maze: Maze, split: str, stratum: str, algorithm: str
     max_turns = 1 if spec.mode == "plan" else (spec.max_turns or default_max_turns(maze))
     tokens = 0 if spec.observation == "text" else image_token_count(*image_size_px(maze.rows, maze.cols, style))
     return {
-        "prompt": build_prompt(maze, mode=spec.mode, max_turns=max_turns, style=style, observation=spec.observation, prompt_style=spec.prompt_style),
+        "prompt": build_prompt(
+            maze, mode=spec.mode, max_turns=max_turns, style=style, observation=spec.observation, prompt_style=spec.prompt_style
+        ),
         "env_class": ENV_CLASS,
         "data_source": f"{spec.data_source}/{split}",
         "maze": maze.to_json(),

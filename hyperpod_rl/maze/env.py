@@ -127,7 +127,11 @@ class MazeEnv(BaseTextEnv):
             conversation = clean_messages(prompt)
         else:
             conversation = build_prompt(
-                self.maze, mode=self.mode, max_turns=self.max_turns, style=self.style, observation=self.observation,
+                self.maze,
+                mode=self.mode,
+                max_turns=self.max_turns,
+                style=self.style,
+                observation=self.observation,
                 prompt_style=self.prompt_style,  # type: ignore[arg-type]
             )
         return conversation, {"reward_version": REWARD_VERSION, "layout_hash": self.maze.layout_hash()}
@@ -155,9 +159,7 @@ class MazeEnv(BaseTextEnv):
         observations = []
         if not done:
             text = feedback_text(out.move, blocked=out.blocked, violation=out.violation, prompt_style=self.prompt_style)  # type: ignore[arg-type]
-            observations = [
-                observation_message(self.maze, self.agent, text, style=self.style, observation=self.observation)
-            ]
+            observations = [observation_message(self.maze, self.agent, text, style=self.style, observation=self.observation)]
         metadata = {
             "move": out.move,
             "blocked": out.blocked,

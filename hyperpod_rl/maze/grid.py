@@ -93,9 +93,7 @@ class Maze:
         if self.start == self.goal:
             raise MazeError(f"start and goal are the same cell {self.start}; pick distinct cells")
         if len(self.open_sides) != self.rows * self.cols:
-            raise MazeError(
-                f"open_sides has {len(self.open_sides)} entries; expected rows*cols={self.rows * self.cols}"
-            )
+            raise MazeError(f"open_sides has {len(self.open_sides)} entries; expected rows*cols={self.rows * self.cols}")
         for r in range(self.rows):
             for c in range(self.cols):
                 mask = self.open_sides[r * self.cols + c]

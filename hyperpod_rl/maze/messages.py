@@ -98,9 +98,7 @@ def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
         raise MazeError(f"image part bytes are not a readable image: {e}") from e
 
 
-def instructions(
-    maze: Maze, mode: Mode, max_turns: int, *, style: RenderStyle | None = None, observation: Observation = "image"
-) -> str:
+def instructions(maze: Maze, mode: Mode, max_turns: int, *, style: RenderStyle | None = None, observation: Observation = "image") -> str:
     """The task text of the first user turn (the legend matches the style's colours and the observation)."""
     if observation == "text":
         legend = f"This is a {maze.rows}x{maze.cols} maze shown as text. You cannot move through walls."
@@ -129,9 +127,7 @@ def feedback_text(move: str | None, *, blocked: bool, violation: str | None, pro
     return f"You moved {move}."
 
 
-def _content(
-    maze: Maze, agent: Cell | None, style: RenderStyle | None, text: str, observation: Observation
-) -> list[dict[str, Any]]:
+def _content(maze: Maze, agent: Cell | None, style: RenderStyle | None, text: str, observation: Observation) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     if observation in ("image", "both"):
         parts.append(image_part(maze, agent, style))

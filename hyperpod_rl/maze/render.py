@@ -96,9 +96,7 @@ class RenderStyle(MazeModel):
     @model_validator(mode="after")
     def _check(self) -> RenderStyle:
         if self.wall_px * 3 > self.cell_px:
-            raise ValueError(
-                f"wall_px={self.wall_px} is too thick for cell_px={self.cell_px}; use wall_px <= cell_px/3"
-            )
+            raise ValueError(f"wall_px={self.wall_px} is too thick for cell_px={self.cell_px}; use wall_px <= cell_px/3")
         inner = self.cell_px - self.wall_px
         if 2 * self.marker_inset_px >= inner - 2:
             raise ValueError(f"marker_inset_px={self.marker_inset_px} leaves no room for markers in {inner}px cells")
@@ -186,9 +184,7 @@ def image_token_count(
     """
     factor = patch * merge
     if width_px < 1 or height_px < 1 or patch < 1 or merge < 1:
-        raise MazeError(
-            f"width_px, height_px, patch and merge must be >= 1, got {width_px}, {height_px}, {patch}, {merge}"
-        )
+        raise MazeError(f"width_px, height_px, patch and merge must be >= 1, got {width_px}, {height_px}, {patch}, {merge}")
     lo = 4 * factor * factor if min_pixels is None else min_pixels
     hi = 16384 * factor * factor if max_pixels is None else max_pixels
     if lo > hi:
@@ -197,9 +193,7 @@ def image_token_count(
     return (h // factor) * (w // factor)
 
 
-def fit_style(
-    rows: int, cols: int, style: RenderStyle, *, max_image_tokens: int, patch: int = 16, merge: int = 2
-) -> RenderStyle:
+def fit_style(rows: int, cols: int, style: RenderStyle, *, max_image_tokens: int, patch: int = 16, merge: int = 2) -> RenderStyle:
     """The largest-cell copy of ``style`` whose image needs at most ``max_image_tokens`` tokens.
 
     Shrinks ``cell_px`` (keeping ``wall_px`` at most a third of it) until the image fits.
@@ -216,9 +210,7 @@ def fit_style(
         if image_token_count(w, h, patch=patch, merge=merge) <= max_image_tokens:
             return candidate
         cell -= 1
-    raise MazeError(
-        f"max_image_tokens={max_image_tokens} is too small for a {rows}x{cols} maze even with 8-px cells; raise it"
-    )
+    raise MazeError(f"max_image_tokens={max_image_tokens} is too small for a {rows}x{cols} maze even with 8-px cells; raise it")
 
 
 #: Palette indices of the indexed-colour images (PNG colour type 3).

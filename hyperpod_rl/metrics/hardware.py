@@ -115,9 +115,7 @@ class RayPrometheusSource:
         timeout_s: HTTP timeout per scrape, seconds.
     """
 
-    def __init__(
-        self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 5.0
-    ) -> None:
+    def __init__(self, ports: Iterable[int], *, host: str = "127.0.0.1", timeout_s: float = 5.0) -> None:
         import requests
 
         self.urls = [f"http://{host}:{int(p)}/metrics" for p in ports]
@@ -140,13 +138,9 @@ class RayPrometheusSource:
             try:
                 resp = self._session.get(url, timeout=self.timeout_s)
             except requests.RequestException as err:
-                raise HyperpodRLError(
-                    f"cannot scrape Ray metrics at {url}: {err.__class__.__name__}; is the cluster running?"
-                ) from None
+                raise HyperpodRLError(f"cannot scrape Ray metrics at {url}: {err.__class__.__name__}; is the cluster running?") from None
             if resp.status_code != 200:
-                raise HyperpodRLError(
-                    f"Ray metrics at {url} answered {resp.status_code}"
-                )
+                raise HyperpodRLError(f"Ray metrics at {url} answered {resp.status_code}")
             for node, values in parse_ray_metrics(resp.text).items():
                 out.setdefault(node, {}).update(values)
         return out
@@ -230,18 +224,14 @@ class GrafanaSource:
         timeout_s: HTTP timeout, seconds.
     """
 
-    def __init__(
-        self, url: str, token: str, datasource_uid: str, *, timeout_s: float = 10.0
-    ) -> None:
+    def __init__(self, url: str, token: str, datasource_uid: str, *, timeout_s: float = 10.0) -> None:
         self.url = url.rstrip("/")
         self._token = token
         self.datasource_uid = datasource_uid
         self.timeout_s = timeout_s
 
     def __repr__(self) -> str:
-        return (
-            f"GrafanaSource(url={self.url!r}, datasource_uid={self.datasource_uid!r})"
-        )
+        return f"GrafanaSource(url={self.url!r}, datasource_uid={self.datasource_uid!r})"
 
     def sample(self) -> NodeSample:
         """POST the queries and parse the frames.
@@ -260,18 +250,10 @@ class GrafanaSource:
                 timeout=self.timeout_s,
             )
         except requests.RequestException as err:
-            raise HyperpodRLError(
-                f"cannot reach Grafana at {self.url}: {err.__class__.__name__}"
-            ) from None
+            raise HyperpodRLError(f"cannot reach Grafana at {self.url}: {err.__class__.__name__}") from None
         if resp.status_code != 200:
-            hint = (
-                ": the service-account token is wrong or expired"
-                if resp.status_code in (401, 403)
-                else ""
-            )
-            raise HyperpodRLError(
-                f"Grafana {self.url}/api/ds/query answered {resp.status_code}{hint}"
-            )
+            hint = ": the service-account token is wrong or expired" if resp.status_code in (401, 403) else ""
+            raise HyperpodRLError(f"Grafana {self.url}/api/ds/query answered {resp.status_code}{hint}")
         return parse_grafana_response(resp.json())
 
 
@@ -315,9 +297,7 @@ def amp_signed_request(
     return url, dict(request.headers.items())
 
 
-def parse_prometheus_vector(
-    body: Mapping[str, Any], key: str, out: NodeSample | None = None
-) -> NodeSample:
+def parse_prometheus_vector(body: Mapping[str, Any], key: str, out: NodeSample | None = None) -> NodeSample:
     """Merge one instant-query answer (``resultType: vector``) into a :data:`NodeSample`.
 
     The Prometheus HTTP API answers ``{"status": "success", "data": {"resultType": "vector",
@@ -328,9 +308,7 @@ def parse_prometheus_vector(
     """
     sample: NodeSample = {} if out is None else out
     if body.get("status") != "success":
-        raise HyperpodRLError(
-            f"Prometheus query for {key!r} failed: {body.get('errorType', '')} {body.get('error', '')}".rstrip()
-        )
+        raise HyperpodRLError(f"Prometheus query for {key!r} failed: {body.get('errorType', '')} {body.get('error', '')}".rstrip())
     for item in body.get("data", {}).get("result", []):
         labels = item.get("metric") or {}
         node = labels.get("ip") or labels.get("instance") or "node"
@@ -363,9 +341,7 @@ class AMPSource:
         self.timeout_s = timeout_s
 
     def __repr__(self) -> str:
-        return (
-            f"AMPSource(workspace_url={self.workspace_url!r}, region={self.region!r})"
-        )
+        return f"AMPSource(workspace_url={self.workspace_url!r}, region={self.region!r})"
 
     def sample(self) -> NodeSample:
         """Run every :data:`PROMQL` query and merge the answers.
@@ -387,19 +363,13 @@ class AMPSource:
         frozen = creds.get_frozen_credentials()
         out: NodeSample = {}
         for key, expr in PROMQL.items():
-            url, headers = amp_signed_request(
-                self.workspace_url, expr, region=self.region, credentials=frozen
-            )
+            url, headers = amp_signed_request(self.workspace_url, expr, region=self.region, credentials=frozen)
             try:
                 resp = requests.get(url, headers=headers, timeout=self.timeout_s)
             except requests.RequestException as err:
-                raise HyperpodRLError(
-                    f"cannot reach Amazon Managed Prometheus at {self.workspace_url}: {err.__class__.__name__}"
-                ) from None
+                raise HyperpodRLError(f"cannot reach Amazon Managed Prometheus at {self.workspace_url}: {err.__class__.__name__}") from None
             if resp.status_code != 200:
-                raise HyperpodRLError(
-                    f"Amazon Managed Prometheus answered {resp.status_code} for {key!r}: {resp.text[:300]}"
-                )
+                raise HyperpodRLError(f"Amazon Managed Prometheus answered {resp.status_code} for {key!r}: {resp.text[:300]}")
             parse_prometheus_vector(resp.json(), key, out)
         return out
 
@@ -420,11 +390,7 @@ def source_from_env(environ: Mapping[str, str] | None = None) -> HardwareSource 
 
     env = os.environ if environ is None else environ
     if env.get("HYPERPOD_RL_GRAFANA_URL"):
-        missing = [
-            k
-            for k in ("HYPERPOD_RL_GRAFANA_TOKEN", "HYPERPOD_RL_GRAFANA_DATASOURCE_UID")
-            if not env.get(k)
-        ]
+        missing = [k for k in ("HYPERPOD_RL_GRAFANA_TOKEN", "HYPERPOD_RL_GRAFANA_DATASOURCE_UID") if not env.get(k)]
         if missing:
             raise HyperpodRLError(
                 f"HYPERPOD_RL_GRAFANA_URL is set but {', '.join(missing)} is not: set it (service-account token / Prometheus data source uid)"
@@ -437,8 +403,6 @@ def source_from_env(environ: Mapping[str, str] | None = None) -> HardwareSource 
     if env.get("HYPERPOD_RL_AMP_WORKSPACE_URL"):
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         if not region:
-            raise HyperpodRLError(
-                "HYPERPOD_RL_AMP_WORKSPACE_URL is set but AWS_REGION is not: set it to the workspace's region"
-            )
+            raise HyperpodRLError("HYPERPOD_RL_AMP_WORKSPACE_URL is set but AWS_REGION is not: set it to the workspace's region")
         return AMPSource(env["HYPERPOD_RL_AMP_WORKSPACE_URL"], region=region)
     return None

@@ -70,9 +70,7 @@ _POLICY = (
 )
 
 
-def merge_records(
-    old: Sequence[MetricRecord], new: Iterable[MetricRecord]
-) -> list[MetricRecord]:
+def merge_records(old: Sequence[MetricRecord], new: Iterable[MetricRecord]) -> list[MetricRecord]:
     """Union of two record lists, one record per step (the newer one wins), sorted by step.
 
     The same step can arrive twice (from ``metrics.jsonl`` and from the job log, or again after a
@@ -134,9 +132,7 @@ def bottleneck_verdict(records: Sequence[MetricRecord], *, last_n: int = 10) -> 
     Returns:
         The verdict, or ``"no step timings yet"`` before the first record with timings.
     """
-    recent = [r for r in records if any(k.startswith("timing/") for k in r.values)][
-        -last_n:
-    ]
+    recent = [r for r in records if any(k.startswith("timing/") for k in r.values)][-last_n:]
     if not recent:
         return "no step timings yet"
     totals = dict.fromkeys(PHASES, 0.0)

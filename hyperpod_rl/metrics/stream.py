@@ -172,9 +172,7 @@ class MetricStream:
         if self.running:
             return
         self._stop.clear()
-        self._thread = threading.Thread(
-            target=self._run, name="hprl-metric-stream", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name="hprl-metric-stream", daemon=True)
         self._thread.start()
 
     def stop(self, timeout_s: float = 5.0) -> None:

@@ -17,7 +17,9 @@ from hyperpod_rl.model.tiny import (
 __all__ = ["load_base_model", "save_tiny_base_model"]
 
 
-def save_tiny_base_model(root: str | Path, *, seed: int = 0, hidden_size: int = 128, num_layers: int = 2, corpus: tuple[str, ...] = ()) -> tuple[Path, str]:
+def save_tiny_base_model(
+    root: str | Path, *, seed: int = 0, hidden_size: int = 128, num_layers: int = 2, corpus: tuple[str, ...] = ()
+) -> tuple[Path, str]:
     """Build the tiny random-init Qwen3-VL and save it under ``root/tiny-qwen3-vl-<revision>``.
 
     The revision is the content hash of the saved files (:func:`directory_revision`), so the same
@@ -67,7 +69,9 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None) -> tuple[Any, 
         raise ConfigError(f"model.path={str(root)!r} has no config.json: pass a Qwen3-VL checkpoint directory")
     config = json.loads((root / "config.json").read_text())
     if config.get("model_type") not in ("qwen3_vl",):
-        raise ConfigError(f"model.path={str(root)!r} is a {config.get('model_type')!r} model: hyperpod-rl trains Qwen3-VL (model_type 'qwen3_vl')")
+        raise ConfigError(
+            f"model.path={str(root)!r} is a {config.get('model_type')!r} model: hyperpod-rl trains Qwen3-VL (model_type 'qwen3_vl')"
+        )
     marker = root / "hyperpod_rl_model.json"
     if marker.exists():
         processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)

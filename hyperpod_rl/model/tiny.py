@@ -106,9 +106,7 @@ def _train_tokenizer(corpus: Iterable[str], vocab_size: int) -> Qwen2Tokenizer:
     vocab: dict[str, int] = state["model"]["vocab"]
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in state["model"]["merges"]]
     tok = Qwen2Tokenizer(vocab=vocab, merges=merges)
-    tok.add_special_tokens(
-        {"additional_special_tokens": list(CHAT_SPECIAL_TOKENS[1:] + VISION_SPECIAL_TOKENS)}
-    )
+    tok.add_special_tokens({"additional_special_tokens": list(CHAT_SPECIAL_TOKENS[1:] + VISION_SPECIAL_TOKENS)})
     # Direction words and answer tags as whole tokens, so one move is one sampled token.
     tok.add_tokens(list(ANSWER_TOKENS) + [f" {d}" for d in DIRECTION_TOKENS] + list(DIRECTION_TOKENS))
     tok.eos_token = "<|im_end|>"

@@ -15,7 +15,9 @@ def up(
     adapter: Annotated[list[str] | None, typer.Option(help="NAME=PATH of an adapter directory; repeatable")] = None,
     port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"),
     num_cpus: float = typer.Option(1.0, help="CPUs of the replica"),
-    model_id: str | None = typer.Option(None, help="base model id the adapters' provenance must name (default: read from the model directory)"),
+    model_id: str | None = typer.Option(
+        None, help="base model id the adapters' provenance must name (default: read from the model directory)"
+    ),
 ) -> None:
     """Deploy the serving app and return (the app keeps running)."""
     import ray

@@ -142,7 +142,9 @@ class ClusterServeSpec(BaseModel):
     def _names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
             if not name or any(c in name for c in " =,:/\"'"):
-                raise ValueError(f"adapter name {name!r} must be non-empty without spaces, '=', ',', ':', '/' or quotes (vLLM --lora-modules name=path)")
+                raise ValueError(
+                    f"adapter name {name!r} must be non-empty without spaces, '=', ',', ':', '/' or quotes (vLLM --lora-modules name=path)"
+                )
         return value
 
     @field_validator("max_lora_rank")
@@ -187,11 +189,15 @@ def _lora_limits(spec: ClusterServeSpec) -> tuple[int, int]:
     if spec.max_lora_rank is not None:
         rank = spec.max_lora_rank
         if top > rank:
-            raise ConfigError(f"max_lora_rank={rank} is below the largest adapter rank {top}: set max_lora_rank >= {top} (vLLM --max-lora-rank) or leave it unset")
+            raise ConfigError(
+                f"max_lora_rank={rank} is below the largest adapter rank {top}: set max_lora_rank >= {top} (vLLM --max-lora-rank) or leave it unset"
+            )
     else:
         fitting = [r for r in VLLM_LORA_RANKS if r >= top]
         if not fitting:
-            raise ConfigError(f"adapter rank {top} exceeds vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}: train with a smaller lora.rank")
+            raise ConfigError(
+                f"adapter rank {top} exceeds vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}: train with a smaller lora.rank"
+            )
         rank = fitting[0]
     return rank, spec.max_loras or len(spec.adapters)
 
@@ -233,19 +239,39 @@ def vllm_serve_args(spec: ClusterServeSpec | dict[str, Any]) -> list[str]:
     args = ["vllm", "serve", spec.base_model, "--served-model-name", spec.served_model_name]
     if not Path(spec.base_model).is_absolute():
         args += ["--revision", spec.base_model_revision]
-    args += ["--enable-lora", "--max-lora-rank", str(rank), "--max-loras", str(max_loras), "--max-cpu-loras", str(max(max_loras, len(spec.adapters)))]
-    for name, path in spec.adapters.items():
-        args += ["--lora-modules", json.dumps({"name": name, "path": str(path), "base_model_name": spec.served_model_name}, separators=(",", ":"))]
     args += [
-        "--limit-mm-per-prompt", json.dumps({"image": spec.images_per_prompt}),
-        "--generation-config", "vllm",
-        "--max-model-len", str(spec.max_model_len),
-        "--tensor-parallel-size", str(spec.tensor_parallel_size),
-        "--gpu-memory-utilization", str(spec.gpu_memory_utilization),
-        "--dtype", spec.dtype,
-        "--seed", str(spec.seed),
-        "--host", spec.host,
-        "--port", str(spec.port),
+        "--enable-lora",
+        "--max-lora-rank",
+        str(rank),
+        "--max-loras",
+        str(max_loras),
+        "--max-cpu-loras",
+        str(max(max_loras, len(spec.adapters))),
+    ]
+    for name, path in spec.adapters.items():
+        args += [
+            "--lora-modules",
+            json.dumps({"name": name, "path": str(path), "base_model_name": spec.served_model_name}, separators=(",", ":")),
+        ]
+    args += [
+        "--limit-mm-per-prompt",
+        json.dumps({"image": spec.images_per_prompt}),
+        "--generation-config",
+        "vllm",
+        "--max-model-len",
+        str(spec.max_model_len),
+        "--tensor-parallel-size",
+        str(spec.tensor_parallel_size),
+        "--gpu-memory-utilization",
+        str(spec.gpu_memory_utilization),
+        "--dtype",
+        spec.dtype,
+        "--seed",
+        str(spec.seed),
+        "--host",
+        spec.host,
+        "--port",
+        str(spec.port),
     ]
     check_vllm_args(args)
     return args
@@ -370,7 +396,9 @@ def submit_vllm_job(client: Any, spec: ClusterServeSpec | dict[str, Any]) -> str
     return client.submit_job(**vllm_job(spec))
 
 
-def ray_serve_llm_config(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: str, accelerator_type: str | None = "H200", max_replicas: int = 1) -> dict[str, Any]:
+def ray_serve_llm_config(
+    spec: ClusterServeSpec | dict[str, Any], *, lora_uri: str, accelerator_type: str | None = "H200", max_replicas: int = 1
+) -> dict[str, Any]:
     """A Ray Serve LLM ``LLMConfig`` (as a dict) for the spec, validated by :func:`validate_llm_config`.
 
     Ray Serve LLM loads adapters on demand from ``<lora_uri>/<adapter name>/`` and routes
@@ -411,7 +439,10 @@ def ray_serve_llm_config(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: s
     config: dict[str, Any] = {
         "model_loading_config": {"model_id": spec.served_model_name, "model_source": spec.base_model},
         "engine_kwargs": engine,
-        "lora_config": {"dynamic_lora_loading_path": lora_uri.rstrip("/"), "max_num_adapters_per_replica": max(max_loras, len(spec.adapters))},
+        "lora_config": {
+            "dynamic_lora_loading_path": lora_uri.rstrip("/"),
+            "max_num_adapters_per_replica": max(max_loras, len(spec.adapters)),
+        },
         "deployment_config": {"autoscaling_config": {"min_replicas": 1, "max_replicas": max_replicas}},
     }
     if accelerator_type:
@@ -420,7 +451,14 @@ def ray_serve_llm_config(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: s
     return config
 
 
-def ray_serve_llm_app(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: str, accelerator_type: str | None = "H200", max_replicas: int = 1, app_name: str = "hyperpod-rl-llm") -> dict[str, Any]:
+def ray_serve_llm_app(
+    spec: ClusterServeSpec | dict[str, Any],
+    *,
+    lora_uri: str,
+    accelerator_type: str | None = "H200",
+    max_replicas: int = 1,
+    app_name: str = "hyperpod-rl-llm",
+) -> dict[str, Any]:
     """A Serve config file (``serve deploy`` / RayService ``serveConfigV2``) with one LLM app.
 
     Validated against ``ray.serve.schema.ServeDeploySchema``; its ``llm_configs`` entry against
@@ -432,7 +470,11 @@ def ray_serve_llm_app(spec: ClusterServeSpec | dict[str, Any], *, lora_uri: str,
     from ray.serve.schema import ServeDeploySchema
 
     config = ray_serve_llm_config(spec, lora_uri=lora_uri, accelerator_type=accelerator_type, max_replicas=max_replicas)
-    app = {"applications": [{"name": app_name, "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app", "args": {"llm_configs": [config]}}]}
+    app = {
+        "applications": [
+            {"name": app_name, "route_prefix": "/", "import_path": "ray.serve.llm:build_openai_app", "args": {"llm_configs": [config]}}
+        ]
+    }
     try:
         ServeDeploySchema.model_validate(app)
     except ValidationError as err:

@@ -31,7 +31,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["MAX_BODY_BYTES", "MAX_IMAGE_PX", "SERVE_APP_NAME", "ChatRequest", "action_constraint_of", "build_app", "check_adapters", "deploy_local", "run_app", "shutdown_local"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_IMAGE_PX",
+    "SERVE_APP_NAME",
+    "ChatRequest",
+    "action_constraint_of",
+    "build_app",
+    "check_adapters",
+    "deploy_local",
+    "run_app",
+    "shutdown_local",
+]
 
 SERVE_APP_NAME = "hyperpod-rl"
 #: Largest image side accepted, in pixels (maze images are 160-480 px).
@@ -97,7 +108,9 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                 try:
                     img.load()
                 except (OSError, ValueError, SyntaxError):
-                    raise ValueError("image_url data is not a readable image (truncated or damaged): send complete PNG or JPEG bytes") from None
+                    raise ValueError(
+                        "image_url data is not a readable image (truncated or damaged): send complete PNG or JPEG bytes"
+                    ) from None
                 parts.append({"type": "image", "image": img.convert("RGB")})
                 images += 1
             else:
@@ -182,7 +195,10 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
             raw = await request.body()
             if len(raw) > MAX_BODY_BYTES:
-                raise HTTPException(status_code=413, detail=f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send one downscaled maze image")
+                raise HTTPException(
+                    status_code=413,
+                    detail=f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send one downscaled maze image",
+                )
             try:
                 body = json.loads(raw)
             except ValueError:
@@ -190,7 +206,9 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             try:
                 req = ChatRequest.model_validate(body)
             except ValidationError as err:
-                raise HTTPException(status_code=400, detail=f"invalid request: {err.errors(include_url=False, include_input=False)}") from None
+                raise HTTPException(
+                    status_code=400, detail=f"invalid request: {err.errors(include_url=False, include_input=False)}"
+                ) from None
             if req.model != "base" and req.model not in self.names:
                 raise HTTPException(status_code=404, detail=f"unknown model {req.model!r}: use one of {['base', *self.names]}")
             try:
@@ -273,7 +291,9 @@ def _serve_http_port() -> int | None:
     return None if client is None else int(client.http_config.port)
 
 
-def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, model_id: str | None = None) -> None:
+def run_app(
+    model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, model_id: str | None = None
+) -> None:
     """Deploy (or redeploy) the app from a driver already joined to the cluster.
 
     :func:`deploy_local` runs this inside a Ray Job (``python -m hyperpod_rl.serve up``), which
@@ -295,14 +315,25 @@ def run_app(model_path: str | Path, adapters: dict[str, str | Path], *, port: in
     if current is not None and current != port:
         apps = serve.status().applications
         if apps:
-            raise ServeError(f"Ray Serve already listens on port {current} with applications {sorted(apps)}: use --port {current}, or run hyperpod-rl serve down first")
+            raise ServeError(
+                f"Ray Serve already listens on port {current} with applications {sorted(apps)}: use --port {current}, or run hyperpod-rl serve down first"
+            )
         serve.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus, action_constraint=constraint)
     serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
 
 
-def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, timeout_s: float = 300.0, model_id: str | None = None) -> str:
+def deploy_local(
+    client: Any,
+    model_path: str | Path,
+    adapters: dict[str, str | Path],
+    *,
+    port: int = 8000,
+    num_cpus: float = 1.0,
+    timeout_s: float = 300.0,
+    model_id: str | None = None,
+) -> str:
     """Deploy the serving app on the cluster through a short Ray Job and wait until it answers.
 
     Example:
@@ -335,13 +366,26 @@ def deploy_local(client: Any, model_path: str | Path, adapters: dict[str, str | 
 
     check_adapters(model_path, adapters, model_id=model_id)
     action_constraint_of(adapters)
-    args = [sys.executable, "-m", "hyperpod_rl.serve", "up", "--model-path", str(model_path), "--port", str(port), "--num-cpus", str(num_cpus)]
+    args = [
+        sys.executable,
+        "-m",
+        "hyperpod_rl.serve",
+        "up",
+        "--model-path",
+        str(model_path),
+        "--port",
+        str(port),
+        "--num-cpus",
+        str(num_cpus),
+    ]
     if model_id:
         args += ["--model-id", model_id]
     for name, path in adapters.items():
         args += ["--adapter", f"{name}={path}"]
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
-    client.submit_job(entrypoint=" ".join(shlex.quote(a) for a in args), submission_id=submission_id, metadata={"hyperpod_rl_serve": "deploy"})
+    client.submit_job(
+        entrypoint=" ".join(shlex.quote(a) for a in args), submission_id=submission_id, metadata={"hyperpod_rl_serve": "deploy"}
+    )
     deadline = time.monotonic() + timeout_s
     while not JobStatus(client.get_job_status(submission_id)).is_terminal():
         if time.monotonic() > deadline:
@@ -371,7 +415,11 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
     from ray.job_submission import JobStatus
 
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
-    client.submit_job(entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down", submission_id=submission_id, metadata={"hyperpod_rl_serve": "delete"})
+    client.submit_job(
+        entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down",
+        submission_id=submission_id,
+        metadata={"hyperpod_rl_serve": "delete"},
+    )
     deadline = time.monotonic() + timeout_s
     while not JobStatus(client.get_job_status(submission_id)).is_terminal() and time.monotonic() < deadline:
         time.sleep(0.5)

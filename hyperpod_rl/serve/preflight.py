@@ -68,7 +68,9 @@ PROVENANCE_KEYS = ("base_model_id", "base_model_revision", "lora")
 SAMPLING_NEUTRAL: dict[str, float] = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
 #: Module-path fragments of the Qwen-VL vision tower (transformers ``Qwen3VLModel.visual``).
 VISION_MARKERS = (".visual.", "visual.")
-_LORA_SUFFIX = re.compile(r"\.(lora_A|lora_B|lora_embedding_A|lora_embedding_B)(\.[^.]+)?\.weight$|\.(lora_embedding_A|lora_embedding_B)(\.[^.]+)?$")
+_LORA_SUFFIX = re.compile(
+    r"\.(lora_A|lora_B|lora_embedding_A|lora_embedding_B)(\.[^.]+)?\.weight$|\.(lora_embedding_A|lora_embedding_B)(\.[^.]+)?$"
+)
 _TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "added_tokens.json", "special_tokens_map.json")
 _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
@@ -108,7 +110,13 @@ class ServerProfile(BaseModel):
 LOCAL_SERVER = ServerProfile(name="local Ray Serve (transformers + peft)")
 
 
-def vllm_server(max_lora_rank: int = 16, *, generation_config: Literal["auto", "vllm"] = "vllm", chat_template: str | None = None, sampling: dict[str, float] | None = None) -> ServerProfile:
+def vllm_server(
+    max_lora_rank: int = 16,
+    *,
+    generation_config: Literal["auto", "vllm"] = "vllm",
+    chat_template: str | None = None,
+    sampling: dict[str, float] | None = None,
+) -> ServerProfile:
     """The profile of a vLLM OpenAI server (or Ray Serve LLM's vLLM engine) with ``--enable-lora``.
 
     Facts from vLLM (``vllm/config/lora.py`` ``LoRAConfig.max_lora_rank`` default 16;
@@ -356,33 +364,69 @@ class _Checker:
         return data
 
     def load(self) -> None:
-        self.provenance = self._json(PROVENANCE, "provenance", "export the adapter with hyperpod-rl (ReferenceTrainer.export_adapter writes provenance.json), or write one with base_model_id, base_model_revision, adapter_sha256 and lora")
+        self.provenance = self._json(
+            PROVENANCE,
+            "provenance",
+            "export the adapter with hyperpod-rl (ReferenceTrainer.export_adapter writes provenance.json), or write one with base_model_id, base_model_revision, adapter_sha256 and lora",
+        )
         if self.provenance is not None:
             missing = [k for k in PROVENANCE_KEYS if k not in self.provenance]
             if missing:
-                self.add("provenance", "error", f"provenance.json lacks {missing}.", "re-export the adapter with hyperpod-rl so provenance.json records the base model id, revision and LoRA settings")
-        self.config = self._json(ADAPTER_CONFIG, "adapter_config", "save the adapter with peft's save_pretrained (it writes adapter_config.json)")
+                self.add(
+                    "provenance",
+                    "error",
+                    f"provenance.json lacks {missing}.",
+                    "re-export the adapter with hyperpod-rl so provenance.json records the base model id, revision and LoRA settings",
+                )
+        self.config = self._json(
+            ADAPTER_CONFIG, "adapter_config", "save the adapter with peft's save_pretrained (it writes adapter_config.json)"
+        )
         if self.config is not None and self.config.get("peft_type", "LORA") != "LORA":
-            self.add("adapter_config", "error", f"adapter_config.json has peft_type={self.config.get('peft_type')!r}; servers load LoRA adapters only.", "train a LoRA adapter (peft LoraConfig)")
+            self.add(
+                "adapter_config",
+                "error",
+                f"adapter_config.json has peft_type={self.config.get('peft_type')!r}; servers load LoRA adapters only.",
+                "train a LoRA adapter (peft LoraConfig)",
+            )
         lora = (self.provenance or {}).get("lora")
         if self.config is not None and isinstance(lora, dict):
             # provenance.lora holds RunConfig.lora (rank, alpha); adapter_config.json holds peft's r, lora_alpha
             for ours, peft_key in (("rank", "r"), ("alpha", "lora_alpha")):
                 if ours in lora and peft_key in self.config and float(lora[ours]) != float(self.config[peft_key]):
-                    self.add("adapter_config", "error", f"adapter_config.json has {peft_key}={self.config[peft_key]} but provenance.json records lora.{ours}={lora[ours]}: the config does not belong to these weights.", "copy adapter_config.json from the same export as the weights, or re-export the adapter")
+                    self.add(
+                        "adapter_config",
+                        "error",
+                        f"adapter_config.json has {peft_key}={self.config[peft_key]} but provenance.json records lora.{ours}={lora[ours]}: the config does not belong to these weights.",
+                        "copy adapter_config.json from the same export as the weights, or re-export the adapter",
+                    )
 
     # ------------------------------------------------------------------ checks
     def base_model(self) -> None:
         prov = self.provenance or {}
         if "base_model_id" in prov and prov["base_model_id"] != self.base.model_id:
-            self.add("base_model", "error", f"the adapter was trained on base model {prov['base_model_id']!r} but the server loads {self.base.model_id!r}.", f"serve it on {prov['base_model_id']!r}, or train a new adapter on {self.base.model_id!r}")
+            self.add(
+                "base_model",
+                "error",
+                f"the adapter was trained on base model {prov['base_model_id']!r} but the server loads {self.base.model_id!r}.",
+                f"serve it on {prov['base_model_id']!r}, or train a new adapter on {self.base.model_id!r}",
+            )
         if "base_model_revision" in prov and prov["base_model_revision"] != self.base.revision:
-            self.add("base_model", "error", f"the adapter was trained on base model revision {prov['base_model_revision']!r} but the server loads revision {self.base.revision!r}.", f"load revision {prov['base_model_revision']!r} of the base model (pin it), or retrain on {self.base.revision!r}")
+            self.add(
+                "base_model",
+                "error",
+                f"the adapter was trained on base model revision {prov['base_model_revision']!r} but the server loads revision {self.base.revision!r}.",
+                f"load revision {prov['base_model_revision']!r} of the base model (pin it), or retrain on {self.base.revision!r}",
+            )
 
     def weights(self) -> None:
         path = self.adapter / ADAPTER_WEIGHTS
         if not path.is_file():
-            self.add("weights", "error", f"{ADAPTER_WEIGHTS} is missing from {self.adapter}.", "copy the complete adapter directory (peft save_pretrained writes adapter_model.safetensors); .bin adapters are not served")
+            self.add(
+                "weights",
+                "error",
+                f"{ADAPTER_WEIGHTS} is missing from {self.adapter}.",
+                "copy the complete adapter directory (peft save_pretrained writes adapter_model.safetensors); .bin adapters are not served",
+            )
             return
         expected = (self.provenance or {}).get("adapter_sha256")
         digest_ok = True
@@ -393,12 +437,27 @@ class _Checker:
         try:
             self.header = _safetensors_header(path)
         except ValueError as err:
-            self.add("weights", "error", f"{ADAPTER_WEIGHTS} is truncated or corrupt: {err}.", "copy the adapter again from the run directory (the copy was cut short or damaged)")
+            self.add(
+                "weights",
+                "error",
+                f"{ADAPTER_WEIGHTS} is truncated or corrupt: {err}.",
+                "copy the adapter again from the run directory (the copy was cut short or damaged)",
+            )
             return
         if not digest_ok:
-            self.add("weights", "error", f"{ADAPTER_WEIGHTS} does not match the adapter_sha256 in provenance.json (file {path.stat().st_size} bytes): the file is corrupt or was replaced.", "copy the adapter again from the run directory, or re-export it so provenance.json records the new checksum")
+            self.add(
+                "weights",
+                "error",
+                f"{ADAPTER_WEIGHTS} does not match the adapter_sha256 in provenance.json (file {path.stat().st_size} bytes): the file is corrupt or was replaced.",
+                "copy the adapter again from the run directory, or re-export it so provenance.json records the new checksum",
+            )
         elif not expected and self.provenance is not None:
-            self.add("weights", "warning", "provenance.json has no adapter_sha256, so the weights cannot be verified.", "re-export the adapter with hyperpod-rl (it records adapter_sha256)")
+            self.add(
+                "weights",
+                "warning",
+                "provenance.json has no adapter_sha256, so the weights cannot be verified.",
+                "re-export the adapter with hyperpod-rl (it records adapter_sha256)",
+            )
 
     def lora_rank(self) -> None:
         cfg = self.config or {}
@@ -409,39 +468,77 @@ class _Checker:
         self.report.rank = rank
         limit = self.server.max_lora_rank
         if limit is not None and rank > limit:
-            self.add("lora_rank", "error", f"the adapter's LoRA rank is {rank} but {self.server.name} accepts at most {limit}.", f"start the server with max_lora_rank >= {rank} (vLLM --max-lora-rank {rank}), or train with lora.rank <= {limit}")
+            self.add(
+                "lora_rank",
+                "error",
+                f"the adapter's LoRA rank is {rank} but {self.server.name} accepts at most {limit}.",
+                f"start the server with max_lora_rank >= {rank} (vLLM --max-lora-rank {rank}), or train with lora.rank <= {limit}",
+            )
 
     def vision_tower(self) -> None:
         if not self.server.lora_language_model_only:
             return
         keys = [k for k in (self.header or {}) if _is_vision(k)]
         if keys:
-            self.add("vision_tower", "error", f"{len(keys)} LoRA tensors sit on the vision tower (e.g. {keys[0]}); {self.server.name} applies LoRA to the language model only, so they would be dropped or rejected.", "train with lora.exclude_modules='.*visual.*' (the default), or serve on the local server, which applies LoRA everywhere")
+            self.add(
+                "vision_tower",
+                "error",
+                f"{len(keys)} LoRA tensors sit on the vision tower (e.g. {keys[0]}); {self.server.name} applies LoRA to the language model only, so they would be dropped or rejected.",
+                "train with lora.exclude_modules='.*visual.*' (the default), or serve on the local server, which applies LoRA everywhere",
+            )
 
     def modules_to_save(self) -> None:
         mts = (self.config or {}).get("modules_to_save")
         if mts:
-            self.add("modules_to_save", "error", f"adapter_config.json sets modules_to_save={mts}: the adapter carries full copies of those modules, which vLLM rejects.", "train without modules_to_save (LoRA on those modules instead), then re-export")
+            self.add(
+                "modules_to_save",
+                "error",
+                f"adapter_config.json sets modules_to_save={mts}: the adapter carries full copies of those modules, which vLLM rejects.",
+                "train without modules_to_save (LoRA on those modules instead), then re-export",
+            )
 
     def extra_weights(self) -> None:
         extra = [k for k in (self.header or {}) if not _LORA_SUFFIX.search(k)]
         if extra:
-            self.add("extra_weights", "error", f"{len(extra)} tensors are not LoRA matrices (e.g. {extra[0]}): full weights would replace the base model's.", "export only the LoRA A/B matrices (peft get_peft_model_state_dict without modules_to_save or trainable tokens)")
+            self.add(
+                "extra_weights",
+                "error",
+                f"{len(extra)} tensors are not LoRA matrices (e.g. {extra[0]}): full weights would replace the base model's.",
+                "export only the LoRA A/B matrices (peft get_peft_model_state_dict without modules_to_save or trainable tokens)",
+            )
 
     def tokenizer(self) -> None:
         if self.base.path is None:
-            self.add("tokenizer", "warning", "the base model has no local path, so its tokenizer and chat template were not compared.", "pass BaseModelRef(path=...) of a local copy of the base model")
+            self.add(
+                "tokenizer",
+                "warning",
+                "the base model has no local path, so its tokenizer and chat template were not compared.",
+                "pass BaseModelRef(path=...) of a local copy of the base model",
+            )
             return
         base_fp = tokenizer_fingerprint(self.base.path)
         own_fp = tokenizer_fingerprint(self.adapter)
         prov = self.provenance or {}
-        for key, check, what in (("tokenizer_sha256", "tokenizer", "tokenizer"), ("chat_template_sha256", "chat_template", "chat template")):
+        for key, check, what in (
+            ("tokenizer_sha256", "tokenizer", "tokenizer"),
+            ("chat_template_sha256", "chat_template", "chat template"),
+        ):
             for source, value in (("saved beside the adapter", own_fp[key]), ("recorded in provenance.json", prov.get(key))):
                 if value is not None and value != base_fp[key]:
-                    self.add(check, "error", f"the {what} {source} differs from the base model's ({str(value)[:12]} vs {str(base_fp[key])[:12]}).", f"serve with the {what} the adapter was trained with: remove the mismatching {what} files, or retrain with the base model's {what}")
+                    self.add(
+                        check,
+                        "error",
+                        f"the {what} {source} differs from the base model's ({str(value)[:12]} vs {str(base_fp[key])[:12]}).",
+                        f"serve with the {what} the adapter was trained with: remove the mismatching {what} files, or retrain with the base model's {what}",
+                    )
         override = self.server.chat_template
         if override is not None and base_fp["chat_template_sha256"] not in (None, hashlib.sha256(override.encode()).hexdigest()):
-            self.add("chat_template", "error", f"{self.server.name} overrides the chat template with one that differs from the base model's, so prompts would not match training.", "drop the chat template override (vLLM --chat-template) so the base model's own template is used")
+            self.add(
+                "chat_template",
+                "error",
+                f"{self.server.name} overrides the chat template with one that differs from the base model's, so prompts would not match training.",
+                "drop the chat template override (vLLM --chat-template) so the base model's own template is used",
+            )
 
     def generation_config(self) -> None:
         if self.server.generation_config != "auto" or self.base.path is None:
@@ -463,7 +560,12 @@ class _Checker:
             if float(gen[key]) != float(wanted):
                 overrides.append(f"{key}={gen[key]} (requested {wanted})")
         if overrides:
-            self.add("generation_config", "warning", f"the base model's generation_config.json sets {', '.join(overrides)}; {self.server.name} applies these as defaults to every request that omits them.", "start vLLM with --generation-config vllm, or send these sampling fields explicitly in each request")
+            self.add(
+                "generation_config",
+                "warning",
+                f"the base model's generation_config.json sets {', '.join(overrides)}; {self.server.name} applies these as defaults to every request that omits them.",
+                "start vLLM with --generation-config vllm, or send these sampling fields explicitly in each request",
+            )
 
     def run(self) -> PreflightReport:
         self.load()

@@ -97,7 +97,10 @@ def _comparison_json(comparison: Any, run_dir: Path) -> tuple[dict[str, Any] | N
     if comparison is None:
         path = run_dir / COMPARISON_FILE
         if not path.is_file():
-            return None, f"no held-out comparison for this run ({path} is missing): evaluate the base model and the adapter on the same held-out mazes and save hyperpod_rl.eval.compare(base, adapter) there (hyperpod-rl serve promote does)"
+            return (
+                None,
+                f"no held-out comparison for this run ({path} is missing): evaluate the base model and the adapter on the same held-out mazes and save hyperpod_rl.eval.compare(base, adapter) there (hyperpod-rl serve promote does)",
+            )
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as err:
@@ -166,7 +169,9 @@ def _record(run_dir: Path, decision: PromotionDecision) -> None:
         warnings.warn(f"run ledger unavailable ({type(err).__name__}: {err}); the decision is in {path}", stacklevel=3)
 
 
-def promote(adapter: str | Path, *, comparison: Any = None, run_dir: str | Path | None = None, base_model: str | Path | None = None) -> PromotionDecision:
+def promote(
+    adapter: str | Path, *, comparison: Any = None, run_dir: str | Path | None = None, base_model: str | Path | None = None
+) -> PromotionDecision:
     """Promote an adapter if its held-out evaluation beats the base model; record the decision.
 
     Args:
@@ -197,7 +202,9 @@ def promote(adapter: str | Path, *, comparison: Any = None, run_dir: str | Path 
     run_id = rdir.name
     if manifest_file.is_file():
         run_id = json.loads(manifest_file.read_text()).get("run_id", run_id)
-    decision = PromotionDecision(run_id=run_id, adapter=str(adir), adapter_sha256=_sha256(adir / "adapter_model.safetensors"), promoted=False, reason="")
+    decision = PromotionDecision(
+        run_id=run_id, adapter=str(adir), adapter_sha256=_sha256(adir / "adapter_model.safetensors"), promoted=False, reason=""
+    )
 
     def refuse(reason: str) -> PromotionRefused:
         decision.promoted, decision.reason = False, reason

@@ -15,7 +15,9 @@ from hyperpod_rl.train.rollout import play_episodes
 __all__ = ["greedy_benchmark"]
 
 
-def greedy_benchmark(policy: MazePolicy, rows: list[dict[str, Any]], *, max_turns: int | None = None) -> tuple[dict[str, float], list[dict[str, Any]]]:
+def greedy_benchmark(
+    policy: MazePolicy, rows: list[dict[str, Any]], *, max_turns: int | None = None
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Play one greedy episode per row.
 
     Args:

@@ -28,7 +28,15 @@ from typing import Any
 
 from hyperpod_rl.errors import CheckpointError
 
-__all__ = ["file_sha256", "latest_valid_checkpoint", "prune_checkpoints", "remove_stale_temporaries", "verify_checksums", "write_checksums", "write_dir_atomically"]
+__all__ = [
+    "file_sha256",
+    "latest_valid_checkpoint",
+    "prune_checkpoints",
+    "remove_stale_temporaries",
+    "verify_checksums",
+    "write_checksums",
+    "write_dir_atomically",
+]
 
 
 def file_sha256(path: str | Path) -> str:

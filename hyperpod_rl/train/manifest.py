@@ -45,7 +45,17 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.train.provenance import git_state, package_versions
 
-__all__ = ["MANIFEST_NAME", "checkpoint_entries", "config_from_manifest", "eval_summaries", "image_info", "new_manifest", "read_manifest", "reproduce_config", "update_manifest"]
+__all__ = [
+    "MANIFEST_NAME",
+    "checkpoint_entries",
+    "config_from_manifest",
+    "eval_summaries",
+    "image_info",
+    "new_manifest",
+    "read_manifest",
+    "reproduce_config",
+    "update_manifest",
+]
 
 MANIFEST_NAME = "manifest.json"
 SCHEMA_VERSION = 1
@@ -173,7 +183,9 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
     except ValueError as err:
-        raise CheckpointError(f"{path} is not valid JSON ({err}): restore it from the ledger or delete it to start the run over with --fresh") from None
+        raise CheckpointError(
+            f"{path} is not valid JSON ({err}): restore it from the ledger or delete it to start the run over with --fresh"
+        ) from None
 
 
 @contextmanager
@@ -275,7 +287,9 @@ def reproduce_config(run_dir: str | Path, *, run_id: str) -> tuple[RunConfig, li
         raise ConfigError("cannot reproduce run {!r} exactly:\n  ".format(manifest.get("run_id")) + "\n  ".join(problems))
     warnings_out = []
     if base.get("revision") and not re.fullmatch(r"[0-9a-f]{16}", str(base["revision"])):
-        warnings_out.append(f"base model revision {base['revision']} is not a content hash: check the checkpoint at {model_path} is that revision")
+        warnings_out.append(
+            f"base model revision {base['revision']} is not a content hash: check the checkpoint at {model_path} is that revision"
+        )
     now_git, then_git = git_state(), manifest.get("git") or {}
     if then_git.get("commit") and now_git.get("commit") != then_git.get("commit"):
         warnings_out.append(f"code commit differs: run used {then_git['commit']}, this checkout is {now_git.get('commit')}")

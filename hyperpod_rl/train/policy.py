@@ -187,14 +187,14 @@ class MazePolicy:
             predicts response token j).
         """
         encs = [self._encode_prompt(p) for p in prompts]
-        seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, prefixes)]
+        seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, prefixes, strict=True)]
         length = max(len(s) for s in seqs)
         batch = len(seqs)
         input_ids = torch.full((batch, length), self.tokenizer.pad_token_id, dtype=torch.long)
         attention = torch.zeros((batch, length), dtype=torch.long)
         mm_types = torch.zeros((batch, length), dtype=torch.long)
         starts = []
-        for i, (enc, seq) in enumerate(zip(encs, seqs)):
+        for i, (enc, seq) in enumerate(zip(encs, seqs, strict=True)):
             off = length - len(seq)
             input_ids[i, off:] = seq
             attention[i, off:] = 1
@@ -215,7 +215,9 @@ class MazePolicy:
         last = max((j for j, s in enumerate(loss_mask) if s), default=0)
         return tuple(response[:last])
 
-    def group_samples(self, contexts: Sequence[Conversation], responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]) -> list[list[int]]:
+    def group_samples(
+        self, contexts: Sequence[Conversation], responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]
+    ) -> list[list[int]]:
         """Group sample indices that share one forward pass (same observation, same fed prefix).
 
         Episodes of one GRPO group share many states (all of them at turn 1), and with
@@ -223,7 +225,7 @@ class MazePolicy:
         so one forward serves every answer given in the same state.
         """
         groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-        for i, (ctx, resp, lm) in enumerate(zip(contexts, responses, loss_masks)):
+        for i, (ctx, resp, lm) in enumerate(zip(contexts, responses, loss_masks, strict=True)):
             groups.setdefault((prompt_key(ctx), self._prefix(resp, lm)), []).append(i)
         return list(groups.values())
 
@@ -263,7 +265,7 @@ class MazePolicy:
         k = 0
         for u, g in enumerate(groups):
             for i in g:
-                for j, (tok, sampled) in enumerate(zip(responses[i], loss_masks[i])):
+                for j, (tok, sampled) in enumerate(zip(responses[i], loss_masks[i], strict=True)):
                     if sampled:
                         targets[k, starts[u] + j - 1] = self._remap[tok]
                         mask[k, starts[u] + j - 1] = True
@@ -317,9 +319,14 @@ class MazePolicy:
         for i, c in enumerate(choice.tolist()):
             tok_id = int(self.allowed_ids[c])
             ids = prefix + [tok_id] + list(self.suffix_ids)
-            actions.append(Action(text=f"<answer>{DIRECTION_TOKENS[c]}</answer>", response_ids=ids,
-                                  loss_mask=[False] * len(prefix) + [True] + [False] * len(self.suffix_ids),
-                                  logprob=float(logp[i, c])))
+            actions.append(
+                Action(
+                    text=f"<answer>{DIRECTION_TOKENS[c]}</answer>",
+                    response_ids=ids,
+                    loss_mask=[False] * len(prefix) + [True] + [False] * len(self.suffix_ids),
+                    logprob=float(logp[i, c]),
+                )
+            )
         return actions
 
     def _act_free(self, prompts: Sequence[Conversation], *, greedy: bool, temperature: float) -> list[Action]:
@@ -327,11 +334,15 @@ class MazePolicy:
         for prompt in prompts:  # one at a time: images differ in size, HF generate pads text only
             enc = self._encode_prompt(prompt)
             out = self.model.generate(
-                **enc, max_new_tokens=self.max_new_tokens, do_sample=not greedy,
-                temperature=temperature if not greedy else None, suppress_tokens=self.suppress_ids,
-                eos_token_id=self.eos_id, pad_token_id=self.tokenizer.pad_token_id,
+                **enc,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=not greedy,
+                temperature=temperature if not greedy else None,
+                suppress_tokens=self.suppress_ids,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.tokenizer.pad_token_id,
             )
-            ids = out[0, enc["input_ids"].shape[1]:].tolist()
+            ids = out[0, enc["input_ids"].shape[1] :].tolist()
             logp = self.score([prompt], [ids], [[True] * len(ids)], temperature=temperature).logprobs
             text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
             actions.append(Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(logp.sum())))

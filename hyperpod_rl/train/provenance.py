@@ -34,8 +34,16 @@ def git_state(path: str | Path | None = None) -> dict[str, Any]:
     """``{"commit": sha | None, "dirty": bool | None}`` of the checkout holding this package."""
     where = Path(path) if path else Path(__file__).resolve().parents[2]
     try:
-        commit = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10, check=True).stdout
+        commit = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit or None, "dirty": bool(status.strip())}

@@ -169,7 +169,9 @@ class ReferenceTrainer:
             bias="none",
         )
         self.model = get_peft_model(model, lora)
-        self.policy = MazePolicy(self.model, processor, action_constraint=cfg.rollout.action_constraint, max_new_tokens=cfg.rollout.max_new_tokens)
+        self.policy = MazePolicy(
+            self.model, processor, action_constraint=cfg.rollout.action_constraint, max_new_tokens=cfg.rollout.max_new_tokens
+        )
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay)
         self.rows = read_rows(cfg.data.train_path)
@@ -187,7 +189,9 @@ class ReferenceTrainer:
             except BlockingIOError:
                 fh.seek(0)
                 holder = fh.read().strip() or "another process"
-                raise CheckpointError(f"run {self.config.run_id!r} is being trained by {holder}: stop that job first (hyperpod-rl job stop {self.config.run_id})") from None
+                raise CheckpointError(
+                    f"run {self.config.run_id!r} is being trained by {holder}: stop that job first (hyperpod-rl job stop {self.config.run_id})"
+                ) from None
             fh.seek(0)
             fh.truncate()
             fh.write(json.dumps({"pid": os.getpid(), "host": os.uname().nodename}))
@@ -217,10 +221,14 @@ class ReferenceTrainer:
         if prov.is_file() and verify_checksums(adapter) is None:
             info = json.loads(prov.read_text())
             if info.get("config_hash") != self.config.config_hash():
-                raise CheckpointError(f"{adapter} was trained with another config (hash {info.get('config_hash')}): resubmit with --fresh to overwrite it, or pick a new run id")
+                raise CheckpointError(
+                    f"{adapter} was trained with another config (hash {info.get('config_hash')}): resubmit with --fresh to overwrite it, or pick a new run id"
+                )
             if int(info.get("steps") or 0) >= self.config.trainer.steps:
                 if self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*")) and latest_valid_checkpoint(self.ckpt_root) is None:
-                    raise CheckpointError(f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over")
+                    raise CheckpointError(
+                        f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over"
+                    )
                 return adapter
         return None
 
@@ -236,7 +244,13 @@ class ReferenceTrainer:
         hashes = {"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)}
 
         def change(current: dict[str, Any] | None) -> dict[str, Any]:
-            fresh = new_manifest(cfg, base_model_id=self.base_model_id, base_model_revision=self.base_model_revision, dataset_hashes=hashes, reward_version=REWARD_VERSION)
+            fresh = new_manifest(
+                cfg,
+                base_model_id=self.base_model_id,
+                base_model_revision=self.base_model_revision,
+                dataset_hashes=hashes,
+                reward_version=REWARD_VERSION,
+            )
             if current is not None:  # keep what earlier attempts recorded
                 fresh["created_at"] = current.get("created_at", fresh["created_at"])
                 fresh["eval"] = current.get("eval") or {}
@@ -282,7 +296,16 @@ class ReferenceTrainer:
             np.random.set_state(states[1])
             torch.set_rng_state(states[2])
             self.generator.set_state(states[3])
-        result = {"label": "base", "model_path": str(cfg.model.path), "adapter_path": None, "num_mazes": len(rows), "metrics": metrics, "per_maze": per_maze, "split": "heldout", "model_revision": self.base_model_revision}
+        result = {
+            "label": "base",
+            "model_path": str(cfg.model.path),
+            "adapter_path": None,
+            "num_mazes": len(rows),
+            "metrics": metrics,
+            "per_maze": per_maze,
+            "split": "heldout",
+            "model_revision": self.base_model_revision,
+        }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"base.json.tmp-{os.getpid()}")
         tmp.write_text(json.dumps(result, indent=1))
@@ -316,7 +339,11 @@ class ReferenceTrainer:
                 },
                 tmp / "training_state.pt",
             )
-            (tmp / "trainer_state.json").write_text(json.dumps({"step": self.step, "sampler": self.sampler.state(), "metrics_lines": lines, "config_hash": self.config.config_hash()}))
+            (tmp / "trainer_state.json").write_text(
+                json.dumps(
+                    {"step": self.step, "sampler": self.sampler.state(), "metrics_lines": lines, "config_hash": self.config.config_hash()}
+                )
+            )
 
         path = write_dir_atomically(self.ckpt_root / f"step_{self.step:06d}", write)
         prune_checkpoints(self.ckpt_root, self.config.checkpoint.keep)
@@ -333,12 +360,16 @@ class ReferenceTrainer:
         path = latest_valid_checkpoint(self.ckpt_root)
         if path is None:
             if has_any:
-                raise CheckpointError(f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over")
+                raise CheckpointError(
+                    f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over"
+                )
             self.metrics_path.unlink(missing_ok=True)
             return None
         state = json.loads((path / "trainer_state.json").read_text())
         if state.get("config_hash") != self.config.config_hash():
-            raise CheckpointError(f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config")
+            raise CheckpointError(
+                f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config"
+            )
         set_peft_model_state_dict(self.model, load_file(str(path / "adapter_model.safetensors")))
         extra = torch.load(path / "training_state.pt", weights_only=False)
         self.optimizer.load_state_dict(extra["optimizer"])
@@ -381,7 +412,18 @@ class ReferenceTrainer:
             logp = scored.logprobs
             old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
             adv = torch.tensor([samples[i][1] for i in scored.indices])
-            terms = grpo_loss(logp, old, adv, scored.loss_mask, clip_eps=cfg.grpo.clip_eps, entropy=scored.entropy, entropy_coef=cfg.grpo.entropy_coef, ref_logprobs=ref, kl_coef=cfg.grpo.kl_coef, num_tokens=num_tokens)
+            terms = grpo_loss(
+                logp,
+                old,
+                adv,
+                scored.loss_mask,
+                clip_eps=cfg.grpo.clip_eps,
+                entropy=scored.entropy,
+                entropy_coef=cfg.grpo.entropy_coef,
+                ref_logprobs=ref,
+                kl_coef=cfg.grpo.kl_coef,
+                num_tokens=num_tokens,
+            )
             terms.loss.backward()
             totals["policy_loss"] += terms.policy_loss
             totals["kl"] += terms.kl
@@ -409,12 +451,21 @@ class ReferenceTrainer:
         cfg = self.config
         t0 = time.perf_counter()
         rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
-        episodes = play_episodes(self.policy, rows, group_size=cfg.grpo.group_size, temperature=cfg.rollout.temperature, max_turns=cfg.rollout.max_turns, generator=self.generator)
+        episodes = play_episodes(
+            self.policy,
+            rows,
+            group_size=cfg.grpo.group_size,
+            temperature=cfg.rollout.temperature,
+            max_turns=cfg.rollout.max_turns,
+            generator=self.generator,
+        )
         t_gen = time.perf_counter() - t0
         G = cfg.grpo.group_size
         returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
         if cfg.grpo.advantage == "process":
-            nested = process_advantages([[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))], gamma=cfg.grpo.gamma)
+            nested = process_advantages(
+                [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))], gamma=cfg.grpo.gamma
+            )
             turn_adv = [adv for group in nested for adv in group]
         else:
             per_episode = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1).tolist()
@@ -423,7 +474,9 @@ class ReferenceTrainer:
         values = self._update(episodes, turn_adv)
         t_train = time.perf_counter() - t1
         self.step += 1
-        solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(len(rows), cfg.grpo.group_size)
+        solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(
+            len(rows), cfg.grpo.group_size
+        )
         values.update({f"environment/{k}": float(v) for k, v in MazeEnv.aggregate_metrics([ep.metrics for ep in episodes]).items()})
         resp_tokens = [len(t.action.response_ids) for ep in episodes for t in ep.turns]
         step_s = time.perf_counter() - t0
@@ -478,7 +531,10 @@ class ReferenceTrainer:
                 except Exception as err:  # noqa: BLE001 - the training error matters more
                     log.warning("could not mark the run failed in manifest.json: %s", err)
                 raise
-            self._update_manifest(status="succeeded", adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step})
+            self._update_manifest(
+                status="succeeded",
+                adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step},
+            )
             return adapter
 
     def _loop(self) -> None:

@@ -107,9 +107,11 @@ def play_episodes(
             chunk = active[start : start + batch_size]
             actions.extend(policy.act([contexts[k] for k in chunk], greedy=greedy, temperature=temperature, generator=generator))
         still = []
-        for k, action in zip(active, actions):
+        for k, action in zip(active, actions, strict=True):
             out = envs[k].step(action.text)
-            episodes[k].turns.append(Turn(context=contexts[k], action=action, reward=float(out["reward"]), metadata=dict(out.get("metadata") or {})))
+            episodes[k].turns.append(
+                Turn(context=contexts[k], action=action, reward=float(out["reward"]), metadata=dict(out.get("metadata") or {}))
+            )
             if out["done"]:
                 episodes[k].metrics = {key: float(v) for key, v in envs[k].get_metrics().items() if isinstance(v, (int, float))}
                 envs[k].close()

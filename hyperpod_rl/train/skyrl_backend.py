@@ -58,9 +58,7 @@ ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
 _HASH_FILE = "hprl_config_hash.txt"
 
 
-def prepare_run(
-    config: RunConfig, run_dir: str | Path, *, fresh: bool = False
-) -> dict[str, object]:
+def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> dict[str, object]:
     """Make the run directory ready and return the SkyRL overrides for it.
 
     ``fresh`` deletes this run's checkpoints and metrics first. Otherwise an existing checkpoint
@@ -72,9 +70,7 @@ def prepare_run(
         CheckpointError: the checkpoints belong to a different config.
     """
     if config.backend != "skyrl":
-        raise ConfigError(
-            f"backend={config.backend!r} in the run's config.json: the SkyRL entrypoint needs backend='skyrl'"
-        )
+        raise ConfigError(f"backend={config.backend!r} in the run's config.json: the SkyRL entrypoint needs backend='skyrl'")
     rd = Path(run_dir)
     ckpt = rd / RUN_SUBDIRS["ckpt_path"]
     if fresh:
@@ -106,11 +102,7 @@ def _trim_metrics(path: Path, step: int) -> None:
     """Drop metric records after ``step``: SkyRL produces those steps again when it resumes."""
     if not path.exists():
         return
-    kept = [
-        line
-        for line in path.read_text().splitlines(keepends=True)
-        if (rec := _step_of(line)) is not None and rec <= step
-    ]
+    kept = [line for line in path.read_text().splitlines(keepends=True) if (rec := _step_of(line)) is not None and rec <= step]
     tmp = path.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(kept))
     os.replace(tmp, path)
@@ -155,21 +147,15 @@ def final_adapter_dir(ckpt_path: str | Path) -> tuple[Path, int]:
     root = Path(ckpt_path)
     latest = root / "latest_ckpt_global_step.txt"
     if not latest.is_file():
-        raise CheckpointError(
-            f"no finished SkyRL checkpoint under {root} ({latest.name} is missing): the run did not save one"
-        )
+        raise CheckpointError(f"no finished SkyRL checkpoint under {root} ({latest.name} is missing): the run did not save one")
     try:
         step = int(latest.read_text().strip())
     except ValueError:
-        raise CheckpointError(
-            f"{latest} is corrupt: {latest.read_text()[:40]!r}"
-        ) from None
+        raise CheckpointError(f"{latest} is corrupt: {latest.read_text()[:40]!r}") from None
     adapter = root / f"global_step_{step}" / "policy" / "lora_adapter"
     missing = [name for name in ADAPTER_FILES if not (adapter / name).is_file()]
     if missing:
-        raise CheckpointError(
-            f"checkpoint {adapter} lacks {', '.join(missing)}: was lora.rank 0, or the save cut off?"
-        )
+        raise CheckpointError(f"checkpoint {adapter} lacks {', '.join(missing)}: was lora.rank 0, or the save cut off?")
     return adapter, step
 
 
@@ -186,14 +172,10 @@ def _check_adapter(source: Path) -> None:
         )
     cfg = json.loads((source / "adapter_config.json").read_text())
     if cfg.get("modules_to_save"):
-        raise CheckpointError(
-            f"adapter_config.json has modules_to_save={cfg['modules_to_save']}: vLLM rejects such adapters"
-        )
+        raise CheckpointError(f"adapter_config.json has modules_to_save={cfg['modules_to_save']}: vLLM rejects such adapters")
 
 
-def export_adapter(
-    config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None
-) -> Path:
+def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None) -> Path:
     """Copy the final checkpoint's adapter to ``<run dir>/adapter`` with ``provenance.json``.
 
     Same layout as :meth:`hyperpod_rl.train.reference.ReferenceTrainer.export_adapter`:
@@ -249,9 +231,7 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
 
     register_env()  # skyrl_gym's registry is per process: register inside the trainer task
     config = RunConfig.model_validate_json(config_json)
-    sink = MetricRecordSink(
-        config.run_id, config.trainer.steps, Path(run_dir) / "metrics.jsonl"
-    )
+    sink = MetricRecordSink(config.run_id, config.trainer.steps, Path(run_dir) / "metrics.jsonl")
 
     class _RecordTracking(Tracking):
         def log(self, data: dict[str, Any], step: int, commit: bool = False) -> None:
@@ -296,8 +276,6 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     validate_cfg(skyrl_cfg)
     initialize_ray(skyrl_cfg)
     task = ray.remote(num_cpus=1)(_trainer_task)
-    adapter = Path(
-        ray.get(task.remote(skyrl_cfg, config.model_dump_json(), str(run_dir)))
-    )
+    adapter = Path(ray.get(task.remote(skyrl_cfg, config.model_dump_json(), str(run_dir))))
     print(f"adapter written to {adapter}", flush=True)
     return adapter

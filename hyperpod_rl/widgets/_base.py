@@ -64,9 +64,7 @@ class Panel(w.VBox):
 
     def background(self, fn: Callable[[], Any], *, name: str) -> threading.Thread:
         """Run ``fn`` on a daemon thread (errors go to the panel); never blocks the kernel."""
-        thread = threading.Thread(
-            target=self.guard(fn), name=f"hprl-{name}", daemon=True
-        )
+        thread = threading.Thread(target=self.guard(fn), name=f"hprl-{name}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return thread

@@ -83,18 +83,12 @@ class ModelForm(w.VBox):
         self.sections: dict[str, ModelForm] = {}
         self.section_enabled: dict[str, w.Checkbox] = {}
         self._hidden: dict[str, Any] = {}
-        self._list_models: dict[
-            str, tuple[type[BaseModel], w.VBox, list[ModelForm]]
-        ] = {}
+        self._list_models: dict[str, tuple[type[BaseModel], w.VBox, list[ModelForm]]] = {}
         self.children = self._build(value)
 
     # ----- building ---------------------------------------------------------------------------
     def _build(self, value: BaseModel | dict[str, Any] | None) -> list[w.Widget]:
-        data = (
-            value.model_dump(mode="json")
-            if isinstance(value, BaseModel)
-            else dict(value or {})
-        )
+        data = value.model_dump(mode="json") if isinstance(value, BaseModel) else dict(value or {})
         rows: list[w.Widget] = []
         for name, info in self.model.model_fields.items():
             path = f"{self.prefix}{name}"
@@ -102,16 +96,10 @@ class ModelForm(w.VBox):
                 if name in data:
                     self._hidden[name] = data[name]
                 continue
-            default = (
-                info.get_default(call_default_factory=True)
-                if not info.is_required()
-                else None
-            )
+            default = info.get_default(call_default_factory=True) if not info.is_required() else None
             current = data.get(
                 name,
-                default.model_dump(mode="json")
-                if isinstance(default, BaseModel)
-                else default,
+                default.model_dump(mode="json") if isinstance(default, BaseModel) else default,
             )
             ann, optional = _strip_optional(info.annotation)
             if _is_model(ann):
@@ -129,36 +117,21 @@ class ModelForm(w.VBox):
                 rows.append(
                     w.VBox(
                         [*header, sub],
-                        layout=w.Layout(
-                            border="1px solid #ddd", padding="4px", margin="2px 0"
-                        ),
+                        layout=w.Layout(border="1px solid #ddd", padding="4px", margin="2px 0"),
                     )
                 )
                 continue
-            if (
-                get_origin(ann) is list
-                and get_args(ann)
-                and _is_model(get_args(ann)[0])
-            ):
-                rows.append(
-                    self._list_section(name, path, get_args(ann)[0], current or [])
-                )
+            if get_origin(ann) is list and get_args(ann) and _is_model(get_args(ann)[0]):
+                rows.append(self._list_section(name, path, get_args(ann)[0], current or []))
                 continue
-            widget, kind = self._leaf(
-                name, ann, optional, current, info.description or ""
-            )
+            widget, kind = self._leaf(name, ann, optional, current, info.description or "")
             self.leaves[path] = widget
             self.kinds[path] = kind
             rows.append(widget)
         return rows
 
-    def _list_section(
-        self, name: str, path: str, item: type[BaseModel], values: list[Any]
-    ) -> w.Widget:
-        forms = [
-            ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.")
-            for i, v in enumerate(values)
-        ]
+    def _list_section(self, name: str, path: str, item: type[BaseModel], values: list[Any]) -> w.Widget:
+        forms = [ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.") for i, v in enumerate(values)]
         box = w.VBox(forms)
         self._list_models[name] = (item, box, forms)
         add = w.Button(description=f"add {name.removesuffix('s')}", icon="plus")
@@ -168,9 +141,7 @@ class ModelForm(w.VBox):
             forms.append(
                 ModelForm(
                     item,
-                    {"name": f"group-{len(forms) + 1}"}
-                    if "name" in item.model_fields
-                    else None,
+                    {"name": f"group-{len(forms) + 1}"} if "name" in item.model_fields else None,
                     exclude=self.exclude,
                     prefix=f"{path}.{len(forms)}.",
                 )
@@ -189,9 +160,7 @@ class ModelForm(w.VBox):
             layout=w.Layout(border="1px solid #ddd", padding="4px", margin="2px 0"),
         )
 
-    def _leaf(
-        self, name: str, ann: Any, optional: bool, current: Any, help_text: str
-    ) -> tuple[w.Widget, str]:
+    def _leaf(self, name: str, ann: Any, optional: bool, current: Any, help_text: str) -> tuple[w.Widget, str]:
         common = {
             "description": name,
             "description_allow_html": False,
@@ -215,9 +184,7 @@ class ModelForm(w.VBox):
             return w.FloatText(value=float(current or 0.0), **common), "float"
         if ann is str and not optional:
             return w.Text(value=current or "", **common), "str"
-        return w.Text(
-            value=_to_text(current), placeholder="blank = default / None", **common
-        ), "literal-text"
+        return w.Text(value=_to_text(current), placeholder="blank = default / None", **common), "literal-text"
 
     # ----- reading / writing ------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -227,14 +194,8 @@ class ModelForm(w.VBox):
             path = f"{self.prefix}{name}"
             if path in self.leaves:
                 widget, kind = self.leaves[path], self.kinds[path]
-                value = (
-                    _from_text(widget.value) if kind == "literal-text" else widget.value
-                )
-                if (
-                    kind == "str"
-                    and value == ""
-                    and self.model.model_fields[name].is_required()
-                ):
+                value = _from_text(widget.value) if kind == "literal-text" else widget.value
+                if kind == "str" and value == "" and self.model.model_fields[name].is_required():
                     value = ""
                 if value is not None or kind != "literal-text":
                     out[name] = value
@@ -242,11 +203,7 @@ class ModelForm(w.VBox):
                     out[name] = None
             elif name in self.sections:
                 enabled = self.section_enabled.get(name)
-                out[name] = (
-                    self.sections[name].to_dict()
-                    if enabled is None or enabled.value
-                    else None
-                )
+                out[name] = self.sections[name].to_dict() if enabled is None or enabled.value else None
             elif name in self._list_models:
                 out[name] = [f.to_dict() for f in self._list_models[name][2]]
         return out
@@ -260,9 +217,7 @@ class ModelForm(w.VBox):
                 continue
             if path in self.leaves:
                 widget, kind = self.leaves[path], self.kinds[path]
-                widget.value = (
-                    _to_text(data[name]) if kind == "literal-text" else data[name]
-                )
+                widget.value = _to_text(data[name]) if kind == "literal-text" else data[name]
             elif name in self.sections:
                 if name in self.section_enabled:
                     self.section_enabled[name].value = data[name] is not None
@@ -270,10 +225,7 @@ class ModelForm(w.VBox):
                     self.sections[name].set_value(data[name])
             elif name in self._list_models:
                 item, box, forms = self._list_models[name]
-                forms[:] = [
-                    ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.")
-                    for i, v in enumerate(data[name])
-                ]
+                forms[:] = [ModelForm(item, v, exclude=self.exclude, prefix=f"{path}.{i}.") for i, v in enumerate(data[name])]
                 box.children = tuple(forms)
             else:
                 self._hidden[name] = data[name]

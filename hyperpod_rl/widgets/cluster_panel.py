@@ -75,13 +75,9 @@ class ClusterPanel(Panel):
             spec or ClusterSpec.from_preset(self.preset.value),
             exclude=("unmodelled",),
         )
-        self.apply_button = w.Button(
-            description="Apply", icon="upload", button_style="primary"
-        )
+        self.apply_button = w.Button(description="Apply", icon="upload", button_style="primary")
         self.wait_button = w.Button(description="Wait", icon="hourglass")
-        self.delete_button = w.Button(
-            description="Delete", icon="trash", button_style="danger"
-        )
+        self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
         self.status_html = w.HTML("")
         self.link = w.HTML("")
         self.kind.observe(self.guard(lambda _: self._layout()), names="value")
@@ -97,19 +93,13 @@ class ClusterPanel(Panel):
             names="value",
         )
         self.apply_button.on_click(self.guard(lambda _: self.apply()))
-        self.wait_button.on_click(
-            self.guard(lambda _: self.background(self.wait, name="cluster-wait"))
-        )
+        self.wait_button.on_click(self.guard(lambda _: self.background(self.wait, name="cluster-wait")))
         self.delete_button.on_click(self.guard(lambda _: self.delete()))
         self._layout()
 
     def _layout(self) -> None:
         buttons = w.HBox([self.apply_button, self.wait_button, self.delete_button])
-        spec_box = (
-            [self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))]
-            if self.kind.value == "hyperpod"
-            else []
-        )
+        spec_box = [self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))] if self.kind.value == "hyperpod" else []
         self.children = (
             self.kind,
             *spec_box,
@@ -133,9 +123,7 @@ class ClusterPanel(Panel):
         if self.kube is None:
             from hyperpod_rl.errors import ClusterError
 
-            raise ClusterError(
-                "no Kubernetes client: pass kube=RayClusterClient(eks_api_client('<EKS cluster>')) to ClusterPanel"
-            )
+            raise ClusterError("no Kubernetes client: pass kube=RayClusterClient(eks_api_client('<EKS cluster>')) to ClusterPanel")
         return self.kube
 
     def apply(self) -> None:
@@ -167,9 +155,7 @@ class ClusterPanel(Panel):
             deadline = time.monotonic() + min(self.wait_timeout_s, 120.0)
             while self.cluster is None or not self.cluster.is_alive():
                 if time.monotonic() > deadline:
-                    raise ClusterError(
-                        "the local cluster's job API did not answer: press Apply to start it"
-                    )
+                    raise ClusterError("the local cluster's job API did not answer: press Apply to start it")
                 if self.cluster is None:
                     self.cluster = current_local_cluster()
                 time.sleep(1.0)
@@ -214,15 +200,11 @@ class ClusterPanel(Panel):
                 )
                 self.link.value = f"<a href='{escape(cluster.dashboard_url)}' target='_blank'>Ray dashboard</a> (token auth: open it with the token from the state file)"
             else:
-                self._show(
-                    "stopped", "no local cluster running: press Apply to start one"
-                )
+                self._show("stopped", "no local cluster running: press Apply to start one")
                 self.link.value = ""
         elif self.kube is not None:
             spec = self.spec()
-            self._show_report(
-                self.kube.report(spec.name, spec.namespace, dashboard=self.dashboard)
-            )
+            self._show_report(self.kube.report(spec.name, spec.namespace, dashboard=self.dashboard))
 
     def _show(self, state: str, html_text: str) -> None:
         self.state = state
@@ -230,10 +212,7 @@ class ClusterPanel(Panel):
 
     def _show_report(self, report: Any) -> None:
         self.report = report
-        cond = "".join(
-            f"<li>{escape(c.type)}: {escape(c.status)} {escape(c.reason)}</li>"
-            for c in report.reading.conditions
-        )
+        cond = "".join(f"<li>{escape(c.type)}: {escape(c.status)} {escape(c.reason)}</li>" for c in report.reading.conditions)
         pods = "".join(
             f"<tr><td>{escape(p.name)}</td><td>{escape(p.node_type)}/{escape(p.group)}</td><td>{escape(p.phase)}</td><td>{'ready' if p.ready else escape(p.reason)}</td></tr>"
             for p in report.pods

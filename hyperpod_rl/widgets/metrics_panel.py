@@ -42,9 +42,7 @@ from hyperpod_rl.widgets._base import Panel, escape
 __all__ = ["MetricsPanel"]
 
 
-def _figure(
-    titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any]
-):
+def _figure(titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any]):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -69,11 +67,7 @@ def _auto_hardware() -> HardwareSource | None:
     if configured is not None:
         return configured
     cluster = current_local_cluster()
-    return (
-        RayPrometheusSource([cluster.state.metrics_export_port])
-        if cluster is not None
-        else None
-    )
+    return RayPrometheusSource([cluster.state.metrics_export_port]) if cluster is not None else None
 
 
 class MetricsPanel(Panel):
@@ -117,15 +111,11 @@ class MetricsPanel(Panel):
         self.renders = 0
         self.run_dir: Path | None = None
         self._lock = threading.Lock()  # guards records / arrivals
-        self._render_lock = (
-            threading.Lock()
-        )  # one figure update at a time (poller + job-log follower)
+        self._render_lock = threading.Lock()  # one figure update at a time (poller + job-log follower)
         self.training = _figure(TRAINING_PANELS, training_traces([]), training_layout())
         self.verdict = w.HTML("<i>bottleneck: no step timings yet</i>")
         self.summary = w.HTML("<i>no run followed</i>")
-        self._hardware: HardwareSource | None = (
-            _auto_hardware() if hardware == "auto" else hardware
-        )  # type: ignore[assignment]
+        self._hardware: HardwareSource | None = _auto_hardware() if hardware == "auto" else hardware  # type: ignore[assignment]
         self._hw_history: dict[str, deque[tuple[float, dict[str, float]]]] = {}
         self._history = history
         self._hw_nodes: tuple[str, ...] = ()
@@ -240,15 +230,11 @@ class MetricsPanel(Panel):
         try:
             sample = self._hardware.sample()
         except Exception as err:
-            self.hardware_status.value = (
-                f"<span style='color:#b00'>{escape(err)}</span>"
-            )
+            self.hardware_status.value = f"<span style='color:#b00'>{escape(err)}</span>"
             raise
         now = time.time()
         for node, values in sample.items():
-            self._hw_history.setdefault(node, deque(maxlen=self._history)).append(
-                (now, values)
-            )
+            self._hw_history.setdefault(node, deque(maxlen=self._history)).append((now, values))
         traces = hardware_traces({n: list(h) for n, h in self._hw_history.items()})
         from datetime import UTC, datetime
 
@@ -271,7 +257,5 @@ class MetricsPanel(Panel):
             else:
                 for trace, t in zip(fig.data, traces, strict=True):
                     trace.x, trace.y = t["x"], t["y"]
-        self.hardware_status.value = (
-            f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
-        )
+        self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
         return sample

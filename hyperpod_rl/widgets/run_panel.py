@@ -109,16 +109,10 @@ class RunPanel(Panel):
         )
         self.preset.observe(self.guard(self._apply_preset), names="value")
         self.form = ModelForm(RunConfig, config)
-        self.fresh = w.Checkbox(
-            value=False, description="fresh (discard checkpoints)", indent=False
-        )
+        self.fresh = w.Checkbox(value=False, description="fresh (discard checkpoints)", indent=False)
         self.validate_button = w.Button(description="Validate", icon="check")
-        self.submit_button = w.Button(
-            description="Submit", icon="play", button_style="primary"
-        )
-        self.stop_button = w.Button(
-            description="Stop", icon="stop", button_style="danger", disabled=True
-        )
+        self.submit_button = w.Button(description="Submit", icon="play", button_style="primary")
+        self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
         self.validate_button.on_click(self.guard(lambda _: self.validate()))
         self.submit_button.on_click(self.guard(lambda _: self.submit()))
         self.stop_button.on_click(self.guard(lambda _: self.stop()))
@@ -126,25 +120,19 @@ class RunPanel(Panel):
         self.status_html = w.HTML("<i>no run submitted</i>")
         self.log_html = w.HTML(
             "",
-            layout=w.Layout(
-                max_height="260px", overflow="auto", border="1px solid #eee"
-            ),
+            layout=w.Layout(max_height="260px", overflow="auto", border="1px solid #eee"),
         )
         self.runs_html = w.HTML("")
         self.attach_id = w.Text(placeholder="run id", description="run id")
         self.attach_button = w.Button(description="Attach", icon="link")
         self.refresh_button = w.Button(description="Refresh runs", icon="refresh")
-        self.attach_button.on_click(
-            self.guard(lambda _: self.attach(self.attach_id.value.strip()))
-        )
+        self.attach_button.on_click(self.guard(lambda _: self.attach(self.attach_id.value.strip())))
         self.refresh_button.on_click(self.guard(lambda _: self.refresh_runs()))
         form_box = w.Accordion(children=[self.form], titles=("run config",))
         self.children = (
             self.preset,
             form_box,
-            w.HBox(
-                [self.validate_button, self.submit_button, self.stop_button, self.fresh]
-            ),
+            w.HBox([self.validate_button, self.submit_button, self.stop_button, self.fresh]),
             self.validation,
             self.status_html,
             self.log_html,
@@ -165,17 +153,11 @@ class RunPanel(Panel):
             JobError: no client, no cluster and no local cluster running.
         """
         if self._client is not None:
-            return (
-                self._client.job_client()
-                if hasattr(self._client, "job_client")
-                else self._client
-            )
+            return self._client.job_client() if hasattr(self._client, "job_client") else self._client
         if self._cluster is None:
             self._cluster = current_local_cluster()
         if self._cluster is None:
-            raise JobError(
-                "no cluster: start one in the Cluster panel (or hyperpod-rl cluster start) first"
-            )
+            raise JobError("no cluster: start one in the Cluster panel (or hyperpod-rl cluster start) first")
         self._client = self._cluster.job_client()
         return self._client
 
@@ -238,9 +220,7 @@ class RunPanel(Panel):
         if not run_id:
             raise JobError("type a run id to attach to (see the runs list)")
         rdir = Path(self.run_dir_of(run_id))
-        handle = RunHandle(
-            run_id=run_id, submission_id=latest_submission(rdir), run_dir=rdir
-        )
+        handle = RunHandle(run_id=run_id, submission_id=latest_submission(rdir), run_dir=rdir)
         config_path = rdir / "config.json"
         if config_path.exists():
             self.form.set_value(json.loads(config_path.read_text()))
@@ -271,16 +251,11 @@ class RunPanel(Panel):
                 }
         try:
             for job in list_runs(self.client()):
-                if (
-                    job["run_id"] not in rows
-                    or rows[job["run_id"]]["where"] == "run store"
-                ):
+                if job["run_id"] not in rows or rows[job["run_id"]]["where"] == "run store":
                     rows[job["run_id"]] = {**job, "where": "cluster"}
         except JobError as err:
             self.show_error(err)
-        table = [
-            "<table><tr><th>run id</th><th>submission</th><th>status</th><th>from</th></tr>"
-        ]
+        table = ["<table><tr><th>run id</th><th>submission</th><th>status</th><th>from</th></tr>"]
         for row in rows.values():
             table.append(
                 f"<tr><td><code>{escape(row['run_id'])}</code></td><td>{escape(row['submission_id'])}</td><td>{escape(row['status'])}</td><td>{escape(row['where'])}</td></tr>"
@@ -308,11 +283,7 @@ class RunPanel(Panel):
                     return  # another run is followed now; this job keeps running
                 self.log_tail.extend(update.lines)
                 if update.lines:
-                    self.log_html.value = (
-                        "<pre style='margin:0'>"
-                        + escape("\n".join(self.log_tail))
-                        + "</pre>"
-                    )
+                    self.log_html.value = "<pre style='margin:0'>" + escape("\n".join(self.log_tail)) + "</pre>"
                 if update.records and self.metrics is not None:
                     self.metrics.push(update.records)
                 self._set_status(update.status, update.message)
@@ -325,16 +296,6 @@ class RunPanel(Panel):
         self.status = status
         colour = _STATUS_COLOURS.get(status, "#444")
         handle = self.handle
-        where = (
-            f" · <code>{escape(handle.submission_id)}</code> · {escape(handle.run_dir)}"
-            if handle
-            else ""
-        )
-        detail = (
-            f"<br><span style='color:#b00'>{escape(message)}</span>"
-            if message and status == "FAILED"
-            else ""
-        )
-        self.status_html.value = (
-            f"<b style='color:{colour}'>{escape(status)}</b>{where}{detail}"
-        )
+        where = f" · <code>{escape(handle.submission_id)}</code> · {escape(handle.run_dir)}" if handle else ""
+        detail = f"<br><span style='color:#b00'>{escape(message)}</span>" if message and status == "FAILED" else ""
+        self.status_html.value = f"<b style='color:{colour}'>{escape(status)}</b>{where}{detail}"

@@ -36,22 +36,14 @@ def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
     from hyperpod_rl.maze.render import encode_png
 
     maze = Maze.from_json(row["maze"])
-    style = (
-        RenderStyle.model_validate_json(row["render_style"])
-        if row.get("render_style")
-        else RenderStyle()
-    )
+    style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else RenderStyle()
     img = render_maze(maze, agent=cells[-1] if cells else None, style=style)
     p, t = style.cell_px, style.wall_px
     ox = (img.width - (maze.cols * p + t)) // 2
     oy = (img.height - (maze.rows * p + t)) // 2
-    centre = [
-        (ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells
-    ]
+    centre = [(ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells]
     if len(centre) > 1:
-        ImageDraw.Draw(img).line(
-            centre, fill=(255, 140, 0), width=max(t, 2), joint="curve"
-        )
+        ImageDraw.Draw(img).line(centre, fill=(255, 140, 0), width=max(t, 2), joint="curve")
     return encode_png(img)
 
 
@@ -105,29 +97,15 @@ class ServePanel(Panel):
             description="held-out",
             layout=w.Layout(width="520px"),
         )
-        self.deploy_button = w.Button(
-            description="Deploy", icon="rocket", button_style="primary"
-        )
-        self.endpoint_html = w.HTML(
-            f"endpoint: <code>{escape(endpoint)}</code>"
-            if endpoint
-            else "<i>not deployed</i>"
-        )
-        self.maze_index = w.BoundedIntText(
-            value=0, min=0, max=10**6, description="maze #"
-        )
-        self.model_choice = w.Dropdown(
-            options=[adapter_name, "base"], value=adapter_name, description="model"
-        )
+        self.deploy_button = w.Button(description="Deploy", icon="rocket", button_style="primary")
+        self.endpoint_html = w.HTML(f"endpoint: <code>{escape(endpoint)}</code>" if endpoint else "<i>not deployed</i>")
+        self.maze_index = w.BoundedIntText(value=0, min=0, max=10**6, description="maze #")
+        self.model_choice = w.Dropdown(options=[adapter_name, "base"], value=adapter_name, description="model")
         self.play_button = w.Button(description="Play maze", icon="play")
         self.image = w.Image(format="png", layout=w.Layout(width="256px"))
         self.answer_html = w.HTML("")
-        self.deploy_button.on_click(
-            self.guard(lambda _: self.background(self.deploy, name="serve-deploy"))
-        )
-        self.play_button.on_click(
-            self.guard(lambda _: self.background(self.play, name="serve-play"))
-        )
+        self.deploy_button.on_click(self.guard(lambda _: self.background(self.deploy, name="serve-deploy")))
+        self.play_button.on_click(self.guard(lambda _: self.background(self.play, name="serve-play")))
         self.maze_index.observe(self.guard(lambda _: self.show_maze()), names="value")
         self.children = (
             self.model_path,
@@ -169,9 +147,7 @@ class ServePanel(Panel):
             ("adapter", self.adapter_path),
         ):
             if not field.value or not Path(field.value).is_dir():
-                raise ServeError(
-                    f"{label} directory {field.value!r} does not exist: fill in the {label} path"
-                )
+                raise ServeError(f"{label} directory {field.value!r} does not exist: fill in the {label} path")
         self.endpoint_html.value = "<i>deploying ...</i>"
         self.endpoint = deploy_local(
             self.client(),
@@ -193,9 +169,7 @@ class ServePanel(Panel):
             from hyperpod_rl.maze import read_parquet
 
             if not self.heldout_path.value:
-                raise ServeError(
-                    "fill in the held-out parquet path (the run config's data.heldout_path)"
-                )
+                raise ServeError("fill in the held-out parquet path (the run config's data.heldout_path)")
             self._rows = read_parquet(self.heldout_path.value)
             self.maze_index.max = max(len(self._rows) - 1, 0)
         return self._rows
@@ -234,17 +208,9 @@ class ServePanel(Panel):
             "cells": cells,
             "solved": solved,
         }
-        verdict = (
-            "<b style='color:#2ca02c'>solved</b>"
-            if solved
-            else "<b style='color:#d62728'>not solved</b>"
-        )
+        verdict = "<b style='color:#2ca02c'>solved</b>" if solved else "<b style='color:#d62728'>not solved</b>"
         mean_ms = 1000 * sum(latencies) / len(latencies)
-        self.answer_html.value = (
-            f"{verdict} in {len(answers)} turn(s) · mean latency {mean_ms:.0f} ms<br>"
-            + "<br>".join(
-                f"{i + 1}. <code>{escape(a)}</code> ({1000 * s:.0f} ms)"
-                for i, (a, s) in enumerate(zip(answers, latencies, strict=True))
-            )
+        self.answer_html.value = f"{verdict} in {len(answers)} turn(s) · mean latency {mean_ms:.0f} ms<br>" + "<br>".join(
+            f"{i + 1}. <code>{escape(a)}</code> ({1000 * s:.0f} ms)" for i, (a, s) in enumerate(zip(answers, latencies, strict=True))
         )
         return self.last

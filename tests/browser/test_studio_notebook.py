@@ -51,7 +51,9 @@ def jupyterlab(tmp_path, local_cluster):
     """JupyterLab on 127.0.0.1 with a random token, serving a copy of the studio notebook."""
     nb = nbformat.read(REPO / "notebooks" / "02-studio.ipynb", as_version=4)
     params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
-    params.source = f'STEPS = 300\nTRAIN_MAZES = 64\nHELDOUT_MAZES = 16\nGROUP_SIZE = 2\nMAZES_PER_STEP = 2\nMAX_TURNS = 3\nRUN_ID = "{RUN_ID}"'
+    params.source = (
+        f'STEPS = 300\nTRAIN_MAZES = 64\nHELDOUT_MAZES = 16\nGROUP_SIZE = 2\nMAZES_PER_STEP = 2\nMAX_TURNS = 3\nRUN_ID = "{RUN_ID}"'
+    )
     root = tmp_path / "lab"
     root.mkdir()
     nbformat.write(nb, root / "02-studio.ipynb")
@@ -77,9 +79,7 @@ def jupyterlab(tmp_path, local_cluster):
         "PYTHONPATH": str(REPO),
     }
     log = (tmp_path / "jupyterlab.log").open("w")
-    proc = subprocess.Popen(
-        cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-    )
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
@@ -97,9 +97,7 @@ def jupyterlab(tmp_path, local_cluster):
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            pytest.fail(
-                f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-2000:]}"
-            )
+            pytest.fail(f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-2000:]}")
         time.sleep(0.5)
     yield url, token
     os.killpg(proc.pid, signal.SIGTERM)
@@ -110,14 +108,10 @@ def jupyterlab(tmp_path, local_cluster):
     log.close()
 
 
-def test_studio_notebook_submit_and_live_reward_chart(
-    jupyterlab, local_cluster, tmp_path
-):
+def test_studio_notebook_submit_and_live_reward_chart(jupyterlab, local_cluster, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    assert Path(CHROMIUM).exists(), (
-        "Debian chromium is missing: apt-get install -y chromium"
-    )
+    assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium"
 
     url, token = jupyterlab
     console_errors: list[str] = []
@@ -134,9 +128,7 @@ def test_studio_notebook_submit_and_live_reward_chart(
             page = browser.new_page()
             page.on(
                 "console",
-                lambda msg: (
-                    console_errors.append(msg.text) if msg.type == "error" else None
-                ),
+                lambda msg: console_errors.append(msg.text) if msg.type == "error" else None,
             )
             page.on("pageerror", lambda err: console_errors.append(str(err)))
             page.goto(f"{url}/lab/tree/02-studio.ipynb?token={token}", timeout=120_000)
@@ -148,17 +140,13 @@ def test_studio_notebook_submit_and_live_reward_chart(
                 "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.connectionStatus === 'connected'",
                 timeout=120_000,
             )
-            page.evaluate(
-                "() => window.jupyterapp.commands.execute('notebook:run-all-cells')"
-            )
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
             run_tab = page.locator(".widget-tab .lm-TabBar-tab", has_text="Run")
             run_tab.wait_for(timeout=150_000)
             run_tab.click()
             submit = page.locator(".widget-tab button", has_text="Submit")
             submit.wait_for(state="visible", timeout=30_000)
-            for _ in range(
-                20
-            ):  # a fresh Ray head can answer "no available agent, try again later"
+            for _ in range(20):  # a fresh Ray head can answer "no available agent, try again later"
                 submit.click()
                 page.locator(".widget-tab .widget-html", has_text="hprl-" + RUN_ID).or_(
                     page.locator(".widget-tab", has_text="JobError")
@@ -167,21 +155,15 @@ def test_studio_notebook_submit_and_live_reward_chart(
                     break
                 time.sleep(2)
             page.locator(".widget-tab .lm-TabBar-tab", has_text="Metrics").click()
-            page.wait_for_function(
-                f"() => ({REWARD_POINTS_JS})() >= 2", timeout=150_000
-            )
+            page.wait_for_function(f"() => ({REWARD_POINTS_JS})() >= 2", timeout=150_000)
             first = page.evaluate(REWARD_POINTS_JS)
-            page.wait_for_function(
-                f"() => ({REWARD_POINTS_JS})() > {first}", timeout=60_000
-            )
+            page.wait_for_function(f"() => ({REWARD_POINTS_JS})() > {first}", timeout=60_000)
             page.screenshot(path=str(shot), full_page=True)
             shutil.copy(shot, "/tmp/studio-browser.png")
             text = page.locator(".widget-tab").first.inner_text()
         finally:
             browser.close()
-            with contextlib.suppress(
-                JobError
-            ):  # cleanup only: the run may never have been submitted
+            with contextlib.suppress(JobError):  # cleanup only: the run may never have been submitted
                 stop_run(local_cluster.job_client(), latest_submission(run_dir(RUN_ID)))
     assert shot.stat().st_size > 10_000
     assert "bottleneck" in text and "% of step time" in text

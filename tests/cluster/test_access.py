@@ -53,8 +53,9 @@ VERSION = {"version": "4", "ray_version": "2.57.0", "ray_commit": "8c2f0e1", "se
 
 
 def fake_session() -> boto3.Session:
-    return boto3.Session(aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                         region_name="us-west-2")
+    return boto3.Session(
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", region_name="us-west-2"
+    )
 
 
 class Dashboard:
@@ -84,6 +85,7 @@ class Dashboard:
         def handler(req: Request, _m: Any) -> Response:
             cookie = dict(p.strip().split("=", 1) for p in req.headers.get("cookie", "").split(";") if "=" in p).get("ray_session")
             return fn(req) if cookie in self.live else Response(401, b"Unauthorized", {"Content-Type": "text/plain"})
+
         return handler
 
     def submit(self, req: Request) -> Response:
@@ -100,9 +102,15 @@ def servers() -> Iterator[tuple[FakeHTTPServer, FakeHTTPServer, Dashboard]]:
 
 def connection(url: str | None, name: str = "maze-x7k2p") -> dict[str, Any]:
     obj: dict[str, Any] = {
-        "apiVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1", "kind": "RayDashboardConnection",
-        "metadata": {"name": name, "namespace": "default", "generateName": "maze-", "uid": "9d8e7f60-1a2b-4c3d-8e9f-0a1b2c3d4e5f",
-                     "creationTimestamp": "2026-11-29T10:05:00Z"},
+        "apiVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1",
+        "kind": "RayDashboardConnection",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "generateName": "maze-",
+            "uid": "9d8e7f60-1a2b-4c3d-8e9f-0a1b2c3d4e5f",
+            "creationTimestamp": "2026-11-29T10:05:00Z",
+        },
         "spec": {"clusterName": "maze"},
     }
     obj["status"] = {"connectionUrl": url} if url else {}
@@ -150,14 +158,25 @@ def test_eks_token_without_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 def test_eks_api_client_reaches_the_cluster_with_a_bearer_token(servers: Any) -> None:
     kube, _dash, _ = servers
-    kube.route("GET", r"/apis/ray\.io/v1/namespaces/default/rayclusters",
-               Response(200, {"apiVersion": "ray.io/v1", "kind": "RayClusterList", "metadata": {}, "items": []}))
+    kube.route(
+        "GET",
+        r"/apis/ray\.io/v1/namespaces/default/rayclusters",
+        Response(200, {"apiVersion": "ray.io/v1", "kind": "RayClusterList", "metadata": {}, "items": []}),
+    )
     real = fake_session()
     eks = real.client("eks", region_name="us-west-2")
     stub = Stubber(eks)
-    stub.add_response("describe_cluster", {"cluster": {"name": "hp-eks", "endpoint": kube.url,
-                                                       "certificateAuthority": {"data": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()}}},
-                      {"name": "hp-eks"})
+    stub.add_response(
+        "describe_cluster",
+        {
+            "cluster": {
+                "name": "hp-eks",
+                "endpoint": kube.url,
+                "certificateAuthority": {"data": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()},
+            }
+        },
+        {"name": "hp-eks"},
+    )
 
     class Session:  # hands out the stubbed EKS client, real STS for signing
         region_name = "us-west-2"
@@ -184,8 +203,12 @@ def test_endpoint_operator_flow_end_to_end_and_no_secret_leaks(servers: Any, cap
     assert access.address == dash_srv.url and dash.logins == 1
     post = posts[0]
     assert post.path == "/apis/connection.access.sagemaker.amazonaws.com/v1alpha1/namespaces/default/raydashboardconnections"
-    assert post.json() == {"apiVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1", "kind": "RayDashboardConnection",
-                           "metadata": {"generateName": "maze-"}, "spec": {"clusterName": "maze"}}
+    assert post.json() == {
+        "apiVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1",
+        "kind": "RayDashboardConnection",
+        "metadata": {"generateName": "maze-"},
+        "spec": {"clusterName": "maze"},
+    }
     assert post.headers["authorization"] == f"Bearer {token}"
     version_call = [r for r in dash_srv.requests if r.path == "/api/version"][-1]
     assert version_call.headers["x-ray-authorization"] == f"Bearer {RAY_TOKEN}"
@@ -225,13 +248,23 @@ def test_connection_url_arrives_after_a_poll(servers: Any) -> None:
 @pytest.mark.parametrize(
     ("response", "match"),
     [
-        (k8s_status(403, "Forbidden", 'admission webhook "vraydashboardconnection.kb.io" denied the request: only the creator '
-                    'of RayCluster default/maze can create a dashboard connection'),
-         r"not allowed to open the dashboard of RayCluster default/maze: .*only the cluster's creator connect"),
-        (k8s_status(404, "NotFound", "the server could not find the requested resource"),
-         r"RayDashboardConnection API .* is not installed; install the HyperPod Ray Endpoint Operator"),
-        (k8s_status(404, "NotFound", 'rayclusters.ray.io "maze" not found', {"name": "maze", "group": "ray.io", "kind": "rayclusters"}),
-         r"RayCluster default/maze not found: rayclusters.ray.io \"maze\" not found"),
+        (
+            k8s_status(
+                403,
+                "Forbidden",
+                'admission webhook "vraydashboardconnection.kb.io" denied the request: only the creator '
+                "of RayCluster default/maze can create a dashboard connection",
+            ),
+            r"not allowed to open the dashboard of RayCluster default/maze: .*only the cluster's creator connect",
+        ),
+        (
+            k8s_status(404, "NotFound", "the server could not find the requested resource"),
+            r"RayDashboardConnection API .* is not installed; install the HyperPod Ray Endpoint Operator",
+        ),
+        (
+            k8s_status(404, "NotFound", 'rayclusters.ray.io "maze" not found', {"name": "maze", "group": "ray.io", "kind": "rayclusters"}),
+            r"RayCluster default/maze not found: rayclusters.ray.io \"maze\" not found",
+        ),
         (k8s_status(401, "Unauthorized", "Unauthorized"), r"rejected the credentials \(expired EKS token\?\)"),
     ],
 )
@@ -275,8 +308,12 @@ def test_plain_http_to_a_remote_host_is_refused(servers: Any) -> None:
 def test_port_forward_access_with_ray_token(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     with FakeHTTPServer() as dash:
+
         def guarded(body: Any) -> Any:
-            return lambda r, _m: Response(200, body) if r.headers.get("authorization") == f"Bearer {RAY_TOKEN}" else Response(401, b"Unauthorized")
+            return lambda r, _m: (
+                Response(200, body) if r.headers.get("authorization") == f"Bearer {RAY_TOKEN}" else Response(401, b"Unauthorized")
+            )
+
         dash.route("GET", "/api/version", guarded(VERSION))
         dash.route("GET", "/api/jobs/", guarded([]))
         access = PortForwardDashboard(dash.url, ray_token=RAY_TOKEN)
@@ -290,11 +327,21 @@ def test_port_forward_access_with_ray_token(caplog: pytest.LogCaptureFixture) ->
 
 def test_read_ray_token_from_kuberay_secret() -> None:
     with FakeHTTPServer() as kube:
-        kube.route("GET", r"/api/v1/namespaces/default/secrets/maze", Response(200, {
-            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": "maze", "namespace": "default", "labels": {"ray.io/cluster": "maze"}},
-            "data": {"auth_token": base64.b64encode(RAY_TOKEN.encode()).decode()}}))
-        kube.route("GET", r"/api/v1/namespaces/default/secrets/locked", k8s_status(403, "Forbidden", "secrets \"locked\" is forbidden"))
+        kube.route(
+            "GET",
+            r"/api/v1/namespaces/default/secrets/maze",
+            Response(
+                200,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "type": "Opaque",
+                    "metadata": {"name": "maze", "namespace": "default", "labels": {"ray.io/cluster": "maze"}},
+                    "data": {"auth_token": base64.b64encode(RAY_TOKEN.encode()).decode()},
+                },
+            ),
+        )
+        kube.route("GET", r"/api/v1/namespaces/default/secrets/locked", k8s_status(403, "Forbidden", 'secrets "locked" is forbidden'))
         api = kube_api_client(kube.url)
         token = read_ray_token(api, "maze")
         assert token.get_secret_value() == RAY_TOKEN and RAY_TOKEN not in repr(token)
@@ -316,8 +363,10 @@ def test_port_forward_runs_kubectl_and_stops_it(tmp_path: Path) -> None:
     broken = tmp_path / "broken"
     broken.write_text("#!/bin/sh\necho 'error: services \"maze-head-svc\" not found'\nexit 1\n")
     broken.chmod(broken.stat().st_mode | stat.S_IEXEC)
-    with (pytest.raises(ClusterError, match=r"kubectl port-forward exited with 1; is maze-head-svc in namespace default"),
-          port_forward("maze", kubectl=str(broken))):
+    with (
+        pytest.raises(ClusterError, match=r"kubectl port-forward exited with 1; is maze-head-svc in namespace default"),
+        port_forward("maze", kubectl=str(broken)),
+    ):
         pass
 
 
@@ -325,8 +374,12 @@ def test_wait_ready_with_access_probe(servers: Any) -> None:
     kube, _, dash = servers
     issue_urls(kube, dash)
     kube.route("GET", r"/apis/ray\.io/v1/namespaces/default/rayclusters/maze", Response(200, load_fixture("ready.json")))
-    kube.route("GET", r"/api/v1/namespaces/default/pods", Response(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []}))
-    kube.route("GET", r"/api/v1/namespaces/default/events", Response(200, {"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": []}))
+    kube.route(
+        "GET", r"/api/v1/namespaces/default/pods", Response(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": []})
+    )
+    kube.route(
+        "GET", r"/api/v1/namespaces/default/events", Response(200, {"kind": "EventList", "apiVersion": "v1", "metadata": {}, "items": []})
+    )
     api = kube_api_client(kube.url)
     access = HyperPodDashboard("maze", api_client=api)
     report = RayClusterClient(api).wait_ready("maze", timeout_s=5, dashboard=access.probe)

@@ -112,14 +112,38 @@ def test_wait_via_must_be_known(kube: Any) -> None:
 def test_connect_prints_address_never_the_token(kube: FakeHTTPServer) -> None:
     jwt, cookie = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJjbGkifQ.c2lnLWNsaQ", "rs-cli-cookie-secret"
     conn = r"/apis/connection\.access\.sagemaker\.amazonaws\.com/v1alpha1/namespaces/default/raydashboardconnections"
-    kube.route("POST", conn, Response(201, {"apiVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1",
-                                            "kind": "RayDashboardConnection", "metadata": {"name": "maze-abcde"},
-                                            "spec": {"clusterName": "maze"},
-                                            "status": {"connectionUrl": f"{kube.url}/?token={jwt}"}}))
-    kube.route("GET", "/bearer-auth", lambda r, _m: Response(302, b"", {"Location": "/", "Set-Cookie": f"ray_session={cookie}; Path=/"})
-               if r.query.get("token") == [jwt] else Response(401, b"no"))
-    kube.route("GET", "/api/version", lambda r, _m: Response(200, {"version": "4", "ray_version": "2.57.0"})
-               if f"ray_session={cookie}" in r.headers.get("cookie", "") else Response(401, b"no"))
+    kube.route(
+        "POST",
+        conn,
+        Response(
+            201,
+            {
+                "apiVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1",
+                "kind": "RayDashboardConnection",
+                "metadata": {"name": "maze-abcde"},
+                "spec": {"clusterName": "maze"},
+                "status": {"connectionUrl": f"{kube.url}/?token={jwt}"},
+            },
+        ),
+    )
+    kube.route(
+        "GET",
+        "/bearer-auth",
+        lambda r, _m: (
+            Response(302, b"", {"Location": "/", "Set-Cookie": f"ray_session={cookie}; Path=/"})
+            if r.query.get("token") == [jwt]
+            else Response(401, b"no")
+        ),
+    )
+    kube.route(
+        "GET",
+        "/api/version",
+        lambda r, _m: (
+            Response(200, {"version": "4", "ray_version": "2.57.0"})
+            if f"ray_session={cookie}" in r.headers.get("cookie", "")
+            else Response(401, b"no")
+        ),
+    )
     result = runner.invoke(cli.app, ["connect", "maze"])
     assert result.exit_code == 0, result.output
     assert f"connected to {kube.url} (dashboard API version 4)" in result.output

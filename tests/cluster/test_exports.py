@@ -23,7 +23,9 @@ def test_public_api_signatures() -> None:
 
 
 def test_importing_spec_does_not_import_io_libraries() -> None:
-    code = ("import sys, hyperpod_rl.cluster.spec, hyperpod_rl.cluster.status; "
-            "print(sorted(m for m in ('kubernetes', 'boto3', 'requests', 'ray') if m in sys.modules))")
+    code = (
+        "import sys, hyperpod_rl.cluster.spec, hyperpod_rl.cluster.status; "
+        "print(sorted(m for m in ('kubernetes', 'boto3', 'requests', 'ray') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"

@@ -69,8 +69,7 @@ def rc(server: FakeHTTPServer, clock: FakeClock) -> RayClusterClient:
 
 
 def not_found(name: str = "maze") -> Response:
-    return k8s_status(404, "NotFound", f'rayclusters.ray.io "{name}" not found',
-                      {"name": name, "group": "ray.io", "kind": "rayclusters"})
+    return k8s_status(404, "NotFound", f'rayclusters.ray.io "{name}" not found', {"name": name, "group": "ray.io", "kind": "rayclusters"})
 
 
 def sequence(*objects: Any) -> Any:
@@ -114,7 +113,9 @@ def test_get_list_delete(server: FakeHTTPServer, rc: RayClusterClient) -> None:
     ready = load_fixture("ready.json")
     server.route("GET", RC, lambda _r, m: Response(200, ready) if m["name"] == "maze" else not_found(m["name"]))
     server.route("GET", RC_LIST, Response(200, {"apiVersion": "ray.io/v1", "kind": "RayClusterList", "metadata": {}, "items": [ready]}))
-    server.route("DELETE", RC, lambda _r, m: Response(200, {"kind": "Status", "status": "Success"}) if m["name"] == "maze" else not_found(m["name"]))
+    server.route(
+        "DELETE", RC, lambda _r, m: Response(200, {"kind": "Status", "status": "Success"}) if m["name"] == "maze" else not_found(m["name"])
+    )
     assert rc.get("maze")["status"]["readyWorkerReplicas"] == 3
     assert rc.get("other") is None
     assert [c["metadata"]["name"] for c in rc.list()] == ["maze"]
@@ -127,21 +128,39 @@ def test_get_list_delete(server: FakeHTTPServer, rc: RayClusterClient) -> None:
 @pytest.mark.parametrize(
     ("response", "match"),
     [
-        (k8s_status(404, "NotFound", "the server could not find the requested resource"),
-         r"RayCluster CRD \(rayclusters.ray.io/v1\) is not installed; install the KubeRay operator 1.7 with Helm"),
-        (k8s_status(403, "Forbidden", f'rayclusters.ray.io "maze" is forbidden: User "{ROLE}" cannot patch resource '
-                    '"rayclusters" in API group "ray.io" in the namespace "default"',
-                    {"name": "maze", "group": "ray.io", "kind": "rayclusters"}),
-         r"forbidden by RBAC: .*cannot patch resource \"rayclusters\".*EKS access entry"),
-        (k8s_status(404, "NotFound", 'namespaces "default" not found', {"name": "default", "kind": "namespaces"}),
-         r"namespace 'default' not found; create it \(kubectl create namespace default\)"),
-        (k8s_status(403, "Forbidden", 'rayclusters.ray.io "maze" is forbidden: exceeded quota: object-counts, requested: '
-                    "count/rayclusters.ray.io=1, used: count/rayclusters.ray.io=2, limited: count/rayclusters.ray.io=2",
-                    {"name": "maze", "group": "ray.io", "kind": "rayclusters"}),
-         r"ResourceQuota exceeded in namespace 'default': .*limited: count/rayclusters.ray.io=2"),
+        (
+            k8s_status(404, "NotFound", "the server could not find the requested resource"),
+            r"RayCluster CRD \(rayclusters.ray.io/v1\) is not installed; install the KubeRay operator 1.7 with Helm",
+        ),
+        (
+            k8s_status(
+                403,
+                "Forbidden",
+                f'rayclusters.ray.io "maze" is forbidden: User "{ROLE}" cannot patch resource '
+                '"rayclusters" in API group "ray.io" in the namespace "default"',
+                {"name": "maze", "group": "ray.io", "kind": "rayclusters"},
+            ),
+            r"forbidden by RBAC: .*cannot patch resource \"rayclusters\".*EKS access entry",
+        ),
+        (
+            k8s_status(404, "NotFound", 'namespaces "default" not found', {"name": "default", "kind": "namespaces"}),
+            r"namespace 'default' not found; create it \(kubectl create namespace default\)",
+        ),
+        (
+            k8s_status(
+                403,
+                "Forbidden",
+                'rayclusters.ray.io "maze" is forbidden: exceeded quota: object-counts, requested: '
+                "count/rayclusters.ray.io=1, used: count/rayclusters.ray.io=2, limited: count/rayclusters.ray.io=2",
+                {"name": "maze", "group": "ray.io", "kind": "rayclusters"},
+            ),
+            r"ResourceQuota exceeded in namespace 'default': .*limited: count/rayclusters.ray.io=2",
+        ),
         (k8s_status(401, "Unauthorized", "Unauthorized"), r"rejected the credentials \(expired EKS token\?\)"),
-        (k8s_status(422, "Invalid", 'RayCluster.ray.io "maze" is invalid: spec.workerGroupSpecs[0].maxReplicas: Invalid value'),
-         r"rejected the object \(Invalid\): .*maxReplicas"),
+        (
+            k8s_status(422, "Invalid", 'RayCluster.ray.io "maze" is invalid: spec.workerGroupSpecs[0].maxReplicas: Invalid value'),
+            r"rejected the object \(Invalid\): .*maxReplicas",
+        ),
     ],
 )
 def test_apply_errors_are_clear(server: FakeHTTPServer, rc: RayClusterClient, response: Response, match: str) -> None:
@@ -220,11 +239,14 @@ def test_dashboard_503_right_after_ready_is_not_usable(server: FakeHTTPServer, r
 
 @pytest.mark.parametrize(
     ("fixture", "match"),
-    [("suspended.json", r"suspended; set spec.suspend=false"),
-     ("replica_failure_quota.json", r"failed \(ReplicaFailure \(FailedCreateWorkerPod\): .*exceeded quota")],
+    [
+        ("suspended.json", r"suspended; set spec.suspend=false"),
+        ("replica_failure_quota.json", r"failed \(ReplicaFailure \(FailedCreateWorkerPod\): .*exceeded quota"),
+    ],
 )
-def test_wait_ready_stops_early_on_terminal_status(server: FakeHTTPServer, rc: RayClusterClient, clock: FakeClock,
-                                                   fixture: str, match: str) -> None:
+def test_wait_ready_stops_early_on_terminal_status(
+    server: FakeHTTPServer, rc: RayClusterClient, clock: FakeClock, fixture: str, match: str
+) -> None:
     server.route("GET", RC, Response(200, load_fixture(fixture)))
     with pytest.raises(ClusterNotReady, match=match):
         rc.wait_ready("maze", timeout_s=600, dashboard=lambda: 200)
@@ -245,8 +267,15 @@ def test_dashboard_rejecting_credentials_is_reported(server: FakeHTTPServer, rc:
 
 def test_http_probe_against_a_dashboard() -> None:
     with FakeHTTPServer() as dash:
-        dash.route("GET", "/api/version", lambda r, _m: Response(200, {"version": "4", "ray_version": "2.57.0"})
-                   if r.headers.get("authorization") == "Bearer ray-token-123" else Response(401, b"Unauthorized"))
+        dash.route(
+            "GET",
+            "/api/version",
+            lambda r, _m: (
+                Response(200, {"version": "4", "ray_version": "2.57.0"})
+                if r.headers.get("authorization") == "Bearer ray-token-123"
+                else Response(401, b"Unauthorized")
+            ),
+        )
         assert http_probe(dash.url, headers={"Authorization": "Bearer ray-token-123"})() == 200
         assert http_probe(dash.url)() == 401
         url = dash.url

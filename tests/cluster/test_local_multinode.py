@@ -18,7 +18,11 @@ def test_job_on_a_lost_worker_node_is_reported_failed(local_cluster):
     client = local_cluster.job_client()
     # The entrypoint needs the worker's custom resource, so it runs on that node.
     script = "import time; print('node-job-started', flush=True); time.sleep(600)"
-    sub = client.submit_job(entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}", entrypoint_resources={"maze_worker": 1}, submission_id=f"hprl-lost-node-{int(time.time())}")
+    sub = client.submit_job(
+        entrypoint=f"{shlex.quote(sys.executable)} -c {shlex.quote(script)}",
+        entrypoint_resources={"maze_worker": 1},
+        submission_id=f"hprl-lost-node-{int(time.time())}",
+    )
     deadline = time.time() + 120
     while "node-job-started" not in client.get_job_logs(sub):
         assert time.time() < deadline, client.get_job_info(sub)

@@ -40,10 +40,24 @@ VARIED: dict[str, dict[str, Any]] = {
     "fractional-cpu-memory": {"head": {"cpus": 1.5, "memory_gib": 6.5}},
     "two-groups": {
         "worker_groups": [
-            {"name": "gpu", "instance_type": "ml.p5.48xlarge", "gpus_per_worker": 8, "efa_per_worker": 32,
-             "cpus_per_worker": 180, "memory_gib": 1800, "replicas": 2},
-            {"name": "cpu", "cpus_per_worker": 8, "memory_gib": 32, "replicas": 0, "min_replicas": 0, "max_replicas": 10,
-             "ray_start_params": {"resources": '"{\\"cpu_pool\\": 1}"'}},
+            {
+                "name": "gpu",
+                "instance_type": "ml.p5.48xlarge",
+                "gpus_per_worker": 8,
+                "efa_per_worker": 32,
+                "cpus_per_worker": 180,
+                "memory_gib": 1800,
+                "replicas": 2,
+            },
+            {
+                "name": "cpu",
+                "cpus_per_worker": 8,
+                "memory_gib": 32,
+                "replicas": 0,
+                "min_replicas": 0,
+                "max_replicas": 10,
+                "ray_start_params": {"resources": '"{\\"cpu_pool\\": 1}"'},
+            },
         ]
     },
     "autoscaling-range": {"worker_groups": [{"name": "gpu", "gpus_per_worker": 1, "replicas": 1, "min_replicas": 0, "max_replicas": 8}]},
@@ -177,7 +191,10 @@ def test_v1alpha1_rejected_by_validation() -> None:
     [
         ({"image": "rayproject/ray:2.56.0-py312-gpu"}, r"ray_version '2\.57\.0' does not match image .*set ray_version='2\.56\.0'"),
         ({"name": "Maze_RL"}, r"name 'Maze_RL' must be a lowercase DNS-1035 label"),
-        ({"worker_groups": [{"name": "g", "replicas": 5, "max_replicas": 2}]}, r"min_replicas <= replicas <= max_replicas, got 5 <= 5 <= 2"),
+        (
+            {"worker_groups": [{"name": "g", "replicas": 5, "max_replicas": 2}]},
+            r"min_replicas <= replicas <= max_replicas, got 5 <= 5 <= 2",
+        ),
         ({"worker_groups": [{"name": "g"}, {"name": "g"}]}, r"names must be unique, repeated: \['g'\]"),
         ({"worker_groups": []}, r"worker_groups is empty"),
         ({"worker_groups": [{"name": "g", "gpus_per_worker": -1}]}, r"cluster\.worker_groups\.0\.gpus_per_worker"),
@@ -277,8 +294,10 @@ def test_spec_owns_worker_group_list() -> None:
         (lambda m: m.update(apiVersion="ray.io/v1alpha1"), r"change apiVersion to ray.io/v1"),
         (lambda m: m.update(kind="RayJob"), r"kind must be 'RayCluster', got 'RayJob'"),
         (lambda m: m["spec"].pop("headGroupSpec"), r"spec.headGroupSpec.template is required"),
-        (lambda m: m["spec"]["workerGroupSpecs"][0]["template"]["spec"].update(containers=[]),
-         r"spec.workerGroupSpecs\[0\].template.spec.containers is empty"),
+        (
+            lambda m: m["spec"]["workerGroupSpecs"][0]["template"]["spec"].update(containers=[]),
+            r"spec.workerGroupSpecs\[0\].template.spec.containers is empty",
+        ),
     ],
 )
 def test_import_rejects_non_rayclusters(mutate: Any, match: str) -> None:
@@ -306,16 +325,18 @@ _groups = st.lists(
         replicas=st.integers(0, 4),
         instance_type=st.sampled_from([None, "ml.g5.12xlarge", "ml.p5.48xlarge"]),
     ),
-    min_size=1, max_size=3, unique_by=lambda g: g["name"],
+    min_size=1,
+    max_size=3,
+    unique_by=lambda g: g["name"],
 )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(groups=_groups, storage=st.booleans(), auth=st.sampled_from(["token", "disabled"]))
-def test_any_valid_spec_validates_and_round_trips(groups: list[dict[str, Any]], storage: bool, auth: str,
-                                                  shared_schema: dict[str, Any]) -> None:
-    spec = ClusterSpec.parse({"name": "prop", "worker_groups": groups, "auth_mode": auth,
-                              **({} if storage else {"storage": None})})
+def test_any_valid_spec_validates_and_round_trips(
+    groups: list[dict[str, Any]], storage: bool, auth: str, shared_schema: dict[str, Any]
+) -> None:
+    spec = ClusterSpec.parse({"name": "prop", "worker_groups": groups, "auth_mode": auth, **({} if storage else {"storage": None})})
     manifest = spec.to_manifest()
     validate_manifest(manifest, schema=shared_schema)
     back = ClusterSpec.from_manifest(manifest)

@@ -246,11 +246,7 @@ def test_all_cross_field_problems_are_reported_together():
             lora={"rank": 48},
         )
     text = str(info.value)
-    assert (
-        "must equal rollout GPUs" in text
-        and "storage.shared=true" in text
-        and "lora.rank=48" in text
-    )
+    assert "must equal rollout GPUs" in text and "storage.shared=true" in text and "lora.rank=48" in text
     assert text.startswith("invalid run config:\n  ")
 
 
@@ -268,15 +264,11 @@ def test_dotted_override_through_a_value_fails():
 
 
 def test_good_overrides_apply():
-    cfg = RunConfig.from_preset(
-        "hyperpod-6gpu", run_id="exp-7", lora={"rank": 16}, **{"grpo.lr": 1e-5}
-    )
+    cfg = RunConfig.from_preset("hyperpod-6gpu", run_id="exp-7", lora={"rank": 16}, **{"grpo.lr": 1e-5})
     assert (cfg.run_id, cfg.lora.rank, cfg.lora.alpha, cfg.grpo.lr) == (
         "exp-7",
         16,
         32.0,
         1e-5,
     )
-    assert (
-        cfg.placement.nodes == 3
-    )  # untouched preset values survive a partial section override
+    assert cfg.placement.nodes == 3  # untouched preset values survive a partial section override

@@ -61,9 +61,7 @@ def test_seed_topology_rollout_is_tight_as_documented():
     assert "leaves no KV cache" in presets.__doc__
     tp2 = plan(_plan_input("hyperpod-6gpu", inference_tensor_parallel_size=2))
     assert tp2.fits and round(tp2.kv_cache.tokens, -3) == 111_000
-    alt = RunConfig.from_preset(
-        "hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2}
-    )
+    alt = RunConfig.from_preset("hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2})
     assert alt.placement.rollout_gpus == 6
 
 

@@ -41,16 +41,8 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert loaded.trainer.policy.model.lora.exclude_modules == r".*visual.*"
     assert loaded.trainer.strategy == "fsdp"
     assert loaded.trainer.placement.colocate_all is True
-    assert (
-        loaded.trainer.placement.policy_num_nodes
-        * loaded.trainer.placement.policy_num_gpus_per_node
-        == pl.policy_gpus
-    )
-    assert (
-        loaded.generator.inference_engine.num_engines
-        * loaded.generator.inference_engine.tensor_parallel_size
-        == pl.policy_gpus
-    )
+    assert loaded.trainer.placement.policy_num_nodes * loaded.trainer.placement.policy_num_gpus_per_node == pl.policy_gpus
+    assert loaded.generator.inference_engine.num_engines * loaded.generator.inference_engine.tensor_parallel_size == pl.policy_gpus
     assert loaded.generator.n_samples_per_prompt == cfg.grpo.group_size
     assert loaded.trainer.algorithm.advantage_estimator == "grpo"
     assert loaded.trainer.max_training_steps == cfg.trainer.steps
@@ -61,9 +53,7 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert loaded.trainer.export_path == f"{run_dir}/skyrl-export"
     assert loaded.trainer.policy.model.lora.lora_sync_path == f"{run_dir}/lora-sync"
     # The same config, loaded twice, is the same SkyRL config (the translation is deterministic).
-    assert SkyRLTrainConfig.from_cli_overrides(
-        cfg.to_skyrl_overrides()
-    ) == SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides())
+    assert SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides()) == SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides())
 
 
 @pytest.mark.parametrize("name", RunConfig.presets())
@@ -110,18 +100,14 @@ def test_wrong_vlm_value_fails(key):
 def test_every_override_key_is_a_skyrl_key():
     """SkyRL refuses a key it does not know; prove it still does, with one of ours renamed."""
     overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
-    overrides["trainer.policy.model.lora.rnk"] = overrides.pop(
-        "trainer.policy.model.lora.rank"
-    )
+    overrides["trainer.policy.model.lora.rnk"] = overrides.pop("trainer.policy.model.lora.rank")
     with pytest.raises(ValueError, match="rnk"):
         SkyRLTrainConfig.from_cli_overrides(overrides)
 
 
 def test_reference_config_does_not_translate():
     with pytest.raises(ConfigError, match="backend='reference'"):
-        RunConfig.build(
-            {"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}
-        ).to_skyrl_overrides()
+        RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}).to_skyrl_overrides()
 
 
 def test_skyrl_rejects_what_we_reject_for_placement():
@@ -135,9 +121,7 @@ def test_skyrl_rejects_what_we_reject_for_placement():
         validate_cfg(SkyRLTrainConfig.from_cli_overrides(overrides))
 
 
-_topologies = st.sampled_from(
-    [(1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (3, 2), (2, 8), (4, 8)]
-)
+_topologies = st.sampled_from([(1, 1), (1, 2), (1, 4), (1, 8), (2, 2), (2, 4), (3, 2), (2, 8), (4, 8)])
 
 
 @st.composite
@@ -161,9 +145,7 @@ def _valid_overrides(draw):
         "data": {"mazes_per_step": mini * draw(st.integers(1, 4))},
         "trainer": {
             "mini_batch_size": mini,
-            "micro_batch_size": draw(
-                st.sampled_from([m for m in (1, 2, 4, 8) if per_gpu % m == 0])
-            ),
+            "micro_batch_size": draw(st.sampled_from([m for m in (1, 2, 4, 8) if per_gpu % m == 0])),
         },
         "grpo": {"group_size": group, "kl_coef": draw(st.sampled_from([0.0, 0.001]))},
         "lora": {"rank": draw(st.sampled_from([8, 16, 32, 64]))},
@@ -176,13 +158,8 @@ def _valid_overrides(draw):
 def test_generated_valid_configs_load_and_validate_in_skyrl(overrides):
     cfg = RunConfig.from_preset("single-node-8gpu", **overrides)
     loaded = _skyrl(cfg)
-    assert (
-        loaded.trainer.placement.policy_num_gpus_per_node
-        == overrides["placement"]["gpus_per_node"]
-    )
-    assert (
-        loaded.trainer.policy_mini_batch_size == overrides["trainer"]["mini_batch_size"]
-    )
+    assert loaded.trainer.placement.policy_num_gpus_per_node == overrides["placement"]["gpus_per_node"]
+    assert loaded.trainer.policy_mini_batch_size == overrides["trainer"]["mini_batch_size"]
 
 
 def _skyrl_accepts(cfg: RunConfig) -> bool:
@@ -204,17 +181,13 @@ def _skyrl_accepts(cfg: RunConfig) -> bool:
     micro=st.sampled_from([1, 2, 3, 4, 8]),
     turns=st.integers(1, 8),
 )
-def test_we_reject_whatever_skyrl_rejects(
-    topo, tp, engines, mazes, mini, group, micro, turns
-):
+def test_we_reject_whatever_skyrl_rejects(topo, tp, engines, mazes, mini, group, micro, turns):
     """Over arbitrary placements and batch sizes: SkyRL rejects => we reject; we accept => SkyRL accepts.
 
     The candidate is made with ``model_copy`` (no validation) so SkyRL sees it even when we would not.
     """
     nodes, gpus = topo
-    base = RunConfig.from_preset(
-        "single-node-8gpu", storage={"root": "/fsx/hyperpod-rl", "shared": True}
-    )
+    base = RunConfig.from_preset("single-node-8gpu", storage={"root": "/fsx/hyperpod-rl", "shared": True})
     candidate = base.model_copy(
         update={
             "placement": base.placement.model_copy(
@@ -226,9 +199,7 @@ def test_we_reject_whatever_skyrl_rejects(
                 }
             ),
             "data": base.data.model_copy(update={"mazes_per_step": mazes}),
-            "trainer": base.trainer.model_copy(
-                update={"mini_batch_size": mini, "micro_batch_size": micro}
-            ),
+            "trainer": base.trainer.model_copy(update={"mini_batch_size": mini, "micro_batch_size": micro}),
             "grpo": base.grpo.model_copy(update={"group_size": group}),
             "rollout": base.rollout.model_copy(update={"max_turns": turns}),
         }
@@ -244,8 +215,6 @@ def test_we_reject_whatever_skyrl_rejects(
 
 def test_validated_catches_model_copy_bypass():
     cfg = RunConfig.from_preset("hyperpod-6gpu")
-    broken = cfg.model_copy(
-        update={"placement": cfg.placement.model_copy(update={"num_engines": 5})}
-    )
+    broken = cfg.model_copy(update={"placement": cfg.placement.model_copy(update={"num_engines": 5})})
     with pytest.raises(ConfigError, match="must equal rollout GPUs"):
         broken.validated()

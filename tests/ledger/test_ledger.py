@@ -17,8 +17,18 @@ WRITERS, WRITES = 4, 200
 @pytest.fixture
 def ledger(tmp_path):
     with Ledger(tmp_path / "ledger.sqlite") as led:
-        led.record_run("run-a", status="succeeded", config={"grpo": {"lr": 0.0005, "group_size": 8}, "lora": {"rank": 16, "target_modules": "all-linear"}}, config_hash="aaaa")
-        led.record_run("run-b", status="failed", config={"grpo": {"lr": 0.003, "group_size": 8}, "lora": {"rank": 8, "target_modules": "all-linear"}}, config_hash="bbbb")
+        led.record_run(
+            "run-a",
+            status="succeeded",
+            config={"grpo": {"lr": 0.0005, "group_size": 8}, "lora": {"rank": 16, "target_modules": "all-linear"}},
+            config_hash="aaaa",
+        )
+        led.record_run(
+            "run-b",
+            status="failed",
+            config={"grpo": {"lr": 0.003, "group_size": 8}, "lora": {"rank": 8, "target_modules": "all-linear"}},
+            config_hash="bbbb",
+        )
         led.add_eval("run-a", "adapter", {"solve_rate": 0.415, "optimal_move_rate": 0.62}, ci={"solve_rate": [0.35, 0.48]}, num_mazes=200)
         led.add_eval("run-b", "adapter", {"solve_rate": 0.12, "optimal_move_rate": 0.40}, num_mazes=200)
         led.add_note("policy collapsed to always-left after lr 3e-3; lowered the learning rate", run_id="run-b", kind="incident")
@@ -86,7 +96,15 @@ def test_unavailable_ledger_never_breaks_the_caller(tmp_path):
 def test_import_manifest_and_sync_storage(tmp_path):
     runs = tmp_path / "runs"
     (runs / "r1").mkdir(parents=True)
-    manifest = {"run_id": "r1", "status": "succeeded", "config": {"trainer": {"seed": 7}}, "config_hash": "h", "checkpoints": [{"step": 2, "path": "checkpoints/step_000002", "files": {"adapter_model.safetensors": "ab" * 32}}], "adapter": {"path": "adapter", "sha256": "cd" * 32}, "eval": {"base": {"metrics": {"solve_rate": 0.25}, "num_mazes": 10}}}
+    manifest = {
+        "run_id": "r1",
+        "status": "succeeded",
+        "config": {"trainer": {"seed": 7}},
+        "config_hash": "h",
+        "checkpoints": [{"step": 2, "path": "checkpoints/step_000002", "files": {"adapter_model.safetensors": "ab" * 32}}],
+        "adapter": {"path": "adapter", "sha256": "cd" * 32},
+        "eval": {"base": {"metrics": {"solve_rate": 0.25}, "num_mazes": 10}},
+    }
     import json
 
     (runs / "r1" / "manifest.json").write_text(json.dumps(manifest))

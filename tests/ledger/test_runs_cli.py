@@ -28,9 +28,21 @@ def _run_dir(setup, run_id: str, lr: float, solve: float, data=None):
     hashes = {"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)}
 
     def change(_):
-        m = new_manifest(cfg, base_model_id="hyperpod-rl/tiny-qwen3-vl", base_model_revision=setup["revision"], dataset_hashes=hashes, reward_version=REWARD_VERSION)
+        m = new_manifest(
+            cfg,
+            base_model_id="hyperpod-rl/tiny-qwen3-vl",
+            base_model_revision=setup["revision"],
+            dataset_hashes=hashes,
+            reward_version=REWARD_VERSION,
+        )
         m["status"] = "succeeded"
-        m["eval"] = {"adapter": {"metrics": {"solve_rate": solve, "optimal_move_rate": 0.5, "invalid_move_rate": 0.0}, "ci": {"solve_rate": [solve - 0.05, solve + 0.05]}, "num_mazes": 16}}
+        m["eval"] = {
+            "adapter": {
+                "metrics": {"solve_rate": solve, "optimal_move_rate": 0.5, "invalid_move_rate": 0.0},
+                "ci": {"solve_rate": [solve - 0.05, solve + 0.05]},
+                "num_mazes": 16,
+            }
+        }
         return m
 
     update_manifest(rdir, change)
@@ -62,7 +74,12 @@ def test_list_show_search_note_compare(runs):
     assert "cli-run-a" in out.output and "cli-run-b" not in out.output
     assert runner.invoke(app, ["search", "nothing-like-this"]).exit_code == 1
     out = runner.invoke(app, ["show", "cli-run-b"])
-    assert out.exit_code == 0 and "[finding]" in out.output and "0.120 [0.070, 0.170]" in out.output and "base model hyperpod-rl/tiny-qwen3-vl" in out.output
+    assert (
+        out.exit_code == 0
+        and "[finding]" in out.output
+        and "0.120 [0.070, 0.170]" in out.output
+        and "base model hyperpod-rl/tiny-qwen3-vl" in out.output
+    )
     shown = json.loads(runner.invoke(app, ["show", "cli-run-a", "--json"]).output)
     assert shown["manifest"]["config"]["grpo"]["lr"] == 0.0005
     out = runner.invoke(app, ["compare", "cli-run-a", "cli-run-b"])

@@ -35,9 +35,7 @@ def test_maze_modules_import_only_errors_from_the_package() -> None:
 
 
 def test_import_does_not_load_heavy_frameworks() -> None:
-    code = (
-        "import sys, hyperpod_rl.maze; print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
-    )
+    code = "import sys, hyperpod_rl.maze; print(sorted(m for m in ('torch', 'ray', 'transformers') if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

@@ -136,7 +136,9 @@ def test_terse_prompt_style_keeps_the_image_and_drops_the_instructions():
     from hyperpod_rl.maze import ENV_CLASS, DatasetSpec, build_dataset, register_env
     from hyperpod_rl.maze.messages import TERSE_TEXT
 
-    rows = build_dataset(DatasetSpec(seed=1, sizes=((3, 3),), counts={"train": 4, "heldout": 2}, max_turns=3, prompt_style="terse"))["train"]
+    rows = build_dataset(DatasetSpec(seed=1, sizes=((3, 3),), counts={"train": 4, "heldout": 2}, max_turns=3, prompt_style="terse"))[
+        "train"
+    ]
     prompt = rows[0]["prompt"]
     assert [m["role"] for m in prompt] == ["user"]
     kinds = [p["type"] for p in prompt[0]["content"]]

@@ -18,7 +18,13 @@ def _export(tiny_setup, run_dir: Path, seed: int) -> Path:
     from hyperpod_rl.quickstart import make_run_config
     from hyperpod_rl.train.reference import ReferenceTrainer
 
-    config = make_run_config(tiny_setup["opts"], run_id=f"serve-test-{seed}", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    config = make_run_config(
+        tiny_setup["opts"],
+        run_id=f"serve-test-{seed}",
+        model_path=tiny_setup["model_dir"],
+        revision=tiny_setup["revision"],
+        data=tiny_setup["data"],
+    )
     trainer = ReferenceTrainer(config, run_dir)
     trainer._build()
     gen = torch.Generator().manual_seed(seed)
@@ -38,7 +44,13 @@ def trained_adapter(tiny_setup, tmp_path_factory: pytest.TempPathFactory) -> dic
     """
     run_dir = tmp_path_factory.mktemp("serve-run")
     adapter = _export(tiny_setup, run_dir, seed=7)
-    return {"adapter": adapter, "model_dir": Path(tiny_setup["model_dir"]), "revision": tiny_setup["revision"], "heldout": Path(tiny_setup["data"].heldout), "run_dir": run_dir}
+    return {
+        "adapter": adapter,
+        "model_dir": Path(tiny_setup["model_dir"]),
+        "revision": tiny_setup["revision"],
+        "heldout": Path(tiny_setup["data"].heldout),
+        "run_dir": run_dir,
+    }
 
 
 @pytest.fixture(scope="session")

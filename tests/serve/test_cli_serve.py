@@ -35,7 +35,9 @@ def test_preflight_refuses_with_exit_1_and_names_problem_and_fix(trained_adapter
     (finding,) = out["findings"]
     assert finding["check"] == "lora_rank" and "--max-lora-rank 32" in finding["fix"]
     # raising the server's limit accepts it
-    ok = runner.invoke(app, ["preflight", str(bad), "--base", str(trained_adapter["model_dir"]), "--server", "vllm", "--max-lora-rank", "32"])
+    ok = runner.invoke(
+        app, ["preflight", str(bad), "--base", str(trained_adapter["model_dir"]), "--server", "vllm", "--max-lora-rank", "32"]
+    )
     assert ok.exit_code == 0, ok.output
 
 
@@ -46,7 +48,16 @@ def test_preflight_needs_a_base_model(trained_adapter):
 
 
 def test_cluster_config_prints_a_vllm_job_and_a_serve_yaml(trained_adapter):
-    common = ["--adapter", f"maze={trained_adapter['adapter']}", "--base-model", "Qwen/Qwen3-VL-8B-Instruct", "--revision", trained_adapter["revision"], "--base-model-id", "hyperpod-rl/tiny-qwen3-vl"]
+    common = [
+        "--adapter",
+        f"maze={trained_adapter['adapter']}",
+        "--base-model",
+        "Qwen/Qwen3-VL-8B-Instruct",
+        "--revision",
+        trained_adapter["revision"],
+        "--base-model-id",
+        "hyperpod-rl/tiny-qwen3-vl",
+    ]
     job = runner.invoke(app, ["cluster-config", *common])
     assert job.exit_code == 0, job.output
     kwargs = json.loads(job.output)

@@ -36,6 +36,8 @@ def test_decoding_mode_comes_from_the_provenance(trained_adapter, tmp_path):
 
 
 def test_base_model_id_named_by_the_run_config_is_checked(trained_adapter):
-    with pytest.raises(ServeError, match=r"trained on base model 'hyperpod-rl/tiny-qwen3-vl' but the server loads 'Qwen/Qwen3-VL-8B-Instruct'"):
+    with pytest.raises(
+        ServeError, match=r"trained on base model 'hyperpod-rl/tiny-qwen3-vl' but the server loads 'Qwen/Qwen3-VL-8B-Instruct'"
+    ):
         check_adapters(trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]}, model_id="Qwen/Qwen3-VL-8B-Instruct")
     assert check_adapters(trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]}, model_id="hyperpod-rl/tiny-qwen3-vl")[0].ok

@@ -104,7 +104,7 @@ def test_solve_plays_the_maze_like_in_process_evaluation(served):
     policy = load_policy(served["model_dir"], served["adapter"])
     episodes = play_episodes(policy, rows, greedy=True)
     with requests.Session() as session:
-        for row, episode in zip(rows, episodes):
+        for row, episode in zip(rows, episodes, strict=True):
             result = solve(row, served["url"], "maze", session=session)
             assert result.answers == [t.action.text for t in episode.turns]
             assert result.reward == pytest.approx(episode.total_return)
@@ -192,7 +192,12 @@ def test_vllm_job_is_accepted_by_ray_and_waits_for_a_gpu(served):
 
     from hyperpod_rl.serve.cluster import submit_vllm_job
 
-    spec = {"base_model": "Qwen/Qwen3-VL-8B-Instruct", "base_model_id": "hyperpod-rl/tiny-qwen3-vl", "base_model_revision": served["revision"], "adapters": {"maze": str(served["adapter"])}}
+    spec = {
+        "base_model": "Qwen/Qwen3-VL-8B-Instruct",
+        "base_model_id": "hyperpod-rl/tiny-qwen3-vl",
+        "base_model_revision": served["revision"],
+        "adapters": {"maze": str(served["adapter"])},
+    }
     client = served["client"]
     submission_id = submit_vllm_job(client, spec)
     try:
@@ -208,8 +213,23 @@ def test_vllm_job_is_accepted_by_ray_and_waits_for_a_gpu(served):
 def test_load_benchmark_runs_against_the_endpoint(served):
     """benchmarks/serve_load.py, scaled down (the 16 x 50 bar is in test_load_bar)."""
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--endpoint", served["url"], "--heldout", str(served["heldout"]), "--clients", "4", "--requests", "5"],
-        capture_output=True, text=True, timeout=300, cwd=REPO, check=False,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "serve_load.py"),
+            "--endpoint",
+            served["url"],
+            "--heldout",
+            str(served["heldout"]),
+            "--clients",
+            "4",
+            "--requests",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     last = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -222,8 +242,23 @@ def test_load_benchmark_runs_against_the_endpoint(served):
 def test_load_bar_16_clients_x_50_requests_without_failures(served):
     """The issue's bar: 16 concurrent clients x 50 requests with maze images, zero failed."""
     proc = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--endpoint", served["url"], "--heldout", str(served["heldout"]), "--clients", "16", "--requests", "50"],
-        capture_output=True, text=True, timeout=600, cwd=REPO, check=False,
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "serve_load.py"),
+            "--endpoint",
+            served["url"],
+            "--heldout",
+            str(served["heldout"]),
+            "--clients",
+            "16",
+            "--requests",
+            "50",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+        check=False,
     )
     print(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -65,7 +65,13 @@ def _vision_lora(module: str):
     import torch
 
     def mutate(d: Path) -> None:
-        _add_tensors(d, {f"base_model.model.model.visual.{module}.lora_A.weight": torch.zeros(16, 64), f"base_model.model.model.visual.{module}.lora_B.weight": torch.zeros(64, 16)})
+        _add_tensors(
+            d,
+            {
+                f"base_model.model.model.visual.{module}.lora_A.weight": torch.zeros(16, 64),
+                f"base_model.model.model.visual.{module}.lora_B.weight": torch.zeros(64, 16),
+            },
+        )
 
     return mutate
 
@@ -106,33 +112,225 @@ def _bad_gen_config(base: Path) -> None:
 
 # id, mutation of the adapter copy, mutation of the base model copy (or None), server, severity, check, message regex
 BAD: list[tuple[str, Callable[[Path], None], Callable[[Path], None] | None, ServerProfile, str, str, str]] = [
-    ("no-provenance", lambda d: (d / "provenance.json").unlink(), None, LOCAL_SERVER, "error", "provenance", r"provenance\.json is missing"),
-    ("provenance-not-json", lambda d: (d / "provenance.json").write_text("{not json"), None, LOCAL_SERVER, "error", "provenance", r"provenance\.json is not valid JSON"),
-    ("provenance-incomplete", lambda d: _prov(d, base_model_revision=None), None, LOCAL_SERVER, "error", "provenance", r"lacks \['base_model_revision'\]"),
-    ("other-base-model-id", lambda d: _prov(d, base_model_id="Qwen/Qwen3-VL-8B-Instruct"), None, LOCAL_SERVER, "error", "base_model", r"trained on base model 'Qwen/Qwen3-VL-8B-Instruct' but the server loads 'hyperpod-rl/tiny-qwen3-vl'"),
-    ("other-base-revision", lambda d: _prov(d, base_model_revision="0123456789abcdef"), None, VLLM, "error", "base_model", r"revision '0123456789abcdef' but the server loads revision"),
-    ("rank-above-vllm-default", lambda d: _retrain_rank(d, 32), None, VLLM, "error", "lora_rank", r"LoRA rank is 32 but vLLM accepts at most 16.*--max-lora-rank 32"),
-    ("rank-pattern-above-max", lambda d: _config(d, rank_pattern={"q_proj": 64}), None, vllm_server(max_lora_rank=32), "error", "lora_rank", r"LoRA rank is 64 but vLLM accepts at most 32"),
-    ("vision-attention-lora", _vision_lora("blocks.0.attn.qkv"), None, VLLM, "error", "vision_tower", r"2 LoRA tensors sit on the vision tower .*visual\.blocks\.0\.attn\.qkv.*language model only"),
-    ("vision-merger-lora", _vision_lora("merger.linear_fc1"), None, VLLM, "error", "vision_tower", r"vision tower .*merger\.linear_fc1.*exclude_modules"),
-    ("modules-to-save", lambda d: _config(d, modules_to_save=["lm_head"]), None, VLLM, "error", "modules_to_save", r"modules_to_save=\['lm_head'\].*vLLM rejects"),
-    ("full-lm-head", _full_weight("base_model.model.lm_head.weight", (8, 128)), None, LOCAL_SERVER, "error", "extra_weights", r"1 tensors are not LoRA matrices \(e\.g\. base_model\.model\.lm_head\.weight\)"),
-    ("full-embeddings", _full_weight("base_model.model.model.language_model.embed_tokens.weight", (8, 128)), None, VLLM, "error", "extra_weights", r"not LoRA matrices .*embed_tokens\.weight"),
-    ("missing-safetensors", lambda d: (d / WEIGHTS).unlink(), None, LOCAL_SERVER, "error", "weights", r"adapter_model\.safetensors is missing"),
-    ("truncated-safetensors", _truncate, None, LOCAL_SERVER, "error", "weights", r"truncated or corrupt: tensor data ends at byte \d+ but the file has \d+ bytes"),
+    (
+        "no-provenance",
+        lambda d: (d / "provenance.json").unlink(),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "provenance",
+        r"provenance\.json is missing",
+    ),
+    (
+        "provenance-not-json",
+        lambda d: (d / "provenance.json").write_text("{not json"),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "provenance",
+        r"provenance\.json is not valid JSON",
+    ),
+    (
+        "provenance-incomplete",
+        lambda d: _prov(d, base_model_revision=None),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "provenance",
+        r"lacks \['base_model_revision'\]",
+    ),
+    (
+        "other-base-model-id",
+        lambda d: _prov(d, base_model_id="Qwen/Qwen3-VL-8B-Instruct"),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "base_model",
+        r"trained on base model 'Qwen/Qwen3-VL-8B-Instruct' but the server loads 'hyperpod-rl/tiny-qwen3-vl'",
+    ),
+    (
+        "other-base-revision",
+        lambda d: _prov(d, base_model_revision="0123456789abcdef"),
+        None,
+        VLLM,
+        "error",
+        "base_model",
+        r"revision '0123456789abcdef' but the server loads revision",
+    ),
+    (
+        "rank-above-vllm-default",
+        lambda d: _retrain_rank(d, 32),
+        None,
+        VLLM,
+        "error",
+        "lora_rank",
+        r"LoRA rank is 32 but vLLM accepts at most 16.*--max-lora-rank 32",
+    ),
+    (
+        "rank-pattern-above-max",
+        lambda d: _config(d, rank_pattern={"q_proj": 64}),
+        None,
+        vllm_server(max_lora_rank=32),
+        "error",
+        "lora_rank",
+        r"LoRA rank is 64 but vLLM accepts at most 32",
+    ),
+    (
+        "vision-attention-lora",
+        _vision_lora("blocks.0.attn.qkv"),
+        None,
+        VLLM,
+        "error",
+        "vision_tower",
+        r"2 LoRA tensors sit on the vision tower .*visual\.blocks\.0\.attn\.qkv.*language model only",
+    ),
+    (
+        "vision-merger-lora",
+        _vision_lora("merger.linear_fc1"),
+        None,
+        VLLM,
+        "error",
+        "vision_tower",
+        r"vision tower .*merger\.linear_fc1.*exclude_modules",
+    ),
+    (
+        "modules-to-save",
+        lambda d: _config(d, modules_to_save=["lm_head"]),
+        None,
+        VLLM,
+        "error",
+        "modules_to_save",
+        r"modules_to_save=\['lm_head'\].*vLLM rejects",
+    ),
+    (
+        "full-lm-head",
+        _full_weight("base_model.model.lm_head.weight", (8, 128)),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "extra_weights",
+        r"1 tensors are not LoRA matrices \(e\.g\. base_model\.model\.lm_head\.weight\)",
+    ),
+    (
+        "full-embeddings",
+        _full_weight("base_model.model.model.language_model.embed_tokens.weight", (8, 128)),
+        None,
+        VLLM,
+        "error",
+        "extra_weights",
+        r"not LoRA matrices .*embed_tokens\.weight",
+    ),
+    (
+        "missing-safetensors",
+        lambda d: (d / WEIGHTS).unlink(),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "weights",
+        r"adapter_model\.safetensors is missing",
+    ),
+    (
+        "truncated-safetensors",
+        _truncate,
+        None,
+        LOCAL_SERVER,
+        "error",
+        "weights",
+        r"truncated or corrupt: tensor data ends at byte \d+ but the file has \d+ bytes",
+    ),
     ("flipped-byte", _flip_byte, None, VLLM, "error", "weights", r"does not match the adapter_sha256"),
     ("garbage-header", _garbage_header, None, LOCAL_SERVER, "error", "weights", r"truncated or corrupt: the header claims"),
-    ("no-checksum", lambda d: _prov(d, adapter_sha256=None), None, LOCAL_SERVER, "warning", "weights", r"no adapter_sha256, so the weights cannot be verified"),
-    ("own-tokenizer", _own_tokenizer, None, VLLM, "error", "tokenizer", r"tokenizer saved beside the adapter differs from the base model's"),
-    ("provenance-tokenizer-hash", lambda d: _prov(d, tokenizer_sha256="f" * 64), None, LOCAL_SERVER, "error", "tokenizer", r"tokenizer recorded in provenance\.json differs"),
+    (
+        "no-checksum",
+        lambda d: _prov(d, adapter_sha256=None),
+        None,
+        LOCAL_SERVER,
+        "warning",
+        "weights",
+        r"no adapter_sha256, so the weights cannot be verified",
+    ),
+    (
+        "own-tokenizer",
+        _own_tokenizer,
+        None,
+        VLLM,
+        "error",
+        "tokenizer",
+        r"tokenizer saved beside the adapter differs from the base model's",
+    ),
+    (
+        "provenance-tokenizer-hash",
+        lambda d: _prov(d, tokenizer_sha256="f" * 64),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "tokenizer",
+        r"tokenizer recorded in provenance\.json differs",
+    ),
     ("own-chat-template", _own_template, None, LOCAL_SERVER, "error", "chat_template", r"chat template saved beside the adapter differs"),
-    ("server-chat-template", lambda d: None, None, vllm_server(chat_template="{{ messages }}"), "error", "chat_template", r"vLLM overrides the chat template .*--chat-template"),
-    ("generation-config-overrides", lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 0.0}), "warning", "generation_config", r"sets top_p=0\.8 \(requested 1\.0\), top_k=20 \(requested 0\).*--generation-config vllm"),
-    ("generation-config-temperature", lambda d: None, _bad_gen_config, vllm_server(generation_config="auto", sampling={"temperature": 1.0, "top_p": 0.8, "top_k": 20}), "warning", "generation_config", r"sets temperature=0\.7 \(requested 1\.0\);"),
-    ("no-adapter-config", lambda d: (d / "adapter_config.json").unlink(), None, LOCAL_SERVER, "error", "adapter_config", r"adapter_config\.json is missing"),
-    ("not-lora", lambda d: _config(d, peft_type="IA3"), None, LOCAL_SERVER, "error", "adapter_config", r"peft_type='IA3'; servers load LoRA adapters only"),
-    ("config-rank-not-provenance", lambda d: _config(d, r=8), None, LOCAL_SERVER, "error", "adapter_config", r"has r=8 but provenance\.json records lora\.rank=16: the config does not belong to these weights"),
-    ("config-alpha-not-provenance", lambda d: _config(d, lora_alpha=16.0), None, VLLM, "error", "adapter_config", r"has lora_alpha=16\.0 but provenance\.json records lora\.alpha=32\.0"),
+    (
+        "server-chat-template",
+        lambda d: None,
+        None,
+        vllm_server(chat_template="{{ messages }}"),
+        "error",
+        "chat_template",
+        r"vLLM overrides the chat template .*--chat-template",
+    ),
+    (
+        "generation-config-overrides",
+        lambda d: None,
+        _bad_gen_config,
+        vllm_server(generation_config="auto", sampling={"temperature": 0.0}),
+        "warning",
+        "generation_config",
+        r"sets top_p=0\.8 \(requested 1\.0\), top_k=20 \(requested 0\).*--generation-config vllm",
+    ),
+    (
+        "generation-config-temperature",
+        lambda d: None,
+        _bad_gen_config,
+        vllm_server(generation_config="auto", sampling={"temperature": 1.0, "top_p": 0.8, "top_k": 20}),
+        "warning",
+        "generation_config",
+        r"sets temperature=0\.7 \(requested 1\.0\);",
+    ),
+    (
+        "no-adapter-config",
+        lambda d: (d / "adapter_config.json").unlink(),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "adapter_config",
+        r"adapter_config\.json is missing",
+    ),
+    (
+        "not-lora",
+        lambda d: _config(d, peft_type="IA3"),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "adapter_config",
+        r"peft_type='IA3'; servers load LoRA adapters only",
+    ),
+    (
+        "config-rank-not-provenance",
+        lambda d: _config(d, r=8),
+        None,
+        LOCAL_SERVER,
+        "error",
+        "adapter_config",
+        r"has r=8 but provenance\.json records lora\.rank=16: the config does not belong to these weights",
+    ),
+    (
+        "config-alpha-not-provenance",
+        lambda d: _config(d, lora_alpha=16.0),
+        None,
+        VLLM,
+        "error",
+        "adapter_config",
+        r"has lora_alpha=16\.0 but provenance\.json records lora\.alpha=32\.0",
+    ),
 ]
 
 
@@ -157,7 +355,19 @@ def copies(trained_adapter, tmp_path: Path):
 
 def test_the_table_covers_every_failure_class_with_variations():
     assert len(BAD) >= 12
-    assert {case[5] for case in BAD} == {"provenance", "base_model", "lora_rank", "vision_tower", "modules_to_save", "extra_weights", "weights", "tokenizer", "chat_template", "generation_config", "adapter_config"}
+    assert {case[5] for case in BAD} == {
+        "provenance",
+        "base_model",
+        "lora_rank",
+        "vision_tower",
+        "modules_to_save",
+        "extra_weights",
+        "weights",
+        "tokenizer",
+        "chat_template",
+        "generation_config",
+        "adapter_config",
+    }
 
 
 @pytest.mark.parametrize(("case", "mutate", "mutate_base", "server", "severity", "check", "pattern"), BAD, ids=[c[0] for c in BAD])
@@ -216,7 +426,9 @@ def test_tokenizer_saved_with_the_adapter_is_fine_when_it_is_the_base_models(cop
 
 
 def test_several_failures_are_all_reported(copies):
-    adapter, base = copies(lambda d: (_retrain_rank(d, 64), _config(d, modules_to_save=["lm_head"]), _prov(d, base_model_id="other/model")), None)
+    adapter, base = copies(
+        lambda d: (_retrain_rank(d, 64), _config(d, modules_to_save=["lm_head"]), _prov(d, base_model_id="other/model")), None
+    )
     report = preflight(adapter, base, VLLM)
     assert report.checks("error") == {"lora_rank", "modules_to_save", "base_model"}
     with pytest.raises(ServeError, match=r"3 error\(s\)"):
@@ -224,7 +436,9 @@ def test_several_failures_are_all_reported(copies):
 
 
 def test_base_model_without_local_files_skips_tokenizer_checks_with_a_warning(trained_adapter):
-    report = preflight(trained_adapter["adapter"], BaseModelRef(model_id="hyperpod-rl/tiny-qwen3-vl", revision=trained_adapter["revision"]), VLLM)
+    report = preflight(
+        trained_adapter["adapter"], BaseModelRef(model_id="hyperpod-rl/tiny-qwen3-vl", revision=trained_adapter["revision"]), VLLM
+    )
     assert report.ok
     assert report.checks("warning") == {"tokenizer"}
 

@@ -33,8 +33,23 @@ def _evaluation(rdir: Path, label: str, adapter: Path | None, solved: int):
     """An evaluation whose first ``solved`` of N mazes are solved (optimally), saved in the run."""
     from hyperpod_rl.eval import EvalResult
 
-    per_maze = [{"layout_hash": f"maze-{i}", "solved": float(i < solved), "optimal_move_rate": 1.0 if i < solved else 0.25, "invalid_move_rate": 0.0} for i in range(N)]
-    result = EvalResult(label=label, model_path="m", adapter_path=str(adapter) if adapter else None, num_mazes=N, metrics={"solve_rate": solved / N}, per_maze=per_maze)
+    per_maze = [
+        {
+            "layout_hash": f"maze-{i}",
+            "solved": float(i < solved),
+            "optimal_move_rate": 1.0 if i < solved else 0.25,
+            "invalid_move_rate": 0.0,
+        }
+        for i in range(N)
+    ]
+    result = EvalResult(
+        label=label,
+        model_path="m",
+        adapter_path=str(adapter) if adapter else None,
+        num_mazes=N,
+        metrics={"solve_rate": solved / N},
+        per_maze=per_maze,
+    )
     result.save(rdir / "eval" / f"{label}.json")
     return result
 

@@ -30,9 +30,7 @@ def _skyrl_payload(group: int) -> dict[str, float]:
     # Read the source without importing it (the trainer module needs the GPU-side extras).
     root = Path(importlib.util.find_spec("skyrl").submodule_search_locations[0])
     trainer_src = (root / "train" / "trainer.py").read_text()
-    worker_src = (
-        root / "backends" / "skyrl_train" / "workers" / "worker.py"
-    ).read_text()
+    worker_src = (root / "backends" / "skyrl_train" / "workers" / "worker.py").read_text()
     assert 'f"reward/avg_pass_at_{n_samples_per_prompt}"' in trainer_src
     assert '"reward/avg_raw_reward"' in trainer_src
     assert 'f"policy/{k}"' in trainer_src and '"trainer/epoch"' in trainer_src
@@ -131,14 +129,10 @@ def test_same_artifact_layout(reference_run, skyrl_run):
         "checksums.json",
     }
     assert required <= ref_files and required <= sky_files
-    assert sky_files - {"README.md"} == ref_files - {
-        "README.md"
-    }  # peft's model card is the only extra
+    assert sky_files - {"README.md"} == ref_files - {"README.md"}  # peft's model card is the only extra
     ref_prov = json.loads((reference_run[2] / "provenance.json").read_text())
     sky_prov = json.loads((skyrl_run[2] / "provenance.json").read_text())
     assert set(ref_prov) == set(sky_prov)
     assert (ref_prov["backend"], sky_prov["backend"]) == ("reference", "skyrl")
     assert reference_run[2].name == skyrl_run[2].name == "adapter"
-    assert (
-        reference_run[2].parent / "metrics.jsonl" == reference_run[1] / "metrics.jsonl"
-    )
+    assert reference_run[2].parent / "metrics.jsonl" == reference_run[1] / "metrics.jsonl"

@@ -41,7 +41,11 @@ def test_clipping_stops_the_gradient_beyond_the_trust_region():
 
 def test_kl_k3_is_zero_at_the_reference_and_positive_elsewhere():
     mask = torch.ones(1, 1, dtype=torch.bool)
-    same = grpo_loss(torch.tensor([[-1.0]]), torch.tensor([[-1.0]]), torch.tensor([0.0]), mask, ref_logprobs=torch.tensor([[-1.0]]), kl_coef=1.0)
-    apart = grpo_loss(torch.tensor([[-1.0]]), torch.tensor([[-1.0]]), torch.tensor([0.0]), mask, ref_logprobs=torch.tensor([[-2.0]]), kl_coef=1.0)
+    same = grpo_loss(
+        torch.tensor([[-1.0]]), torch.tensor([[-1.0]]), torch.tensor([0.0]), mask, ref_logprobs=torch.tensor([[-1.0]]), kl_coef=1.0
+    )
+    apart = grpo_loss(
+        torch.tensor([[-1.0]]), torch.tensor([[-1.0]]), torch.tensor([0.0]), mask, ref_logprobs=torch.tensor([[-2.0]]), kl_coef=1.0
+    )
     assert same.kl == 0.0
     assert apart.kl > 0.0

@@ -16,7 +16,16 @@ from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint
 from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
 
-SKYRL_NAMES = {"reward/avg_raw_reward", "policy/policy_loss", "policy/policy_kl", "policy/policy_entropy", "policy/grad_norm", "timing/generate", "timing/policy_train", "environment/optimal_move_rate"}
+SKYRL_NAMES = {
+    "reward/avg_raw_reward",
+    "policy/policy_loss",
+    "policy/policy_kl",
+    "policy/policy_entropy",
+    "policy/grad_norm",
+    "timing/generate",
+    "timing/policy_train",
+    "environment/optimal_move_rate",
+}
 
 
 def _config(setup, run_id: str, **trainer):
@@ -38,7 +47,13 @@ def trained(tiny_setup, tmp_path_factory):
 
 def test_adapter_files_and_provenance(trained, tiny_setup):
     cfg, run_dir, adapter = trained
-    assert sorted(p.name for p in adapter.iterdir()) == ["README.md", "adapter_config.json", "adapter_model.safetensors", "checksums.json", "provenance.json"]
+    assert sorted(p.name for p in adapter.iterdir()) == [
+        "README.md",
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "checksums.json",
+        "provenance.json",
+    ]
     prov = json.loads((adapter / "provenance.json").read_text())
     assert prov["base_model_id"] == "hyperpod-rl/tiny-qwen3-vl"
     assert prov["base_model_revision"] == tiny_setup["revision"] == directory_revision(tiny_setup["model_dir"])

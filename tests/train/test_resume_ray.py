@@ -124,9 +124,13 @@ def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_
     # 2. at a random step between checkpoints
     k = random.Random().randint(3, 5)
     print(f"random kill step: {k}")
-    pid = _kill_when(client, killed_cfg, killed_dir, lambda: _resumes(killed_dir) == 1 and _metric_steps(killed_dir) >= k, pid, f"at step {k}")
+    pid = _kill_when(
+        client, killed_cfg, killed_dir, lambda: _resumes(killed_dir) == 1 and _metric_steps(killed_dir) >= k, pid, f"at step {k}"
+    )
     # 3. right after the checkpoint that closes epoch 2 (6 rows, 2 per step: steps 4-6)
-    pid = _kill_when(client, killed_cfg, killed_dir, lambda: _resumes(killed_dir) == 2 and (ckpt / "step_000006").is_dir(), pid, "at the epoch boundary")
+    pid = _kill_when(
+        client, killed_cfg, killed_dir, lambda: _resumes(killed_dir) == 2 and (ckpt / "step_000006").is_dir(), pid, "at the epoch boundary"
+    )
     state = json.loads((ckpt / "step_000006" / "trainer_state.json").read_text())
     assert state["sampler"] == {"epoch": 1, "index": TRAIN_ROWS}  # the epoch is exhausted, the next is not drawn yet
     # 4. resubmit: completes

@@ -41,9 +41,7 @@ def _config(tmp_path, run_id="sky-run", **over):
 
 def fake_skyrl_checkpoint(run_dir, step, tensors=None, adapter_config=None):
     """The layout SkyRL 0.4 writes: global_step_N/policy/lora_adapter/ + latest_ckpt_global_step.txt last."""
-    adapter = (
-        run_dir / "checkpoints" / f"global_step_{step}" / "policy" / "lora_adapter"
-    )
+    adapter = run_dir / "checkpoints" / f"global_step_{step}" / "policy" / "lora_adapter"
     adapter.mkdir(parents=True)
     save_file(
         tensors or {LM_KEY: torch.ones(4, 8)},
@@ -85,9 +83,7 @@ def test_prepare_run_refuses_checkpoints_of_another_config(tmp_path):
     with pytest.raises(CheckpointError, match="different config .* --fresh"):
         prepare_run(other, run_dir)
     prepare_run(other, run_dir, fresh=True)  # --fresh starts over
-    assert (
-        run_dir / "checkpoints" / "hprl_config_hash.txt"
-    ).read_text() == other.config_hash()
+    assert (run_dir / "checkpoints" / "hprl_config_hash.txt").read_text() == other.config_hash()
 
 
 def test_fresh_discards_checkpoints_and_metrics(tmp_path):
@@ -104,9 +100,7 @@ def test_fresh_discards_checkpoints_and_metrics(tmp_path):
 
 
 def test_prepare_run_needs_a_skyrl_config(tmp_path):
-    ref = RunConfig.build(
-        {"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}
-    )
+    ref = RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}})
     with pytest.raises(ConfigError, match="needs backend='skyrl'"):
         prepare_run(ref, tmp_path)
 
@@ -130,17 +124,13 @@ def test_metric_sink_writes_jsonl_and_log_lines(tmp_path, capsys):
     }
     assert sink.write({"only": "strings"}, step=4) is None
     line = capsys.readouterr().out.strip()
-    parsed = parse_metric_line(
-        "(_trainer_task pid=1) " + line
-    )  # Ray prefixes forwarded task output
+    parsed = parse_metric_line("(_trainer_task pid=1) " + line)  # Ray prefixes forwarded task output
     assert parsed == record
     assert list(read_metrics(tmp_path / "metrics.jsonl")) == [record]
 
 
 def test_numeric_values_drops_non_numbers():
-    assert numeric_values(
-        {"a": 1, "b": "x", "c": [1], "d": None, "e": math.inf, "f": 2.5}
-    ) == {"a": 1.0, "f": 2.5}
+    assert numeric_values({"a": 1, "b": "x", "c": [1], "d": None, "e": math.inf, "f": 2.5}) == {"a": 1.0, "f": 2.5}
 
 
 def test_export_adapter_layout_and_provenance(tmp_path):
@@ -157,24 +147,17 @@ def test_export_adapter_layout_and_provenance(tmp_path):
     assert verify_checksums(adapter) is None
     prov = json.loads((adapter / "provenance.json").read_text())
     assert prov["backend"] == "skyrl" and prov["steps"] == 2
-    assert (
-        prov["base_model_id"] == "Qwen/Qwen3-VL-8B-Instruct"
-        and prov["base_model_revision"] == "rev-123"
-    )
+    assert prov["base_model_id"] == "Qwen/Qwen3-VL-8B-Instruct" and prov["base_model_revision"] == "rev-123"
     assert prov["adapter_sha256"] == file_sha256(adapter / "adapter_model.safetensors")
     assert prov["dataset_hashes"]["train"] == file_sha256(cfg.data.train_path)
-    assert (
-        prov["lora"]["rank"] == 32 and prov["lora"]["exclude_modules"] == r".*visual.*"
-    )
+    assert prov["lora"]["rank"] == 32 and prov["lora"]["exclude_modules"] == r".*visual.*"
 
 
 def test_export_takes_the_latest_finished_step(tmp_path):
     run_dir = tmp_path / "run"
     fake_skyrl_checkpoint(run_dir, 2)
     newer = run_dir / "checkpoints" / "global_step_7" / "policy" / "lora_adapter"
-    newer.mkdir(
-        parents=True
-    )  # step 7 never finished: latest_ckpt_global_step.txt still says 2
+    newer.mkdir(parents=True)  # step 7 never finished: latest_ckpt_global_step.txt still says 2
     path, step = final_adapter_dir(run_dir / "checkpoints")
     assert step == 2 and path.parent.parent.name == "global_step_2"
 
@@ -183,11 +166,7 @@ def test_export_takes_the_latest_finished_step(tmp_path):
     ("tensors", "adapter_config", "message"),
     [
         (
-            {
-                "base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight": torch.ones(
-                    2, 2
-                )
-            },
+            {"base_model.model.model.visual.blocks.0.attn.qkv.lora_A.weight": torch.ones(2, 2)},
             None,
             "vision-tower tensors",
         ),
@@ -198,9 +177,7 @@ def test_export_takes_the_latest_finished_step(tmp_path):
         ),
     ],
 )
-def test_export_refuses_adapters_vllm_would_not_serve(
-    tmp_path, tensors, adapter_config, message
-):
+def test_export_refuses_adapters_vllm_would_not_serve(tmp_path, tensors, adapter_config, message):
     run_dir = tmp_path / "run"
     fake_skyrl_checkpoint(run_dir, 1, tensors=tensors, adapter_config=adapter_config)
     with pytest.raises(CheckpointError, match=message):
@@ -211,13 +188,9 @@ def test_export_without_checkpoint_fails(tmp_path):
     with pytest.raises(CheckpointError, match="no finished SkyRL checkpoint"):
         export_adapter(_config(tmp_path), tmp_path / "empty")
     run_dir = tmp_path / "run"
-    (run_dir / "checkpoints" / "global_step_3" / "policy" / "lora_adapter").mkdir(
-        parents=True
-    )
+    (run_dir / "checkpoints" / "global_step_3" / "policy" / "lora_adapter").mkdir(parents=True)
     (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text("3")
-    with pytest.raises(
-        CheckpointError, match="lacks adapter_model.safetensors, adapter_config.json"
-    ):
+    with pytest.raises(CheckpointError, match="lacks adapter_model.safetensors, adapter_config.json"):
         export_adapter(_config(tmp_path), run_dir)
 
 
@@ -229,20 +202,14 @@ def test_cli_dispatches_skyrl_backend(tmp_path, monkeypatch):
     from hyperpod_rl.train.__main__ import app
 
     monkeypatch.delenv("RAY_OVERRIDE_JOB_RUNTIME_ENV", raising=False)
-    ref = RunConfig.build(
-        {"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}
-    )
+    ref = RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}})
     path = tmp_path / "config.json"
     path.write_text(ref.model_dump_json())
     result = CliRunner().invoke(app, ["--config", str(path), "--backend", "skyrl"])
-    assert isinstance(result.exception, ConfigError) and "needs backend='skyrl'" in str(
-        result.exception
-    )
+    assert isinstance(result.exception, ConfigError) and "needs backend='skyrl'" in str(result.exception)
     import os
 
-    assert (
-        os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"
-    )  # set before anything reaches Ray
+    assert os.environ["RAY_OVERRIDE_JOB_RUNTIME_ENV"] == "1"  # set before anything reaches Ray
     bad = CliRunner().invoke(app, ["--config", str(path), "--backend", "megatron"])
     assert bad.exit_code != 0 and "unknown backend 'megatron'" in bad.output
 
@@ -286,9 +253,7 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
             raise NotImplementedError  # the task must override it
 
         def run(self):
-            assert (
-                ENV_CLASS in skyrl_gym.registry
-            )  # registered inside the task, before training
+            assert ENV_CLASS in skyrl_gym.registry  # registered inside the task, before training
             tracker = self.get_tracker()
             for step in (1, 2):
                 tracker.log(
@@ -309,21 +274,15 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
         (1, 0.1),
         (2, 0.2),
     ]
-    assert (
-        records[0].run_id == "sky-run" and records[0].total_steps == cfg.trainer.steps
-    )
-    assert (
-        json.loads((run_dir / "adapter" / "provenance.json").read_text())["steps"] == 2
-    )
+    assert records[0].run_id == "sky-run" and records[0].total_steps == cfg.trainer.steps
+    assert json.loads((run_dir / "adapter" / "provenance.json").read_text())["steps"] == 2
     assert adapter == str(run_dir / "adapter")
 
 
 def test_eval_before_train_joins_the_first_step_record(tmp_path, capsys):
     sink = MetricRecordSink("sky-run", 10, tmp_path / "metrics.jsonl")
     assert sink.write({"eval/hyperpod_rl.maze/avg_score": 0.25}, step=0) is None
-    first = sink.write(
-        {"reward/avg_raw_reward": 0.5, "eval/all/avg_score": 0.3}, step=1
-    )
+    first = sink.write({"reward/avg_raw_reward": 0.5, "eval/all/avg_score": 0.3}, step=1)
     assert first.step == 1
     assert first.values == {
         "eval/hyperpod_rl.maze/avg_score": 0.25,

@@ -36,20 +36,14 @@ DATA = Path(__file__).parent / "data"
 
 
 def rec(step: int, **values: float) -> MetricRecord:
-    return MetricRecord(
-        run_id="r", step=step, total_steps=10, time_s=1000.0 + step, values=values
-    )
+    return MetricRecord(run_id="r", step=step, total_steps=10, time_s=1000.0 + step, values=values)
 
 
 def test_step_breakdown_and_verdict():
-    r = rec(
-        1, **{"timing/generate": 7.1, "timing/policy_train": 2.0, "timing/step": 10.0}
-    )
+    r = rec(1, **{"timing/generate": 7.1, "timing/policy_train": 2.0, "timing/step": 10.0})
     parts = step_breakdown(r)
     assert list(parts) == list(PHASES)
-    assert parts == pytest.approx(
-        {"generate": 7.1, "train": 2.0, "weight sync": 0.0, "other": 0.9}
-    )
+    assert parts == pytest.approx({"generate": 7.1, "train": 2.0, "weight sync": 0.0, "other": 0.9})
     assert bottleneck_verdict([r]) == "generation-bound: 71% of step time (last 1 step)"
     train_heavy = [
         rec(
@@ -62,17 +56,9 @@ def test_step_breakdown_and_verdict():
         )
         for s in range(1, 13)
     ]
-    assert (
-        bottleneck_verdict(train_heavy)
-        == "training-bound: 67% of step time (last 10 steps)"
-    )
-    assert (
-        step_breakdown(train_heavy[0])["other"] == 0.0
-    )  # no timing/step: the phases are the step
-    assert (
-        bottleneck_verdict([rec(1, **{"reward/avg_raw_reward": 0.5})])
-        == "no step timings yet"
-    )
+    assert bottleneck_verdict(train_heavy) == "training-bound: 67% of step time (last 10 steps)"
+    assert step_breakdown(train_heavy[0])["other"] == 0.0  # no timing/step: the phases are the step
+    assert bottleneck_verdict([rec(1, **{"reward/avg_raw_reward": 0.5})]) == "no step timings yet"
 
 
 def test_training_traces_have_a_fixed_shape_and_band():
@@ -100,9 +86,7 @@ def test_training_traces_have_a_fixed_shape_and_band():
     assert [t["name"] for t in traces] == [t["name"] for t in empty]
     low, high, mean = traces[0], traces[1], traces[2]
     assert mean["x"] == [1, 2] and mean["y"] == [0.2, 0.5]
-    assert low["y"] == pytest.approx([0.0, 0.4]) and high["y"] == pytest.approx(
-        [1.0, 0.6]
-    )
+    assert low["y"] == pytest.approx([0.0, 0.4]) and high["y"] == pytest.approx([1.0, 0.6])
     assert high["fill"] == "tonexty"
     kl = next(t for t in traces if t["name"] == "KL")
     assert kl["x"] == []  # NaN skipped
@@ -111,9 +95,7 @@ def test_training_traces_have_a_fixed_shape_and_band():
 
 
 def test_merge_records_newest_copy_wins():
-    merged = merge_records(
-        [rec(1, a=1.0), rec(2, a=2.0)], [rec(2, a=5.0), rec(3, a=3.0)]
-    )
+    merged = merge_records([rec(1, a=1.0), rec(2, a=2.0)], [rec(2, a=5.0), rec(3, a=3.0)])
     assert [(r.step, r.values["a"]) for r in merged] == [(1, 1.0), (2, 5.0), (3, 3.0)]
 
 
@@ -179,29 +161,18 @@ def test_grafana_query_body_and_response():
     body = grafana_query_body("amp-uid", now_s=1764442815.0, window_s=300, step_s=15)
     assert body["from"] == "1764442515000" and body["to"] == "1764442815000"
     assert {q["refId"] for q in body["queries"]} == set(PROMQL)
-    assert all(
-        q["datasource"] == {"type": "prometheus", "uid": "amp-uid"}
-        for q in body["queries"]
-    )
-    sample = parse_grafana_response(
-        json.loads((DATA / "grafana_ds_query.json").read_text())
-    )
+    assert all(q["datasource"] == {"type": "prometheus", "uid": "amp-uid"} for q in body["queries"])
+    sample = parse_grafana_response(json.loads((DATA / "grafana_ds_query.json").read_text()))
     assert sample == {
         "10.1.2.3": {"cpu_percent": 40.25, "gpu_percent": 88.0},
         "10.1.2.4": {"cpu_percent": 5.0},
     }
-    with pytest.raises(
-        HyperpodRLError, match="Grafana query 'cpu_percent' failed: bad expr"
-    ):
-        parse_grafana_response(
-            {"results": {"cpu_percent": {"status": 400, "error": "bad expr"}}}
-        )
+    with pytest.raises(HyperpodRLError, match="Grafana query 'cpu_percent' failed: bad expr"):
+        parse_grafana_response({"results": {"cpu_percent": {"status": 400, "error": "bad expr"}}})
 
 
 def test_amp_request_is_sigv4_signed_for_aps_and_response_parses():
-    creds = Credentials(
-        "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token"
-    )
+    creds = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token")
     url, headers = amp_signed_request(
         "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1/",
         PROMQL["cpu_percent"],
@@ -209,21 +180,12 @@ def test_amp_request_is_sigv4_signed_for_aps_and_response_parses():
         credentials=creds,
         now_s=1764442815.0,
     )
-    assert url.startswith(
-        "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1/api/v1/query?query=max+by"
-    )
+    assert url.startswith("https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1/api/v1/query?query=max+by")
     assert "time=1764442815.000" in url
     auth = headers["Authorization"]
-    assert (
-        auth.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
-        and "/us-west-2/aps/aws4_request" in auth
-    )
-    assert (
-        headers["X-Amz-Security-Token"] == "session-token" and "X-Amz-Date" in headers
-    )
-    out = parse_prometheus_vector(
-        json.loads((DATA / "amp_query_vector.json").read_text()), "gpu_percent"
-    )
+    assert auth.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") and "/us-west-2/aps/aws4_request" in auth
+    assert headers["X-Amz-Security-Token"] == "session-token" and "X-Amz-Date" in headers
+    out = parse_prometheus_vector(json.loads((DATA / "amp_query_vector.json").read_text()), "gpu_percent")
     assert out == {"10.1.2.3": {"gpu_percent": 71.5}, "10.1.2.4": {"gpu_percent": 0.0}}
     with pytest.raises(HyperpodRLError, match="bad_data"):
         parse_prometheus_vector(
@@ -244,10 +206,7 @@ def test_hardware_traces_per_node():
         }
     )
     by_name = {t["name"]: t for t in traces}
-    assert (
-        by_name["10.0.0.7 CPU"]["y"] == [10.0, 20.0]
-        and by_name["10.0.0.7 GPU"]["row"] == 3
-    )
+    assert by_name["10.0.0.7 CPU"]["y"] == [10.0, 20.0] and by_name["10.0.0.7 GPU"]["row"] == 3
     assert by_name["127.0.0.1 memory"]["y"] == [2.0]
     assert "127.0.0.1 GPU" not in by_name
 

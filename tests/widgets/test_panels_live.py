@@ -21,9 +21,7 @@ def _wait(predicate, timeout_s: float, what: str, panel=None):
             return
         time.sleep(0.2)
     errors = panel.errors if panel is not None else []
-    raise AssertionError(
-        f"timed out after {timeout_s} s waiting for {what}; panel errors: {errors}"
-    )
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}; panel errors: {errors}")
 
 
 def _click_submit(run, timeout_s: float = 60.0) -> None:
@@ -33,11 +31,7 @@ def _click_submit(run, timeout_s: float = 60.0) -> None:
     while True:
         run.errors.clear()
         run.submit_button.click()
-        if (
-            not run.errors
-            or "try again later" not in run.errors[-1]
-            or time.monotonic() > deadline
-        ):
+        if not run.errors or "try again later" not in run.errors[-1] or time.monotonic() > deadline:
             break
         time.sleep(1.0)
     assert run.errors == [], run.errors
@@ -66,9 +60,7 @@ def panels(local_cluster, tiny_setup, tmp_path):
 
 def test_submit_watch_and_stop_a_run_from_the_panels(panels, local_cluster):
     run, metrics = panels
-    run.form.widget(
-        "trainer.steps"
-    ).value = 400  # long enough to still be running when stopped
+    run.form.widget("trainer.steps").value = 400  # long enough to still be running when stopped
     run.form.widget("checkpoint.interval").value = 0
     _click_submit(run)
     assert run.handle is not None and run.handle.submission_id == "hprl-widget-run-1"
@@ -78,16 +70,12 @@ def test_submit_watch_and_stop_a_run_from_the_panels(panels, local_cluster):
     reward = metrics.training.data[2]  # mean reward trace
     _wait(lambda: len(reward.x) >= 2, 120, "two reward points in the figure", metrics)
     first = len(reward.x)
-    _wait(
-        lambda: len(reward.x) > first, 60, "the reward chart to gain a point", metrics
-    )
+    _wait(lambda: len(reward.x) > first, 60, "the reward chart to gain a point", metrics)
     assert list(reward.x) == sorted(reward.x)
     bars = [t for t in metrics.training.data if t.type == "bar"]
     assert [t.name for t in bars] == ["generate", "train", "weight sync", "other"]
     assert len(bars[0].x) >= 2 and sum(bars[0].y) > 0
-    assert (
-        "-bound:" in metrics.verdict.value and "% of step time" in metrics.verdict.value
-    )
+    assert "-bound:" in metrics.verdict.value and "% of step time" in metrics.verdict.value
     assert "step" in metrics.summary.value
 
     run.stop_button.click()
@@ -112,9 +100,7 @@ def test_hardware_chart_from_the_local_cluster_metrics_port(panels, local_cluste
     assert sample, "no node in Ray's Prometheus metrics"
     node = next(iter(sample.values()))
     assert 0 <= node["cpu_percent"] <= 100 and node["mem_used_bytes"] > 0
-    assert metrics.hardware_fig is not None and any(
-        len(t.x) >= 1 for t in metrics.hardware_fig.data
-    )
+    assert metrics.hardware_fig is not None and any(len(t.x) >= 1 for t in metrics.hardware_fig.data)
 
 
 def test_validate_shows_every_error_at_once(panels):
@@ -141,9 +127,7 @@ def test_no_secret_reaches_widget_state(panels, local_cluster):
         for child in getattr(widget, "children", ()):
             yield from walk(child)
 
-    cluster_panel = ClusterPanel(
-        "local"
-    )  # finds the running session cluster through its state file
+    cluster_panel = ClusterPanel("local")  # finds the running session cluster through its state file
     assert cluster_panel.state == "ready", cluster_panel.errors
     assert local_cluster.dashboard_url in cluster_panel.link.value
     widgets = [

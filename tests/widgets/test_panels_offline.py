@@ -51,9 +51,7 @@ def test_run_form_round_trips_a_config_and_edits_apply(tiny_setup):
         panel.form.widget("grpo.nope")
 
 
-def test_submit_without_a_cluster_shows_the_error_in_the_panel(
-    tiny_setup, monkeypatch, tmp_path
-):
+def test_submit_without_a_cluster_shows_the_error_in_the_panel(tiny_setup, monkeypatch, tmp_path):
     from hyperpod_rl.quickstart import make_run_config
 
     monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))  # no local cluster state here
@@ -67,10 +65,7 @@ def test_submit_without_a_cluster_shows_the_error_in_the_panel(
     panel = RunPanel(config)
     panel.submit_button.click()
     assert panel.handle is None
-    assert (
-        panel.errors
-        and "no cluster: start one in the Cluster panel" in panel.errors[-1]
-    )
+    assert panel.errors and "no cluster: start one in the Cluster panel" in panel.errors[-1]
     panel.stop_button.click()
     assert "no run to stop" in panel.errors[-1]
 
@@ -102,9 +97,7 @@ def test_hyperpod_cluster_panel_applies_the_form_and_shows_conditions(kube_serve
     }
     kube_server.route("PATCH", RC, Response(201, stored))
     kube_server.route("GET", RC, Response(200, stored))
-    panel = ClusterPanel(
-        "hyperpod", spec=spec, kube=RayClusterClient(kube_api_client(kube_server.url))
-    )
+    panel = ClusterPanel("hyperpod", spec=spec, kube=RayClusterClient(kube_api_client(kube_server.url)))
     panel.form.widget("worker_groups.0.replicas").value = 2
     panel.apply_button.click()
     assert panel.errors == [], panel.errors
@@ -112,10 +105,7 @@ def test_hyperpod_cluster_panel_applies_the_form_and_shows_conditions(kube_serve
     assert patch.json()["spec"]["workerGroupSpecs"][0]["replicas"] == 2
     assert "applied RayCluster default/maze" in panel.status_html.value
     panel.refresh()
-    assert (
-        panel.report is not None
-        and panel.report.status.value in panel.status_html.value
-    )
+    assert panel.report is not None and panel.report.status.value in panel.status_html.value
     assert panel.state == panel.report.status.value
 
 
@@ -129,9 +119,7 @@ def test_cluster_form_reports_every_bad_field(kube_server):
     panel.form.widget("worker_groups.0.gpus_per_worker").value = -2
     with pytest.raises(ConfigError) as err:
         panel.spec()
-    assert "head.cpus" in str(err.value) and "worker_groups.0.gpus_per_worker" in str(
-        err.value
-    )
+    assert "head.cpus" in str(err.value) and "worker_groups.0.gpus_per_worker" in str(err.value)
     panel.apply_button.click()
     assert panel.errors and "head.cpus" in panel.errors[-1]
     assert [r for r in kube_server.requests if r.method == "PATCH"] == []

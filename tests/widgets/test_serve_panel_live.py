@@ -40,18 +40,10 @@ def test_deploy_and_play_a_heldout_maze(local_cluster, tiny_setup, tmp_path):
         panel.play_button.click()
         assert panel.wait_idle(120) and panel.errors == [], panel.errors
         last = panel.last
-        assert (
-            1
-            <= len(last["answers"])
-            == len(last["latencies_s"])
-            == len(last["cells"]) - 1
-        )
+        assert 1 <= len(last["answers"]) == len(last["latencies_s"]) == len(last["cells"]) - 1
         assert all(s > 0 for s in last["latencies_s"])
         assert ("not solved" in panel.answer_html.value) != last["solved"]
-        assert (
-            "ms" in panel.answer_html.value
-            and panel.image.value[:8] == b"\x89PNG\r\n\x1a\n"
-        )
+        assert "ms" in panel.answer_html.value and panel.image.value[:8] == b"\x89PNG\r\n\x1a\n"
         assert panel.image.value != before or len(set(last["cells"])) == 1
     finally:
         shutdown_local(local_cluster.job_client())
