@@ -29,7 +29,9 @@ from hyperpod_rl.runs import (
 
 
 def _config(run_id: str = "store-run", steps: int = 10) -> RunConfig:
-    return RunConfig.build({"run_id": run_id, "data": {"train_path": "t.parquet", "heldout_path": "h.parquet"}, "trainer": {"steps": steps}})
+    return RunConfig.build(
+        {"run_id": run_id, "data": {"train_path": "t.parquet", "heldout_path": "h.parquet"}, "trainer": {"steps": steps}}
+    )
 
 
 def test_run_ids_are_checked_and_paths_derived(tmp_path):
@@ -78,7 +80,9 @@ def test_list_runs_summarises_the_store_newest_first(tmp_path):
     time.sleep(0.02)
     write_config(new, _config("new-run", steps=8))
     add_submission(new, "hprl-new-run-1")
-    new.metrics.write_text(json.dumps({"run_id": "new-run", "step": 3, "total_steps": 8, "time_s": 1.0, "values": {"reward/avg_raw_reward": 0.25}}) + "\n")
+    new.metrics.write_text(
+        json.dumps({"run_id": "new-run", "step": 3, "total_steps": 8, "time_s": 1.0, "values": {"reward/avg_raw_reward": 0.25}}) + "\n"
+    )
     (tmp_path / "runs" / "not-a-run").mkdir()
     runs = list_runs(tmp_path)
     assert [r.run_id for r in runs] == ["new-run", "old-run"]
