@@ -135,15 +135,17 @@ def validate(
     ] = None,
 ) -> None:
     """Check RayCluster YAML with the rule set of one KubeRay version (CRD schema after CRD defaults
-    + the operator's rules); exit 1 listing every broken rule with its id, JSON path and fix."""
+    + the operator's rules); exit 1 listing every broken rule with its id, JSON path and fix.
+    Documents of other API groups in the file (a Queue, a ConfigMap...) are skipped."""
     try:
         gates = _gates(feature_gate or [])
-        reports = [
-            (i, doc, check_manifest(doc, kuberay=kuberay, strict=strict, feature_gates=gates)) for i, doc in enumerate(_documents(path))
-        ]
+        docs = [(i, doc) for i, doc in enumerate(_documents(path)) if _is_ray_io(doc)]
+        reports = [(i, doc, check_manifest(doc, kuberay=kuberay, strict=strict, feature_gates=gates)) for i, doc in docs]
     except HyperpodRLError as exc:
         raise _fail(exc) from None
-    failed = False
+    failed = not reports
+    if not reports:
+        typer.secho(f"{path}: no ray.io document to validate", fg=typer.colors.RED, err=True)
     for i, doc, report in reports:
         name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc, dict) else "?"
         rules = f"KubeRay {report.kuberay} rules ({report.tag})"
@@ -159,6 +161,11 @@ def validate(
             )
     if failed:
         raise typer.Exit(code=1)
+
+
+def _is_ray_io(doc: Any) -> bool:
+    """Documents of other API groups (a KAI/Kueue Queue, a ConfigMap...) in the same file are skipped."""
+    return not isinstance(doc, dict) or str(doc.get("apiVersion", "")).split("/")[0] in ("ray.io", "")
 
 
 def _documents(path: Path) -> list[Any]:

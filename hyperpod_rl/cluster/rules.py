@@ -1055,7 +1055,6 @@ def check_manifest(
     converted = None
     if api_version not in served:
         errors.append(Violation("CRD-VERSION", "$.apiVersion", f"KubeRay {kuberay} serves {served}, got {api_version!r}; use 'ray.io/v1'"))
-        api_version = _m.API_VERSION
     elif api_version != _m.API_VERSION:
         converted = api_version
         note = _crd.deprecation_warning(api_version, kuberay)
@@ -1067,6 +1066,8 @@ def check_manifest(
                 "warning",
             )
         )
+    if errors:  # not a RayCluster of a served version: its schema and rules say nothing useful
+        return RuleReport(kuberay, tag, tuple(errors), tuple(warnings), converted)
     errors.extend(_schema_findings(obj, str(api_version), kuberay, strict))
     defaulted = _crd.apply_defaults(obj, api_version=str(api_version), kuberay=kuberay)
     defaulted["apiVersion"] = _m.API_VERSION

@@ -194,3 +194,28 @@ def test_render_of_a_file_without_a_raycluster_fails_clearly(tmp_path: Path) -> 
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     result = runner.invoke(cli.app, ["render", "--from-manifest", str(path)])
     assert result.exit_code == 1 and "holds 0 RayCluster documents" in result.output
+
+
+def test_validate_accepts_kuberays_sample_without_max_replicas() -> None:
+    path = Path(__file__).parent / "kuberay_samples" / "v1.7.0" / "ray-cluster.kai-scheduler.yaml"
+    (rc,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "RayCluster"]
+    (group,) = rc["spec"]["workerGroupSpecs"]
+    assert "maxReplicas" not in group  # required by the CRD schema, filled in by its default
+    result = runner.invoke(cli.app, ["validate", str(path)])
+    assert result.exit_code == 0 and "valid under KubeRay 1.7 rules (v1.7.0)" in result.output
+
+
+def test_cli_validates_every_kuberay_sample_file() -> None:
+    files = sorted((Path(__file__).parent / "kuberay_samples" / "v1.7.0").glob("*.yaml"))
+    assert len(files) == 46
+    for path in files:
+        result = runner.invoke(cli.app, ["validate", str(path)])
+        assert result.exit_code == 0, result.output
+        assert result.output.count("valid under KubeRay 1.7 rules (v1.7.0)") == 1  # other API groups skipped
+
+
+def test_validate_of_a_file_without_ray_io_documents_fails(tmp_path: Path) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    result = runner.invoke(cli.app, ["validate", str(path)])
+    assert result.exit_code == 1 and "no ray.io document to validate" in result.output
