@@ -140,7 +140,7 @@ def main() -> int:
     parser.add_argument("--timeout-s", type=float, default=120.0)
     args = parser.parse_args()
 
-    from hyperpod_rl.train.reference import read_rows
+    from hyperpod_rl.maze import read_rows
 
     teardown = None
     if args.endpoint:

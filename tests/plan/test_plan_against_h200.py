@@ -77,7 +77,7 @@ def test_improved_path_bar_at_the_reference_batch_and_large_batches() -> None:
 
 
 def test_naive_baseline_matches_the_reference_point() -> None:
-    """REFERENCE.md §6: ~5.4k tok/s at 8 x 551 and ~5.8k at 16 x 807, peaks 24 and 43 GiB."""
+    """docs/references.md §6: ~5.4k tok/s at 8 x 551 and ~5.8k at 16 x 807, peaks 24 and 43 GiB."""
     by_name = {r["config"]["name"]: r for r in _records("h200_1gpu.json")}
     small, large = by_name["b8_s551_img448_ckpt"], by_name["b16_s807_img448_ckpt"]
     assert small["config"]["seq_len"] == 551 and large["config"]["seq_len"] == 807
