@@ -24,7 +24,7 @@ from hyperpod_rl.cluster.manifest import identity
 from hyperpod_rl.cluster.rules import validate_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec
 from hyperpod_rl.cluster.status import ClusterStatus, StatusReading, read_status
-from hyperpod_rl.errors import ClusterError, ClusterNotReady, ClusterTimeout
+from hyperpod_rl.errors import ClusterError, ClusterNotReady, ClusterRefused, ClusterTimeout
 
 __all__ = [
     "ClusterReport",
@@ -366,9 +366,10 @@ class RayClusterClient:
             The first usable `ClusterReport`.
 
         Raises:
-            ClusterNotReady: at once when waiting cannot help: the operator refused the
-                RayCluster (the message carries its event), it is suspended, failed (e.g. quota),
-                deleted or absent, or the dashboard rejects the credentials (401/403).
+            ClusterRefused: at once, when the KubeRay operator refused the RayCluster (the
+                message carries its event).
+            ClusterNotReady: at once when waiting cannot help otherwise: suspended, failed (e.g.
+                quota), deleted or absent, or the dashboard rejects the credentials (401/403).
             ClusterTimeout: not usable after ``timeout_s`` seconds; the message carries the last
                 status, pods that are not ready (e.g. Pending for lack of GPUs) and warnings.
         """
@@ -381,6 +382,8 @@ class RayClusterClient:
                 on_report(report)
             if report.status.is_ready() and (dashboard is None or report.dashboard_status == 200):
                 return report
+            if report.status is ClusterStatus.REFUSED:
+                raise ClusterRefused(report.summary())
             if report.status.is_terminal():
                 raise ClusterNotReady(report.summary())
             if report.dashboard_status in (401, 403):

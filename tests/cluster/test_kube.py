@@ -14,6 +14,7 @@ from hyperpod_rl.cluster.kube import RayClusterClient, http_probe
 from hyperpod_rl.errors import (
     ClusterError,
     ClusterNotReady,
+    ClusterRefused,
     ClusterTimeout,
     ConfigError,
 )
@@ -300,7 +301,7 @@ def test_wait_ready_returns_at_once_when_the_operator_refused(server: FakeHTTPSe
     server.route("GET", RC, Response(200, load_fixture("refused_invalid_spec.json")))
     server.route("GET", EVENTS, Response(200, load_fixture("events_refused_kuberay17.json")))
     with pytest.raises(
-        ClusterNotReady,
+        ClusterRefused,
         match=r"refused \(the KubeRay operator refused this RayCluster \(InvalidRayClusterSpec\): The RayCluster spec is invalid default/maze: RAY_REDIS_ADDRESS",
     ):
         rc.wait_ready("maze", timeout_s=900, dashboard=lambda: 200)
