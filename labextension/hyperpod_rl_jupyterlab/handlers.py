@@ -141,7 +141,9 @@ class TutorialHandler(_Base):
         folder = str(body.get("folder") or "hyperpod-rl-tutorial")
         if folder.startswith("/") or ".." in folder.split("/"):
             self.set_status(400)
-            return self.reply({"message": f"folder {folder!r} must be a path inside the server's root, without '..'", "reason": "bad-request"})
+            return self.reply(
+                {"message": f"folder {folder!r} must be a path inside the server's root, without '..'", "reason": "bad-request"}
+            )
         sources = self.service.tutorial_sources
         if sources is None or not any(sources[0].glob("*.ipynb")):
             self.set_status(503)

@@ -55,7 +55,9 @@ def make_run(
     if rewards:
         with (rdir / "metrics.jsonl").open("w") as fh:
             for step, reward in enumerate(rewards, start=1):
-                rec = MetricRecord(run_id=run_id, step=step, total_steps=total_steps, time_s=1000.0 + step, values={"reward/avg_raw_reward": reward})
+                rec = MetricRecord(
+                    run_id=run_id, step=step, total_steps=total_steps, time_s=1000.0 + step, values={"reward/avg_raw_reward": reward}
+                )
                 fh.write(rec.model_dump_json() + "\n")
             fh.write('{"run_id": "' + run_id + '", "step": 9')  # a cut-off last line, as a live trainer leaves it
     if submissions:
