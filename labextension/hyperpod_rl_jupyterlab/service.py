@@ -76,6 +76,7 @@ class RunsService:
         ledger_override: ledger file from the server config.
         timeout_s: per job-API request timeout, seconds.
         version: this package's version (for ``status``).
+        tutorial_sources: ``(notebooks dir, docs dir)`` the tutorial route copies from.
     """
 
     def __init__(

@@ -85,7 +85,12 @@ def lab(tmp_path, local_cluster):
         "--LabApp.expose_app_in_browser=True",
         "--allow-root",
     ]
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"), "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "jrt"),
+        "PYTHONPATH": str(REPO),
+    }
     log_path = tmp_path / "jupyterlab.log"
     log = log_path.open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -140,8 +145,12 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
             page.on("pageerror", lambda err: console_errors.append(str(err)))
             page.goto(f"{lab['url']}/lab?token={lab['token']}", timeout=120_000)
-            page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-sidebar')", timeout=120_000)
-            page.evaluate("() => window.jupyterapp.commands.execute('hyperpod-rl:open-sidebar')")
+            page.wait_for_function(
+                "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-sidebar')", timeout=120_000
+            )
+            page.evaluate("() => window.jupyterapp.restored")
+            page.locator(".hprl-statusbar", has_text="running").click()  # the status-bar item opens the sidebar
+            page.locator("#hyperpod-rl-runs").wait_for(state="visible", timeout=30_000)
 
             # 1. The run is listed and reaches succeeded (polled by the sidebar, no reload).
             _row(page, DONE).wait_for(timeout=60_000)
@@ -153,6 +162,9 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             _submit(client, _config(tiny_setup, STOP, steps=500))
             page.locator(f".hprl-run[data-run-id='{STOP}'][data-status='running']").wait_for(timeout=120_000)
             page.locator(".hprl-statusbar", has_text="RL: 1 running").wait_for(timeout=30_000)
+            news = page.locator(".jp-toast-button", has_text="No")
+            if news.count():  # JupyterLab's "notified about news?" toast would cover the screenshot
+                news.first.click()
             page.screenshot(path=str(SHOTS / "labextension-sidebar.png"))
             _row(page, STOP).locator("button.hprl-stop").click()
             page.locator(".jp-Dialog").wait_for(timeout=10_000)
@@ -190,7 +202,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
 
             # 6. The launcher card copies the tutorial and opens its first notebook.
             page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
-            page.locator(".jp-LauncherCard", has_text="Hyperpod RL tutorial").click()
+            page.locator(".jp-LauncherCard:visible", has_text="Hyperpod RL tutorial").first.click()
             page.locator(".lm-TabBar-tab", has_text="01-quickstart.ipynb").wait_for(timeout=60_000)
             assert (lab["root"] / "hyperpod-rl-tutorial" / "01-quickstart.ipynb").is_file()
             assert (lab["root"] / "hyperpod-rl-tutorial" / "docs" / "labextension.md").is_file()

@@ -24,14 +24,15 @@ RUN_ID = "lab-done"
 @pytest.fixture(scope="module")
 def finished_run(local_cluster, tiny_setup):
     """A 2-step run trained on the local cluster, to the end."""
-    cfg = make_run_config(tiny_setup["opts"], run_id=RUN_ID, model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    cfg = make_run_config(
+        tiny_setup["opts"], run_id=RUN_ID, model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"]
+    )
     data = cfg.model_dump(mode="json")
     data["trainer"]["steps"] = 2
     client = local_cluster.job_client()
     handle = submit_run(client, type(cfg).build(data), run_dir(RUN_ID), fresh=True)
-    last = None
-    for last in follow_run(client, handle.submission_id, poll_s=0.5):
-        pass
+    updates = list(follow_run(client, handle.submission_id, poll_s=0.5))
+    last = updates[-1] if updates else None
     assert last is not None and last.status == "SUCCEEDED", client.get_job_logs(handle.submission_id)[-3000:]
     return handle
 

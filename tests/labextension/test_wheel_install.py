@@ -15,9 +15,9 @@ from .conftest import REPO
 pytestmark = pytest.mark.slow
 
 
-def _run(cmd: list[str], env: dict[str, str]) -> str:
+def _run(cmd: list[str], env: dict[str, str], cwd) -> str:
     # cwd: outside the checkout, so its hyperpod_rl/ folder is not importable by accident.
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False, cwd=env["HOME_FOR_TEST"])
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False, cwd=cwd)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
 
@@ -30,11 +30,10 @@ def test_fresh_venv_lists_the_extension_enabled_and_ok(tmp_path):
     py = str(env_dir / "bin" / "python")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTHONPATH", "VIRTUAL_ENV"))}
     env["PATH"] = f"{env_dir / 'bin'}:/usr/bin:/bin"
-    env["HOME_FOR_TEST"] = str(tmp_path)
-    _run([py, "-m", "pip", "install", "-q", str(wheels[-1]), "jupyterlab>=4.5,<4.6"], env)
-    out = _run([py, "-m", "jupyter", "labextension", "list"], env)
+    _run([py, "-m", "pip", "install", "-q", str(wheels[-1]), "jupyterlab>=4.5,<4.6"], env, tmp_path)
+    out = _run([py, "-m", "jupyter", "labextension", "list"], env, tmp_path)
     assert re.search(r"hyperpod-rl-jupyterlab v\S+ enabled\s+OK", out), out
-    out = _run([py, "-m", "jupyter", "server", "extension", "list"], env)
+    out = _run([py, "-m", "jupyter", "server", "extension", "list"], env, tmp_path)
     assert re.search(r"hyperpod_rl_jupyterlab enabled", out) and re.search(r"hyperpod_rl_jupyterlab \S+ OK", out), out
     probe = "import importlib.util as u, sys; sys.exit(bool(u.find_spec('hyperpod_rl') or u.find_spec('ray') or u.find_spec('torch')))"
-    _run([py, "-c", probe], env)  # the server extension needs none of the training stack
+    _run([py, "-c", probe], env, tmp_path)  # the server extension needs none of the training stack
