@@ -14,7 +14,7 @@ from hyperpod_rl.ledger import Ledger, ledger_path
 from hyperpod_rl.metrics.schema import read_metrics
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.train.manifest import read_manifest
+from hyperpod_rl.runs import read_provenance
 
 pytestmark = pytest.mark.ray
 
@@ -65,13 +65,13 @@ def test_extension_readers_agree_with_hyperpod_rl_on_a_real_run(finished_run, lo
     rdir = run_dir(RUN_ID)
     files = ext_store.RunFiles(ext_store.storage_root() / "runs" / RUN_ID)
     assert files.root == rdir
-    assert files.manifest() == read_manifest(rdir)
+    assert files.manifest() == read_provenance(rdir)
     assert files.latest_submission() == latest_submission(rdir) == finished_run.submission_id
     records, total = files.metrics_tail()
     ours = [(r["step"], r["values"]) for r in records]
     theirs = [(r.step, r.values) for r in read_metrics(rdir / "metrics.jsonl")]
     assert ours == theirs and total == 2
-    assert files.has_adapter() and files.provenance()["adapter_sha256"] == read_manifest(rdir)["adapter"]["sha256"]
+    assert files.has_adapter() and files.provenance()["adapter_sha256"] == read_provenance(rdir)["adapter"]["sha256"]
     assert ext_store.ledger_path() == ledger_path()
     with Ledger() as led:
         row = led.get_run(RUN_ID)

@@ -1,7 +1,7 @@
 """Every route of the server extension through a real Jupyter server (pytest-jupyter ``jp_fetch``).
 
-The run store is written with hyperpod-rl's own writers (``write_config``, ``new_manifest`` /
-``update_manifest``, ``MetricRecord``, ``Ledger``, ``provenance_record``, ``PromotionDecision``),
+The run store is written with hyperpod-rl's own writers (``write_config``, ``new_provenance`` /
+``update_provenance``, ``MetricRecord``, ``Ledger``, ``provenance_record``, ``PromotionDecision``),
 so the extension is tested against the real formats. Routes that talk to Ray are also tested
 against a real local cluster in ``test_live_routes.py``.
 """
@@ -17,12 +17,11 @@ import pytest
 import tornado
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.jobs import write_config
 from hyperpod_rl.ledger import Ledger
 from hyperpod_rl.metrics.schema import MetricRecord
+from hyperpod_rl.runs import RunPaths, new_provenance, update_provenance, write_config
+from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.serve.promote import PromotionDecision
-from hyperpod_rl.train.manifest import new_manifest, update_manifest
-from hyperpod_rl.train.provenance import provenance_record
 
 from .conftest import FAKE_TOKEN, write_cluster_state
 
@@ -46,12 +45,12 @@ def make_run(
     config = RunConfig.build(
         {"run_id": run_id, "data": {"train_path": "/data/t.parquet", "heldout_path": "/data/h.parquet"}, "trainer": {"steps": total_steps}}
     )
-    write_config(config, rdir)
+    write_config(RunPaths(rdir), config)
     if status is not None:
-        manifest = new_manifest(
+        manifest = new_provenance(
             config, base_model_id="tiny-qwen3-vl", base_model_revision="0123456789abcdef", dataset_hashes={}, reward_version="v1"
         )
-        update_manifest(rdir, lambda _: {**manifest, "status": status})
+        update_provenance(rdir, lambda _: {**manifest, "status": status})
     if rewards:
         with (rdir / "metrics.jsonl").open("w") as fh:
             for step, reward in enumerate(rewards, start=1):
@@ -112,7 +111,7 @@ def store(hprl_home):
     # new_manifest stamps created_at "now": make the manifests' order match the directories'.
     for age, run in ((300, "old-done"), (200, "mid-failed")):
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - age))
-        update_manifest(root / "runs" / run, lambda m, s=stamp: {**m, "created_at": s})
+        update_provenance(root / "runs" / run, lambda m, s=stamp: {**m, "created_at": s})
     return root
 
 
