@@ -1,9 +1,9 @@
 /**
  * Code a user runs for a run: pure functions over the run's wire model, so they are unit-tested.
  *
- * Python snippets use hyperpod-rl's public API (`import hyperpod_rl as hp`,
- * `hyperpod_rl.widgets.MetricsPanel`, which takes the run directory); terminal snippets use the
- * CLI at the "CLI path" setting.
+ * Python snippets use hyperpod-rl's public API (`import hyperpod_rl as hp`); they name the run
+ * by its directory, so they work whatever the kernel's storage root; terminal snippets use the
+ * CLI at the "CLI path" setting. `tests/labextension/test_snippets_run.py` executes them.
  */
 import { IRunSummary } from './models';
 
@@ -19,21 +19,21 @@ function runDirOf(run: IRunSummary): string {
 /** The cell "Open metrics" inserts and runs: a live MetricsPanel following the run. */
 export function metricsSnippet(run: IRunSummary): string {
   return [
-    'from hyperpod_rl.widgets import MetricsPanel',
+    'import hyperpod_rl as hp',
     '',
-    `MetricsPanel(${pyStr(runDirOf(run))})  # live charts of run ${run.run_id}`
+    `hp.MetricsPanel(run_dir=${pyStr(runDirOf(run))})  # live charts of run ${run.run_id}`
   ].join('\n');
 }
 
-/** Reattach from a kernel: follow the latest submission from where it is now. */
+/** Reattach from a kernel: find the run's newest job (run directory or cluster) and follow it from now on. */
 export function reattachSnippet(run: IRunSummary): string {
   return [
     'import pathlib',
     'import hyperpod_rl as hp',
     '',
-    `run_dir = pathlib.Path(${pyStr(runDirOf(run))})`,
     'client = hp.start_local_cluster().job_client()  # reuses the running local cluster',
-    'for update in hp.follow_run(client, hp.latest_submission(run_dir), from_start=False):',
+    `job = hp.latest_job(client, ${pyStr(run.run_id)}, pathlib.Path(${pyStr(runDirOf(run))}))`,
+    'for update in hp.follow_run(client, job.submission_id, from_start=False):',
     '    for record in update.records:',
     '        print(record.step, record.values.get("reward/avg_raw_reward"))',
     '    if update.terminal:',
@@ -41,15 +41,14 @@ export function reattachSnippet(run: IRunSummary): string {
   ].join('\n');
 }
 
-/** Serve the run's adapter on the local cluster (Ray Serve). */
+/** Serve the run's adapter on the local cluster (Ray Serve, preflight first). */
 export function serveSnippet(run: IRunSummary): string {
   return [
     'import pathlib',
     'import hyperpod_rl as hp',
     '',
-    `run_dir = pathlib.Path(${pyStr(runDirOf(run))})`,
-    'config = hp.RunConfig.model_validate_json((run_dir / "config.json").read_text())',
-    'url = hp.deploy_local(hp.start_local_cluster().job_client(), config.model.path, {"maze": run_dir / "adapter"})',
+    'client = hp.start_local_cluster().job_client()  # reuses the running local cluster',
+    `url, reports = hp.serve_run(client, pathlib.Path(${pyStr(runDirOf(run))}))`,
     'url'
   ].join('\n');
 }
@@ -59,12 +58,8 @@ export function evaluateSnippet(run: IRunSummary): string {
   return [
     'import pathlib',
     'import hyperpod_rl as hp',
-    'from hyperpod_rl.train.reference import read_rows',
     '',
-    `run_dir = pathlib.Path(${pyStr(runDirOf(run))})`,
-    'config = hp.RunConfig.model_validate_json((run_dir / "config.json").read_text())',
-    'result = hp.evaluate(config.model.path, read_rows(config.data.heldout_path), adapter_path=run_dir / "adapter", label="adapter")',
-    'result.save(run_dir / "eval" / "adapter.json")',
+    `result = hp.evaluate_run(pathlib.Path(${pyStr(runDirOf(run))}))  # saved as eval/adapter.json`,
     'result'
   ].join('\n');
 }

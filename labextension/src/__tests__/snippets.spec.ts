@@ -31,21 +31,19 @@ const RUN: IRunSummary = {
 describe('snippets', () => {
   it('opens a MetricsPanel on the run directory, quoted as a Python string', () => {
     const code = metricsSnippet(RUN);
-    expect(code).toContain('from hyperpod_rl.widgets import MetricsPanel');
-    expect(code).toContain('MetricsPanel("/data/it\'s \\"here\\"/runs/exp-1")');
+    expect(code).toContain('import hyperpod_rl as hp');
+    expect(code).toContain('hp.MetricsPanel(run_dir="/data/it\'s \\"here\\"/runs/exp-1")');
   });
 
   it('reattaches from the latest submission without replaying the log', () => {
     const code = reattachSnippet(RUN);
-    expect(code).toContain('hp.latest_submission(run_dir)');
+    expect(code).toContain('hp.latest_job(client, "exp-1", pathlib.Path(');
     expect(code).toContain('from_start=False');
   });
 
   it('serves and evaluates the run adapter', () => {
-    expect(serveSnippet(RUN)).toContain('hp.deploy_local(');
-    expect(serveSnippet(RUN)).toContain('run_dir / "adapter"');
-    expect(evaluateSnippet(RUN)).toContain('hp.evaluate(config.model.path');
-    expect(evaluateSnippet(RUN)).toContain('result.save(run_dir / "eval" / "adapter.json")');
+    expect(serveSnippet(RUN)).toContain('hp.serve_run(client, pathlib.Path(');
+    expect(evaluateSnippet(RUN)).toContain('hp.evaluate_run(pathlib.Path(');
   });
 
   it('quotes a CLI path that needs it and defaults to hyperpod-rl', () => {
