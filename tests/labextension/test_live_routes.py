@@ -73,7 +73,8 @@ def test_extension_readers_agree_with_hyperpod_rl_on_a_real_run(finished_run, lo
     assert ours == theirs and total == 2
     assert files.has_adapter() and files.provenance()["adapter_sha256"] == read_provenance(rdir)["adapter"]["sha256"]
     assert ext_store.ledger_path() == ledger_path()
-    with Ledger() as led:
+    with Ledger() as led:  # the ledger is filled from run directories on the notebook/CLI side
+        led.sync_storage(rdir.parent)
         row = led.get_run(RUN_ID)
     assert ext_store.ledger_runs(ledger_path())[RUN_ID]["status"] == row.status == "succeeded"
     state = ext_store.local_cluster_state()
