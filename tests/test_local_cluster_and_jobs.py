@@ -173,14 +173,18 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
+        # A shell that runs the tests in the background ignores SIGINT, and a child would inherit
+        # that: give the follower the default disposition a user's terminal gives it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        for update in follow_run(client, handle.submission_id, poll_s=0.5):
-            if update.records:
-                break
-        time.sleep(2)
+        first = ""
+        while not first.startswith("train "):  # the follower is following: it printed step 1
+            first = follower.stdout.readline()
+            assert first, "the follower ended before following"
         follower.send_signal(signal.SIGINT)
         out, _ = follower.communicate(timeout=60)
+        out = first + out
     finally:
         follower.kill()
     assert follower.returncode == 130, out
