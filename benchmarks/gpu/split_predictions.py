@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from typing import Any
 
-from benchmarks._record import REPO, RESULTS_DIR, SCHEMA_VERSION
+from benchmarks._record import REPO, RESULTS_DIR, SCHEMA_VERSION, package_versions
 
 #: file stem -> (harness arguments as run_h200.sh passes them, commit that first added the file)
 FILES: dict[str, tuple[list[str], str]] = {
@@ -84,7 +85,8 @@ def migrate(stem: str, at_run: dict[str, Any]) -> bool:
         for key in REFRESHED:
             rec.pop(key, None)
         if saved:
-            at_run.setdefault(f"{stem}.json", {})[rec["config"]["name"]] = saved
+            entry = at_run.setdefault(f"{stem}.json", {"planner_commit": _parent(added_in), "predictions": {}})
+            entry["predictions"][rec["config"]["name"]] = saved
     n_gpus = max(int(r.get("gpus", 1)) for r in data)
     envelope = {
         "schema_version": SCHEMA_VERSION,
@@ -128,21 +130,32 @@ def main() -> None:
         print(f"{stem}: {'migrated' if migrate(stem, at_run) else 'already in the envelope'}")
     if at_run:
         out = RESULTS_DIR / "h200_predictions_at_run.json"
-        out.write_text(
-            json.dumps(
-                {
-                    "name": "h200_predictions_at_run",
-                    "kind": "prediction",
-                    "notes": "Peak GiB the planner predicted when each H200 run was made (improved path and baseline); "
-                    "for h200_1gpu and h200_2gpu_fsdp that was before the memory calibration was fitted on them. "
-                    "Kept as history, never refreshed.",
-                    "predictions": at_run,
-                },
-                indent=1,
-            )
-            + "\n"
-        )
+        envelope = {
+            "schema_version": SCHEMA_VERSION,
+            "name": "h200_predictions_at_run",
+            "script": "benchmarks/gpu/split_predictions.py",
+            "command": ["-m", "benchmarks.gpu.split_predictions"],
+            "params": {},
+            "git_commit": _git_head(),
+            "git_dirty": None,
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "finished": None,
+            "wall_s": None,
+            "machine": {k: None for k in ("cpu_model", "cpu_cores", "cpu_cores_usable", "memory_gib", "platform", "python")} | {"gpus": []},
+            "load_avg_start": None,
+            "load_avg_end": None,
+            "packages": package_versions(("hyperpod-rl", "pydantic")),  # of this migration run
+            "notes": "Predictions, not measurements: the peak GiB the planner predicted when each H200 run was made (improved path and "
+            "baseline), moved here out of the measurement files; planner_commit is the code that predicted them. For h200_1gpu and "
+            "h200_2gpu_fsdp that was before the memory calibration was fitted on them. Kept as history, never refreshed.",
+            "results": at_run,
+        }
+        out.write_text(json.dumps(envelope, indent=1) + "\n")
         print(f"wrote {out}")
+
+
+def _git_head() -> str:
+    return subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
 
 
 if __name__ == "__main__":
