@@ -55,11 +55,12 @@ def _ci(iv: dict[str, float], signed: bool = False) -> str:
 
 # ---------------------------------------------------------------- quickstart (README, reference trainer)
 def _quickstart_args(res: dict[str, Any]) -> list[str]:
-    """The quickstart options the run changed (the serve port, picked free by the benchmark, left out)."""
+    """The quickstart options the run changed (the ports, picked free by the benchmark, left out)."""
     args = list(res["params"]["quickstart_args"])
-    if "--serve-port" in args:
-        i = args.index("--serve-port")
-        del args[i : i + 2]
+    for port in ("--serve-port", "--dashboard-port"):
+        if port in args:
+            i = args.index(port)
+            del args[i : i + 2]
     return args
 
 

@@ -58,7 +58,7 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
 
     import psutil
 
-    from hyperpod_rl.cluster.local import start_local_cluster
+    from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
     from hyperpod_rl.maze import read_parquet
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
@@ -69,7 +69,7 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     )
     from hyperpod_rl.widgets import MetricsPanel, RunPanel
 
-    cluster = start_local_cluster()
+    cluster = start_local_cluster(dashboard_port=find_free_port())  # not 8265: raced for on a shared machine
     metrics = None
     try:
         opts = QuickstartOptions.build(

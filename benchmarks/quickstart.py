@@ -86,6 +86,10 @@ def main() -> int:
         from hyperpod_rl.cluster.local import find_free_port
 
         extra += ["--serve-port", str(find_free_port())]
+    if not any(a.startswith("--dashboard-port") for a in extra):  # 8265 is raced for by every other cluster
+        from hyperpod_rl.cluster.local import find_free_port
+
+        extra += ["--dashboard-port", str(find_free_port())]
     home = Path(tempfile.mkdtemp(prefix="hprl-bench-quickstart-"))
     with Recording("quickstart", params={"quickstart_args": extra, "fresh_home": True}) as rec:
         summary, wall = _run(home, extra)

@@ -105,7 +105,7 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     """Build model, data and adapter under ``home``, start a local cluster there; return (cluster, model_dir, held-out rows)."""
     import torch
 
-    from hyperpod_rl.cluster.local import start_local_cluster
+    from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
     from hyperpod_rl.maze import read_parquet
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
@@ -129,7 +129,8 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
             if "lora_B" in name:
                 param.copy_(torch.randn(param.shape, generator=gen) * 0.5)
     trainer.export_adapter()
-    return start_local_cluster(), model_dir, read_parquet(data.heldout)
+    # A random free dashboard port: the default 8265 is raced for by every other cluster on a shared machine.
+    return start_local_cluster(dashboard_port=find_free_port()), model_dir, read_parquet(data.heldout)
 
 
 def _print(label: str, result: dict[str, Any]) -> None:
