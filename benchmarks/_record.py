@@ -188,7 +188,7 @@ class Recording:
             "schema_version": SCHEMA_VERSION,
             "name": self.name,
             "script": self.script,
-            "command": [Path(sys.executable).name, *sys.argv],
+            "command": [Path(sys.executable).name, *(_relative(a) for a in sys.argv)],
             "params": self.params,
             "git_commit": self._git["commit"],
             "git_dirty": self._git["dirty"],
@@ -208,6 +208,14 @@ class Recording:
         tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
         os.replace(tmp, self.path)
         print(f"wrote {self.path} (load average {self._load_start} -> {record['load_avg_end']})", flush=True)
+
+
+def _relative(arg: str) -> str:
+    """A path inside the repository as a repo-relative path; anything else unchanged."""
+    try:
+        return str(Path(arg).resolve().relative_to(REPO)) if arg.startswith("/") else arg
+    except ValueError:
+        return arg
 
 
 def _main_script() -> str:

@@ -48,6 +48,12 @@ def _provenance(res: dict[str, Any], *, load: bool = True) -> str:
     return text
 
 
+def _cmd(res: dict[str, Any]) -> str:
+    """The command that produced a result, as ``python -m benchmarks.NAME ARGS``."""
+    module = res["script"].removesuffix(".py").replace("/", ".")
+    return " ".join(["python -m", module, *res["command"][2:]])
+
+
 def _ci(iv: dict[str, float], signed: bool = False) -> str:
     f = "{:+.3f}" if signed else "{:.3f}"
     return f"{f.format(iv['value'])} [{f.format(iv['low'])}, {f.format(iv['high'])}]"
@@ -162,7 +168,7 @@ def lr_sweep() -> str:
     rows = [
         f"Measured on the first-move task (1 turn, {p['mazes_per_step']} mazes × {p['group_size']} samples per step, "
         f"{p['steps']} steps, held-out greedy optimal-move rate on {r['heldout_mazes']} mazes; the base model, measured in the "
-        f"same run, scores {_ci(r['base_optimal_move_rate'])}); `python -m benchmarks.lr_sweep`, {_provenance(res, load=False)}:",
+        f"same run, scores {_ci(r['base_optimal_move_rate'])}); `{_cmd(res)}`, {_provenance(res)}:",
         "",
         "| lr | held-out optimal-move rate | Δ vs base (paired) | policy entropy, first → last step | most common answer |",
         "|---|---|---|---|---|",
@@ -187,7 +193,7 @@ def prompt_style() -> str:
     steps = by["terse"]["accuracy_curve"][-1][0]
     return (
         f"held-out supervised first-move accuracy after {steps} steps: {'; '.join(parts)} (a uniform random move scores "
-        f"{chance:.2f}; `python -m benchmarks.prompt_style`, {_provenance(res, load=False)})"
+        f"{chance:.2f}; `{_cmd(res)}`, {_provenance(res)})"
     )
 
 
