@@ -73,11 +73,12 @@ def _git(*args: str) -> str | None:
 def git_state() -> dict[str, Any]:
     """``{"commit": sha or None, "dirty": bool or None}``.
 
-    ``dirty`` is True when tracked files other than ``benchmarks/results/`` differ from the
-    commit, i.e. the code that ran is not exactly the commit's.
+    ``dirty`` is True when tracked files other than ``benchmarks/results/`` and Markdown differ
+    from the commit, i.e. the code that ran is not exactly the commit's (the scripts rewrite the
+    docs' figure passages, which must not mark the next run dirty).
     """
     commit = _git("rev-parse", "HEAD") or os.environ.get("HPRL_GIT_COMMIT")
-    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results")
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results", ":(exclude)*.md")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 
