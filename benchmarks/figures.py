@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks._record import REPO, load_result
+from benchmarks._record import REPO, load_result, results_dir
 
 __all__ = ["PASSAGES", "Passage", "check", "render", "update"]
 
@@ -35,11 +35,11 @@ class Passage:
 
 
 def _provenance(res: dict[str, Any], *, load: bool = True) -> str:
-    """``measured <date> at commit <sha> on <cpu>, <n> cores[, load average a -> b]``."""
+    """``on <date> at commit <sha>, <cpu> (<n> cores)[, a shared machine: load average a at start, b at end]``."""
     m = res["machine"]
-    text = f"measured {res['date'][:10]} at commit `{(res['git_commit'] or 'unknown')[:10]}`"
+    text = f"on {res['date'][:10]} at commit `{(res['git_commit'] or 'unknown')[:10]}`"
     if m.get("cpu_model"):
-        text += f" on {m['cpu_model']} ({m['cpu_cores']} cores"
+        text += f", {m['cpu_model']} ({m['cpu_cores']} cores"
         if m.get("cpu_cores_usable") and m["cpu_cores_usable"] != m["cpu_cores"]:
             text += f", pinned to {m['cpu_cores_usable']}"
         text += ")"
@@ -75,7 +75,7 @@ def quickstart_time() -> str:
     r = res["results"]
     args = _quickstart_args(res)
     return (
-        f"measured{' with `' + ' '.join(args) + '`' if args else ''}: {r['wall_s_total']:.0f} s, of which training {r['wall_s_phases']['train']:.0f} s, not counting the install; "
+        f"measured{' with `' + ' '.join(args) + '`' if args else ''}: {r['wall_s_total']:.0f} s, of which training {r['wall_s_phases']['train']:.0f} s, not counting the install, "
         f"{_provenance(res)}; `benchmarks/results/quickstart.json`"
     )
 
@@ -118,7 +118,7 @@ def env_throughput() -> str:
         f"| `naive_rendered_steps_per_s` (baseline, same run: full redraw and an RGB PNG every step) | {r['naive_rendered_steps_per_s']:,.0f} |",
         "",
         f"As shipped, {r['speedup_vs_naive']:.1f}× the naive pipeline ({r['cold_png_speedup_vs_naive']:.1f}× with every PNG encoded); "
-        f"{_provenance(res)}; `benchmarks/results/env_throughput.json`.",
+        f"Measured {_provenance(res)}; `benchmarks/results/env_throughput.json`.",
     ]
     return "\n".join(rows)
 
@@ -139,7 +139,7 @@ def serve_load() -> str:
         rows.append(
             f"| {label.format(**x)} | {x['failed']} | {x['p50_ms']:.1f} | {x['p95_ms']:.1f} | {x['p99_ms']:.1f} | {x['max_ms']:.1f} | {x['requests_per_s']:.1f} |"
         )
-    rows += ["", f"{_provenance(res)}; `python -m benchmarks.serve_load`, `benchmarks/results/serve_load.json`."]
+    rows += ["", f"Measured {_provenance(res)}; `python -m benchmarks.serve_load`, `benchmarks/results/serve_load.json`."]
     return "\n".join(rows)
 
 
@@ -154,7 +154,7 @@ def metrics_latency() -> str:
     res = load_result("metrics_latency")
     r = res["results"]
     return (
-        f"Measured ({_provenance(res)}; `benchmarks/results/metrics_latency.json`): write → figure latency "
+        f"Measured {_provenance(res)} (`benchmarks/results/metrics_latency.json`): write → figure latency "
         f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s over {r['steps']} steps (poll interval {r['interval_s']} s); "
         f"idle poller CPU {100 * r['idle_poller_cpu_frac']:.2f} % of one core; {r['messages_per_update']:g} comm messages per "
         f"figure update (the same refresh unbatched: {r['messages_per_update_unbatched']})."
@@ -168,7 +168,7 @@ def lr_sweep() -> str:
     rows = [
         f"Measured on the first-move task (1 turn, {p['mazes_per_step']} mazes × {p['group_size']} samples per step, "
         f"{p['steps']} steps, held-out greedy optimal-move rate on {r['heldout_mazes']} mazes; the base model, measured in the "
-        f"same run, scores {_ci(r['base_optimal_move_rate'])}); `{_cmd(res)}`, {_provenance(res)}:",
+        f"same run, scores {_ci(r['base_optimal_move_rate'])}); `{_cmd(res)}`, measured {_provenance(res)}:",
         "",
         "| lr | held-out optimal-move rate | Δ vs base (paired) | policy entropy, first → last step | most common answer |",
         "|---|---|---|---|---|",
@@ -193,7 +193,7 @@ def prompt_style() -> str:
     steps = by["terse"]["accuracy_curve"][-1][0]
     return (
         f"held-out supervised first-move accuracy after {steps} steps: {'; '.join(parts)} (a uniform random move scores "
-        f"{chance:.2f}; `{_cmd(res)}`, {_provenance(res)})"
+        f"{chance:.2f}; `{_cmd(res)}`, measured {_provenance(res)})"
     )
 
 
@@ -270,6 +270,10 @@ def update(names: list[str] | None = None) -> list[str]:
     """
     changed = []
     for name in names or list(PASSAGES):
+        missing = [r for r in PASSAGES[name].results if not (results_dir() / f"{r}.json").is_file()]
+        if missing:
+            print(f"skipped passage {name}: no result file {', '.join(missing)} yet", file=sys.stderr)
+            continue
         path = REPO / PASSAGES[name].doc
         text = path.read_text()
         pattern = _pattern(name)
