@@ -192,7 +192,7 @@ def prompt_style() -> str:
     chance = by["terse"]["chance"]
     steps = by["terse"]["accuracy_curve"][-1][0]
     return (
-        f"held-out supervised first-move accuracy after {steps} steps: {'; '.join(parts)} (a uniform random move scores "
+        f"held-out supervised first-move accuracy after {steps} steps, one seed: {'; '.join(parts)} (a uniform random move scores "
         f"{chance:.2f}; `{_cmd(res)}`, measured {_provenance(res)})"
     )
 
