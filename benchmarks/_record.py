@@ -31,7 +31,17 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPO", "RESULTS_DIR", "Recording", "git_state", "load_result", "machine", "package_versions", "results_dir"]
+__all__ = [
+    "REPO",
+    "RESULTS_DIR",
+    "Recording",
+    "exit_on_sigterm",
+    "git_state",
+    "load_result",
+    "machine",
+    "package_versions",
+    "results_dir",
+]
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "benchmarks" / "results"
@@ -229,6 +239,16 @@ def _main_script() -> str:
         return str(path.relative_to(REPO))
     except ValueError:
         return str(path)
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM (``timeout``, ``kill``) into ``SystemExit`` so ``finally`` blocks stop what the script started."""
+    import signal
+
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
 
 
 def load_result(name: str, directory: Path | None = None) -> dict[str, Any]:

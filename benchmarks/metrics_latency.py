@@ -31,10 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._record import Recording
+from benchmarks._record import Recording, exit_on_sigterm
 
 
 def main() -> int:
+    exit_on_sigterm()  # a timeout or kill still stops the cluster (finally blocks run)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40, help="training steps of the tiny run")
     parser.add_argument("--idle-s", type=float, default=20.0, help="seconds of idle poller measurement")

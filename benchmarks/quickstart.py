@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._record import Recording
+from benchmarks._record import Recording, exit_on_sigterm
 
 METRICS = ("optimal_move_rate", "solve_rate", "invalid_move_rate")
 
@@ -81,6 +81,7 @@ def _run(home: Path, extra: list[str]) -> tuple[dict[str, Any], float]:
 
 
 def main() -> int:
+    exit_on_sigterm()  # a timeout or kill still stops the cluster (finally blocks run)
     extra = [a for a in sys.argv[1:] if a != "--no-docs"]
     if not any(a.startswith("--serve-port") for a in extra):  # 8000 may be another engineer's
         from hyperpod_rl.cluster.local import find_free_port
