@@ -8,7 +8,7 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv chromium quickstart test test-fast clean
+.PHONY: venv chromium quickstart lint test test-fast clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
 # browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
@@ -31,7 +31,14 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
-test: venv chromium
+# Static checks: ruff (lint + format), mypy on the pure packages, import-linter's contracts.
+lint: venv
+	$(VENV)/bin/ruff check hyperpod_rl tests benchmarks
+	$(VENV)/bin/ruff format --check hyperpod_rl tests benchmarks
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+
+test: venv chromium lint
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 test-fast: venv

@@ -74,7 +74,7 @@ def main() -> int:
 
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.maze import read_parquet
+    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
     from hyperpod_rl.train.reference import ReferenceTrainer
 
@@ -92,8 +92,8 @@ def main() -> int:
         )
         storage = home / "storage"
         data = prepare_dataset(opts, storage)
-        model_dir, revision = prepare_base_model(opts, storage, read_parquet(data.train))
-        heldout = read_parquet(data.heldout)
+        model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
+        heldout = read_rows(data.heldout)
         base = evaluate(model_dir, heldout, label="base")
         print(f"base model: held-out optimal-move rate {base.metrics['optimal_move_rate']:.3f} ({len(heldout)} mazes, first move)")
         runs = []

@@ -60,7 +60,7 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     import psutil
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.maze import read_parquet
+    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
@@ -83,7 +83,7 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
         )
         storage = storage_root()
         data = prepare_dataset(opts, storage)
-        model_dir, revision = prepare_base_model(opts, storage, read_parquet(data.train))
+        model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
         config = make_run_config(
             opts,
             run_id="metrics-latency",

@@ -69,7 +69,7 @@ def run_style(style: str, args: argparse.Namespace, storage: Path) -> dict[str, 
     from hyperpod_rl.model.loading import load_base_model
     from hyperpod_rl.model.tiny import DIRECTION_TOKENS
     from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model
-    from hyperpod_rl.train.policy import MazePolicy
+    from hyperpod_rl.model.policy import MazePolicy
 
     opts = QuickstartOptions.build(seed=args.seed)
     spec = DatasetSpec(
@@ -135,7 +135,7 @@ def run_style(style: str, args: argparse.Namespace, storage: Path) -> dict[str, 
 
 def _prompt_tokens(processor: Any, messages: list[dict[str, Any]]) -> tuple[int, int]:
     """``(all tokens, image tokens)`` of one first prompt, as the processor encodes it."""
-    from hyperpod_rl.train.policy import messages_to_template
+    from hyperpod_rl.model.policy import messages_to_template
 
     template, images, _ = messages_to_template(messages)
     text = processor.apply_chat_template(template, add_generation_prompt=True, tokenize=False)

@@ -106,7 +106,7 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     import torch
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.maze import read_parquet
+    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
         make_run_config,
@@ -118,7 +118,7 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     storage = home / "storage"
     opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=32, max_turns=3, steps=1, group_size=2, mazes_per_step=2)
     data = prepare_dataset(opts, storage)
-    model_dir, revision = prepare_base_model(opts, storage, read_parquet(data.train))
+    model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
     trainer = ReferenceTrainer(
         make_run_config(opts, run_id="serve-load", model_path=model_dir, revision=revision, data=data), storage / "runs" / "serve-load"
     )
@@ -130,7 +130,7 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
                 param.copy_(torch.randn(param.shape, generator=gen) * 0.5)
     trainer.export_adapter()
     # A random free dashboard port: the default 8265 is raced for by every other cluster on a shared machine.
-    return start_local_cluster(dashboard_port=find_free_port()), model_dir, read_parquet(data.heldout)
+    return start_local_cluster(dashboard_port=find_free_port()), model_dir, read_rows(data.heldout)
 
 
 def _print(label: str, result: dict[str, Any]) -> None:
@@ -157,11 +157,11 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.endpoint:
-        from hyperpod_rl.maze import read_parquet
+        from hyperpod_rl.maze import read_rows
 
         if not args.heldout:
             parser.error("--endpoint needs --heldout (the maze images to send)")
-        rows = read_parquet(args.heldout)
+        rows = read_rows(args.heldout)
         if args.record:
             from benchmarks._record import Recording
 

@@ -108,7 +108,7 @@ def test_improved_path_bar_at_the_reference_batch_and_large_batches() -> None:
 
 
 def test_naive_baseline_matches_the_reference_point() -> None:
-    """docs/REFERENCE §6 reference point: ~5.4k tok/s at 8 x 551 and ~5.8k at 16 x 807, peak 43 GiB at 16 x 807."""
+    """docs/references.md §6 reference point: ~5.4k tok/s at 8 x 551 and ~5.8k at 16 x 807, peak 43 GiB at 16 x 807."""
     by_name = {r["config"]["name"]: r for r in load_records(RESULTS / "h200_1gpu.json")}
     small, large = by_name["b8_s551_img448_ckpt"], by_name["b16_s807_img448_ckpt"]
     assert small["baseline_tokens_per_s"] == pytest.approx(5400, rel=0.1)

@@ -259,7 +259,7 @@ def check_logprobs(root: PolicyLogprobs, cfg: BenchConfig, *, device: torch.devi
 
     LoRA B is set to small random values first so the adapters change the output.
     """
-    from hyperpod_rl.train.logprobs import naive_response_logprobs, response_logprobs
+    from hyperpod_rl.model.logprobs import naive_response_logprobs, response_logprobs
 
     _set_checkpointing(root, cfg.gradient_checkpointing)
     with torch.no_grad():

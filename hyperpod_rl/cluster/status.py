@@ -19,7 +19,7 @@ Pure: no I/O. The dashboard probe that completes readiness lives in ``cluster.ku
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import StrEnum
 from typing import Any
 
 __all__ = ["ClusterStatus", "Condition", "StatusReading", "read_status"]

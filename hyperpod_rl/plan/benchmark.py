@@ -51,10 +51,10 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
         nodes=1,
         gradient_checkpointing=bool(config["gradient_checkpointing"]),
         fsdp=fsdp,
-        logprob_impl=logprob,  # type: ignore[arg-type]
+        logprob_impl=logprob,
         adapter_compute_dtype=adapter,
         placement="split",
-        gpu="H200",  # type: ignore[arg-type]
+        gpu="H200",
     )
 
 

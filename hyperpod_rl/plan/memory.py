@@ -25,8 +25,7 @@ gradient) or, with gradient checkpointing, the backward of one decoder layer:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 
 __all__ = ["CALIBRATION", "MemoryBreakdown", "activation_bytes_per_token_layer", "lora_params", "policy_update_memory"]
@@ -45,10 +44,8 @@ CALIBRATION: dict[str, float] = {
 }
 
 
-class MemoryBreakdown(BaseModel):
+class MemoryBreakdown(Model):
     """Predicted per-GPU memory of one policy-update micro batch, GiB."""
-
-    model_config = ConfigDict(frozen=True)
 
     weights_gib: float
     fsdp_buffers_gib: float

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict
-
+from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import lora_params
 
@@ -57,10 +56,8 @@ DECODE_BW_EFFICIENCY = 0.6
 FIXED_SYNC_S = 2.0  # vLLM sleep/wake and adapter load, observed order of magnitude in SkyRL logs
 
 
-class StepTime(BaseModel):
+class StepTime(Model):
     """Estimated seconds of one GRPO step, split by phase."""
-
-    model_config = ConfigDict(frozen=True)
 
     generate_s: float
     train_s: float

@@ -41,6 +41,7 @@ __all__ = [
     "check_adapters",
     "deploy_local",
     "run_app",
+    "serve_run",
     "shutdown_local",
 ]
 
@@ -128,7 +129,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
         model_path: base model directory.
         adapters: adapter name -> adapter directory (each with provenance.json).
         num_cpus: CPUs reserved by the replica.
-        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.train.policy`).
+        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.model.policy`).
 
     Returns:
         A bound ``ray.serve`` application for ``serve.run``.
@@ -144,22 +145,13 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
     class MazeModelServer:
         def __init__(self, model_path: str, adapters: dict[str, str], action_constraint: str) -> None:
             import torch
-            from peft import PeftModel
 
-            from hyperpod_rl.model.loading import load_base_model
-            from hyperpod_rl.train.policy import MazePolicy
+            from hyperpod_rl.model.adapter import load_policy
 
             torch.set_num_threads(1)
-            model, processor, self.model_id = load_base_model(model_path)
             self.names = list(adapters)
-            if adapters:
-                first, *rest = adapters.items()
-                model = PeftModel.from_pretrained(model, first[1], adapter_name=first[0])
-                for name, path in rest:
-                    model.load_adapter(path, adapter_name=name)
-            model.eval()
-            self.model = model
-            self.policy = MazePolicy(model, processor, action_constraint=action_constraint)  # type: ignore[arg-type]
+            self.policy = load_policy(model_path, adapters or None, action_constraint=action_constraint)  # type: ignore[arg-type]
+            self.model = self.policy.model
             self.lock = threading.Lock()
             self.started_at = time.time()
 
@@ -266,21 +258,19 @@ def check_adapters(model_path: str | Path, adapters: dict[str, str | Path], *, m
 
 
 def action_constraint_of(adapters: dict[str, str | Path]) -> str:
-    """The decoding mode the adapters were trained with (``provenance.json``
-    ``action_constraint``, default ``"directions"``), so serving decodes as training did.
+    """The decoding mode the adapters were trained with (:func:`hyperpod_rl.model.adapter.action_constraint_of`),
+    so serving decodes as training did.
 
     Raises:
         ServeError: the adapters were trained with different modes (one replica decodes one way).
     """
-    from hyperpod_rl.errors import ServeError
+    from hyperpod_rl.errors import ConfigError, ServeError
+    from hyperpod_rl.model.adapter import action_constraint_of as trained_with
 
-    modes = {}
-    for name, path in adapters.items():
-        prov = Path(path) / "provenance.json"
-        modes[name] = json.loads(prov.read_text()).get("action_constraint", "directions") if prov.is_file() else "directions"
-    if len(set(modes.values())) > 1:
-        raise ServeError(f"the adapters were trained with different action formats {modes}: serve them in separate deployments")
-    return next(iter(modes.values()), "directions")
+    try:
+        return trained_with(adapters)
+    except ConfigError as err:
+        raise ServeError(f"{err}; serve them in separate deployments") from None
 
 
 def _serve_http_port() -> int | None:
@@ -423,3 +413,35 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not JobStatus(client.get_job_status(submission_id)).is_terminal() and time.monotonic() < deadline:
         time.sleep(0.5)
+
+
+def serve_run(
+    client: Any, run: str | Path, *, port: int = 8000, name: str = "maze", extra_adapters: dict[str, str | Path] | None = None
+) -> tuple[str, list[Any]]:
+    """Serve a run's adapter (as ``name``, beside the base model as ``"base"``) on the local cluster.
+
+    Args:
+        client: authenticated ``JobSubmissionClient`` of the local cluster.
+        run: run id or run directory; its adapter must exist.
+        port: HTTP port on 127.0.0.1.
+        name: model name of the run's adapter.
+        extra_adapters: more ``{name: adapter directory}`` to serve beside it.
+
+    Returns:
+        ``(url, reports)``: the endpoint and one preflight report per adapter (warnings only).
+
+    Raises:
+        CheckpointError: the run has no config or no adapter yet.
+        ServeError: see :func:`deploy_local`.
+    """
+    from hyperpod_rl.errors import CheckpointError
+    from hyperpod_rl.runs import read_config, run_paths
+
+    paths = run_paths(run)
+    config = read_config(paths)
+    if not (paths.adapter / "adapter_model.safetensors").is_file():
+        raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first")
+    adapters: dict[str, str | Path] = {name: paths.adapter, **(extra_adapters or {})}
+    reports = check_adapters(config.model.path, adapters, model_id=config.model.model_id)
+    url = deploy_local(client, config.model.path, adapters, port=port, model_id=config.model.model_id)
+    return url, reports

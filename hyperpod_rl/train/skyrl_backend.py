@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.config.skyrl import RUN_SUBDIRS
+from hyperpod_rl.config.skyrl import RUN_SUBDIRS, to_skyrl_overrides
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.maze import REWARD_VERSION
-from hyperpod_rl.train.checkpoint import file_sha256, write_dir_atomically
-from hyperpod_rl.train.provenance import provenance_record
+from hyperpod_rl.runs import RunPaths, read_config
+from hyperpod_rl.runs.files import file_sha256, write_dir_atomically, write_json_atomic
+from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.train.skyrl_metrics import MetricRecordSink
 
 __all__ = [
@@ -86,7 +87,7 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
         )
     marker.write_text(config.config_hash())
     _trim_metrics(rd / "metrics.jsonl", _latest_step(ckpt))
-    return config.to_skyrl_overrides(rd)
+    return to_skyrl_overrides(config, rd)
 
 
 def _latest_step(ckpt: Path) -> int:
@@ -210,7 +211,7 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
             steps=step,
         )
         prov["action_constraint"] = config.rollout.action_constraint
-        (tmp / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True))
+        write_json_atomic(tmp / "provenance.json", prov)
 
     return write_dir_atomically(rd / "adapter", write)
 
@@ -263,7 +264,7 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)
     for key, value in JOB_ENV_VARS.items():
         os.environ[key] = value  # before SkyRL's ray.init
-    config = RunConfig.build(json.loads(Path(config_path).read_text()))
+    config = read_config(RunPaths(Path(config_path).resolve().parent))
     run_dir = Path(config_path).resolve().parent
     overrides = prepare_run(config, run_dir, fresh=fresh)
 

@@ -12,7 +12,6 @@ The dashboard link shown is the address without credentials; tokens and cookies 
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 import ipywidgets as w
@@ -150,15 +149,9 @@ class ClusterPanel(Panel):
             ClusterError: the local job API does not answer, or the RayCluster fails/times out.
         """
         if self.kind.value == "local":
-            from hyperpod_rl.errors import ClusterError
+            from hyperpod_rl.cluster.local import wait_for_local_cluster
 
-            deadline = time.monotonic() + min(self.wait_timeout_s, 120.0)
-            while self.cluster is None or not self.cluster.is_alive():
-                if time.monotonic() > deadline:
-                    raise ClusterError("the local cluster's job API did not answer: press Apply to start it")
-                if self.cluster is None:
-                    self.cluster = current_local_cluster()
-                time.sleep(1.0)
+            self.cluster = wait_for_local_cluster(timeout_s=min(self.wait_timeout_s, 120.0))
             self.refresh()
             return
         spec = self.spec()

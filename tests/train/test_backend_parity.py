@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.maze import read_parquet
+from hyperpod_rl.maze import read_rows
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.reference import ReferenceTrainer
@@ -85,12 +85,12 @@ def _skyrl_step(cfg: Any, tiny_setup: dict[str, Any]) -> dict[str, Any]:
     from skyrl.train.utils import Timer
 
     from hyperpod_rl.model.loading import load_base_model
-    from hyperpod_rl.train.policy import MazePolicy
-    from hyperpod_rl.train.rollout import play_episodes
+    from hyperpod_rl.model.policy import MazePolicy
+    from hyperpod_rl.model.rollout import play_episodes
 
     trainer = RayPPOTrainer.__new__(RayPPOTrainer)  # SkyRL's methods, without Ray workers or vLLM
     trainer.cfg, trainer.all_metrics, trainer.all_timings, trainer.global_step = cfg, {}, {}, 1
-    rows = read_parquet(tiny_setup["data"].train)[:2]
+    rows = read_rows(tiny_setup["data"].train)[:2]
     model, processor, _ = load_base_model(tiny_setup["model_dir"])
     with Timer("generate", trainer.all_timings):
         episodes = play_episodes(MazePolicy(model, processor), rows, group_size=GROUP, generator=torch.Generator().manual_seed(0))

@@ -19,10 +19,9 @@ from safetensors.torch import load_file
 
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import submit_run
-from hyperpod_rl.maze import write_parquet
+from hyperpod_rl.maze import read_rows, write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.train.reference import read_rows
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.metrics import parse_metric_line, read_metrics
-from hyperpod_rl.train.checkpoint import file_sha256, verify_checksums
+from hyperpod_rl.runs.files import file_sha256, verify_checksums
 from hyperpod_rl.train.skyrl_backend import (
     export_adapter,
     final_adapter_dir,
@@ -233,7 +233,7 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
     import skyrl_gym
     from skyrl.train.config import SkyRLTrainConfig
 
-    from hyperpod_rl.maze.env import ENV_CLASS
+    from hyperpod_rl.maze.registry import ENV_CLASS
     from hyperpod_rl.train.skyrl_backend import _trainer_task
 
     cfg = _config(tmp_path)

@@ -1,7 +1,9 @@
-"""``manifest.json``: one file per run with enough to rebuild it.
+"""The run's provenance record (``manifest.json``): one file per run with enough to rebuild it.
 
-Written by the trainer when a run starts, updated at every checkpoint, at the end, and by
-:func:`hyperpod_rl.eval.EvalResult.save_to_run` after each evaluation. Keys:
+Written by the trainer when a run starts, updated at every checkpoint and at the end, and by
+:func:`hyperpod_rl.runs.record_eval` after each saved evaluation. (The file keeps its first
+name, ``manifest.json``, so runs written before stay readable; in code it is the run's
+*provenance record*, and "manifest" means only a KubeRay object.) Keys:
 
 ===================== ====================================================================
 ``run_id``            the run id
@@ -9,7 +11,7 @@ Written by the trainer when a run starts, updated at every checkpoint, at the en
 ``config``            the resolved :class:`~hyperpod_rl.config.run.RunConfig` (JSON form)
 ``config_hash``       :meth:`RunConfig.config_hash` (16 hex chars, run id excluded)
 ``git``               ``{"commit", "dirty"}`` of the checkout the trainer ran from
-``packages``          versions of :data:`~hyperpod_rl.train.provenance.PACKAGES`, plus Python
+``packages``          versions of :data:`~hyperpod_rl.runs.versions.PACKAGES`, plus Python
 ``image``             container image and digest (env ``HYPERPOD_RL_IMAGE`` /
                       ``HYPERPOD_RL_IMAGE_DIGEST``, set by the cluster spec); ``None`` locally
 ``datasets``          ``{split: {"path", "sha256"}}``, plus the generator spec when a
@@ -43,21 +45,22 @@ from typing import Any
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.train.provenance import git_state, package_versions
+from hyperpod_rl.runs.files import file_sha256, write_json_atomic
+from hyperpod_rl.runs.versions import git_state, package_versions
 
 __all__ = [
-    "MANIFEST_NAME",
-    "checkpoint_entries",
-    "config_from_manifest",
+    "PROVENANCE_FILE",
+    "config_from_provenance",
     "eval_summaries",
     "image_info",
-    "new_manifest",
-    "read_manifest",
+    "new_provenance",
+    "read_provenance",
     "reproduce_config",
-    "update_manifest",
+    "update_provenance",
 ]
 
-MANIFEST_NAME = "manifest.json"
+#: The provenance record's file name in the run directory.
+PROVENANCE_FILE = "manifest.json"
 SCHEMA_VERSION = 1
 
 
@@ -77,27 +80,6 @@ def image_info() -> dict[str, str | None] | None:
     if digest is None and image and "@sha256:" in image:
         digest = image.split("@", 1)[1]
     return {"image": image, "digest": digest}
-
-
-def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:
-    """``[{"step", "path", "files"}]`` for every complete checkpoint under ``ckpt_root`` (oldest first).
-
-    ``files`` is the checkpoint's own ``checksums.json`` (name -> sha256); ``path`` is relative
-    to ``run_dir``.
-    """
-    out = []
-    if not ckpt_root.is_dir():
-        return out
-    for path in sorted(ckpt_root.glob("step_*")):
-        sums = path / "checksums.json"
-        if ".tmp-" in path.name or ".old-" in path.name or not sums.is_file():
-            continue
-        try:
-            files = json.loads(sums.read_text())
-        except ValueError:
-            continue
-        out.append({"step": int(path.name.removeprefix("step_")), "path": str(path.relative_to(run_dir)), "files": files})
-    return out
 
 
 def eval_summaries(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -125,7 +107,7 @@ def _dataset_entry(path: str, sha256: str) -> dict[str, Any]:
     return entry
 
 
-def new_manifest(
+def new_provenance(
     config: RunConfig,
     *,
     base_model_id: str,
@@ -171,13 +153,13 @@ def new_manifest(
     }
 
 
-def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
+def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
     """The run's manifest, or ``None`` when it has none.
 
     Raises:
         CheckpointError: ``manifest.json`` exists but is not JSON.
     """
-    path = Path(run_dir) / MANIFEST_NAME
+    path = Path(run_dir) / PROVENANCE_FILE
     if not path.is_file():
         return None
     try:
@@ -190,7 +172,7 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
 
 @contextmanager
 def _locked(run_dir: Path) -> Iterator[None]:
-    with open(run_dir / f"{MANIFEST_NAME}.lock", "a") as fh:
+    with open(run_dir / f"{PROVENANCE_FILE}.lock", "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -198,7 +180,7 @@ def _locked(run_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def update_manifest(run_dir: str | Path, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> dict[str, Any]:
+def update_provenance(run_dir: str | Path, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> dict[str, Any]:
     """Read, change and atomically rewrite ``manifest.json`` under an exclusive lock.
 
     Args:
@@ -211,20 +193,15 @@ def update_manifest(run_dir: str | Path, change: Callable[[dict[str, Any] | None
     rdir = Path(run_dir)
     rdir.mkdir(parents=True, exist_ok=True)
     with _locked(rdir):
-        current = read_manifest(rdir)
+        current = read_provenance(rdir)
         new = change(current)
         new["updated_at"] = _now()
-        path = rdir / MANIFEST_NAME
-        tmp = path.with_name(f"{MANIFEST_NAME}.tmp-{os.getpid()}")
-        with open(tmp, "w") as fh:
-            fh.write(json.dumps(new, indent=1, sort_keys=True))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        path = rdir / PROVENANCE_FILE
+        write_json_atomic(path, new)
     return new
 
 
-def config_from_manifest(run_dir: str | Path, *, run_id: str | None = None) -> RunConfig:
+def config_from_provenance(run_dir: str | Path, *, run_id: str | None = None) -> RunConfig:
     """The run's resolved config (from ``manifest.json``, else ``config.json``), optionally renamed.
 
     Raises:
@@ -232,7 +209,7 @@ def config_from_manifest(run_dir: str | Path, *, run_id: str | None = None) -> R
         ConfigError: the stored config no longer validates.
     """
     rdir = Path(run_dir)
-    manifest = read_manifest(rdir)
+    manifest = read_provenance(rdir)
     if manifest is not None:
         data = dict(manifest["config"])
     elif (rdir / "config.json").is_file():
@@ -264,12 +241,11 @@ def reproduce_config(run_dir: str | Path, *, run_id: str) -> tuple[RunConfig, li
         ConfigError: a dataset file or the base model changed or is missing.
     """
     from hyperpod_rl.model.loading import revision_of
-    from hyperpod_rl.train.checkpoint import file_sha256
 
-    manifest = read_manifest(run_dir)
+    manifest = read_provenance(run_dir)
     if manifest is None:
-        raise CheckpointError(f"{run_dir} has no {MANIFEST_NAME}: only runs trained by this version can be reproduced exactly")
-    config = config_from_manifest(run_dir, run_id=run_id)
+        raise CheckpointError(f"{run_dir} has no {PROVENANCE_FILE}: only runs trained by this version can be reproduced exactly")
+    config = config_from_provenance(run_dir, run_id=run_id)
     problems = []
     for split, entry in (manifest.get("datasets") or {}).items():
         path = Path(entry["path"])

@@ -8,7 +8,7 @@ Action formats (``RolloutConfig.action_constraint``):
 - ``"directions"``: constrained decoding. The response is ``<answer>`` + one sampled direction
   token + ``</answer>`` + end-of-turn. Only the direction token is sampled, from the policy's
   distribution restricted to the four direction tokens (softmax over their logits), and only
-  its log-probability enters the loss. Tiny random models need this (../shared/REFERENCE.md §5:
+  its log-probability enters the loss. Tiny random models need this (docs/references.md §5:
   left free, they first have to learn the answer format and then collapse).
 - ``"none"``: free generation with ``model.generate``; vision special tokens are suppressed at
   sampling time and log-probs are taken over the vocabulary without them, so sampling and
@@ -28,8 +28,8 @@ from PIL import Image
 
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.maze import decode_image_part
+from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
-from hyperpod_rl.train.logprobs import response_entropy, response_logprobs
 
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
 

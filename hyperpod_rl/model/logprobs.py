@@ -28,7 +28,7 @@ from typing import Any, cast
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from hyperpod_rl.errors import HyperpodRLError
+from hyperpod_rl.errors import LogprobInputError
 
 __all__ = [
     "LogprobInputError",
@@ -37,10 +37,6 @@ __all__ = [
     "response_entropy",
     "response_logprobs",
 ]
-
-
-class LogprobInputError(HyperpodRLError, ValueError):
-    """Tensors given to the log-prob functions have inconsistent shapes or types."""
 
 
 # --------------------------------------------------------------------------- checks

@@ -1,4 +1,4 @@
-"""Atomic training checkpoints with checksums, and the final adapter export.
+"""Atomic files and directories of a run: checkpoints with checksums, JSON records, the adapter.
 
 Layout (``<run dir>/checkpoints/``)::
 
@@ -29,6 +29,7 @@ from typing import Any
 from hyperpod_rl.errors import CheckpointError
 
 __all__ = [
+    "checkpoint_entries",
     "file_sha256",
     "latest_valid_checkpoint",
     "prune_checkpoints",
@@ -36,6 +37,8 @@ __all__ = [
     "verify_checksums",
     "write_checksums",
     "write_dir_atomically",
+    "write_json_atomic",
+    "write_text_atomic",
 ]
 
 
@@ -46,6 +49,32 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same directory, fsynced, then renamed.
+
+    A reader sees the old file or the new one, never a part; two writers never share a
+    temporary file (its name carries the pid and thread id).
+    """
+    import threading
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    """Write canonical JSON (sorted keys, one-space indent, trailing newline) atomically.
+
+    Sorted keys make the bytes a function of the content, so identical inputs hash the same.
+    """
+    return write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def write_checksums(directory: Path) -> dict[str, str]:
@@ -155,3 +184,24 @@ def require_file(path: Path, what: str) -> Path:
     if not path.is_file():
         raise CheckpointError(f"{what} not found at {path}")
     return path
+
+
+def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:
+    """``[{"step", "path", "files"}]`` for every complete checkpoint under ``ckpt_root`` (oldest first).
+
+    ``files`` is the checkpoint's own ``checksums.json`` (name -> sha256); ``path`` is relative
+    to ``run_dir``.
+    """
+    out: list[dict[str, Any]] = []
+    if not ckpt_root.is_dir():
+        return out
+    for path in sorted(ckpt_root.glob("step_*")):
+        sums = path / "checksums.json"
+        if _is_temporary(path) or not sums.is_file():
+            continue
+        try:
+            files = json.loads(sums.read_text())
+        except ValueError:
+            continue
+        out.append({"step": int(path.name.removeprefix("step_")), "path": str(path.relative_to(run_dir)), "files": files})
+    return out

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperpod_rl.maze import MazeEnv
-from hyperpod_rl.train.policy import MazePolicy
-from hyperpod_rl.train.rollout import play_episodes
+from hyperpod_rl.maze import aggregate_metrics
+from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.model.rollout import play_episodes
 
 __all__ = ["greedy_benchmark"]
 
@@ -26,14 +26,14 @@ def greedy_benchmark(
         max_turns: overrides the rows' turn limit.
 
     Returns:
-        ``(metrics, per_maze)``: the env's aggregate metrics (:meth:`MazeEnv.aggregate_metrics`,
+        ``(metrics, per_maze)``: the env's aggregate metrics (:func:`hyperpod_rl.maze.aggregate_metrics`,
         rates in [0, 1]) and one dict per maze with ``layout_hash``, ``size`` ``[rows, cols]``,
         ``stratum``, ``split``, ``observation``, ``moves`` and the episode metrics (``solved``,
         ``turns``, ``optimal_move_rate``, ``invalid_move_rate``, ``blocked_move_rate``,
         ``steps_over_optimal`` when solved).
     """
     episodes = play_episodes(policy, rows, group_size=1, greedy=True, max_turns=max_turns)
-    metrics = MazeEnv.aggregate_metrics([ep.metrics for ep in episodes])
+    metrics = aggregate_metrics([ep.metrics for ep in episodes])
     per_maze = []
     for ep in episodes:
         row = rows[ep.row_index]
