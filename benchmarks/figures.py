@@ -291,6 +291,10 @@ def check(names: list[str] | None = None) -> list[str]:
     problems = []
     for name in names or list(PASSAGES):
         doc = PASSAGES[name].doc
+        missing = [r for r in PASSAGES[name].results if not (results_dir() / f"{r}.json").is_file()]
+        if missing:
+            problems.append(f"{doc}: passage {name!r} quotes {', '.join(missing)}, which has no result file in {results_dir()}")
+            continue
         found = _pattern(name).findall((REPO / doc).read_text())
         if len(found) != 1:
             problems.append(f"{doc}: {len(found)} <!-- fig:{name} --> passages (expected 1)")

@@ -67,9 +67,9 @@ def run_style(style: str, args: argparse.Namespace, storage: Path) -> dict[str, 
 
     from hyperpod_rl.maze import DatasetSpec, build_dataset
     from hyperpod_rl.model.loading import load_base_model
+    from hyperpod_rl.model.policy import MazePolicy
     from hyperpod_rl.model.tiny import DIRECTION_TOKENS
     from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model
-    from hyperpod_rl.model.policy import MazePolicy
 
     opts = QuickstartOptions.build(seed=args.seed)
     spec = DatasetSpec(
