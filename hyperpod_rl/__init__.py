@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     # evaluation and serving
     "EvalResult": "hyperpod_rl.eval",
     "evaluate": "hyperpod_rl.eval",
+    "evaluate_run": "hyperpod_rl.eval",
     "deploy_local": "hyperpod_rl.serve.local",
     "chat": "hyperpod_rl.serve.client",
     "solve": "hyperpod_rl.serve.client",

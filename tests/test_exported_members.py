@@ -51,6 +51,7 @@ EXPECTED = [
     "record_eval",
     "reproduce_run",
     "serve_run",
+    "evaluate_run",
 ]
 
 

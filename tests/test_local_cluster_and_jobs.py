@@ -183,3 +183,108 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     assert client.get_job_status(handle.submission_id).value == "RUNNING"
     assert local_cluster.state.token not in out
     stop_run(client, handle.submission_id)
+
+
+def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
+    """Field report (issue 14, item 16): a cluster started while another was starting failed at
+    `ray start`. Two notebooks on one Studio space do exactly this."""
+    homes = [tmp_path / "a", tmp_path / "b"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hyperpod_rl.cli", "local", "start"],
+            env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for home in homes
+    ]
+    try:
+        outputs = [p.communicate(timeout=600)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        states = [json.loads((home / "local-cluster.json").read_text()) for home in homes]
+        assert states[0]["dashboard_url"] != states[1]["dashboard_url"]
+        assert states[0]["gcs_address"] != states[1]["gcs_address"]
+        for state in states:
+            headers = {"Authorization": f"Bearer {state['token']}"}
+            assert requests.get(f"{state['dashboard_url']}/api/jobs/", headers=headers, timeout=30).status_code == 200
+    finally:
+        for home in homes:
+            subprocess.run(
+                [sys.executable, "-m", "hyperpod_rl.cli", "local", "stop"],
+                env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
+                capture_output=True,
+                timeout=300,
+            )
+
+
+def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cluster, tiny_setup, tmp_path):
+    """Field report (issue 14, item 7): two submits of one run at the same moment gave a raw
+    FileNotFoundError or a Ray traceback, and the refused caller's config overwrote config.json."""
+    import threading
+
+    client = local_cluster.job_client()
+    run_dir = tmp_path / "race-run"
+    configs = {steps: _config(tiny_setup, "race-run", steps) for steps in (40, 41)}
+    results: dict[int, object] = {}
+    barrier = threading.Barrier(2)
+
+    def submit(steps: int) -> None:
+        barrier.wait()
+        try:
+            results[steps] = submit_run(client, configs[steps], run_dir)
+        except Exception as err:  # noqa: BLE001 - the test inspects what each caller got
+            results[steps] = err
+
+    threads = [threading.Thread(target=submit, args=(s,)) for s in configs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    try:
+        handles = {s: r for s, r in results.items() if not isinstance(r, Exception)}
+        errors = {s: r for s, r in results.items() if isinstance(r, Exception)}
+        assert len(handles) == 1 and len(errors) == 1, results
+        (won, handle), err = next(iter(handles.items())), next(iter(errors.values()))
+        assert isinstance(err, JobError), repr(err)
+        assert f"already running as {handle.submission_id}" in str(err)
+        on_disk = json.loads((run_dir / "config.json").read_text())
+        assert on_disk["trainer"]["steps"] == won  # the refused caller changed nothing
+        assert json.loads((run_dir / "submissions.json").read_text()) == [handle.submission_id]
+        jobs = [j for j in list_runs(client) if j["run_id"] == "race-run"]
+        assert len(jobs) == 1
+    finally:
+        for r in results.values():
+            if not isinstance(r, Exception):
+                stop_run(client, r.submission_id)
+
+
+def test_submission_ids_never_dead_end_when_the_record_is_lost(local_cluster, tiny_setup, tmp_path):
+    """Field report (issue 14, item 7): with hprl-<run>-1 on the cluster but no submissions.json
+    (another storage root, a wiped run directory), every resubmit failed with Ray's "already exists"."""
+    from hyperpod_rl.jobs import latest_job
+
+    client = local_cluster.job_client()
+    first_dir, second_dir = tmp_path / "first" / "lost-run", tmp_path / "second" / "lost-run"
+    cfg = _config(tiny_setup, "lost-run", 60)
+    first = submit_run(client, cfg, first_dir)
+    try:
+        # Another storage root (or a wiped run directory) does not know the running job: the
+        # cluster's job metadata does.
+        assert latest_job(client, "lost-run", second_dir).submission_id == first.submission_id
+        with pytest.raises(JobError, match=f"already running as {first.submission_id}"):
+            submit_run(client, cfg, second_dir)
+        stop_run(client, first.submission_id)
+        deadline = time.monotonic() + 120
+        while latest_job(client, "lost-run", second_dir).alive and time.monotonic() < deadline:
+            time.sleep(1)
+        again = submit_run(client, _config(tiny_setup, "lost-run", 2), second_dir)
+        assert again.submission_id == "hprl-lost-run-2"  # the next free id, not a dead end
+        assert json.loads((second_dir / "submissions.json").read_text()) == ["hprl-lost-run-2"]
+        stop_run(client, again.submission_id)
+    finally:
+        for sid in ("hprl-lost-run-1", "hprl-lost-run-2"):
+            try:
+                stop_run(client, sid)
+            except JobError:
+                pass

@@ -6,9 +6,12 @@ Security model (measured with Ray 2.57, see docs/references.md §2 "Local Ray se
   ``RAY_AUTH_TOKEN``. Without the token the dashboard and job API answer 401 and GCS refuses
   clients, so the token, not the bind address, is what protects the cluster.
 - The dashboard and the job API listen on 127.0.0.1 (``--dashboard-host 127.0.0.1``).
-- Ray still binds these on all interfaces, each protected by the token: the GCS port
-  (``--port``), the metrics export port (``--metrics-export-port``, read-only Prometheus text),
-  the node manager / object manager ports and the worker port range. See docs/local-cluster.md.
+- ``--node-ip-address 127.0.0.1`` is not passed: ``ray start`` turns a loopback node address into
+  the machine's address (``ray/scripts/scripts.py``, ``resolve_ip_for_localhost``), so it would
+  change nothing. Ray binds the GCS, raylet, object manager, worker, agent and runtime-env
+  ports on all interfaces or on that address, each refusing calls without the token, and three
+  read-only Prometheus endpoints without auth. ``tests/test_local_security.py`` checks every
+  listener; docs/local-cluster.md lists them.
 - The address and token live in ``<data dir>/local-cluster.json`` (mode 0600). They are never
   printed: :class:`LocalCluster`'s ``repr`` omits the token.
 """
@@ -183,7 +186,6 @@ class LocalCluster:
             _ray_executable(),
             "start",
             f"--address={self.address}",
-            "--node-ip-address=127.0.0.1",
             f"--num-cpus={num_cpus}",
             f"--num-gpus={num_gpus}",
             "--disable-usage-stats",
@@ -417,7 +419,6 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             _ray_executable(),
             "start",
             "--head",
-            "--node-ip-address=127.0.0.1",
             "--dashboard-host=127.0.0.1",
             f"--port={gcs}",
             f"--dashboard-port={dash}",

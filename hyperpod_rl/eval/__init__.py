@@ -9,7 +9,7 @@ result in a run directory is :func:`hyperpod_rl.runs.record_eval`'s job.
 
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.eval.compare import Comparison, MetricDelta, compare
-from hyperpod_rl.eval.evaluate import evaluate, ood_rows, text_twin_rows
+from hyperpod_rl.eval.evaluate import evaluate, evaluate_run, ood_rows, text_twin_rows
 from hyperpod_rl.eval.result import EvalResult
 from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, GUARDS, HIGHER_IS_BETTER, REPORTED, Interval, bootstrap_interval
 
@@ -25,6 +25,7 @@ __all__ = [
     "bootstrap_interval",
     "compare",
     "evaluate",
+    "evaluate_run",
     "greedy_benchmark",
     "ood_rows",
     "text_twin_rows",

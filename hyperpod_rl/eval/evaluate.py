@@ -32,7 +32,7 @@ from hyperpod_rl.maze import DatasetSpec, Maze, RenderStyle, build_dataset, buil
 from hyperpod_rl.model.adapter import load_policy
 from hyperpod_rl.model.policy import MazePolicy
 
-__all__ = ["evaluate", "ood_rows", "text_twin_rows"]
+__all__ = ["evaluate", "evaluate_run", "ood_rows", "text_twin_rows"]
 
 
 def text_twin_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -155,4 +155,42 @@ def evaluate(
     result = run(rows, str(rows[0].get("observation") or "image"))
     if text_twin:
         result.text_twin = run(text_twin_rows(rows), "text")
+    return result
+
+
+def evaluate_run(
+    run: str | Path,
+    *,
+    adapter: bool = True,
+    label: str | None = None,
+    max_mazes: int | None = None,
+    text_twin: bool = False,
+) -> EvalResult:
+    """Evaluate a run's adapter (or its base model) on the run's held-out mazes and record it in the run.
+
+    Args:
+        run: run id or run directory.
+        adapter: evaluate the run's adapter (``False``: the base model).
+        label: the evaluation's name in ``eval/<label>.json`` (default ``"adapter"`` / ``"base"``).
+        max_mazes: evaluate only the first N held-out mazes.
+        text_twin: also play the text-grid twins.
+
+    Returns:
+        The :class:`EvalResult`, saved through :func:`hyperpod_rl.runs.record_eval`.
+
+    Raises:
+        CheckpointError: the run has no config, or (``adapter=True``) no adapter yet.
+        MazeError: the held-out dataset is missing.
+    """
+    from hyperpod_rl.errors import CheckpointError
+    from hyperpod_rl.runs import dataset_rows, read_config, record_eval, run_paths
+
+    paths = run_paths(run)
+    config = read_config(paths)
+    if adapter and not (paths.adapter / "adapter_model.safetensors").is_file():
+        raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first, or pass adapter=False")
+    rows = list(dataset_rows(paths))[: max_mazes or None]
+    name = label or ("adapter" if adapter else "base")
+    result = evaluate(config.model.path, rows, adapter_path=paths.adapter if adapter else None, label=name, text_twin=text_twin)
+    record_eval(paths, name, result.to_json())
     return result

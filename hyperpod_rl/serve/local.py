@@ -40,6 +40,8 @@ __all__ = [
     "build_app",
     "check_adapters",
     "deploy_local",
+    "REPLICA_ENV",
+    "bind_replica_grpc_to_loopback",
     "run_app",
     "serve_run",
     "shutdown_local",
@@ -122,6 +124,40 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
+#: Environment of the serving replica: handles and the proxy reach replicas through Ray actor
+#: calls, not the replica's own gRPC server (Ray Serve's default; stated so it cannot drift).
+REPLICA_ENV = {"RAY_SERVE_USE_GRPC_BY_DEFAULT": "0", "RAY_SERVE_PROXY_USE_GRPC": "0"}
+
+
+def bind_replica_grpc_to_loopback() -> None:
+    """Make the Serve replica's inter-deployment gRPC server listen on 127.0.0.1 only.
+
+    Ray Serve 2.57 starts that server in every replica with ``add_insecure_port("[::]:0")``
+    (``ray/serve/_private/replica.py``, ``_on_initialized``): all interfaces, no token check, and
+    it unpickles request bytes, so anyone who can reach the port on a shared host can run code
+    in the replica. Ray has no setting for its address, and this app never uses it
+    (:data:`REPLICA_ENV` keeps handles on Ray actor calls). So, in the replica process only and
+    before Serve starts it, addresses on all interfaces given to ``grpc.aio`` servers are
+    rewritten to ``127.0.0.1``. ``tests/test_local_security.py`` lists every listening socket of a
+    serving local cluster and fails if any deserialising listener is reachable off loopback
+    without the token.
+    """
+    import grpc.aio._server as grpc_server
+
+    if getattr(grpc_server.Server.add_insecure_port, "_hprl_loopback", False):
+        return
+    original = grpc_server.Server.add_insecure_port
+
+    def add_insecure_port(self: Any, address: str) -> int:
+        host, _, port = address.rpartition(":")
+        if host in ("[::]", "0.0.0.0", "", "[::0]"):
+            address = f"127.0.0.1:{port}"
+        return original(self, address)
+
+    add_insecure_port._hprl_loopback = True  # type: ignore[attr-defined]
+    grpc_server.Server.add_insecure_port = add_insecure_port  # type: ignore[method-assign]
+
+
 def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.0, action_constraint: str = "directions"):
     """Build the Ray Serve application (not yet running).
 
@@ -140,10 +176,16 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
     api = FastAPI(title="hyperpod-rl local serving")
 
-    @serve.deployment(name="MazeModelServer", num_replicas=1, ray_actor_options={"num_cpus": num_cpus}, max_ongoing_requests=32)
+    @serve.deployment(
+        name="MazeModelServer",
+        num_replicas=1,
+        ray_actor_options={"num_cpus": num_cpus, "runtime_env": {"env_vars": dict(REPLICA_ENV)}},
+        max_ongoing_requests=32,
+    )
     @serve.ingress(api)
     class MazeModelServer:
         def __init__(self, model_path: str, adapters: dict[str, str], action_constraint: str) -> None:
+            bind_replica_grpc_to_loopback()  # before Serve starts the replica's gRPC server (after this constructor)
             import torch
 
             from hyperpod_rl.model.adapter import load_policy

@@ -77,7 +77,7 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
     if fresh:
         for name in (RUN_SUBDIRS["ckpt_path"], RUN_SUBDIRS["lora_sync_path"]):
             shutil.rmtree(rd / name, ignore_errors=True)
-        (rd / "metrics.jsonl").unlink(missing_ok=True)
+        RunPaths(rd).metrics.unlink(missing_ok=True)
     ckpt.mkdir(parents=True, exist_ok=True)
     marker = ckpt / _HASH_FILE
     if marker.exists() and marker.read_text().strip() != config.config_hash():
@@ -86,7 +86,7 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
             "resubmit with --fresh or the original config"
         )
     marker.write_text(config.config_hash())
-    _trim_metrics(rd / "metrics.jsonl", _latest_step(ckpt))
+    _trim_metrics(RunPaths(rd).metrics, _latest_step(ckpt))
     return to_skyrl_overrides(config, rd)
 
 
@@ -213,7 +213,7 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
         prov["action_constraint"] = config.rollout.action_constraint
         write_json_atomic(tmp / "provenance.json", prov)
 
-    return write_dir_atomically(rd / "adapter", write)
+    return write_dir_atomically(RunPaths(rd).adapter, write)
 
 
 def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
@@ -232,7 +232,7 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
 
     register_env()  # skyrl_gym's registry is per process: register inside the trainer task
     config = RunConfig.model_validate_json(config_json)
-    sink = MetricRecordSink(config.run_id, config.trainer.steps, Path(run_dir) / "metrics.jsonl")
+    sink = MetricRecordSink(config.run_id, config.trainer.steps, RunPaths(Path(run_dir)).metrics)
 
     class _RecordTracking(Tracking):
         def log(self, data: dict[str, Any], step: int, commit: bool = False) -> None:

@@ -31,7 +31,12 @@ class ClusterPanel(Panel):
         kind: ``"local"`` or ``"hyperpod"``.
         spec: initial HyperPod spec (default: the ``seed`` preset).
         kube: a :class:`~hyperpod_rl.cluster.RayClusterClient` (HyperPod kind).
-        dashboard: a dashboard probe for ``wait_ready`` (e.g. ``HyperPodDashboard(...).probe``).
+        dashboard: a dashboard probe for ``wait_ready`` (e.g. ``HyperPodDashboard(...).probe``);
+            when None, ``via`` picks one with :func:`hyperpod_rl.cluster.dashboard_probe` (the
+            CLI's ``--via`` choice).
+        via: ``"endpoint"`` (HyperPod Ray endpoint operator), ``"address"`` (``address``, e.g. a
+            port-forward) or ``"none"`` (conditions only, the default).
+        address: dashboard URL for ``via="address"``.
         num_cpus: logical CPUs of the local head (default: all cores).
         wait_timeout_s: Wait gives up after this many seconds.
 
@@ -48,12 +53,16 @@ class ClusterPanel(Panel):
         spec: ClusterSpec | None = None,
         kube: Any = None,
         dashboard: Any = None,
+        via: str = "none",
+        address: str | None = None,
         num_cpus: int | None = None,
         wait_timeout_s: float = 900.0,
     ) -> None:
         super().__init__()
         self.kube = kube
         self.dashboard = dashboard
+        self.via = via
+        self.address = address
         self.num_cpus = num_cpus
         self.wait_timeout_s = wait_timeout_s
         self.cluster: Any = None
@@ -72,7 +81,7 @@ class ClusterPanel(Panel):
         self.form = ModelForm(
             ClusterSpec,
             spec or ClusterSpec.from_preset(self.preset.value),
-            exclude=("unmodelled",),
+            exclude=("source_manifest",),
         )
         self.apply_button = w.Button(description="Apply", icon="upload", button_style="primary")
         self.wait_button = w.Button(description="Wait", icon="hourglass")
@@ -155,11 +164,17 @@ class ClusterPanel(Panel):
             self.refresh()
             return
         spec = self.spec()
-        self.report = self._kube().wait_ready(
+        kube = self._kube()
+        dashboard = self.dashboard
+        if dashboard is None:
+            from hyperpod_rl.cluster.probe import dashboard_probe
+
+            dashboard = dashboard_probe(self.via, kube.api_client, spec.name, spec.namespace, address=self.address)
+        self.report = kube.wait_ready(
             spec.name,
             spec.namespace,
             timeout_s=self.wait_timeout_s,
-            dashboard=self.dashboard,
+            dashboard=dashboard,
             on_report=self._show_report,
         )
         self._show_report(self.report)
