@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from hyperpod_rl.cluster.local import LocalCluster, start_local_cluster
-from hyperpod_rl.errors import ClusterError, JobError
+from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import follow_run, latest_submission, list_runs, stop_run, submit_run
 from hyperpod_rl.quickstart import make_run_config
 
@@ -121,11 +121,6 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
     left = [p.pid for p in psutil.process_iter(["cmdline"]) if config_path in " ".join(p.info["cmdline"] or [])]
     assert left == [], f"trainer processes still running after stop: {left}"
     assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
-
-
-def test_cluster_error_names_the_fix():
-    err = ClusterError("dashboard port 1 is already in use: pass another --dashboard-port")
-    assert "--dashboard-port" in str(err)
 
 
 def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):

@@ -32,7 +32,8 @@ __all__ = ["CALIBRATION", "MemoryBreakdown", "activation_bytes_per_token_layer",
 
 GIB = 2**30
 
-#: Factors fitted to measurements (benchmarks/results/h200_*.json); 1.0 means "as counted".
+#: Factors fitted to the H200 runs in ``benchmarks.gpu.calibrate.FIT_FILES`` (benchmarks/results/planner_calibration.json);
+#: 1.0 means "as counted".
 CALIBRATION: dict[str, float] = {
     "activation_scale": 0.82,  # multiplies the counted per-layer saved bytes (fitted)
     "ckpt_layers_live": 1.0,  # decoder layers' full activations live during a checkpointed backward (held at 1)

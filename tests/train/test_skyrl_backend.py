@@ -15,7 +15,6 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.metrics import parse_metric_line, read_metrics
 from hyperpod_rl.runs.files import file_sha256, verify_checksums
 from hyperpod_rl.train.skyrl_backend import (
-    JOB_ENV_VARS,
     export_adapter,
     final_adapter_dir,
     prepare_run,
@@ -192,10 +191,6 @@ def test_export_without_checkpoint_fails(tmp_path):
     (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text("3")
     with pytest.raises(CheckpointError, match="lacks adapter_model.safetensors, adapter_config.json"):
         export_adapter(_config(tmp_path), run_dir)
-
-
-def test_job_env_overrides_the_job_runtime_env():
-    assert JOB_ENV_VARS == {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
 
 
 def test_cli_dispatches_skyrl_backend(tmp_path, monkeypatch):
