@@ -49,8 +49,14 @@ def chat(endpoint: str, request: dict[str, Any], *, timeout_s: float = 60.0, ses
     latency = time.perf_counter() - start
     if resp.status_code >= 400:
         try:
-            detail = resp.json().get("detail")
+            body = resp.json()
         except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):  # OpenAI's error shape (this server, vLLM)
+            detail = body["error"].get("message")
+        elif isinstance(body, dict) and "detail" in body:
+            detail = body["detail"]
+        else:
             detail = resp.text[:500]
         raise ServeError(f"{resp.status_code} from {endpoint}: {detail}")
     return resp.json()["choices"][0]["message"]["content"], latency
