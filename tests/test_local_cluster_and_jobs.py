@@ -189,6 +189,25 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     stop_run(client, handle.submission_id)
 
 
+def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
+    """Issue 14 item 15: a FAILED (or still running) readiness probe job is stopped and deleted."""
+    from ray.job_submission import JobStatus
+
+    from hyperpod_rl.cluster.local import _remove_probe_jobs
+
+    client = local_cluster.job_client()
+    assert not [j.submission_id for j in client.list_jobs() if (j.submission_id or "").startswith("hprl-ready-")]
+    prefix = "hprl-ready-test-"
+    failed = client.submit_job(entrypoint="false", submission_id=f"{prefix}1")
+    running = client.submit_job(entrypoint="sleep 300", submission_id=f"{prefix}2")
+    deadline = time.monotonic() + 120
+    while client.get_job_status(failed) != JobStatus.FAILED or client.get_job_status(running) != JobStatus.RUNNING:
+        assert time.monotonic() < deadline, (client.get_job_status(failed), client.get_job_status(running))
+        time.sleep(0.5)
+    _remove_probe_jobs(client, prefix)
+    assert [j.submission_id for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)] == []
+
+
 def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
     """Field report (issue 14, item 16): a cluster started while another was starting failed at
     `ray start`. Two notebooks on one Studio space do exactly this."""
@@ -211,7 +230,10 @@ def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
         assert states[0]["gcs_address"] != states[1]["gcs_address"]
         for state in states:
             headers = {"Authorization": f"Bearer {state['token']}"}
-            assert requests.get(f"{state['dashboard_url']}/api/jobs/", headers=headers, timeout=30).status_code == 200
+            resp = requests.get(f"{state['dashboard_url']}/api/jobs/", headers=headers, timeout=30)
+            assert resp.status_code == 200
+            # issue 14 item 15: `local start` leaves nothing in `ray job list` (no FAILED hprl-ready-... probe)
+            assert [(j["submission_id"], j["status"]) for j in resp.json()] == []
     finally:
         for home in homes:
             subprocess.run(

@@ -468,7 +468,11 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
     """Wait until the job API answers with the token, then until a no-op job has run.
 
     The job API answers before its agent can run jobs ("No available agent to submit job"), so
-    a cluster is only handed out once a job has really run.
+    a cluster is only handed out once a job has really run. The probe leaves nothing in
+    ``ray job list``: every submit attempt uses its own id (``hprl-ready-<ms>-<n>``; a retried
+    submit whose first try did reach Ray cannot dead-end on "already exists"), and every probe
+    job, whether it succeeded, failed or is still pending, is stopped and deleted before this
+    returns or raises (:func:`_remove_probe_jobs`).
 
     Raises:
         ClusterError: not ready within ``timeout_s`` seconds (each stage).
@@ -488,7 +492,8 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
         )
 
     client = cluster.job_client()
-    submission_id = f"hprl-ready-{int(time.time() * 1000)}"
+    prefix = f"hprl-ready-{int(time.time() * 1000)}-"
+    tries = 0
     try:
         for attempt in retrying():
             with attempt:
@@ -496,7 +501,8 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
                     raise _NotYet("job API not answering")
         for attempt in retrying():
             with attempt:
-                client.submit_job(entrypoint="true", submission_id=submission_id)
+                tries += 1
+                submission_id = client.submit_job(entrypoint="true", submission_id=f"{prefix}{tries}")
         for attempt in retrying():
             with attempt:
                 if not JobStatus(client.get_job_status(submission_id)).is_terminal():
@@ -504,7 +510,35 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
     except RetryError as err:
         cause = err.last_attempt.exception()
         raise ClusterError(f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({cause})") from None
-    client.delete_job(submission_id)
+    finally:
+        if tries:
+            _remove_probe_jobs(client, prefix)
+
+
+def _remove_probe_jobs(client: Any, prefix: str, *, timeout_s: float = 30.0) -> None:
+    """Stop and delete every job whose submission id starts with ``prefix`` (the readiness
+    probe's), so ``ray job list`` shows none of them, FAILED or otherwise.
+
+    Best effort when the job API itself is gone (the cluster is then being stopped anyway).
+    """
+    from ray.job_submission import JobStatus
+    from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
+
+    try:
+        jobs = [j for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)]
+    except (RuntimeError, OSError):
+        return
+    for job in jobs:
+        try:
+            if not JobStatus(job.status).is_terminal():
+                client.stop_job(job.submission_id)
+            for attempt in Retrying(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.2), retry=retry_if_exception_type(_NotYet)):
+                with attempt:
+                    if not JobStatus(client.get_job_status(job.submission_id)).is_terminal():
+                        raise _NotYet("probe job still stopping")
+            client.delete_job(job.submission_id)
+        except (RuntimeError, OSError, RetryError):
+            continue
 
 
 def current_local_cluster() -> LocalCluster | None:
