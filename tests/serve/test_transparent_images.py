@@ -102,3 +102,28 @@ def test_opaque_images_pass_through_unchanged():
     assert flatten_alpha(rgb) is rgb
     gray = rgb.convert("L")
     assert np.array_equal(np.asarray(flatten_alpha(gray)), np.asarray(gray.convert("RGB")))
+
+
+@pytest.mark.parametrize("mode", ["RGBA", "LA", "P+tRNS"])
+def test_the_client_flattens_an_image_before_sending_it(mode, tmp_path):
+    from hyperpod_rl.serve.client import image_url_part
+
+    rgb = _opaque()
+    img = _transparent_variants(rgb)[mode]
+    expected = np.asarray(rgb if mode != "LA" else rgb.convert("L").convert("RGB"))
+    path = tmp_path / "maze.png"
+    img.save(path)
+    for source in (img, path, str(path), path.read_bytes()):
+        part = image_url_part(source)
+        raw = base64.b64decode(part["image_url"]["url"].split(",", 1)[1])
+        with Image.open(io.BytesIO(raw)) as sent:
+            assert sent.mode == "RGB"  # no alpha left for a server to drop
+            assert np.array_equal(np.asarray(sent), expected)
+
+
+def test_the_client_refuses_bytes_that_are_not_an_image():
+    from hyperpod_rl.errors import ServeError
+    from hyperpod_rl.serve.client import image_url_part
+
+    with pytest.raises(ServeError, match=r"not a readable image"):
+        image_url_part(b"plain text")
