@@ -190,7 +190,8 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
 
 
 def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
-    """Issue 14 item 15: a FAILED (or still running) readiness probe job is stopped and deleted."""
+    """Issue 14 item 15: probe jobs that succeeded (the case Ray's job monitor used to write back
+    as FAILED after the delete), failed or still run are all removed, and stay removed."""
     from ray.job_submission import JobStatus
 
     from hyperpod_rl.cluster.local import _remove_probe_jobs
@@ -198,14 +199,19 @@ def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
     client = local_cluster.job_client()
     assert not [j.submission_id for j in client.list_jobs() if (j.submission_id or "").startswith("hprl-ready-")]
     prefix = "hprl-ready-test-"
-    failed = client.submit_job(entrypoint="false", submission_id=f"{prefix}1")
-    running = client.submit_job(entrypoint="sleep 300", submission_id=f"{prefix}2")
+    wanted = {
+        client.submit_job(entrypoint="true", submission_id=f"{prefix}1"): JobStatus.SUCCEEDED,
+        client.submit_job(entrypoint="false", submission_id=f"{prefix}2"): JobStatus.FAILED,
+        client.submit_job(entrypoint="sleep 300", submission_id=f"{prefix}3"): JobStatus.RUNNING,
+    }
     deadline = time.monotonic() + 120
-    while client.get_job_status(failed) != JobStatus.FAILED or client.get_job_status(running) != JobStatus.RUNNING:
-        assert time.monotonic() < deadline, (client.get_job_status(failed), client.get_job_status(running))
-        time.sleep(0.5)
+    while any(client.get_job_status(sid) != status for sid, status in wanted.items()):
+        assert time.monotonic() < deadline, {sid: client.get_job_status(sid) for sid in wanted}
+        time.sleep(0.2)
     _remove_probe_jobs(client, prefix)
-    assert [j.submission_id for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)] == []
+    for _ in range(10):  # and nothing comes back (the job monitor writes late)
+        assert [(j.submission_id, j.status) for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)] == []
+        time.sleep(1)
 
 
 def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
