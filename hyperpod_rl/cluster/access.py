@@ -62,6 +62,7 @@ __all__ = [
     "HyperPodDashboard",
     "PortForwardDashboard",
     "cluster_access",
+    "job_client_of",
     "eks_api_client",
     "eks_token",
     "parse_address",
@@ -527,6 +528,18 @@ class HyperPodDashboard(_DashboardAccess):
         self._cookie = None
         self.connect()
 
+    def cluster_image(self) -> str | None:
+        """The RayCluster's head container image (for the Python version check), None when unreadable."""
+        try:
+            raw = self.custom.get_namespaced_custom_object(
+                "ray.io", "v1", self.namespace, "rayclusters", self.cluster_name, _preload_content=False
+            )
+            obj = json.loads(raw.data)
+            containers = obj["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
+        except (ApiException, OSError, KeyError, TypeError, ValueError):
+            return None
+        return str(containers[0].get("image") or "") or None if containers else None
+
     def cookies(self) -> dict[str, str]:
         """``{"ray_session": ...}`` for other HTTP clients. Treat the value as a password."""
         return self._auth()[1]
@@ -598,17 +611,18 @@ def parse_address(address: str) -> ClusterAddress:
     text = address.strip()
     if text in ("local", "local://"):
         return ClusterAddress("local")
-    parts = urlsplit(text)
-    if parts.scheme == SAGEMAKER_RAY_SCHEME:
-        raycluster = parts.netloc
-        namespace = parts.path.strip("/") or "default"
+    prefix = f"{SAGEMAKER_RAY_SCHEME}://"
+    if text.startswith(prefix):  # "_" is not a URL scheme character, so urlsplit would not see it
+        raycluster, _, namespace = text.removeprefix(prefix).rstrip("/").partition("/")
+        namespace = namespace or "default"
         bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.match(n) or len(n) > 63]
-        if not raycluster or "/" in namespace or bad or parts.query:
+        if not raycluster or bad:
             raise ConfigError(
                 f"bad cluster address {address!r}: expected sagemaker_ray://<raycluster>/<namespace> "
                 "with lowercase Kubernetes names, e.g. sagemaker_ray://maze/hyperpod-ns-team-a"
             )
         return ClusterAddress(SAGEMAKER_RAY_SCHEME, raycluster=raycluster, namespace=namespace)
+    parts = urlsplit(text)
     if parts.scheme in ("http", "https") and parts.hostname:
         return ClusterAddress("http", url=text.rstrip("/"))
     raise ConfigError(
@@ -660,3 +674,18 @@ def cluster_access(
             raise ClusterError("no local Ray cluster is running: hyperpod-rl local start")
         return local
     return PortForwardDashboard(parsed.url, ray_token=ray_token or os.environ.get("RAY_AUTH_TOKEN") or None)
+
+
+def job_client_of(client: Any) -> Any:
+    """A ``JobSubmissionClient`` from anything that names a cluster's job API.
+
+    Accepted: a ``JobSubmissionClient`` (returned as is); an access object with ``job_client()``
+    (``LocalCluster``, `HyperPodDashboard`, `PortForwardDashboard`); or a cluster address string
+    (``sagemaker_ray://<raycluster>/<namespace>``, ``local``, ``http(s)://...``; `cluster_access`).
+
+    Raises:
+        ConfigError: a malformed address. ClusterError: the cluster cannot be reached.
+    """
+    if isinstance(client, str):
+        client = cluster_access(client)
+    return client.job_client() if hasattr(client, "job_client") else client
