@@ -29,7 +29,13 @@ CONN_RESOURCES = {
     "apiVersion": "v1",
     "groupVersion": "connection.access.sagemaker.amazonaws.com/v1alpha1",
     "resources": [
-        {"name": "raydashboardconnections", "singularName": "raydashboardconnection", "namespaced": True, "kind": "RayDashboardConnection", "verbs": ["create", "get", "list"]}
+        {
+            "name": "raydashboardconnections",
+            "singularName": "raydashboardconnection",
+            "namespaced": True,
+            "kind": "RayDashboardConnection",
+            "verbs": ["create", "get", "list"],
+        }
     ],
 }
 
@@ -57,7 +63,10 @@ def studio_role() -> Iterator[tuple[Any, Any]]:
     """moto: an execution role with a path, assumed the way Studio assumes it; STS and IAM clients."""
     with mock_aws():
         iam = boto3.client("iam", region_name="us-west-2")
-        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+        }
         iam.create_role(RoleName="AmazonSageMaker-ExecutionRole-2026", Path="/service-role/", AssumeRolePolicyDocument=json.dumps(trust))
         creds = boto3.client("sts", region_name="us-west-2").assume_role(RoleArn=ROLE_PATH_ARN, RoleSessionName="SageMaker")["Credentials"]
         session = boto3.Session(
@@ -148,13 +157,18 @@ def entry_ok(stub: Stubber) -> None:
 
 def test_all_good(studio_role: tuple[Any, Any], kube: FakeHTTPServer) -> None:
     sts, iam = studio_role
-    kube.route("POST", SSAR, reviewer({("rayclusters", v) for v in ("create", "get", "list", "delete")} | {("raydashboardconnections", "create")}))
+    kube.route(
+        "POST", SSAR, reviewer({("rayclusters", v) for v in ("create", "get", "list", "delete")} | {("raydashboardconnections", "create")})
+    )
     kube.route("GET", CONN, Response(200, CONN_RESOURCES))
     checks = check_access("hp-eks", "hyperpod-ns-team-a", sts=sts, iam=iam, eks=eks_with(entry_ok), api_client=kube_api_client(kube.url))
     assert [c.status for c in checks] == ["ok"] * 4, [c.line() for c in checks]
     assert "AmazonSagemakerHyperpodTrainingPolicy" in checks[1].detail
     reviews = [r.json()["spec"]["resourceAttributes"] for r in kube.requests if r.path.endswith("selfsubjectaccessreviews")]
-    assert {(a["group"], a["verb"], a["namespace"]) for a in reviews} >= {("ray.io", "create", "hyperpod-ns-team-a"), ("ray.io", "delete", "hyperpod-ns-team-a")}
+    assert {(a["group"], a["verb"], a["namespace"]) for a in reviews} >= {
+        ("ray.io", "create", "hyperpod-ns-team-a"),
+        ("ray.io", "delete", "hyperpod-ns-team-a"),
+    }
 
 
 def test_missing_ray_rbac_grant(kube: FakeHTTPServer) -> None:
@@ -177,9 +191,13 @@ def test_missing_endpoint_operator_is_a_404_that_names_the_helm_chart(kube: Fake
 
 def test_access_entry_unreadable_is_a_warning_not_a_failure(studio_role: tuple[Any, Any], kube: FakeHTTPServer) -> None:
     sts, iam = studio_role
-    kube.route("POST", SSAR, reviewer({("rayclusters", v) for v in ("create", "get", "list", "delete")} | {("raydashboardconnections", "create")}))
+    kube.route(
+        "POST", SSAR, reviewer({("rayclusters", v) for v in ("create", "get", "list", "delete")} | {("raydashboardconnections", "create")})
+    )
     kube.route("GET", CONN, Response(200, CONN_RESOURCES))
-    eks = eks_with(lambda s: s.add_client_error("describe_access_entry", "AccessDeniedException", "not authorized: eks:DescribeAccessEntry", 403))
+    eks = eks_with(
+        lambda s: s.add_client_error("describe_access_entry", "AccessDeniedException", "not authorized: eks:DescribeAccessEntry", 403)
+    )
     checks = check_access("hp-eks", "default", sts=sts, iam=iam, eks=eks, api_client=kube_api_client(kube.url))
     assert [c.status for c in checks] == ["ok", "warn", "ok", "ok"]
     assert "eks:DescribeAccessEntry" in checks[1].detail

@@ -68,7 +68,9 @@ def sagemaker() -> Any:
 def test_paginates_describes_and_explains_what_is_not_offered(sagemaker: Any) -> None:
     with Stubber(sagemaker) as stub:
         stub.add_response("list_clusters", {"ClusterSummaries": [summary("ml-cluster"), summary("slurm-hpc")], "NextToken": "p2"}, {})
-        stub.add_response("list_clusters", {"ClusterSummaries": [summary("new-one", "Creating"), summary("broken", "Failed")]}, {"NextToken": "p2"})
+        stub.add_response(
+            "list_clusters", {"ClusterSummaries": [summary("new-one", "Creating"), summary("broken", "Failed")]}, {"NextToken": "p2"}
+        )
         stub.add_response("describe_cluster", described("ml-cluster"), {"ClusterName": "ml-cluster"})
         stub.add_response("describe_cluster", described("slurm-hpc", eks=False), {"ClusterName": "slurm-hpc"})
         stub.add_response("describe_cluster", described("new-one", "Creating"), {"ClusterName": "new-one"})
@@ -88,14 +90,18 @@ def test_paginates_describes_and_explains_what_is_not_offered(sagemaker: Any) ->
 def test_access_denied_names_the_permissions(sagemaker: Any) -> None:
     with Stubber(sagemaker) as stub:
         stub.add_client_error("list_clusters", "AccessDeniedException", "not authorized to perform: sagemaker:ListClusters", 400)
-        with pytest.raises(ClusterError, match=r"cannot list HyperPod clusters in us-west-2: AccessDeniedException; .*sagemaker:ListClusters"):
+        with pytest.raises(
+            ClusterError, match=r"cannot list HyperPod clusters in us-west-2: AccessDeniedException; .*sagemaker:ListClusters"
+        ):
             list_hyperpod_clusters(client=sagemaker)
 
 
 def test_a_cluster_deleted_between_list_and_describe_is_left_out(sagemaker: Any) -> None:
     with Stubber(sagemaker) as stub:
         stub.add_response("list_clusters", {"ClusterSummaries": [summary("gone"), summary("ml-cluster")]}, {})
-        stub.add_client_error("describe_cluster", "ResourceNotFound", "Cluster gone not found", 400, expected_params={"ClusterName": "gone"})
+        stub.add_client_error(
+            "describe_cluster", "ResourceNotFound", "Cluster gone not found", 400, expected_params={"ClusterName": "gone"}
+        )
         stub.add_response("describe_cluster", described("ml-cluster"), {"ClusterName": "ml-cluster"})
         assert [c.name for c in list_hyperpod_clusters(client=sagemaker)] == ["ml-cluster"]
 
@@ -108,7 +114,9 @@ def test_describe_unknown_cluster(sagemaker: Any) -> None:
 
 
 def test_slurm_cluster_is_refused_with_its_reason() -> None:
-    slurm = HyperPodCluster(name="hpc", arn="arn", status="InService", region="us-west-2", orchestrator="slurm", reason="orchestrated by Slurm: x")
+    slurm = HyperPodCluster(
+        name="hpc", arn="arn", status="InService", region="us-west-2", orchestrator="slurm", reason="orchestrated by Slurm: x"
+    )
     with pytest.raises(ClusterError, match="HyperPod cluster 'hpc' cannot be used: orchestrated by Slurm"):
         hyperpod_api_client(slurm)
 

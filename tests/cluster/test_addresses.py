@@ -40,7 +40,9 @@ def test_parse(text: str, expected: ClusterAddress) -> None:
         assert str(parse_address(str(expected))) == str(expected)  # canonical form round-trips
 
 
-@pytest.mark.parametrize("bad", ["sagemaker_ray://Maze_RL/default", "sagemaker_ray:///default", "sagemaker_ray://maze/a/b", "ray://x:10001", "maze"])
+@pytest.mark.parametrize(
+    "bad", ["sagemaker_ray://Maze_RL/default", "sagemaker_ray:///default", "sagemaker_ray://maze/a/b", "ray://x:10001", "maze"]
+)
 def test_bad_addresses_say_what_is_expected(bad: str) -> None:
     with pytest.raises(ConfigError, match=r"bad cluster address .* sagemaker_ray://<raycluster>/<namespace>"):
         parse_address(bad)
@@ -55,7 +57,9 @@ def test_sagemaker_ray_address_is_the_same_connection_as_explicit_names(servers:
     assert isinstance(by_address, HyperPodDashboard)
     assert (by_address.cluster_name, by_address.namespace) == (explicit.cluster_name, explicit.namespace)
     assert by_address.call(lambda c: c.list_jobs()) == explicit.call(lambda c: c.list_jobs()) == []
-    assert [p.path for p in posts] == ["/apis/connection.access.sagemaker.amazonaws.com/v1alpha1/namespaces/hyperpod-ns-team-a/raydashboardconnections"] * 2
+    assert [p.path for p in posts] == [
+        "/apis/connection.access.sagemaker.amazonaws.com/v1alpha1/namespaces/hyperpod-ns-team-a/raydashboardconnections"
+    ] * 2
     assert posts[0].json() == posts[1].json()
     assert by_address.address == explicit.address == dash_srv.url
 
@@ -139,4 +143,3 @@ def test_checked_job_client_reads_the_cluster_ray_and_its_image(servers: Any) ->
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nothing here may warn by itself: warnings come from submit_run
         checked_job_client(client)
-
