@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,16 @@ from hyperpod_rl.cluster.access import ClusterAddress, HyperPodDashboard, cluste
 from hyperpod_rl.cluster.versions import checked_job_client, compare_versions, python_of_image
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.jobs import list_runs
-from tests.cluster.test_access import VERSION, issue_urls, servers  # noqa: F401 - `servers` is a fixture
-from tests.fakes import Response, kube_api_client, load_fixture
+from tests.cluster.test_access import VERSION, Dashboard, issue_urls
+from tests.fakes import FakeHTTPServer, Response, kube_api_client, load_fixture
 
 pytestmark = pytest.mark.kube
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[FakeHTTPServer, FakeHTTPServer, Dashboard]]:
+    with FakeHTTPServer() as kube, FakeHTTPServer() as dash:
+        yield kube, dash, Dashboard(dash)
 
 
 @pytest.mark.parametrize(
