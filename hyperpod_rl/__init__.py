@@ -48,8 +48,9 @@ _EXPORTS: dict[str, str] = {
     "promote": "hyperpod_rl.serve.promote",
     "compare": "hyperpod_rl.eval",
     "Ledger": "hyperpod_rl.ledger",
-    # notebook panels
+    # notebook panels and readiness
     "studio": "hyperpod_rl.widgets",
+    "doctor": "hyperpod_rl.doctor",
     # task
     "DatasetSpec": "hyperpod_rl.maze",
     "Maze": "hyperpod_rl.maze",

@@ -23,6 +23,7 @@ EXPECTED = [
     "RunHandle",
     "chat",
     "deploy_local",
+    "doctor",
     "evaluate",
     "follow_run",
     "generate_maze",

@@ -203,6 +203,7 @@ def check_access(
     iam: Any = None,
     api_client: Any = None,
     execution_role_arn: str = "",
+    principal: Principal | None = None,
 ) -> list[Check]:
     """Check, before connecting, that this identity can use Ray on an EKS-orchestrated HyperPod cluster.
 
@@ -219,6 +220,7 @@ def check_access(
         session: ``boto3.Session`` for default clients; sts / eks / iam: boto3 clients.
         api_client: ``kubernetes`` ApiClient (default: built from IAM with ``eks_api_client``).
         execution_role_arn: Studio's execution role ARN when known.
+        principal: the caller, when already resolved (skips the STS call).
 
     Returns:
         Checks in order: AWS identity, EKS access entry, Ray RBAC (ray.io), Ray endpoint
@@ -227,7 +229,7 @@ def check_access(
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        principal = caller_principal(sts=sts, iam=iam, execution_role_arn=execution_role_arn, session=session, region=region)
+        principal = principal or caller_principal(sts=sts, iam=iam, execution_role_arn=execution_role_arn, session=session, region=region)
     except (ClusterError, HyperpodRLError) as err:
         return [Check(name="AWS identity", status="fail", detail=str(err), fix="configure AWS credentials and AWS_REGION")] + [
             Check(name=n, status="skip", detail="no AWS identity")

@@ -1,6 +1,6 @@
 """``hyperpod-rl``: a thin typer + rich layer over the public API.
 
-Commands: ``quickstart``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
+Commands: ``quickstart``, ``doctor``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
 ``serve up|down|ask|solve|preflight|cluster-config|promote``, ``maze ...``, ``cluster ...``. No logic lives here that the library
 does not expose: each command calls the same functions a notebook calls.
 """
@@ -57,7 +57,11 @@ def local_start(
         _fail(err)
     if getattr(cluster, "restarted_stale", False):
         console.print("the recorded local cluster was not answering (stale): it was stopped and started again")
-    console.print(f"local Ray cluster: dashboard {cluster.dashboard_url} (token in {cluster.state_path}, mode 0600)")
+    from hyperpod_rl.jupyter import browser_link
+
+    link = browser_link(cluster.dashboard_url, "dashboard")
+    via = f" (in this JupyterLab's browser tab: {link.href})" if link.href != cluster.dashboard_url else ""
+    console.print(f"local Ray cluster: dashboard {cluster.dashboard_url}{via} (token in {cluster.state_path}, mode 0600)")
 
 
 @local_app.command("status")
@@ -90,9 +94,24 @@ def local_stop() -> None:
 
 
 # ---------------------------------------------------------------------------- jobs
-def _client():
+Address = typer.Option(
+    None,
+    "--address",
+    envvar="HYPERPOD_RL_ADDRESS",
+    help="cluster address: sagemaker_ray://<raycluster>/<namespace> (HyperPod), a dashboard URL, or local (default)",
+)
+
+
+def _client(address: str | None = None):
     from hyperpod_rl.cluster.local import current_local_cluster
 
+    if address:
+        from hyperpod_rl.cluster.access import job_client_of
+
+        try:
+            return job_client_of(address)
+        except HyperpodRLError as err:
+            _fail(err)
     cluster = current_local_cluster()
     if cluster is None or not cluster.is_alive():
         _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
@@ -177,9 +196,9 @@ def _follow_plain(client, submission_id: str, total_steps: int, *, from_start: b
 
 
 @job_app.command("status")
-def job_status(run_id: str) -> None:
+def job_status(run_id: str, address: str | None = Address) -> None:
     """Status of a run's latest submission."""
-    client = _client()
+    client = _client(address)
     sub = _submission(run_id)
     try:
         info = client.get_job_info(sub)
@@ -194,12 +213,16 @@ def job_status(run_id: str) -> None:
 
 
 @job_app.command("logs")
-def job_logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends (Ctrl-C detaches)")) -> None:
+def job_logs(
+    run_id: str,
+    follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends (Ctrl-C detaches)"),
+    address: str | None = Address,
+) -> None:
     """Print a run's job log; with --follow, show progress until it ends."""
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.paths import run_dir
 
-    client = _client()
+    client = _client(address)
     sub = _submission(run_id)
     if not follow:
         sys.stdout.write(client.get_job_logs(sub))
@@ -210,23 +233,23 @@ def job_logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f", h
 
 
 @job_app.command("stop")
-def job_stop(run_id: str) -> None:
+def job_stop(run_id: str, address: str | None = Address) -> None:
     """Stop a run's job (its checkpoints stay; resubmitting resumes)."""
     from hyperpod_rl.jobs import stop_run
 
-    client = _client()
+    client = _client(address)
     sub = _submission(run_id)
     stopped = stop_run(client, sub)
     console.print(f"{sub}: {'stop requested' if stopped else 'was not running'}")
 
 
 @job_app.command("list")
-def job_list() -> None:
-    """hyperpod-rl jobs on the local cluster."""
+def job_list(address: str | None = Address) -> None:
+    """hyperpod-rl jobs on the cluster (the local one unless --address)."""
     from hyperpod_rl.jobs import list_runs
 
     table = Table("run id", "submission id", "status", "started")
-    for row in list_runs(_client()):
+    for row in list_runs(_client(address)):
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-"
         table.add_row(row["run_id"], row["submission_id"], row["status"], started)
     console.print(table)
@@ -236,9 +259,11 @@ from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
+from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.quickstart import quickstart
 
 app.command("quickstart")(quickstart)
+app.command("doctor")(doctor_command)
 app.add_typer(_maze.app, name="maze")
 app.add_typer(_cluster.app, name="cluster")
 app.add_typer(_runs.app, name="runs")

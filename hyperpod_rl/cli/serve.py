@@ -84,7 +84,12 @@ def serve_up(
     except HyperpodRLError as err:
         _fail(err)
         raise
+    from hyperpod_rl.jupyter import browser_link
+
     console.print(f"serving at {url}/v1/chat/completions (models: base, {', '.join(adapters)})")
+    link = browser_link(f"{url}/v1/models", "models")
+    if link.href != f"{url}/v1/models":
+        console.print(f"from this JupyterLab's browser tab: {link.href}")
 
 
 @app.command("down")
