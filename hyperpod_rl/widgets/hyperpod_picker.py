@@ -26,7 +26,7 @@ class HyperPodPicker(Panel):
     Args:
         region: AWS region (default: the environment's).
         on_pick: called with ``(address, api_client)`` when a RayCluster is chosen.
-        list_clusters / api_client_for / check: the discovery functions (defaults from
+        list_clusters / api_client_for / check / observability: the discovery functions (defaults from
             :mod:`hyperpod_rl.aws`); tests pass functions bound to stubbed clients.
 
     Attributes:
@@ -43,15 +43,18 @@ class HyperPodPicker(Panel):
         list_clusters: Callable[..., list[Any]] | None = None,
         api_client_for: Callable[[Any], Any] | None = None,
         check: Callable[..., list[Any]] | None = None,
+        observability: Callable[..., Any] | None = None,
     ) -> None:
         super().__init__()
-        from hyperpod_rl.aws import check_access, hyperpod_api_client, list_hyperpod_clusters
+        from hyperpod_rl.aws import check_access, hyperpod_api_client, list_hyperpod_clusters, observability_endpoints
 
         self.region = region
         self.on_pick = on_pick
         self._list = list_clusters or (lambda: list_hyperpod_clusters(region=self.region))
         self._api_for = api_client_for or hyperpod_api_client
         self._check = check or check_access
+        self._observability = observability or observability_endpoints
+        self.grafana_html = w.HTML("")
         self.clusters: list[Any] = []
         self.address = ""
         self.api_client: Any = None
@@ -79,6 +82,7 @@ class HyperPodPicker(Panel):
             self.namespace,
             self.raycluster,
             self.address_html,
+            self.grafana_html,
             self.check_button,
             self.checks_html,
             self.errors_out,
@@ -116,7 +120,25 @@ class HyperPodPicker(Panel):
         self.check_button.disabled = False
         if note:
             self.address_html.value = f"<i>{escape(note)}</i>"
+        self.show_grafana()
         return names
+
+    def show_grafana(self) -> str:
+        """The Grafana link of the chosen cluster's observability add-on (``""`` when not installed)."""
+        from hyperpod_rl.errors import HyperpodRLError
+        from hyperpod_rl.jupyter import browser_link
+
+        cluster = self._chosen()
+        try:
+            obs = self._observability(cluster.eks_cluster_name, region=cluster.eks_region)
+        except HyperpodRLError as err:  # a missing eks:DescribeAddon permission must not block the picker
+            self.grafana_html.value = f"<span style='color:#888'>Grafana: {escape(err)}</span>"
+            return ""
+        url = obs.grafana_url if obs is not None else ""
+        self.grafana_html.value = (
+            browser_link(url, "Grafana (Ray dashboards)", note="filter by cluster, namespace and Ray cluster").html() if url else ""
+        )
+        return url
 
     def choose_namespace(self, namespace: str) -> list[Any]:
         """List the RayClusters of a namespace (ready ones first)."""

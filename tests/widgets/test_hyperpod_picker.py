@@ -69,7 +69,15 @@ def settle(p: HyperPodPicker) -> None:
 
 def picker(world: Any, **kw: Any) -> HyperPodPicker:
     sm, kube = world
-    return HyperPodPicker(list_clusters=lambda: list_hyperpod_clusters(client=sm), api_client_for=lambda c: kube_api_client(kube.url), **kw)
+    from hyperpod_rl.aws.observability import parse_addon_configuration
+
+    obs = parse_addon_configuration('{"grafanaUrl": "https://g-abc123def4.grafana-workspace.us-west-2.amazonaws.com"}', region="us-west-2")
+    return HyperPodPicker(
+        list_clusters=lambda: list_hyperpod_clusters(client=sm),
+        api_client_for=lambda c: kube_api_client(kube.url),
+        observability=lambda name, region: obs if name == "ml-cluster-eks" else None,
+        **kw,
+    )
 
 
 def test_picker_offers_usable_clusters_and_explains_the_rest(world: Any) -> None:
@@ -79,6 +87,7 @@ def test_picker_offers_usable_clusters_and_explains_the_rest(world: Any) -> None
     settle(p)
     assert p.hyperpod.options == (("ml-cluster (InService)", "ml-cluster"),) and p.hyperpod.value == "ml-cluster"
     assert "booting (Creating): status Creating" in p.not_offered.value
+    assert "href='https://g-abc123def4.grafana-workspace.us-west-2.amazonaws.com'" in p.grafana_html.value
     assert p.namespace.options == ("hyperpod-ns-team-a", "default")
     p.namespace.value = "hyperpod-ns-team-a"  # the user's choice; its only RayCluster is then chosen
     settle(p)
