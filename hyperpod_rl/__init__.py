@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "chat": "hyperpod_rl.serve.client",
     "solve": "hyperpod_rl.serve.client",
     "preflight": "hyperpod_rl.serve.preflight",
+    "export_adapter": "hyperpod_rl.serve.export",
     "promote": "hyperpod_rl.serve.promote",
     "compare": "hyperpod_rl.eval",
     "Ledger": "hyperpod_rl.ledger",

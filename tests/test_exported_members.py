@@ -25,6 +25,7 @@ EXPECTED = [
     "deploy_local",
     "doctor",
     "evaluate",
+    "export_adapter",
     "follow_run",
     "generate_maze",
     "latest_submission",

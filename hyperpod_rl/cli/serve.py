@@ -301,3 +301,22 @@ def serve_promote(
         _fail(err)
         raise
     console.print(f"[green]promoted[/] {decision.adapter}: {escape(decision.reason)}", soft_wrap=True)
+
+
+@app.command("export")
+def serve_export(
+    run_id: str,
+    s3_uri: str | None = typer.Option(None, "--s3-uri", help="s3://<bucket>/<prefix>/<adapter name>"),
+    default_bucket: bool = typer.Option(False, "--default-bucket", help="use the existing SageMaker default bucket (never created)"),
+) -> None:
+    """Upload a run's adapter to S3 with checksums (for Ray Serve LLM) and record the URI in its provenance."""
+    from hyperpod_rl.serve.export import export_adapter
+
+    try:
+        result = export_adapter(run_id, s3_uri, allow_default_bucket=default_bucket)
+    except HyperpodRLError as err:
+        _fail(err)
+        raise
+    console.print(
+        f"exported {len(result.files)} files ({result.bytes} bytes) to {result.uri}; Ray Serve LLM dynamic_lora_loading_path: {result.lora_root}"
+    )

@@ -179,12 +179,14 @@ def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, lo
     assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium"
     lab = studio_lab
     listed = subprocess.run(
-        [str(lab["server_env"] / "bin" / "jupyter-labextension"), "list"],
+        [str(lab["server_env"] / "bin" / "python"), "-m", "jupyterlab.labextensions", "list"],
         capture_output=True,
         text=True,
         env={**os.environ, "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data")},
     )
-    assert "anywidget" not in (listed.stdout + listed.stderr)  # the server environment lacks anywidget's frontend
+    shown = listed.stdout + listed.stderr
+    assert listed.returncode == 0 and "jupyterlab-plotly" in shown, shown
+    assert "anywidget" not in shown  # the server environment lacks anywidget's frontend
     errors: list[str] = []
     with sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
