@@ -230,7 +230,9 @@ def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, lo
                 " return [gd.getBoundingClientRect().width, document.querySelector('.hprl-metrics').getBoundingClientRect().width] }"
             )
             assert widths[0] >= 0.9 * widths[1] > 800, widths  # the figure fills the panel's width
-            legend = page.evaluate("() => [...document.querySelectorAll('.hprl-metrics .legendtext')].map(e => e.textContent)")
+            legend = page.evaluate(
+                "() => [...document.querySelectorAll('.hprl-metrics text')].filter(e => /^legend[0-9]*text$/.test(e.getAttribute('class'))).map(e => e.textContent)"
+            )
             assert {"mean reward", "policy loss", "KL", "entropy", "generate", "train"} <= set(legend), legend
             page.screenshot(path=str(tmp_path / "studio-layout.png"), full_page=True)
             # the dashboard link opens through jupyter-server-proxy and reaches Ray's dashboard
