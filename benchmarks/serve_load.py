@@ -1,20 +1,27 @@
 """Load test of the local Ray Serve endpoint: concurrent clients sending maze images.
 
-Usage:
+Usage (repository root):
+    python -m benchmarks.serve_load            # self-contained: see below; writes the result file
     python benchmarks/serve_load.py --endpoint http://127.0.0.1:8000 --model maze --heldout PATH
-    python benchmarks/serve_load.py            # self-contained: see below
 
-With ``--endpoint`` it loads the running server. Without it, it builds everything in a fresh
-data dir: the tiny base model, a small maze dataset and an adapter (exported by the reference
-trainer, LoRA B randomised so it differs from the base model), starts (or reuses) the local Ray
-cluster, deploys with :func:`hyperpod_rl.serve.local.deploy_local` on ``--port``, runs the load,
-and tears the app down.
+Without ``--endpoint`` it builds everything in a fresh data dir of its own: the tiny base model, a
+small maze dataset and an adapter (exported by the reference trainer, LoRA B randomised so it
+differs from the base model), starts a local Ray cluster there, deploys with
+:func:`hyperpod_rl.serve.local.deploy_local` on ``--port``, and measures, in this order:
 
-Each of ``--clients`` threads (one ``requests.Session`` each) sends ``--requests`` chat
-completions, one held-out maze image per request (cycling through the mazes), greedy. A request
-fails on any HTTP error, timeout or an answer that is not ``<answer>move</answer>``. It prints
-the latency percentiles and throughput, and as its LAST line one JSON object with ``requests``,
-``failed``, ``p50_ms``, ``p95_ms``, ``p99_ms`` and ``requests_per_s``. Exit status 1 if any
+1. per-request latency: one client sending ``--single-requests`` requests one after another (the
+   baseline, measured in the same run: no queueing);
+2. the load: ``--clients`` threads (one ``requests.Session`` each) sending ``--requests`` chat
+   completions each.
+
+Then it deletes the app and stops the cluster it started, also on failure, and writes
+``benchmarks/results/serve_load.json`` (:mod:`benchmarks._record`). With ``--endpoint`` it loads
+a running server and records nothing unless ``--record NAME`` is given.
+
+Every request is one held-out maze image (cycling through the mazes), greedy. A request fails on
+any HTTP error, timeout or an answer that is not ``<answer>move</answer>``. It prints the latency
+percentiles and throughput, and as its LAST line one JSON object with ``requests``, ``failed``,
+``p50_ms``, ``p95_ms``, ``p99_ms`` and ``requests_per_s`` of the load. Exit status 1 if any
 request failed. Bar (issue 7): 16 clients x 50 requests, zero failed.
 """
 
@@ -94,22 +101,21 @@ def run_load(
     }
 
 
-def _self_contained(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]], Any]:
-    """Build model, data and adapter in a fresh data dir, deploy; return (endpoint, rows, teardown)."""
+def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, list[dict[str, Any]]]:
+    """Build model, data and adapter under ``home``, start a local cluster there; return (cluster, model_dir, held-out rows)."""
     import torch
 
-    from hyperpod_rl.cluster.local import start_local_cluster
+    from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
+    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
         make_run_config,
         prepare_base_model,
         prepare_dataset,
     )
-    from hyperpod_rl.serve.local import deploy_local, shutdown_local
-    from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
+    from hyperpod_rl.train.reference import ReferenceTrainer
 
-    os.environ.setdefault("HYPERPOD_RL_HOME", tempfile.mkdtemp(prefix="hprl-serve-load-"))
-    storage = Path(tempfile.mkdtemp(prefix="hprl-serve-load-storage-"))
+    storage = home / "storage"
     opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=32, max_turns=3, steps=1, group_size=2, mazes_per_step=2)
     data = prepare_dataset(opts, storage)
     model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
@@ -122,11 +128,19 @@ def _self_contained(args: argparse.Namespace) -> tuple[str, list[dict[str, Any]]
         for name, param in trainer.model.named_parameters():
             if "lora_B" in name:
                 param.copy_(torch.randn(param.shape, generator=gen) * 0.5)
-    adapter = trainer.export_adapter()
-    cluster = start_local_cluster()
-    client = cluster.job_client()
-    endpoint = deploy_local(client, model_dir, {args.model: adapter}, port=args.port)
-    return endpoint, read_rows(data.heldout), lambda: shutdown_local(client)
+    trainer.export_adapter()
+    # A random free dashboard port: the default 8265 is raced for by every other cluster on a shared machine.
+    return start_local_cluster(dashboard_port=find_free_port()), model_dir, read_rows(data.heldout)
+
+
+def _print(label: str, result: dict[str, Any]) -> None:
+    print(f"{label}: {result['requests']} requests from {result['clients']} client(s) x {result['requests_per_client']}")
+    print(
+        f"  latency ms: p50 {result['p50_ms']}  p95 {result['p95_ms']}  p99 {result['p99_ms']}  mean {result['mean_ms']}  max {result['max_ms']}"
+    )
+    print(f"  throughput: {result['requests_per_s']} requests/s over {result['wall_s']} s; failed: {result['failed']}")
+    for err in result["errors"]:
+        print(f"  error: {err}")
 
 
 def main() -> int:
@@ -136,35 +150,68 @@ def main() -> int:
     parser.add_argument("--heldout", help="held-out parquet whose maze images are sent (with --endpoint)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=50, help="requests per client")
-    parser.add_argument("--port", type=int, default=8250, help="port of the self-contained deployment")
+    parser.add_argument("--single-requests", type=int, default=100, help="sequential requests of the one-client latency baseline")
+    parser.add_argument("--port", type=int, default=None, help="port of the self-contained deployment (default: a free one)")
     parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--record", help="with --endpoint: write benchmarks/results/<RECORD>.json")
     args = parser.parse_args()
 
-    from hyperpod_rl.train.reference import read_rows
-
-    teardown = None
     if args.endpoint:
+        from hyperpod_rl.maze import read_rows
+
         if not args.heldout:
             parser.error("--endpoint needs --heldout (the maze images to send)")
-        endpoint, rows = args.endpoint, read_rows(args.heldout)
-    else:
-        endpoint, rows, teardown = _self_contained(args)
-    try:
-        result = run_load(endpoint, args.model, rows, clients=args.clients, requests_per_client=args.requests, timeout_s=args.timeout_s)
-    finally:
-        if teardown is not None:
-            teardown()
-    print(
-        f"{result['requests']} requests from {result['clients']} clients x {result['requests_per_client']} against {endpoint} (model {args.model!r}), cpu_count {os.cpu_count()}"
-    )
-    print(
-        f"latency ms: p50 {result['p50_ms']}  p95 {result['p95_ms']}  p99 {result['p99_ms']}  mean {result['mean_ms']}  max {result['max_ms']}"
-    )
-    print(f"throughput: {result['requests_per_s']} requests/s over {result['wall_s']} s; failed: {result['failed']}")
-    for err in result["errors"]:
-        print(f"  error: {err}")
-    print(json.dumps(result))
-    return 1 if result["failed"] else 0
+        rows = read_rows(args.heldout)
+        if args.record:
+            from benchmarks._record import Recording
+
+            with Recording(args.record, params=vars(args)) as rec:
+                rec.results = _measure(args.endpoint, args, rows)
+            results = rec.results
+        else:
+            results = _measure(args.endpoint, args, rows)
+        return _report(results, args.endpoint)
+
+    from benchmarks._record import Recording, exit_on_sigterm
+    from hyperpod_rl.cluster.local import find_free_port
+    from hyperpod_rl.serve.local import deploy_local, shutdown_local
+
+    exit_on_sigterm()  # a timeout or kill still stops the cluster (finally blocks run)
+    home = Path(tempfile.mkdtemp(prefix="hprl-bench-serve-"))
+    os.environ["HYPERPOD_RL_HOME"] = str(home)  # a cluster of its own, never the user's
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    params = {k: v for k, v in vars(args).items() if k not in ("endpoint", "heldout", "record")}
+    with Recording("serve_load", params=params, notes="tiny Qwen3-VL, one Ray Serve replica, adapter 'maze'") as rec:
+        cluster = None
+        try:
+            cluster, model_dir, rows = _self_contained(args, home)
+            client = cluster.job_client()
+            try:
+                port = args.port or find_free_port()
+                endpoint = deploy_local(client, model_dir, {args.model: home / "storage" / "runs" / "serve-load" / "adapter"}, port=port)
+                rec.results = _measure(endpoint, args, rows)
+            finally:
+                shutdown_local(client)
+        finally:
+            if cluster is not None:
+                cluster.stop()
+    return _report(rec.results, "the self-contained deployment")
+
+
+def _measure(endpoint: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Warm-up, the one-client latency baseline, then the load."""
+    run_load(endpoint, args.model, rows, clients=1, requests_per_client=5, timeout_s=args.timeout_s)  # warm-up, not recorded
+    single = run_load(endpoint, args.model, rows, clients=1, requests_per_client=args.single_requests, timeout_s=args.timeout_s)
+    load = run_load(endpoint, args.model, rows, clients=args.clients, requests_per_client=args.requests, timeout_s=args.timeout_s)
+    return {"single_client": single, "load": load, "cpu_count": os.cpu_count()}
+
+
+def _report(results: dict[str, Any], where: str) -> int:
+    print(f"against {where} (cpu_count {results['cpu_count']})")
+    _print("one client, sequential (per-request latency)", results["single_client"])
+    _print("load", results["load"])
+    print(json.dumps(results["load"]))
+    return 1 if results["load"]["failed"] or results["single_client"]["failed"] else 0
 
 
 if __name__ == "__main__":

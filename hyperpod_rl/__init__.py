@@ -23,35 +23,52 @@ _EXPORTS: dict[str, str] = {
     # local cluster
     "LocalCluster": "hyperpod_rl.cluster.local",
     "start_local_cluster": "hyperpod_rl.cluster.local",
+    # the run directory
+    "RunSummary": "hyperpod_rl.runs",
+    "read_config": "hyperpod_rl.runs",
+    "record_eval": "hyperpod_rl.runs",
     # jobs
     "RunHandle": "hyperpod_rl.jobs",
+    "latest_job": "hyperpod_rl.jobs",
+    "overview": "hyperpod_rl.jobs",
+    "reproduce_run": "hyperpod_rl.jobs",
     "submit_run": "hyperpod_rl.jobs",
     "follow_run": "hyperpod_rl.jobs",
     "stop_run": "hyperpod_rl.jobs",
     "list_runs": "hyperpod_rl.jobs",
     "latest_submission": "hyperpod_rl.jobs",
-    # quickstart steps
+    # quickstart: hp.quickstart.run(opts) is the whole flow; the steps are public too
     "QuickstartOptions": "hyperpod_rl.quickstart",
+    "QuickstartSummary": "hyperpod_rl.quickstart",
     "prepare_dataset": "hyperpod_rl.quickstart",
     "prepare_base_model": "hyperpod_rl.quickstart",
     "make_run_config": "hyperpod_rl.quickstart",
     # metrics
     "MetricRecord": "hyperpod_rl.metrics.schema",
     "read_metrics": "hyperpod_rl.metrics.schema",
+    # model
+    "load_policy": "hyperpod_rl.model.adapter",
     # evaluation and serving
     "EvalResult": "hyperpod_rl.eval",
     "evaluate": "hyperpod_rl.eval",
+    "evaluate_run": "hyperpod_rl.eval",
     "deploy_local": "hyperpod_rl.serve.local",
     "chat": "hyperpod_rl.serve.client",
     "solve": "hyperpod_rl.serve.client",
     "preflight": "hyperpod_rl.serve.preflight",
     "export_adapter": "hyperpod_rl.serve.export",
     "promote": "hyperpod_rl.serve.promote",
+    "promote_run": "hyperpod_rl.serve.promote",
+    "serve_run": "hyperpod_rl.serve.local",
     "compare": "hyperpod_rl.eval",
     "Ledger": "hyperpod_rl.ledger",
     # notebook panels and readiness
     "studio": "hyperpod_rl.widgets",
     "doctor": "hyperpod_rl.doctor",
+    "MetricsPanel": "hyperpod_rl.widgets",
+    "RunPanel": "hyperpod_rl.widgets",
+    "ClusterPanel": "hyperpod_rl.widgets",
+    "ServePanel": "hyperpod_rl.widgets",
     # task
     "DatasetSpec": "hyperpod_rl.maze",
     "Maze": "hyperpod_rl.maze",
@@ -60,10 +77,15 @@ _EXPORTS: dict[str, str] = {
     "render_maze": "hyperpod_rl.maze",
 }
 
+#: Sub-modules reachable as attributes without an explicit import (``hp.quickstart.run(...)``).
+_SUBMODULES = frozenset({"quickstart"})
+
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"hyperpod_rl.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'hyperpod_rl' has no attribute {name!r}")

@@ -9,7 +9,10 @@ settings, serving specs, planner inputs) derives from :class:`Model`:
 - :meth:`Model.build` turns pydantic's ``ValidationError`` into the model's own project error
   (:attr:`Model.error_class`, :class:`~hyperpod_rl.errors.ConfigError` unless a package says
   otherwise) whose message lists **every** problem, one line each, as
-  ``<prefix><dotted.path>: <problem> (got <value>)`` (:func:`format_validation_error`).
+  ``<prefix><dotted.path>: <problem> (got <value>)`` (:func:`format_validation_error`);
+- a model that users construct directly (``Model(**fields)``) and that must raise the project
+  error there too mixes in :class:`RaisesOnInit` (pydantic then also calls that ``__init__``
+  for nested values, so the parent's error names the nested field).
 
 A model that must be edited in place (``ClusterSpec``, which the cluster panel edits field by
 field) overrides ``model_config`` with ``frozen=False, validate_assignment=True``.
@@ -23,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hyperpod_rl.errors import ConfigError, HyperpodRLError
 
-__all__ = ["Model", "format_validation_error"]
+__all__ = ["Model", "RaisesOnInit", "format_validation_error"]
 
 _MAX_SHOWN = 80  # characters of a bad value shown in a message
 
@@ -95,3 +98,13 @@ class Model(BaseModel):
             return cls.model_validate(payload)
         except ValidationError as err:
             raise cls.error_class(cls.format_error(err)) from None
+
+
+class RaisesOnInit(Model):
+    """A :class:`Model` whose constructor raises :attr:`~Model.error_class` instead of pydantic's error."""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            raise type(self).error_class(type(self).format_error(err)) from None

@@ -1,31 +1,42 @@
-"""Exception hierarchy for hyperpod_rl.
+"""Exception hierarchy for hyperpod_rl: every error the package raises on purpose.
 
 ::
 
     HyperpodRLError
-    ├── ConfigError          bad RunConfig / option / path; message names the field and the fix
-    ├── MazeError            bad maze, generator or dataset settings
+    ├── ConfigError          bad RunConfig / option / path / request setting; names the field and the fix
+    │   └── LogprobInputError    tensors given to the log-prob functions disagree in shape or type
+    ├── MazeError            bad maze, generator or dataset settings, or an unreadable dataset file
     ├── ClusterError         Ray cluster could not be reached, started or used
     │   ├── ClusterNotReady
-    │   └── ClusterTimeout
+    │   ├── ClusterTimeout
+    │   └── ClusterRefused       the KubeRay operator refused the RayCluster (terminal)
     ├── JobError             Ray Job submission / lookup failed
-    ├── CheckpointError      missing, truncated or corrupt checkpoint / adapter
-    └── ServeError           serving or preflight failed
+    ├── CheckpointError      missing, truncated or corrupt checkpoint / adapter / run file
+    ├── ServeError           serving or preflight failed
+    │   └── PromotionRefused     the promotion gate refused an adapter (``.decision``)
+    └── AWSError             an AWS or Studio call failed or is not allowed (names the fix)
 
-Every message says what to change. No message ever contains a token or cookie.
+``ConfigError``, ``MazeError`` and ``LogprobInputError`` are also ``ValueError`` s. Every message
+says what to change. No message ever contains a token or cookie.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "AWSError",
     "CheckpointError",
     "ClusterError",
     "ClusterNotReady",
+    "ClusterRefused",
     "ClusterTimeout",
     "ConfigError",
     "HyperpodRLError",
     "JobError",
+    "LogprobInputError",
     "MazeError",
+    "PromotionRefused",
     "ServeError",
 ]
 
@@ -38,8 +49,12 @@ class ConfigError(HyperpodRLError, ValueError):
     """A configuration value is invalid. The message names the field and the fix."""
 
 
+class LogprobInputError(ConfigError):
+    """Tensors given to the log-prob functions have inconsistent shapes or types."""
+
+
 class MazeError(HyperpodRLError, ValueError):
-    """A maze, generator or dataset setting is invalid."""
+    """A maze, generator or dataset setting is invalid, or a dataset file is unreadable."""
 
 
 class ClusterError(HyperpodRLError):
@@ -54,13 +69,29 @@ class ClusterTimeout(ClusterError, TimeoutError):
     """Waiting for the cluster ran past its timeout (seconds in the message)."""
 
 
+class ClusterRefused(ClusterError):
+    """The KubeRay operator refused the RayCluster; waiting cannot help (the event's message is in the text)."""
+
+
 class JobError(HyperpodRLError):
     """A Ray Job could not be submitted, found or controlled."""
 
 
 class CheckpointError(HyperpodRLError):
-    """A checkpoint or adapter directory is missing, truncated or corrupt."""
+    """A checkpoint, adapter or run file is missing, truncated or corrupt."""
 
 
 class ServeError(HyperpodRLError):
     """Serving failed, or an adapter failed a preflight check."""
+
+
+class PromotionRefused(ServeError):
+    """The promotion gate refused the adapter; ``decision`` holds the recorded decision."""
+
+    def __init__(self, decision: Any) -> None:
+        super().__init__(f"adapter {decision.adapter} not promoted: {decision.reason}")
+        self.decision = decision
+
+
+class AWSError(HyperpodRLError):
+    """An AWS or SageMaker Studio call failed or is not allowed; the message names the fix."""

@@ -3,7 +3,7 @@
 A run is identified by its run id; each submission of it gets an explicit submission id
 ``hprl-<run_id>-<n>`` and the job metadata ``{"hyperpod_rl_run_id": <run_id>}``, and
 ``<run dir>/submissions.json`` lists them, so any new shell or kernel can reattach from the run
-id alone (:func:`latest_submission`). Jobs outlive the process that submitted them.
+id alone (:func:`latest_job` looks in both places). Jobs outlive the process that submitted them.
 
 Following a job polls ``get_job_logs`` and returns only the new part, instead of the websocket
 ``tail_job_logs``, which can stop early (ray-project/ray issue 51601); so catch-up after a
@@ -12,7 +12,6 @@ reattach is explicit and complete.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -25,8 +24,25 @@ from typing import Any
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
+from hyperpod_rl.runs import RunPaths, add_submission, read_submissions, run_paths, submit_lock, write_config
 
-__all__ = ["JobUpdate", "RunHandle", "follow_run", "latest_submission", "list_runs", "stop_run", "submit_run", "write_config"]
+__all__ = [
+    "RUN_ID_METADATA",
+    "JobUpdate",
+    "RunHandle",
+    "RunJob",
+    "follow_run",
+    "job_logs",
+    "latest_job",
+    "latest_submission",
+    "list_runs",
+    "overview",
+    "reproduce_run",
+    "reproduction",
+    "run_jobs",
+    "stop_run",
+    "submit_run",
+]
 
 RUN_ID_METADATA = "hyperpod_rl_run_id"
 
@@ -59,45 +75,101 @@ class JobUpdate:
     message: str = ""
 
 
-def write_config(config: RunConfig, run_dir: Path) -> Path:
-    """Write ``config.json`` atomically into the run directory."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    path = run_dir / "config.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(config.model_dump_json(indent=1))
-    os.replace(tmp, path)
-    return path
-
-
-def _submissions(run_dir: Path) -> list[str]:
-    path = run_dir / "submissions.json"
-    return json.loads(path.read_text()) if path.exists() else []
-
-
-def latest_submission(run_dir: Path) -> str:
-    """The newest submission id recorded for a run.
-
-    Raises:
-        JobError: the run has never been submitted.
-    """
-    subs = _submissions(run_dir)
-    if not subs:
-        raise JobError(f"run {run_dir.name!r} has no submissions (no {run_dir / 'submissions.json'}): submit it first")
-    return subs[-1]
-
-
 def _job_env(config: RunConfig, threads: str) -> dict[str, str]:
     env = {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
     if config.backend == "skyrl":
-        # SkyRL's own ray.init(runtime_env=...) conflicts with the job's (REFERENCE.md §1 pitfalls).
+        # SkyRL's own ray.init(runtime_env=...) conflicts with the job's (docs/references.md, SkyRL pitfalls).
         env["RAY_OVERRIDE_JOB_RUNTIME_ENV"] = "1"
     return env
+
+
+@dataclass(frozen=True)
+class RunJob:
+    """One Ray Job of a run.
+
+    Attributes:
+        submission_id: ``hprl-<run_id>-<n>``.
+        status: Ray ``JobStatus`` value, or ``LOST`` when the cluster no longer knows the job
+            (it was restarted) although the run directory records it.
+        message: Ray's status message.
+    """
+
+    submission_id: str
+    status: str
+    message: str = ""
+
+    @property
+    def alive(self) -> bool:
+        """The job is pending or running."""
+        return self.status in ("PENDING", "RUNNING")
+
+
+def _number(submission_id: str, run_id: str) -> int | None:
+    prefix = f"hprl-{run_id}-"
+    tail = submission_id.removeprefix(prefix)
+    return int(tail) if submission_id.startswith(prefix) and tail.isdigit() else None
+
+
+def run_jobs(client: Any, run_id: str, run_dir: Path | None = None) -> list[RunJob]:
+    """Every Ray Job of a run, oldest first: those the run directory records and those the cluster
+    knows by the job metadata ``hyperpod_rl_run_id`` (so a wiped run directory, another storage
+    root or a kernel restart between submitting and recording never hides a live job).
+
+    Raises:
+        JobError: the cluster cannot be reached.
+    """
+    recorded = read_submissions(RunPaths(run_dir)) if run_dir is not None else []
+    found: dict[str, RunJob] = {}
+    try:
+        details = client.list_jobs()
+    except (RuntimeError, OSError) as err:
+        raise JobError(f"cannot list the cluster's jobs ({type(err).__name__}: {err}); is it up? (hyperpod-rl local status)") from None
+    for job in details:
+        sid = job.submission_id
+        if sid and ((job.metadata or {}).get(RUN_ID_METADATA) == run_id or sid in recorded):
+            status = job.status.value if hasattr(job.status, "value") else str(job.status)
+            found[sid] = RunJob(sid, status, job.message or "")
+    for sid in recorded:
+        found.setdefault(sid, RunJob(sid, "LOST", "the cluster does not know this job (restarted or another cluster)"))
+    return sorted(found.values(), key=lambda j: (_number(j.submission_id, run_id) or 0, j.submission_id))
+
+
+def latest_job(client: Any, run_id: str, run_dir: Path | None = None) -> RunJob:
+    """The newest job of a run (:func:`run_jobs`).
+
+    Raises:
+        JobError: the run has no job, recorded or on the cluster.
+    """
+    jobs = run_jobs(client, run_id, run_dir if run_dir is not None else _default_dir(run_id))
+    if not jobs:
+        raise JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory: submit it first")
+    return jobs[-1]
+
+
+def _default_dir(run_id: str) -> Path:
+    return run_paths(run_id).root
+
+
+def latest_submission(run_dir: Path) -> str:
+    """The newest submission id recorded in a run directory (no cluster needed).
+
+    Raises:
+        JobError: the run directory records no submission.
+    """
+    subs = read_submissions(RunPaths(Path(run_dir)))
+    if not subs:
+        raise JobError(f"run {Path(run_dir).name!r} has no recorded submissions (no {Path(run_dir) / 'submissions.json'}): submit it first")
+    return subs[-1]
+
+
+class _IdTaken(Exception):
+    """The cluster already holds the submission id we chose (raced by a submitter we cannot lock out)."""
 
 
 def submit_run(
     client: Any,
     config: RunConfig,
-    run_dir: Path,
+    run_dir: Path | None = None,
     *,
     python: str | None = None,
     fresh: bool = False,
@@ -107,10 +179,15 @@ def submit_run(
     """Submit a run as a detached Ray Job running ``python -m hyperpod_rl.train``.
 
     Resubmitting a run id resumes it from its latest valid checkpoint; ``fresh=True`` starts it
-    over, so a run is never overwritten by accident.
+    over, so a run is never overwritten by accident. Submission ids never dead-end: a live job
+    of the run (found in the run directory or through the cluster's job metadata) is reported
+    as already running; otherwise the next free ``hprl-<run_id>-<n>`` is used. The submit
+    holds the run's submit lock and writes ``config.json`` only once it owns the submission,
+    and the job checks that the config it reads is the one submitted (``--config-hash``), so
+    the config a job trains with never changes after it was submitted.
 
     Example:
-        >>> handle = submit_run(cluster.job_client(), config, run_dir)  # doctest: +SKIP
+        >>> handle = submit_run(cluster.job_client(), config)  # doctest: +SKIP
         >>> handle.submission_id  # doctest: +SKIP
         'hprl-quickstart-1'
 
@@ -118,7 +195,9 @@ def submit_run(
         client: a ``ray.job_submission.JobSubmissionClient`` (authenticated), an access object, or a
             cluster address such as ``sagemaker_ray://maze/hyperpod-ns-team-a`` (``cluster.access.job_client_of``).
         config: the validated run config (validation happens before anything is submitted).
-        run_dir: ``<storage root>/runs/<run_id>``, visible to the cluster (shared storage).
+        run_dir: the run directory as this process sees it; default
+            ``<storage root>/runs/<run_id>`` (:func:`hyperpod_rl.runs.run_paths`). It must be
+            the directory the cluster sees (shared storage).
         python: the interpreter the job runs under; default ``sys.executable`` (the local
             cluster shares this environment). On a cluster pass the image's python.
         fresh: discard existing checkpoints and start from step 0.
@@ -135,11 +214,10 @@ def submit_run(
 
     Raises:
         ConfigError: the config fails validation (checked again here).
-        JobError: the run is already running, or the cluster refused the submission.
+        JobError: a job of the run is alive (the message names it), the run already finished
+            (without ``fresh``), another submit held the run for 60 s, or the cluster refused.
     """
     import warnings
-
-    from ray.job_submission import JobStatus
 
     from hyperpod_rl.cluster.versions import checked_job_client
     from hyperpod_rl.run_plan import fit_warnings
@@ -150,24 +228,65 @@ def submit_run(
     config = config.validated()  # a copy edited with model_copy(update=...) is checked again
     for verdict in fit_warnings(config):
         warnings.warn(f"run {config.run_id!r} may not fit its GPUs: {verdict}", UserWarning, stacklevel=2)
-    subs = _submissions(run_dir)
-    for sub in subs[-1:]:
-        try:
-            status = client.get_job_status(sub)
-        except RuntimeError:
-            continue
-        if not JobStatus(status).is_terminal():
-            raise JobError(f"run {config.run_id!r} is already running as {sub}: stop it first (hyperpod-rl job stop {config.run_id})")
-    if not fresh and (run_dir / "adapter" / "adapter_model.safetensors").exists():
-        raise JobError(
-            f"run {config.run_id!r} already finished (its adapter exists): pass fresh=True / --fresh to train it again, or pick a new run id"
+    paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(config.run_id)
+    with submit_lock(paths):
+        jobs = run_jobs(client, config.run_id, paths.root)
+        live = [j for j in jobs if j.alive]
+        if live:
+            raise JobError(
+                f"run {config.run_id!r} is already running as {live[-1].submission_id} ({live[-1].status}): "
+                f"follow it (hyperpod-rl job logs --follow {config.run_id}) or stop it first (hyperpod-rl job stop {config.run_id})"
+            )
+        if not fresh and (paths.adapter / "adapter_model.safetensors").exists():
+            raise JobError(
+                f"run {config.run_id!r} already finished (its adapter exists): pass fresh=True / --fresh to train it again, or pick a new run id"
+            )
+        taken = {j.submission_id for j in jobs}
+        first = 1 + max((_number(s, config.run_id) or 0 for s in taken), default=0)
+        submission_id = _submit_with_free_id(
+            client, config, paths, first=first, python=python, fresh=fresh, env_vars=env_vars, entrypoint_num_cpus=entrypoint_num_cpus
         )
-    config_path = write_config(config, run_dir)
-    submission_id = f"hprl-{config.run_id}-{len(subs) + 1}"
+        add_submission(paths, submission_id)
+    return RunHandle(run_id=config.run_id, submission_id=submission_id, run_dir=paths.root)
+
+
+def _submit_with_free_id(client: Any, config: RunConfig, paths: RunPaths, *, first: int, **kwargs: Any) -> str:
+    """Submit under ``hprl-<run>-<first>``, moving to the next number while the cluster says the id exists."""
+    from tenacity import retry, retry_if_exception_type, stop_after_attempt
+
+    numbers = iter(range(first, first + 20))
+
+    @retry(retry=retry_if_exception_type(_IdTaken), stop=stop_after_attempt(20), reraise=True)
+    def attempt() -> str:
+        submission_id = f"hprl-{config.run_id}-{next(numbers)}"
+        _submit_once(client, config, paths, submission_id, **kwargs)
+        return submission_id
+
+    try:
+        return attempt()
+    except _IdTaken as err:
+        raise JobError(f"20 submission ids of run {config.run_id!r} from {first} on are taken on the cluster: {err}") from None
+
+
+def _submit_once(
+    client: Any,
+    config: RunConfig,
+    paths: RunPaths,
+    submission_id: str,
+    *,
+    python: str | None,
+    fresh: bool,
+    env_vars: dict[str, str] | None,
+    entrypoint_num_cpus: float,
+) -> None:
+    config_path = write_config(paths, config)
     interpreter = python or sys.executable
     # exec: Ray runs the entrypoint through a shell; without exec, stopping a job that is still
     # starting can kill only the shell and orphan the trainer.
-    entrypoint = f"exec {shlex.quote(interpreter)} -m hyperpod_rl.train --config {shlex.quote(str(config_path))} --backend {config.backend}"
+    entrypoint = (
+        f"exec {shlex.quote(interpreter)} -m hyperpod_rl.train --config {shlex.quote(str(config_path))} "
+        f"--backend {config.backend} --config-hash {config.config_hash()}"
+    )
     if fresh:
         entrypoint += " --fresh"
     threads = str(config.trainer.torch_threads or os.cpu_count() or 1)
@@ -180,11 +299,9 @@ def submit_run(
             entrypoint_num_cpus=entrypoint_num_cpus,
         )
     except RuntimeError as err:
+        if "already exists" in str(err):
+            raise _IdTaken(submission_id) from None
         raise JobError(f"the cluster refused submission {submission_id}: {err}") from None
-    tmp = run_dir / "submissions.json.tmp"
-    tmp.write_text(json.dumps(subs + [submission_id]))
-    os.replace(tmp, run_dir / "submissions.json")
-    return RunHandle(run_id=config.run_id, submission_id=submission_id, run_dir=run_dir)
 
 
 def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_start: bool = True) -> Iterator[JobUpdate]:
@@ -233,6 +350,26 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
         time.sleep(poll_s)
 
 
+def job_logs(client: Any, submission_id: str) -> str:
+    """The whole log of a job so far.
+
+    Raises:
+        JobError: the cluster does not know the job (restarted, or another cluster), or cannot be reached.
+    """
+    import requests
+
+    try:
+        return str(client.get_job_logs(submission_id))
+    except RuntimeError as err:
+        raise JobError(
+            f"job {submission_id} is not on this cluster ({err}): it was restarted or the job ran elsewhere; resubmit the run to resume it"
+        ) from None
+    except (ConnectionError, OSError, requests.RequestException) as err:
+        raise JobError(
+            f"cannot reach the cluster to read {submission_id}'s log ({type(err).__name__}); is it up? (hyperpod-rl local status)"
+        ) from None
+
+
 def stop_run(client: Any, submission_id: str) -> bool:
     """Ask Ray to stop a job; True if it was running (``client`` as in :func:`submit_run`)."""
     from hyperpod_rl.cluster.access import job_client_of
@@ -266,3 +403,86 @@ def list_runs(client: Any) -> list[dict[str, Any]]:
         )
     out.sort(key=lambda r: r["start_time_ms"] or 0, reverse=True)
     return out
+
+
+def reproduction(run_id: str, *, new_run_id: str | None = None) -> tuple[RunConfig, list[str]]:
+    """The config that re-runs a recorded run exactly under a new run id, after checking its inputs.
+
+    Args:
+        run_id: the recorded run (its directory holds the provenance record).
+        new_run_id: the reproduction's run id; default ``<run_id>-r<N>``, the first unused N.
+
+    Returns:
+        ``(config, warnings)``: warnings say what differs from the original (code commit,
+        package versions) without changing the inputs.
+
+    Raises:
+        CheckpointError: the run has no provenance record.
+        ConfigError: a dataset or the base model changed or is missing; ``new_run_id`` exists.
+    """
+    from hyperpod_rl.errors import ConfigError
+    from hyperpod_rl.runs import reproduce_config
+
+    source = run_paths(run_id)
+    if new_run_id is None:
+        n = 1
+        while run_paths(f"{run_id}-r{n}").root.exists():
+            n += 1
+        new_run_id = f"{run_id}-r{n}"
+    target = run_paths(new_run_id)
+    if target.config.exists() or target.submissions.exists():
+        raise ConfigError(f"run {new_run_id!r} already exists at {target.root}: pick another new run id")
+    return reproduce_config(source.root, run_id=new_run_id)
+
+
+def reproduce_run(client: Any, run_id: str, *, new_run_id: str | None = None) -> tuple[RunHandle, list[str]]:
+    """Resubmit a recorded run exactly (same resolved config, data and base model) under a new run id.
+
+    :func:`reproduction` checks the inputs, then :func:`submit_run` submits.
+
+    Returns:
+        ``(handle, warnings)``.
+
+    Raises:
+        CheckpointError, ConfigError: see :func:`reproduction`.
+        JobError: see :func:`submit_run`.
+    """
+    config, warns = reproduction(run_id, new_run_id=new_run_id)
+    return submit_run(client, config), warns
+
+
+def overview(client: Any | None, storage: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every run of the run store and every hyperpod-rl job of the cluster, newest first.
+
+    Args:
+        client: the cluster's job client, or ``None`` for the run store alone.
+        storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
+
+    Returns:
+        One dict per run: ``run_id``, ``submission_id`` (or ``None``), ``status`` (the Ray job's
+        status when the cluster knows the job, else the run store's: ``created``, ``submitted``,
+        ``running``, ``succeeded``, ``failed``), ``where`` (``cluster`` or ``run store``),
+        ``step``, ``total_steps``, ``last_reward``.
+
+    Raises:
+        JobError: the cluster cannot be reached (only when ``client`` is given).
+    """
+    from hyperpod_rl.runs import list_runs as store_runs
+
+    rows: dict[str, dict[str, Any]] = {}
+    for r in store_runs(storage):
+        rows[r.run_id] = {
+            "run_id": r.run_id,
+            "submission_id": r.submission_id,
+            "status": r.status,
+            "where": "run store",
+            "step": r.step,
+            "total_steps": r.total_steps,
+            "last_reward": r.last_reward,
+        }
+    if client is not None:
+        for job in list_runs(client):
+            row = rows.setdefault(job["run_id"], {"run_id": job["run_id"], "step": 0, "total_steps": None, "last_reward": None})
+            if row.get("where") != "cluster":  # newest job first in list_runs
+                row.update(submission_id=job["submission_id"], status=job["status"], where="cluster")
+    return list(rows.values())

@@ -4,12 +4,19 @@ artifacts, eval results and free-text notes (runbooks, incident notes, findings)
 Where it lives: ``$HYPERPOD_RL_LEDGER`` if set (e.g. ``/fsx/hyperpod-rl/ledger.sqlite`` for a
 team), else ``<data dir>/ledger.sqlite`` (:func:`hyperpod_rl.paths.data_dir`).
 
-Concurrency: the database runs in WAL mode (readers never block the writer) with a busy
-timeout, and every write is one ``BEGIN IMMEDIATE`` transaction, so a notebook and a training
-job can write at the same time; SQLite serialises them (https://sqlite.org/wal.html,
-https://sqlite.org/lang_transaction.html). WAL needs a file system with working POSIX locks
-and shared memory on one host; for a ledger on a network file system shared by several
-hosts, pass ``journal_mode="DELETE"``.
+Who writes it: notebooks and the CLI, never the trainer. Runs are imported from their run
+directories (:meth:`Ledger.sync_storage`, ``hyperpod-rl runs sync``), which the trainer writes.
+
+Concurrency: every write is one ``BEGIN IMMEDIATE`` transaction with a busy timeout, so two
+notebooks can write at the same time; SQLite serialises them
+(https://sqlite.org/lang_transaction.html).
+
+Journal mode is one setting, read by every opener: ``journal_mode=`` when given, else
+``$HYPERPOD_RL_LEDGER_JOURNAL``, else the mode the existing file already has, else ``WAL`` for a
+new file (readers never block the writer; https://sqlite.org/wal.html). An opener never changes
+an existing file's mode unless told to. WAL needs shared memory on one host: on a network file
+system (nfs, lustre, ...) a WAL request is replaced by ``DELETE`` with a warning, which is also
+the mode for a ledger on FSx shared by several hosts.
 
 Search (:meth:`Ledger.search`) takes either
 
@@ -38,9 +45,14 @@ from typing import Any, Literal, Self
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import data_dir
 
-__all__ = ["LEDGER_ENV", "Ledger", "SearchHit", "flatten", "ledger_path", "record_manifest"]
+__all__ = ["JOURNAL_ENV", "LEDGER_ENV", "Ledger", "SearchHit", "filesystem_type", "flatten", "ledger_path"]
 
 LEDGER_ENV = "HYPERPOD_RL_LEDGER"
+#: Journal mode of the ledger (``WAL`` or ``DELETE``) for every opener that does not pass one.
+JOURNAL_ENV = "HYPERPOD_RL_LEDGER_JOURNAL"
+#: File system types where SQLite's WAL shared memory does not work across hosts.
+NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "lustre", "cifs", "smb3", "smbfs", "fuse.sshfs", "9p", "efs", "ceph", "glusterfs"})
+JournalMode = Literal["WAL", "DELETE"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -101,6 +113,64 @@ def ledger_path() -> Path:
     return Path(env).expanduser() if env else data_dir() / "ledger.sqlite"
 
 
+#: The mount table :func:`filesystem_type` reads (Linux).
+MOUNTS_FILE = "/proc/mounts"
+
+
+def filesystem_type(path: str | Path, *, mounts: str | Path | None = None) -> str | None:
+    """The type of the file system holding ``path`` (longest matching mount point), or ``None``.
+
+    Reads ``mounts`` (default :data:`MOUNTS_FILE`); ``None`` where it cannot be read.
+    """
+    target = Path(path).expanduser().resolve()
+    try:
+        lines = Path(mounts or MOUNTS_FILE).read_text().splitlines()
+    except OSError:
+        return None
+    best, fstype = -1, None
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = Path(fields[1].replace("\\040", " "))
+        if (target == point or point in target.parents) and len(str(point)) > best:
+            best, fstype = len(str(point)), fields[2]
+    return fstype
+
+
+def _current_journal_mode(path: Path) -> JournalMode | None:
+    """The journal mode stored in an existing database file's header (WAL files have version 2)."""
+    try:
+        with open(path, "rb") as fh:
+            header = fh.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or not header.startswith(b"SQLite format 3\x00"):
+        return None
+    return "WAL" if header[18] == 2 else "DELETE"
+
+
+def _journal_mode(path: Path, requested: JournalMode | None) -> JournalMode | None:
+    """The mode to set (``None``: leave the existing file's mode alone)."""
+
+    mode = requested or os.environ.get(JOURNAL_ENV, "").upper() or None
+    if mode not in (None, "WAL", "DELETE"):
+        raise ConfigError(f"{JOURNAL_ENV}={mode!r}: use WAL or DELETE")
+    existing = _current_journal_mode(path)
+    if mode is None and existing is not None:
+        return None
+    mode = mode or "WAL"
+    fstype = filesystem_type(path.parent)
+    if mode == "WAL" and fstype in NETWORK_FILESYSTEMS:
+        warnings.warn(
+            f"ledger {path} is on a {fstype} file system, where SQLite's WAL mode is unsafe across hosts: using journal_mode=DELETE",
+            UserWarning,
+            stacklevel=4,
+        )
+        mode = "DELETE"
+    return None if mode == existing else mode  # type: ignore[return-value]
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     """``{"grpo": {"lr": 5e-4}}`` -> ``{"grpo.lr": 5e-4}``; lists become JSON text."""
     if isinstance(data, dict):
@@ -158,13 +228,15 @@ class Ledger:
     Args:
         path: database file; default :func:`ledger_path`.
         timeout_s: how long a write waits for another writer (SQLite busy timeout), seconds.
-        journal_mode: ``"WAL"`` (default) or ``"DELETE"`` for network file systems.
+        journal_mode: ``"WAL"`` or ``"DELETE"``; default: ``$HYPERPOD_RL_LEDGER_JOURNAL``, else the
+            existing file's mode (never changed), else WAL (DELETE on a network file system).
 
     Raises:
-        ConfigError: the path is a directory or its parent cannot be created.
+        ConfigError: the path is a directory, its parent cannot be created, or the journal mode
+            is unknown.
     """
 
-    def __init__(self, path: str | Path | None = None, *, timeout_s: float = 60.0, journal_mode: Literal["WAL", "DELETE"] = "WAL") -> None:
+    def __init__(self, path: str | Path | None = None, *, timeout_s: float = 60.0, journal_mode: JournalMode | None = None) -> None:
         self.path = Path(path).expanduser() if path else ledger_path()
         if self.path.is_dir():
             raise ConfigError(f"ledger path {self.path} is a directory: pass a file path such as {self.path / 'ledger.sqlite'}")
@@ -174,11 +246,14 @@ class Ledger:
             raise ConfigError(
                 f"cannot create the ledger directory {self.path.parent} ({err}): set {LEDGER_ENV} to a writable path"
             ) from None
+        mode = _journal_mode(self.path, journal_mode)
         self._conn = sqlite3.connect(str(self.path), timeout=timeout_s, isolation_level=None, check_same_thread=False)
         self._conn.row_factory = sqlite3.Row
         self._conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
-        self._conn.execute(f"PRAGMA journal_mode = {journal_mode}")
-        self._conn.execute("PRAGMA synchronous = NORMAL" if journal_mode == "WAL" else "PRAGMA synchronous = FULL")
+        if mode is not None:
+            self._conn.execute(f"PRAGMA journal_mode = {mode}")
+        self.journal_mode: str = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0]).upper()
+        self._conn.execute("PRAGMA synchronous = NORMAL" if self.journal_mode == "WAL" else "PRAGMA synchronous = FULL")
         with self._write() as cur:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 cur.execute(statement)
@@ -465,48 +540,47 @@ class Ledger:
             self.add_artifact(rid, "adapter", adapter["path"], adapter.get("sha256"))
         for label, ev in (manifest.get("eval") or {}).items():
             self.add_eval(rid, label, ev.get("metrics") or {}, ci=ev.get("ci"), num_mazes=ev.get("num_mazes"), path=ev.get("path"))
+        promotion = manifest.get("promotion")
+        if promotion:
+            verdict = "promoted" if promotion.get("promoted") else "not promoted"
+            text = f"adapter {verdict}: {promotion.get('reason')}"
+            if not any(n["text"] == text for n in self.notes(run_id=rid)):
+                self.add_note(text, run_id=rid, kind="finding")
+            if promotion.get("promoted"):
+                self.add_artifact(rid, "promoted_adapter", promotion.get("adapter", "adapter"), promotion.get("adapter_sha256"))
 
     def sync_storage(self, runs_root: str | Path) -> int:
-        """Import every ``<runs_root>/<run_id>/manifest.json`` that is newer than the ledger's row.
+        """Import every run directory under ``runs_root`` that changed since the ledger's row.
+
+        A run with a provenance record (``manifest.json``) is imported from it; a submitted run
+        whose trainer has not started yet (``config.json`` only) is recorded as ``submitted``.
 
         Returns:
             How many runs were (re)imported.
         """
-        count = 0
+        from hyperpod_rl.errors import CheckpointError
+        from hyperpod_rl.runs import RunPaths, read_json, read_provenance
+
         root = Path(runs_root)
         if not root.is_dir():
             return 0
         known = {r["run_id"]: r["updated_at"] for r in self._conn.execute("SELECT run_id, updated_at FROM runs")}
-        for path in sorted(root.glob("*/manifest.json")):
+        count = 0
+        for run_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+            paths = RunPaths(run_dir)
             try:
-                if path.stat().st_mtime <= known.get(path.parent.name, -1.0):
+                newest = max((f.stat().st_mtime for f in (paths.provenance, paths.config) if f.exists()), default=None)
+                if newest is None or newest <= known.get(run_dir.name, -1.0):
                     continue
-                manifest = json.loads(path.read_text())
-            except (OSError, ValueError):
+                manifest = read_provenance(run_dir)
+                config = read_json(paths.config) if manifest is None else None
+            except (OSError, CheckpointError):
                 continue
-            self.import_manifest(manifest, path.parent)
+            if manifest is not None:
+                self.import_manifest(manifest, run_dir)
+            elif isinstance(config, dict):
+                self.record_run(run_dir.name, status="submitted", config=config, run_dir=run_dir)
+            else:
+                continue
             count += 1
         return count
-
-
-def record_manifest(manifest: dict[str, Any], run_dir: str | Path, *, path: str | Path | None = None) -> bool:
-    """Best-effort ledger update from the trainer or an evaluation: never raises.
-
-    Args:
-        manifest: the run's manifest content.
-        run_dir: the run directory.
-        path: ledger file; default :func:`ledger_path` (``$HYPERPOD_RL_LEDGER``).
-
-    Returns:
-        True when recorded; False (with a warning) when the ledger is unavailable, and False
-        silently when ``HYPERPOD_RL_LEDGER=off``.
-    """
-    if path is None and os.environ.get(LEDGER_ENV, "").lower() == "off":
-        return False
-    try:
-        with Ledger(path, timeout_s=10.0) as ledger:
-            ledger.import_manifest(manifest, run_dir)
-        return True
-    except (sqlite3.Error, OSError, ConfigError, KeyError, TypeError) as err:
-        warnings.warn(f"run ledger unavailable ({type(err).__name__}: {err}); the run continues without it", stacklevel=2)
-        return False

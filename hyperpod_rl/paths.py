@@ -12,7 +12,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["data_dir", "run_dir", "storage_root"]
+__all__ = ["RUN_ID_PATTERN", "data_dir", "run_dir", "storage_root"]
+
+#: A run id: lower-case letters, digits and '-', 3-63 characters, starting with a letter or digit.
+#: (It becomes part of Ray submission ids and Kubernetes-style names.)
+RUN_ID_PATTERN = r"^[a-z0-9][a-z0-9-]{2,62}$"
 
 
 def data_dir() -> Path:

@@ -1,15 +1,19 @@
-"""The local quickstart: the whole loop at small scale, each step a public function.
+"""The local quickstart: the whole loop at small scale, as one library function and its steps.
 
-1. :func:`start_local_cluster` — embedded Ray cluster with token auth (reused if running).
-2. :func:`prepare_dataset` — visual maze parquet splits (train / held-out, disjoint layouts).
-3. :func:`prepare_base_model` — the tiny random-init Qwen3-VL (or a local checkpoint).
-4. :func:`hyperpod_rl.eval.evaluate` — the base model on the held-out mazes.
-5. :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run` — detached Ray Job running the
-   reference GRPO backend; :func:`hyperpod_rl.jobs.follow_run` streams its metrics.
-6. :func:`hyperpod_rl.eval.evaluate` — the adapter on the same held-out mazes.
-7. :func:`hyperpod_rl.serve.local.deploy_local` — Ray Serve, then one request.
+:func:`run` is the flow the CLI (``hyperpod-rl quickstart``), notebook 01 and the tests share:
 
-The CLI (``hyperpod-rl quickstart``) and the notebooks call these same functions.
+1. cluster: the embedded local Ray cluster with token auth (reused if running), unless a job
+   client is given;
+2. dataset: :func:`prepare_dataset`, visual maze parquet splits (train / held-out, disjoint);
+3. base_model: :func:`prepare_base_model`, the tiny random-init Qwen3-VL (or a local checkpoint);
+4. eval_base: :func:`hyperpod_rl.eval.evaluate` of the base model on the held-out mazes;
+5. train: :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run`, a detached Ray Job
+   running the reference GRPO backend, followed until it ends;
+6. eval_adapter: the adapter on the same held-out mazes, and the paired comparison;
+7. serve: :func:`hyperpod_rl.serve.local.deploy_local` and one held-out maze asked.
+
+Front-ends watch it through two callbacks: ``on_phase`` gets a :class:`Phase` when a step starts
+and when it ends, ``follow`` follows the training job (a progress bar, a tqdm bar, or nothing).
 """
 
 from __future__ import annotations
@@ -17,54 +21,93 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import DatasetSpec, build_dataset, write_parquet
+from hyperpod_rl.errors import ConfigError, JobError
+from hyperpod_rl.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
+from hyperpod_rl.paths import storage_root
+from hyperpod_rl.runs import RunPaths, run_paths, write_json
+
+if TYPE_CHECKING:
+    from hyperpod_rl.eval import Comparison, EvalResult
 
 __all__ = [
+    "PHASES",
     "DatasetPaths",
+    "Phase",
     "QuickstartOptions",
+    "QuickstartSummary",
     "check_serve_port",
     "default_run_id",
     "make_run_config",
     "prepare_base_model",
     "prepare_dataset",
+    "run",
     "start_local_cluster",
 ]
 
+#: The quickstart's steps, in order, with what a front-end shows while each runs.
+PHASES: dict[str, str] = {
+    "cluster": "starting the local Ray cluster (token auth, dashboard on 127.0.0.1)",
+    "dataset": "generating maze data",
+    "base_model": "preparing the base model",
+    "eval_base": "evaluating the base model on the held-out mazes",
+    "train": "training: detached Ray Job",
+    "eval_adapter": "evaluating the adapter on the same held-out mazes",
+    "serve": "serving the adapter with Ray Serve and asking it one held-out maze",
+}
 
-class QuickstartOptions(BaseModel):
-    """Options of ``hyperpod-rl quickstart`` (defaults: the 10-minute CPU run)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class QuickstartOptions(Model):
+    """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields."""
 
-    run_id: str | None = Field(None, description="run id; default quickstart-<UTC timestamp>")
-    model_path: str | None = Field(None, description="local Qwen3-VL checkpoint directory; default: the embedded tiny model")
+    error_what = "quickstart options"
+
+    run_id: str | None = None
+    """run id; default quickstart-<UTC time>"""
+    model_path: str | None = None
+    """local Qwen3-VL checkpoint directory instead of the embedded tiny model"""
     seed: int = 0
-    min_size: int = Field(3, ge=2, description="smallest maze side, cells")
-    max_size: int = Field(5, ge=2, description="largest maze side, cells")
+    """seed for data, model and training"""
+    min_size: int = Field(3, ge=2)
+    """smallest maze side (cells)"""
+    max_size: int = Field(5, ge=2)
+    """largest maze side (cells)"""
     train_mazes: int = Field(2000, gt=0)
+    """train mazes"""
     heldout_mazes: int = Field(200, gt=0)
-    max_turns: int = Field(6, gt=0, description="turn limit per episode")
-    group_size: int = Field(8, description="GRPO group size (episodes per maze)")
+    """held-out mazes (evaluated before and after)"""
+    max_turns: int = Field(6, gt=0)
+    """turn limit per episode"""
+    group_size: int = 8
+    """episodes per maze (GRPO group size)"""
     mazes_per_step: int = Field(8, gt=0)
+    """mazes per GRPO step"""
     steps: int = Field(200, gt=0)
+    """GRPO steps"""
     lr: float = Field(5e-4, gt=0)
-    advantage: Literal["outcome", "process"] = Field(
-        "process", description="GRPO advantage: per-episode outcome, or per-turn process supervision"
-    )
-    gamma: float = Field(0.5, ge=0, le=1, description="discount over turns for advantage='process'")
+    """AdamW learning rate of the LoRA adapter"""
+    advantage: Literal["outcome", "process"] = "process"
+    """GRPO advantage: 'process' (per-turn, DeepSeekMath §4.1.3) or 'outcome' (per-episode)"""
+    gamma: float = Field(0.5, ge=0, le=1)
+    """discount over turns for advantage='process'"""
     lora_rank: int = Field(16, gt=0)
+    """LoRA rank of the adapter"""
     serve: bool = True
+    """serve the adapter with Ray Serve and ask it one maze"""
     serve_port: int = Field(8000, gt=0, lt=65536)
+    """Ray Serve HTTP port on 127.0.0.1"""
+    dashboard_port: int | None = Field(None, gt=0, lt=65536)
+    """local dashboard / job API port (default 8265 or a free one)"""
 
     @field_validator("group_size")
     @classmethod
@@ -73,23 +116,18 @@ class QuickstartOptions(BaseModel):
             raise ValueError(f"group_size must be >= 2 (GRPO compares samples within a group), got {v}")
         return v
 
-    @classmethod
-    def build(cls, **values: Any) -> QuickstartOptions:
-        """Validate, raising :class:`ConfigError` with one line per bad option."""
-        try:
-            opts = cls.model_validate(values)
-        except ValidationError as err:
-            lines = [
-                f"--{'-'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg'].removeprefix('Value error, ')}" for e in err.errors()
-            ]
-            raise ConfigError("invalid quickstart options:\n  " + "\n  ".join(lines)) from None
-        if opts.min_size > opts.max_size:
-            raise ConfigError(f"--min-size ({opts.min_size}) is larger than --max-size ({opts.max_size})")
-        if opts.model_path is not None and not Path(opts.model_path).expanduser().is_dir():
-            raise ConfigError(
-                f"--model-path {opts.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
+    @model_validator(mode="after")
+    def _cross_field(self) -> QuickstartOptions:
+        problems = []
+        if self.min_size > self.max_size:
+            problems.append(f"min_size ({self.min_size}) is larger than max_size ({self.max_size})")
+        if self.model_path is not None and not Path(self.model_path).expanduser().is_dir():
+            problems.append(
+                f"model_path {self.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
             )
-        return opts
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
 
 
 @dataclass(frozen=True)
@@ -131,23 +169,20 @@ def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
     splits = build_dataset(spec)
     root.mkdir(parents=True, exist_ok=True)
     hashes = {name: write_parquet(splits[name], root / f"{name}.parquet") for name in ("train", "heldout")}
-    meta.write_text(json.dumps({"hashes": hashes, "spec": json.loads(spec_json)}))
+    meta.write_text(json.dumps({"hashes": hashes, "spec": json.loads(spec_json)}, sort_keys=True))
     return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=hashes, spec=json.loads(spec_json))
 
 
-def _tokenizer_corpus(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:
     """Texts the env shows the model (prompts and turn feedback), to train the tiny BPE on."""
-    import skyrl_gym
+    from hyperpod_rl.maze import make_env
 
-    from hyperpod_rl.maze import ENV_CLASS, register_env
-
-    register_env()
     texts: list[str] = []
     for row in rows[:20]:
         for msg in row["prompt"]:
             content = msg["content"]
             texts.extend([content] if isinstance(content, str) else [p["text"] for p in content if p.get("type") == "text"])
-        env = skyrl_gym.make(ENV_CLASS, env_config={}, extras=dict(row))
+        env = make_env(row)
         env.init(list(row["prompt"]))
         for answer in ("<answer>up</answer>", "<answer>down</answer>", "<answer>left</answer>", "<answer>right</answer>", "no"):
             out = env.step(answer)
@@ -157,7 +192,7 @@ def _tokenizer_corpus(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(sorted(set(texts)))
 
 
-def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[dict[str, Any]]) -> tuple[Path, str]:
+def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRow]) -> tuple[Path, str]:
     """The base model directory and its revision (content hash).
 
     With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (tokenizer trained on
@@ -211,3 +246,209 @@ def check_serve_port(port: int) -> None:
 def default_run_id() -> str:
     """``quickstart-YYYYMMDD-HHMMSS`` (UTC)."""
     return "quickstart-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A quickstart step starting (``done=False``) or ending (``done=True``).
+
+    Attributes:
+        name: a key of :data:`PHASES`.
+        done: the step has ended.
+        message: what happened, when it ended (e.g. the cluster's dashboard address).
+        seconds: wall time of the step in seconds, when it ended.
+    """
+
+    name: str
+    done: bool
+    message: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class QuickstartSummary:
+    """What one quickstart produced.
+
+    Attributes:
+        run_id, run_dir, submission_id: the run and its Ray Job.
+        wall_s: seconds per phase (keys of :data:`PHASES`) and ``total``.
+        heldout_mazes: held-out mazes evaluated.
+        base, adapter: the two evaluations (same mazes).
+        comparison: the paired comparison with the promotion decision.
+        served_answer: ``{"endpoint", "model", "answer", "latency_ms"}``, or ``None`` without serving.
+        dashboard_url: the local Ray dashboard (``None`` with a caller's job client).
+    """
+
+    run_id: str
+    run_dir: Path
+    submission_id: str
+    wall_s: dict[str, float]
+    heldout_mazes: int
+    base: EvalResult
+    adapter: EvalResult
+    comparison: Comparison
+    served_answer: dict[str, Any] | None = None
+    dashboard_url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form written to ``<run dir>/quickstart.json`` (figures, not per-maze records)."""
+        return {
+            "run_id": self.run_id,
+            "run_dir": str(self.run_dir),
+            "submission_id": self.submission_id,
+            "wall_s": self.wall_s,
+            "heldout_mazes": self.heldout_mazes,
+            "base": self.base.metrics,
+            "adapter": self.adapter.metrics,
+            "comparison": self.comparison.to_json(),
+            "served_answer": self.served_answer,
+        }
+
+
+Follow = Callable[[Any, str, int], str]
+
+
+def follow_quietly(client: Any, submission_id: str, total_steps: int) -> str:
+    """Follow a job without output until it ends; return its final Ray status."""
+    from hyperpod_rl.jobs import follow_run
+
+    status = "PENDING"
+    for update in follow_run(client, submission_id):
+        status = update.status
+    return status
+
+
+def run(
+    opts: QuickstartOptions,
+    *,
+    client: Any = None,
+    storage: Path | None = None,
+    on_phase: Callable[[Phase], None] | None = None,
+    follow: Follow | None = None,
+) -> QuickstartSummary:
+    """Run the whole quickstart loop (module docstring) and return what it produced.
+
+    Args:
+        opts: the options.
+        client: a ``JobSubmissionClient`` of the cluster to train on; default: the embedded
+            local cluster, started (or reused) here.
+        storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
+        on_phase: called with a :class:`Phase` when each step starts and ends.
+        follow: ``follow(client, submission_id, total_steps) -> final status``, called while the
+            job trains (default: :func:`follow_quietly`). Raising ``KeyboardInterrupt`` in it
+            detaches: the job keeps running.
+
+    Returns:
+        The :class:`QuickstartSummary`, also written to ``<run dir>/quickstart.json``.
+
+    Raises:
+        ConfigError: the run id exists already, or the serve port is taken.
+        ClusterError: the local cluster could not start.
+        JobError: the training job did not succeed (the message says how to read its log).
+        ServeError: serving failed its checks or did not answer.
+    """
+    from hyperpod_rl.eval import compare, evaluate
+    from hyperpod_rl.jobs import submit_run
+
+    notify = on_phase or (lambda _phase: None)
+    storage = storage or storage_root()
+    rid = opts.run_id or default_run_id()
+    paths = run_paths(rid, storage=storage)
+    if paths.submissions.exists() or paths.config.exists():
+        raise ConfigError(f"run {rid!r} already exists at {paths.root}: pick another run id (or omit it)")
+    if opts.serve:
+        check_serve_port(opts.serve_port)
+    timings: dict[str, float] = {}
+    t_total = time.perf_counter()
+
+    def step(name: str, work: Callable[[], Any], message: Callable[[Any], str]) -> Any:
+        notify(Phase(name, done=False))
+        start = time.perf_counter()
+        out = work()
+        timings[name] = round(time.perf_counter() - start, 2)
+        notify(Phase(name, done=True, message=message(out), seconds=timings[name]))
+        return out
+
+    dashboard_url = None
+    if client is None:
+        cluster = step(
+            "cluster",
+            lambda: start_local_cluster(dashboard_port=opts.dashboard_port),
+            lambda c: (
+                f"local Ray cluster at {c.dashboard_url}" + (" (a stale cluster was found and restarted)" if c.restarted_stale else "")
+            ),
+        )
+        client, dashboard_url = cluster.job_client(), cluster.dashboard_url
+    data = step("dataset", lambda: prepare_dataset(opts, storage), lambda d: f"mazes written under {d.train.parent}")
+    train_rows, heldout_rows = list(read_rows(data.train)), list(read_rows(data.heldout))
+    model_dir, revision = step(
+        "base_model", lambda: prepare_base_model(opts, storage, train_rows), lambda out: f"base model {out[0].name} (revision {out[1]})"
+    )
+    base = step(
+        "eval_base",
+        lambda: evaluate(model_dir, heldout_rows, label="base"),
+        lambda r: f"base model: optimal-move rate {r.metrics['optimal_move_rate']:.3f}, solve rate {r.metrics['solve_rate']:.3f}",
+    )
+    _record_evals(paths, base=base)  # before the job starts: its trainer then skips its own base benchmark
+    config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data)
+    handle = submit_run(client, config, paths.root)
+
+    def train() -> str:
+        return (follow or follow_quietly)(client, handle.submission_id, config.trainer.steps)
+
+    status = step("train", train, lambda st: f"job {handle.submission_id} ended {st}")
+    if status != "SUCCEEDED":
+        raise JobError(f"training job {handle.submission_id} ended {status}; its log: hyperpod-rl job logs {rid}")
+
+    def eval_adapter() -> tuple[EvalResult, Comparison]:
+        tuned = evaluate(model_dir, heldout_rows, adapter_path=paths.adapter, label="adapter")
+        return tuned, compare(base, tuned)
+
+    tuned, comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
+    _record_evals(paths, adapter=tuned, comparison=comparison)
+    answer = None
+    if opts.serve:
+        answer = step("serve", lambda: _serve_and_ask(client, model_dir, paths, heldout_rows[0], port=opts.serve_port), _served_message)
+    timings["total"] = round(time.perf_counter() - t_total, 2)
+    summary = QuickstartSummary(
+        run_id=rid,
+        run_dir=paths.root,
+        submission_id=handle.submission_id,
+        wall_s=timings,
+        heldout_mazes=len(heldout_rows),
+        base=base,
+        adapter=tuned,
+        comparison=comparison,
+        served_answer=answer,
+        dashboard_url=dashboard_url,
+    )
+    write_json(paths.quickstart, summary.to_json())
+    return summary
+
+
+def _record_evals(paths: RunPaths, **results: Any) -> None:
+    from hyperpod_rl.runs import record_eval
+
+    for name, result in results.items():
+        record_eval(paths, name, result.to_json())
+
+
+def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int) -> dict[str, Any]:
+    from hyperpod_rl.serve.client import chat, maze_request
+    from hyperpod_rl.serve.local import deploy_local
+
+    url = deploy_local(client, model_dir, {"maze": paths.adapter}, port=port)
+    answer, latency = chat(url, maze_request(row, model="maze"))
+    return {
+        "endpoint": url,
+        "model": "maze",
+        "answer": answer,
+        "latency_ms": round(latency * 1000, 1),
+        "maze_size": [row["rows"], row["cols"]],
+    }
+
+
+def _served_message(answer: dict[str, Any]) -> str:
+    rows, cols = answer["maze_size"]
+    return f"served at {answer['endpoint']}/v1/chat/completions · held-out maze {rows}x{cols} → {answer['answer']!r} ({answer['latency_ms']:.0f} ms)"

@@ -39,6 +39,21 @@ EXPECTED = [
     "stop_run",
     "studio",
     "submit_run",
+    "ClusterPanel",
+    "MetricsPanel",
+    "QuickstartSummary",
+    "RunPanel",
+    "RunSummary",
+    "ServePanel",
+    "latest_job",
+    "load_policy",
+    "overview",
+    "promote_run",
+    "read_config",
+    "record_eval",
+    "reproduce_run",
+    "serve_run",
+    "evaluate_run",
 ]
 
 
@@ -52,3 +67,7 @@ def test_import_is_cheap():
     code = "import sys, hyperpod_rl; print(any(m in sys.modules for m in ('torch', 'ray', 'kubernetes')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_quickstart_flow_is_reachable_as_a_submodule():
+    assert callable(hyperpod_rl.quickstart.run)

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from hyperpod_rl.cluster.local import LocalCluster, start_local_cluster
-from hyperpod_rl.errors import ClusterError, JobError
+from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import follow_run, latest_submission, list_runs, stop_run, submit_run
 from hyperpod_rl.quickstart import make_run_config
 
@@ -123,11 +123,6 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
     assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
 
 
-def test_cluster_error_names_the_fix():
-    err = ClusterError("dashboard port 1 is already in use: pass another --dashboard-port")
-    assert "--dashboard-port" in str(err)
-
-
 def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):
     """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so."""
     with socket.socket() as sock:
@@ -173,14 +168,18 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
+        # A shell that runs the tests in the background ignores SIGINT, and a child would inherit
+        # that: give the follower the default disposition a user's terminal gives it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        for update in follow_run(client, handle.submission_id, poll_s=0.5):
-            if update.records:
-                break
-        time.sleep(2)
+        first = ""
+        while not first.startswith("train "):  # the follower is following: it printed step 1
+            first = follower.stdout.readline()
+            assert first, "the follower ended before following"
         follower.send_signal(signal.SIGINT)
         out, _ = follower.communicate(timeout=60)
+        out = first + out
     finally:
         follower.kill()
     assert follower.returncode == 130, out
@@ -188,3 +187,108 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     assert client.get_job_status(handle.submission_id).value == "RUNNING"
     assert local_cluster.state.token not in out
     stop_run(client, handle.submission_id)
+
+
+def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
+    """Field report (issue 14, item 16): a cluster started while another was starting failed at
+    `ray start`. Two notebooks on one Studio space do exactly this."""
+    homes = [tmp_path / "a", tmp_path / "b"]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hyperpod_rl.cli", "local", "start"],
+            env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for home in homes
+    ]
+    try:
+        outputs = [p.communicate(timeout=600)[0] for p in procs]
+        assert [p.returncode for p in procs] == [0, 0], outputs
+        states = [json.loads((home / "local-cluster.json").read_text()) for home in homes]
+        assert states[0]["dashboard_url"] != states[1]["dashboard_url"]
+        assert states[0]["gcs_address"] != states[1]["gcs_address"]
+        for state in states:
+            headers = {"Authorization": f"Bearer {state['token']}"}
+            assert requests.get(f"{state['dashboard_url']}/api/jobs/", headers=headers, timeout=30).status_code == 200
+    finally:
+        for home in homes:
+            subprocess.run(
+                [sys.executable, "-m", "hyperpod_rl.cli", "local", "stop"],
+                env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
+                capture_output=True,
+                timeout=300,
+            )
+
+
+def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cluster, tiny_setup, tmp_path):
+    """Field report (issue 14, item 7): two submits of one run at the same moment gave a raw
+    FileNotFoundError or a Ray traceback, and the refused caller's config overwrote config.json."""
+    import threading
+
+    client = local_cluster.job_client()
+    run_dir = tmp_path / "race-run"
+    configs = {steps: _config(tiny_setup, "race-run", steps) for steps in (40, 41)}
+    results: dict[int, object] = {}
+    barrier = threading.Barrier(2)
+
+    def submit(steps: int) -> None:
+        barrier.wait()
+        try:
+            results[steps] = submit_run(client, configs[steps], run_dir)
+        except Exception as err:  # noqa: BLE001 - the test inspects what each caller got
+            results[steps] = err
+
+    threads = [threading.Thread(target=submit, args=(s,)) for s in configs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    try:
+        handles = {s: r for s, r in results.items() if not isinstance(r, Exception)}
+        errors = {s: r for s, r in results.items() if isinstance(r, Exception)}
+        assert len(handles) == 1 and len(errors) == 1, results
+        (won, handle), err = next(iter(handles.items())), next(iter(errors.values()))
+        assert isinstance(err, JobError), repr(err)
+        assert f"already running as {handle.submission_id}" in str(err)
+        on_disk = json.loads((run_dir / "config.json").read_text())
+        assert on_disk["trainer"]["steps"] == won  # the refused caller changed nothing
+        assert json.loads((run_dir / "submissions.json").read_text()) == [handle.submission_id]
+        jobs = [j for j in list_runs(client) if j["run_id"] == "race-run"]
+        assert len(jobs) == 1
+    finally:
+        for r in results.values():
+            if not isinstance(r, Exception):
+                stop_run(client, r.submission_id)
+
+
+def test_submission_ids_never_dead_end_when_the_record_is_lost(local_cluster, tiny_setup, tmp_path):
+    """Field report (issue 14, item 7): with hprl-<run>-1 on the cluster but no submissions.json
+    (another storage root, a wiped run directory), every resubmit failed with Ray's "already exists"."""
+    from hyperpod_rl.jobs import latest_job
+
+    client = local_cluster.job_client()
+    first_dir, second_dir = tmp_path / "first" / "lost-run", tmp_path / "second" / "lost-run"
+    cfg = _config(tiny_setup, "lost-run", 60)
+    first = submit_run(client, cfg, first_dir)
+    try:
+        # Another storage root (or a wiped run directory) does not know the running job: the
+        # cluster's job metadata does.
+        assert latest_job(client, "lost-run", second_dir).submission_id == first.submission_id
+        with pytest.raises(JobError, match=f"already running as {first.submission_id}"):
+            submit_run(client, cfg, second_dir)
+        stop_run(client, first.submission_id)
+        deadline = time.monotonic() + 120
+        while latest_job(client, "lost-run", second_dir).alive and time.monotonic() < deadline:
+            time.sleep(1)
+        again = submit_run(client, _config(tiny_setup, "lost-run", 2), second_dir)
+        assert again.submission_id == "hprl-lost-run-2"  # the next free id, not a dead end
+        assert json.loads((second_dir / "submissions.json").read_text()) == ["hprl-lost-run-2"]
+        stop_run(client, again.submission_id)
+    finally:
+        for sid in ("hprl-lost-run-1", "hprl-lost-run-2"):
+            try:
+                stop_run(client, sid)
+            except JobError:
+                pass

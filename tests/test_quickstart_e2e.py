@@ -101,8 +101,8 @@ def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
     for args, message in [
         (("--group-size", "0"), "group_size must be >= 2"),
         (("--model-path", str(tmp_path / "nope")), "is not a directory"),
-        (("--min-size", "6", "--max-size", "4"), "--min-size (6) is larger than --max-size (4)"),
-        (("--steps", "0"), "--steps"),
+        (("--min-size", "6", "--max-size", "4"), "min_size (6) is larger than max_size (4)"),
+        (("--steps", "0"), "steps: Input should be greater than 0 (got 0)"),
         (("--serve-port", str(busy_port)), f"--serve-port {busy_port} is in use by another program"),
     ]:
         proc = _cli("quickstart", "--run-id", "bad-input", *args, timeout=120)

@@ -1,62 +1,193 @@
-"""Fit the planner's memory CALIBRATION factors to the measured peaks (least squares on relative error).
+"""Fit the planner's calibration factors to the H200 runs in ``FIT_FILES``; hold the rest out.
 
-The memory model is linear in its factors, so each factor's feature is the change in
-predicted bytes when that factor alone goes from 0 to 1. Prints the fit and the
-per-variant errors; the chosen values are then written into hyperpod_rl/plan/memory.py
-by hand (rounded), so the planner stays a plain module.
+Memory (``hyperpod_rl.plan.memory.CALIBRATION``): the model is linear in its factors, so each
+factor's feature is the change in predicted peak GiB when that factor alone goes from 0 to 1;
+least squares on the relative error over every variant of every fitted record. Three factors are
+held at their counted values (``HELD``).
 
-    python -m benchmarks.gpu.calibrate benchmarks/results/h200_1gpu.json benchmarks/results/h200_2gpu_fsdp.json
+Step time (``hyperpod_rl.plan.throughput``): measured seconds per micro batch =
+executed FLOPs / (dense bf16 rate x efficiency[adapter dtype]) + fixed[plain | FSDP2]
++ exposed x FSDP2 communication seconds. Linear in (1/efficiency_bf16, 1/efficiency_fp32,
+fixed_plain, fixed_fsdp, exposed); least squares on the relative error.
+
+The runs in ``HELD_OUT_FILES`` are never fitted on: ``tests/plan`` checks the planner's accuracy on
+them only, and docs/planner.md reports their error separately. The planner's constants are the
+rounded fit (``ROUNDING``), copied into ``hyperpod_rl/plan/memory.py`` and ``throughput.py`` by hand
+so the planner stays a plain module; ``tests/plan`` checks that they equal the committed fit.
+
+    python -m benchmarks.gpu.calibrate      # writes benchmarks/results/planner_calibration.json
 """
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from benchmarks._record import RESULTS_DIR, Recording
 from hyperpod_rl.plan import memory
+from hyperpod_rl.plan import throughput as tp
 from hyperpod_rl.plan.benchmark import bench_plan_input, load_records
+from hyperpod_rl.plan.inputs import PlanInput
+
+#: Runs the calibration is fitted on: the single-GPU suite and the first 2-GPU FSDP2 run.
+FIT_FILES = ("h200_1gpu.json", "h200_2gpu_fsdp.json")
+#: Runs never fitted on: FSDP2 at world size 1 (torchrun) and the 2-GPU rerun on a second machine.
+HELD_OUT_FILES = ("h200_1gpu_fsdp.json", "h200_2gpu_fsdp_run2.json")
+#: Memory factors held at their counted values.
+HELD = {"ckpt_layers_live": 1.0, "fsdp_layers_gathered": 2.0, "chunk_logit_bytes": 8.0}
+#: Decimal places of each constant as the planner carries it.
+ROUNDING = {
+    "activation_scale": 2,
+    "naive_logit_bytes": 1,
+    "overhead_gib": 1,
+    "efficiency_bf16": 2,
+    "efficiency_fp32": 2,
+    "fixed_plain_s": 3,
+    "fixed_fsdp_s": 3,
+    "comm_exposed": 2,
+}
 
 
-def rows(paths: list[Path]) -> list[tuple[str, object, float]]:
+def points(files: tuple[str, ...], results: Path = RESULTS_DIR) -> list[dict[str, Any]]:
+    """Every measured variant of every record in ``files``: name, PlanInput, peak GiB, seconds per micro batch."""
     out = []
-    for p in paths:
-        for rec in load_records(p):
+    for name in files:
+        for rec in load_records(results / name):
             for variant, res in rec["variants"].items():
-                if res.get("status") == "ok":
-                    out.append(
-                        (
-                            f"{rec['gpus']}gpu {rec['config']['name']} {variant}",
-                            bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant),
-                            res["peak_gib"],
-                        )
-                    )
+                if res.get("status") != "ok":
+                    continue
+                inp = bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant)
+                out.append(
+                    {
+                        "file": name,
+                        "config": rec["config"]["name"],
+                        "gpus": rec["gpus"],
+                        "variant": variant,
+                        "input": inp,
+                        "peak_gib": res["peak_gib"],
+                        "step_s": inp.micro_train_batch_size_per_gpu * inp.seq_len / res["tokens_per_s"],
+                    }
+                )
     return out
 
 
-def main() -> None:
-    fixed = {k: float(v) for k, v in (a.removeprefix("--fix=").split("=") for a in sys.argv[1:] if a.startswith("--fix="))}
-    data = rows([Path(a) for a in sys.argv[1:] if not a.startswith("--")])
-    keys = [k for k in memory.CALIBRATION if k not in fixed]
+def fit_memory(data: list[dict[str, Any]]) -> dict[str, float]:
+    """Least-squares memory factors (relative error), the ``HELD`` ones fixed."""
+    keys = [k for k in memory.CALIBRATION if k not in HELD]
     saved = dict(memory.CALIBRATION)
-    zero = {k: 0.0 for k in keys} | fixed
-    memory.CALIBRATION.update(zero)
-    base = np.array([memory.policy_update_memory(inp).peak_gib for _, inp, _ in data])
-    feats = []
-    for k in keys:
-        memory.CALIBRATION.update(zero | {k: 1.0})
-        feats.append([memory.policy_update_memory(inp).peak_gib for _, inp, _ in data])
+    try:
+        zero = {k: 0.0 for k in keys} | HELD
+        memory.CALIBRATION.update(zero)
+        base = np.array([memory.policy_update_memory(p["input"]).peak_gib for p in data])
+        feats = []
+        for k in keys:
+            memory.CALIBRATION.update(zero | {k: 1.0})
+            feats.append([memory.policy_update_memory(p["input"]).peak_gib for p in data])
+    finally:
+        memory.CALIBRATION.clear()
+        memory.CALIBRATION.update(saved)
     a = np.array(feats).T - base[:, None]
-    y = np.array([m for _, _, m in data])
+    y = np.array([p["peak_gib"] for p in data])
     coef, *_ = np.linalg.lstsq(a / y[:, None], (y - base) / y, rcond=None)
-    memory.CALIBRATION.update(saved)
-    print(f"max |error| of the fit: {np.max(np.abs(base + a @ coef - y) / y):.1%}")
-    print("fit:", dict(zip(keys, np.round(coef, 3).tolist(), strict=True)), "fixed:", fixed)
-    pred_fit = base + a @ coef
-    pred_now = np.array([memory.policy_update_memory(inp).peak_gib for _, inp, _ in data])
-    for (name, _, m), pf, pn in zip(data, pred_fit, pred_now, strict=True):
-        print(f"{name:45s} measured {m:6.2f}  fit {pf:6.2f} ({pf / m - 1:+.1%})  current {pn:6.2f} ({pn / m - 1:+.1%})")
+    return dict(zip(keys, coef.tolist(), strict=True))
+
+
+def _step_features(inp: PlanInput) -> list[float]:
+    compute = inp.micro_train_batch_size_per_gpu * tp._executed_flops(inp) / inp.gpu_spec().bf16_flops
+    bf16 = inp.adapter_compute_dtype == "bf16"
+    return [compute if bf16 else 0.0, 0.0 if bf16 else compute, 0.0 if inp.fsdp else 1.0, 1.0 if inp.fsdp else 0.0, tp.comm_seconds(inp)]
+
+
+def fit_step_time(data: list[dict[str, Any]]) -> dict[str, float]:
+    """Least-squares efficiencies, fixed costs and exposed-communication share (relative error)."""
+    a = np.array([_step_features(p["input"]) for p in data])
+    y = np.array([p["step_s"] for p in data])
+    coef, *_ = np.linalg.lstsq(a / y[:, None], np.ones_like(y), rcond=None)
+    return {
+        "efficiency_bf16": 1.0 / coef[0],
+        "efficiency_fp32": 1.0 / coef[1],
+        "fixed_plain_s": coef[2],
+        "fixed_fsdp_s": coef[3],
+        "comm_exposed": coef[4],
+    }
+
+
+def planner_constants() -> dict[str, float]:
+    """The constants the planner carries now, under the names of :data:`ROUNDING`."""
+    return {
+        "activation_scale": memory.CALIBRATION["activation_scale"],
+        "naive_logit_bytes": memory.CALIBRATION["naive_logit_bytes"],
+        "overhead_gib": memory.CALIBRATION["overhead_gib"],
+        "efficiency_bf16": tp.TRAIN_EFFICIENCY["bf16"],
+        "efficiency_fp32": tp.TRAIN_EFFICIENCY["fp32"],
+        "fixed_plain_s": tp.FIXED_STEP_S["plain"],
+        "fixed_fsdp_s": tp.FIXED_STEP_S["fsdp"],
+        "comm_exposed": tp.COMM["exposed"],
+    }
+
+
+@contextmanager
+def constants(values: dict[str, float]) -> Iterator[None]:
+    """Run the planner with ``values`` (names of :data:`ROUNDING`) in place of its constants."""
+    saved = (dict(memory.CALIBRATION), dict(tp.TRAIN_EFFICIENCY), dict(tp.FIXED_STEP_S), dict(tp.COMM))
+    memory.CALIBRATION.update({k: values[k] for k in ("activation_scale", "naive_logit_bytes", "overhead_gib")})
+    tp.TRAIN_EFFICIENCY.update(bf16=values["efficiency_bf16"], fp32=values["efficiency_fp32"])
+    tp.FIXED_STEP_S.update(plain=values["fixed_plain_s"], fsdp=values["fixed_fsdp_s"])
+    tp.COMM.update(exposed=values["comm_exposed"])
+    try:
+        yield
+    finally:
+        for target, old in zip((memory.CALIBRATION, tp.TRAIN_EFFICIENCY, tp.FIXED_STEP_S, tp.COMM), saved, strict=True):
+            target.clear()
+            target.update(old)
+
+
+def _errors(data: list[dict[str, Any]]) -> dict[str, float]:
+    """Max and mean |relative error| of the planner (as it is configured now) on ``data``."""
+    mem = [memory.policy_update_memory(p["input"]).peak_gib / p["peak_gib"] - 1 for p in data]
+    step = [
+        (tp.train_seconds_per_micro_batch(p["input"]) + tp.COMM["exposed"] * tp.comm_seconds(p["input"])) / p["step_s"] - 1 for p in data
+    ]
+    # tokens/s error = 1 / (1 + step error) - 1
+    tps = [1 / (1 + e) - 1 for e in step]
+    return {
+        "points": len(data),
+        "peak_max_abs_err": round(max(abs(e) for e in mem), 4),
+        "peak_mean_abs_err": round(float(np.mean(np.abs(mem))), 4),
+        "tokens_per_s_max_abs_err": round(max(abs(e) for e in tps), 4),
+        "tokens_per_s_mean_abs_err": round(float(np.mean(np.abs(tps))), 4),
+    }
+
+
+def main() -> None:
+    with Recording("planner_calibration", params={"fit_files": FIT_FILES, "held_out_files": HELD_OUT_FILES, "held": HELD}) as rec:
+        fit_data = points(FIT_FILES)
+        fitted = fit_memory(fit_data) | fit_step_time(fit_data)
+        rounded = {k: round(v, ROUNDING[k]) for k, v in fitted.items()}
+        current = planner_constants()
+        for key, value in fitted.items():
+            flag = "" if current[key] == rounded[key] else f"   <-- planner has {current[key]}: copy {rounded[key]} into hyperpod_rl/plan"
+            print(f"{key:20s} fit {value:9.4f}  rounded {rounded[key]:<8}{flag}")
+        with constants(rounded):
+            errors = {"fit": _errors(fit_data), "held_out": _errors(points(HELD_OUT_FILES))}
+        for split, e in errors.items():
+            print(
+                f"{split:8s} {e['points']:3d} points: peak |error| max {e['peak_max_abs_err']:.1%} mean {e['peak_mean_abs_err']:.1%}; "
+                f"tokens/s |error| max {e['tokens_per_s_max_abs_err']:.1%} mean {e['tokens_per_s_mean_abs_err']:.1%} (rounded fit)"
+            )
+        rec.results = {
+            "fit_files": list(FIT_FILES),
+            "held_out_files": list(HELD_OUT_FILES),
+            "fit_points": len(fit_data),
+            "held": HELD,
+            "fitted": {k: round(v, 6) for k, v in fitted.items()},
+            "planner_values": rounded,
+            "errors_with_planner_values": errors,
+        }
 
 
 if __name__ == "__main__":

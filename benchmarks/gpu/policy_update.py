@@ -17,8 +17,10 @@ batch (weak scaling) and fixed global batch (strong scaling), with the share of 
 step spent in NCCL all-gather / reduce-scatter kernels from ``torch.profiler``.
 
 Each step is forward + backward + AdamW step on the adapters. Peak is
-``torch.cuda.max_memory_allocated`` over the measured steps. Results are a JSON
-list; the planner's prediction for each config is stored beside the measurement.
+``torch.cuda.max_memory_allocated`` over the measured steps. The result file (``--out``) is the
+envelope of :mod:`benchmarks._record` (git commit, packages, machine, date) whose ``results`` is
+the list of records. Measurements only: the planner's predictions for them are written by
+``python -m benchmarks.gpu.repredict`` to their own file.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from benchmarks._record import Recording
 from benchmarks.gpu.workload import BenchConfig, PolicyLogprobs, build_policy, make_batch
-from hyperpod_rl.plan import PlanInput, model_shape, plan, train_flops_per_sample
+from hyperpod_rl.plan import PlanInput, model_shape, train_flops_per_sample
 
 GIB = 2**30
 H200_BF16_DENSE_FLOPS = 989.4e12  # NVIDIA H200 SXM datasheet, dense bf16 tensor core
@@ -199,11 +202,6 @@ TUNE_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _predict(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> float | None:
-    inp = plan_input(cfg, gpus=gpus, fsdp=fsdp, logprob=logprob, adapter_dtype=adapter_dtype)
-    return plan(inp).memory.peak_gib
-
-
 def plan_input(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> PlanInput:
     """The planner's view of one benchmark config."""
     return PlanInput(
@@ -253,13 +251,6 @@ def _record(
     for key in ("comm_share", "allgather_s", "reducescatter_s", "profiled_step_s"):
         if key in imp:
             rec[key] = imp[key]
-    try:
-        rec["predicted_peak_gib_at_run"] = _predict(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16")
-        rec["predicted_baseline_peak_gib_at_run"] = _predict(
-            cfg, gpus=gpus, fsdp=base != "naive", logprob="naive", adapter_dtype="fp32" if base == "naive" else "bf16"
-        )
-    except Exception as exc:  # noqa: BLE001  the measurement must survive a planner bug; repredict.py fills these later
-        rec["predict_error"] = repr(exc)
     return rec
 
 
@@ -268,7 +259,7 @@ def check_logprobs(root: PolicyLogprobs, cfg: BenchConfig, *, device: torch.devi
 
     LoRA B is set to small random values first so the adapters change the output.
     """
-    from hyperpod_rl.train.logprobs import naive_response_logprobs, response_logprobs
+    from hyperpod_rl.model.logprobs import naive_response_logprobs, response_logprobs
 
     _set_checkpointing(root, cfg.gradient_checkpointing)
     with torch.no_grad():
@@ -307,7 +298,8 @@ def check_logprobs(root: PolicyLogprobs, cfg: BenchConfig, *, device: torch.devi
     }
 
 
-def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None = None) -> None:
+def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None) -> list[dict[str, Any]]:
+    """Run one suite; every rank measures, the records are rank 0's."""
     distributed = "RANK" in os.environ
     if distributed:
         backend = "nccl" if torch.cuda.is_available() else "gloo"
@@ -381,12 +373,9 @@ def run(suite: str, *, steps: int, out: Path, tiny: bool, only: list[str] | None
                 res[path] = measure(root, cfg, path, device=device, steps=steps, profile=path == "improved", vocab=vocab)
                 log(cfg.name, path, _short(res[path]))
             records.append(_record(cfg, gpus=world, device_name=device_name, res=res, base="fsdp_naive", impl="improved", scaling=kind))
-    if rank == 0:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(records, indent=1))
-        log(f"wrote {len(records)} records to {out}")
     if distributed:
         dist.destroy_process_group()
+    return records
 
 
 def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device, **options: Any) -> None:
@@ -418,7 +407,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write (rank 0)")
     ap.add_argument("--tiny", action="store_true", help="tiny model on CPU/GPU: a smoke test of the harness itself")
     args = ap.parse_args()
-    run(args.suite, steps=args.steps, out=args.out, tiny=args.tiny, only=args.only)
+    kwargs = {"steps": args.steps, "tiny": args.tiny, "only": args.only}
+    if int(os.environ.get("RANK", "0")) != 0:
+        run(args.suite, **kwargs)
+        return
+    params = {"suite": args.suite, **kwargs, "world_size": int(os.environ.get("WORLD_SIZE", "1"))}
+    with Recording(args.out.stem, params=params, path=args.out) as rec:
+        rec.results = run(args.suite, **kwargs)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Builds a random-weight ``Qwen3VLForConditionalGeneration`` from a
 :class:`hyperpod_rl.plan.ModelShape` (bf16, sdpa attention), puts peft LoRA
 on every language-model linear (the vision tower stays frozen and adapter-free,
-as REFERENCE.md advises), and makes batches with the real input layout:
+as docs/references.md §1 advises), and makes batches with the real input layout:
 
 ``[text | <|vision_start|> <|image_pad|> x n <|vision_end|> | text | response]``
 
@@ -19,8 +19,8 @@ from typing import Literal
 
 import torch
 
+from hyperpod_rl.model.logprobs import naive_response_logprobs, response_logprobs
 from hyperpod_rl.plan import ModelShape, image_patches
-from hyperpod_rl.train.logprobs import naive_response_logprobs, response_logprobs
 
 IMAGE_TOKEN_ID = 151655  # Qwen3-VL config.json image_token_id
 VISION_START_ID = 151652  # vision_start_token_id

@@ -7,25 +7,18 @@ notebook API uses. Secrets (tokens, cookies) are never printed.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 import yaml
 
-from hyperpod_rl.cluster.access import (
-    HyperPodDashboard,
-    PortForwardDashboard,
-    eks_api_client,
-    read_ray_token,
-)
-from hyperpod_rl.cluster.kube import (
-    ClusterReport,
-    RayClusterClient,
-    http_probe,
-    load_api_client,
-)
-from hyperpod_rl.cluster.manifest import validate_manifest
+from hyperpod_rl.cluster.access import HyperPodDashboard, eks_api_client
+from hyperpod_rl.cluster.crd import DEFAULT_KUBERAY, KUBERAY_VERSIONS
+from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, load_api_client
+from hyperpod_rl.cluster.probe import PROBE_CHOICES, dashboard_probe
+from hyperpod_rl.cluster.rules import check_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec
 from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError
 
@@ -56,17 +49,46 @@ def _fail(exc: HyperpodRLError) -> typer.Exit:
 
 
 def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None, name: str | None, namespace: str | None) -> ClusterSpec:
+    if from_manifest is not None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FutureWarning)
+            spec = ClusterSpec.from_manifest(_the_raycluster(from_manifest))
+        for w in caught:
+            typer.secho(f"warning: {w.message}", fg=typer.colors.YELLOW, err=True)
+        for finding in spec.check().warnings:
+            typer.secho(f"warning: {finding}", fg=typer.colors.YELLOW, err=True)
+        if name:
+            spec.name = name
+        if namespace:
+            spec.namespace = namespace
+        return spec
     overrides: dict[str, Any] = {}
+    if spec_file is not None:
+        overrides = dict(yaml.safe_load(spec_file.read_text()) or {})
     if name:
         overrides["name"] = name
     if namespace:
         overrides["namespace"] = namespace
-    if from_manifest is not None:
-        spec = ClusterSpec.from_manifest(yaml.safe_load(from_manifest.read_text()))
-        return ClusterSpec.parse({**spec.model_dump(), **overrides}) if overrides else spec
-    if spec_file is not None:
-        overrides = {**(yaml.safe_load(spec_file.read_text()) or {}), **overrides}
     return ClusterSpec.from_preset(preset, **overrides)
+
+
+def _the_raycluster(path: Path) -> Any:
+    """The one RayCluster document of a YAML file (other kinds, e.g. a Redis Deployment, are skipped)."""
+    docs = _documents(path)
+    found = [d for d in docs if isinstance(d, dict) and d.get("kind") == "RayCluster"]
+    if len(found) != 1:
+        raise ConfigError(f"{path} holds {len(found)} RayCluster documents; --from-manifest needs exactly one")
+    return found[0]
+
+
+def _gates(values: list[str]) -> dict[str, bool]:
+    gates = {}
+    for item in values:
+        key, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false"):
+            raise ConfigError(f"--feature-gate takes NAME=true|false, got {item!r}")
+        gates[key] = value.lower() == "true"
+    return gates
 
 
 @app.command()
@@ -90,8 +112,7 @@ def render(
     """Print the RayCluster YAML for a preset, a spec file or an imported manifest (validated)."""
     try:
         spec = _build_spec(preset, spec_file, from_manifest, name, namespace)
-        manifest = spec.to_manifest()
-        validate_manifest(manifest)
+        manifest = spec.to_manifest()  # checked with the KubeRay rule set
     except HyperpodRLError as exc:
         raise _fail(exc) from None
     text = yaml.safe_dump(manifest, sort_keys=False)
@@ -106,18 +127,52 @@ def render(
 def validate(
     path: Annotated[Path, typer.Argument(help="RayCluster YAML (one or more documents)")],
     strict: Annotated[bool, typer.Option(help="reject fields the CRD does not define")] = True,
+    kuberay: Annotated[
+        str, typer.Option("--kuberay-version", help=f"KubeRay whose CRD and operator rules apply: {', '.join(KUBERAY_VERSIONS)}")
+    ] = DEFAULT_KUBERAY,
+    feature_gate: Annotated[
+        list[str] | None, typer.Option("--feature-gate", help="operator feature gate NAME=true|false (repeatable)")
+    ] = None,
 ) -> None:
-    """Validate RayCluster YAML against the KubeRay v1.7 CRD schema; exit 1 listing every violation."""
-    failed = False
-    for i, doc in enumerate(d for d in yaml.safe_load_all(path.read_text()) if d is not None):
-        try:
-            validate_manifest(doc, strict=strict)
-            typer.echo(f"{path}[{i}] {doc.get('metadata', {}).get('name', '?')}: valid")
-        except ConfigError as exc:
+    """Check RayCluster YAML with the rule set of one KubeRay version (CRD schema after CRD defaults
+    + the operator's rules); exit 1 listing every broken rule with its id, JSON path and fix.
+    Documents of other API groups in the file (a Queue, a ConfigMap...) are skipped."""
+    try:
+        gates = _gates(feature_gate or [])
+        docs = [(i, doc) for i, doc in enumerate(_documents(path)) if _is_ray_io(doc)]
+        reports = [(i, doc, check_manifest(doc, kuberay=kuberay, strict=strict, feature_gates=gates)) for i, doc in docs]
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+    failed = not reports
+    if not reports:
+        typer.secho(f"{path}: no ray.io document to validate", fg=typer.colors.RED, err=True)
+    for i, doc, report in reports:
+        name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc, dict) else "?"
+        rules = f"KubeRay {report.kuberay} rules ({report.tag})"
+        for warning in report.warnings:
+            typer.secho(f"{path}[{i}] {name}: warning: {warning}", fg=typer.colors.YELLOW, err=True)
+        if report.ok:
+            typer.echo(f"{path}[{i}] {name}: valid under {rules}")
+        else:
             failed = True
-            typer.secho(f"{path}[{i}]: {exc}", fg=typer.colors.RED, err=True)
+            lines = "\n  ".join(str(v) for v in report.errors)
+            typer.secho(
+                f"{path}[{i}] {name}: invalid under {rules}, {len(report.errors)} broken:\n  {lines}", fg=typer.colors.RED, err=True
+            )
     if failed:
         raise typer.Exit(code=1)
+
+
+def _is_ray_io(doc: Any) -> bool:
+    """Documents of other API groups (a KAI/Kueue Queue, a ConfigMap...) in the same file are skipped."""
+    return not isinstance(doc, dict) or str(doc.get("apiVersion", "")).split("/")[0] in ("ray.io", "")
+
+
+def _documents(path: Path) -> list[Any]:
+    try:
+        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
 @app.command()
@@ -176,7 +231,9 @@ def wait(
     namespace: Namespace = "default",
     timeout_s: Annotated[float, typer.Option(help="seconds before giving up")] = 900,
     poll_interval_s: Annotated[float, typer.Option(help="seconds between polls")] = 5,
-    via: Annotated[str, typer.Option(help="dashboard probe: endpoint (HyperPod operator), address, none")] = "endpoint",
+    via: Annotated[
+        str, typer.Option(help=f"dashboard probe: {', '.join(PROBE_CHOICES)} (endpoint = HyperPod Ray endpoint operator)")
+    ] = "endpoint",
     address: Annotated[str | None, typer.Option(help="dashboard address for --via address (e.g. a port-forward)")] = None,
     eks_cluster: EksCluster = None,
     region: Region = None,
@@ -185,7 +242,7 @@ def wait(
     """Wait until HeadPodReady + RayClusterProvisioned and the dashboard answers /api/version."""
     try:
         api = _api_client(eks_cluster, region, context)
-        probe = _probe(via, api, name, namespace, address)
+        probe = dashboard_probe(via, api, name, namespace, address=address)
         report = RayClusterClient(api).wait_ready(
             name,
             namespace,
@@ -197,22 +254,6 @@ def wait(
     except HyperpodRLError as exc:
         raise _fail(exc) from None
     typer.echo(f"ready: {report.summary()}")
-
-
-def _probe(via: str, api: Any, name: str, namespace: str, address: str | None) -> Any:
-    if via == "none":
-        return None
-    if via == "endpoint":
-        return HyperPodDashboard(name, namespace, api_client=api).probe
-    if via == "address":
-        if not address:
-            raise ConfigError("--via address needs --address, e.g. http://127.0.0.1:8265 from a port-forward")
-        try:
-            token = read_ray_token(api, name, namespace)
-        except ClusterError:
-            return http_probe(address)
-        return PortForwardDashboard(address, ray_token=token).probe
-    raise ConfigError(f"--via must be endpoint, address or none, got {via!r}")
 
 
 @app.command()

@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from hyperpod_rl.cli._common import console, fail
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze import (
     ALGORITHMS,
@@ -28,12 +28,6 @@ from hyperpod_rl.maze.audit import load_reward_fn, run_audit
 __all__ = ["app"]
 
 app = typer.Typer(no_args_is_help=True, help="The visual maze task: reward audit, datasets, previews.")
-console = Console()
-
-
-def _fail(err: Exception) -> None:
-    console.print(f"[bold red]error:[/] {err}")
-    raise typer.Exit(code=2)
 
 
 @app.command("audit")
@@ -50,7 +44,7 @@ def audit(
     try:
         fn = None if reward_fn is None else load_reward_fn(reward_fn)
     except MazeError as err:
-        _fail(err)
+        fail(err)
     report = run_audit(fn, tolerance=tolerance)
     name = reward_fn or "hyperpod_rl.maze.reward:score_completion"
     if report.passed:
@@ -106,7 +100,7 @@ def build(
             )
         splits = build_dataset(spec)
     except (MazeError, OSError, json.JSONDecodeError) as err:
-        _fail(err)
+        fail(err)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(spec.model_dump_json(indent=2))
     table = Table("split", "rows", "sha256", "strata (count)")
@@ -131,7 +125,7 @@ def show(
     try:
         maze = generate_maze(rows, cols, seed=seed, algorithm=algorithm, braid=braid)  # type: ignore[arg-type]
     except MazeError as err:
-        _fail(err)
+        fail(err)
     console.print(maze.to_text(), markup=False, highlight=False)
     console.print(f"shortest path ({maze.shortest_path_length}): {' '.join(maze.shortest_path())}")
     console.print(f"layout hash: {maze.layout_hash()}")

@@ -1,8 +1,8 @@
-"""``hyperpod-rl runs list|show|search|note|compare|reproduce``: the run ledger from a shell.
+"""``hyperpod-rl runs list|show|search|note|compare|reproduce|sync``: the run ledger from a shell.
 
-Every command calls :class:`hyperpod_rl.ledger.Ledger` (the same API a notebook uses); ``list``,
-``show``, ``search`` and ``compare`` first import the manifests under the storage root that are
-newer than the ledger's rows, so runs whose job could not reach the ledger still appear.
+Every command calls :class:`hyperpod_rl.ledger.Ledger` (the same API a notebook uses). The
+trainer never writes the ledger: ``list``, ``show``, ``search`` and ``compare`` first import the
+run directories under the storage root that changed since (``sync`` does only that).
 ``--ledger PATH`` (or ``HYPERPOD_RL_LEDGER``) picks another database, e.g. a team's on FSx.
 """
 
@@ -14,33 +14,24 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.errors import HyperpodRLError
+from hyperpod_rl.cli._common import console, fail, follow_with_progress, handled, local_client
 
 app = typer.Typer(no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
-console = Console()
 
 LedgerOpt = typer.Option(None, "--ledger", help="ledger database file (default $HYPERPOD_RL_LEDGER or <data dir>/ledger.sqlite)")
 
 
-def _fail(err: Exception) -> None:
-    console.print(f"[bold red]error:[/] {err}")
-    raise typer.Exit(code=2)
-
-
 def _open(path: Path | None, *, sync: bool = True):
     from hyperpod_rl.ledger import Ledger
-    from hyperpod_rl.paths import storage_root
+    from hyperpod_rl.runs import runs_root
 
-    try:
+    with handled():
         ledger = Ledger(path)
         if sync:
-            ledger.sync_storage(storage_root() / "runs")
-    except HyperpodRLError as err:
-        _fail(err)
+            ledger.sync_storage(runs_root())
     return ledger
 
 
@@ -81,13 +72,14 @@ def show(
     ledger: Path | None = LedgerOpt,
 ) -> None:
     """One run: status, config, provenance, checkpoints, evals with intervals, notes."""
-    from hyperpod_rl.train.manifest import read_manifest
+    from hyperpod_rl.runs import read_provenance
 
     with _open(ledger) as led:
         rec = led.get_run(run_id)
     if rec is None:
-        _fail(HyperpodRLError(f"run {run_id!r} is not in the ledger: hyperpod-rl runs list shows the known ones"))
-    manifest = read_manifest(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
+        fail(f"run {run_id!r} is not in the ledger: hyperpod-rl runs list shows the known ones")
+    with handled():
+        manifest = read_provenance(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
     if as_json:
         console.print_json(json.dumps({"run": rec.__dict__, "manifest": manifest}, default=str))
         return
@@ -124,10 +116,8 @@ def search(
 ) -> None:
     """Find runs by a config value, an eval figure or note text."""
     with _open(ledger) as led:
-        try:
+        with handled():
             hits = led.search(query, limit=limit)
-        except HyperpodRLError as err:
-            _fail(err)
     if not hits:
         console.print("no match")
         raise typer.Exit(code=1)
@@ -148,10 +138,8 @@ def note(
 ) -> None:
     """Add a free-text note (searchable), to a run or to the ledger as a whole."""
     with _open(ledger, sync=False) as led:
-        try:
+        with handled():
             note_id = led.add_note(text, run_id=run, kind=kind)  # type: ignore[arg-type]
-        except HyperpodRLError as err:
-            _fail(err)
     console.print(f"note {note_id} added" + (f" to run {run}" if run else ""))
 
 
@@ -159,10 +147,8 @@ def note(
 def compare_cmd(run_ids: Annotated[list[str], typer.Argument(help="two or more run ids")], ledger: Path | None = LedgerOpt) -> None:
     """Config keys that differ between runs, and their eval figures side by side."""
     with _open(ledger) as led:
-        try:
+        with handled():
             diff = led.compare(run_ids)
-        except HyperpodRLError as err:
-            _fail(err)
     table = Table(title="differences")
     table.add_column("key")
     for rid in run_ids:
@@ -181,43 +167,33 @@ def reproduce(
     follow: bool = typer.Option(False, help="stream progress until the job ends"),
 ) -> None:
     """Resubmit a recorded run exactly (same resolved config, same data and base model) under a new run id."""
-    from hyperpod_rl.cluster.local import current_local_cluster
-    from hyperpod_rl.jobs import submit_run
-    from hyperpod_rl.paths import run_dir as run_dir_of
-    from hyperpod_rl.train.manifest import reproduce_config
+    from hyperpod_rl.jobs import reproduction, submit_run
 
-    source = run_dir_of(run_id)
-    if new_run_id is None:
-        n = 1
-        while run_dir_of(f"{run_id}-r{n}").exists():
-            n += 1
-        new_run_id = f"{run_id}-r{n}"
-    target = run_dir_of(new_run_id)
-    if (target / "submissions.json").exists():
-        _fail(HyperpodRLError(f"run {new_run_id!r} already exists: pick another --as"))
-    try:
-        config, warns = reproduce_config(source, run_id=new_run_id)
-    except HyperpodRLError as err:
-        _fail(err)
+    with handled():
+        config, warns = reproduction(run_id, new_run_id=new_run_id)
     for w in warns:
         console.print(f"[yellow]warning:[/] {w}")
-    cluster = current_local_cluster()
-    if cluster is None or not cluster.is_alive():
-        _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
-    try:
-        handle = submit_run(cluster.job_client(), config, target)
-    except HyperpodRLError as err:
-        _fail(err)
-    with _open(None, sync=False) as led:
-        led.record_run(
-            new_run_id, status="submitted", config=config.model_dump(mode="json"), config_hash=config.config_hash(), run_dir=target
-        )
-        led.add_note(f"reproduction of {run_id} (config hash {config.config_hash()}), submission {handle.submission_id}", run_id=new_run_id)
+    client = local_client()
+    with handled():
+        handle = submit_run(client, config)
+    with _open(None, sync=True) as led:
+        led.add_note(f"reproduction of {run_id}, submission {handle.submission_id}", run_id=handle.run_id)
     console.print(
-        f"submitted {handle.submission_id}: run {new_run_id} reproduces {run_id} (config hash {config.config_hash()}); hyperpod-rl job logs --follow {new_run_id}"
+        f"submitted {handle.submission_id}: run {handle.run_id} reproduces {run_id}; hyperpod-rl job logs --follow {handle.run_id}"
     )
     if follow:
-        from hyperpod_rl.cli import follow_with_progress
+        from hyperpod_rl.runs import read_config
 
-        status = follow_with_progress(cluster.job_client(), handle.submission_id, config.trainer.steps)
+        status = follow_with_progress(client, handle.submission_id, read_config(handle.run_dir).trainer.steps)
         raise typer.Exit(code=0 if status == "SUCCEEDED" else 1)
+
+
+@app.command("sync")
+def sync(ledger: Path | None = LedgerOpt) -> None:
+    """Import the run directories under the storage root that changed since the last sync."""
+    from hyperpod_rl.ledger import Ledger
+    from hyperpod_rl.runs import runs_root
+
+    with handled(), Ledger(ledger) as led:
+        count = led.sync_storage(runs_root())
+    console.print(f"{count} run(s) imported into {led.path}")

@@ -11,21 +11,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.errors import HyperpodRLError
+from hyperpod_rl.cli._common import console, fail, handled, local_client
 
 __all__ = ["app"]
 
 app = typer.Typer(no_args_is_help=True, help="Serve adapters: local Ray Serve, preflight checks, vLLM / Ray Serve LLM configs.")
-console = Console()
-
-
-def _fail(err: Exception) -> None:
-    console.print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
-    raise typer.Exit(code=2)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -38,24 +31,15 @@ def _pairs(items: list[str], option: str) -> dict[str, str]:
     return out
 
 
-def _run(run_id: str) -> tuple[Any, Path]:
-    """The run's config and directory (the adapter must exist)."""
-    from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.paths import run_dir
+def _heldout_row(run_id: str, index: int) -> Any:
+    """Held-out maze ``index`` of a run (exits with the valid range when out of it)."""
+    from hyperpod_rl.runs import dataset_rows
 
-    rdir = run_dir(run_id)
-    if not (rdir / "config.json").is_file():
-        _fail(HyperpodRLError(f"run {run_id!r} not found under {rdir.parent}: check the run id (hyperpod-rl job list)"))
-    return RunConfig.model_validate_json((rdir / "config.json").read_text()), rdir
-
-
-def _client():
-    from hyperpod_rl.cluster.local import current_local_cluster
-
-    cluster = current_local_cluster()
-    if cluster is None or not cluster.is_alive():
-        _fail(HyperpodRLError("no local Ray cluster is running: hyperpod-rl local start"))
-    return cluster.job_client()
+    with handled():
+        rows = dataset_rows(run_id)
+    if not 0 <= index < len(rows):
+        raise typer.BadParameter(f"must be in 0..{len(rows) - 1}", param_hint="--index")
+    return rows[index]
 
 
 @app.command("up")
@@ -69,24 +53,18 @@ def serve_up(
 
     Every adapter passes preflight first; a failing one is refused before anything is deployed.
     """
-    from hyperpod_rl.serve.local import check_adapters, deploy_local
+    from hyperpod_rl.serve.local import serve_run
 
-    config, rdir = _run(run_id)
-    if not (rdir / "adapter" / "adapter_model.safetensors").is_file():
-        _fail(HyperpodRLError(f"run {run_id!r} has no adapter yet ({rdir / 'adapter'}): train it first"))
-    adapters = {name: str(rdir / "adapter"), **_pairs(adapter or [], "--adapter")}
-    try:
-        for report in check_adapters(config.model.path, adapters, model_id=config.model.model_id):
-            for finding in report.warnings:
-                console.print(f"[yellow]warning:[/] {report.adapter}: {escape(finding.message)}", soft_wrap=True)
-        with console.status("deploying"):
-            url = deploy_local(_client(), config.model.path, adapters, port=port, model_id=config.model.model_id)
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
+    extra = _pairs(adapter or [], "--adapter")
+    client = local_client()
+    with handled(), console.status("checking the adapters and deploying"):
+        url, reports = serve_run(client, run_id, port=port, name=name, extra_adapters=dict(extra))
+    for report in reports:
+        for finding in report.warnings:
+            console.print(f"[yellow]warning:[/] {report.adapter}: {escape(finding.message)}", soft_wrap=True)
+    console.print(f"serving at {url}/v1/chat/completions (models: base, {', '.join([name, *extra])})")
     from hyperpod_rl.jupyter import browser_link
 
-    console.print(f"serving at {url}/v1/chat/completions (models: base, {', '.join(adapters)})")
     link = browser_link(f"{url}/v1/models", "models")
     if link.href != f"{url}/v1/models":
         console.print(f"from this JupyterLab's browser tab: {link.href}")
@@ -97,7 +75,7 @@ def serve_down() -> None:
     """Remove the serving app from the local cluster (Serve stops when no app is left)."""
     from hyperpod_rl.serve.local import shutdown_local
 
-    shutdown_local(_client())
+    shutdown_local(local_client())
     console.print("serving app deleted")
 
 
@@ -110,20 +88,11 @@ def serve_ask(
 ) -> None:
     """Send one held-out maze of a run to the served model and print its move."""
     from hyperpod_rl.serve.client import chat, maze_request
-    from hyperpod_rl.train.reference import read_rows
 
-    config, _ = _run(run_id)
-    rows = read_rows(config.data.heldout_path)
-    if not 0 <= index < len(rows):
-        _fail(HyperpodRLError(f"--index must be in 0..{len(rows) - 1}"))
-    try:
-        answer, latency = chat(endpoint, maze_request(rows[index], model=model))
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
-    console.print(
-        f"maze {index} ({rows[index]['rows']}x{rows[index]['cols']}): {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms"
-    )
+    row = _heldout_row(run_id, index)
+    with handled():
+        answer, latency = chat(endpoint, maze_request(row, model=model))
+    console.print(f"maze {index} ({row['rows']}x{row['cols']}): {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms")
 
 
 @app.command("solve")
@@ -136,17 +105,10 @@ def serve_solve(
 ) -> None:
     """Play one held-out maze through the served model, turn by turn."""
     from hyperpod_rl.serve.client import solve
-    from hyperpod_rl.train.reference import read_rows
 
-    config, _ = _run(run_id)
-    rows = read_rows(config.data.heldout_path)
-    if not 0 <= index < len(rows):
-        _fail(HyperpodRLError(f"--index must be in 0..{len(rows) - 1}"))
-    try:
-        result = solve(rows[index], endpoint, model, max_turns=max_turns)
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
+    row = _heldout_row(run_id, index)
+    with handled():
+        result = solve(row, endpoint, model, max_turns=max_turns)
     table = Table("turn", "answer", "move", "cell", "latency ms")
     for t, (answer, move, cell, lat) in enumerate(
         zip(result.answers, result.moves, result.path[1:], result.latencies_s, strict=False), start=1
@@ -181,18 +143,16 @@ def serve_preflight(
         raise typer.BadParameter("use 'local' or 'vllm'", param_hint="--server")
     if generation_config not in ("auto", "vllm"):
         raise typer.BadParameter("use 'auto' or 'vllm'", param_hint="--generation-config")
-    try:
-        if base is not None:
-            ref = BaseModelRef.from_dir(base, model_id=model_id, revision=revision)
-        elif model_id and revision:
-            ref = BaseModelRef(model_id=model_id, revision=revision)
-        else:
-            raise typer.BadParameter("pass --base DIR, or both --model-id and --revision", param_hint="--base")
+    if base is None and not (model_id and revision):
+        raise typer.BadParameter("pass --base DIR, or both --model-id and --revision", param_hint="--base")
+    with handled():
+        ref = (
+            BaseModelRef.from_dir(base, model_id=model_id, revision=revision)
+            if base is not None
+            else BaseModelRef(model_id=model_id, revision=revision)
+        )
         profile = LOCAL_SERVER if server == "local" else vllm_server(max_lora_rank, generation_config=generation_config)  # type: ignore[arg-type]
         report = preflight(adapter, ref, profile)
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
     if as_json:
         print(
             json.dumps(
@@ -245,18 +205,16 @@ def serve_cluster_config(
         "tensor_parallel_size": tensor_parallel_size,
         "served_model_name": served_model_name,
     }
-    try:
+    if target not in ("vllm-job", "ray-serve-llm"):
+        raise typer.BadParameter("use 'vllm-job' or 'ray-serve-llm'", param_hint="--target")
+    if target == "ray-serve-llm" and not lora_uri:
+        raise typer.BadParameter("ray-serve-llm needs --lora-uri s3://...", param_hint="--lora-uri")
+    with handled():
         if target == "vllm-job":
             print(json.dumps(vllm_job(spec), indent=1))
-        elif target == "ray-serve-llm":
-            if not lora_uri:
-                raise typer.BadParameter("ray-serve-llm needs --lora-uri s3://...", param_hint="--lora-uri")
-            preflight_cluster(spec)
-            print(yaml.safe_dump(ray_serve_llm_app(spec, lora_uri=lora_uri), sort_keys=False))
         else:
-            raise typer.BadParameter("use 'vllm-job' or 'ray-serve-llm'", param_hint="--target")
-    except HyperpodRLError as err:
-        _fail(err)
+            preflight_cluster(spec)
+            print(yaml.safe_dump(ray_serve_llm_app(spec, lora_uri=str(lora_uri)), sort_keys=False))
 
 
 @app.command("promote")
@@ -269,37 +227,20 @@ def serve_promote(
     """Promote the run's adapter if its held-out evaluation beats the base model (exit 1 if not).
 
     Compares the saved evaluations (paired bootstrap, hyperpod_rl.eval.compare), saves the
-    comparison to eval/comparison.json and records the decision (promotion.json, manifest, ledger).
+    comparison to eval/comparison.json and records the decision (promotion.json, provenance record).
     """
-    from hyperpod_rl.eval import EvalResult, compare
-    from hyperpod_rl.paths import run_dir
-    from hyperpod_rl.serve.promote import COMPARISON_FILE, PromotionRefused, promote
+    from hyperpod_rl.errors import HyperpodRLError, PromotionRefused
+    from hyperpod_rl.serve.promote import promote_run
 
-    rdir = run_dir(run_id)
-    if not (rdir / "adapter").is_dir():
-        _fail(HyperpodRLError(f"run {run_id!r} has no adapter under {rdir}: check the run id (hyperpod-rl job list) or train it first"))
-    files = [rdir / "eval" / f"{label}.json" for label in (base_label, adapter_label)]
-    for f in files:
-        if not f.is_file():
-            _fail(
-                HyperpodRLError(
-                    f"{f} is missing: evaluate the base model and the adapter on the held-out mazes first (hyperpod-rl quickstart does)"
-                )
-            )
     try:
-        comparison = compare(EvalResult.load(files[0]), EvalResult.load(files[1]), primary=primary)
-        comparison.save(rdir / COMPARISON_FILE)
-        table = Table("metric", base_label, adapter_label, "delta (paired)", "verdict")
-        for row in comparison.table_rows():
-            table.add_row(row["metric"], row["base"], row["candidate"], row["delta"], row["verdict"])
-        console.print(table)
-        decision = promote(rdir / "adapter", comparison=comparison, run_dir=rdir)
-    except PromotionRefused as err:
+        decision = promote_run(run_id, base_label=base_label, adapter_label=adapter_label, primary=primary)
+    except HyperpodRLError as err:
+        if not isinstance(err, PromotionRefused):
+            fail(err)
+        _comparison_table(err.decision.comparison, base_label, adapter_label)
         console.print(f"[bold red]not promoted:[/] {escape(err.decision.reason)}", soft_wrap=True)
         raise typer.Exit(code=1) from None
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
+    _comparison_table(decision.comparison, base_label, adapter_label)
     console.print(f"[green]promoted[/] {decision.adapter}: {escape(decision.reason)}", soft_wrap=True)
 
 
@@ -312,11 +253,19 @@ def serve_export(
     """Upload a run's adapter to S3 with checksums (for Ray Serve LLM) and record the URI in its provenance."""
     from hyperpod_rl.serve.export import export_adapter
 
-    try:
+    with handled():
         result = export_adapter(run_id, s3_uri, allow_default_bucket=default_bucket)
-    except HyperpodRLError as err:
-        _fail(err)
-        raise
     console.print(
         f"exported {len(result.files)} files ({result.bytes} bytes) to {result.uri}; Ray Serve LLM dynamic_lora_loading_path: {result.lora_root}"
     )
+
+
+def _comparison_table(comparison: dict[str, Any] | None, base_label: str, adapter_label: str) -> None:
+    from hyperpod_rl.eval import Comparison
+
+    if not comparison:
+        return
+    table = Table("metric", base_label, adapter_label, "delta (paired)", "verdict")
+    for row in Comparison.from_json(comparison).table_rows():
+        table.add_row(row["metric"], row["base"], row["candidate"], row["delta"], row["verdict"])
+    console.print(table)

@@ -1,8 +1,8 @@
-"""Ray clusters on SageMaker HyperPod: typed spec, KubeRay manifests, status, Kubernetes I/O, dashboard access.
+"""Ray clusters on SageMaker HyperPod: typed spec, KubeRay manifests and rules, status, Kubernetes I/O, dashboard access.
 
-``spec`` and ``status`` are pure and imported eagerly; the I/O names (``kube``, ``access``,
-``manifest``) load on first use so that importing ``hyperpod_rl.cluster.spec`` stays cheap
-(no kubernetes, boto3 or requests import).
+``spec``, ``manifest`` (pure), ``rules``/``crd`` (the KubeRay rule set; read packaged CRDs) and
+``status`` are imported eagerly; the I/O names (``kube``, ``access``, ``probe``) load on first use
+so that importing ``hyperpod_rl.cluster.spec`` stays cheap (no kubernetes, boto3 or requests import).
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from hyperpod_rl.cluster.crd import KUBERAY_VERSIONS
+from hyperpod_rl.cluster.rules import RuleReport, check_manifest, validate_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec, HeadSpec, StorageSpec, WorkerGroupSpec
 from hyperpod_rl.cluster.status import ClusterStatus
 
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
         http_probe,
         load_api_client,
     )
-    from hyperpod_rl.cluster.manifest import validate_manifest
+    from hyperpod_rl.cluster.probe import dashboard_probe
 
 __all__ = [
     "ClusterReport",
@@ -36,10 +38,14 @@ __all__ = [
     "ClusterStatus",
     "HeadSpec",
     "HyperPodDashboard",
+    "KUBERAY_VERSIONS",
     "PortForwardDashboard",
     "RayClusterClient",
+    "RuleReport",
     "StorageSpec",
     "WorkerGroupSpec",
+    "check_manifest",
+    "dashboard_probe",
     "eks_api_client",
     "eks_token",
     "http_probe",
@@ -60,7 +66,7 @@ _LAZY = {
     "eks_token": "access",
     "port_forward": "access",
     "read_ray_token": "access",
-    "validate_manifest": "manifest",
+    "dashboard_probe": "probe",
 }
 
 

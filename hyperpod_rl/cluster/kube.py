@@ -20,10 +20,11 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as _Urllib3Error
 
-from hyperpod_rl.cluster.manifest import validate_manifest
+from hyperpod_rl.cluster.manifest import identity
+from hyperpod_rl.cluster.rules import validate_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec
 from hyperpod_rl.cluster.status import ClusterStatus, StatusReading, read_status
-from hyperpod_rl.errors import ClusterError, ClusterNotReady, ClusterTimeout
+from hyperpod_rl.errors import ClusterError, ClusterNotReady, ClusterRefused, ClusterTimeout
 
 __all__ = [
     "ClusterReport",
@@ -237,12 +238,12 @@ class RayClusterClient:
             The RayCluster as stored by the API server.
 
         Raises:
-            ConfigError: the manifest fails the KubeRay v1.7 CRD schema.
+            ConfigError: the manifest breaks a rule of the KubeRay 1.7 rule set (``cluster.rules``).
             ClusterError: missing CRD, forbidden, namespace not found, quota exceeded...
         """
         manifest = spec.to_manifest() if isinstance(spec, ClusterSpec) else spec
         validate_manifest(manifest)
-        name, ns = manifest["metadata"]["name"], manifest["metadata"].get("namespace", "default")
+        name, ns = identity(manifest)
         try:
             stored = self.custom.patch_namespaced_custom_object(
                 GROUP,
@@ -311,8 +312,8 @@ class RayClusterClient:
         items = json.loads(raw.data).get("items", [])
         return sorted((_pod_info(p) for p in items), key=lambda p: (p.node_type != "head", p.name))
 
-    def events(self, name: str, namespace: str = "default", pod_names: tuple[str, ...] = (), limit: int = 20) -> list[EventInfo]:
-        """Recent events about the RayCluster and its pods (newest last, at most ``limit``)."""
+    def _raw_events(self, name: str, namespace: str, pod_names: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Event objects about the RayCluster and its pods, oldest first ([] when events are forbidden)."""
         try:
             raw = self.core.list_namespaced_event(namespace, _preload_content=False)
         except ApiException as exc:
@@ -320,30 +321,26 @@ class RayClusterClient:
                 return []
             raise _cluster_error(exc, verb="list events of", name=name, namespace=namespace) from None
         wanted = {("RayCluster", name)} | {("Pod", p) for p in pod_names}
-        out = []
-        for ev in json.loads(raw.data).get("items", []):
-            obj = ev.get("involvedObject") or {}
-            if (obj.get("kind"), obj.get("name")) in wanted:
-                out.append(
-                    EventInfo(
-                        ev.get("type", "Normal"),
-                        ev.get("reason", ""),
-                        f"{obj['kind']}/{obj['name']}",
-                        ev.get("message", ""),
-                        int(ev.get("count") or 1),
-                    )
-                )
-        return out[-limit:]
+        return [ev for ev in json.loads(raw.data).get("items", []) if _about(ev) in wanted]
+
+    def events(self, name: str, namespace: str = "default", pod_names: tuple[str, ...] = (), limit: int = 20) -> list[EventInfo]:
+        """Recent events about the RayCluster and its pods (newest last, at most ``limit``)."""
+        return [_event_info(ev) for ev in self._raw_events(name, namespace, pod_names)][-limit:]
 
     def report(self, name: str, namespace: str = "default", *, dashboard: DashboardProbe | None = None) -> ClusterReport:
-        """Conditions + pods + events; the dashboard is probed only once conditions say ready."""
-        reading = read_status(self.get(name, namespace))
-        if reading.status is ClusterStatus.NOT_FOUND:
-            return ClusterReport(name, namespace, reading)
+        """Conditions + pods + events; the dashboard is probed only once conditions say ready.
+
+        A Warning event ``InvalidRayClusterSpec`` / ``InvalidRayClusterMetadata`` about the current
+        object makes the status `ClusterStatus.REFUSED` (see ``cluster.status.find_refusal``).
+        """
+        obj = self.get(name, namespace)
+        if obj is None:
+            return ClusterReport(name, namespace, read_status(None))
         pods = tuple(self.pods(name, namespace))
-        events = tuple(self.events(name, namespace, tuple(p.name for p in pods)))
+        raw_events = self._raw_events(name, namespace, tuple(p.name for p in pods))
+        reading = read_status(obj, raw_events)
         probed = dashboard() if (dashboard is not None and reading.status.is_ready()) else None
-        return ClusterReport(name, namespace, reading, pods, events, probed)
+        return ClusterReport(name, namespace, reading, pods, tuple(_event_info(ev) for ev in raw_events[-20:]), probed)
 
     def wait_ready(
         self,
@@ -371,8 +368,10 @@ class RayClusterClient:
             The first usable `ClusterReport`.
 
         Raises:
-            ClusterNotReady: the cluster is suspended, failed (e.g. quota), deleted or absent,
-                or the dashboard rejects the credentials (401/403).
+            ClusterRefused: at once, when the KubeRay operator refused the RayCluster (the
+                message carries its event).
+            ClusterNotReady: at once when waiting cannot help otherwise: suspended, failed (e.g.
+                quota), deleted or absent, or the dashboard rejects the credentials (401/403).
             ClusterTimeout: not usable after ``timeout_s`` seconds; the message carries the last
                 status, pods that are not ready (e.g. Pending for lack of GPUs) and warnings.
         """
@@ -385,6 +384,8 @@ class RayClusterClient:
                 on_report(report)
             if report.status.is_ready() and (dashboard is None or report.dashboard_status == 200):
                 return report
+            if report.status is ClusterStatus.REFUSED:
+                raise ClusterRefused(report.summary())
             if report.status.is_terminal():
                 raise ClusterNotReady(report.summary())
             if report.dashboard_status in (401, 403):
@@ -395,6 +396,20 @@ class RayClusterClient:
             if self._clock() >= deadline:
                 raise ClusterTimeout(f"not usable after {timeout_s:g} s: {report.summary()}")
             self._sleep(poll_interval_s)
+
+
+def _about(ev: dict[str, Any]) -> tuple[Any, Any]:
+    """(kind, name) an event is about: ``involvedObject`` (core/v1) or ``regarding`` (events.k8s.io/v1)."""
+    obj = ev.get("involvedObject") or ev.get("regarding") or {}
+    return obj.get("kind"), obj.get("name")
+
+
+def _event_info(ev: dict[str, Any]) -> EventInfo:
+    kind, name = _about(ev)
+    count = ev.get("count") or (ev.get("series") or {}).get("count") or 1
+    return EventInfo(
+        ev.get("type", "Normal"), ev.get("reason", ""), f"{kind}/{name}", ev.get("message") or ev.get("note") or "", int(count)
+    )
 
 
 # ----- errors -----------------------------------------------------------------------------------

@@ -1,20 +1,24 @@
 """The embedded local Ray cluster: one head (and optional extra worker nodes) on 127.0.0.1.
 
-Security model (measured with Ray 2.57, see ../shared/REFERENCE.md §2 "Local Ray security"):
+Security model (measured with Ray 2.57, see docs/references.md §2 "Local Ray security"):
 
 - Token auth is on: every process is started with ``RAY_AUTH_MODE=token`` and a random
   ``RAY_AUTH_TOKEN``. Without the token the dashboard and job API answer 401 and GCS refuses
   clients, so the token, not the bind address, is what protects the cluster.
 - The dashboard and the job API listen on 127.0.0.1 (``--dashboard-host 127.0.0.1``).
-- Ray still binds these on all interfaces, each protected by the token: the GCS port
-  (``--port``), the metrics export port (``--metrics-export-port``, read-only Prometheus text),
-  the node manager / object manager ports and the worker port range. See docs/local-cluster.md.
+- ``--node-ip-address 127.0.0.1`` is not passed: ``ray start`` turns a loopback node address into
+  the machine's address (``ray/scripts/scripts.py``, ``resolve_ip_for_localhost``), so it would
+  change nothing. Ray binds the GCS, raylet, object manager, worker, agent and runtime-env
+  ports on all interfaces or on that address, each refusing calls without the token, and three
+  read-only Prometheus endpoints without auth. ``tests/test_local_security.py`` checks every
+  listener; docs/local-cluster.md lists them.
 - The address and token live in ``<data dir>/local-cluster.json`` (mode 0600). They are never
   printed: :class:`LocalCluster`'s ``repr`` omits the token.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -23,19 +27,29 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from hyperpod_rl.errors import ClusterError
+from hyperpod_rl.errors import ClusterError, ClusterTimeout
 from hyperpod_rl.paths import data_dir
 
-__all__ = ["LocalCluster", "LocalClusterState", "find_free_port", "start_local_cluster"]
+__all__ = [
+    "LocalCluster",
+    "LocalClusterState",
+    "current_local_cluster",
+    "find_free_port",
+    "local_job_client",
+    "start_local_cluster",
+    "wait_for_local_cluster",
+]
 
 STATE_FILE = "local-cluster.json"
 DEFAULT_DASHBOARD_PORT = 8265
-DEFAULT_GCS_PORT = 6379
 
 
 def find_free_port(preferred: int | None = None) -> int:
@@ -103,6 +117,8 @@ class LocalCluster:
     def __init__(self, state: LocalClusterState, *, state_path: Path) -> None:
         self.state = state
         self.state_path = state_path
+        #: True when :func:`start_local_cluster` found the recorded cluster dead and restarted it.
+        self.restarted_stale = False
 
     def __repr__(self) -> str:  # never show the token
         return f"LocalCluster(dashboard_url={self.state.dashboard_url!r}, gcs_address={self.state.gcs_address!r})"
@@ -170,7 +186,6 @@ class LocalCluster:
             _ray_executable(),
             "start",
             f"--address={self.address}",
-            "--node-ip-address=127.0.0.1",
             f"--num-cpus={num_cpus}",
             f"--num-gpus={num_gpus}",
             "--disable-usage-stats",
@@ -330,7 +345,6 @@ def start_local_cluster(
     if previous is not None:
         cluster = LocalCluster(previous, state_path=path)
         if not restart and cluster.is_alive():
-            cluster.restarted_stale = False  # type: ignore[attr-defined]
             return cluster
         stale = not restart
         cluster.stop()
@@ -341,46 +355,109 @@ def start_local_cluster(
     token = secrets.token_hex(32)
     # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit).
     temp_dir = f"/tmp/hprl-{hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10]}"
-    dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
-    gcs = find_free_port(DEFAULT_GCS_PORT)
-    metrics = find_free_port()
-    client_port = find_free_port()
-    cmd = [
-        _ray_executable(),
-        "start",
-        "--head",
-        "--node-ip-address=127.0.0.1",
-        "--dashboard-host=127.0.0.1",
-        f"--port={gcs}",
-        f"--dashboard-port={dash}",
-        f"--metrics-export-port={metrics}",
-        f"--ray-client-server-port={client_port}",
-        "--include-dashboard=true",
-        f"--num-cpus={num_cpus or os.cpu_count() or 1}",
-        "--num-gpus=0",
-        "--disable-usage-stats",
-        f"--temp-dir={temp_dir}",
-        *_node_port_flags(),
-    ]
-    state = LocalClusterState(
-        gcs_address=f"127.0.0.1:{gcs}",
-        dashboard_url=f"http://127.0.0.1:{dash}",
-        metrics_export_port=metrics,
-        started_at=time.time(),
-        python=sys.executable,
-        temp_dir=temp_dir,
-        token=token,
-    )
-    cluster = LocalCluster(state, state_path=path)
+    with _machine_start_lock():  # our clusters on this machine pick and bind their ports one at a time
+        cluster = _start_head(path, token=token, temp_dir=temp_dir, num_cpus=num_cpus, dashboard_port=dashboard_port)
     try:
-        _run_ray(cmd, token)
-        _write_state(path, state)
         _wait_ready(cluster, timeout_s=wait_s)
     except BaseException:
         cluster.stop()  # leave no half-started processes behind
         raise
-    cluster.restarted_stale = stale  # type: ignore[attr-defined]
+    cluster.restarted_stale = stale
     return cluster
+
+
+#: Held while a local cluster of this project picks its ports and starts its head (machine-wide).
+START_LOCK = Path(tempfile.gettempdir()) / "hyperpod-rl-local-start.lock"
+_PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
+
+
+@contextmanager
+def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
+    """Serialise local-cluster starts on this machine (``fcntl`` lock, released if the process dies).
+
+    Two notebooks, or a notebook and a terminal, that start clusters at the same moment would
+    otherwise both see the same port free and one ``ray start`` would fail.
+
+    Raises:
+        ClusterError: another start held the lock for ``timeout_s`` seconds.
+    """
+    deadline = time.monotonic() + timeout_s
+    with open(START_LOCK, "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"another local cluster has been starting for {timeout_s:.0f} s (lock {START_LOCK}): wait for it or stop it"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, dashboard_port: int | None) -> LocalCluster:
+    """Run ``ray start --head`` on free ports; on a port taken in between (by a Ray cluster that is
+    not ours), try again with new ports, twice at most.
+
+    Raises:
+        ClusterError: Ray failed to start; a port conflict says which ports and what to do.
+    """
+    from tenacity import retry, retry_if_exception, stop_after_attempt
+
+    def port_conflict(err: BaseException) -> bool:
+        return isinstance(err, ClusterError) and any(s in str(err) for s in _PORT_CONFLICT) and dashboard_port is None
+
+    @retry(retry=retry_if_exception(port_conflict), stop=stop_after_attempt(3), reraise=True)
+    def attempt() -> LocalCluster:
+        dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
+        gcs, metrics, client_port = find_free_port(), find_free_port(), find_free_port()
+        cmd = [
+            _ray_executable(),
+            "start",
+            "--head",
+            "--dashboard-host=127.0.0.1",
+            f"--port={gcs}",
+            f"--dashboard-port={dash}",
+            f"--metrics-export-port={metrics}",
+            f"--ray-client-server-port={client_port}",
+            "--include-dashboard=true",
+            f"--num-cpus={num_cpus or os.cpu_count() or 1}",
+            "--num-gpus=0",
+            "--disable-usage-stats",
+            f"--temp-dir={temp_dir}",
+            *_node_port_flags(),
+        ]
+        state = LocalClusterState(
+            gcs_address=f"127.0.0.1:{gcs}",
+            dashboard_url=f"http://127.0.0.1:{dash}",
+            metrics_export_port=metrics,
+            started_at=time.time(),
+            python=sys.executable,
+            temp_dir=temp_dir,
+            token=token,
+        )
+        cluster = LocalCluster(state, state_path=path)
+        try:
+            _run_ray(cmd, token)
+            _write_state(path, state)
+        except ClusterError as err:
+            cluster.stop()
+            if any(s in str(err) for s in _PORT_CONFLICT):
+                raise ClusterError(
+                    f"a port this cluster picked (GCS {gcs}, dashboard {dash}, metrics {metrics}) was taken by another program while Ray started; "
+                    f"another Ray cluster is probably starting on this machine: try again, or pass another dashboard port. Ray said:\n{err}"
+                ) from None
+            raise
+        except BaseException:
+            cluster.stop()
+            raise
+        return cluster
+
+    return attempt()
 
 
 class _NotYet(Exception):
@@ -435,3 +512,37 @@ def current_local_cluster() -> LocalCluster | None:
     path = data_dir() / STATE_FILE
     state = _read_state(path)
     return LocalCluster(state, state_path=path) if state else None
+
+
+def wait_for_local_cluster(*, timeout_s: float = 120.0, poll_s: float = 1.0) -> LocalCluster:
+    """Wait until a local cluster is recorded and its job API answers.
+
+    Raises:
+        ClusterTimeout: none answered within ``timeout_s`` seconds (the message says how to start one).
+    """
+    from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
+
+    @retry(retry=retry_if_result(lambda c: c is None), stop=stop_after_delay(timeout_s), wait=wait_fixed(poll_s))
+    def answering() -> LocalCluster | None:
+        cluster = current_local_cluster()
+        return cluster if cluster is not None and cluster.is_alive() else None
+
+    try:
+        return answering()  # type: ignore[return-value]
+    except RetryError:
+        raise ClusterTimeout(
+            f"no local cluster's job API answered within {timeout_s:.0f} s: start one (hyperpod-rl local start, or Apply in the panel)"
+        ) from None
+
+
+def local_job_client() -> Any:
+    """The authenticated ``JobSubmissionClient`` of the running local cluster.
+
+    Raises:
+        ClusterError: no local cluster is recorded, or it does not answer (the message gives the
+            command that starts one).
+    """
+    cluster = current_local_cluster()
+    if cluster is None or not cluster.is_alive():
+        raise ClusterError("no local Ray cluster is running: start one with hyperpod-rl local start (or hp.start_local_cluster())")
+    return cluster.job_client()

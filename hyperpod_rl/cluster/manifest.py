@@ -1,84 +1,153 @@
-"""ClusterSpec <-> ``ray.io/v1`` RayCluster manifest, and validation against the KubeRay CRD.
+"""ClusterSpec data <-> ``ray.io/v1`` RayCluster objects. Pure: dicts in, dicts out.
 
-Pure: spec in, dict out. No Kubernetes client, no file writes (the CRD schema is read
-from package data). The only module that knows KubeRay field names.
+The one module that knows how a `ClusterSpec` maps onto KubeRay's RayCluster fields. It imports
+no other ``hyperpod_rl.cluster`` module, no Kubernetes client and does no I/O: spec data arrives
+as plain dicts (``ClusterSpec.model_dump()``), objects leave as plain dicts.
 
-HyperPod conventions applied to every manifest (see docs/hyperpod-setup.md):
+Three operations:
 
-* nodeSelector ``sagemaker.amazonaws.com/node-health-status: Schedulable`` on every pod;
+* `build_manifest` -- a new RayCluster from spec data, with the HyperPod conventions below.
+* `read_fields` -- spec data read from a RayCluster (CRD defaults already applied by the caller,
+  see ``cluster.crd.apply_defaults``), per group: image, resources, instance type, replicas.
+* `patch_manifest` -- export of an imported RayCluster: the imported object with only the
+  fields whose spec value changed rewritten, in place, keeping everything else (key order,
+  quantities as written, per-group env, sidecars, annotations...). Unchanged spec => identical object.
+
+HyperPod conventions of `build_manifest` (see docs/hyperpod-setup.md and docs/cluster.md):
+
+* node affinity on every pod: *requires* ``sagemaker.amazonaws.com/node-health-status`` In
+  ``[Schedulable]`` and *prefers* ``sagemaker.amazonaws.com/deep-health-check-status`` In
+  ``[Passed]`` (weight 100), as AWS's ``hyp`` CLI does; ``nodeSelector`` carries only the
+  instance type, so the two never contradict;
 * head ``rayStartParams`` ``num-cpus: "0"`` and ``num-gpus: "0"`` so no work lands on it;
-* ``/dev/shm`` as a memory-backed emptyDir on every pod;
+* ``/dev/shm`` as a memory-backed emptyDir; the FSx PVC on every pod;
 * metrics export port 8080 on every node (``metrics-export-port`` + a ``metrics`` port);
 * GPU workers request ``nvidia.com/gpu`` and, where the instance has it, ``vpc.amazonaws.com/efa``;
-* the FSx PVC mounted on every pod;
-* ``spec.rayVersion`` equal to the image tag's Ray version.
+* labels AWS's Ray tools read (``sagemaker.user/created-by``, ``sagemaker.amazonaws.com/cluster-name``)
+  and, in task-governance namespaces ``hyperpod-ns-<team>``, Kueue's ``kueue.x-k8s.io/queue-name``
+  (``<namespace>-localqueue``) and ``kueue.x-k8s.io/priority-class``.
 
 Sources: KubeRay v1.7.0 ``ray-operator/apis/ray/v1/raycluster_types.go`` (fields),
-``ray-operator/controllers/ray/utils/constant.go`` (head service ports 6379/8265/10001/8080/8000,
-ray container at index 0).
+``ray-operator/controllers/ray/utils/constant.go`` (head ports 6379/8265/10001/8080/8000, Ray
+container at index 0); Kubernetes ``apimachinery/pkg/api/resource/quantity.go`` (quantities).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-from decimal import Decimal
-from importlib import resources
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
-import jsonschema
-import yaml
-from kubernetes.utils import parse_quantity
-
-from hyperpod_rl.cluster.spec import (
-    ClusterSpec,
-    HeadSpec,
-    StorageSpec,
-    WorkerGroupSpec,
-    ray_version_of_image,
-)
 from hyperpod_rl.errors import ConfigError
 
 __all__ = [
     "API_VERSION",
+    "CLUSTER_NAME_LABEL",
+    "CREATED_BY_LABEL",
+    "DEEP_HEALTH_LABEL",
+    "EFA_RESOURCE",
+    "GPU_RESOURCE",
     "HEALTH_LABEL",
     "INSTANCE_TYPE_LABEL",
     "KIND",
+    "KUEUE_PRIORITY_LABEL",
+    "KUEUE_QUEUE_LABEL",
     "MANAGED_BY_LABEL",
     "METRICS_PORT",
     "build_manifest",
-    "crd_schema",
-    "get_head_group",
-    "get_metadata",
-    "get_pod_template",
-    "get_ray_container",
-    "get_resources",
-    "get_volumes",
-    "get_worker_group",
-    "merge_manifest",
-    "parse_manifest",
-    "validate_manifest",
+    "build_worker_group",
+    "env_entries",
+    "identity",
+    "kueue_queue",
+    "normalise",
+    "parse_quantity",
+    "patch_manifest",
+    "pod_templates",
+    "ray_container",
+    "read_fields",
+    "worker_groups",
 ]
 
 API_VERSION = "ray.io/v1"
 KIND = "RayCluster"
 HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
+DEEP_HEALTH_LABEL = "sagemaker.amazonaws.com/deep-health-check-status"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "hyperpod-rl"
+CREATED_BY_LABEL = "sagemaker.user/created-by"
+CLUSTER_NAME_LABEL = "sagemaker.amazonaws.com/cluster-name"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+TASK_GOVERNANCE_PREFIX = "hyperpod-ns-"
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 METRICS_PORT = 8080
 SHM_VOLUME = "dshm"
 SHM_PATH = "/dev/shm"
 HEAD_PORTS = (("gcs-server", 6379), ("dashboard", 8265), ("client", 10001), ("metrics", METRICS_PORT), ("serve", 8000))
-_HEAD_START = {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0", "metrics-export-port": str(METRICS_PORT)}
-_WORKER_START = {"metrics-export-port": str(METRICS_PORT)}
+HEAD_START = {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0", "metrics-export-port": str(METRICS_PORT)}
+WORKER_START = {"metrics-export-port": str(METRICS_PORT)}
+_CONVENTION_LABELS = (MANAGED_BY_LABEL, CREATED_BY_LABEL, CLUSTER_NAME_LABEL, KUEUE_QUEUE_LABEL, KUEUE_PRIORITY_LABEL)
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp")
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+_OLDER_VERSIONS = ("ray.io/v1alpha1",)  # same fields as v1 (conversion strategy None in the CRD)
+
+Data = Mapping[str, Any]
 
 
-# ----- quantities ---------------------------------------------------------------------------
+# ----- quantities -------------------------------------------------------------------------------
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+_SUFFIX = {
+    "Ki": Decimal(1024),
+    "Mi": Decimal(1024) ** 2,
+    "Gi": Decimal(1024) ** 3,
+    "Ti": Decimal(1024) ** 4,
+    "Pi": Decimal(1024) ** 5,
+    "Ei": Decimal(1024) ** 6,
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal(1000),
+    "M": Decimal(1000) ** 2,
+    "G": Decimal(1000) ** 3,
+    "T": Decimal(1000) ** 4,
+    "P": Decimal(1000) ** 5,
+    "E": Decimal(1000) ** 6,
+}
+
+
+def parse_quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes resource quantity (``"500m"``, ``"40G"``, ``"5Gi"``, ``2``) as a Decimal.
+
+    The grammar of ``apimachinery/pkg/api/resource/quantity.go`` (the CRD's quantity pattern);
+    tests check it against ``kubernetes.utils.parse_quantity``, which cannot be imported here
+    without the whole ``kubernetes`` package.
+
+    Raises:
+        ConfigError: not a quantity.
+    """
+    if isinstance(value, bool):
+        raise ConfigError(f"{value!r} is not a Kubernetes quantity")
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise ConfigError(f"{value!r} is not a Kubernetes quantity (e.g. '500m', '4', '16Gi', '40G')")
+    try:
+        number = Decimal(match.group(1))
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        raise ConfigError(f"{value!r} is not a Kubernetes quantity") from None
+    return number * _SUFFIX[match.group(2)] if match.group(2) else number
+
+
+def _number(value: Decimal) -> float | int:
+    f = float(value)
+    return int(f) if f.is_integer() else f
+
+
 def _cpu(cores: float) -> str:
     return str(int(cores)) if float(cores).is_integer() else f"{round(cores * 1000)}m"
 
@@ -87,455 +156,581 @@ def _memory(gib: float) -> str:
     return f"{int(gib)}Gi" if float(gib).is_integer() else f"{round(gib * 1024)}Mi"
 
 
-def _to_float(value: Decimal) -> float:
-    f = float(value)
-    return int(f) if f.is_integer() else f
+def _gib(value: Any) -> float | int:
+    return _number(parse_quantity(value) / Decimal(1024) ** 3)
 
 
-# ----- build: small get_* pieces ------------------------------------------------------------
-def get_metadata(spec: ClusterSpec) -> dict[str, Any]:
-    """``metadata`` of the RayCluster: name, namespace and labels (plus managed-by)."""
-    return {"name": spec.name, "namespace": spec.namespace, "labels": {MANAGED_BY_LABEL: MANAGED_BY, **spec.labels}}
+# ----- object navigation (also used by cluster.rules) -------------------------------------------
+def identity(obj: Mapping[str, Any]) -> tuple[str, str]:
+    """``(name, namespace)`` of a RayCluster (namespace ``"default"`` when absent)."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("name", "")), str(meta.get("namespace") or "default")
 
 
-def get_resources(*, cpus: float, memory_gib: float, gpus: int = 0, efa: int = 0) -> dict[str, Any]:
-    """Container ``resources`` with requests equal to limits (Guaranteed QoS).
-
-    Args:
-        cpus: CPU cores. memory_gib: memory in GiB. gpus: ``nvidia.com/gpu`` count.
-        efa: ``vpc.amazonaws.com/efa`` count (0 leaves it out).
-    """
-    amounts: dict[str, Any] = {"cpu": _cpu(cpus), "memory": _memory(memory_gib)}
-    if gpus:
-        amounts[GPU_RESOURCE] = gpus
-    if efa:
-        amounts[EFA_RESOURCE] = efa
-    return {"requests": dict(amounts), "limits": dict(amounts)}
+def worker_groups(obj: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(json path, group)`` for each ``spec.workerGroupSpecs[]`` entry that is a mapping."""
+    groups = (obj.get("spec") or {}).get("workerGroupSpecs") or []
+    return [(f"$.spec.workerGroupSpecs[{i}]", g) for i, g in enumerate(groups) if isinstance(g, dict)] if isinstance(groups, list) else []
 
 
-def get_volumes(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Pod ``volumes`` and matching container ``volumeMounts``: /dev/shm and the FSx PVC."""
-    shm: dict[str, Any] = {"medium": "Memory"}
-    if spec.shm_size_gib is not None:
-        shm["sizeLimit"] = _memory(spec.shm_size_gib)
-    volumes: list[dict[str, Any]] = [{"name": SHM_VOLUME, "emptyDir": shm}]
-    mounts: list[dict[str, Any]] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
-    if spec.storage is not None:
-        volumes.append({"name": spec.storage.volume_name, "persistentVolumeClaim": {"claimName": spec.storage.claim_name}})
-        mounts.append({"name": spec.storage.volume_name, "mountPath": spec.storage.mount_path})
-    return volumes, mounts
-
-
-def get_ray_container(spec: ClusterSpec, *, name: str, resources_: dict[str, Any], ports: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Ray container (index 0 of the pod, as KubeRay expects)."""
-    _, mounts = get_volumes(spec)
-    container: dict[str, Any] = {
-        "name": name,
-        "image": spec.image,
-        "ports": ports,
-        "resources": resources_,
-        "volumeMounts": mounts,
-    }
-    if spec.env:
-        container["env"] = [{"name": k, "value": v} for k, v in spec.env.items()]
-    return container
-
-
-def get_pod_template(spec: ClusterSpec, *, container: dict[str, Any], instance_type: str | None) -> dict[str, Any]:
-    """A pod template with the HyperPod node selector, volumes and labels."""
-    selector = {HEALTH_LABEL: "Schedulable"}
-    if instance_type:
-        selector[INSTANCE_TYPE_LABEL] = instance_type
-    volumes, _ = get_volumes(spec)
-    template: dict[str, Any] = {"spec": {"nodeSelector": selector, "containers": [container], "volumes": volumes}}
-    if spec.labels:
-        template["metadata"] = {"labels": dict(spec.labels)}
-    return template
-
-
-def get_head_group(spec: ClusterSpec) -> dict[str, Any]:
-    """``spec.headGroupSpec``: a CPU-only head that schedules no work."""
-    head: HeadSpec = spec.head
-    ports = [{"name": n, "containerPort": p} for n, p in HEAD_PORTS]
-    container = get_ray_container(spec, name="ray-head", resources_=get_resources(cpus=head.cpus, memory_gib=head.memory_gib), ports=ports)
-    return {
-        "rayStartParams": dict(_HEAD_START),
-        "template": get_pod_template(spec, container=container, instance_type=head.instance_type),
-    }
-
-
-def get_worker_group(spec: ClusterSpec, group: WorkerGroupSpec) -> dict[str, Any]:
-    """One entry of ``spec.workerGroupSpecs``."""
-    container = get_ray_container(
-        spec,
-        name="ray-worker",
-        resources_=get_resources(
-            cpus=group.cpus_per_worker, memory_gib=group.memory_gib, gpus=group.gpus_per_worker, efa=group.efa_per_worker
-        ),
-        ports=[{"name": "metrics", "containerPort": METRICS_PORT}],
-    )
-    return {
-        "groupName": group.name,
-        "replicas": group.replicas,
-        "minReplicas": group.min_count,
-        "maxReplicas": group.max_count,
-        "rayStartParams": {**group.ray_start_params, **_WORKER_START},
-        "template": get_pod_template(spec, container=container, instance_type=group.instance_type),
-    }
-
-
-def build_manifest(spec: ClusterSpec) -> dict[str, Any]:
-    """The full RayCluster for ``spec``, merged over ``spec.unmodelled`` when imported.
-
-    Returns:
-        A new dict (``apiVersion``, ``kind``, ``metadata``, ``spec``); never shared with ``spec``.
-    """
-    auth: dict[str, Any] = {"mode": spec.auth_mode}
-    if spec.auth_secret_name:
-        auth["secretName"] = spec.auth_secret_name
-    generated = {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": get_metadata(spec),
-        "spec": {
-            "rayVersion": spec.ray_version,
-            "authOptions": auth,
-            "headGroupSpec": get_head_group(spec),
-            "workerGroupSpecs": [get_worker_group(spec, g) for g in spec.worker_groups],
-        },
-    }
-    if not spec.unmodelled:
-        return generated
-    return merge_manifest(spec.unmodelled, generated)
-
-
-# ----- merge ---------------------------------------------------------------------------------
-_LIST_KEYS = {
-    "containers": "name",
-    "initContainers": "name",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-    "env": "name",
-    "ports": "containerPort",
-    "workerGroupSpecs": "groupName",
-}
-
-
-def merge_manifest(base: Any, generated: Any, _key: str = "") -> Any:
-    """Deep-merge ``generated`` over ``base`` (base = unmodelled fields of an import).
-
-    Dicts merge key by key, generated winning on scalars. Named lists (containers, volumes,
-    volumeMounts, env, ports) merge by their key, generated items first, base-only items
-    kept after them; the first container (the Ray container) merges with the base's first.
-    Worker groups are owned by the spec: base-only groups are dropped. Other lists are
-    replaced by the generated one.
-    """
-    if isinstance(base, dict) and isinstance(generated, dict):
-        out = copy.deepcopy(base)
-        for k, v in generated.items():
-            out[k] = merge_manifest(base[k], v, k) if k in base else copy.deepcopy(v)
-        return out
-    if isinstance(base, list) and isinstance(generated, list) and _key in _LIST_KEYS:
-        key = _LIST_KEYS[_key]
-        remaining = [copy.deepcopy(b) for b in base]
-        out_list = []
-        for i, item in enumerate(generated):
-            match = None
-            if _key == "containers" and i == 0 and remaining:
-                match = remaining.pop(0)  # the Ray container is index 0 on both sides
-            if match is None:
-                idx = next((j for j, b in enumerate(remaining) if isinstance(b, dict) and b.get(key) == item.get(key)), None)
-                match = remaining.pop(idx) if idx is not None else None
-            out_list.append(merge_manifest(match, item, "") if match is not None else copy.deepcopy(item))
-        if _key != "workerGroupSpecs":
-            out_list.extend(remaining)
-        return out_list
-    return copy.deepcopy(generated)
-
-
-# ----- parse (import) -----------------------------------------------------------------------
-def _ray_container(template: dict[str, Any], where: str) -> dict[str, Any]:
-    containers = template.get("spec", {}).get("containers") or []
-    if not containers:
-        raise ConfigError(f"{where}.template.spec.containers is empty; a Ray container is required at index 0")
-    return containers[0]
-
-
-def _amount(res: dict[str, Any], name: str) -> Decimal | None:
-    for part in ("limits", "requests"):
-        value = (res.get(part) or {}).get(name)
-        if value is not None:
-            return parse_quantity(value)
-    return None
-
-
-def _strip_resources(container: dict[str, Any]) -> None:
-    res = container.get("resources") or {}
-    for part in ("limits", "requests"):
-        amounts = res.get(part)
-        if isinstance(amounts, dict):
-            for name in ("cpu", "memory", GPU_RESOURCE, EFA_RESOURCE):
-                amounts.pop(name, None)
-            if not amounts:
-                res.pop(part)
-    if "resources" in container and not res:
-        container.pop("resources")
-
-
-def _strip_pod(template: dict[str, Any], *, env: dict[str, str], labels: dict[str, str], storage: StorageSpec | None) -> None:
-    """Remove from ``template`` (in place) the fields the spec models."""
-    meta = template.get("metadata") or {}
-    for k in labels:
-        (meta.get("labels") or {}).pop(k, None)
-    if "labels" in meta and not meta["labels"]:
-        meta.pop("labels")
-    if "metadata" in template and not meta:
-        template.pop("metadata")
-    pod = template.get("spec") or {}
-    selector = pod.get("nodeSelector") or {}
-    selector.pop(HEALTH_LABEL, None)
-    selector.pop(INSTANCE_TYPE_LABEL, None)
-    if "nodeSelector" in pod and not selector:
-        pod.pop("nodeSelector")
-    modelled_volumes = {SHM_VOLUME} | ({storage.volume_name} if storage else set())
-    if "volumes" in pod:
-        pod["volumes"] = [v for v in pod["volumes"] if v.get("name") not in modelled_volumes]
-        if not pod["volumes"]:
-            pod.pop("volumes")
-    container = (pod.get("containers") or [{}])[0]
-    container.pop("image", None)
-    _strip_resources(container)
-    if "env" in container:
-        container["env"] = [e for e in container["env"] if not ("value" in e and env.get(e.get("name")) == e["value"])]
-        if not container["env"]:
-            container.pop("env")
-    if "volumeMounts" in container:
-        container["volumeMounts"] = [m for m in container["volumeMounts"] if m.get("name") not in modelled_volumes]
-        if not container["volumeMounts"]:
-            container.pop("volumeMounts")
-
-
-def _storage_of(template: dict[str, Any]) -> StorageSpec | None:
-    pod = template.get("spec", {})
-    for volume in pod.get("volumes") or []:
-        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
-        if claim:
-            for mount in _ray_container(template, "pod").get("volumeMounts") or []:
-                if mount.get("name") == volume["name"]:
-                    return StorageSpec(claim_name=claim, mount_path=mount["mountPath"], volume_name=volume["name"])
-    return None
-
-
-def _shm_of(template: dict[str, Any]) -> tuple[bool, float | None]:
-    for volume in template.get("spec", {}).get("volumes") or []:
-        empty = volume.get("emptyDir")
-        if volume.get("name") == SHM_VOLUME and isinstance(empty, dict) and empty.get("medium") == "Memory":
-            limit = empty.get("sizeLimit")
-            return True, (_to_float(parse_quantity(limit) / 2**30) if limit is not None else None)
-    return False, None
-
-
-def parse_manifest(manifest: dict[str, Any]) -> ClusterSpec:
-    """Import a RayCluster dict into a `ClusterSpec`, keeping unmodelled fields.
-
-    The ray container is index 0 of each pod (KubeRay's convention). Resources are read
-    from ``limits``, falling back to ``requests``. A manifest without ``authOptions`` is
-    imported as ``auth_mode="disabled"`` (that is what KubeRay does with it).
-
-    Raises:
-        ConfigError: wrong apiVersion/kind, missing head or containers, or invalid values.
-    """
-    if not isinstance(manifest, dict):
-        raise ConfigError(f"a RayCluster manifest must be a mapping, got {type(manifest).__name__}")
-    if manifest.get("kind") != KIND:
-        raise ConfigError(f"kind must be {KIND!r}, got {manifest.get('kind')!r}")
-    if manifest.get("apiVersion") != API_VERSION:
-        raise ConfigError(
-            f"apiVersion must be {API_VERSION!r}, got {manifest.get('apiVersion')!r}; "
-            "v1alpha1 is deprecated in KubeRay, change apiVersion to ray.io/v1"
-        )
-    base = copy.deepcopy(manifest)
-    base.pop("status", None)
-    meta = base.setdefault("metadata", {})
-    for k in _SERVER_FIELDS:
-        meta.pop(k, None)
-    (meta.get("annotations") or {}).pop(_LAST_APPLIED, None)
-    if "annotations" in meta and not meta["annotations"]:
-        meta.pop("annotations")
-    body = base.get("spec") or {}
-    head_group = body.get("headGroupSpec")
-    if not isinstance(head_group, dict) or "template" not in head_group:
-        raise ConfigError("spec.headGroupSpec.template is required in a RayCluster")
-    head_template = head_group["template"]
-    head_container = _ray_container(head_template, "spec.headGroupSpec")
-    labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_BY_LABEL}
-    env = {e["name"]: e["value"] for e in head_container.get("env") or [] if "value" in e and "name" in e}
-    storage = _storage_of(head_template)
-    _, shm_gib = _shm_of(head_template)
-    head_res = head_container.get("resources") or {}
-    head_cpu, head_mem = _amount(head_res, "cpu"), _amount(head_res, "memory")
-    auth = body.get("authOptions") or {}
-    data: dict[str, Any] = {
-        "name": meta.get("name", "hyperpod-rl"),
-        "namespace": meta.get("namespace", "default"),
-        "image": head_container.get("image", ""),
-        "head": {
-            "cpus": _to_float(head_cpu) if head_cpu else HeadSpec().cpus,
-            "memory_gib": _to_float(head_mem / 2**30) if head_mem else HeadSpec().memory_gib,
-            "instance_type": (head_template.get("spec", {}).get("nodeSelector") or {}).get(INSTANCE_TYPE_LABEL),
-        },
-        "storage": storage,
-        "env": env,
-        "labels": labels,
-        "auth_mode": auth.get("mode", "token") if auth else "disabled",
-        "auth_secret_name": auth.get("secretName"),
-        "shm_size_gib": shm_gib,
-        "worker_groups": [],
-    }
-    ray_version = body.get("rayVersion") or ray_version_of_image(data["image"])
-    if ray_version:
-        data["ray_version"] = ray_version
-    groups = body.get("workerGroupSpecs") or []
-    for i, group in enumerate(groups):
-        where = f"spec.workerGroupSpecs[{i}]"
-        container = _ray_container(group.get("template") or {}, where)
-        res = container.get("resources") or {}
-        cpu, mem = _amount(res, "cpu"), _amount(res, "memory")
-        gpus, efa = _amount(res, GPU_RESOURCE), _amount(res, EFA_RESOURCE)
-        start = {k: str(v) for k, v in (group.get("rayStartParams") or {}).items() if k not in _WORKER_START}
-        replicas = group.get("replicas", group.get("minReplicas", 0))
-        data["worker_groups"].append(
-            {
-                "name": group.get("groupName"),
-                "instance_type": (group.get("template", {}).get("spec", {}).get("nodeSelector") or {}).get(INSTANCE_TYPE_LABEL),
-                "gpus_per_worker": int(gpus or 0),
-                "efa_per_worker": int(efa or 0),
-                "cpus_per_worker": _to_float(cpu) if cpu else WorkerGroupSpec().cpus_per_worker,
-                "memory_gib": _to_float(mem / 2**30) if mem else WorkerGroupSpec().memory_gib,
-                "replicas": replicas,
-                "min_replicas": None if group.get("minReplicas", 0) == replicas else group.get("minReplicas", 0),
-                "max_replicas": None if group.get("maxReplicas", replicas) == replicas else group.get("maxReplicas"),
-                "ray_start_params": start,
-            }
-        )
-    spec = ClusterSpec.parse(data)
-    # Strip what the spec now owns; what is left is re-emitted under the generated manifest.
-    meta.pop("name", None)
-    meta.pop("namespace", None)
-    meta.pop("labels", None)
-    if not meta:
-        base.pop("metadata")
-    body.pop("rayVersion", None)
-    leftover_auth = body.get("authOptions")
-    if isinstance(leftover_auth, dict):  # keep e.g. enableK8sTokenAuth; the spec owns mode/secretName
-        leftover_auth.pop("mode", None)
-        leftover_auth.pop("secretName", None)
-        if not leftover_auth:
-            body.pop("authOptions")
-    for k in _HEAD_START:
-        (head_group.get("rayStartParams") or {}).pop(k, None)
-    _strip_pod(head_template, env=env, labels=labels, storage=storage)
-    for group in groups:
-        for k in ("replicas", "minReplicas", "maxReplicas"):
-            group.pop(k, None)
-        group["rayStartParams"] = {}
-        _strip_pod(group.get("template") or {}, env=env, labels=labels, storage=storage)
-    spec.unmodelled = base
-    return spec
-
-
-# ----- validation ---------------------------------------------------------------------------
-def _strictify(schema: Any) -> Any:
-    """Copy of an OpenAPI v3 (structural) schema usable by jsonschema, rejecting unknown fields.
-
-    The API server prunes unknown fields (or rejects them with ``fieldValidation=Strict``);
-    jsonschema would accept them silently, so ``additionalProperties: false`` is added to every
-    object that lists ``properties`` and does not preserve unknown fields. ``nullable`` becomes a
-    ``null`` type.
-    """
-    if isinstance(schema, list):
-        return [_strictify(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: _strictify(v) for k, v in schema.items()}
-    if out.get("nullable") is True and isinstance(out.get("type"), str):
-        out["type"] = [out["type"], "null"]
-    if "properties" in out and "additionalProperties" not in out and not out.get("x-kubernetes-preserve-unknown-fields"):
-        out["additionalProperties"] = False
+def pod_templates(obj: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(group label, json path, template)`` for the head (label ``"head"``) and each worker group."""
+    spec = obj.get("spec") or {}
+    out: list[tuple[str, str, dict[str, Any]]] = []
+    head = spec.get("headGroupSpec")
+    if isinstance(head, dict) and isinstance(head.get("template"), dict):
+        out.append(("head", "$.spec.headGroupSpec.template", head["template"]))
+    for path, group in worker_groups(obj):
+        if isinstance(group.get("template"), dict):
+            out.append((f"worker group {group.get('groupName')!r}", f"{path}.template", group["template"]))
     return out
 
 
-@functools.cache
-def crd_schema(version: str = "v1") -> dict[str, Any]:
-    """The ``openAPIV3Schema`` of the vendored KubeRay v1.7.0 RayCluster CRD.
+def ray_container(template: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The Ray container of a pod template: ``containers[0]`` (KubeRay's ``RayContainerIndex``)."""
+    containers = (template.get("spec") or {}).get("containers")
+    if isinstance(containers, list) and containers and isinstance(containers[0], dict):
+        return containers[0]
+    return None
 
-    Source: ``hyperpod_rl/cluster/crds/ray.io_rayclusters.yaml`` (copied from
-    ray-project/kuberay ``ray-operator/config/crd/bases``, tag v1.7.0; see MANIFEST.txt).
+
+def env_entries(container: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The container's ``env`` entries that are mappings (name, value or valueFrom)."""
+    env = (container or {}).get("env")
+    return [e for e in env if isinstance(e, dict)] if isinstance(env, list) else []
+
+
+def kueue_queue(namespace: str) -> str | None:
+    """Kueue LocalQueue of a HyperPod task-governance namespace (``hyperpod-ns-a`` -> ``hyperpod-ns-a-localqueue``)."""
+    return f"{namespace}-localqueue" if namespace.startswith(TASK_GOVERNANCE_PREFIX) else None
+
+
+# ----- per-pod view: what the spec says about one pod --------------------------------------------
+def _pod_view(data: Data, group: Data | None) -> dict[str, Any]:
+    """The modelled values of one pod (head when ``group`` is None) as the spec data states them."""
+    if group is None:
+        head = data["head"]
+        cpus, memory, gpus, efa, instance_type, image = head["cpus"], head["memory_gib"], 0, 0, head["instance_type"], data["image"]
+    else:
+        cpus, memory = group["cpus_per_worker"], group["memory_gib"]
+        gpus, efa, instance_type = group["gpus_per_worker"], group["efa_per_worker"], group["instance_type"]
+        image = group.get("image") or data["image"]
+    return {
+        "image": image,
+        "env": dict(data["env"]),
+        "cpu": cpus,
+        "memory": memory,
+        GPU_RESOURCE: gpus,
+        EFA_RESOURCE: efa,
+        "instance_type": instance_type,
+        "storage": dict(data["storage"]) if data.get("storage") else None,
+        "shm_size_gib": data["shm_size_gib"],
+        "labels": dict(data["labels"]),
+    }
+
+
+def _cluster_labels(data: Data, *, fresh: bool) -> dict[str, str]:
+    labels = {MANAGED_BY_LABEL: MANAGED_BY} if fresh else {}
+    labels.update(data["labels"])
+    if data.get("created_by"):
+        labels[CREATED_BY_LABEL] = data["created_by"]
+    if data.get("hyperpod_cluster"):
+        labels[CLUSTER_NAME_LABEL] = data["hyperpod_cluster"]
+    queue = kueue_queue(data["namespace"])
+    if queue:
+        labels[KUEUE_QUEUE_LABEL] = queue
+    if data.get("priority_class"):
+        labels[KUEUE_PRIORITY_LABEL] = data["priority_class"]
+    return labels
+
+
+# ----- build ------------------------------------------------------------------------------------
+def _resources(view: Data) -> dict[str, Any]:
+    amounts: dict[str, Any] = {"cpu": _cpu(view["cpu"]), "memory": _memory(view["memory"])}
+    for name in (GPU_RESOURCE, EFA_RESOURCE):
+        if view[name]:
+            amounts[name] = view[name]
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def _volumes(view: Data) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    shm: dict[str, Any] = {"medium": "Memory"}
+    if view["shm_size_gib"] is not None:
+        shm["sizeLimit"] = _memory(view["shm_size_gib"])
+    volumes: list[dict[str, Any]] = [{"name": SHM_VOLUME, "emptyDir": shm}]
+    mounts: list[dict[str, Any]] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
+    storage = view["storage"]
+    if storage:
+        volumes.append({"name": storage["volume_name"], "persistentVolumeClaim": {"claimName": storage["claim_name"]}})
+        mounts.append({"name": storage["volume_name"], "mountPath": storage["mount_path"]})
+    return volumes, mounts
+
+
+def _affinity() -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": HEALTH_LABEL, "operator": "In", "values": ["Schedulable"]}]}]
+            },
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "preference": {"matchExpressions": [{"key": DEEP_HEALTH_LABEL, "operator": "In", "values": ["Passed"]}]}}
+            ],
+        }
+    }
+
+
+def _build_pod(view: Data, *, container_name: str, ports: list[dict[str, Any]]) -> dict[str, Any]:
+    volumes, mounts = _volumes(view)
+    container: dict[str, Any] = {"name": container_name}
+    if view["image"]:
+        container["image"] = view["image"]
+    container.update({"ports": ports, "resources": _resources(view), "volumeMounts": mounts})
+    if view["env"]:
+        container["env"] = [{"name": k, "value": v} for k, v in view["env"].items()]
+    pod: dict[str, Any] = {}
+    if view["instance_type"]:
+        pod["nodeSelector"] = {INSTANCE_TYPE_LABEL: view["instance_type"]}
+    pod.update({"affinity": _affinity(), "containers": [container], "volumes": volumes})
+    template: dict[str, Any] = {"spec": pod}
+    if view["labels"]:
+        template = {"metadata": {"labels": dict(view["labels"])}, **template}
+    return template
+
+
+def build_worker_group(data: Data, group: Data) -> dict[str, Any]:
+    """One new ``spec.workerGroupSpecs[]`` entry for ``group`` (spec data of a `WorkerGroupSpec`)."""
+    replicas = group["replicas"]
+    return {
+        "groupName": group["name"],
+        "replicas": replicas,
+        "minReplicas": replicas if group["min_replicas"] is None else group["min_replicas"],
+        "maxReplicas": replicas if group["max_replicas"] is None else group["max_replicas"],
+        "rayStartParams": {**group["ray_start_params"], **WORKER_START},
+        "template": _build_pod(
+            _pod_view(data, group), container_name="ray-worker", ports=[{"name": "metrics", "containerPort": METRICS_PORT}]
+        ),
+    }
+
+
+def build_manifest(data: Data) -> dict[str, Any]:
+    """A new RayCluster from spec data (``ClusterSpec.model_dump()``), with the HyperPod conventions.
+
+    Returns:
+        A fresh dict (``apiVersion``, ``kind``, ``metadata``, ``spec``); ``workerGroupSpecs`` is
+        left out for a head-only cluster.
     """
-    text = resources.files("hyperpod_rl.cluster").joinpath("crds", "ray.io_rayclusters.yaml").read_text()
-    crd = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    for entry in crd["spec"]["versions"]:
-        if entry["name"] == version:
-            return entry["schema"]["openAPIV3Schema"]
-    raise ConfigError(f"CRD has no version {version!r}")
+    spec: dict[str, Any] = {}
+    if data["ray_version"]:
+        spec["rayVersion"] = data["ray_version"]
+    auth: dict[str, Any] = {"mode": data["auth_mode"]}
+    if data["auth_secret_name"]:
+        auth["secretName"] = data["auth_secret_name"]
+    spec["authOptions"] = auth
+    ports = [{"name": n, "containerPort": p} for n, p in HEAD_PORTS]
+    spec["headGroupSpec"] = {
+        "rayStartParams": dict(HEAD_START),
+        "template": _build_pod(_pod_view(data, None), container_name="ray-head", ports=ports),
+    }
+    if data["worker_groups"]:
+        spec["workerGroupSpecs"] = [build_worker_group(data, g) for g in data["worker_groups"]]
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {"name": data["name"], "namespace": data["namespace"], "labels": _cluster_labels(data, fresh=True)},
+        "spec": spec,
+    }
 
 
-@functools.cache
-def _validator(strict: bool) -> jsonschema.Draft7Validator:
-    schema = crd_schema("v1")
-    return jsonschema.Draft7Validator(_strictify(schema) if strict else schema)
+# ----- import -----------------------------------------------------------------------------------
+def normalise(obj: Any) -> tuple[dict[str, Any], str | None]:
+    """The RayCluster as a user would write it: ``(object, apiVersion it was converted from)``.
 
-
-_CUSTOM_VALIDATORS: dict[tuple[int, bool], tuple[dict[str, Any], jsonschema.Draft7Validator]] = {}
-
-
-def validate_manifest(manifest: dict[str, Any], *, strict: bool = True, schema: dict[str, Any] | None = None) -> None:
-    """Check a RayCluster against the KubeRay v1.7 ``v1`` CRD schema and HyperPod rules.
-
-    Args:
-        manifest: the RayCluster dict.
-        strict: also reject fields the CRD does not define (as ``fieldValidation=Strict``).
-        schema: another ``openAPIV3Schema`` to use instead of the vendored one (tests pass
-            the copy in ``shared/data/kuberay-crds``).
+    Drops ``status``, server-set metadata (``uid``, ``resourceVersion``, ``managedFields``...) and
+    kubectl's last-applied annotation. A ``ray.io/v1alpha1`` object becomes ``ray.io/v1``: the CRD
+    converts with strategy ``None`` and every v1alpha1 field exists in v1 (tests check both
+    vendored CRDs), so only ``apiVersion`` changes.
 
     Raises:
-        ConfigError: listing every violation as ``$.json.path: message``, sorted by path.
+        ConfigError: not a mapping, not a RayCluster, or an apiVersion the CRD does not serve.
     """
-    if schema is None:
-        validator = _validator(strict)
-    else:
-        cached = _CUSTOM_VALIDATORS.get((id(schema), strict))
-        if cached is None or cached[0] is not schema:
-            cached = (schema, jsonschema.Draft7Validator(_strictify(schema) if strict else schema))
-            _CUSTOM_VALIDATORS[(id(schema), strict)] = cached
-        validator = cached[1]
-    problems = [f"{e.json_path}: {e.message}" for e in validator.iter_errors(manifest)]
-    if isinstance(manifest, dict):
-        if manifest.get("apiVersion") != API_VERSION:
-            problems.append(f"$.apiVersion: must be {API_VERSION!r}, got {manifest.get('apiVersion')!r}")
-        if manifest.get("kind") != KIND:
-            problems.append(f"$.kind: must be {KIND!r}, got {manifest.get('kind')!r}")
-        problems.extend(_version_problems(manifest))
-    if problems:
-        raise ConfigError("RayCluster manifest is invalid:\n  " + "\n  ".join(sorted(problems)))
+    if not isinstance(obj, dict):
+        raise ConfigError(f"a RayCluster manifest must be a mapping, got {type(obj).__name__}")
+    if obj.get("kind") != KIND:
+        raise ConfigError(f"[CRD-KIND] $.kind: must be {KIND!r}, got {obj.get('kind')!r}")
+    api_version = obj.get("apiVersion")
+    if api_version != API_VERSION and api_version not in _OLDER_VERSIONS:
+        raise ConfigError(f"[CRD-VERSION] $.apiVersion: must be {API_VERSION!r} (or the deprecated 'ray.io/v1alpha1'), got {api_version!r}")
+    out = copy.deepcopy(obj)
+    out.pop("status", None)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        for key in _SERVER_FIELDS:
+            meta.pop(key, None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+            annotations.pop(_LAST_APPLIED)
+            if not annotations:
+                meta.pop("annotations")
+    converted = None
+    if api_version != API_VERSION:
+        out["apiVersion"] = API_VERSION
+        converted = api_version
+    return out, converted
 
 
-def _version_problems(manifest: dict[str, Any]) -> list[str]:
-    body = manifest.get("spec")
-    if not isinstance(body, dict):
-        return []
-    want = body.get("rayVersion")
-    pods = [("$.spec.headGroupSpec", body.get("headGroupSpec"))]
-    pods += [(f"$.spec.workerGroupSpecs[{i}]", g) for i, g in enumerate(body.get("workerGroupSpecs") or [])]
-    problems = []
-    for where, group in pods:
-        try:
-            image = group["template"]["spec"]["containers"][0]["image"]
-        except (KeyError, IndexError, TypeError):
+def _amount(container: Mapping[str, Any], name: str) -> Any:
+    res = container.get("resources") or {}
+    for part in ("limits", "requests"):
+        value = (res.get(part) or {}).get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def _read_storage(template: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any] | None:
+    mounts = {m.get("name"): m for m in container.get("volumeMounts") or [] if isinstance(m, dict)}
+    for volume in (template.get("spec") or {}).get("volumes") or []:
+        claim = ((volume or {}).get("persistentVolumeClaim") or {}).get("claimName")
+        if claim and volume.get("name") in mounts:
+            return {"claim_name": claim, "mount_path": mounts[volume["name"]].get("mountPath"), "volume_name": volume["name"]}
+    return None
+
+
+def _shm_volume(template: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, Any] | None:
+    mounted = {m.get("name") for m in container.get("volumeMounts") or [] if isinstance(m, dict) and m.get("mountPath") == SHM_PATH}
+    for volume in (template.get("spec") or {}).get("volumes") or []:
+        empty = (volume or {}).get("emptyDir")
+        if isinstance(empty, dict) and empty.get("medium") == "Memory" and volume.get("name") in mounted:
+            return volume
+    return None
+
+
+def _literal_env(container: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        e["name"]: e["value"] for e in env_entries(container) if "name" in e and isinstance(e.get("value"), str) and "valueFrom" not in e
+    }
+
+
+def _required_container(template: Mapping[str, Any], path: str, rule: str) -> dict[str, Any]:
+    container = ray_container(template)
+    if container is None:
+        raise ConfigError(f"[{rule}] {path}.spec.containers: no containers; KubeRay needs the Ray container at index 0")
+    return container
+
+
+def read_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Spec data (``ClusterSpec`` field values) read from a ``ray.io/v1`` RayCluster.
+
+    Pass the object *after* CRD defaults (``cluster.crd.apply_defaults``), so that an absent
+    ``maxReplicas`` reads as KubeRay's 2147483647, not as ``replicas``.
+
+    * a group with ``minReplicas == replicas == maxReplicas`` reads as fixed-size
+      (``min_replicas``/``max_replicas`` None, so they follow ``replicas``); other counts are kept;
+    * image, CPU, memory, GPUs, EFA and instance type are read per group (a worker group whose
+      image differs from the head's gets its own ``image``); resources from ``limits``, else
+      ``requests``; a pod without them gets the spec defaults (left out of the object on export
+      unless changed);
+    * ``env`` holds the literal variables every Ray container shares; the others stay per group;
+    * ``storage`` is the PVC mounted in the head's Ray container; ``shm_size_gib`` the head's
+      ``/dev/shm`` limit;
+    * ``labels`` are the RayCluster's labels minus the conventional ones, which have fields;
+    * no ``authOptions`` reads as ``auth_mode="disabled"`` (what KubeRay does with it).
+
+    Raises:
+        ConfigError: no ``metadata.name``, no head template, or a pod without containers.
+    """
+    meta = obj.get("metadata") or {}
+    if not meta.get("name"):
+        raise ConfigError("[CRD-SCHEMA] $.metadata.name: a RayCluster needs a name; set metadata.name")
+    body = obj.get("spec") or {}
+    head_group = body.get("headGroupSpec")
+    if not isinstance(head_group, dict) or not isinstance(head_group.get("template"), dict):
+        raise ConfigError("[CRD-SCHEMA] $.spec.headGroupSpec: 'template' is a required property; add the head pod template")
+    head_template = head_group["template"]
+    head_container = _required_container(head_template, "$.spec.headGroupSpec.template", "KR-HEAD-CONTAINER")
+    containers = [head_container]
+    all_labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    namespace = meta.get("namespace") or "default"
+    auth = body.get("authOptions") or {}
+    head_cpu, head_mem = _amount(head_container, "cpu"), _amount(head_container, "memory")
+    shm = _shm_volume(head_template, head_container)
+    limit = ((shm or {}).get("emptyDir") or {}).get("sizeLimit")
+    data: dict[str, Any] = {
+        "name": meta["name"],
+        "namespace": namespace,
+        "ray_version": body.get("rayVersion") or None,
+        "image": head_container.get("image"),
+        "head": {
+            "cpus": _number(parse_quantity(head_cpu)) if head_cpu is not None else None,
+            "memory_gib": _gib(head_mem) if head_mem is not None else None,
+            "instance_type": ((head_template.get("spec") or {}).get("nodeSelector") or {}).get(INSTANCE_TYPE_LABEL),
+        },
+        "worker_groups": [],
+        "storage": _read_storage(head_template, head_container),
+        "labels": {k: v for k, v in all_labels.items() if k not in _CONVENTION_LABELS},
+        "auth_mode": auth.get("mode") or "disabled",
+        "auth_secret_name": auth.get("secretName") or None,
+        "shm_size_gib": _gib(limit) if limit is not None else None,
+        "created_by": all_labels.get(CREATED_BY_LABEL),
+        "hyperpod_cluster": all_labels.get(CLUSTER_NAME_LABEL),
+        "priority_class": all_labels.get(KUEUE_PRIORITY_LABEL),
+    }
+    for path, group in worker_groups(obj):
+        template = group.get("template") or {}
+        container = _required_container(template, f"{path}.template", "KR-GROUP-CONTAINER")
+        containers.append(container)
+        cpu, mem = _amount(container, "cpu"), _amount(container, "memory")
+        gpus, efa = _amount(container, GPU_RESOURCE), _amount(container, EFA_RESOURCE)
+        image = container.get("image")
+        replicas, low, high = group.get("replicas", 0), group.get("minReplicas"), group.get("maxReplicas")
+        fixed = low == replicas == high  # a fixed-size group: min/max follow replicas when it changes
+        data["worker_groups"].append(
+            {
+                "name": group.get("groupName"),
+                "instance_type": ((template.get("spec") or {}).get("nodeSelector") or {}).get(INSTANCE_TYPE_LABEL),
+                "image": None if image == data["image"] else image,
+                "gpus_per_worker": int(parse_quantity(gpus)) if gpus is not None else 0,
+                "efa_per_worker": int(parse_quantity(efa)) if efa is not None else 0,
+                "cpus_per_worker": _number(parse_quantity(cpu)) if cpu is not None else None,
+                "memory_gib": _gib(mem) if mem is not None else None,
+                "replicas": replicas,
+                "min_replicas": None if fixed else low,
+                "max_replicas": None if fixed else high,
+                "ray_start_params": {
+                    str(k): str(v) for k, v in (group.get("rayStartParams") or {}).items() if WORKER_START.get(str(k)) != str(v)
+                },
+            }
+        )
+    shared = _literal_env(head_container)
+    for container in containers[1:]:
+        theirs = _literal_env(container)
+        shared = {k: v for k, v in shared.items() if theirs.get(k) == v}
+    data["env"] = shared
+    return data
+
+
+# ----- patch (export of an imported object) ------------------------------------------------------
+def _put_amount(container: dict[str, Any], resource: str, old: Any, new: Any, fmt: Any) -> None:
+    """Rewrite one resource amount. 0/None removes it. ``limits`` always, ``requests`` where it
+    was equal to the old amount or would exceed the new one (a deliberately lower request stays)."""
+    res = container.setdefault("resources", {})
+    if not new:
+        for part in ("limits", "requests"):
+            if isinstance(res.get(part), dict):
+                res[part].pop(resource, None)
+                if not res[part]:
+                    res.pop(part)
+        if not res:
+            container.pop("resources")
+        return
+    value = fmt(new)
+    had = {part: isinstance(res.get(part), dict) and resource in res[part] for part in ("limits", "requests")}
+    if not any(had.values()):
+        res.setdefault("requests", {})[resource] = value
+        res.setdefault("limits", {})[resource] = value
+        return
+    if had["limits"]:
+        res["limits"][resource] = value
+    if had["requests"]:
+        request = parse_quantity(res["requests"][resource])
+        wanted = parse_quantity(value)
+        deliberate = old is not None and request != parse_quantity(fmt(old)) and request <= wanted
+        if not had["limits"] or not deliberate:
+            res["requests"][resource] = value
+
+
+def _put_env(container: dict[str, Any], old: Mapping[str, str], new: Mapping[str, str]) -> None:
+    current = container.get("env")
+    env: list[Any] = current if isinstance(current, list) else []
+    removed = {k for k in old if k not in new}
+    kept = [e for e in env if not (isinstance(e, dict) and e.get("name") in removed and "valueFrom" not in e)]
+    for key, value in new.items():
+        if old.get(key) == value:
             continue
-        have = ray_version_of_image(image) if isinstance(image, str) else None
-        if want and have and have != want:
-            problems.append(
-                f"{where}.template.spec.containers[0].image: tag Ray {have} does not match spec.rayVersion {want}; use one version for both"
+        entry = next((e for e in kept if isinstance(e, dict) and e.get("name") == key), None)
+        if entry is None:
+            kept.append({"name": key, "value": value})
+        else:
+            entry.pop("valueFrom", None)
+            entry["value"] = value
+    if kept:
+        container["env"] = kept
+    else:
+        container.pop("env", None)
+
+
+def _put_labels(holder: dict[str, Any], old: Mapping[str, str], new: Mapping[str, str]) -> None:
+    if old == new:
+        return
+    meta = holder.setdefault("metadata", {})
+    labels = meta.setdefault("labels", {})
+    for key in old:
+        if key not in new:
+            labels.pop(key, None)
+    for key, value in new.items():
+        if old.get(key) != value:
+            labels[key] = value
+    if not labels:
+        meta.pop("labels")
+    if not meta:
+        holder.pop("metadata")
+
+
+def _put_named(items: list[dict[str, Any]], name: str, item: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Replace the item called ``name`` (keeping its position), append it, or drop it when None."""
+    out, placed = [], False
+    for existing in items:
+        if isinstance(existing, dict) and existing.get("name") == name:
+            if item is not None and not placed:
+                out.append(item)
+                placed = True
+            continue
+        out.append(existing)
+    if item is not None and not placed:
+        out.append(item)
+    return out
+
+
+def _put_volume(
+    pod: dict[str, Any], container: dict[str, Any], name: str, volume: dict[str, Any] | None, mount: dict[str, Any] | None
+) -> None:
+    for holder, key, item in ((pod, "volumes", volume), (container, "volumeMounts", mount)):
+        items = _put_named(holder.get(key) or [], name, item)
+        if items:
+            holder[key] = items
+        else:
+            holder.pop(key, None)
+
+
+def _patch_pod(template: dict[str, Any], old: Data, new: Data) -> None:
+    pod = template.setdefault("spec", {})
+    container = ray_container(template)
+    if container is None:
+        return
+    if old["image"] != new["image"]:
+        container["image"] = new["image"]
+    if old["env"] != new["env"]:
+        _put_env(container, old["env"], new["env"])
+    for resource, fmt in (("cpu", _cpu), ("memory", _memory), (GPU_RESOURCE, int), (EFA_RESOURCE, int)):
+        if old[resource] != new[resource]:
+            _put_amount(container, resource, old[resource], new[resource], fmt)
+    if old["instance_type"] != new["instance_type"]:
+        selector = pod.get("nodeSelector") or {}
+        if new["instance_type"]:
+            selector[INSTANCE_TYPE_LABEL] = new["instance_type"]
+        else:
+            selector.pop(INSTANCE_TYPE_LABEL, None)
+        if selector:
+            pod["nodeSelector"] = selector
+        else:
+            pod.pop("nodeSelector", None)
+    if old["storage"] != new["storage"]:
+        if old["storage"]:
+            _put_volume(pod, container, old["storage"]["volume_name"], None, None)
+        if new["storage"]:
+            s = new["storage"]
+            _put_volume(
+                pod,
+                container,
+                s["volume_name"],
+                {"name": s["volume_name"], "persistentVolumeClaim": {"claimName": s["claim_name"]}},
+                {"name": s["volume_name"], "mountPath": s["mount_path"]},
             )
-    return problems
+    if old["shm_size_gib"] != new["shm_size_gib"]:
+        volume = _shm_volume(template, container)
+        if volume is None:
+            volume = {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}}
+            _put_volume(pod, container, SHM_VOLUME, volume, {"name": SHM_VOLUME, "mountPath": SHM_PATH})
+        if new["shm_size_gib"] is None:
+            volume["emptyDir"].pop("sizeLimit", None)
+        else:
+            volume["emptyDir"]["sizeLimit"] = _memory(new["shm_size_gib"])
+    _put_labels(template, old["labels"], new["labels"])
+
+
+def _counts(group: Data) -> dict[str, int]:
+    replicas = group["replicas"]
+    return {
+        "replicas": replicas,
+        "minReplicas": replicas if group["min_replicas"] is None else group["min_replicas"],
+        "maxReplicas": replicas if group["max_replicas"] is None else group["max_replicas"],
+    }
+
+
+def _patch_group(entry: dict[str, Any], old_data: Data, old: Data, new_data: Data, new: Data) -> None:
+    if old["name"] != new["name"]:
+        entry["groupName"] = new["name"]
+    old_counts, new_counts = _counts(old), _counts(new)
+    for key, value in new_counts.items():
+        if old_counts[key] != value:
+            entry[key] = value
+    if old["ray_start_params"] != new["ray_start_params"]:
+        params = entry.setdefault("rayStartParams", {})
+        for key in old["ray_start_params"]:
+            if key not in new["ray_start_params"]:
+                params.pop(key, None)
+        params.update({k: v for k, v in new["ray_start_params"].items() if old["ray_start_params"].get(k) != v})
+    template = entry.setdefault("template", {})
+    _patch_pod(template, _pod_view(old_data, old), _pod_view(new_data, new))
+
+
+def patch_manifest(source: Mapping[str, Any], old: Data, new: Data, origins: list[int | None] | None = None) -> dict[str, Any]:
+    """Export of an imported RayCluster: ``source`` with only what changed from ``old`` to ``new``.
+
+    Args:
+        source: the imported object (after `normalise`, without CRD defaults).
+        old: spec data as imported (``read_fields`` of the defaulted ``source``).
+        new: spec data now.
+        origins: for each group of ``new``, the index of the imported group it came from, or None;
+            None entries (and no list at all) match groups by their imported name. Unmatched
+            groups are built new (`build_worker_group`); imported groups that no group matches
+            are dropped. Groups come out in the order of ``new``.
+
+    Returns:
+        A new dict. Fields are rewritten only where the spec value differs, in place (lists keep
+        their order, quantities not touched keep their spelling). ``new == old`` gives a copy of
+        ``source``.
+    """
+    out = copy.deepcopy(dict(source))
+    meta = out.setdefault("metadata", {})
+    if old["name"] != new["name"]:
+        meta["name"] = new["name"]
+    if old["namespace"] != new["namespace"]:
+        meta["namespace"] = new["namespace"]
+    _put_labels(out, _cluster_labels(old, fresh=False), _cluster_labels(new, fresh=False))
+    body = out.setdefault("spec", {})
+    if old["ray_version"] != new["ray_version"]:
+        if new["ray_version"]:
+            body["rayVersion"] = new["ray_version"]
+        else:
+            body.pop("rayVersion", None)
+    if (old["auth_mode"], old["auth_secret_name"]) != (new["auth_mode"], new["auth_secret_name"]):
+        auth = body.setdefault("authOptions", {})
+        if old["auth_mode"] != new["auth_mode"]:
+            auth["mode"] = new["auth_mode"]
+        if new["auth_secret_name"]:
+            auth["secretName"] = new["auth_secret_name"]
+        else:
+            auth.pop("secretName", None)
+    head = body.get("headGroupSpec")
+    if isinstance(head, dict) and isinstance(head.get("template"), dict):
+        _patch_pod(head["template"], _pod_view(old, None), _pod_view(new, None))
+    imported = [g for _, g in worker_groups(out)]
+    taken: set[int] = set()
+    groups: list[dict[str, Any]] = []
+    for i, group in enumerate(new["worker_groups"]):
+        origin = origins[i] if origins is not None and i < len(origins) else None
+        if origin is None or origin in taken or origin >= len(imported):
+            origin = next((j for j, g in enumerate(old["worker_groups"]) if j not in taken and g["name"] == group["name"]), None)
+        if origin is None:
+            groups.append(build_worker_group(new, group))
+            continue
+        taken.add(origin)
+        entry = imported[origin]
+        _patch_group(entry, old, old["worker_groups"][origin], new, group)
+        groups.append(entry)
+    if groups:
+        body["workerGroupSpecs"] = groups
+    elif imported:  # every group removed: a head-only cluster, written as new ones are
+        body.pop("workerGroupSpecs")
+    return out

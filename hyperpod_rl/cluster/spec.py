@@ -1,9 +1,15 @@
 """Typed description of a Ray cluster on SageMaker HyperPod (EKS + KubeRay).
 
-`ClusterSpec` is what a user edits; `hyperpod_rl.cluster.manifest` turns it into a
-``ray.io/v1`` RayCluster. Field meanings follow the KubeRay v1.7 RayCluster CRD
+`ClusterSpec` is what a user edits; `ClusterSpec.to_manifest` turns it into a ``ray.io/v1``
+RayCluster (through the pure ``cluster.manifest``) and checks it with the one rule set of
+``cluster.rules`` (the KubeRay CRD schema after its defaults + the operator's rules). The same
+rules run when a spec is built or a top-level field is assigned, so a spec that exists is one the
+operator accepts. Field meanings follow the KubeRay v1.7 RayCluster CRD
 (``ray-operator/apis/ray/v1/raycluster_types.go``) and the HyperPod conventions in
-``docs/hyperpod-setup.md``.
+docs/hyperpod-setup.md.
+
+An imported RayCluster (`ClusterSpec.from_manifest`) keeps the imported object: export rewrites
+only the fields whose spec value changed, so an unchanged import exports the same object.
 
 Example:
     >>> spec = ClusterSpec.from_preset("seed", name="maze-rl")  # doctest: +SKIP
@@ -13,11 +19,17 @@ Example:
 
 from __future__ import annotations
 
-import re
+import warnings
+from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from hyperpod_rl.base import Model
+from hyperpod_rl.cluster import crd as _crd
+from hyperpod_rl.cluster import manifest as _manifest
+from hyperpod_rl.cluster import rules as _rules
+from hyperpod_rl.cluster.rules import ray_version_of_image
 from hyperpod_rl.errors import ConfigError
 
 __all__ = [
@@ -36,40 +48,19 @@ DEFAULT_RAY_VERSION = "2.57.0"
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}-py312-gpu"
 """Official Ray image (Python 3.12, CUDA) whose tag matches `DEFAULT_RAY_VERSION`."""
 
-# RFC 1123 label (DNS-1035 for names KubeRay turns into Service names).
-_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_TAG_VERSION = re.compile(r"^(\d+\.\d+\.\d+)(?:$|[-_.])")
 
+class _ClusterModel(Model):
+    """Editable in place (the cluster panel edits field by field); assignments are validated."""
 
-def ray_version_of_image(image: str) -> str | None:
-    """Return the Ray version encoded in a Ray image's tag, or None when it cannot be told.
-
-    Only repositories whose name contains ``ray`` are read (``rayproject/ray``, ``rayproject/ray-ml``,
-    an ECR mirror ``.../ray``), so a custom image tagged ``1.0.0`` is not mistaken for Ray 1.0.0.
-    ``rayproject/ray:2.57.0-py312-gpu`` -> ``"2.57.0"``; ``my-ecr/ray:latest`` -> None;
-    ``.../maze-trainer:1.0.0`` -> None; a digest-pinned image (``...@sha256:...``) -> None.
-
-    Args:
-        image: container image reference.
-
-    Returns:
-        The ``MAJOR.MINOR.PATCH`` prefix of the tag, or None.
-    """
-    if "@" in image:
-        return None
-    last = image.rsplit("/", 1)[-1]
-    if ":" not in last or "ray" not in last.split(":", 1)[0].lower():
-        return None
-    match = _TAG_VERSION.match(last.split(":", 1)[1])
-    return match.group(1) if match else None
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=True)
+    model_config = ConfigDict(frozen=False, validate_assignment=True)
+    error_what = "ClusterSpec"
+    error_prefix = "cluster."
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """Assignments are validated; a bad value raises `ConfigError` and leaves the old value."""
+        """A bad value raises `ConfigError` (every problem, with the rule ids) and keeps the old value."""
+        if name.startswith("_"):
+            super().__setattr__(name, value)
+            return
         missing = object()
         old = self.__dict__.get(name, missing)
         try:
@@ -77,34 +68,36 @@ class _Model(BaseModel):
         except ValidationError as exc:
             if old is not missing:  # pydantic has already stored it when an after-validator fails
                 self.__dict__[name] = old
-            raise ConfigError(_format_validation_error(exc)) from None
+            raise ConfigError(self.format_error(exc)) from None
 
 
-class HeadSpec(_Model):
-    """The Ray head pod. It runs the GCS and dashboard, never work (`num-cpus: "0"`)."""
+class HeadSpec(_ClusterModel):
+    """The Ray head pod. In new specs it runs the GCS and dashboard and no work (``num-cpus: "0"``)."""
 
     cpus: float = Field(default=4, gt=0)
-    """CPU cores requested and limited for the head container (Kubernetes ``cpu``)."""
+    """CPU cores of the head's Ray container: limit (and request) in Kubernetes ``cpu``."""
     memory_gib: float = Field(default=16, gt=0)
-    """Memory requested and limited, in GiB."""
+    """Memory limit (and request) of the head's Ray container, in GiB."""
     instance_type: str | None = None
     """HyperPod instance type for ``node.kubernetes.io/instance-type`` (e.g. ``ml.m5.2xlarge``);
     None schedules the head on any schedulable node."""
 
 
-class WorkerGroupSpec(_Model):
+class WorkerGroupSpec(_ClusterModel):
     """One KubeRay worker group (``spec.workerGroupSpecs[]``): identical pods of one shape."""
 
     name: str = "gpu-group"
-    """``groupName``: a DNS-1123 label, unique within the cluster."""
+    """``groupName``: unique in the cluster, a valid label value (KubeRay labels pods ``ray.io/group=<name>``)."""
     instance_type: str | None = None
     """HyperPod instance type (``ml.g5.12xlarge``, ``ml.p5.48xlarge``...); None = any node."""
+    image: str | None = None
+    """Container image of this group's Ray container; None = the cluster's ``image``."""
     gpus_per_worker: int = Field(default=0, ge=0)
     """``nvidia.com/gpu`` per pod; 0 means a CPU-only group."""
     cpus_per_worker: float = Field(default=4, gt=0)
-    """CPU cores per pod (request = limit)."""
+    """CPU cores per pod (limit; request too, unless an imported group requests less on purpose)."""
     memory_gib: float = Field(default=16, gt=0)
-    """Memory per pod in GiB (request = limit)."""
+    """Memory per pod in GiB (limit; request too, unless an imported group requests less on purpose)."""
     efa_per_worker: int = Field(default=0, ge=0)
     """``vpc.amazonaws.com/efa`` interfaces per pod; 0 on instance types without EFA."""
     replicas: int = Field(default=1, ge=0)
@@ -112,24 +105,13 @@ class WorkerGroupSpec(_Model):
     min_replicas: int | None = Field(default=None, ge=0)
     """``minReplicas``; None means equal to ``replicas`` (a fixed-size group)."""
     max_replicas: int | None = Field(default=None, ge=0)
-    """``maxReplicas``; None means equal to ``replicas``."""
+    """``maxReplicas``; None means equal to ``replicas``. KubeRay's own default (field absent) is
+    2147483647, which an import keeps."""
     ray_start_params: dict[str, str] = Field(default_factory=dict)
     """Extra ``rayStartParams`` (values are strings, as in the CRD)."""
 
-    @model_validator(mode="after")
-    def _check_replicas(self) -> WorkerGroupSpec:
-        if not _DNS_LABEL.match(self.name) or len(self.name) > 63:
-            raise ValueError(
-                f"worker group name {self.name!r} must be a lowercase DNS label (a-z, 0-9, '-', starting with a letter, at most 63 chars)"
-            )
-        low = self.replicas if self.min_replicas is None else self.min_replicas
-        high = self.replicas if self.max_replicas is None else self.max_replicas
-        if not low <= self.replicas <= high:
-            raise ValueError(
-                f"worker group {self.name!r}: need min_replicas <= replicas <= max_replicas, "
-                f"got {low} <= {self.replicas} <= {high}; raise max_replicas or lower replicas"
-            )
-        return self
+    _origin: int | None = PrivateAttr(default=None)
+    """Index of the imported group this one came from (kept across renames)."""
 
     @property
     def min_count(self) -> int:
@@ -142,7 +124,7 @@ class WorkerGroupSpec(_Model):
         return self.replicas if self.max_replicas is None else self.max_replicas
 
 
-class StorageSpec(_Model):
+class StorageSpec(_ClusterModel):
     """Shared storage: an FSx for Lustre PersistentVolumeClaim mounted on every pod."""
 
     claim_name: str = "fsx-claim"
@@ -192,10 +174,35 @@ _PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-class ClusterSpec(_Model):
-    """A RayCluster on HyperPod: head, worker groups, shared storage, env and auth.
+def _complete(fields: dict[str, Any]) -> dict[str, Any]:
+    """Fields read from an object, with spec defaults where the object sets no CPU or memory."""
+    out = dict(fields)
+    head = dict(out["head"])
+    for key in ("cpus", "memory_gib"):
+        if head[key] is None:
+            head[key] = HeadSpec.model_fields[key].default
+    out["head"] = head
+    groups = []
+    for group in out["worker_groups"]:
+        group = dict(group)
+        for key in ("cpus_per_worker", "memory_gib"):
+            if group[key] is None:
+                group[key] = WorkerGroupSpec.model_fields[key].default
+        groups.append(group)
+    out["worker_groups"] = groups
+    return out
 
-    Fields not modelled here survive an import/export round trip through `unmodelled`.
+
+def _imported_fields(source: Mapping[str, Any]) -> dict[str, Any]:
+    return _complete(_manifest.read_fields(_crd.apply_defaults(dict(source))))
+
+
+class ClusterSpec(_ClusterModel):
+    """A RayCluster on HyperPod: head, worker groups, shared storage, env, labels and auth.
+
+    Building a spec, assigning a top-level field and `to_manifest` run the rule set of
+    ``cluster.rules`` (KubeRay 1.7) on the RayCluster the spec stands for; the error lists every
+    broken rule as ``[RULE-ID] $.json.path: problem; fix``.
 
     Example:
         >>> spec = ClusterSpec.from_preset("single-gpu", name="demo")  # doctest: +SKIP
@@ -204,20 +211,24 @@ class ClusterSpec(_Model):
     """
 
     name: str = "hyperpod-rl"
-    """``metadata.name``; a DNS-1035 label of at most 50 chars (KubeRay appends suffixes)."""
+    """``metadata.name``: a DNS-1035 label of at most 53 characters (KubeRay's limit)."""
     namespace: str = "default"
-    """Kubernetes namespace; must hold the FSx PVC."""
-    ray_version: str = DEFAULT_RAY_VERSION
-    """``spec.rayVersion``; must equal the version in the image tag when the tag has one."""
-    image: str = DEFAULT_IMAGE
-    """Container image of every Ray container."""
+    """Kubernetes namespace; must hold the FSx PVC. In a task-governance namespace
+    ``hyperpod-ns-<team>`` the RayCluster joins Kueue's ``<namespace>-localqueue``."""
+    ray_version: str | None = DEFAULT_RAY_VERSION
+    """``spec.rayVersion``; must equal the version in the image tag when the tag has one.
+    Token auth needs 2.52.0 or later. None leaves it unset (imports that have none)."""
+    image: str | None = DEFAULT_IMAGE
+    """Container image of the head's Ray container and of every group without its own ``image``."""
     head: HeadSpec = Field(default_factory=HeadSpec)
+    """The head pod."""
     worker_groups: list[WorkerGroupSpec] = Field(default_factory=lambda: [WorkerGroupSpec()])
-    """One or more worker groups, unique by name."""
+    """Worker groups, unique by name; empty for a head-only cluster."""
     storage: StorageSpec | None = Field(default_factory=StorageSpec)
     """Shared FSx volume; None mounts nothing (single-node experiments only)."""
     env: dict[str, str] = Field(default_factory=dict)
-    """Plain environment variables set on every Ray container. Never put secrets here."""
+    """Plain environment variables of every Ray container. Never put secrets here. An import
+    keeps variables that only some containers have in those containers."""
     labels: dict[str, str] = Field(default_factory=dict)
     """Labels on the RayCluster and on every pod template."""
     auth_mode: Literal["token", "disabled"] = "token"
@@ -228,36 +239,23 @@ class ClusterSpec(_Model):
     """Use this existing Secret (key ``auth_token``) instead of an operator-generated one."""
     shm_size_gib: float | None = Field(default=None, gt=0)
     """``sizeLimit`` of the ``/dev/shm`` memory volume in GiB; None = no limit."""
-    unmodelled: dict[str, Any] = Field(default_factory=dict, repr=False)
-    """Imported manifest minus the fields modelled above; merged under the generated
-    manifest so tolerations, sidecars, annotations... are kept. Empty for new specs."""
+    created_by: str | None = None
+    """Label ``sagemaker.user/created-by`` (the creator, as AWS's Ray tools show it); None = no label."""
+    hyperpod_cluster: str | None = None
+    """Label ``sagemaker.amazonaws.com/cluster-name``: the HyperPod cluster, so AWS's Ray Clusters
+    sidebar lists this RayCluster; None = no label."""
+    priority_class: str | None = None
+    """Kueue ``kueue.x-k8s.io/priority-class`` label (a task-governance priority class such as
+    ``training-priority``); None = no label."""
+    source_manifest: dict[str, Any] | None = Field(default=None, repr=False)
+    """The imported RayCluster (server fields removed); export rewrites only what changed in it.
+    None for new specs."""
 
     @model_validator(mode="after")
-    def _check(self) -> ClusterSpec:
-        problems: list[str] = []
-        if not _DNS_LABEL.match(self.name) or len(self.name) > 50:
-            problems.append(
-                f"name {self.name!r} must be a lowercase DNS-1035 label of at most 50 chars (a-z, 0-9, '-', starting with a letter)"
-            )
-        if not _NAMESPACE.match(self.namespace) or len(self.namespace) > 63:
-            problems.append(f"namespace {self.namespace!r} must be a lowercase DNS label")
-        tag_version = ray_version_of_image(self.image)
-        if tag_version is not None and tag_version != self.ray_version:
-            problems.append(
-                f"ray_version {self.ray_version!r} does not match image {self.image!r} "
-                f"(tag says {tag_version}); set ray_version={tag_version!r} or pick an image "
-                f"tagged {self.ray_version}"
-            )
-        if not self.worker_groups:
-            problems.append("worker_groups is empty; add at least one worker group")
-        names = [g.name for g in self.worker_groups]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            problems.append(f"worker_groups names must be unique, repeated: {dupes}")
-        if self.auth_secret_name is not None and self.auth_mode != "token":
-            problems.append("auth_secret_name needs auth_mode='token'")
-        if problems:
-            raise ValueError("; ".join(problems))
+    def _check_rules(self) -> ClusterSpec:
+        report = _rules.check_manifest(self._export())
+        if report.errors:
+            raise ValueError("\n".join(str(v) for v in report.errors))
         return self
 
     # ----- construction -----------------------------------------------------------------
@@ -276,69 +274,90 @@ class ClusterSpec(_Model):
                 ml.g5.12xlarge) or ``single-gpu`` (one ml.g5.2xlarge worker).
             **overrides: `ClusterSpec` fields, e.g. ``name="maze"``, ``namespace="team-a"``.
 
-        Returns:
-            A validated `ClusterSpec`.
-
         Raises:
             ConfigError: unknown preset, unknown field, or an invalid value (the message
-                names the field and the fix).
+                names the field, or the rule id and JSON path, and the fix).
         """
         if name not in _PRESETS:
             raise ConfigError(f"unknown cluster preset {name!r}; choose one of {cls.presets()}")
-        data: dict[str, Any] = {**_PRESETS[name], **overrides}
-        return cls.parse(data)
+        return cls.build({**_PRESETS[name], **overrides})
 
     @classmethod
-    def parse(cls, data: dict[str, Any]) -> ClusterSpec:
-        """Validate a plain dict (e.g. from JSON) into a spec.
+    def parse(cls, data: Mapping[str, Any]) -> ClusterSpec:
+        """Validate a plain dict (e.g. from JSON or a form) into a spec (same as `build`).
 
         Raises:
-            ConfigError: listing every invalid field as ``cluster.<path>: <problem>``.
+            ConfigError: listing every invalid field as ``cluster.<path>: <problem>`` and every
+                broken rule as ``[RULE-ID] $.json.path: <problem>; <fix>``.
         """
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            raise ConfigError(_format_validation_error(exc)) from None
+        return cls.build(dict(data))
 
     @classmethod
-    def from_manifest(cls, manifest: dict[str, Any]) -> ClusterSpec:
-        """Import an existing ``ray.io/v1`` RayCluster (dict from YAML) into a spec.
+    def from_manifest(cls, manifest: Mapping[str, Any]) -> ClusterSpec:
+        """Import an existing RayCluster (dict from YAML or ``kubectl get -o json``).
 
-        Fields the spec does not model are kept in `unmodelled` and re-emitted by
-        `to_manifest`.
+        Every field the spec does not model is kept, per group (images, env, resources as
+        written, ports, container names, annotations, volumes, sidecars...), and `to_manifest`
+        changes only what was changed on the spec: an unchanged import exports the same object.
+        CRD defaults are applied before reading (an absent ``maxReplicas`` is KubeRay's
+        2147483647). Head-only clusters import with ``worker_groups == []``. A ``ray.io/v1alpha1``
+        object is read as ``ray.io/v1`` (same fields) with a `FutureWarning`.
 
         Raises:
-            ConfigError: the manifest is not a RayCluster or its modelled fields are invalid.
+            ConfigError: not a RayCluster, no head template or Ray container, or the object
+                breaks a rule of the KubeRay rule set (each named by its id).
         """
-        from hyperpod_rl.cluster.manifest import parse_manifest
-
-        return parse_manifest(manifest)
+        report = _rules.check_manifest(manifest)
+        if report.errors:
+            raise ConfigError(
+                "cannot import: "
+                + report.message(f"RayCluster {_manifest.identity(manifest)[0]!r}" if isinstance(manifest, Mapping) else "RayCluster")
+            )
+        source, converted = _manifest.normalise(manifest)
+        fields = _imported_fields(source)
+        spec = cls.build({**fields, "source_manifest": source})
+        for i, group in enumerate(spec.worker_groups):
+            group._origin = i
+        if converted:
+            note = (_crd.deprecation_warning(converted) or f"{converted} is an older RayCluster version").rstrip(".")
+            warnings.warn(
+                f"{note}; imported as ray.io/v1 (every {converted} field exists in v1) and exported as ray.io/v1",
+                FutureWarning,
+                stacklevel=2,
+            )
+        return spec
 
     # ----- output -------------------------------------------------------------------------
+    def _export(self) -> dict[str, Any]:
+        data = self.model_dump(exclude={"source_manifest"})
+        if self.source_manifest is None:
+            return _manifest.build_manifest(data)
+        origins = [g._origin for g in self.worker_groups]
+        return _manifest.patch_manifest(self.source_manifest, _imported_fields(self.source_manifest), data, origins)
+
+    def check(self, *, kuberay: str = _crd.DEFAULT_KUBERAY, feature_gates: Mapping[str, bool] | None = None) -> _rules.RuleReport:
+        """Run the rule set of a KubeRay version on this spec's RayCluster (errors and warnings).
+
+        Args:
+            kuberay: a supported KubeRay version (``"1.7"`` or ``"1.5"``).
+            feature_gates: operator feature gates known to be on or off.
+        """
+        return _rules.check_manifest(self._export(), kuberay=kuberay, feature_gates=feature_gates)
+
     def to_manifest(self) -> dict[str, Any]:
-        """The ``ray.io/v1`` RayCluster for this spec (a fresh dict; pure).
+        """The ``ray.io/v1`` RayCluster for this spec (a fresh dict).
 
         Raises:
-            ConfigError: the spec became invalid through nested edits (e.g. two worker groups
-                renamed to the same name); cross-field rules are checked again here.
+            ConfigError: the RayCluster breaks a rule (e.g. after nested edits such as two worker
+                groups renamed to one name); every broken rule with its id, path and fix.
         """
-        from hyperpod_rl.cluster.manifest import build_manifest
-
-        type(self).parse(self.model_dump())
-
-        return build_manifest(self)
+        manifest = self._export()
+        report = _rules.check_manifest(manifest)
+        if report.errors:
+            raise ConfigError("invalid ClusterSpec:\n  " + "\n  ".join(str(v) for v in report.errors))
+        return manifest
 
     @property
     def total_gpus(self) -> int:
         """GPUs over all worker groups at ``replicas`` (the head has none)."""
         return sum(g.gpus_per_worker * g.replicas for g in self.worker_groups)
-
-
-def _format_validation_error(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"])
-        where = f"cluster.{path}" if path else "cluster"
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}: {msg}")
-    return "invalid ClusterSpec:\n  " + "\n  ".join(lines)

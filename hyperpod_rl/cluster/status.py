@@ -13,22 +13,35 @@ Mirrors KubeRay v1.7.0 ``ray-operator/apis/ray/v1/raycluster_types.go``:
 Conditions are on by default since KubeRay 1.3 (feature gate ``RayClusterStatusConditions``).
 Because ``RayClusterProvisioned`` stays True after a worker is lost, readiness also needs
 ``readyWorkerReplicas >= desiredWorkerReplicas`` and ``HeadPodReady`` to be True *now*.
+A RayCluster the operator **refuses** gets no status at all: ``rayClusterReconcile``
+(``controllers/ray/raycluster_controller.go``) records a Warning event with reason
+``InvalidRayClusterMetadata`` or ``InvalidRayClusterSpec`` ("The RayCluster spec is invalid
+<ns>/<name>: <why>") and returns without creating pods. Such an object reads as `REFUSED` (terminal)
+when its newest refusal event is not older than the last change of the object and the operator
+has not observed the current generation. An ``InvalidRayClusterSpec`` event whose note starts with
+"RayCluster spec warning" (KubeRay 1.7's autoscaler-v1 restartPolicy notice) is not a refusal.
+
 Pure: no I/O. The dashboard probe that completes readiness lives in ``cluster.kube``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
-__all__ = ["ClusterStatus", "Condition", "StatusReading", "read_status"]
+__all__ = ["REFUSAL_REASONS", "ClusterStatus", "Condition", "Refusal", "StatusReading", "find_refusal", "read_status"]
 
 HEAD_POD_READY = "HeadPodReady"
 PROVISIONED = "RayClusterProvisioned"
 REPLICA_FAILURE = "ReplicaFailure"
 SUSPENDING = "RayClusterSuspending"
 SUSPENDED = "RayClusterSuspended"
+REFUSAL_REASONS = frozenset({"InvalidRayClusterSpec", "InvalidRayClusterMetadata"})
+"""Warning event reasons with which the KubeRay operator (1.5-1.7) refuses a RayCluster."""
+_NOT_A_REFUSAL = "RayCluster spec warning"
 
 
 class ClusterStatus(StrEnum):
@@ -37,7 +50,11 @@ class ClusterStatus(StrEnum):
     NOT_FOUND = "not_found"
     """No RayCluster of that name in the namespace."""
     UNKNOWN = "unknown"
-    """No status conditions: an operator older than KubeRay 1.3, or not reconciled yet."""
+    """No status conditions and no refusal event: not reconciled yet (is the operator running and
+    watching the namespace?), or an operator older than KubeRay 1.3."""
+    REFUSED = "refused"
+    """The operator refused the RayCluster (Warning event ``InvalidRayClusterSpec`` /
+    ``InvalidRayClusterMetadata``); it creates no pods until the object is fixed and applied again."""
     PENDING = "pending"
     """The head pod is not ready yet (scheduling, pulling the image, starting Ray)."""
     PROVISIONING = "provisioning"
@@ -66,7 +83,14 @@ class ClusterStatus(StrEnum):
 
 
 _TERMINAL = frozenset(
-    {ClusterStatus.NOT_FOUND, ClusterStatus.FAILED, ClusterStatus.SUSPENDING, ClusterStatus.SUSPENDED, ClusterStatus.DELETING}
+    {
+        ClusterStatus.NOT_FOUND,
+        ClusterStatus.REFUSED,
+        ClusterStatus.FAILED,
+        ClusterStatus.SUSPENDING,
+        ClusterStatus.SUSPENDED,
+        ClusterStatus.DELETING,
+    }
 )
 
 
@@ -104,11 +128,99 @@ def _conditions(obj: dict[str, Any]) -> dict[str, Condition]:
     return out
 
 
-def read_status(obj: dict[str, Any] | None) -> StatusReading:
+@dataclass(frozen=True)
+class Refusal:
+    """The operator's refusal of a RayCluster, from its newest refusal event."""
+
+    reason: str
+    """``InvalidRayClusterSpec`` or ``InvalidRayClusterMetadata``."""
+    message: str
+    """The event's note, e.g. ``The RayCluster spec is invalid ns/name: <why>``."""
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _event_time(ev: Mapping[str, Any]) -> datetime | None:
+    """Last time an event was seen: ``series.lastObservedTime``, ``eventTime`` (events.k8s.io
+    recorders, KubeRay 1.7), else ``lastTimestamp``/``firstTimestamp`` (core recorders, 1.5)."""
+    series = ev.get("series") or {}
+    for value in (
+        series.get("lastObservedTime"),
+        ev.get("lastTimestamp"),
+        ev.get("deprecatedLastTimestamp"),
+        ev.get("eventTime"),
+        ev.get("firstTimestamp"),
+    ):
+        found = _time(value)
+        if found is not None:
+            return found
+    return None
+
+
+def _last_change(meta: Mapping[str, Any]) -> datetime | None:
+    """When the object's spec was last written: newest non-status ``managedFields`` time, else creation."""
+    times = [
+        _time(entry.get("time"))
+        for entry in meta.get("managedFields") or []
+        if isinstance(entry, Mapping) and entry.get("subresource") != "status"
+    ]
+    known = [t for t in times if t is not None]
+    return max(known) if known else _time(meta.get("creationTimestamp"))
+
+
+def find_refusal(obj: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> Refusal | None:
+    """The operator's current refusal of ``obj``, if any.
+
+    Args:
+        obj: the RayCluster as the API server returns it.
+        events: Kubernetes Event objects (``v1`` ``Event`` or ``events.k8s.io/v1``) of the namespace;
+            those about other objects are ignored.
+
+    Returns:
+        The newest refusal (Warning, reason in `REFUSAL_REASONS`) about this object, unless the
+        operator has observed the current generation since (``status.observedGeneration``) or the
+        event is older than the object's last change (a fixed spec not yet re-reconciled).
+    """
+    meta = obj.get("metadata") or {}
+    generation, observed = meta.get("generation"), (obj.get("status") or {}).get("observedGeneration")
+    if observed is not None and (generation is None or observed >= generation):
+        return None
+    newest: tuple[datetime | None, Mapping[str, Any]] | None = None
+    for ev in events:
+        about = ev.get("involvedObject") or ev.get("regarding") or {}
+        if about.get("kind") != "RayCluster" or about.get("name") != meta.get("name"):
+            continue
+        if about.get("uid") and meta.get("uid") and about["uid"] != meta["uid"]:
+            continue  # an event about an earlier object of the same name
+        note = str(ev.get("message") or ev.get("note") or "")
+        if ev.get("type") != "Warning" or ev.get("reason") not in REFUSAL_REASONS or note.startswith(_NOT_A_REFUSAL):
+            continue
+        when = _event_time(ev)
+        if newest is None or (when is not None and (newest[0] is None or when >= newest[0])):
+            newest = (when, ev)
+    if newest is None:
+        return None
+    when, ev = newest
+    changed = _last_change(meta)
+    if when is not None and changed is not None and when < changed:
+        return None
+    return Refusal(str(ev.get("reason")), str(ev.get("message") or ev.get("note") or ""))
+
+
+def read_status(obj: dict[str, Any] | None, events: Iterable[Mapping[str, Any]] = ()) -> StatusReading:
     """Classify a RayCluster object (as returned by the API server) into a `ClusterStatus`.
 
     Args:
         obj: the RayCluster dict, or None when it does not exist.
+        events: Kubernetes Events of its namespace (see `find_refusal`); without them a refused
+            RayCluster reads as `UNKNOWN`.
 
     Returns:
         A `StatusReading`; ``status.is_ready()`` is True only when the head is ready, the
@@ -129,6 +241,13 @@ def read_status(obj: dict[str, Any] | None) -> StatusReading:
 
     if meta.get("deletionTimestamp"):
         return reading(ClusterStatus.DELETING, "RayCluster is being deleted")
+    refusal = find_refusal(obj, events)
+    if refusal is not None:
+        return reading(
+            ClusterStatus.REFUSED,
+            f"the KubeRay operator refused this RayCluster ({refusal.reason}): {refusal.message}; "
+            "fix it (`hyperpod-rl cluster validate` names the rule) and apply it again",
+        )
     if SUSPENDED in conds and conds[SUSPENDED].is_true:
         return reading(ClusterStatus.SUSPENDED, "RayCluster is suspended; set spec.suspend=false to resume")
     if (SUSPENDING in conds and conds[SUSPENDING].is_true) or (obj.get("spec") or {}).get("suspend") is True:
@@ -136,8 +255,9 @@ def read_status(obj: dict[str, Any] | None) -> StatusReading:
     if not conds:
         return reading(
             ClusterStatus.UNKNOWN,
-            "status has no conditions: the operator has not reconciled this RayCluster yet, or it is "
-            "older than KubeRay 1.3 / runs with feature gate RayClusterStatusConditions off; upgrade to KubeRay 1.7",
+            "status has no conditions yet: the KubeRay operator has not reconciled this RayCluster; check that it runs "
+            f"and watches namespace {meta.get('namespace') or 'default'!r} and look for Warning events "
+            "(an operator older than KubeRay 1.3, or with feature gate RayClusterStatusConditions off, never sets conditions)",
         )
     if REPLICA_FAILURE in conds and conds[REPLICA_FAILURE].is_true:
         cond = conds[REPLICA_FAILURE]

@@ -7,8 +7,8 @@ bad field into one :class:`~hyperpod_rl.errors.ConfigError`, one line per field,
 the dotted path, the bad value and the fix.
 
 Sections added for the SkyRL backend (placement, storage, logging, and the rollout-engine,
-batch and checkpoint fields) are read only by :mod:`hyperpod_rl.config.skyrl`, the one module
-that knows SkyRL's key names; the reference backend ignores them. Cross-field rules
+batch and checkpoint fields) are read only by :func:`hyperpod_rl.config.skyrl.to_skyrl_overrides`,
+the one function that knows SkyRL's key names; the reference backend ignores them. Cross-field rules
 (:mod:`hyperpod_rl.config.validate`) run when the config is built, so an invalid config
 cannot be constructed at all, let alone submitted.
 """
@@ -17,19 +17,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, model_validator
 
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.config.sections import (
+    CheckpointConfig,
+    DataConfig,
+    GRPOConfig,
+    LoggingConfig,
+    LoRAConfig,
+    ModelConfig,
+    PlacementConfig,
+    RolloutConfig,
+    StorageConfig,
+    TrainerConfig,
+    _Section,
+)
+from hyperpod_rl.config.validate import cross_field_problems
+from hyperpod_rl.paths import RUN_ID_PATTERN
 
 __all__ = [
     "CheckpointConfig",
@@ -46,294 +52,16 @@ __all__ = [
 ]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-
-class ModelConfig(_Section):
-    """The base model (SkyRL: ``trainer.policy.model.path``)."""
-
-    path: str = Field(
-        "tiny",
-        description="'tiny' builds the embedded random-init Qwen3-VL; otherwise a local Qwen3-VL checkpoint directory",
-    )
-    model_id: str | None = Field(
-        None,
-        description="id recorded in provenance; defaults to the path or the tiny model id",
-    )
-    revision: str | None = Field(
-        None,
-        description="base model revision; filled with the directory's content hash when the run starts",
-    )
-    tiny_hidden_size: int = Field(128, gt=0, description="text hidden size of the tiny model (multiple of 32)")
-    tiny_layers: int = Field(2, gt=0, description="decoder layers of the tiny model")
-
-    @model_validator(mode="after")
-    def _check(self) -> ModelConfig:
-        if self.tiny_hidden_size % 32:
-            raise ValueError(f"model.tiny_hidden_size must be a multiple of 32, got {self.tiny_hidden_size}")
-        for name, value in (("path", self.path), ("model_id", self.model_id)):
-            if value and "thinking" in value.lower():
-                raise ValueError(
-                    f"model.{name} names a Thinking variant ({value!r}): use an Instruct model (multi-turn "
-                    "image-token mismatch, SkyRL issue #2075)"
-                )
-        return self
-
-
-class LoRAConfig(_Section):
-    """LoRA adapter (SkyRL: ``trainer.policy.model.lora.*``; peft ``LoraConfig``)."""
-
-    rank: int = Field(16, gt=0, le=256, description="LoRA rank r")
-    alpha: float = Field(32.0, gt=0, description="LoRA alpha (scaling = alpha / rank)")
-    dropout: float = Field(0.0, ge=0, lt=1, description="LoRA dropout probability")
-    target_modules: list[str] | Literal["all-linear"] = Field(
-        "all-linear", description="peft target_modules; 'all-linear' as SkyRL's default"
-    )
-    exclude_modules: str | None = Field(
-        r".*visual.*",
-        description="regex of modules left without LoRA; the vision tower by default so rollout "
-        "(vLLM: LoRA on the language model only) and training policies match",
-    )
-    max_serving_rank: int = Field(
-        64,
-        gt=0,
-        description="vLLM --max-lora-rank of the deployment that will serve the adapter; a higher rank "
-        "cannot be served, so training it is refused",
-    )
-
-
-class GRPOConfig(_Section):
-    """GRPO (Shao et al. 2024, DeepSeekMath, arXiv:2402.03300) with a PPO-clipped loss.
-
-    SkyRL keys: ``trainer.algorithm.{advantage_estimator=grpo, use_kl_loss, kl_loss_coef,
-    eps_clip_low, eps_clip_high}``, ``generator.n_samples_per_prompt``.
-    """
-
-    group_size: int = Field(
-        8,
-        description="samples per maze (the group), SkyRL generator.n_samples_per_prompt",
-    )
-    clip_eps: float = Field(0.2, gt=0, lt=1, description="PPO ratio clip epsilon")
-    kl_coef: float = Field(
-        0.0,
-        ge=0,
-        description="KL-to-reference-model loss coefficient; 0 turns the reference model off",
-    )
-    entropy_coef: float = Field(
-        0.01,
-        ge=0,
-        description="entropy bonus coefficient (keeps a tiny policy from collapsing)",
-    )
-    normalize_std: bool = Field(True, description="divide group-relative advantages by the group std")
-    advantage: Literal["outcome", "process"] = Field(
-        "outcome",
-        description="'outcome': every turn gets its episode's group-normalised return (SkyRL's grpo); "
-        "'process': step rewards normalised over the group, advantage = sum of later normalised rewards "
-        "(DeepSeekMath §4.1.3 process supervision)",
-    )
-    gamma: float = Field(1.0, ge=0, le=1, description="discount over turns for advantage='process'")
-    lr: float = Field(
-        5e-4,
-        gt=0,
-        description="AdamW learning rate (3e-3 made the tiny policy collapse to one answer)",
-    )
-    weight_decay: float = Field(0.0, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
-    loss_reduction: Literal["token_mean", "sequence_mean", "prompt_mean"] = Field(
-        "token_mean",
-        description="SkyRL trainer.algorithm.loss_reduction (the reference backend always uses token_mean)",
-    )
-
-    @field_validator("group_size")
-    @classmethod
-    def _group_size(cls, value: int) -> int:
-        if value < 2:
-            raise ValueError("group_size must be >= 2 (group-relative advantages need at least two samples per maze)")
-        return value
-
-
-class RolloutConfig(_Section):
-    """Multi-turn rollouts through the maze env."""
-
-    max_turns: int = Field(6, gt=0, description="turn limit per episode")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature during training rollouts")
-    action_constraint: Literal["directions", "none"] = Field(
-        "directions",
-        description="'directions': the answer is <answer>DIR</answer> with DIR sampled from the four "
-        "direction tokens (constrained decoding, needed for tiny random models); 'none': free generation",
-    )
-    max_new_tokens: int = Field(
-        32,
-        gt=0,
-        description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)",
-    )
-    max_prompt_tokens: int = Field(
-        2048,
-        gt=0,
-        description="longest first prompt, image tokens included (SkyRL trainer.max_prompt_length; longer rows are dropped)",
-    )
-    max_input_tokens: int = Field(
-        8192,
-        gt=0,
-        description="longest conversation fed back at any turn (SkyRL generator.max_input_length)",
-    )
-    gpu_memory_utilization: float = Field(
-        0.8,
-        gt=0,
-        le=0.95,
-        description="fraction of each GPU vLLM may take for weights + KV cache while awake",
-    )
-    max_model_len: int | None = Field(
-        None,
-        gt=0,
-        description="vLLM max_model_len (engine_init_kwargs); None lets vLLM use the model's limit",
-    )
-    max_num_seqs: int = Field(
-        256,
-        gt=0,
-        description="vLLM max_num_seqs: sequences decoded together per engine",
-    )
-
-
-class DataConfig(_Section):
-    """Dataset paths (SkyRL: ``data.train_data`` / ``data.val_data``)."""
-
-    train_path: str = Field(..., description="parquet of train rows (SkyRL dataset format)")
-    heldout_path: str = Field(..., description="parquet of held-out rows")
-    mazes_per_step: int = Field(
-        8,
-        gt=0,
-        description="mazes per GRPO step (train batch = mazes_per_step * group_size episodes)",
-    )
-
-
-class TrainerConfig(_Section):
-    """Optimisation schedule."""
-
-    steps: int = Field(120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)")
-    seed: int = Field(0, description="seed for Python, NumPy and torch")
-    eval_mazes: int = Field(200, gt=0, description="held-out mazes evaluated before and after training")
-    micro_batch_size: int = Field(
-        64,
-        gt=0,
-        description="samples per forward/backward chunk (per GPU under SkyRL: micro_train_batch_size_per_gpu "
-        "and micro_forward_batch_size_per_gpu)",
-    )
-    torch_threads: int | None = Field(None, description="torch intra-op threads (default: torch's choice)")
-    mini_batch_size: int | None = Field(
-        None,
-        gt=0,
-        description="mazes per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.mazes_per_step, one update per step",
-    )
-    epochs: int = Field(
-        100,
-        gt=0,
-        description="upper bound on passes over the train set (SkyRL trainer.epochs); training stops at `steps`",
-    )
-    gradient_checkpointing: bool = Field(
-        True,
-        description="recompute activations in backward (SkyRL trainer.gradient_checkpointing)",
-    )
-    eval_interval: int = Field(
-        0,
-        ge=0,
-        description="steps between SkyRL evaluations on the held-out set; 0 turns them off",
-    )
-
-
-class CheckpointConfig(_Section):
-    """Checkpoints (SkyRL: ``trainer.ckpt_interval``, ``trainer.ckpt_path``)."""
-
-    interval: int = Field(40, ge=0, description="steps between checkpoints; 0 turns them off")
-    keep: int = Field(2, gt=0, description="checkpoints kept on disk")
-    resume: Literal["latest", "none"] = Field(
-        "latest",
-        description="'latest': a resubmitted run continues from its newest checkpoint (SkyRL resume_mode=latest); "
-        "'none': always start at step 0",
-    )
-
-
-class PlacementConfig(_Section):
-    """Where the policy and the rollout engines run (SkyRL ``trainer.placement.*``,
-    ``generator.inference_engine.{num_engines, tensor_parallel_size}``, ``trainer.strategy``).
-
-    With ``colocate_all`` every GPU holds one FSDP2 policy shard and one (sleeping while training)
-    vLLM engine shard, so ``nodes * gpus_per_node`` must equal ``num_engines * tensor_parallel_size``.
-    """
-
-    nodes: int = Field(
-        1,
-        gt=0,
-        description="GPU worker nodes holding policy shards (SkyRL policy_num_nodes)",
-    )
-    gpus_per_node: int = Field(
-        1,
-        gt=0,
-        description="GPUs per node used by the policy (SkyRL policy_num_gpus_per_node)",
-    )
-    colocate_all: bool = Field(True, description="policy, reference model and vLLM engines share the same GPUs")
-    num_engines: int = Field(1, gt=0, description="vLLM rollout engines")
-    tensor_parallel_size: int = Field(1, gt=0, description="GPUs per vLLM engine (tensor parallel)")
-    strategy: Literal["fsdp"] = Field("fsdp", description="policy sharding: FSDP2 (SkyRL trainer.strategy=fsdp)")
-    cpu_offload: bool = Field(False, description="FSDP2 CPU offload of policy parameters and optimizer state")
-
-    @property
-    def policy_gpus(self) -> int:
-        """GPUs holding policy shards (the FSDP world size)."""
-        return self.nodes * self.gpus_per_node
-
-    @property
-    def rollout_gpus(self) -> int:
-        """GPUs taken by the vLLM engines."""
-        return self.num_engines * self.tensor_parallel_size
-
-
-class StorageConfig(_Section):
-    """Where a run's files live, as the cluster sees them.
-
-    A run's directory is ``<root>/runs/<run_id>``; the SkyRL backend puts ``ckpt_path``
-    (``checkpoints/``), ``export_path`` (``skyrl-export/``) and ``lora_sync_path`` (``lora-sync/``)
-    inside it. Across nodes the adapter reaches the vLLM engines through ``lora_sync_path`` on disk,
-    so a multi-node run needs ``root`` on shared storage (FSx for Lustre at ``/fsx`` on HyperPod).
-    """
-
-    root: str | None = Field(
-        None,
-        description="storage root on the cluster (e.g. /fsx/hyperpod-rl); None: the job's HYPERPOD_RL_STORAGE "
-        "or the default data directory",
-    )
-    shared: bool = Field(
-        False,
-        description="True when root is on storage every node mounts (FSx, EFS, NFS)",
-    )
-
-    @field_validator("root")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError(f"storage.root must be an absolute path on the cluster (e.g. /fsx/hyperpod-rl), got {value!r}")
-        return value
-
-
-class LoggingConfig(_Section):
-    """Metric sinks besides ``metrics.jsonl`` (always written). SkyRL ``trainer.{logger, project_name}``."""
-
-    logger: Literal["console", "tensorboard", "wandb", "mlflow"] = Field(
-        "console",
-        description="SkyRL tracker backend; 'wandb' needs WANDB_API_KEY in the job's environment",
-    )
-    project_name: str = Field("hyperpod-rl", min_length=1, description="project name in wandb / mlflow")
-
-
 class RunConfig(_Section):
-    """Everything one run needs. ``RunConfig.model_validate_json(text)`` round-trips it."""
+    """Everything one run needs. ``RunConfig.model_validate_json(text)`` round-trips it.
 
-    run_id: str = Field(
-        ...,
-        pattern=r"^[a-z0-9][a-z0-9-]{2,62}$",
-        description="run id: lower-case letters, digits, '-'",
-    )
+    Build one with :meth:`build` (a dict), :meth:`from_preset`, or the constructor; invalid input
+    raises :class:`~hyperpod_rl.errors.ConfigError` listing every bad field.
+    """
+
+    error_what = "run config"
+
+    run_id: str = Field(..., pattern=RUN_ID_PATTERN, description="run id: 3-63 lower-case letters, digits, '-'")
     backend: Literal["reference", "skyrl"] = "reference"
     model: ModelConfig = ModelConfig()
     lora: LoRAConfig = LoRAConfig()
@@ -348,8 +76,6 @@ class RunConfig(_Section):
 
     @model_validator(mode="after")
     def _cross_field(self) -> RunConfig:
-        from hyperpod_rl.config.validate import cross_field_problems
-
         problems = cross_field_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
@@ -386,48 +112,7 @@ class RunConfig(_Section):
 
         return cls.build(preset_dict(name, overrides))
 
-    def to_skyrl_overrides(self, run_dir: str | Path | None = None) -> dict[str, object]:
-        """SkyRL 0.4 dotted overrides (``SkyRLTrainConfig.from_cli_overrides`` input).
-
-        Args:
-            run_dir: the run directory as the cluster sees it; default ``<storage.root>/runs/<run_id>``.
-
-        Raises:
-            ConfigError: the config is for the reference backend only (see :mod:`hyperpod_rl.config.skyrl`).
-        """
-        from hyperpod_rl.config.skyrl import to_skyrl_overrides
-
-        return to_skyrl_overrides(self, run_dir)
-
-    @classmethod
-    def build(cls, data: dict[str, Any]) -> RunConfig:
-        """Validate a plain dict, turning pydantic's errors into one :class:`ConfigError`.
-
-        Raises:
-            ConfigError: one line per bad field: ``<dotted.path>: <problem>``.
-        """
-        try:
-            return cls.model_validate(data)
-        except ValidationError as err:
-            raise ConfigError(_format_errors(err)) from None
-
     def config_hash(self) -> str:
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id."""
         payload = self.model_dump(mode="json", exclude={"run_id"})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def _format_errors(err: ValidationError) -> str:
-    lines = []
-    for item in err.errors():
-        msg = item["msg"].removeprefix("Value error, ")
-        if not item["loc"]:  # cross-field rules: each line already names its fields
-            lines.extend(msg.splitlines())
-            continue
-        path = ".".join(str(p) for p in item["loc"])
-        lines.append(
-            f"{path}: {msg} (got {item.get('input')!r})"
-            if "input" in item and not isinstance(item.get("input"), dict)
-            else f"{path}: {msg}"
-        )
-    return "invalid run config:\n  " + "\n  ".join(lines)

@@ -19,12 +19,9 @@ Run files (all under the run directory, which must be shared storage on a multi-
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-
-if TYPE_CHECKING:
-    from hyperpod_rl.config.run import RunConfig
 
 __all__ = [
     "REQUIRED_VLM_KEYS",
@@ -99,7 +96,7 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
     """
     if cfg.backend != "skyrl":
         raise ConfigError(f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'")
-    from hyperpod_rl.maze.env import ENV_CLASS
+    from hyperpod_rl.maze.registry import ENV_CLASS
 
     rd = Path(run_dir) if run_dir is not None else run_dir_of(cfg)
     pl, ro, tr, lo, g, ck = (

@@ -11,10 +11,47 @@ from __future__ import annotations
 
 import re
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.config.sections import (
+    CheckpointConfig,
+    DataConfig,
+    GRPOConfig,
+    LoRAConfig,
+    ModelConfig,
+    PlacementConfig,
+    RolloutConfig,
+    StorageConfig,
+    TrainerConfig,
+)
+
+
+class RunConfig(Protocol):
+    """The parts of :class:`hyperpod_rl.config.run.RunConfig` the rules read (this module sits below it)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def model(self) -> ModelConfig: ...
+    @property
+    def lora(self) -> LoRAConfig: ...
+    @property
+    def grpo(self) -> GRPOConfig: ...
+    @property
+    def rollout(self) -> RolloutConfig: ...
+    @property
+    def data(self) -> DataConfig: ...
+    @property
+    def trainer(self) -> TrainerConfig: ...
+    @property
+    def checkpoint(self) -> CheckpointConfig: ...
+    @property
+    def placement(self) -> PlacementConfig: ...
+    @property
+    def storage(self) -> StorageConfig: ...
+
 
 __all__ = [
     "HUB_ID",

@@ -1,7 +1,8 @@
 """The visual maze task: generation, rendering, answer parsing, reward, skyrl-gym env and datasets.
 
 The lowest layer of hyperpod_rl: it imports nothing from the package except
-:mod:`hyperpod_rl.errors` (no Ray, no torch, no training code). The written answer-format
+:mod:`hyperpod_rl.errors` and :mod:`hyperpod_rl.base`, and no torch, Ray or skyrl-gym at import
+time (``MazeEnv`` loads skyrl-gym on first use; :func:`make_env` builds envs). The written answer-format
 and reward spec is ``docs/maze-task.md``.
 
 Example:
@@ -15,13 +16,22 @@ Example:
 
 from hyperpod_rl.maze.answer import VIOLATIONS, VISION_TOKENS, ParsedAnswer, parse_answer
 from hyperpod_rl.maze.audit import AUDIT_CASES, AuditReport, run_audit
-from hyperpod_rl.maze.dataset import SPLITS, DatasetSpec, build_dataset, read_parquet, write_parquet
-from hyperpod_rl.maze.env import ENV_CLASS, MazeEnv, default_max_turns, register_env
+from hyperpod_rl.maze.dataset import SPLITS, DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.maze.generate import ALGORITHMS, generate_maze
-from hyperpod_rl.maze.grid import DIRECTIONS, Cell, Maze
+from hyperpod_rl.maze.grid import DIRECTIONS, Cell, Maze, default_max_turns
 from hyperpod_rl.maze.messages import SYSTEM_PROMPT, build_prompt, clean_messages, decode_image_part, image_part
-from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count, render_maze, render_png
-from hyperpod_rl.maze.reward import REWARD_VERSION, max_return, score_completion, score_move, score_plan, score_step
+from hyperpod_rl.maze.registry import ENV_CLASS, make_env, register_env
+from hyperpod_rl.maze.render import (
+    RenderStyle,
+    encode_png,
+    fit_style,
+    image_size_px,
+    image_token_count,
+    render_maze,
+    render_path,
+    render_png,
+)
+from hyperpod_rl.maze.reward import REWARD_VERSION, aggregate_metrics, max_return, score_completion, score_move, score_plan, score_step
 from hyperpod_rl.maze.strata import stratum_of
 
 __all__ = [
@@ -39,23 +49,28 @@ __all__ = [
     "DatasetSpec",
     "Maze",
     "MazeEnv",
+    "MazeRow",
     "ParsedAnswer",
     "RenderStyle",
+    "aggregate_metrics",
     "build_dataset",
     "build_prompt",
     "clean_messages",
     "decode_image_part",
     "default_max_turns",
+    "encode_png",
     "fit_style",
     "generate_maze",
     "image_part",
     "image_size_px",
     "image_token_count",
+    "make_env",
     "max_return",
     "parse_answer",
-    "read_parquet",
+    "read_rows",
     "register_env",
     "render_maze",
+    "render_path",
     "render_png",
     "run_audit",
     "score_completion",
@@ -65,3 +80,12 @@ __all__ = [
     "stratum_of",
     "write_parquet",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``MazeEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need."""
+    if name == "MazeEnv":
+        from hyperpod_rl.maze.env import MazeEnv
+
+        return MazeEnv
+    raise AttributeError(f"module 'hyperpod_rl.maze' has no attribute {name!r}")

@@ -5,7 +5,7 @@ every other column reaches the env as ``extras``; ``data_source`` keys eval metr
 
 ============================ =============================================================
 ``prompt``                   system message + first user message (start image, instructions)
-``env_class``                :data:`~hyperpod_rl.maze.env.ENV_CLASS`
+``env_class``                :data:`~hyperpod_rl.maze.registry.ENV_CLASS`
 ``data_source``              ``"{spec.data_source}/{split}"``
 ``maze``                     :meth:`Maze.to_json` text
 ``layout_hash``              :meth:`Maze.layout_hash` (unique across all splits; checked)
@@ -34,7 +34,7 @@ import math
 import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -42,17 +42,46 @@ from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze._model import MazeModel
-from hyperpod_rl.maze.env import ENV_CLASS, default_max_turns
-from hyperpod_rl.maze.generate import ALGORITHMS, generate_maze
-from hyperpod_rl.maze.grid import MAX_SIDE, MIN_SIDE, Maze
+from hyperpod_rl.maze.generate import ALGORITHMS, Algorithm, generate_maze
+from hyperpod_rl.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
 from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt, clean_messages
+from hyperpod_rl.maze.registry import ENV_CLASS
 from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.maze.reward import REWARD_VERSION
 from hyperpod_rl.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
 
-__all__ = ["SPLITS", "DatasetSpec", "build_dataset", "read_parquet", "write_parquet"]
+__all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 
 SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
+_REQUIRED_COLUMNS: Final[tuple[str, ...]] = ("prompt", "env_class", "maze", "layout_hash")
+
+
+class MazeRow(TypedDict):
+    """One dataset row (the table in the module docstring gives each column's meaning)."""
+
+    prompt: list[dict[str, Any]]
+    env_class: str
+    data_source: str
+    maze: str
+    layout_hash: str
+    rows: int
+    cols: int
+    shortest_path_length: int
+    num_turns: int
+    stratum: str
+    split: str
+    mode: str
+    max_turns: int
+    observation: str
+    prompt_style: NotRequired[str]
+    render_style: str
+    image_tokens: int
+    algorithm: str
+    braid: float
+    seed: int
+    reward_version: str
+
+
 _ATTEMPTS_PER_ROW: Final[int] = 200
 #: Give up after this many candidates in a row were rejected (duplicate, too short, stratum full).
 _STALL_LIMIT: Final[int] = 5000
@@ -179,10 +208,10 @@ def _candidate(spec: DatasetSpec, split: str, index: int, sizes: tuple[tuple[int
     names = sorted(spec.algorithms)
     algorithm = rng.choices(names, weights=[spec.algorithms[n] for n in names])[0]
     seed = int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1  # int64-safe
-    return generate_maze(rows, cols, seed=seed, algorithm=algorithm, braid=spec.braid), algorithm, seed
+    return generate_maze(rows, cols, seed=seed, algorithm=cast(Algorithm, algorithm), braid=spec.braid), algorithm, seed
 
 
-def _row(spec: DatasetSpec, maze: Maze, split: str, stratum: str, algorithm: str, seed: int) -> dict[str, Any]:
+def _row(spec: DatasetSpec, maze: Maze, split: str, stratum: str, algorithm: str, seed: int) -> MazeRow:
     style = fit_style(maze.rows, maze.cols, spec.render_style, max_image_tokens=spec.max_image_tokens)
     max_turns = 1 if spec.mode == "plan" else (spec.max_turns or default_max_turns(maze))
     tokens = 0 if spec.observation == "text" else image_token_count(*image_size_px(maze.rows, maze.cols, style))
@@ -213,13 +242,13 @@ def _row(spec: DatasetSpec, maze: Maze, split: str, stratum: str, algorithm: str
     }
 
 
-def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) -> list[dict[str, Any]]:
+def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) -> list[MazeRow]:
     count = spec.counts.get(split, 0)
     in_dist = split != "ood"
     sizes = spec.sizes if in_dist else spec.ood_sizes
     quotas = _quotas(count, spec.mix if in_dist else None)
     need = dict(quotas)
-    rows: list[dict[str, Any]] = []
+    rows: list[MazeRow] = []
     attempts, last_accept = _ATTEMPTS_PER_ROW * count + 1000, 0
     for index in range(attempts):
         if len(rows) == count or index - last_accept > _STALL_LIMIT:
@@ -250,7 +279,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
     return rows
 
 
-def build_dataset(spec: DatasetSpec) -> dict[str, list[dict[str, Any]]]:
+def build_dataset(spec: DatasetSpec) -> dict[str, list[MazeRow]]:
     """Generate the rows of every split with a positive count.
 
     Returns:
@@ -262,7 +291,7 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[dict[str, Any]]]:
             (the message names the split, the missing strata and the field to change).
     """
     seen: set[str] = set()
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[MazeRow]] = {}
     longest = 0
     for split in ("train", "heldout"):
         if spec.counts.get(split, 0) > 0:
@@ -295,17 +324,35 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
     return hashlib.sha256(target.read_bytes()).hexdigest()
 
 
-def read_parquet(path: str | Path) -> list[dict[str, Any]]:
-    """Read rows written by :func:`write_parquet`, dropping the ``None`` keys parquet adds to parts.
+def read_rows(path: str | Path) -> list[MazeRow]:
+    """Read dataset rows written by :func:`write_parquet` (the one reader of maze datasets).
+
+    Parquet stores every chat part with every part key, so the ``None`` keys it adds are dropped
+    from ``prompt`` (:func:`~hyperpod_rl.maze.messages.clean_messages`): the rows come back as
+    they were written.
+
+    Args:
+        path: a parquet file.
+
+    Returns:
+        The rows, in file order.
 
     Raises:
-        MazeError: if the file does not exist.
+        MazeError: the file does not exist, is not parquet, or lacks the columns every row
+            needs (``prompt``, ``env_class``, ``maze``, ``layout_hash``).
     """
-    source = Path(path)
+    source = Path(path).expanduser()
     if not source.is_file():
-        raise MazeError(f"parquet file {source} does not exist; build it with build_dataset + write_parquet")
-    rows = pq.read_table(source).to_pylist()
+        raise MazeError(f"dataset file {source} does not exist: generate it first (hyperpod-rl maze generate, or the quickstart)")
+    try:
+        table = pq.read_table(source)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise MazeError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
+    missing = [c for c in _REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise MazeError(f"dataset file {source} lacks the columns {missing}: it was not written by write_parquet; regenerate it")
+    rows = table.to_pylist()
     for row in rows:
         if row.get("prompt") is not None:
             row["prompt"] = clean_messages(row["prompt"])
-    return rows
+    return cast("list[MazeRow]", rows)

@@ -1,8 +1,8 @@
 """The maze as a skyrl-gym ``BaseTextEnv``: sequences turns, delegates scoring to :mod:`.reward`.
 
-Register with :func:`register_env` (string entry point, so importing the registry stays
-cheap) inside the process that runs the trainer, then ``skyrl_gym.make(ENV_CLASS,
-env_config=..., extras=row_extras)``.
+Build envs with :func:`hyperpod_rl.maze.registry.make_env` (it registers the string entry point
+first, as SkyRL's generator expects). This module imports skyrl-gym; nothing else in the task does
+at import time.
 
 Settings come from the dataset row (``extras``) first, then ``env_config``, then defaults:
 
@@ -21,43 +21,29 @@ Observation parts follow SkyRL's VLM format (see :mod:`hyperpod_rl.maze.messages
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
-import skyrl_gym
 from pydantic import ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Maze
+from hyperpod_rl.maze.grid import Maze, default_max_turns
 from hyperpod_rl.maze.messages import (
+    Mode,
+    Observation,
+    PromptStyle,
     build_prompt,
     clean_messages,
     feedback_text,
     observation_message,
 )
 from hyperpod_rl.maze.render import RenderStyle
-from hyperpod_rl.maze.reward import REWARD_VERSION, score_plan, score_step
+from hyperpod_rl.maze.reward import REWARD_VERSION, aggregate_metrics, score_plan, score_step
 
-__all__ = ["ENV_CLASS", "MazeEnv", "default_max_turns", "register_env"]
-
-#: Env id used in dataset rows' ``env_class`` and in the skyrl_gym registry.
-ENV_CLASS: Final[str] = "hyperpod_rl.maze"
-_ENTRY_POINT: Final[str] = "hyperpod_rl.maze.env:MazeEnv"
+__all__ = ["MazeEnv"]
 _MODES: Final[tuple[str, ...]] = ("step", "plan")
 _OBSERVATIONS: Final[tuple[str, ...]] = ("image", "text", "both")
-
-
-def register_env() -> None:
-    """Register :class:`MazeEnv` with skyrl_gym under :data:`ENV_CLASS`; safe to call repeatedly."""
-    if ENV_CLASS not in skyrl_gym.registry:
-        skyrl_gym.register(id=ENV_CLASS, entry_point=_ENTRY_POINT)
-
-
-def default_max_turns(maze: Maze) -> int:
-    """Default step-mode turn limit: ``2 * shortest_path_length + 4``."""
-    return 2 * maze.shortest_path_length + 4
 
 
 def _setting(name: str, extras: Mapping[str, Any], env_config: Any, default: Any) -> Any:
@@ -87,15 +73,18 @@ class MazeEnv(BaseTextEnv):
         if raw is None:
             raise MazeError("extras['maze'] is required: put Maze.to_json() in the dataset row's 'maze' column")
         self.maze: Maze = Maze.from_json(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
-        self.mode: str = str(_setting("mode", extras, env_config, "step"))
-        if self.mode not in _MODES:
-            raise MazeError(f"mode={self.mode!r} is not supported; use one of {_MODES}")
-        self.prompt_style: str = str(_setting("prompt_style", extras, env_config, "full"))
-        if self.prompt_style not in ("full", "terse"):
-            raise MazeError(f"prompt_style={self.prompt_style!r} is not supported; use 'full' or 'terse'")
-        self.observation: str = str(_setting("observation", extras, env_config, "image"))
-        if self.observation not in _OBSERVATIONS:
-            raise MazeError(f"observation={self.observation!r} is not supported; use one of {_OBSERVATIONS}")
+        mode = str(_setting("mode", extras, env_config, "step"))
+        if mode not in _MODES:
+            raise MazeError(f"mode={mode!r} is not supported; use one of {_MODES}")
+        self.mode = cast(Mode, mode)
+        prompt_style = str(_setting("prompt_style", extras, env_config, "full"))
+        if prompt_style not in ("full", "terse"):
+            raise MazeError(f"prompt_style={prompt_style!r} is not supported; use 'full' or 'terse'")
+        self.prompt_style = cast(PromptStyle, prompt_style)
+        observation = str(_setting("observation", extras, env_config, "image"))
+        if observation not in _OBSERVATIONS:
+            raise MazeError(f"observation={observation!r} is not supported; use one of {_OBSERVATIONS}")
+        self.observation = cast(Observation, observation)
         max_turns = _setting("max_turns", extras, env_config, default_max_turns(self.maze))
         if isinstance(max_turns, bool) or not isinstance(max_turns, (int, float)) or int(max_turns) != max_turns:
             raise MazeError(f"max_turns={max_turns!r} must be an int >= 1")
@@ -132,7 +121,7 @@ class MazeEnv(BaseTextEnv):
                 max_turns=self.max_turns,
                 style=self.style,
                 observation=self.observation,
-                prompt_style=self.prompt_style,  # type: ignore[arg-type]
+                prompt_style=self.prompt_style,
             )
         return conversation, {"reward_version": REWARD_VERSION, "layout_hash": self.maze.layout_hash()}
 
@@ -158,7 +147,7 @@ class MazeEnv(BaseTextEnv):
         done = out.solved or self.turns >= self.max_turns
         observations = []
         if not done:
-            text = feedback_text(out.move, blocked=out.blocked, violation=out.violation, prompt_style=self.prompt_style)  # type: ignore[arg-type]
+            text = feedback_text(out.move, blocked=out.blocked, violation=out.violation, prompt_style=self.prompt_style)
             observations = [observation_message(self.maze, self.agent, text, style=self.style, observation=self.observation)]
         metadata = {
             "move": out.move,
@@ -229,26 +218,5 @@ class MazeEnv(BaseTextEnv):
 
     @staticmethod
     def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-        """Average episode metrics.
-
-        Returns ``solve_rate``, ``optimal_move_rate``, ``invalid_move_rate``,
-        ``blocked_move_rate``, ``mean_turns`` and ``steps_over_optimal`` (mean over solved
-        episodes; absent when none was solved). Empty input gives ``{}``.
-        """
-        if not metrics:
-            return {}
-
-        def mean(key: str) -> float:
-            values = [float(m[key]) for m in metrics if key in m and not math.isnan(float(m[key]))]
-            return sum(values) / len(values) if values else 0.0
-
-        out = {
-            "solve_rate": mean("solved"),
-            "optimal_move_rate": mean("optimal_move_rate"),
-            "invalid_move_rate": mean("invalid_move_rate"),
-            "blocked_move_rate": mean("blocked_move_rate"),
-            "mean_turns": mean("turns"),
-        }
-        if any("steps_over_optimal" in m for m in metrics):
-            out["steps_over_optimal"] = mean("steps_over_optimal")
-        return out
+        """Average episode metrics (SkyRL's env hook): :func:`hyperpod_rl.maze.reward.aggregate_metrics`."""
+        return aggregate_metrics(metrics)

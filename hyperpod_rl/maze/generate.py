@@ -184,4 +184,6 @@ def generate_maze(
     if goal is None:
         others = [cell for cell in cells if cell != tuple(start)]
         goal = others[rng.randrange(len(others))]
-    return Maze(rows=rows, cols=cols, start=tuple(start), goal=tuple(goal), open_sides=tuple(carver.mask))
+    return Maze(
+        rows=rows, cols=cols, start=(int(start[0]), int(start[1])), goal=(int(goal[0]), int(goal[1])), open_sides=tuple(carver.mask)
+    )

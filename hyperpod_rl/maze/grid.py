@@ -21,6 +21,7 @@ from typing import Final
 from hyperpod_rl.errors import MazeError
 
 __all__ = [
+    "default_max_turns",
     "DELTAS",
     "DIRECTIONS",
     "MAX_SIDE",
@@ -265,7 +266,7 @@ class Maze:
         floor or passage, ``A`` agent (``agent``, default ``start``), ``G`` goal. Cell
         ``(r, c)`` sits at line ``2r+1``, column ``2c+1``.
         """
-        here = self.start if agent is None else tuple(agent)
+        here: Cell = self.start if agent is None else (int(agent[0]), int(agent[1]))
         self._check_cell(here)
         h, w = 2 * self.rows + 1, 2 * self.cols + 1
         grid = [["#"] * w for _ in range(h)]
@@ -280,3 +281,8 @@ class Maze:
         grid[2 * self.goal[0] + 1][2 * self.goal[1] + 1] = "G"
         grid[2 * here[0] + 1][2 * here[1] + 1] = "A"
         return "\n".join("".join(line) for line in grid)
+
+
+def default_max_turns(maze: Maze) -> int:
+    """Default step-mode turn limit of a maze episode: ``2 * shortest_path_length + 4``."""
+    return 2 * maze.shortest_path_length + 4

@@ -30,6 +30,7 @@ from hyperpod_rl.maze._model import MazeModel
 from hyperpod_rl.maze.grid import OPEN_BITS, Cell, Maze
 
 __all__ = [
+    "render_path",
     "QWEN_VL_MAX_PIXELS",
     "QWEN_VL_MIN_PIXELS",
     "THEMES",
@@ -277,6 +278,33 @@ def render_maze(maze: Maze, agent: Cell | None = None, style: RenderStyle | None
         MazeError: if ``agent`` is outside the grid.
     """
     return _render_indexed(maze, agent, style).convert("RGB")
+
+
+def render_path(maze: Maze, cells: list[Cell], style: RenderStyle | None = None) -> Image.Image:
+    """Draw the maze with the agent at the last of ``cells`` and a line through all of them.
+
+    Args:
+        maze: the maze.
+        cells: ``(row, col)`` positions in visiting order, the start first (empty: agent at start).
+        style: render style (default :class:`RenderStyle`).
+
+    Returns:
+        A new RGB image of size :func:`image_size_px` (pixels), the path drawn in orange.
+
+    Raises:
+        MazeError: a cell is outside the grid.
+    """
+    from PIL import ImageDraw
+
+    style = style or RenderStyle()
+    img = render_maze(maze, agent=cells[-1] if cells else None, style=style)
+    p, t = style.cell_px, style.wall_px
+    ox = (img.width - (maze.cols * p + t)) // 2
+    oy = (img.height - (maze.rows * p + t)) // 2
+    centre = [(ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells]
+    if len(centre) > 1:
+        ImageDraw.Draw(img).line(centre, fill=(255, 140, 0), width=max(t, 2), joint="curve")
+    return img
 
 
 def encode_png(img: Image.Image) -> bytes:

@@ -17,14 +17,16 @@ is at most ``SUCCESS_BONUS + (PROGRESS_PER_CELL - STEP_COST) * shortest_path_len
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze.answer import parse_answer
 from hyperpod_rl.maze.grid import Cell, Maze
 
 __all__ = [
+    "aggregate_metrics",
     "BLOCKED_PENALTY",
     "FORMAT_PENALTY",
     "OVERSHOOT_PENALTY",
@@ -192,3 +194,29 @@ def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: 
     if mode == "plan":
         return score_plan(maze, completion, cell=here).reward
     raise MazeError(f"mode={mode!r} is not supported; use 'step' or 'plan'")
+
+
+def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """Average episode metrics.
+
+    Returns ``solve_rate``, ``optimal_move_rate``, ``invalid_move_rate``,
+    ``blocked_move_rate``, ``mean_turns`` and ``steps_over_optimal`` (mean over solved
+    episodes; absent when none was solved). Empty input gives ``{}``.
+    """
+    if not metrics:
+        return {}
+
+    def mean(key: str) -> float:
+        values = [float(m[key]) for m in metrics if key in m and not math.isnan(float(m[key]))]
+        return sum(values) / len(values) if values else 0.0
+
+    out = {
+        "solve_rate": mean("solved"),
+        "optimal_move_rate": mean("optimal_move_rate"),
+        "invalid_move_rate": mean("invalid_move_rate"),
+        "blocked_move_rate": mean("blocked_move_rate"),
+        "mean_turns": mean("turns"),
+    }
+    if any("steps_over_optimal" in m for m in metrics):
+        out["steps_over_optimal"] = mean("steps_over_optimal")
+    return out

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.metrics.schema import MetricRecord
 
 __all__ = ["MetricStream", "MetricsFileTail", "RecordSource"]
@@ -107,7 +108,7 @@ class MetricStream:
         extra_tasks: list[tuple[float, Callable[[], None]]] | None = None,
     ) -> None:
         if interval_s <= 0:
-            raise ValueError(f"interval_s must be > 0 seconds, got {interval_s}")
+            raise ConfigError(f"interval_s must be > 0 seconds, got {interval_s}")
         self.on_records = on_records
         self.interval_s = interval_s
         self.on_error = on_error or (lambda err: log.warning("metric stream: %s", err))

@@ -1,7 +1,7 @@
 """Build a tiny random-init Qwen3-VL model, tokenizer and processor entirely in code.
 
 This is the embedded default base model: no weights can be downloaded here, so tests and the
-local quickstart build one in well under a second (facts from ../shared/REFERENCE.md §5):
+local quickstart build one in well under a second (facts from docs/references.md §5):
 
 - transformers >= 5 ships ``Qwen3VLConfig`` / ``Qwen3VLForConditionalGeneration``;
 - ``mrope_section`` must sum to ``head_dim / 2``; the vision ``num_position_embeddings`` must
@@ -160,7 +160,7 @@ def build_tiny_qwen3vl(
     head_dim = 32
     heads = hidden_size // head_dim
     tokenizer = _train_tokenizer([_DEFAULT_CORPUS, *corpus], vocab_size)
-    # mrope_section sums to head_dim / 2 (REFERENCE.md §5).
+    # mrope_section sums to head_dim / 2 (docs/references.md §5).
     half = head_dim // 2
     mrope = [half - 2 * (half // 3), half // 3, half // 3]
     config = Qwen3VLConfig(

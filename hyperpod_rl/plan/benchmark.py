@@ -51,16 +51,24 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
         nodes=1,
         gradient_checkpointing=bool(config["gradient_checkpointing"]),
         fsdp=fsdp,
-        logprob_impl=logprob,  # type: ignore[arg-type]
+        logprob_impl=logprob,
         adapter_compute_dtype=adapter,
         placement="split",
-        gpu="H200",  # type: ignore[arg-type]
+        gpu="H200",
     )
 
 
 def load_records(path: Path) -> list[dict[str, Any]]:
-    """Read one harness result file (a JSON list of records)."""
+    """The measurement records of one harness result file.
+
+    The file is the envelope every benchmark writes (``benchmarks/_record.py``): provenance
+    fields plus ``results``, the JSON list of records.
+
+    Raises:
+        ConfigError: the file is not a harness result file.
+    """
     data = json.loads(Path(path).read_text())
-    if not isinstance(data, list):
-        raise ConfigError(f"{path} is not a harness result file (expected a JSON list of records)")
-    return data
+    records = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        raise ConfigError(f"{path} is not a harness result file (expected a JSON object whose 'results' is a list of records)")
+    return records

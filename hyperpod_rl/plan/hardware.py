@@ -8,17 +8,16 @@ bf16 rate, NVLink 4 at 900 GB/s bidirectional per GPU). ``usable_gib`` is what
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from hyperpod_rl.base import Model
 from hyperpod_rl.errors import ConfigError
 
 __all__ = ["GPUS", "GPUSpec", "gpu_spec"]
 
 
-class GPUSpec(BaseModel):
+class GPUSpec(Model):
     """One accelerator model."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     memory_gib: float = Field(gt=0, description="GPU memory a process can allocate, GiB")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
+from hyperpod_rl.base import RaisesOnInit
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan.hardware import GPUSpec, gpu_spec
 from hyperpod_rl.plan.images import image_tokens
@@ -16,15 +17,15 @@ __all__ = ["ALL_LINEAR", "PlanInput"]
 ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
-class PlanInput(BaseModel):
-    """Inputs of :func:`hyperpod_rl.plan.plan`. Token counts are per sequence, sizes in pixels.
+class PlanInput(RaisesOnInit):
+    """Inputs of :func:`hyperpod_rl.plan.plan` (construction raises :class:`ConfigError` listing every bad field). Token counts are per sequence, sizes in pixels.
 
     A sequence is ``max_prompt_tokens`` of prompt text, ``images_per_prompt`` images
     (each ``image_tokens + 2`` tokens), then ``turns`` turns of at most
     ``max_response_tokens`` each (generated text plus the environment's reply).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    error_what = "planner input"
 
     model: str | dict[str, Any] = Field(default="Qwen/Qwen3-VL-8B-Instruct", description="hub id / short name ('8B') or a config.json dict")
     lora_rank: int = Field(default=32, gt=0)
@@ -52,18 +53,6 @@ class PlanInput(BaseModel):
     adapter_compute_dtype: Literal["bf16", "fp32"] = Field(default="bf16", description="bf16: FSDP2 mixed precision; fp32: peft default")
     chunk_tokens: int = Field(default=1024, gt=0, description="response_logprobs chunk size")
     gpu: str | GPUSpec = "H200"
-
-    def __init__(self, **data: Any) -> None:
-        """Validate; every problem is raised as one :class:`ConfigError` naming the fields.
-
-        Raises:
-            ConfigError: a field is missing, of the wrong type, out of range, or inconsistent with another.
-        """
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            lines = [f"{'.'.join(map(str, e['loc'])) or 'plan input'}: {e['msg'].removeprefix('Value error, ')}" for e in exc.errors()]
-            raise ConfigError("invalid planner input: " + "; ".join(lines)) from None
 
     def model_post_init(self, context: Any, /) -> None:
         """Cross-field checks; raises :class:`ConfigError` naming the field (not wrapped by pydantic)."""

@@ -25,15 +25,15 @@ gradient) or, with gradient checkpointing, the backward of one decoder layer:
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
+from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 
 __all__ = ["CALIBRATION", "MemoryBreakdown", "activation_bytes_per_token_layer", "lora_params", "policy_update_memory"]
 
 GIB = 2**30
 
-#: Factors fitted to measurements (benchmarks/results/h200_*.json); 1.0 means "as counted".
+#: Factors fitted to the H200 runs in ``benchmarks.gpu.calibrate.FIT_FILES`` (benchmarks/results/planner_calibration.json);
+#: 1.0 means "as counted".
 CALIBRATION: dict[str, float] = {
     "activation_scale": 0.82,  # multiplies the counted per-layer saved bytes (fitted)
     "ckpt_layers_live": 1.0,  # decoder layers' full activations live during a checkpointed backward (held at 1)
@@ -44,10 +44,8 @@ CALIBRATION: dict[str, float] = {
 }
 
 
-class MemoryBreakdown(BaseModel):
+class MemoryBreakdown(Model):
     """Predicted per-GPU memory of one policy-update micro batch, GiB."""
-
-    model_config = ConfigDict(frozen=True)
 
     weights_gib: float
     fsdp_buffers_gib: float

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import GIB, MemoryBreakdown, policy_update_memory
 from hyperpod_rl.plan.throughput import StepTime, comm_seconds, step_time, train_seconds_per_micro_batch
@@ -18,10 +17,8 @@ VLLM_WORKSPACE_GIB = 4.0
 VLLM_ASLEEP_GIB = 1.5
 
 
-class KVCache(BaseModel):
+class KVCache(Model):
     """vLLM KV-cache room on one inference engine."""
-
-    model_config = ConfigDict(frozen=True)
 
     bytes_per_token: int
     capacity_gib: float
@@ -29,10 +26,8 @@ class KVCache(BaseModel):
     concurrent_sequences: int
 
 
-class Plan(BaseModel):
+class Plan(Model):
     """The planner's answer. ``fits`` is False when any verdict is a blocker."""
-
-    model_config = ConfigDict(frozen=True)
 
     input: PlanInput
     seq_len: int
@@ -45,10 +40,8 @@ class Plan(BaseModel):
     verdicts: list[str]
 
 
-class ScalingPoint(BaseModel):
+class ScalingPoint(Model):
     """Predicted policy-update throughput at one GPU count."""
-
-    model_config = ConfigDict(frozen=True)
 
     gpus: int
     micro_batch_per_gpu: int

@@ -15,17 +15,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from hyperpod_rl.base import Model
 from hyperpod_rl.errors import ConfigError
 
 __all__ = ["QWEN3_VL_SHAPES", "ModelShape", "VisionShape", "model_shape", "shape_from_hf_config"]
 
 
-class VisionShape(BaseModel):
+class VisionShape(Model):
     """Vision tower fields of a Qwen3-VL ``vision_config``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     depth: int = Field(gt=0)
     hidden_size: int = Field(gt=0)
@@ -50,10 +49,8 @@ class VisionShape(BaseModel):
         return self.depth * block + patch + self.num_position_embeddings * h + merger * (1 + len(self.deepstack_visual_indexes))
 
 
-class ModelShape(BaseModel):
+class ModelShape(Model):
     """Language-model fields of a Qwen3-VL ``text_config`` plus its vision tower."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     hidden_size: int = Field(gt=0)

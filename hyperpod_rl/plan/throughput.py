@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict
-
+from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import lora_params
 
@@ -41,13 +40,14 @@ __all__ = [
 ]
 
 #: Achieved fraction of dense bf16 peak on executed FLOPs, by adapter compute dtype; least-squares fit
-#: over 37 measured steps on H200 (benchmarks/results/, docs/planner.md).
-TRAIN_EFFICIENCY: dict[str, float] = {"bf16": 0.41, "fp32": 0.28}
+#: over the 29 measured steps of the H200 runs in ``benchmarks.gpu.calibrate.FIT_FILES``
+#: (benchmarks/results/planner_calibration.json; the other runs are held out, docs/planner.md).
+TRAIN_EFFICIENCY: dict[str, float] = {"bf16": 0.4, "fp32": 0.28}
 #: Fixed seconds per micro batch: plain peft process vs FSDP2 (hooks, casts, all-gather launches); fitted.
-FIXED_STEP_S: dict[str, float] = {"plain": 0.077, "fsdp": 0.204}
+FIXED_STEP_S: dict[str, float] = {"plain": 0.077, "fsdp": 0.194}
 COMM: dict[str, float] = {
     "efficiency": 0.6,  # fraction of NVLink bandwidth a ring all-gather reaches (0.061 s per 8.8 GB seen on 2 H200s)
-    "exposed": 0.45,  # fraction of communication time that adds to the step (fitted, 1 -> 2 H200s)
+    "exposed": 0.51,  # fraction of communication time that adds to the step (fitted on the first 1 -> 2 H200 run)
     "inter_node_bytes_per_s": 50e9,  # 4 x 100 Gb/s EFA per GPU-node share, p5/p5e class
     "latency_s": 30e-6,  # per collective
 }
@@ -56,10 +56,8 @@ DECODE_BW_EFFICIENCY = 0.6
 FIXED_SYNC_S = 2.0  # vLLM sleep/wake and adapter load, observed order of magnitude in SkyRL logs
 
 
-class StepTime(BaseModel):
+class StepTime(Model):
     """Estimated seconds of one GRPO step, split by phase."""
-
-    model_config = ConfigDict(frozen=True)
 
     generate_s: float
     train_s: float

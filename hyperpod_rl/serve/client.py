@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import ENV_CLASS, Maze, register_env
+from hyperpod_rl.maze import Maze, make_env
 
 __all__ = ["SolveResult", "chat", "maze_request", "solve"]
 
@@ -87,7 +87,7 @@ class SolveResult:
 
 def _context(system: list[dict[str, Any]], observation: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """System messages plus the latest observation: the context the policy sees in training
-    (:mod:`hyperpod_rl.train.rollout`), so served and in-process answers agree."""
+    (:mod:`hyperpod_rl.model.rollout`), so served and in-process answers agree."""
     return system + [m for m in observation if m.get("role") != "system"][-1:]
 
 
@@ -129,9 +129,6 @@ def solve(
         ServeError: a request failed (the server's detail is in the message).
         MazeError: the maze or its settings are invalid.
     """
-    import skyrl_gym
-
-    register_env()
     if isinstance(maze, Maze):
         extras: dict[str, Any] = {"maze": maze.to_json()}
         prompt: list[dict[str, Any]] | None = None
@@ -140,7 +137,7 @@ def solve(
         prompt = list(maze["prompt"]) if maze.get("prompt") is not None else None
     if max_turns is not None:
         extras["max_turns"] = max_turns
-    env = skyrl_gym.make(ENV_CLASS, env_config=dict(env_config or {}), extras=extras)
+    env = make_env(extras, env_config)
     conversation, _ = env.init(prompt)
     system = [m for m in conversation if m.get("role") == "system"]
     context = _context(system, conversation)

@@ -27,8 +27,9 @@ import shlex
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from hyperpod_rl.base import Model, format_validation_error
 from hyperpod_rl.errors import ConfigError, ServeError
 from hyperpod_rl.serve.preflight import (
     BaseModelRef,
@@ -90,7 +91,7 @@ VLLM_ENGINE_KWARGS = frozenset(
 _REMOTE = ("s3://", "gs://", "abfss://", "azure://")
 
 
-class ClusterServeSpec(BaseModel):
+class ClusterServeSpec(Model):
     """What to serve on a GPU cluster.
 
     Attributes:
@@ -118,7 +119,7 @@ class ClusterServeSpec(BaseModel):
         port: its port.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    error_what = "cluster serving spec"
 
     base_model: str = Field(..., min_length=1)
     base_model_id: str | None = None
@@ -162,12 +163,7 @@ class ClusterServeSpec(BaseModel):
 def _build(spec: ClusterServeSpec | dict[str, Any]) -> ClusterServeSpec:
     if isinstance(spec, ClusterServeSpec):
         return spec
-    try:
-        return ClusterServeSpec.model_validate(spec)
-    except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "spec"
-        raise ConfigError(f"cluster serving spec field {field!r}: {first['msg']}") from None
+    return ClusterServeSpec.build(spec)
 
 
 def _adapter_rank(path: str | Path) -> int:
@@ -478,7 +474,7 @@ def ray_serve_llm_app(
     try:
         ServeDeploySchema.model_validate(app)
     except ValidationError as err:
-        raise ConfigError(f"the Serve config is invalid: {err}") from None
+        raise ConfigError(format_validation_error(err, what="Ray Serve config (ServeDeploySchema)")) from None
     return app
 
 
@@ -506,9 +502,7 @@ def validate_llm_config(config: dict[str, Any]) -> Any:
     try:
         parsed = cls.model_validate(config)
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"LLMConfig field {field!r}: {first['msg']}") from None
+        raise ConfigError(format_validation_error(err, what="LLMConfig", prefix="LLMConfig.")) from None
     engine = config.get("engine_kwargs") or {}
     unknown = sorted(set(engine) - VLLM_ENGINE_KWARGS)
     if unknown:

@@ -104,7 +104,9 @@ def export_adapter(
     from hyperpod_rl.aws.s3 import parse_s3_uri
 
     if not parse_s3_uri(uri)[1]:
-        raise ConfigError(f"s3_uri {s3_uri!r} names no prefix: use s3://<bucket>/<prefix>/<adapter name>, e.g. s3://{uri[5:]}/adapters/{rdir.name}")
+        raise ConfigError(
+            f"s3_uri {s3_uri!r} names no prefix: use s3://<bucket>/<prefix>/<adapter name>, e.g. s3://{uri[5:]}/adapters/{rdir.name}"
+        )
     uploaded = upload_directory(adapter, uri, s3=s3, session=session, region=region)
     prefix_len = len(parse_s3_uri(uri)[1]) + 1
     files = {u.key[prefix_len:]: u.sha256 for u in uploaded}

@@ -40,7 +40,10 @@ __all__ = [
     "build_app",
     "check_adapters",
     "deploy_local",
+    "REPLICA_ENV",
+    "bind_replica_grpc_to_loopback",
     "run_app",
+    "serve_run",
     "shutdown_local",
 ]
 
@@ -121,6 +124,40 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
     return out
 
 
+#: Environment of the serving replica: handles and the proxy reach replicas through Ray actor
+#: calls, not the replica's own gRPC server (Ray Serve's default; stated so it cannot drift).
+REPLICA_ENV = {"RAY_SERVE_USE_GRPC_BY_DEFAULT": "0", "RAY_SERVE_PROXY_USE_GRPC": "0"}
+
+
+def bind_replica_grpc_to_loopback() -> None:
+    """Make the Serve replica's inter-deployment gRPC server listen on 127.0.0.1 only.
+
+    Ray Serve 2.57 starts that server in every replica with ``add_insecure_port("[::]:0")``
+    (``ray/serve/_private/replica.py``, ``_on_initialized``): all interfaces, no token check, and
+    it unpickles request bytes, so anyone who can reach the port on a shared host can run code
+    in the replica. Ray has no setting for its address, and this app never uses it
+    (:data:`REPLICA_ENV` keeps handles on Ray actor calls). So, in the replica process only and
+    before Serve starts it, addresses on all interfaces given to ``grpc.aio`` servers are
+    rewritten to ``127.0.0.1``. ``tests/test_local_security.py`` lists every listening socket of a
+    serving local cluster and fails if any deserialising listener is reachable off loopback
+    without the token.
+    """
+    import grpc.aio._server as grpc_server
+
+    if getattr(grpc_server.Server.add_insecure_port, "_hprl_loopback", False):
+        return
+    original = grpc_server.Server.add_insecure_port
+
+    def add_insecure_port(self: Any, address: str) -> int:
+        host, _, port = address.rpartition(":")
+        if host in ("[::]", "0.0.0.0", "", "[::0]"):
+            address = f"127.0.0.1:{port}"
+        return original(self, address)
+
+    add_insecure_port._hprl_loopback = True  # type: ignore[attr-defined]
+    grpc_server.Server.add_insecure_port = add_insecure_port  # type: ignore[method-assign]
+
+
 def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.0, action_constraint: str = "directions"):
     """Build the Ray Serve application (not yet running).
 
@@ -128,7 +165,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
         model_path: base model directory.
         adapters: adapter name -> adapter directory (each with provenance.json).
         num_cpus: CPUs reserved by the replica.
-        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.train.policy`).
+        action_constraint: decoding mode of the policy (see :mod:`hyperpod_rl.model.policy`).
 
     Returns:
         A bound ``ray.serve`` application for ``serve.run``.
@@ -139,27 +176,24 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
     api = FastAPI(title="hyperpod-rl local serving")
 
-    @serve.deployment(name="MazeModelServer", num_replicas=1, ray_actor_options={"num_cpus": num_cpus}, max_ongoing_requests=32)
+    @serve.deployment(
+        name="MazeModelServer",
+        num_replicas=1,
+        ray_actor_options={"num_cpus": num_cpus, "runtime_env": {"env_vars": dict(REPLICA_ENV)}},
+        max_ongoing_requests=32,
+    )
     @serve.ingress(api)
     class MazeModelServer:
         def __init__(self, model_path: str, adapters: dict[str, str], action_constraint: str) -> None:
+            bind_replica_grpc_to_loopback()  # before Serve starts the replica's gRPC server (after this constructor)
             import torch
-            from peft import PeftModel
 
-            from hyperpod_rl.model.loading import load_base_model
-            from hyperpod_rl.train.policy import MazePolicy
+            from hyperpod_rl.model.adapter import load_policy
 
             torch.set_num_threads(1)
-            model, processor, self.model_id = load_base_model(model_path)
             self.names = list(adapters)
-            if adapters:
-                first, *rest = adapters.items()
-                model = PeftModel.from_pretrained(model, first[1], adapter_name=first[0])
-                for name, path in rest:
-                    model.load_adapter(path, adapter_name=name)
-            model.eval()
-            self.model = model
-            self.policy = MazePolicy(model, processor, action_constraint=action_constraint)  # type: ignore[arg-type]
+            self.policy = load_policy(model_path, adapters or None, action_constraint=action_constraint)  # type: ignore[arg-type]
+            self.model = self.policy.model
             self.lock = threading.Lock()
             self.started_at = time.time()
 
@@ -266,21 +300,19 @@ def check_adapters(model_path: str | Path, adapters: dict[str, str | Path], *, m
 
 
 def action_constraint_of(adapters: dict[str, str | Path]) -> str:
-    """The decoding mode the adapters were trained with (``provenance.json``
-    ``action_constraint``, default ``"directions"``), so serving decodes as training did.
+    """The decoding mode the adapters were trained with (:func:`hyperpod_rl.model.adapter.action_constraint_of`),
+    so serving decodes as training did.
 
     Raises:
         ServeError: the adapters were trained with different modes (one replica decodes one way).
     """
-    from hyperpod_rl.errors import ServeError
+    from hyperpod_rl.errors import ConfigError, ServeError
+    from hyperpod_rl.model.adapter import action_constraint_of as trained_with
 
-    modes = {}
-    for name, path in adapters.items():
-        prov = Path(path) / "provenance.json"
-        modes[name] = json.loads(prov.read_text()).get("action_constraint", "directions") if prov.is_file() else "directions"
-    if len(set(modes.values())) > 1:
-        raise ServeError(f"the adapters were trained with different action formats {modes}: serve them in separate deployments")
-    return next(iter(modes.values()), "directions")
+    try:
+        return trained_with(adapters)
+    except ConfigError as err:
+        raise ServeError(f"{err}; serve them in separate deployments") from None
 
 
 def _serve_http_port() -> int | None:
@@ -423,3 +455,35 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not JobStatus(client.get_job_status(submission_id)).is_terminal() and time.monotonic() < deadline:
         time.sleep(0.5)
+
+
+def serve_run(
+    client: Any, run: str | Path, *, port: int = 8000, name: str = "maze", extra_adapters: dict[str, str | Path] | None = None
+) -> tuple[str, list[Any]]:
+    """Serve a run's adapter (as ``name``, beside the base model as ``"base"``) on the local cluster.
+
+    Args:
+        client: authenticated ``JobSubmissionClient`` of the local cluster.
+        run: run id or run directory; its adapter must exist.
+        port: HTTP port on 127.0.0.1.
+        name: model name of the run's adapter.
+        extra_adapters: more ``{name: adapter directory}`` to serve beside it.
+
+    Returns:
+        ``(url, reports)``: the endpoint and one preflight report per adapter (warnings only).
+
+    Raises:
+        CheckpointError: the run has no config or no adapter yet.
+        ServeError: see :func:`deploy_local`.
+    """
+    from hyperpod_rl.errors import CheckpointError
+    from hyperpod_rl.runs import read_config, run_paths
+
+    paths = run_paths(run)
+    config = read_config(paths)
+    if not (paths.adapter / "adapter_model.safetensors").is_file():
+        raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first")
+    adapters: dict[str, str | Path] = {name: paths.adapter, **(extra_adapters or {})}
+    reports = check_adapters(config.model.path, adapters, model_id=config.model.model_id)
+    url = deploy_local(client, config.model.path, adapters, port=port, model_id=config.model.model_id)
+    return url, reports

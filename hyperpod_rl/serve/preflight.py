@@ -4,7 +4,7 @@ Pure and fast: it reads ``provenance.json``, ``adapter_config.json`` and the saf
 and bytes of the adapter directory, plus the base model's small JSON/tokenizer files. It never
 loads a model and never starts a server.
 
-Failure classes (../shared/REFERENCE.md §3, "field failures to design out"), one check id each:
+Failure classes (docs/references.md §3, "field failures to design out"), one check id each:
 
 ==================  ========  ==========================================================
 check               severity  problem
@@ -43,8 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from hyperpod_rl.base import Model
 from hyperpod_rl.errors import ServeError
 
 __all__ = [
@@ -77,7 +78,7 @@ _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 Severity = Literal["error", "warning"]
 
 
-class ServerProfile(BaseModel):
+class ServerProfile(Model):
     """What a server can load and how it samples (the target of a preflight).
 
     Attributes:
@@ -94,8 +95,6 @@ class ServerProfile(BaseModel):
             e.g. ``{"temperature": 0.0}`` for greedy decoding.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     name: str = "server"
     max_lora_rank: int | None = Field(None, gt=0)
     lora_language_model_only: bool = False
@@ -105,7 +104,7 @@ class ServerProfile(BaseModel):
 
 
 #: The embedded local server (transformers + peft on CPU): any rank, LoRA anywhere, greedy
-#: decoding through :class:`hyperpod_rl.train.policy.MazePolicy`, which passes its sampling
+#: decoding through :class:`hyperpod_rl.model.policy.MazePolicy`, which passes its sampling
 #: settings explicitly (``generation_config.json`` is not consulted for them).
 LOCAL_SERVER = ServerProfile(name="local Ray Serve (transformers + peft)")
 
@@ -121,7 +120,7 @@ def vllm_server(
 
     Facts from vLLM (``vllm/config/lora.py`` ``LoRAConfig.max_lora_rank`` default 16;
     ``--generation-config`` default ``"auto"`` loads the model's generation config) and
-    ../shared/REFERENCE.md §3 (LoRA on the Qwen-VL language model only).
+    docs/references.md §3 (LoRA on the Qwen-VL language model only).
     """
     return ServerProfile(
         name="vLLM",
@@ -133,7 +132,7 @@ def vllm_server(
     )
 
 
-class BaseModelRef(BaseModel):
+class BaseModelRef(Model):
     """The base model a server will load.
 
     Attributes:
@@ -143,8 +142,6 @@ class BaseModelRef(BaseModel):
         path: local directory with its tokenizer / chat template / generation config files,
             or ``None`` (those checks are then skipped with a warning).
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model_id: str
     revision: str

@@ -4,38 +4,30 @@ The decision is the evaluation's own (:func:`hyperpod_rl.eval.compare`: the pair
 interval of the primary metric's difference must lie on the better side of 0, and no guard
 metric may get significantly worse). This module does not re-decide it; it checks that the
 comparison is about *this* adapter and is not stale, that the adapter passes preflight, and
-records the decision in the run record:
+records the decision in the run directory through :func:`hyperpod_rl.runs.record_promotion`:
+``promotion.json`` (always, promoted or not) and the provenance record's ``promotion`` key. The
+run ledger imports it from there (``hyperpod-rl runs sync``): a ``finding`` note, and a
+``promoted_adapter`` artifact when promoted.
 
-- ``<run dir>/promotion.json`` (always, promoted or not);
-- ``manifest.json`` under ``promotion`` (when the run has a manifest);
-- the run ledger (:mod:`hyperpod_rl.ledger`): a ``finding`` note, and a ``promoted_adapter``
-  artifact when promoted (best effort; ``HYPERPOD_RL_LEDGER=off`` turns it off).
+:func:`promote_run` compares a run's saved base and adapter evaluations and promotes:
 
-``hyperpod_rl.serve`` sits beside ``hyperpod_rl.eval`` in the import layers (neither imports the
-other), so :func:`promote` takes the comparison object (or its saved JSON) from the caller:
+    >>> decision = promote_run("my-run")  # doctest: +SKIP
 
-    >>> from hyperpod_rl.eval import EvalResult, compare  # doctest: +SKIP
-    >>> cmp = compare(EvalResult.load(rdir / "eval/base.json"), EvalResult.load(rdir / "eval/adapter.json"))  # doctest: +SKIP
-    >>> cmp.save(rdir / "eval/comparison.json")  # doctest: +SKIP
-    >>> promote(rdir / "adapter", comparison=cmp)  # doctest: +SKIP
-
-``hyperpod-rl serve promote RUN_ID`` does exactly that.
+``hyperpod-rl serve promote RUN_ID`` calls it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import time
-import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hyperpod_rl.errors import ServeError
+from hyperpod_rl.errors import CheckpointError, PromotionRefused, ServeError
+from hyperpod_rl.runs import RunPaths, read_config, read_eval, read_provenance, record_eval, record_promotion, run_paths
 
-__all__ = ["COMPARISON_FILE", "PROMOTION_FILE", "PromotionDecision", "PromotionRefused", "promote"]
+__all__ = ["COMPARISON_FILE", "PROMOTION_FILE", "PromotionDecision", "PromotionRefused", "promote", "promote_run"]
 
 #: Where :meth:`hyperpod_rl.eval.Comparison.save` output is looked for by default.
 COMPARISON_FILE = "eval/comparison.json"
@@ -74,14 +66,6 @@ class PromotionDecision:
         return asdict(self)
 
 
-class PromotionRefused(ServeError):
-    """The gate refused the adapter; ``decision`` holds the recorded decision."""
-
-    def __init__(self, decision: PromotionDecision) -> None:
-        super().__init__(f"adapter {decision.adapter} not promoted: {decision.reason}")
-        self.decision = decision
-
-
 def _sha256(path: Path) -> str | None:
     if not path.is_file():
         return None
@@ -96,15 +80,16 @@ def _comparison_json(comparison: Any, run_dir: Path) -> tuple[dict[str, Any] | N
     """(comparison JSON, problem) from an object with ``to_json()``, a dict, or the saved file."""
     if comparison is None:
         path = run_dir / COMPARISON_FILE
-        if not path.is_file():
+        try:
+            saved = read_eval(RunPaths(run_dir), "comparison")
+        except CheckpointError as err:
+            return None, f"{err}; compare again"
+        if saved is None:
             return (
                 None,
                 f"no held-out comparison for this run ({path} is missing): evaluate the base model and the adapter on the same held-out mazes and save hyperpod_rl.eval.compare(base, adapter) there (hyperpod-rl serve promote does)",
             )
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            return None, f"{path} is unreadable ({err.__class__.__name__}): compare again"
+        data = saved
     elif hasattr(comparison, "to_json"):
         data = comparison.to_json()
     elif isinstance(comparison, dict):
@@ -119,12 +104,13 @@ def _comparison_json(comparison: Any, run_dir: Path) -> tuple[dict[str, Any] | N
 
 def _eval_problem(run_dir: Path, data: dict[str, Any], adapter: Path) -> str | None:
     """Why the comparison is not about this adapter vs the base model, or is stale (None: fine)."""
-    base_file = run_dir / "eval" / f"{data['base_label']}.json"
-    cand_file = run_dir / "eval" / f"{data['candidate_label']}.json"
-    for f in (base_file, cand_file):
-        if not f.is_file():
-            return f"the evaluation {f} behind the comparison is missing: evaluate and save it under the run's eval/ directory"
-    base, cand = json.loads(base_file.read_text()), json.loads(cand_file.read_text())
+    paths = RunPaths(run_dir)
+    cand_file = paths.eval_file(str(data["candidate_label"]))
+    base, cand = read_eval(paths, str(data["base_label"])), read_eval(paths, str(data["candidate_label"]))
+    for label, ev in ((data["base_label"], base), (data["candidate_label"], cand)):
+        if ev is None:
+            return f"the evaluation {paths.eval_file(str(label))} behind the comparison is missing: evaluate and save it under the run's eval/ directory"
+    assert base is not None and cand is not None  # narrowed above
     if base.get("adapter_path") is not None:
         return f"the comparison's reference {data['base_label']!r} was evaluated with adapter {base['adapter_path']}, not the base model: compare against the base model's evaluation"
     if not cand.get("adapter_path") or Path(cand["adapter_path"]).resolve() != adapter.resolve():
@@ -136,37 +122,11 @@ def _eval_problem(run_dir: Path, data: dict[str, Any], adapter: Path) -> str | N
 
 
 def _record(run_dir: Path, decision: PromotionDecision) -> None:
-    """promotion.json, the manifest's ``promotion`` key, and the ledger (best effort)."""
-    path = run_dir / PROMOTION_FILE
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(decision.to_json(), indent=1))
-    os.replace(tmp, path)
-    if (run_dir / "manifest.json").is_file():
-        from hyperpod_rl.train.manifest import update_manifest
+    """``promotion.json`` and the provenance record's ``promotion`` key (:func:`hyperpod_rl.runs.record_promotion`).
 
-        entry = {k: v for k, v in decision.to_json().items() if k != "comparison"}
-
-        def change(current: dict[str, Any] | None) -> dict[str, Any]:
-            out = dict(current or {})
-            out["promotion"] = entry
-            return out
-
-        update_manifest(run_dir, change)
-    if os.environ.get("HYPERPOD_RL_LEDGER", "").lower() == "off":
-        return
-    import sqlite3
-
-    from hyperpod_rl.errors import ConfigError
-    from hyperpod_rl.ledger import Ledger
-
-    verdict = "promoted" if decision.promoted else "not promoted"
-    try:
-        with Ledger(timeout_s=10.0) as ledger:
-            ledger.add_note(f"adapter {verdict}: {decision.reason}", run_id=decision.run_id, kind="finding")
-            if decision.promoted:
-                ledger.add_artifact(decision.run_id, "promoted_adapter", decision.adapter, decision.adapter_sha256)
-    except (sqlite3.Error, OSError, ConfigError) as err:
-        warnings.warn(f"run ledger unavailable ({type(err).__name__}: {err}); the decision is in {path}", stacklevel=3)
+    The run ledger picks the decision up from the run directory (``hyperpod-rl runs sync``).
+    """
+    record_promotion(RunPaths(run_dir), decision.to_json())
 
 
 def promote(
@@ -198,10 +158,7 @@ def promote(
     if not adir.is_dir():
         raise ServeError(f"adapter {adir} is not a directory: pass the run's adapter/ directory")
     rdir = Path(run_dir) if run_dir is not None else adir.parent
-    manifest_file = rdir / "manifest.json"
-    run_id = rdir.name
-    if manifest_file.is_file():
-        run_id = json.loads(manifest_file.read_text()).get("run_id", run_id)
+    run_id = str((read_provenance(rdir) or {}).get("run_id") or rdir.name)
     decision = PromotionDecision(
         run_id=run_id, adapter=str(adir), adapter_sha256=_sha256(adir / "adapter_model.safetensors"), promoted=False, reason=""
     )
@@ -212,8 +169,8 @@ def promote(
         return PromotionRefused(decision)
 
     model_path = base_model
-    if model_path is None and (rdir / "config.json").is_file():
-        model_path = json.loads((rdir / "config.json").read_text()).get("model", {}).get("path")
+    if model_path is None and RunPaths(rdir).config.is_file():
+        model_path = read_config(RunPaths(rdir)).model.path
     if model_path is not None:
         report = preflight(adir, BaseModelRef.from_dir(model_path), LOCAL_SERVER)
         if not report.ok:
@@ -230,3 +187,40 @@ def promote(
     decision.promoted, decision.reason = True, str(data["reason"])
     _record(rdir, decision)
     return decision
+
+
+def promote_run(
+    run: str | Path, *, base_label: str = "base", adapter_label: str = "adapter", primary: str = "solve_rate"
+) -> PromotionDecision:
+    """Compare a run's saved evaluations, save the comparison, and promote its adapter if it wins.
+
+    Args:
+        run: run id or run directory.
+        base_label, adapter_label: the saved evaluations ``eval/<label>.json`` to compare.
+        primary: the metric that must improve significantly.
+
+    Returns:
+        The :class:`PromotionDecision` (promoted).
+
+    Raises:
+        CheckpointError: the run has no adapter, or an evaluation is missing.
+        PromotionRefused: see :func:`promote` (the refusal carries the decision and the comparison).
+    """
+    from hyperpod_rl.eval import EvalResult, compare
+
+    paths = run_paths(run)
+    if not paths.adapter.is_dir():
+        raise CheckpointError(
+            f"run {paths.run_id!r} has no adapter under {paths.root}: check the run id (hyperpod-rl runs list) or train it first"
+        )
+    results = []
+    for label in (base_label, adapter_label):
+        data = read_eval(paths, label)
+        if data is None:
+            raise CheckpointError(
+                f"{paths.eval_file(label)} is missing: evaluate the base model and the adapter on the held-out mazes first (hyperpod-rl quickstart does)"
+            )
+        results.append(EvalResult.from_json(data))
+    comparison = compare(results[0], results[1], primary=primary)
+    record_eval(paths, "comparison", comparison.to_json())
+    return promote(paths.adapter, comparison=comparison, run_dir=paths.root)

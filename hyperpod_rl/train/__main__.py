@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(add_completion=False, help="Train one run (the Ray Job entrypoint).")
+
+
+def check_config_hash(config_path: str, expected: str | None) -> None:
+    """Refuse to train when ``config.json`` is not the config that was submitted.
+
+    Raises:
+        ConfigError: its hash differs from ``expected`` (the config changed after submission).
+    """
+    if not expected:
+        return
+    from hyperpod_rl.errors import ConfigError
+    from hyperpod_rl.runs import RunPaths, read_config
+
+    config = read_config(RunPaths(Path(config_path).resolve().parent))
+    if config.config_hash() != expected:
+        raise ConfigError(
+            f"{config_path} has config hash {config.config_hash()}, but this job was submitted with {expected}: "
+            "the run's config changed after submission; resubmit the run"
+        )
 
 
 @app.command()
@@ -12,14 +33,16 @@ def main(
     config: str = typer.Option(..., help="path of the run's config.json (in its run directory)"),
     backend: str = typer.Option("reference", help="training backend: 'reference' (CPU / one GPU) or 'skyrl'"),
     fresh: bool = typer.Option(False, help="discard this run's checkpoints and start from step 0"),
+    config_hash: str | None = typer.Option(None, help="the config hash the job was submitted with (checked before training)"),
 ) -> None:
+    if backend not in ("reference", "skyrl"):
+        raise typer.BadParameter(f"unknown backend {backend!r}: use 'reference' or 'skyrl'", param_hint="--backend")
+    check_config_hash(config, config_hash)
     if backend == "skyrl":
         from hyperpod_rl.train.skyrl_backend import main as run_skyrl
 
         run_skyrl(config, fresh=fresh)
         return
-    if backend != "reference":
-        raise typer.BadParameter(f"unknown backend {backend!r}: use 'reference' or 'skyrl'", param_hint="--backend")
     from hyperpod_rl.train.reference import main as run
 
     run(config, fresh=fresh)

@@ -7,7 +7,7 @@ adapter (``adapter/adapter_model.safetensors`` + ``adapter_config.json`` + ``pro
 One step (SkyRL's ``trainer.train`` loop, reduced to one mini-batch and one epoch):
 
 1. sample ``data.mazes_per_step`` mazes; play ``grpo.group_size`` episodes of each
-   (:func:`~hyperpod_rl.train.rollout.play_episodes`);
+   (:func:`~hyperpod_rl.model.rollout.play_episodes`);
 2. episode return = sum of the env's step rewards; group-relative advantages
    (:func:`~hyperpod_rl.train.grpo.group_advantages`), shared by every turn of the episode;
 3. one policy update with the clipped surrogate + KL + entropy (:func:`~hyperpod_rl.train.grpo.grpo_loss`),
@@ -25,9 +25,9 @@ an ``fcntl`` lock the kernel releases when the process dies, even by SIGKILL).
 Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
 ``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
 for the same base model; RNG states are restored afterwards, so it changes no training number.
-``manifest.json`` (:mod:`~hyperpod_rl.train.manifest`) and the run ledger
-(:func:`hyperpod_rl.ledger.record_manifest`, best effort) are updated at start, at every
-checkpoint and at the end.
+The provenance record (``manifest.json``, :mod:`~hyperpod_rl.runs.provenance`) is updated at
+start, at every checkpoint and at the end. The trainer writes nothing outside the run directory:
+the run ledger is filled from run directories on the notebook/CLI side (``hyperpod-rl runs sync``).
 """
 
 from __future__ import annotations
@@ -50,47 +50,31 @@ import torch
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.maze import REWARD_VERSION, MazeEnv
+from hyperpod_rl.eval.benchmark import greedy_benchmark
+from hyperpod_rl.maze import REWARD_VERSION, aggregate_metrics, read_rows
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import load_base_model, revision_of
-from hyperpod_rl.train.benchmark import greedy_benchmark
-from hyperpod_rl.train.checkpoint import (
+from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.model.rollout import Episode, play_episodes
+from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
+from hyperpod_rl.runs.files import (
+    checkpoint_entries,
     file_sha256,
     latest_valid_checkpoint,
     prune_checkpoints,
     remove_stale_temporaries,
     verify_checksums,
     write_dir_atomically,
+    write_json_atomic,
+    write_text_atomic,
 )
+from hyperpod_rl.runs.provenance import eval_summaries, new_provenance, read_provenance, update_provenance
+from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
-from hyperpod_rl.train.manifest import (
-    checkpoint_entries,
-    eval_summaries,
-    new_manifest,
-    read_manifest,
-    update_manifest,
-)
-from hyperpod_rl.train.policy import MazePolicy
-from hyperpod_rl.train.provenance import provenance_record
-from hyperpod_rl.train.rollout import Episode, play_episodes
 
-__all__ = ["ReferenceTrainer", "read_rows"]
+__all__ = ["ReferenceTrainer"]
 
 log = logging.getLogger(__name__)
-
-
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Read SkyRL-format dataset rows from a parquet file.
-
-    Raises:
-        ConfigError: the file does not exist.
-    """
-    import pyarrow.parquet as pq
-
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"dataset file {p} does not exist: generate it first (hyperpod-rl quickstart does)")
-    return pq.read_table(p).to_pylist()
 
 
 class _Sampler:
@@ -138,10 +122,11 @@ class ReferenceTrainer:
 
     def __init__(self, config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> None:
         self.config = config
-        self.run_dir = Path(run_dir)
+        self.paths = RunPaths(Path(run_dir))
+        self.run_dir = self.paths.root
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.ckpt_root = self.run_dir / "checkpoints"
-        self.metrics_path = self.run_dir / "metrics.jsonl"
+        self.ckpt_root = self.paths.checkpoints
+        self.metrics_path = self.paths.metrics
         self.fresh = fresh
 
     # ------------------------------------------------------------------ setup
@@ -174,7 +159,7 @@ class ReferenceTrainer:
         )
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay)
-        self.rows = read_rows(cfg.data.train_path)
+        self.rows = list(read_rows(cfg.data.train_path))
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
         self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
         self.step = 0
@@ -183,7 +168,7 @@ class ReferenceTrainer:
     @contextmanager
     def _run_lock(self) -> Iterator[None]:
         """Hold ``trainer.lock`` (its content: this process's pid) while training."""
-        with open(self.run_dir / "trainer.lock", "a+") as fh:  # closing releases the lock
+        with open(self.paths.trainer_lock, "a+") as fh:  # closing releases the lock
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -201,22 +186,22 @@ class ReferenceTrainer:
     def _wipe(self) -> None:
         """``fresh``: remove what an earlier attempt of this run id wrote (base eval kept)."""
         shutil.rmtree(self.ckpt_root, ignore_errors=True)
-        shutil.rmtree(self.run_dir / "adapter", ignore_errors=True)
+        shutil.rmtree(self.paths.adapter, ignore_errors=True)
         self.metrics_path.unlink(missing_ok=True)
-        (self.run_dir / "manifest.json").unlink(missing_ok=True)
-        for path in (self.run_dir / "eval").glob("*.json"):
+        self.paths.provenance.unlink(missing_ok=True)
+        for path in self.paths.eval_dir.glob("*.json"):
             if path.name != "base.json":
                 path.unlink()
 
     def _check_same_run(self) -> Path | None:
         """Refuse a run directory written with another config; the adapter if the run is done."""
-        manifest = read_manifest(self.run_dir)
+        manifest = read_provenance(self.run_dir)
         if manifest is not None and manifest.get("config_hash") != self.config.config_hash():
             raise CheckpointError(
                 f"run directory {self.run_dir} holds run {manifest.get('run_id')!r} trained with another config "
                 f"(hash {manifest.get('config_hash')}, this one {self.config.config_hash()}): resubmit with --fresh to overwrite it, or pick a new run id"
             )
-        adapter = self.run_dir / "adapter"
+        adapter = self.paths.adapter
         prov = adapter / "provenance.json"
         if prov.is_file() and verify_checksums(adapter) is None:
             info = json.loads(prov.read_text())
@@ -232,19 +217,13 @@ class ReferenceTrainer:
                 return adapter
         return None
 
-    # ------------------------------------------------------------------ manifest and ledger
-    def _record(self, manifest: dict[str, Any]) -> None:
-        from hyperpod_rl.ledger import record_manifest
-
-        if os.environ.get("HYPERPOD_RL_LEDGER", "").lower() != "off":
-            record_manifest(manifest, self.run_dir)
-
+    # ------------------------------------------------------------------ provenance record
     def _start_manifest(self, resumed_from: int | None) -> None:
         cfg = self.config
         hashes = {"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)}
 
         def change(current: dict[str, Any] | None) -> dict[str, Any]:
-            fresh = new_manifest(
+            fresh = new_provenance(
                 cfg,
                 base_model_id=self.base_model_id,
                 base_model_revision=self.base_model_revision,
@@ -261,32 +240,27 @@ class ReferenceTrainer:
             fresh["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
             return fresh
 
-        self._record(update_manifest(self.run_dir, change))
+        update_provenance(self.run_dir, change)
 
-    def _update_manifest(self, **fields: Any) -> None:
+    def _update_provenance(self, **fields: Any) -> None:
         def change(current: dict[str, Any] | None) -> dict[str, Any]:
             out = dict(current or {"run_id": self.config.run_id})
             out.update(fields)
             out["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
             return out
 
-        self._record(update_manifest(self.run_dir, change))
+        update_provenance(self.run_dir, change)
 
     # ------------------------------------------------------------------ base benchmark
     def _benchmark_base(self) -> None:
         """Greedy base-model benchmark into ``eval/base.json`` (RNG states restored after)."""
         cfg = self.config
-        path = self.run_dir / "eval" / "base.json"
         if self.step != 0 or not cfg.trainer.eval_mazes:
             return
-        if path.is_file():
-            try:
-                prev = json.loads(path.read_text())
-                if prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
-                    return
-            except ValueError:
-                pass
-        rows = read_rows(cfg.data.heldout_path)[: cfg.trainer.eval_mazes]
+        prev = read_eval(self.paths, "base")
+        if prev and prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
+            return
+        rows = list(read_rows(cfg.data.heldout_path))[: cfg.trainer.eval_mazes]
         states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
         try:
             with torch.no_grad(), self.model.disable_adapter():
@@ -306,17 +280,7 @@ class ReferenceTrainer:
             "split": "heldout",
             "model_revision": self.base_model_revision,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"base.json.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(result, indent=1))
-        os.replace(tmp, path)
-
-        def change(current: dict[str, Any] | None) -> dict[str, Any]:
-            out = dict(current or {"run_id": cfg.run_id})
-            out.setdefault("eval", {}).update(eval_summaries(self.run_dir))
-            return out
-
-        update_manifest(self.run_dir, change)
+        record_eval(self.paths, "base", result)
         print(f"base model benchmark on {len(rows)} held-out mazes: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()), flush=True)
 
     # ------------------------------------------------------------------ checkpoints
@@ -347,7 +311,7 @@ class ReferenceTrainer:
 
         path = write_dir_atomically(self.ckpt_root / f"step_{self.step:06d}", write)
         prune_checkpoints(self.ckpt_root, self.config.checkpoint.keep)
-        self._update_manifest()
+        self._update_provenance()
         return path
 
     def _resume(self) -> int | None:
@@ -382,9 +346,7 @@ class ReferenceTrainer:
         # Drop metric lines written after the checkpoint: they are produced again.
         if self.metrics_path.exists():
             kept = self.metrics_path.read_text().splitlines(keepends=True)[: state["metrics_lines"]]
-            tmp = self.metrics_path.with_name(f"metrics.jsonl.tmp-{os.getpid()}")
-            tmp.write_text("".join(kept))
-            os.replace(tmp, self.metrics_path)
+            write_text_atomic(self.metrics_path, "".join(kept))
         print(f"resumed from {path.name} (step {self.step}, epoch {self.sampler.epoch})", flush=True)
         return self.step
 
@@ -477,7 +439,7 @@ class ReferenceTrainer:
         solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(
             len(rows), cfg.grpo.group_size
         )
-        values.update({f"environment/{k}": float(v) for k, v in MazeEnv.aggregate_metrics([ep.metrics for ep in episodes]).items()})
+        values.update({f"environment/{k}": float(v) for k, v in aggregate_metrics([ep.metrics for ep in episodes]).items()})
         resp_tokens = [len(t.action.response_ids) for ep in episodes for t in ep.turns]
         step_s = time.perf_counter() - t0
         values.update(
@@ -527,11 +489,11 @@ class ReferenceTrainer:
                 adapter = self.export_adapter()
             except BaseException:
                 try:
-                    self._update_manifest(status="failed")
+                    self._update_provenance(status="failed")
                 except Exception as err:  # noqa: BLE001 - the training error matters more
-                    log.warning("could not mark the run failed in manifest.json: %s", err)
+                    log.warning("could not mark the run failed in its provenance record: %s", err)
                 raise
-            self._update_manifest(
+            self._update_provenance(
                 status="succeeded",
                 adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step},
             )
@@ -571,16 +533,20 @@ class ReferenceTrainer:
                 steps=self.step,
             )
             prov["action_constraint"] = cfg.rollout.action_constraint
-            (tmp / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True))
+            write_json_atomic(tmp / "provenance.json", prov)
 
-        return write_dir_atomically(self.run_dir / "adapter", write)
+        return write_dir_atomically(self.paths.adapter, write)
 
 
 def main(config_path: str, *, fresh: bool = False) -> Path:
     """Entry used by ``python -m hyperpod_rl.train``: read ``config.json`` and train."""
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)
-    config = RunConfig.build(json.loads(Path(config_path).read_text()))
-    run_dir = Path(config_path).resolve().parent
+    source = Path(config_path).resolve()
+    if source.name != "config.json":
+        raise ConfigError(f"--config must be a run directory's config.json, got {source}")
+    paths = RunPaths(source.parent)
+    config = read_config(paths)
+    run_dir = paths.root
     adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
     print(f"adapter written to {adapter}", flush=True)
     return adapter

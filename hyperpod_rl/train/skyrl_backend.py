@@ -30,11 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.config.skyrl import RUN_SUBDIRS
+from hyperpod_rl.config.skyrl import RUN_SUBDIRS, to_skyrl_overrides
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.maze import REWARD_VERSION
-from hyperpod_rl.train.checkpoint import file_sha256, write_dir_atomically
-from hyperpod_rl.train.provenance import provenance_record
+from hyperpod_rl.runs import RunPaths, read_config
+from hyperpod_rl.runs.files import file_sha256, write_dir_atomically, write_json_atomic
+from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.train.skyrl_metrics import MetricRecordSink
 
 __all__ = [
@@ -76,7 +77,7 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
     if fresh:
         for name in (RUN_SUBDIRS["ckpt_path"], RUN_SUBDIRS["lora_sync_path"]):
             shutil.rmtree(rd / name, ignore_errors=True)
-        (rd / "metrics.jsonl").unlink(missing_ok=True)
+        RunPaths(rd).metrics.unlink(missing_ok=True)
     ckpt.mkdir(parents=True, exist_ok=True)
     marker = ckpt / _HASH_FILE
     if marker.exists() and marker.read_text().strip() != config.config_hash():
@@ -85,8 +86,8 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
             "resubmit with --fresh or the original config"
         )
     marker.write_text(config.config_hash())
-    _trim_metrics(rd / "metrics.jsonl", _latest_step(ckpt))
-    return config.to_skyrl_overrides(rd)
+    _trim_metrics(RunPaths(rd).metrics, _latest_step(ckpt))
+    return to_skyrl_overrides(config, rd)
 
 
 def _latest_step(ckpt: Path) -> int:
@@ -210,9 +211,9 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
             steps=step,
         )
         prov["action_constraint"] = config.rollout.action_constraint
-        (tmp / "provenance.json").write_text(json.dumps(prov, indent=1, sort_keys=True))
+        write_json_atomic(tmp / "provenance.json", prov)
 
-    return write_dir_atomically(rd / "adapter", write)
+    return write_dir_atomically(RunPaths(rd).adapter, write)
 
 
 def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
@@ -231,7 +232,7 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
 
     register_env()  # skyrl_gym's registry is per process: register inside the trainer task
     config = RunConfig.model_validate_json(config_json)
-    sink = MetricRecordSink(config.run_id, config.trainer.steps, Path(run_dir) / "metrics.jsonl")
+    sink = MetricRecordSink(config.run_id, config.trainer.steps, RunPaths(Path(run_dir)).metrics)
 
     class _RecordTracking(Tracking):
         def log(self, data: dict[str, Any], step: int, commit: bool = False) -> None:
@@ -263,7 +264,7 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout)
     for key, value in JOB_ENV_VARS.items():
         os.environ[key] = value  # before SkyRL's ray.init
-    config = RunConfig.build(json.loads(Path(config_path).read_text()))
+    config = read_config(RunPaths(Path(config_path).resolve().parent))
     run_dir = Path(config_path).resolve().parent
     overrides = prepare_run(config, run_dir, fresh=fresh)
 

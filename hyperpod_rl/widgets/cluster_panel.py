@@ -16,7 +16,6 @@ RayCluster; picking one sets the form's name and namespace, the Kubernetes clien
 
 from __future__ import annotations
 
-import time
 from typing import Any, Literal
 
 import ipywidgets as w
@@ -36,7 +35,12 @@ class ClusterPanel(Panel):
         kind: ``"local"`` or ``"hyperpod"``.
         spec: initial HyperPod spec (default: the ``seed`` preset).
         kube: a :class:`~hyperpod_rl.cluster.RayClusterClient` (HyperPod kind).
-        dashboard: a dashboard probe for ``wait_ready`` (e.g. ``HyperPodDashboard(...).probe``).
+        dashboard: a dashboard probe for ``wait_ready`` (e.g. ``HyperPodDashboard(...).probe``);
+            when None, ``via`` picks one with :func:`hyperpod_rl.cluster.dashboard_probe` (the
+            CLI's ``--via`` choice).
+        via: ``"endpoint"`` (HyperPod Ray endpoint operator), ``"address"`` (``address``, e.g. a
+            port-forward) or ``"none"`` (conditions only, the default).
+        address: dashboard URL for ``via="address"``.
         num_cpus: logical CPUs of the local head (default: all cores).
         wait_timeout_s: Wait gives up after this many seconds.
 
@@ -53,12 +57,16 @@ class ClusterPanel(Panel):
         spec: ClusterSpec | None = None,
         kube: Any = None,
         dashboard: Any = None,
+        via: str = "none",
+        address: str | None = None,
         num_cpus: int | None = None,
         wait_timeout_s: float = 900.0,
     ) -> None:
         super().__init__()
         self.kube = kube
         self.dashboard = dashboard
+        self.via = via
+        self.address = address
         self.num_cpus = num_cpus
         self.wait_timeout_s = wait_timeout_s
         self.cluster: Any = None
@@ -77,7 +85,7 @@ class ClusterPanel(Panel):
         self.form = ModelForm(
             ClusterSpec,
             spec or ClusterSpec.from_preset(self.preset.value),
-            exclude=("unmodelled",),
+            exclude=("source_manifest",),
         )
         self.apply_button = w.Button(description="Apply", icon="upload", button_style="primary")
         self.wait_button = w.Button(description="Wait", icon="hourglass")
@@ -179,23 +187,23 @@ class ClusterPanel(Panel):
             ClusterError: the local job API does not answer, or the RayCluster fails/times out.
         """
         if self.kind.value == "local":
-            from hyperpod_rl.errors import ClusterError
+            from hyperpod_rl.cluster.local import wait_for_local_cluster
 
-            deadline = time.monotonic() + min(self.wait_timeout_s, 120.0)
-            while self.cluster is None or not self.cluster.is_alive():
-                if time.monotonic() > deadline:
-                    raise ClusterError("the local cluster's job API did not answer: press Apply to start it")
-                if self.cluster is None:
-                    self.cluster = current_local_cluster()
-                time.sleep(1.0)
+            self.cluster = wait_for_local_cluster(timeout_s=min(self.wait_timeout_s, 120.0))
             self.refresh()
             return
         spec = self.spec()
-        self.report = self._kube().wait_ready(
+        kube = self._kube()
+        dashboard = self.dashboard
+        if dashboard is None:
+            from hyperpod_rl.cluster.probe import dashboard_probe
+
+            dashboard = dashboard_probe(self.via, kube.api_client, spec.name, spec.namespace, address=self.address)
+        self.report = kube.wait_ready(
             spec.name,
             spec.namespace,
             timeout_s=self.wait_timeout_s,
-            dashboard=self.dashboard,
+            dashboard=dashboard,
             on_report=self._show_report,
         )
         self._show_report(self.report)
@@ -229,7 +237,9 @@ class ClusterPanel(Panel):
                 )
                 from hyperpod_rl.jupyter import browser_link
 
-                self.link.value = browser_link(cluster.dashboard_url, "Ray dashboard", note="token auth: the token is in the state file").html()
+                self.link.value = browser_link(
+                    cluster.dashboard_url, "Ray dashboard", note="token auth: the token is in the state file"
+                ).html()
             else:
                 self._show("stopped", "no local cluster running: press Apply to start one")
                 self.link.value = ""

@@ -45,6 +45,7 @@ from hyperpod_rl.metrics.plots import (
 )
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.metrics.stream import MetricsFileTail, MetricStream
+from hyperpod_rl.runs import RunPaths, run_paths
 from hyperpod_rl.widgets._base import Panel, escape
 
 __all__ = ["LIVE_CHARTS_HELP", "MetricsPanel", "live_widgets_available"]
@@ -132,6 +133,8 @@ class MetricsPanel(Panel):
 
     Args:
         run_dir: run directory to follow (``<storage root>/runs/<run_id>``); or call :meth:`follow`.
+        run_id: the run to follow, by id (its directory under this environment's storage root);
+            instead of ``run_dir``.
         hardware: a :mod:`hyperpod_rl.metrics.hardware` source (``RayPrometheusSource``,
             ``GrafanaSource``, ``AMPSource``); ``"auto"`` uses the Grafana or AMP source the
             environment configures (:func:`~hyperpod_rl.metrics.hardware.source_from_env`), else
@@ -157,6 +160,7 @@ class MetricsPanel(Panel):
         self,
         run_dir: str | Path | None = None,
         *,
+        run_id: str | None = None,
         hardware: HardwareSource | str | None = "auto",
         interval_s: float = 0.5,
         hardware_period_s: float = 5.0,
@@ -210,6 +214,8 @@ class MetricsPanel(Panel):
                 self.hardware_fig if self.live else self.hardware_out,
             ]
         self.children = (*charts, self.errors_out)
+        if run_id is not None:
+            run_dir = run_paths(run_id).root
         if run_dir is not None:
             self.follow(run_dir)
         elif self._hardware is not None:
@@ -228,7 +234,7 @@ class MetricsPanel(Panel):
             self.arrivals = {}
         self._render()
         self.summary.value = f"following <code>{escape(self.run_dir.name)}</code>: waiting for the first step"
-        self.stream.add_source(MetricsFileTail(self.run_dir / "metrics.jsonl"))
+        self.stream.add_source(MetricsFileTail(RunPaths(self.run_dir).metrics))
         self.stream.start()
 
     def push(self, records: list[MetricRecord]) -> None:

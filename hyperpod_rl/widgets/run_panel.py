@@ -2,14 +2,12 @@
 
 Thin over :mod:`hyperpod_rl.jobs`: Submit calls ``submit_run``, the status and log tail come from
 ``follow_run`` iterated on a background thread (never a blocking loop in a cell), Stop calls
-``stop_run``, the runs list merges ``list_runs`` (the cluster's jobs) with the run store
-(``<storage root>/runs/*/submissions.json``), and Attach needs nothing but a run id
-(``latest_submission``), so a kernel restart loses nothing.
+``stop_run``, the runs list is ``overview`` (the run store and the cluster's jobs), and Attach
+needs nothing but a run id (``latest_job``), so a kernel restart loses nothing.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from pathlib import Path
@@ -20,16 +18,9 @@ import ipywidgets as w
 from hyperpod_rl.cluster.local import current_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
-from hyperpod_rl.jobs import (
-    RunHandle,
-    follow_run,
-    latest_submission,
-    list_runs,
-    stop_run,
-    submit_run,
-)
+from hyperpod_rl.jobs import RunHandle, follow_run, latest_job, overview, stop_run, submit_run
 from hyperpod_rl.paths import run_dir as default_run_dir
-from hyperpod_rl.paths import storage_root
+from hyperpod_rl.runs import RunPaths, read_config
 from hyperpod_rl.widgets._base import Panel, escape
 from hyperpod_rl.widgets._form import ModelForm
 
@@ -223,10 +214,9 @@ class RunPanel(Panel):
         if not run_id:
             raise JobError("type a run id to attach to (see the runs list)")
         rdir = Path(self.run_dir_of(run_id))
-        handle = RunHandle(run_id=run_id, submission_id=latest_submission(rdir), run_dir=rdir)
-        config_path = rdir / "config.json"
-        if config_path.exists():
-            self.form.set_value(json.loads(config_path.read_text()))
+        handle = RunHandle(run_id=run_id, submission_id=latest_job(self.client(), run_id, rdir).submission_id, run_dir=rdir)
+        if RunPaths(rdir).config.exists():
+            self.form.set_value(read_config(RunPaths(rdir)).model_dump(mode="json"))
         self._follow(handle)
         return handle
 
@@ -241,30 +231,20 @@ class RunPanel(Panel):
         return stop_run(self.client(), self.handle.submission_id)
 
     def refresh_runs(self) -> list[dict[str, Any]]:
-        """Runs from the cluster (``list_runs``) and from the run store, newest first."""
-        rows: dict[str, dict[str, Any]] = {}
-        runs_root = storage_root() / "runs"
-        if runs_root.is_dir():
-            for sub in sorted(runs_root.glob("*/submissions.json")):
-                rows[sub.parent.name] = {
-                    "run_id": sub.parent.name,
-                    "submission_id": json.loads(sub.read_text())[-1],
-                    "status": "(not on this cluster)",
-                    "where": "run store",
-                }
+        """Runs from the run store and the cluster (:func:`hyperpod_rl.jobs.overview`), newest first."""
         try:
-            for job in list_runs(self.client()):
-                if job["run_id"] not in rows or rows[job["run_id"]]["where"] == "run store":
-                    rows[job["run_id"]] = {**job, "where": "cluster"}
+            rows = overview(self.client())
         except JobError as err:
             self.show_error(err)
-        table = ["<table><tr><th>run id</th><th>submission</th><th>status</th><th>from</th></tr>"]
-        for row in rows.values():
+            rows = overview(None)
+        table = ["<table><tr><th>run id</th><th>submission</th><th>status</th><th>step</th><th>from</th></tr>"]
+        for row in rows:
+            step = f"{row['step']}/{row['total_steps']}" if row.get("total_steps") else str(row.get("step") or "")
             table.append(
-                f"<tr><td><code>{escape(row['run_id'])}</code></td><td>{escape(row['submission_id'])}</td><td>{escape(row['status'])}</td><td>{escape(row['where'])}</td></tr>"
+                f"<tr><td><code>{escape(row['run_id'])}</code></td><td>{escape(row['submission_id'] or '-')}</td><td>{escape(row['status'])}</td><td>{escape(step)}</td><td>{escape(row['where'])}</td></tr>"
             )
         self.runs_html.value = "".join(table) + "</table>"
-        return list(rows.values())
+        return rows
 
     # ----- following --------------------------------------------------------------------------
     def _follow(self, handle: RunHandle) -> None:

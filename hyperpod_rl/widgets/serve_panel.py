@@ -21,30 +21,11 @@ __all__ = ["ServePanel", "draw_path"]
 
 
 def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
-    """PNG of a dataset row's maze with ``cells`` (the agent's positions) joined by a line.
+    """PNG bytes of a dataset row's maze with the agent's path (:func:`hyperpod_rl.maze.render_path`)."""
+    from hyperpod_rl.maze import Maze, RenderStyle, encode_png, render_path
 
-    Args:
-        row: a maze dataset row (``maze`` JSON and ``render_style`` JSON columns).
-        cells: ``(row, col)`` positions in visiting order, the start first.
-
-    Returns:
-        PNG bytes of the rendered maze (size from the row's render style, pixels).
-    """
-    from PIL import ImageDraw
-
-    from hyperpod_rl.maze import Maze, RenderStyle, render_maze
-    from hyperpod_rl.maze.render import encode_png
-
-    maze = Maze.from_json(row["maze"])
-    style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else RenderStyle()
-    img = render_maze(maze, agent=cells[-1] if cells else None, style=style)
-    p, t = style.cell_px, style.wall_px
-    ox = (img.width - (maze.cols * p + t)) // 2
-    oy = (img.height - (maze.rows * p + t)) // 2
-    centre = [(ox + c * p + t + (p - t) / 2, oy + r * p + t + (p - t) / 2) for r, c in cells]
-    if len(centre) > 1:
-        ImageDraw.Draw(img).line(centre, fill=(255, 140, 0), width=max(t, 2), joint="curve")
-    return encode_png(img)
+    style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else None
+    return encode_png(render_path(Maze.from_json(row["maze"]), cells, style))
 
 
 class ServePanel(Panel):
@@ -173,11 +154,11 @@ class ServePanel(Panel):
         """
         if self._rows is None:
             from hyperpod_rl.errors import ServeError
-            from hyperpod_rl.maze import read_parquet
+            from hyperpod_rl.maze import read_rows
 
             if not self.heldout_path.value:
                 raise ServeError("fill in the held-out parquet path (the run config's data.heldout_path)")
-            self._rows = read_parquet(self.heldout_path.value)
+            self._rows = read_rows(self.heldout_path.value)
             self.maze_index.max = max(len(self._rows) - 1, 0)
         return self._rows
 

@@ -3,7 +3,7 @@ click Submit in the rendered RunPanel and wait for the reward chart to gain poin
 
 Needs Debian ``chromium`` at /usr/bin/chromium (``apt-get install -y chromium``) and the
 ``playwright`` Python package; Playwright's own browsers are never downloaded
-(``PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1``). Flags from ../shared/REFERENCE.md §4.
+(``PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1``). Flags from docs/references.md §4.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Fixtures for tests/cluster: the real KubeRay v1.7 CRD from shared/data/kuberay-crds."""
+"""Fixtures for tests/cluster: KubeRay v1.7.0's RayCluster samples vendored under kuberay_samples/.
+
+Nothing here reads outside the repository: the CRDs are the package's (``hyperpod_rl/cluster/crds``),
+the samples are copied from ray-project/kuberay at tag v1.7.0 (see kuberay_samples/SOURCE.md).
+"""
 
 from __future__ import annotations
 
@@ -6,24 +10,29 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-# The shared data sits beside the repository checkout (CI keeps a copy at ../shared).
-SHARED_CRDS = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "kuberay-crds"
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-DATA = Path(__file__).resolve().parent / "data"
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE.parent / "golden"
+DATA = HERE / "data"
+SAMPLES = HERE / "kuberay_samples" / "v1.7.0"
 
 
 @cache
-def _shared_schema() -> dict[str, Any]:
-    crd = yaml.load((SHARED_CRDS / "ray.io_rayclusters.yaml").read_text(), Loader=yaml.CSafeLoader)
-    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
-    return v1["schema"]["openAPIV3Schema"]
+def _samples() -> dict[str, dict[str, Any]]:
+    out = {}
+    for path in sorted(SAMPLES.glob("*.yaml")):
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict) and d.get("kind") == "RayCluster"]
+        for i, doc in enumerate(docs):
+            out[path.name if len(docs) == 1 else f"{path.name}#{i}"] = doc
+    return out
 
 
-@pytest.fixture(scope="session")
-def shared_schema() -> dict[str, Any]:
-    """``openAPIV3Schema`` of ``v1`` in ../shared/data/kuberay-crds/ray.io_rayclusters.yaml."""
-    assert SHARED_CRDS.is_dir(), f"KubeRay CRDs not found at {SHARED_CRDS.resolve()}"
-    return _shared_schema()
+def sample_names() -> list[str]:
+    """Every RayCluster document of the vendored samples (``file.yaml``, or ``file.yaml#i``)."""
+    return list(_samples())
+
+
+def sample(name: str) -> dict[str, Any]:
+    """A fresh copy of one sample RayCluster."""
+    return yaml.safe_load(yaml.safe_dump(_samples()[name]))

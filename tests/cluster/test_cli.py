@@ -54,21 +54,21 @@ def test_render_bad_spec_file_exits_1(tmp_path: Path) -> None:
     spec.write_text("image: rayproject/ray:2.56.0-py312-gpu\n")
     result = runner.invoke(cli.app, ["render", "--spec", str(spec)])
     assert result.exit_code == 1
-    assert "does not match image" in result.output
+    assert "[HP-RAY-VERSION-IMAGE]" in result.output and "is Ray 2.56.0 but spec.rayVersion is 2.57.0" in result.output
 
 
 def test_validate_good_and_bad(tmp_path: Path) -> None:
     good = tmp_path / "good.yaml"
     good.write_text((GOLDEN / "raycluster-single-gpu.yaml").read_text())
     ok = runner.invoke(cli.app, ["validate", str(good)])
-    assert ok.exit_code == 0 and "maze: valid" in ok.output
+    assert ok.exit_code == 0 and "maze: valid under KubeRay 1.7 rules (v1.7.0)" in ok.output
     bad_doc = yaml.safe_load(good.read_text())
     bad_doc["spec"]["workerGroupSpecs"][0].pop("groupName")
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(bad_doc))
     result = runner.invoke(cli.app, ["validate", str(bad)])
     assert result.exit_code == 1
-    assert "$.spec.workerGroupSpecs[0]: 'groupName' is a required property" in result.output
+    assert "[CRD-SCHEMA] $.spec.workerGroupSpecs[0]: 'groupName' is a required property" in result.output
 
 
 @pytest.mark.kube
@@ -105,7 +105,7 @@ def test_status_of_missing_crd_is_a_clear_error(kube: FakeHTTPServer) -> None:
 def test_wait_via_must_be_known(kube: Any) -> None:
     kube.route("GET", RC, Response(200, load_fixture("ready.json")))
     result = runner.invoke(cli.app, ["wait", "maze", "--via", "carrier-pigeon"])
-    assert result.exit_code == 1 and "--via must be endpoint, address or none" in result.output
+    assert result.exit_code == 1 and "--via must be one of endpoint, address, none, got 'carrier-pigeon'" in result.output
 
 
 @pytest.mark.kube
@@ -148,3 +148,74 @@ def test_connect_prints_address_never_the_token(kube: FakeHTTPServer) -> None:
     assert result.exit_code == 0, result.output
     assert f"connected to {kube.url} (dashboard API version 4)" in result.output
     assert jwt not in result.output and cookie not in result.output
+
+
+@pytest.mark.kube
+def test_wait_on_a_refused_cluster_exits_at_once(kube: FakeHTTPServer) -> None:
+    kube.route("GET", RC, Response(200, load_fixture("refused_invalid_spec.json")))
+    kube.route("GET", r"/api/v1/namespaces/default/events", Response(200, load_fixture("events_refused_kuberay17.json")))
+    result = runner.invoke(cli.app, ["wait", "maze", "--via", "none", "--timeout-s", "900", "--poll-interval-s", "60"])
+    assert result.exit_code == 1
+    assert "refused (the KubeRay operator refused this RayCluster (InvalidRayClusterSpec)" in result.output
+    assert result.output.count("refused:") == 1  # one report, no polling
+
+
+def test_render_of_a_v1alpha1_manifest_warns_and_writes_v1(tmp_path: Path) -> None:
+    old = yaml.safe_load((Path(__file__).parent / "kuberay_samples" / "v1.7.0" / "ray-cluster.sample.yaml").read_text())
+    old["apiVersion"] = "ray.io/v1alpha1"
+    path = tmp_path / "old.yaml"
+    path.write_text(yaml.safe_dump(old))
+    result = runner.invoke(cli.app, ["render", "--from-manifest", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "warning: ray.io/v1alpha1 RayCluster is deprecated" in result.output
+    rendered = yaml.safe_load(result.output[result.output.index("apiVersion:") :])
+    assert rendered == {**old, "apiVersion": "ray.io/v1"}
+
+
+def test_render_from_manifest_prints_gate_warnings(tmp_path: Path) -> None:
+    result = runner.invoke(
+        cli.app, ["render", "--from-manifest", str(Path(__file__).parent / "kuberay_samples" / "v1.7.0" / "ray-cluster.mtls.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "warning: [KR-TLS] $.spec.tlsOptions" in result.output and "RayClusterMTLS" in result.output
+
+
+def test_render_picks_the_raycluster_of_a_multi_document_file() -> None:
+    path = Path(__file__).parent / "kuberay_samples" / "v1.7.0" / "ray-cluster.persistent-redis.yaml"
+    assert len([d for d in yaml.safe_load_all(path.read_text()) if d]) > 1
+    result = runner.invoke(cli.app, ["render", "--from-manifest", str(path)])
+    assert result.exit_code == 0, result.output
+    (rc,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "RayCluster"]
+    assert yaml.safe_load(result.output) == rc
+
+
+def test_render_of_a_file_without_a_raycluster_fails_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    result = runner.invoke(cli.app, ["render", "--from-manifest", str(path)])
+    assert result.exit_code == 1 and "holds 0 RayCluster documents" in result.output
+
+
+def test_validate_accepts_kuberays_sample_without_max_replicas() -> None:
+    path = Path(__file__).parent / "kuberay_samples" / "v1.7.0" / "ray-cluster.kai-scheduler.yaml"
+    (rc,) = [d for d in yaml.safe_load_all(path.read_text()) if d and d.get("kind") == "RayCluster"]
+    (group,) = rc["spec"]["workerGroupSpecs"]
+    assert "maxReplicas" not in group  # required by the CRD schema, filled in by its default
+    result = runner.invoke(cli.app, ["validate", str(path)])
+    assert result.exit_code == 0 and "valid under KubeRay 1.7 rules (v1.7.0)" in result.output
+
+
+def test_cli_validates_every_kuberay_sample_file() -> None:
+    files = sorted((Path(__file__).parent / "kuberay_samples" / "v1.7.0").glob("*.yaml"))
+    assert len(files) == 46
+    for path in files:
+        result = runner.invoke(cli.app, ["validate", str(path)])
+        assert result.exit_code == 0, result.output
+        assert result.output.count("valid under KubeRay 1.7 rules (v1.7.0)") == 1  # other API groups skipped
+
+
+def test_validate_of_a_file_without_ray_io_documents_fails(tmp_path: Path) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    result = runner.invoke(cli.app, ["validate", str(path)])
+    assert result.exit_code == 1 and "no ray.io document to validate" in result.output

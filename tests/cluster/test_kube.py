@@ -14,6 +14,7 @@ from hyperpod_rl.cluster.kube import RayClusterClient, http_probe
 from hyperpod_rl.errors import (
     ClusterError,
     ClusterNotReady,
+    ClusterRefused,
     ClusterTimeout,
     ConfigError,
 )
@@ -282,14 +283,32 @@ def test_http_probe_against_a_dashboard() -> None:
     assert http_probe(url, timeout_s=0.5)() == 0
 
 
-def test_fixture_objects_pass_the_crd_schema(shared_schema: dict[str, Any]) -> None:
-    from hyperpod_rl.cluster.manifest import validate_manifest
+def test_fixture_objects_pass_the_rule_set() -> None:
+    from hyperpod_rl.cluster import validate_manifest
 
     for name in ("ready.json", "suspended.json", "replica_failure_quota.json", "no_conditions_old_operator.json"):
         obj = copy.deepcopy(load_fixture(name))
         obj["metadata"] = {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace", "labels")}
-        validate_manifest(obj, schema=shared_schema)  # status shapes match the CRD's status schema
+        validate_manifest(obj)  # status shapes match the vendored CRD's status schema
     assert json.dumps(load_fixture("ready.json")).count("HeadPodReady") == 1
+    refused = load_fixture("refused_invalid_spec.json")
+    refused["metadata"] = {k: v for k, v in refused["metadata"].items() if k in ("name", "namespace", "labels")}
+    with pytest.raises(ConfigError, match=r"\[KR-REDIS-ADDRESS-WITHOUT-FT\]"):
+        validate_manifest(refused)  # what the operator refuses, the rule set refuses before apply
+
+
+def test_wait_ready_returns_at_once_when_the_operator_refused(server: FakeHTTPServer, rc: RayClusterClient, clock: FakeClock) -> None:
+    server.route("GET", RC, Response(200, load_fixture("refused_invalid_spec.json")))
+    server.route("GET", EVENTS, Response(200, load_fixture("events_refused_kuberay17.json")))
+    with pytest.raises(
+        ClusterRefused,
+        match=r"refused \(the KubeRay operator refused this RayCluster \(InvalidRayClusterSpec\): The RayCluster spec is invalid default/maze: RAY_REDIS_ADDRESS",
+    ):
+        rc.wait_ready("maze", timeout_s=900, dashboard=lambda: 200)
+    assert clock.sleeps == [] and clock.now == 0  # no polling, no timeout
+    report = rc.report("maze")
+    assert report.status is ClusterStatus.REFUSED
+    assert [(e.type, e.reason, e.count) for e in report.events] == [("Warning", "InvalidRayClusterSpec", 3)]  # someone-else-0 filtered
 
 
 def test_wait_ready_with_a_dashboard_address(server: FakeHTTPServer, rc: RayClusterClient) -> None:

@@ -19,13 +19,13 @@ from skyrl.train.utils import validate_cfg
 
 from hyperpod_rl.config.presets import preset_dict
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, require_vlm_keys
+from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, require_vlm_keys, to_skyrl_overrides
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze.env import ENV_CLASS
+from hyperpod_rl.maze.registry import ENV_CLASS
 
 
 def _skyrl(cfg: RunConfig):
-    loaded = SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides())
+    loaded = SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg))
     validate_cfg(loaded)
     return loaded
 
@@ -53,13 +53,13 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert loaded.trainer.export_path == f"{run_dir}/skyrl-export"
     assert loaded.trainer.policy.model.lora.lora_sync_path == f"{run_dir}/lora-sync"
     # The same config, loaded twice, is the same SkyRL config (the translation is deterministic).
-    assert SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides()) == SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides())
+    assert SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg)) == SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg))
 
 
 @pytest.mark.parametrize("name", RunConfig.presets())
 def test_vlm_keys_are_set_and_reach_skyrl(name):
     cfg = RunConfig.from_preset(name)
-    overrides = cfg.to_skyrl_overrides()
+    overrides = to_skyrl_overrides(cfg)
     for key, value in REQUIRED_VLM_KEYS.items():
         assert overrides[key] is value, key
     loaded = _skyrl(cfg)
@@ -83,7 +83,7 @@ def test_skyrl_defaults_are_wrong_for_vlms():
 
 @pytest.mark.parametrize("missing", sorted(REQUIRED_VLM_KEYS))
 def test_missing_vlm_key_fails(missing):
-    overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
+    overrides = to_skyrl_overrides(RunConfig.from_preset("single-gpu"))
     del overrides[missing]
     with pytest.raises(ConfigError, match=rf"{missing}='<missing>'"):
         require_vlm_keys(overrides)
@@ -91,7 +91,7 @@ def test_missing_vlm_key_fails(missing):
 
 @pytest.mark.parametrize("key", sorted(REQUIRED_VLM_KEYS))
 def test_wrong_vlm_value_fails(key):
-    overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
+    overrides = to_skyrl_overrides(RunConfig.from_preset("single-gpu"))
     overrides[key] = not overrides[key]
     with pytest.raises(ConfigError, match=rf"{key}=.*needs"):
         require_vlm_keys(overrides)
@@ -99,7 +99,7 @@ def test_wrong_vlm_value_fails(key):
 
 def test_every_override_key_is_a_skyrl_key():
     """SkyRL refuses a key it does not know; prove it still does, with one of ours renamed."""
-    overrides = RunConfig.from_preset("single-gpu").to_skyrl_overrides()
+    overrides = to_skyrl_overrides(RunConfig.from_preset("single-gpu"))
     overrides["trainer.policy.model.lora.rnk"] = overrides.pop("trainer.policy.model.lora.rank")
     with pytest.raises(ValueError, match="rnk"):
         SkyRLTrainConfig.from_cli_overrides(overrides)
@@ -107,7 +107,7 @@ def test_every_override_key_is_a_skyrl_key():
 
 def test_reference_config_does_not_translate():
     with pytest.raises(ConfigError, match="backend='reference'"):
-        RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}).to_skyrl_overrides()
+        to_skyrl_overrides(RunConfig.build({"run_id": "ref-run", "data": {"train_path": "t", "heldout_path": "h"}}))
 
 
 def test_skyrl_rejects_what_we_reject_for_placement():
@@ -115,7 +115,7 @@ def test_skyrl_rejects_what_we_reject_for_placement():
     data = preset_dict("hyperpod-6gpu", {"placement": {"num_engines": 5}})
     with pytest.raises(ConfigError, match="must equal rollout GPUs"):
         RunConfig.build(data)
-    overrides = RunConfig.from_preset("hyperpod-6gpu").to_skyrl_overrides()
+    overrides = to_skyrl_overrides(RunConfig.from_preset("hyperpod-6gpu"))
     overrides["generator.inference_engine.num_engines"] = 5
     with pytest.raises(AssertionError, match="num_policy_gpus"):
         validate_cfg(SkyRLTrainConfig.from_cli_overrides(overrides))
@@ -164,7 +164,7 @@ def test_generated_valid_configs_load_and_validate_in_skyrl(overrides):
 
 def _skyrl_accepts(cfg: RunConfig) -> bool:
     try:
-        validate_cfg(SkyRLTrainConfig.from_cli_overrides(cfg.to_skyrl_overrides()))
+        validate_cfg(SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg)))
     except (AssertionError, ValueError):
         return False
     return True

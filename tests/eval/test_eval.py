@@ -14,11 +14,11 @@ from hyperpod_rl.eval import (
     bootstrap_interval,
     compare,
     evaluate,
-    load_policy,
     ood_rows,
     text_twin_rows,
 )
-from hyperpod_rl.train.reference import read_rows
+from hyperpod_rl.maze import read_rows
+from hyperpod_rl.model.adapter import load_policy
 
 
 def _synthetic(label: str, solved: list[int], invalid: list[float] | None = None) -> EvalResult:
@@ -133,27 +133,30 @@ def test_ood_rows_are_larger_and_longer_than_the_training_distribution(tiny_setu
         ood_rows(spec, 0)
 
 
-def test_saving_into_a_run_records_the_manifest_and_the_ledger(tmp_path, monkeypatch):
+def test_recording_in_a_run_updates_its_provenance_and_the_ledger_imports_it(tmp_path, monkeypatch):
+    from hyperpod_rl.eval.evaluate import _finish
     from hyperpod_rl.ledger import Ledger
-    from hyperpod_rl.train.manifest import update_manifest
+    from hyperpod_rl.runs import RunPaths, record_eval
+    from hyperpod_rl.runs.provenance import update_provenance
 
     monkeypatch.setenv("HYPERPOD_RL_LEDGER", str(tmp_path / "ledger.sqlite"))
     run_dir = tmp_path / "runs" / "eval-run"
-    update_manifest(
+    update_provenance(
         run_dir, lambda _: {"run_id": "eval-run", "status": "succeeded", "config": {"trainer": {"seed": 3}}, "config_hash": "h", "eval": {}}
     )
     result = _synthetic("adapter", [1, 0, 1, 1])
-    from hyperpod_rl.eval import _finish
-
     _finish(result, n_resamples=200, seed=0)
-    result.save(run_dir / "eval" / "adapter.json")
+    before = (run_dir / "manifest.json").read_bytes()
+    result.save(run_dir / "eval" / "adapter.json")  # saving writes only its own file
+    assert (run_dir / "manifest.json").read_bytes() == before
+    record_eval(RunPaths(run_dir), "adapter", result.to_json())
     manifest = json.loads((run_dir / "manifest.json").read_text())
     entry = manifest["eval"]["adapter"]
     assert entry["ci"]["solve_rate"] == result.ci["solve_rate"] and entry["path"] == "eval/adapter.json" and "per_maze" not in entry
     with Ledger() as ledger:
+        assert ledger.search("adapter.solve_rate=0.75") == []  # nothing writes the ledger behind the caller's back
+        assert ledger.sync_storage(tmp_path / "runs") == 1
         assert {h.run_id for h in ledger.search("adapter.solve_rate=0.75")} == {"eval-run"}
-    result.save(tmp_path / "elsewhere.json")  # outside a run directory: just the file
-    assert (tmp_path / "elsewhere.json").is_file()
 
 
 def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.ledger import LEDGER_ENV, Ledger, ledger_path, record_manifest
+from hyperpod_rl.ledger import JOURNAL_ENV, LEDGER_ENV, Ledger, filesystem_type, ledger_path
 
 WRITERS, WRITES = 4, 200
 
@@ -86,11 +86,43 @@ def test_path_is_configurable_and_defaults_to_the_data_dir(tmp_path, monkeypatch
         Ledger(tmp_path)
 
 
-def test_unavailable_ledger_never_breaks_the_caller(tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    with pytest.warns(UserWarning, match="ledger unavailable"):
-        assert record_manifest({"run_id": "r", "status": "running"}, tmp_path, path=blocker / "sub" / "l.sqlite") is False
+def test_an_existing_ledger_keeps_its_journal_mode(tmp_path, monkeypatch):
+    """Field report: a DELETE ledger (the advice for FSx) was switched back to WAL by the next opener."""
+    monkeypatch.delenv(JOURNAL_ENV, raising=False)
+    path = tmp_path / "team.sqlite"
+    with Ledger(path, journal_mode="DELETE") as led:
+        led.record_run("r", status="running")
+        assert led.journal_mode == "DELETE"
+    for _ in range(2):  # later openers that say nothing leave it alone
+        with Ledger(path) as led:
+            assert led.journal_mode == "DELETE"
+            led.record_run("r", status="succeeded")
+    assert path.read_bytes()[18] == 1  # the file header says rollback journal, not WAL (2)
+    with Ledger(path, journal_mode="WAL") as led:  # told to: changed
+        assert led.journal_mode == "WAL"
+
+
+def test_journal_mode_is_one_setting_every_opener_reads(tmp_path, monkeypatch):
+    monkeypatch.setenv(JOURNAL_ENV, "delete")
+    with Ledger(tmp_path / "a.sqlite") as led:
+        assert led.journal_mode == "DELETE"
+    monkeypatch.setenv(JOURNAL_ENV, "journal")
+    with pytest.raises(ConfigError, match="HYPERPOD_RL_LEDGER_JOURNAL='JOURNAL': use WAL or DELETE"):
+        Ledger(tmp_path / "b.sqlite")
+
+
+def test_wal_on_a_network_file_system_becomes_delete_with_a_warning(tmp_path, monkeypatch):
+    import hyperpod_rl.ledger as ledger_mod
+
+    monkeypatch.delenv(JOURNAL_ENV, raising=False)
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"overlay / overlay rw 0 0\n10.0.0.2@tcp:/fsx {tmp_path / 'fsx'} lustre rw,flock 0 0\n")
+    monkeypatch.setattr(ledger_mod, "MOUNTS_FILE", str(mounts))
+    assert filesystem_type(tmp_path / "fsx" / "team" / "l.sqlite") == "lustre"
+    assert filesystem_type(tmp_path / "local.sqlite") == "overlay"
+    with pytest.warns(UserWarning, match=r"lustre file system, where SQLite's WAL mode is unsafe across hosts: using journal_mode=DELETE"):
+        with Ledger(tmp_path / "fsx" / "team" / "l.sqlite", journal_mode="WAL") as led:
+            assert led.journal_mode == "DELETE"
 
 
 def test_import_manifest_and_sync_storage(tmp_path):

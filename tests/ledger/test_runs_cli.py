@@ -14,8 +14,8 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.maze import REWARD_VERSION
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.train.checkpoint import file_sha256
-from hyperpod_rl.train.manifest import new_manifest, reproduce_config, update_manifest
+from hyperpod_rl.runs.files import file_sha256
+from hyperpod_rl.runs.provenance import new_provenance, reproduce_config, update_provenance
 
 runner = CliRunner()
 
@@ -28,7 +28,7 @@ def _run_dir(setup, run_id: str, lr: float, solve: float, data=None):
     hashes = {"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)}
 
     def change(_):
-        m = new_manifest(
+        m = new_provenance(
             cfg,
             base_model_id="hyperpod-rl/tiny-qwen3-vl",
             base_model_revision=setup["revision"],
@@ -45,7 +45,7 @@ def _run_dir(setup, run_id: str, lr: float, solve: float, data=None):
         }
         return m
 
-    update_manifest(rdir, change)
+    update_provenance(rdir, change)
     return cfg, rdir
 
 

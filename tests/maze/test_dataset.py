@@ -19,7 +19,7 @@ from hyperpod_rl.maze import (
     Maze,
     build_dataset,
     decode_image_part,
-    read_parquet,
+    read_rows,
     register_env,
     render_maze,
     write_parquet,
@@ -66,7 +66,7 @@ def test_row_format(dataset: dict[str, list[dict]]) -> None:
 def test_parquet_round_trip_and_env_from_row(dataset: dict[str, list[dict]], tmp_path: Path) -> None:
     sha = write_parquet(dataset["train"], tmp_path / "train.parquet")
     assert sha == hashlib.sha256((tmp_path / "train.parquet").read_bytes()).hexdigest()
-    rows = read_parquet(tmp_path / "train.parquet")
+    rows = read_rows(tmp_path / "train.parquet")
     assert rows == dataset["train"]  # parquet's None keys are stripped again
     register_env()
     row = rows[3]

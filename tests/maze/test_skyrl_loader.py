@@ -1,19 +1,13 @@
 """The parquet rows load through SkyRL 0.4's own PromptDataset and drive MazeEnv.
 
-Skipped only when the ``skyrl`` package (SkyRL 0.4 trainer) is not installed; CI installs it.
+``skyrl`` (the SkyRL 0.4 trainer) is in the dev extras, so these tests always run.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("skyrl") is None,
-    reason="skyrl (SkyRL 0.4 trainer) is not installed: pip install skyrl==0.4.0 loguru orjson pybase64 jaxtyping",
-)
 
 
 @pytest.fixture

@@ -1,125 +1,142 @@
-"""The planner against the committed H200 measurements (benchmarks/results/*.json), on CPU."""
+"""The planner's accuracy, tested only on H200 measurements it was not fitted on.
+
+``benchmarks/gpu/calibrate.py`` fits the planner's calibration on the runs in ``fit_files`` of
+``benchmarks/results/planner_calibration.json``; the runs in ``held_out_files`` are never fitted
+on. Here the planner's predictions are computed (on CPU, from the records' configs alone) and
+compared with the held-out measurements. Checks of the committed JSON files themselves (schema,
+consistency, staleness of stored predictions) live in ``tests/test_results_data.py``.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from hyperpod_rl.plan import policy_update_memory, predict_scaling
+from hyperpod_rl.plan import memory, policy_update_memory, predict_scaling
+from hyperpod_rl.plan import throughput as tp
 from hyperpod_rl.plan.benchmark import bench_plan_input, load_records
-from hyperpod_rl.plan.throughput import COMM, comm_seconds, train_seconds_per_micro_batch
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
-FILES = ("h200_1gpu.json", "h200_1gpu_fsdp.json", "h200_2gpu_fsdp.json", "h200_2gpu_fsdp_run2.json")
-REQUIRED = (
-    "config",
-    "gpus",
-    "device",
-    "date",
-    "measured_peak_gib",
-    "predicted_peak_gib",
-    "tokens_per_s",
-    "baseline_tokens_per_s",
-    "baseline_peak_gib",
-    "mfu",
+CALIBRATION = json.loads((RESULTS / "planner_calibration.json").read_text())["results"]
+FIT, HELD_OUT = CALIBRATION["fit_files"], CALIBRATION["held_out_files"]
+
+
+def _points(files: list[str]) -> list[tuple[str, dict, str]]:
+    return [(name, rec, variant) for name in files for rec in load_records(RESULTS / name) for variant in rec["variants"]]
+
+
+def _id(point: tuple[str, dict, str]) -> str:
+    name, rec, variant = point
+    return f"{name.removesuffix('.json')}:{rec['config']['name']}:{variant}"
+
+
+def _predicted_tokens_per_s(rec: dict, variant: str) -> float:
+    inp = bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant)
+    step = tp.train_seconds_per_micro_batch(inp) + tp.COMM["exposed"] * tp.comm_seconds(inp)
+    return inp.micro_train_batch_size_per_gpu * inp.seq_len / step
+
+
+def test_planner_constants_are_the_fit_without_the_held_out_runs() -> None:
+    """The constants in the planner are the committed fit, and that fit saw no held-out run."""
+    assert "h200_2gpu_fsdp_run2.json" in HELD_OUT
+    assert HELD_OUT and not set(HELD_OUT) & set(FIT)
+    values = CALIBRATION["planner_values"]
+    assert memory.CALIBRATION["activation_scale"] == values["activation_scale"]
+    assert memory.CALIBRATION["naive_logit_bytes"] == values["naive_logit_bytes"]
+    assert memory.CALIBRATION["overhead_gib"] == values["overhead_gib"]
+    assert tp.TRAIN_EFFICIENCY == {"bf16": values["efficiency_bf16"], "fp32": values["efficiency_fp32"]}
+    assert tp.FIXED_STEP_S == {"plain": values["fixed_plain_s"], "fsdp": values["fixed_fsdp_s"]}
+    assert tp.COMM["exposed"] == values["comm_exposed"]
+
+
+# Peak memory is deterministic for a given config, variant and GPU count (the same code gives the
+# same bytes on any H200), so a held-out record that repeats a fitted point is no new evidence:
+# only held-out points whose (config, GPUs, variant) the fit never saw are tested.
+_FITTED_KEYS = {(rec["config"]["name"], rec["gpus"], variant) for _, rec, variant in _points(FIT)}
+NEW_MEMORY_POINTS = [p for p in _points(HELD_OUT) if (p[1]["config"]["name"], p[1]["gpus"], p[2]) not in _FITTED_KEYS]
+
+
+def test_held_out_memory_points_exist() -> None:
+    assert len(NEW_MEMORY_POINTS) >= 6, [_id(p) for p in NEW_MEMORY_POINTS]
+
+
+@pytest.mark.parametrize("point", NEW_MEMORY_POINTS, ids=_id)
+def test_held_out_peak_memory_within_15_percent(point: tuple[str, dict, str]) -> None:
+    """Issue 9 bar (+-15%) on configs and variants the calibration never saw."""
+    _, rec, variant = point
+    predicted = policy_update_memory(bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant)).peak_gib
+    measured = rec["variants"][variant]["peak_gib"]
+    assert abs(predicted / measured - 1) <= 0.15, f"predicted {predicted:.2f} GiB, measured {measured:.2f} GiB"
+
+
+_SLOW_SECOND_MACHINE = (
+    "h200_2gpu_fsdp_run2: the second 2-GPU machine's NCCL all-gathers took up to 3.4x longer than the first's on identical code; "
+    "4 x 551 without checkpointing is the shortest step, so the extra communication is the largest share of it; "
+    "the prediction (fitted on the first machine) is {over} too high"
 )
+#: Held-out tokens/s points outside +-20%, each with why. strict: if one starts passing, the reason is stale.
+THROUGHPUT_MISSES = {
+    "h200_2gpu_fsdp_run2:b4_s551_img448_nockpt:improved": _SLOW_SECOND_MACHINE.format(over="57%"),
+    "h200_2gpu_fsdp_run2:b4_s551_img448_nockpt:fsdp_naive": _SLOW_SECOND_MACHINE.format(over="36%"),
+}
+THROUGHPUT_POINTS = [
+    pytest.param(
+        p, id=_id(p), marks=[pytest.mark.xfail(strict=True, reason=THROUGHPUT_MISSES[_id(p)])] if _id(p) in THROUGHPUT_MISSES else []
+    )
+    for p in _points(HELD_OUT)
+]
 
 
-def _records(name: str) -> list[dict]:
-    return load_records(RESULTS / name)
+@pytest.mark.parametrize("point", THROUGHPUT_POINTS)
+def test_held_out_tokens_per_s_within_20_percent(point: tuple[str, dict, str]) -> None:
+    """Issue 10 bar (+-20%) on every held-out run, the second 2-GPU machine included."""
+    _, rec, variant = point
+    predicted = _predicted_tokens_per_s(rec, variant)
+    measured = rec["variants"][variant]["tokens_per_s"]
+    assert abs(predicted / measured - 1) <= 0.20, f"predicted {predicted:,.0f} tok/s, measured {measured:,.0f} tok/s"
 
 
-ALL = [(f, r) for f in FILES for r in _records(f)]
-IDS = [f"{f}:{r['config']['name']}" for f, r in ALL]
+def test_throughput_misses_name_real_held_out_points() -> None:
+    ids = {_id(p) for p in _points(HELD_OUT)}
+    assert set(THROUGHPUT_MISSES) <= ids
 
 
-@pytest.mark.parametrize(("fname", "rec"), ALL, ids=IDS)
-def test_record_has_the_issue_fields(fname: str, rec: dict) -> None:
-    for key in REQUIRED:
-        assert rec.get(key) is not None, f"{fname} {rec['config']['name']} lacks {key}"
-    assert "H200" in rec["device"]
-    assert rec["date"].startswith("20")
-    if rec["gpus"] > 1:
-        assert 0.0 < rec["comm_share"] < 1.0
+def _held_out_weak_scaling() -> list[tuple[dict, dict]]:
+    """(1-GPU record, 2-GPU record) pairs where both come from held-out runs."""
+    one = {r["config"]["name"]: r for r in load_records(RESULTS / "h200_1gpu_fsdp.json")}
+    assert "h200_1gpu_fsdp.json" in HELD_OUT
+    return [(one[r["config"]["name"]], r) for r in load_records(RESULTS / "h200_2gpu_fsdp_run2.json") if r["scaling"] == "weak"]
 
 
-@pytest.mark.parametrize(("fname", "rec"), ALL, ids=IDS)
-def test_peak_prediction_within_15_percent(fname: str, rec: dict) -> None:
-    """Issue 9 bar: every measured config, both the improved path and its baseline."""
-    for variant, res in rec["variants"].items():
-        predicted = policy_update_memory(bench_plan_input(rec["config"], gpus=rec["gpus"], variant=variant)).peak_gib
-        assert abs(predicted / res["peak_gib"] - 1) <= 0.15, f"{variant}: predicted {predicted:.1f} GiB, measured {res['peak_gib']:.1f} GiB"
-    stored = rec["predicted_peak_gib"]
-    assert stored == pytest.approx(
-        policy_update_memory(bench_plan_input(rec["config"], gpus=rec["gpus"], variant=rec["improved_variant"])).peak_gib, rel=1e-6
-    ), "run benchmarks/gpu/repredict.py"
+_SCALING_MISS = (
+    "the second machine's slow all-gathers (see the tokens/s misses): measured weak-scaling efficiency "
+    "{measured:.0%} against the predicted {predicted:.0%}"
+)
+SCALING_MISSES = {"b8_s551_img448_ckpt": (0.80, 0.95), "b4_s551_img448_nockpt": (0.65, 0.91)}
 
 
-def test_improved_path_bar_at_the_reference_batch_and_large_batches() -> None:
-    """Issue 9 bar: >= 1.3x tokens/s or >= 30% lower peak, same batch, same GPU, same run.
-
-    It holds for every checkpointed single-GPU config of at least 8k tokens per micro batch,
-    the reference batch 16 x 807 included; docs/planner.md lists the configs where it does not.
-    """
-    checked = 0
-    for rec in _records("h200_1gpu.json"):
-        cfg = rec["config"]
-        if not cfg["gradient_checkpointing"] or cfg["batch"] * cfg["seq_len"] < 8000:
-            continue
-        speedup = rec["tokens_per_s"] / rec["baseline_tokens_per_s"]
-        saving = 1 - rec["measured_peak_gib"] / rec["baseline_peak_gib"]
-        assert speedup >= 1.3 or saving >= 0.30, f"{cfg['name']}: {speedup:.2f}x, {saving:.0%} lower"
-        checked += 1
-    assert checked >= 3
-    ref = next(r for r in _records("h200_1gpu.json") if r["config"]["name"] == "b16_s807_img448_ckpt")
-    assert ref["tokens_per_s"] / ref["baseline_tokens_per_s"] >= 1.3 and 1 - ref["measured_peak_gib"] / ref["baseline_peak_gib"] >= 0.30
-
-
-def test_naive_baseline_matches_the_reference_point() -> None:
-    """REFERENCE.md §6: ~5.4k tok/s at 8 x 551 and ~5.8k at 16 x 807, peaks 24 and 43 GiB."""
-    by_name = {r["config"]["name"]: r for r in _records("h200_1gpu.json")}
-    small, large = by_name["b8_s551_img448_ckpt"], by_name["b16_s807_img448_ckpt"]
-    assert small["config"]["seq_len"] == 551 and large["config"]["seq_len"] == 807
-    assert small["baseline_tokens_per_s"] == pytest.approx(5400, rel=0.1)
-    assert large["baseline_tokens_per_s"] == pytest.approx(5800, rel=0.1)
-    assert large["baseline_peak_gib"] == pytest.approx(43, rel=0.1)
-
-
-def test_full_size_logprobs_agree_with_naive_to_bf16_tolerance() -> None:
-    """Issue 9 bar, measured on the 8B-shaped model on an H200 (benchmarks/gpu/policy_update.py --suite check)."""
-    (rec,) = _records("h200_logprob_check.json")
-    assert "H200" in rec["device"] and rec["response_tokens_checked"] >= 1000
-    assert rec["rel_err_chunked_vs_naive"] <= 1e-2
-    assert rec["rel_err_chunked_vs_fp64"] <= 1e-2
-    assert rec["rel_err_chunked_vs_fp64"] <= 1.01 * rec["rel_err_naive_vs_fp64"]  # no worse than the naive path
-    assert rec["lora_grad_rel_err_chunked_vs_naive"] <= 5e-2
-
-
-def _fsdp_points() -> list[tuple[dict, dict]]:
-    one = {r["config"]["name"]: r for r in _records("h200_1gpu_fsdp.json")}
-    return [(one[r["config"]["name"]], r) for r in _records("h200_2gpu_fsdp.json")]
-
-
-@pytest.mark.parametrize(("rec1", "rec2"), _fsdp_points(), ids=lambda r: r["config"]["name"])
-def test_planner_tokens_per_s_within_20_percent_at_each_scaling_point(rec1: dict, rec2: dict) -> None:
-    """Issue 10 bar, for the GPU counts that were lent (1 and 2)."""
-    for rec in (rec1, rec2):
-        inp = bench_plan_input(rec["config"], gpus=rec["gpus"], variant="improved")
-        step = train_seconds_per_micro_batch(inp) + COMM["exposed"] * comm_seconds(inp)
-        predicted = inp.micro_train_batch_size_per_gpu * inp.seq_len / step
-        assert abs(predicted / rec["tokens_per_s"] - 1) <= 0.20, (
-            f"{rec['gpus']} GPU: predicted {predicted:.0f}, measured {rec['tokens_per_s']:.0f}"
+@pytest.mark.parametrize(
+    ("rec1", "rec2"),
+    [
+        pytest.param(
+            r1,
+            r2,
+            id=r2["config"]["name"],
+            marks=[
+                pytest.mark.xfail(
+                    strict=True,
+                    reason=_SCALING_MISS.format(measured=SCALING_MISSES[name][0], predicted=SCALING_MISSES[name][1]),
+                )
+            ]
+            if (name := r2["config"]["name"]) in SCALING_MISSES
+            else [],
         )
-
-
-def test_weak_scaling_measured_and_predicted_agree() -> None:
-    one = {r["config"]["name"]: r for r in _records("h200_1gpu_fsdp.json")}
-    for rec2 in _records("h200_2gpu_fsdp.json"):
-        if rec2["scaling"] != "weak":
-            continue
-        measured = rec2["tokens_per_s"] / one[rec2["config"]["name"]]["tokens_per_s"]
-        inp = bench_plan_input(rec2["config"], gpus=1, variant="improved")
-        predicted = predict_scaling(inp, [1, 2], mode="weak")[1].efficiency
-        assert 0.85 <= measured <= 1.05
-        assert abs(predicted - measured) <= 0.1
+        for r1, r2 in _held_out_weak_scaling()
+    ],
+)
+def test_held_out_weak_scaling_efficiency_within_10_points(rec1: dict, rec2: dict) -> None:
+    measured = rec2["tokens_per_s"] / rec1["tokens_per_s"]
+    predicted = predict_scaling(bench_plan_input(rec2["config"], gpus=1, variant="improved"), [1, 2], mode="weak")[1].efficiency
+    assert abs(predicted - measured) <= 0.10, f"predicted {predicted:.1%}, measured {measured:.1%}"

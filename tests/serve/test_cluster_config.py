@@ -72,11 +72,11 @@ def test_max_lora_rank_is_raised_to_the_next_vllm_value(spec, tmp_path):
     ("change", "pattern"),
     [
         ({"max_lora_rank": 24}, r"max_lora_rank.*not one of vLLM's"),
-        ({"adapters": {}}, r"field 'adapters'"),
+        ({"adapters": {}}, r"invalid cluster serving spec:\n  adapters: Dictionary should have at least 1 item"),
         ({"adapters": {"bad name": "/fsx/a"}}, r"adapter name 'bad name'"),
-        ({"gpu_memory_utilization": 1.5}, r"field 'gpu_memory_utilization'"),
-        ({"served_model_name": "has space"}, r"field 'served_model_name'"),
-        ({"unknown": 1}, r"field 'unknown'"),
+        ({"gpu_memory_utilization": 1.5}, r"\n  gpu_memory_utilization: Input should be less than or equal to 1 \(got 1.5\)"),
+        ({"served_model_name": "has space"}, r"\n  served_model_name: String should match pattern"),
+        ({"unknown": 1}, r"\n  unknown: Extra inputs are not permitted"),
     ],
 )
 def test_bad_specs_name_the_field(spec, change, pattern):
@@ -122,7 +122,7 @@ def test_vllm_job_fits_submit_job_and_preflights_adapters(spec, tmp_path):
     import torch
     from safetensors.torch import load_file, save_file
 
-    from hyperpod_rl.train.checkpoint import file_sha256
+    from hyperpod_rl.runs.files import file_sha256
 
     bad = tmp_path / "vision"
     shutil.copytree(spec["adapters"]["maze"], bad)
@@ -154,9 +154,9 @@ def test_ray_serve_llm_refuses_local_adapter_paths_and_bad_fields(spec):
     with pytest.raises(ConfigError, match=r"lora_uri='/fsx/adapters': Ray Serve LLM loads adapters only from s3://"):
         ray_serve_llm_config(spec, lora_uri="/fsx/adapters")
     good = ray_serve_llm_config(spec, lora_uri="s3://b/a")
-    with pytest.raises(ConfigError, match=r"LLMConfig field 'accelerator_type'"):
+    with pytest.raises(ConfigError, match=r"LLMConfig.accelerator_type: Unsupported accelerator type"):
         validate_llm_config({**good, "accelerator_type": "NOT-A-GPU"})
-    with pytest.raises(ConfigError, match=r"LLMConfig field 'engine_kwagrs'"):
+    with pytest.raises(ConfigError, match=r"LLMConfig.engine_kwagrs: Extra inputs are not permitted"):
         validate_llm_config({**good, "engine_kwagrs": {}})
     with pytest.raises(ConfigError, match=r"engine_kwargs \['enable_loras'\] are not vLLM engine arguments"):
         validate_llm_config({**good, "engine_kwargs": {**good["engine_kwargs"], "enable_loras": True}})

@@ -15,9 +15,8 @@ import pytest
 import requests
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import clean_messages
+from hyperpod_rl.maze import clean_messages, read_rows
 from hyperpod_rl.serve.client import chat, maze_request, solve
-from hyperpod_rl.train.reference import read_rows
 
 pytestmark = pytest.mark.ray
 
@@ -68,7 +67,7 @@ def test_models_lists_base_and_adapter(served):
 
 def test_served_greedy_answers_equal_in_process_answers(served):
     """Same mazes, greedy: the served answers equal MazePolicy.act(greedy=True) in this process."""
-    from hyperpod_rl.eval import load_policy
+    from hyperpod_rl.model.adapter import load_policy
 
     rows = served["rows"]
     prompts = [clean_messages(r["prompt"]) for r in rows]
@@ -86,7 +85,7 @@ def test_served_seeded_samples_equal_in_process_samples(served):
     """Sampling (temperature 1) with a fixed seed: the same move as in-process with that seed."""
     import torch
 
-    from hyperpod_rl.eval import load_policy
+    from hyperpod_rl.model.adapter import load_policy
 
     policy = load_policy(served["model_dir"], served["adapter"])
     rows = served["rows"][:8]
@@ -97,8 +96,8 @@ def test_served_seeded_samples_equal_in_process_samples(served):
 
 
 def test_solve_plays_the_maze_like_in_process_evaluation(served):
-    from hyperpod_rl.eval import load_policy
-    from hyperpod_rl.train.rollout import play_episodes
+    from hyperpod_rl.model.adapter import load_policy
+    from hyperpod_rl.model.rollout import play_episodes
 
     rows = served["rows"][:4]
     policy = load_policy(served["model_dir"], served["adapter"])

@@ -53,7 +53,7 @@ def _add_tensors(d: Path, tensors: dict) -> None:
     """Add tensors to the safetensors file and re-record its checksum (only the target check fails)."""
     from safetensors.torch import load_file, save_file
 
-    from hyperpod_rl.train.checkpoint import file_sha256
+    from hyperpod_rl.runs.files import file_sha256
 
     weights = load_file(str(d / WEIGHTS))
     weights.update(tensors)

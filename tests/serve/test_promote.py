@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ServeError
+from hyperpod_rl.runs import RunPaths, write_config
 from hyperpod_rl.serve.promote import PROMOTION_FILE, PromotionRefused, promote
 
 N = 30
@@ -19,13 +21,20 @@ N = 30
 @pytest.fixture
 def run(trained_adapter, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A run directory with the adapter, a config naming the base model, and a manifest."""
-    from hyperpod_rl.train.manifest import update_manifest
+    from hyperpod_rl.runs.provenance import update_provenance
 
     monkeypatch.setenv("HYPERPOD_RL_LEDGER", str(tmp_path / "ledger.sqlite"))
     rdir = tmp_path / "runs" / "promo"
     shutil.copytree(trained_adapter["adapter"], rdir / "adapter")
-    (rdir / "config.json").write_text(json.dumps({"run_id": "promo", "model": {"path": str(trained_adapter["model_dir"])}}))
-    update_manifest(rdir, lambda _: {"run_id": "promo", "status": "succeeded"})
+    config = RunConfig.build(
+        {
+            "run_id": "promo",
+            "model": {"path": str(trained_adapter["model_dir"])},
+            "data": {"train_path": "t.parquet", "heldout_path": "h.parquet"},
+        }
+    )
+    write_config(RunPaths(rdir), config)
+    update_provenance(rdir, lambda _: {"run_id": "promo", "status": "succeeded"})
     return rdir
 
 
@@ -66,6 +75,7 @@ def _ledger_run(rdir: Path):
     from hyperpod_rl.ledger import Ledger
 
     with Ledger(os.environ["HYPERPOD_RL_LEDGER"]) as ledger:
+        ledger.sync_storage(rdir.parent)  # the ledger learns decisions from the run directory
         return ledger.get_run("promo")
 
 
@@ -177,7 +187,7 @@ def test_cli_promote_compares_saved_evaluations(run, monkeypatch):
 def test_promote_on_real_evaluations_records_the_evaluations_decision(run, trained_adapter):
     """Real greedy evaluations of the base model and the adapter on the same held-out mazes."""
     from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.train.reference import read_rows
+    from hyperpod_rl.maze import read_rows
 
     rows = read_rows(trained_adapter["heldout"])[:6]
     base = evaluate(trained_adapter["model_dir"], rows, label="base", n_resamples=200)

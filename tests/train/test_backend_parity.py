@@ -1,61 +1,138 @@
 """Both backends write the same metric names and the same artifact layout.
 
-The reference side really trains (one tiny step). The SkyRL side runs its writing code without
-GPUs: a tracker payload named as SkyRL 0.4's trainer names it (each name checked against SkyRL's
-source) goes through :class:`MetricRecordSink`, and the adapter is exported from a checkpoint
-laid out as SkyRL writes it.
+The reference side really trains (one tiny step). The SkyRL side is built from SkyRL 0.4's own
+code, on CPU, without GPUs or Ray workers:
+
+* the config is SkyRL's ``SkyRLTrainConfig``, built from the run's overrides (``prepare_run``);
+* the step runs through the backend's own Ray-task body (``_trainer_task``), so the payload
+  reaches ``metrics.jsonl`` through the backend's subclass of SkyRL's ``Tracking``;
+* the payload is made by SkyRL's ``RayPPOTrainer`` methods: ``postprocess_generator_output``
+  (the reward metrics, from a real rollout of the tiny model through the maze env) and
+  ``train_critic_and_policy`` → ``_execute_training_step`` (``reduce_metrics``, ``grad_norm``, the
+  ``policy/`` prefix, the ``policy_train`` timer). Only the GPU worker is stood in for: it returns
+  the status dict whose keys are read from SkyRL's worker source (``PolicyWorkerBase._forward_backward_micro``)
+  plus SkyRL's own log-prob-diff metrics;
+* the few names ``trainer.train()``'s loop adds itself (``timing/generate``, ``timing/step``,
+  ``trainer/epoch``, ``trainer/global_step``) are added the same way and checked against its source;
+* the adapter is exported from a checkpoint laid out as SkyRL writes it.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import ast
+import inspect
 import json
 import shutil
+import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
+import torch
 
 from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.maze import read_rows
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.reference import ReferenceTrainer
-from hyperpod_rl.train.skyrl_backend import export_adapter
-from hyperpod_rl.train.skyrl_metrics import MetricRecordSink, core_metric_names
+from hyperpod_rl.train.skyrl_backend import _trainer_task, prepare_run
+from hyperpod_rl.train.skyrl_metrics import core_metric_names
 
 GROUP = 2  # tiny_setup's group size
 
 
-def _skyrl_payload(group: int) -> dict[str, float]:
-    """One step's tracker payload with SkyRL's names; each name is checked against SkyRL's source."""
-    # Read the source without importing it (the trainer module needs the GPU-side extras).
-    root = Path(importlib.util.find_spec("skyrl").submodule_search_locations[0])
-    trainer_src = (root / "train" / "trainer.py").read_text()
-    worker_src = (root / "backends" / "skyrl_train" / "workers" / "worker.py").read_text()
-    assert 'f"reward/avg_pass_at_{n_samples_per_prompt}"' in trainer_src
-    assert '"reward/avg_raw_reward"' in trainer_src
-    assert 'f"policy/{k}"' in trainer_src and '"trainer/epoch"' in trainer_src
-    assert 'f"timing/{k}"' in trainer_src
-    for timer in ("generate", "policy_train", "step", "sync_weights"):
-        assert f'Timer("{timer}"' in trainer_src, timer
-    for key in ("policy_loss", "policy_entropy", "policy_lr", "response_length"):
-        assert f'"{key}"' in worker_src, key
-    assert '"grad_norm"' in trainer_src
-    return {
-        "reward/avg_raw_reward": 0.4,
-        f"reward/avg_pass_at_{group}": 0.5,
-        "policy/policy_loss": -0.1,
-        "policy/policy_entropy": 1.2,
-        "policy/grad_norm": 0.9,
-        "policy/policy_lr": 3e-5,
-        "policy/response_length": 17.0,
-        "timing/generate": 3.0,
-        "timing/policy_train": 2.0,
-        "timing/step": 6.0,
-        "timing/sync_weights": 0.5,
-        "trainer/epoch": 0,
-        "trainer/global_step": 1,
-        "trainer/tokens_per_second_per_gpu": 1000.0,
+def _worker_status_keys() -> list[str]:
+    """Scalar keys of the status dict SkyRL's policy worker returns per micro batch (read from its source)."""
+    from skyrl.backends.skyrl_train.workers import worker
+
+    tree = ast.parse(inspect.getsource(worker))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and t.id == "status" for t in node.targets)
+        ):
+            keys = [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+            if "policy_loss" in keys:
+                return [k for k in keys if k != "loss_fn_outputs"]
+    raise AssertionError("SkyRL's policy worker no longer builds a status dict with policy_loss")
+
+
+class _WorkerDispatch:
+    """Stands in for SkyRL's ``WorkerDispatch`` (the GPU workers): one mini batch, one micro-batch status."""
+
+    def __init__(self, status: dict[str, float]) -> None:
+        self.status = status
+
+    def stage_data(self, model: str, data: Any, boundaries: Any) -> list[list[str]]:
+        return [["chunk"]]
+
+    def forward_backward_from_staged(self, model: str, refs: Any) -> Any:
+        return types.SimpleNamespace(metrics=dict(self.status))
+
+    def optim_step(self, model: str) -> float:
+        return 0.9
+
+    def empty_cache(self) -> None:
+        return None
+
+
+def _skyrl_step(cfg: Any, tiny_setup: dict[str, Any]) -> dict[str, Any]:
+    """One step's tracker payload, made by SkyRL's trainer code from a real rollout of the tiny model."""
+    from skyrl.backends.skyrl_train.workers.worker_utils import compute_minibatch_rollout_logprob_diff_metrics
+    from skyrl.train.trainer import RayPPOTrainer
+    from skyrl.train.utils import Timer
+
+    from hyperpod_rl.model.loading import load_base_model
+    from hyperpod_rl.model.policy import MazePolicy
+    from hyperpod_rl.model.rollout import play_episodes
+
+    trainer = RayPPOTrainer.__new__(RayPPOTrainer)  # SkyRL's methods, without Ray workers or vLLM
+    trainer.cfg, trainer.all_metrics, trainer.all_timings, trainer.global_step = cfg, {}, {}, 1
+    rows = read_rows(tiny_setup["data"].train)[:2]
+    model, processor, _ = load_base_model(tiny_setup["model_dir"])
+    with Timer("generate", trainer.all_timings):
+        episodes = play_episodes(MazePolicy(model, processor), rows, group_size=GROUP, generator=torch.Generator().manual_seed(0))
+    responses = [[i for t in ep.turns for i in t.action.response_ids] for ep in episodes]
+    generator_output = {
+        "prompt_token_ids": [[0] for _ in episodes],
+        "response_ids": responses,
+        "rewards": [ep.total_return for ep in episodes],
+        "loss_masks": [[1] * len(r) for r in responses],
+        "stop_reasons": ["stop"] * len(episodes),
+        "rollout_metrics": None,
+        "rollout_logprobs": None,
     }
+    trainer.postprocess_generator_output(generator_output, [str(ep.row_index) for ep in episodes])
+
+    status = {key: 0.5 for key in _worker_status_keys()}
+    logp = torch.tensor([[-0.7, -1.2]])
+    status |= compute_minibatch_rollout_logprob_diff_metrics(logp, logp - 0.01, torch.ones_like(logp))
+    trainer.dispatch = _WorkerDispatch(status)
+    trainer._normalize_advantages = lambda data, boundaries, prompt_boundaries: data  # noqa: ARG005 - arithmetic only
+    data = types.SimpleNamespace(metadata={"policy_mini_batch_boundaries": [(0, len(episodes))]})
+    with Timer("step", trainer.all_timings):
+        trainer.train_critic_and_policy(data)
+    # What trainer.train()'s loop adds before tracker.log (checked against its source below).
+    trainer.all_metrics.update({"trainer/epoch": 0, "trainer/global_step": trainer.global_step})
+    return {**trainer.all_metrics, **{f"timing/{k}": v for k, v in trainer.all_timings.items()}}
+
+
+def test_the_loop_lines_mirrored_here_are_skyrls() -> None:
+    """The names _skyrl_step adds by hand are the ones RayPPOTrainer.train() adds."""
+    from skyrl.train.trainer import RayPPOTrainer
+
+    source = inspect.getsource(RayPPOTrainer.train)
+    for fragment in (
+        'Timer("generate"',
+        'Timer("step"',
+        '"trainer/epoch": epoch',
+        '"trainer/global_step": self.global_step',
+        'f"timing/{k}"',
+    ):
+        assert fragment in source, fragment
+    assert "self.tracker.log(log_payload, step=self.global_step, commit=True)" in source
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +155,8 @@ def reference_run(tiny_setup, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
+    from skyrl.train.config import SkyRLTrainConfig
+
     _, _, ref_adapter = reference_run
     run_dir = tmp_path_factory.mktemp("sky-run")
     cfg = RunConfig.from_preset(
@@ -92,17 +171,30 @@ def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
         trainer={"mini_batch_size": 2, "micro_batch_size": 4},
         model={"revision": "rev-sky"},
     )
-    sink = MetricRecordSink(cfg.run_id, cfg.trainer.steps, run_dir / "metrics.jsonl")
-    sink.write(_skyrl_payload(GROUP), step=1)
-    lora = run_dir / "checkpoints" / "global_step_1" / "policy" / "lora_adapter"
-    lora.mkdir(parents=True)
-    for name in (
-        "adapter_model.safetensors",
-        "adapter_config.json",
-    ):  # a real PEFT adapter, placed as SkyRL places it
-        shutil.copyfile(ref_adapter / name, lora / name)
-    (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text("1")
-    adapter = export_adapter(cfg, run_dir)
+    skyrl_cfg = SkyRLTrainConfig.from_cli_overrides(prepare_run(cfg, run_dir))
+    assert skyrl_cfg.generator.n_samples_per_prompt == GROUP
+
+    class Experiment:  # SkyRL's BasePPOExp, reduced to one step made by SkyRL's trainer code
+        def __init__(self, c: Any) -> None:
+            self.cfg = c
+
+        def get_tracker(self) -> Any:
+            raise NotImplementedError  # the backend's task overrides it with its Tracking subclass
+
+        def run(self) -> None:
+            self.get_tracker().log(_skyrl_step(self.cfg, tiny_setup), step=1, commit=True)
+            lora = run_dir / "checkpoints" / "global_step_1" / "policy" / "lora_adapter"
+            lora.mkdir(parents=True)
+            for name in ("adapter_model.safetensors", "adapter_config.json"):  # a real PEFT adapter, placed as SkyRL places it
+                shutil.copyfile(ref_adapter / name, lora / name)
+            (run_dir / "checkpoints" / "latest_ckpt_global_step.txt").write_text("1")
+
+    mp = pytest.MonkeyPatch()
+    mp.setitem(sys.modules, "skyrl.train.entrypoints.main_base", types.SimpleNamespace(BasePPOExp=Experiment))
+    try:
+        adapter = Path(_trainer_task(skyrl_cfg, cfg.model_dump_json(), str(run_dir)))
+    finally:
+        mp.undo()
     return cfg, run_dir, adapter
 
 
@@ -116,7 +208,7 @@ def test_same_core_metric_names(reference_run, skyrl_run):
     # Names outside the core follow the same SkyRL families in both.
     families = {"reward", "policy", "timing", "trainer", "environment", "generate"}
     for rec in (ref[0], sky[0]):
-        assert {name.split("/", 1)[0] for name in rec.values} <= families
+        assert {name.split("/", 1)[0] for name in rec.values} <= families, {name.split("/", 1)[0] for name in rec.values}
 
 
 def test_same_artifact_layout(reference_run, skyrl_run):

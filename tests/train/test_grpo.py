@@ -1,8 +1,9 @@
 """GRPO advantages and loss: values checked by hand."""
 
+import pytest
 import torch
 
-from hyperpod_rl.train.grpo import group_advantages, grpo_loss
+from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
 
 
 def test_group_advantages_are_zero_mean_unit_std_per_group():
@@ -49,3 +50,63 @@ def test_kl_k3_is_zero_at_the_reference_and_positive_elsewhere():
     )
     assert same.kl == 0.0
     assert apart.kl > 0.0
+
+
+# process_advantages (the quickstart's default estimator, DeepSeekMath §4.1.3), worked by hand.
+# Recipe per group: pool every step reward of the group; mean m and sample std s (n - 1 in the
+# denominator, torch's default); normalise each reward r -> (r - m) / (s + eps); then a turn's
+# advantage is the discounted sum of the normalised rewards from that turn to the episode's end:
+# A_t = n_t + gamma * A_{t+1}. eps = 1e-6 shifts the results by ~1e-6 relative only.
+PROCESS_TABLE = [
+    pytest.param(
+        # One group: episode A answered two turns (rewards 0, then 1), episode B one turn (-1).
+        # pooled [0, 1, -1]: m = 0; s = sqrt((0 + 1 + 1) / 2) = 1; normalised A = [0, 1], B = [-1].
+        # gamma = 1:   A_1 = 1, A_0 = 0 + 1 * 1 = 1;  B_0 = -1.
+        [[[0.0, 1.0], [-1.0]]],
+        1.0,
+        [[[1.0, 1.0], [-1.0]]],
+        id="two-episodes-gamma-1",
+    ),
+    pytest.param(
+        # Same rewards, gamma = 0.5 (the quickstart's): A_1 = 1, A_0 = 0 + 0.5 * 1 = 0.5; B_0 = -1.
+        [[[0.0, 1.0], [-1.0]]],
+        0.5,
+        [[[0.5, 1.0], [-1.0]]],
+        id="two-episodes-gamma-half",
+    ),
+    pytest.param(
+        # Three episodes: [3], [1, 3], [-1].  pooled [3, 1, 3, -1]: m = 6 / 4 = 1.5;
+        # deviations 1.5, -0.5, 1.5, -2.5; squares 2.25 + 0.25 + 2.25 + 6.25 = 11; s = sqrt(11 / 3) = 1.9148542;
+        # normalised: 3 -> 1.5 / 1.9148542 = 0.7833495; 1 -> -0.5 / 1.9148542 = -0.2611165; -1 -> -2.5 / 1.9148542 = -1.3055824.
+        # gamma = 0.5: [3] -> 0.7833495; [1, 3] -> A_1 = 0.7833495, A_0 = -0.2611165 + 0.5 * 0.7833495 = 0.1305583;
+        # [-1] -> -1.3055824.
+        [[[3.0], [1.0, 3.0], [-1.0]]],
+        0.5,
+        [[[0.7833495], [0.1305583, 0.7833495], [-1.3055824]]],
+        id="three-episodes-discounted",
+    ),
+    pytest.param(
+        # Two groups are normalised separately. Group 1 as in the first row (gamma 1); group 2: every
+        # step reward is 2, so m = 2, s = 0 and every normalised reward is 0 / (0 + eps) = 0: no signal.
+        [[[0.0, 1.0], [-1.0]], [[2.0, 2.0], [2.0]]],
+        1.0,
+        [[[1.0, 1.0], [-1.0]], [[0.0, 0.0], [0.0]]],
+        id="groups-are-independent-and-a-flat-group-gets-zero",
+    ),
+    pytest.param(
+        # A single step reward: s is undefined (one value), taken as 0; r - m = 0, so the advantage is 0.
+        [[[5.0]]],
+        1.0,
+        [[[0.0]]],
+        id="single-step",
+    ),
+]
+
+
+@pytest.mark.parametrize(("step_rewards", "gamma", "expected"), PROCESS_TABLE)
+def test_process_advantages_hand_computed(step_rewards, gamma, expected):
+    got = process_advantages(step_rewards, gamma=gamma)
+    assert [[len(ep) for ep in group] for group in got] == [[len(ep) for ep in group] for group in expected]
+    flat_got = [a for group in got for ep in group for a in ep]
+    flat_expected = [a for group in expected for ep in group for a in ep]
+    assert flat_got == pytest.approx(flat_expected, rel=1e-5, abs=1e-6)

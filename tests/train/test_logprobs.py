@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from hyperpod_rl.train.logprobs import (
+from hyperpod_rl.model.logprobs import (
     LogprobInputError,
     naive_response_entropy,
     naive_response_logprobs,

@@ -9,11 +9,11 @@ import warnings
 import pytest
 from safetensors.torch import load_file
 
-from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.errors import CheckpointError, MazeError
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.model.tiny import directory_revision
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.train.checkpoint import file_sha256, latest_valid_checkpoint
+from hyperpod_rl.runs.files import file_sha256, latest_valid_checkpoint
 from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
 
 SKYRL_NAMES = {
@@ -107,10 +107,19 @@ def test_corrupt_latest_checkpoint_falls_back_with_a_warning(tiny_setup, tmp_pat
     assert any("truncated or corrupt" in str(w.message) for w in caught)
     for path in ckpts.glob("step_*"):
         (path / "training_state.pt").write_bytes(b"")
-    with pytest.raises(CheckpointError, match="--fresh"):
+    with pytest.raises(CheckpointError, match="--fresh"), pytest.warns(UserWarning, match="is unusable .*falling back"):
         ReferenceTrainer(cfg, tmp_path).train()
 
 
-def test_bad_dataset_path_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="does not exist"):
+def test_bad_dataset_files_are_clear_errors(tmp_path):
+    with pytest.raises(MazeError, match="does not exist: generate it first"):
         read_rows(tmp_path / "missing.parquet")
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(MazeError, match="is not a readable parquet file"):
+        read_rows(tmp_path / "junk.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "hi"}]]}), tmp_path / "other.parquet")
+    with pytest.raises(MazeError, match=r"lacks the columns \['env_class', 'maze', 'layout_hash'\]"):
+        read_rows(tmp_path / "other.parquet")

@@ -19,10 +19,9 @@ from safetensors.torch import load_file
 
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import submit_run
-from hyperpod_rl.maze import write_parquet
+from hyperpod_rl.maze import read_rows, write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.train.reference import read_rows
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -113,7 +112,7 @@ def _numbers(run_dir: Path) -> list[dict[str, float]]:
 
 def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_path):
     client = local_cluster.job_client()
-    straight_dir, killed_dir = tmp_path / "runs" / "straight", tmp_path / "runs" / "killed"
+    straight_dir, killed_dir = tmp_path / "runs" / "resume-straight", tmp_path / "runs" / "resume-killed"
     straight_cfg, killed_cfg = _config(tiny_setup, tmp_path, "resume-straight"), _config(tiny_setup, tmp_path, "resume-killed")
     assert straight_cfg.config_hash() == killed_cfg.config_hash()
     straight = _submit(client, straight_cfg, straight_dir)  # runs alongside the killed one

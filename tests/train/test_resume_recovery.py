@@ -88,7 +88,9 @@ def test_manifest_records_what_rebuilds_the_run(finished, tiny_setup):
     assert all(len(sha) == 64 for c in m["checkpoints"] for sha in c["files"].values())
     base = json.loads((run_dir / "eval" / "base.json").read_text())
     assert base["adapter_path"] is None and base["num_mazes"] == 4 and m["eval"]["base"]["metrics"] == base["metrics"]
-    with Ledger() as ledger:  # the trainer recorded the run in the default ledger (isolated home)
+    with Ledger() as ledger:  # the trainer never writes the ledger: it is filled from the run directory
+        assert ledger.get_run(cfg.run_id) is None
+        assert ledger.sync_storage(run_dir.parent) >= 1
         rec = ledger.get_run(cfg.run_id)
         assert rec is not None and rec.status == "succeeded" and rec.config_hash == cfg.config_hash()
         assert {"checkpoint", "adapter"} <= {a["kind"] for a in rec.artifacts} and "base" in rec.evals

@@ -13,9 +13,8 @@ from typer.testing import CliRunner
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.metrics import parse_metric_line, read_metrics
-from hyperpod_rl.train.checkpoint import file_sha256, verify_checksums
+from hyperpod_rl.runs.files import file_sha256, verify_checksums
 from hyperpod_rl.train.skyrl_backend import (
-    JOB_ENV_VARS,
     export_adapter,
     final_adapter_dir,
     prepare_run,
@@ -194,10 +193,6 @@ def test_export_without_checkpoint_fails(tmp_path):
         export_adapter(_config(tmp_path), run_dir)
 
 
-def test_job_env_overrides_the_job_runtime_env():
-    assert JOB_ENV_VARS == {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
-
-
 def test_cli_dispatches_skyrl_backend(tmp_path, monkeypatch):
     from hyperpod_rl.train.__main__ import app
 
@@ -238,7 +233,7 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
     import skyrl_gym
     from skyrl.train.config import SkyRLTrainConfig
 
-    from hyperpod_rl.maze.env import ENV_CLASS
+    from hyperpod_rl.maze.registry import ENV_CLASS
     from hyperpod_rl.train.skyrl_backend import _trainer_task
 
     cfg = _config(tmp_path)

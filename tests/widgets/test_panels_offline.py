@@ -132,9 +132,9 @@ def test_hyperpod_panel_without_a_kube_client_says_how_to_get_one():
 
 
 def test_draw_path_marks_the_visited_cells(tiny_setup):
-    from hyperpod_rl.maze import read_parquet
+    from hyperpod_rl.maze import read_rows
 
-    row = read_parquet(tiny_setup["data"].heldout)[0]
+    row = read_rows(tiny_setup["data"].heldout)[0]
     maze = Maze.from_json(row["maze"])
     path = [maze.start]
     cell = maze.start

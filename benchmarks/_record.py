@@ -1,0 +1,256 @@
+"""One result file per benchmark: ``benchmarks/results/<name>.json``, with where and how it was measured.
+
+Every script in ``benchmarks/`` writes its figures through :class:`Recording`, so each committed
+result says which code produced it (git commit, and whether tracked files outside
+``benchmarks/results/`` had uncommitted changes), with which packages, on which machine (CPU
+model, cores, memory, GPU if any), when, with which arguments, and how busy the machine was (the
+1/5/15-minute load average at start and at end: the CPU figures are measured on a shared machine).
+
+Usage::
+
+    with Recording("env_throughput", params=vars(args)) as rec:
+        ...                      # measure
+        rec.results = {...}      # the figures (JSON-serialisable)
+    # on a clean exit the file is written and its path printed; on an exception nothing is
+    # written, so a failed run never replaces a good result.
+
+Standard library only: the GPU harness uses it on a machine that has torch but little else.
+``HPRL_RESULTS_DIR`` redirects the files (tests use it); ``HPRL_GIT_COMMIT`` supplies the commit
+where the checkout has no ``.git`` (a copied working tree).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "REPO",
+    "RESULTS_DIR",
+    "Recording",
+    "exit_on_sigterm",
+    "git_state",
+    "load_result",
+    "machine",
+    "package_versions",
+    "results_dir",
+]
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "benchmarks" / "results"
+SCHEMA_VERSION = 1
+
+#: Distributions whose versions every result records (those installed; the rest are left out).
+PACKAGES = (
+    "hyperpod-rl",
+    "torch",
+    "transformers",
+    "peft",
+    "numpy",
+    "pillow",
+    "pyarrow",
+    "ray",
+    "skyrl-gym",
+    "skyrl",
+    "qwen-vl-utils",
+    "pydantic",
+    "plotly",
+    "ipywidgets",
+    "requests",
+)
+
+
+def results_dir() -> Path:
+    """Where result files go: ``$HPRL_RESULTS_DIR`` or ``benchmarks/results/``."""
+    return Path(os.environ.get("HPRL_RESULTS_DIR") or RESULTS_DIR)
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def git_state() -> dict[str, Any]:
+    """``{"commit": sha or None, "dirty": bool or None}``.
+
+    ``dirty`` is True when tracked files other than ``benchmarks/results/`` and Markdown differ
+    from the commit, i.e. the code that ran is not exactly the commit's (the scripts rewrite the
+    docs' figure passages, which must not mark the next run dirty).
+    """
+    commit = _git("rev-parse", "HEAD") or os.environ.get("HPRL_GIT_COMMIT")
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results", ":(exclude)*.md")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) * 1024 / 2**30, 1)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _gpus() -> list[str]:
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def machine() -> dict[str, Any]:
+    """CPU model, logical cores (and those this process may use), memory, OS, Python, GPUs."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "cpu_model": _cpu_model(),
+        "cpu_cores": os.cpu_count(),
+        "cpu_cores_usable": usable,
+        "memory_gib": _memory_gib(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "gpus": _gpus(),
+    }
+
+
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Installed versions of ``names`` (missing ones are left out)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _load() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Recording:
+    """Context manager that writes ``<results dir>/<name>.json`` when its block succeeds.
+
+    Args:
+        name: result name (file stem), e.g. ``"env_throughput"``.
+        params: the run's parameters (arguments, workload sizes).
+        script: the producing script, relative to the repo (default: the running ``__main__``).
+        notes: free text stored with the result (what was run, caveats).
+        path: write here instead of ``<results dir>/<name>.json`` (the GPU harness writes to ``$OUT``).
+    """
+
+    def __init__(
+        self, name: str, *, params: dict[str, Any] | None = None, script: str | None = None, notes: str = "", path: Path | None = None
+    ) -> None:
+        self.name = name
+        self.params = dict(params or {})
+        self.script = script or _main_script()
+        self.notes = notes
+        self.results: Any = None
+        self.path = path
+
+    def __enter__(self) -> Recording:
+        self._git = git_state()
+        self._started = _now()
+        self._load_start = _load()
+        self._t0 = time.monotonic()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is not None:
+            return
+        if self.results is None:
+            raise RuntimeError(f"Recording({self.name!r}): set .results before the block ends")
+        record = {
+            "schema_version": SCHEMA_VERSION,
+            "name": self.name,
+            "script": self.script,
+            "command": [Path(sys.executable).name, *(_relative(a) for a in sys.argv)],
+            "params": self.params,
+            "git_commit": self._git["commit"],
+            "git_dirty": self._git["dirty"],
+            "date": self._started,
+            "finished": _now(),
+            "wall_s": round(time.monotonic() - self._t0, 1),
+            "machine": machine(),
+            "load_avg_start": self._load_start,
+            "load_avg_end": _load(),
+            "packages": package_versions(),
+            "notes": self.notes,
+            "results": self.results,
+        }
+        self.path = self.path or results_dir() / f"{self.name}.json"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(f".json.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
+        os.replace(tmp, self.path)
+        print(f"wrote {self.path} (load average {self._load_start} -> {record['load_avg_end']})", flush=True)
+
+
+def _relative(arg: str) -> str:
+    """A path inside the repository as a repo-relative path; anything else unchanged."""
+    try:
+        return str(Path(arg).resolve().relative_to(REPO)) if arg.startswith("/") else arg
+    except ValueError:
+        return arg
+
+
+def _main_script() -> str:
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name:
+        return spec.name.replace(".", "/") + ".py"
+    path = Path(getattr(main, "__file__", "") or "unknown").resolve()
+    try:
+        return str(path.relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM (``timeout``, ``kill``) into ``SystemExit`` so ``finally`` blocks stop what the script started."""
+    import signal
+
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
+def load_result(name: str, directory: Path | None = None) -> dict[str, Any]:
+    """Read ``<results dir>/<name>.json`` (written by :class:`Recording`)."""
+    return json.loads(((directory or results_dir()) / f"{name}.json").read_text())

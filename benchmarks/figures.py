@@ -1,0 +1,321 @@
+"""The figures README.md and docs/ quote, rendered from the committed result files.
+
+Every passage of a document that quotes a measured (or predicted) figure sits between markers::
+
+    <!-- fig:NAME -->...<!-- /fig:NAME -->
+
+and :data:`PASSAGES` says which document holds it and which function renders it from
+``benchmarks/results/``. ``python -m benchmarks.figures`` rewrites every passage from the
+results (the benchmark scripts call :func:`update` for theirs); ``--check`` exits 1 when a
+document no longer says what its result file says; ``tests/test_docs_figures.py`` runs that check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from benchmarks._record import REPO, load_result, results_dir
+
+__all__ = ["PASSAGES", "Passage", "check", "render", "update"]
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A marked passage: the document it lives in, the result files it reads, how it is rendered."""
+
+    doc: str
+    results: tuple[str, ...]
+    render: Callable[[], str]
+    block: bool = False  # a block (table, list) on its own lines between the markers, else inline text
+
+
+def _provenance(res: dict[str, Any], *, load: bool = True) -> str:
+    """``on <date> at commit <sha>, <cpu> (<n> cores)[, a shared machine: load average a at start, b at end]``."""
+    m = res["machine"]
+    text = f"on {res['date'][:10]} at commit `{(res['git_commit'] or 'unknown')[:10]}`"
+    if m.get("cpu_model"):
+        text += f", {m['cpu_model']} ({m['cpu_cores']} cores"
+        if m.get("cpu_cores_usable") and m["cpu_cores_usable"] != m["cpu_cores"]:
+            text += f", pinned to {m['cpu_cores_usable']}"
+        text += ")"
+    if load and res.get("load_avg_start"):
+        text += f", a shared machine: load average {res['load_avg_start'][0]:.1f} at start, {res['load_avg_end'][0]:.1f} at end"
+    return text
+
+
+def _cmd(res: dict[str, Any]) -> str:
+    """The command that produced a result, as ``python -m benchmarks.NAME ARGS``."""
+    module = res["script"].removesuffix(".py").replace("/", ".")
+    return " ".join(["python -m", module, *res["command"][2:]])
+
+
+def _ci(iv: dict[str, float], signed: bool = False) -> str:
+    f = "{:+.3f}" if signed else "{:.3f}"
+    return f"{f.format(iv['value'])} [{f.format(iv['low'])}, {f.format(iv['high'])}]"
+
+
+# ---------------------------------------------------------------- quickstart (README, reference trainer)
+def _quickstart_args(res: dict[str, Any]) -> list[str]:
+    """The quickstart options the run changed (the ports, picked free by the benchmark, left out)."""
+    args = list(res["params"]["quickstart_args"])
+    for port in ("--serve-port", "--dashboard-port"):
+        if port in args:
+            i = args.index(port)
+            del args[i : i + 2]
+    return args
+
+
+def quickstart_time() -> str:
+    res = load_result("quickstart")
+    r = res["results"]
+    args = _quickstart_args(res)
+    return (
+        f"measured{' with `' + ' '.join(args) + '`' if args else ''}: {r['wall_s_total']:.0f} s, of which training {r['wall_s_phases']['train']:.0f} s, not counting the install, "
+        f"{_provenance(res)}; `benchmarks/results/quickstart.json`"
+    )
+
+
+def quickstart_eval() -> str:
+    res = load_result("quickstart")
+    r = res["results"]
+    f = r["figures"]
+    om, sr = f["optimal_move_rate"], f["solve_rate"]
+    args = _quickstart_args(res)
+    how = f"with `{' '.join(args)}` (the defaults otherwise)" if args else "with the defaults"
+    return (
+        f"Measured {how} on {r['heldout_mazes']} held-out mazes (`python -m benchmarks.quickstart{' ' + ' '.join(args) if args else ''}`, "
+        f"{_provenance(res, load=False)}; value [95% bootstrap interval]; Δ is adapter minus base, paired by maze): "
+        f"optimal-move rate {_ci(om['base'])} → {_ci(om['adapter'])}, Δ {_ci(om['diff'], signed=True)}; "
+        f"solve rate {_ci(sr['base'])} → {_ci(sr['adapter'])}, Δ {_ci(sr['diff'], signed=True)}."
+    )
+
+
+def forward_rows() -> str:
+    res = load_result("quickstart")
+    fr = res["results"]["forward_rows"]
+    return (
+        f"over the quickstart's {fr['steps']} steps this cuts the policy-update forwards by {fr['saving']:.1f}× "
+        f"({fr['samples']:,} samples in {fr['forward_rows']:,} forward rows, {fr['samples_per_step']:.0f} → "
+        f"{fr['forward_rows_per_step']:.0f} per step on average; `benchmarks/results/quickstart.json`)"
+    )
+
+
+# ---------------------------------------------------------------- maze env throughput
+def env_throughput() -> str:
+    res = load_result("env_throughput")
+    r = res["results"]
+    rows = [
+        "| figure | steps/s |",
+        "|---|---|",
+        f"| `rendered_steps_per_s` (as shipped: PNGs cached per maze and agent cell) | {r['rendered_steps_per_s']:,.0f} |",
+        f"| `rendered_cold_png_steps_per_s` (every step draws the agent and encodes a PNG) | {r['rendered_cold_png_steps_per_s']:,.0f} |",
+        f"| `unrendered_steps_per_s` (parse + move + reward) | {r['unrendered_steps_per_s']:,.0f} |",
+        f"| `naive_rendered_steps_per_s` (baseline, same run: full redraw and an RGB PNG every step) | {r['naive_rendered_steps_per_s']:,.0f} |",
+        "",
+        f"As shipped, {r['speedup_vs_naive']:.1f}× the naive pipeline ({r['cold_png_speedup_vs_naive']:.1f}× with every PNG encoded); "
+        f"Measured {_provenance(res)}; `benchmarks/results/env_throughput.json`.",
+    ]
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------- serving
+def serve_load() -> str:
+    res = load_result("serve_load")
+    r = res["results"]
+    one, load = r["single_client"], r["load"]
+    rows = [
+        "| clients x requests | failed | p50 ms | p95 ms | p99 ms | max ms | requests/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, x in (
+        ("1 x {requests_per_client} (one after another: per-request latency, the baseline)", one),
+        ("{clients} x {requests_per_client}", load),
+    ):
+        rows.append(
+            f"| {label.format(**x)} | {x['failed']} | {x['p50_ms']:.1f} | {x['p95_ms']:.1f} | {x['p99_ms']:.1f} | {x['max_ms']:.1f} | {x['requests_per_s']:.1f} |"
+        )
+    rows += ["", f"Measured {_provenance(res)}; `python -m benchmarks.serve_load`, `benchmarks/results/serve_load.json`."]
+    return "\n".join(rows)
+
+
+def serve_per_request() -> str:
+    res = load_result("serve_load")
+    one = res["results"]["single_client"]
+    return f"about {one['p50_ms']:.0f} ms each (median of {one['requests']} requests from one client, table above)"
+
+
+# ---------------------------------------------------------------- live metrics
+def metrics_latency() -> str:
+    res = load_result("metrics_latency")
+    r = res["results"]
+    return (
+        f"Measured {_provenance(res)} (`benchmarks/results/metrics_latency.json`): write → figure latency "
+        f"p50 {r['p50_s']:.2f} s, p95 {r['p95_s']:.2f} s over {r['steps']} steps (poll interval {r['interval_s']} s); "
+        f"idle poller CPU {100 * r['idle_poller_cpu_frac']:.2f} % of one core; {r['messages_per_update']:g} comm messages per "
+        f"figure update (the same refresh unbatched: {r['messages_per_update_unbatched']})."
+    )
+
+
+# ---------------------------------------------------------------- learning experiments
+def lr_sweep() -> str:
+    res = load_result("lr_sweep")
+    r, p = res["results"], res["params"]
+    rows = [
+        f"Measured on the first-move task (1 turn, {p['mazes_per_step']} mazes × {p['group_size']} samples per step, "
+        f"{p['steps']} steps, held-out greedy optimal-move rate on {r['heldout_mazes']} mazes; the base model, measured in the "
+        f"same run, scores {_ci(r['base_optimal_move_rate'])}); `{_cmd(res)}`, measured {_provenance(res)}:",
+        "",
+        "| lr | held-out optimal-move rate | Δ vs base (paired) | policy entropy, first → last step | most common answer |",
+        "|---|---|---|---|---|",
+    ]
+    for run in r["runs"]:
+        rows.append(
+            f"| {run['lr']:g} | {_ci(run['optimal_move_rate'])} | {_ci(run['diff_vs_base'], signed=True)} "
+            f"| {run['entropy_curve'][0][1]:.2f} → {run['final_entropy']:.2f} | {run['top_answer_share']:.0%} of mazes |"
+        )
+    return "\n".join(rows)
+
+
+def prompt_style() -> str:
+    res = load_result("prompt_style")
+    by = {s["style"]: s for s in res["results"]["styles"]}
+    parts = []
+    for style in ("full", "terse"):
+        s = by[style]
+        a0, a1 = s["accuracy_curve"][0][1], s["accuracy_curve"][-1][1]
+        parts.append(f"`{style}` ({s['prompt_text_tokens']} text tokens) {a0:.2f} → {a1:.2f}")
+    chance = by["terse"]["chance"]
+    steps = by["terse"]["accuracy_curve"][-1][0]
+    return (
+        f"held-out supervised first-move accuracy after {steps} steps, one seed: {'; '.join(parts)} (a uniform random move scores "
+        f"{chance:.2f}; `{_cmd(res)}`, measured {_provenance(res)})"
+    )
+
+
+# ---------------------------------------------------------------- planner (H200)
+def planner_calibration() -> str:
+    res = load_result("planner_calibration")
+    r = res["results"]
+    v, held = r["planner_values"], r["held"]
+    fit = ", ".join(f"`{f}`" for f in r["fit_files"])
+    out = ", ".join(f"`{f}`" for f in r["held_out_files"])
+    return (
+        f"Fitted by `python -m benchmarks.gpu.calibrate` (least squares on relative error) on the {r['fit_points']} measured points of "
+        f"{fit} only; {out} are held out and never fitted on (`benchmarks/results/planner_calibration.json`). "
+        f"Memory (`hyperpod_rl.plan.memory.CALIBRATION`): `activation_scale={v['activation_scale']:g}`, "
+        f"`naive_logit_bytes={v['naive_logit_bytes']:g}`, `overhead_gib={v['overhead_gib']:g}`; held at their counted values: "
+        + ", ".join(f"`{k}={w:g}`" for k, w in held.items())
+        + f". Step time (`hyperpod_rl.plan.throughput`): efficiency {v['efficiency_bf16']:.2f} (bf16 adapters) and "
+        f"{v['efficiency_fp32']:.2f} (peft float32 adapters), fixed {v['fixed_plain_s']:.3f} s (plain) and {v['fixed_fsdp_s']:.3f} s "
+        f"(FSDP2) per micro batch, and {v['comm_exposed']:.2f} of the FSDP2 communication time exposed (added to the step)."
+    )
+
+
+def _report(fn: str, *args: str) -> Callable[[], str]:
+    def render() -> str:
+        from benchmarks.gpu import report
+
+        return getattr(report, fn)(*args)
+
+    return render
+
+
+_H200 = ("h200_1gpu", "h200_1gpu_fsdp", "h200_2gpu_fsdp", "h200_2gpu_fsdp_run2", "planner_predictions")
+
+PASSAGES: dict[str, Passage] = {
+    "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
+    "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
+    "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
+    "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
+    "serve-load": Passage("docs/serving.md", ("serve_load",), serve_load, block=True),
+    "serve-per-request": Passage("docs/serving.md", ("serve_load",), serve_per_request),
+    "metrics-latency": Passage("docs/widgets.md", ("metrics_latency",), metrics_latency),
+    "lr-sweep": Passage("docs/reference-trainer.md", ("lr_sweep",), lr_sweep, block=True),
+    "prompt-style": Passage("docs/reference-trainer.md", ("prompt_style",), prompt_style),
+    "prompt-style-maze": Passage("docs/maze-task.md", ("prompt_style",), prompt_style),
+    "planner-calibration": Passage("docs/planner.md", ("planner_calibration",), planner_calibration),
+    "planner-single-gpu": Passage("docs/planner.md", ("h200_1gpu",), _report("single_gpu_table"), block=True),
+    "planner-logprob": Passage("docs/planner.md", ("h200_logprob_check",), _report("logprob_check")),
+    "planner-tuning": Passage("docs/planner.md", ("h200_1gpu_fsdp_tuning",), _report("tuning_table"), block=True),
+    "planner-errors": Passage("docs/planner.md", (*_H200, "planner_calibration"), _report("error_summary"), block=True),
+    "planner-fit": Passage("docs/planner.md", _H200, _report("prediction_table", "fit"), block=True),
+    "planner-held-out": Passage("docs/planner.md", _H200, _report("prediction_table", "held out"), block=True),
+    "scaling-run1": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp.json"), block=True),
+    "scaling-run2": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp_run2.json"), block=True),
+    "scaling-curve": Passage("docs/scaling.md", ("planner_predictions",), _report("predicted_curve"), block=True),
+}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"<!-- fig:{re.escape(name)} -->(.*?)<!-- /fig:{re.escape(name)} -->", re.S)
+
+
+def render(name: str) -> str:
+    """The text between the markers of passage ``name``, as its result files say it."""
+    p = PASSAGES[name]
+    text = p.render()
+    return f"\n{text}\n" if p.block else text
+
+
+def update(names: list[str] | None = None) -> list[str]:
+    """Rewrite the passages ``names`` (default: all) in their documents; return the documents changed.
+
+    Raises:
+        KeyError: a document lacks a passage's markers.
+    """
+    changed = []
+    for name in names or list(PASSAGES):
+        missing = [r for r in PASSAGES[name].results if not (results_dir() / f"{r}.json").is_file()]
+        if missing:
+            print(f"skipped passage {name}: no result file {', '.join(missing)} yet", file=sys.stderr)
+            continue
+        path = REPO / PASSAGES[name].doc
+        text = path.read_text()
+        pattern = _pattern(name)
+        if not pattern.search(text):
+            raise KeyError(f"{PASSAGES[name].doc} has no <!-- fig:{name} --> ... <!-- /fig:{name} --> passage")
+        new = pattern.sub(lambda _m, n=name: f"<!-- fig:{n} -->{render(n)}<!-- /fig:{n} -->", text)
+        if new != text:
+            path.write_text(new)
+            changed.append(PASSAGES[name].doc)
+    return sorted(set(changed))
+
+
+def check(names: list[str] | None = None) -> list[str]:
+    """Problems: passages missing from their document, or saying something else than their results."""
+    problems = []
+    for name in names or list(PASSAGES):
+        doc = PASSAGES[name].doc
+        missing = [r for r in PASSAGES[name].results if not (results_dir() / f"{r}.json").is_file()]
+        if missing:
+            problems.append(f"{doc}: passage {name!r} quotes {', '.join(missing)}, which has no result file in {results_dir()}")
+            continue
+        found = _pattern(name).findall((REPO / doc).read_text())
+        if len(found) != 1:
+            problems.append(f"{doc}: {len(found)} <!-- fig:{name} --> passages (expected 1)")
+        elif found[0] != render(name):
+            problems.append(f"{doc}: passage {name!r} differs from its result files; run python -m benchmarks.figures")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check; exit 1 if a document is stale")
+    parser.add_argument("names", nargs="*", help=f"passages (default: all of {', '.join(PASSAGES)})")
+    args = parser.parse_args()
+    if args.check:
+        problems = check(args.names or None)
+        print("\n".join(problems) or "every passage matches its result files")
+        return 1 if problems else 0
+    for doc in update(args.names or None):
+        print(f"updated {doc}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

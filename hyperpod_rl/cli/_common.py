@@ -1,0 +1,132 @@
+"""What every ``hyperpod-rl`` command shares: the console, error exit, the local job client,
+options generated from a pydantic model, and following a job with a progress bar."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal, NoReturn, TypeVar, get_origin
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from hyperpod_rl.errors import HyperpodRLError
+
+__all__ = ["Address", "console", "fail", "follow_with_progress", "handled", "job_client", "local_client", "model_options"]
+
+console = Console()
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(err: BaseException | str) -> NoReturn:
+    """Print ``error: <message>`` (markup escaped) and exit with code 2."""
+    console.print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+@contextmanager
+def handled() -> Iterator[None]:
+    """Turn a project error raised inside the block into :func:`fail`."""
+    try:
+        yield
+    except HyperpodRLError as err:
+        fail(err)
+
+
+def local_client() -> Any:
+    """The job client of the running local cluster, or exit with the command that starts one."""
+    from hyperpod_rl.cluster.local import local_job_client
+
+    with handled():
+        return local_job_client()
+
+
+Address: Any = typer.Option(
+    None,
+    "--address",
+    envvar="HYPERPOD_RL_ADDRESS",
+    help="cluster address: sagemaker_ray://<raycluster>/<namespace> (HyperPod), a dashboard URL, or the local cluster (default)",
+)
+
+
+def job_client(address: str | None = None) -> Any:
+    """The job client for ``address`` (see :func:`hyperpod_rl.cluster.access.job_client_of`), or
+    the running local cluster's when ``address`` is empty; exits with the fix on failure."""
+    if not address:
+        return local_client()
+    from hyperpod_rl.cluster.access import job_client_of
+
+    with handled():
+        return job_client_of(address)
+
+
+def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Give a typer command one ``--option`` per field of ``model`` (defaults and help from the model).
+
+    The decorated function receives the option values as keyword arguments; its own parameters
+    (keyword-only, with typer defaults) come after them. So a model's defaults and descriptions
+    are written once, in the model.
+    """
+
+    def decorate(fn: F) -> F:
+        params = []
+        for name, info in model.model_fields.items():
+            if name in exclude:
+                continue
+            default = info.get_default(call_default_factory=True)
+            option = typer.Option(default, help=info.description or "", show_default=default is not None)
+            annotation = str if get_origin(info.annotation) is Literal else info.annotation  # the model checks the choice
+            params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
+        own = [p for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        fn.__signature__ = inspect.Signature(params + own)  # type: ignore[attr-defined]
+        return fn
+
+    return decorate
+
+
+def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, from_start: bool = True) -> str:
+    """Show a rich progress bar with reward and loss until the job ends; return its final Ray status.
+
+    Ctrl-C detaches: the job keeps running (exit code 130). When stdout is not a terminal (CI
+    logs), a plain line is printed every 10% instead of a live bar.
+    """
+    from hyperpod_rl.jobs import follow_run
+
+    status = "PENDING"
+    shown = -1
+    run_id = submission_id.split("-", 1)[1].rsplit("-", 1)[0]
+    live = console.is_terminal
+    columns = [
+        TextColumn("[bold]train"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("reward {task.fields[reward]}"),
+        TextColumn("loss {task.fields[loss]}"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    ]
+    progress = Progress(*columns, console=console, transient=False, disable=not live)
+    task = progress.add_task("train", total=total_steps, reward="-", loss="-")
+    try:
+        with progress:
+            for update in follow_run(client, submission_id, from_start=from_start):
+                status = update.status
+                for rec in update.records:
+                    reward = f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}"
+                    loss = f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}"
+                    progress.update(task, completed=rec.step, reward=reward, loss=loss)
+                    decile = rec.step * 10 // max(total_steps, 1)
+                    if not live and decile > shown:
+                        shown = decile
+                        console.print(f"train {rec.step}/{total_steps} reward {reward} loss {loss}")
+                if update.terminal and status != "SUCCEEDED":
+                    tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-25:])
+                    console.print(f"[red]job {submission_id} ended {status}[/]: {escape(update.message)}\n{escape(tail)}")
+    except KeyboardInterrupt:
+        console.print(f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {run_id}")
+        raise typer.Exit(code=130) from None
+    return status

@@ -1,0 +1,216 @@
+"""Paired comparison of two evaluations on the same mazes, and the promotion decision.
+
+Mazes are paired by layout hash and resampled together (paired percentile bootstrap), so the
+difference interval reflects the pairing. The candidate is promoted when the primary metric's
+difference interval excludes 0 on the better side and no guard metric is significantly worse.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.eval.result import EvalResult
+from hyperpod_rl.eval.stats import (
+    DEFAULT_RESAMPLES,
+    GUARDS,
+    HIGHER_IS_BETTER,
+    REPORTED,
+    Interval,
+    bootstrap_interval,
+    metric_values,
+    nanmean_rows,
+)
+
+__all__ = ["Comparison", "MetricDelta", "compare"]
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    """One metric of a comparison: both models' intervals and the paired difference.
+
+    Attributes:
+        metric: metric name.
+        base, candidate: the two models' means with intervals.
+        diff: ``candidate - base`` with its paired bootstrap interval.
+        higher_is_better: direction of improvement.
+        verdict: ``better`` / ``worse`` when the difference interval excludes 0, else ``same``.
+    """
+
+    metric: str
+    base: Interval
+    candidate: Interval
+    diff: Interval
+    higher_is_better: bool
+
+    @property
+    def verdict(self) -> str:
+        if math.isnan(self.diff.value) or not self.diff.excludes_zero():
+            return "same"
+        return "better" if (self.diff.low > 0) == self.higher_is_better else "worse"
+
+
+@dataclass
+class Comparison:
+    """Base vs candidate on the same mazes, with a promotion decision that follows the intervals.
+
+    Attributes:
+        base_label, candidate_label: the two results' labels.
+        num_mazes: mazes compared (paired by layout hash).
+        level: confidence level of every interval.
+        deltas: one :class:`MetricDelta` per metric.
+        primary: the metric that must improve.
+        promote: ``True`` iff the primary metric's difference interval lies entirely on the
+            better side of 0 and no guard metric (:data:`GUARDS`) is significantly worse.
+        reason: one sentence explaining ``promote``.
+    """
+
+    base_label: str
+    candidate_label: str
+    num_mazes: int
+    level: float
+    deltas: dict[str, MetricDelta]
+    primary: str
+    promote: bool
+    reason: str
+
+    def table_rows(self) -> list[dict[str, str]]:
+        """Rows for a report table: ``metric``, ``base``, ``candidate``, ``delta``, ``verdict`` (formatted)."""
+        return [
+            {
+                "metric": d.metric,
+                "base": d.base.fmt(),
+                "candidate": d.candidate.fmt(),
+                "delta": d.diff.fmt(signed=True),
+                "verdict": d.verdict,
+            }
+            for d in self.deltas.values()
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base_label": self.base_label,
+            "candidate_label": self.candidate_label,
+            "num_mazes": self.num_mazes,
+            "level": self.level,
+            "primary": self.primary,
+            "promote": self.promote,
+            "reason": self.reason,
+            "deltas": {k: {**asdict(d), "verdict": d.verdict} for k, d in self.deltas.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Comparison:
+        """Rebuild from :meth:`to_json` output."""
+        deltas = {
+            k: MetricDelta(
+                metric=d["metric"],
+                base=Interval(**d["base"]),
+                candidate=Interval(**d["candidate"]),
+                diff=Interval(**d["diff"]),
+                higher_is_better=d["higher_is_better"],
+            )
+            for k, d in data["deltas"].items()
+        }
+        keep = ("base_label", "candidate_label", "num_mazes", "level", "primary", "promote", "reason")
+        return cls(deltas=deltas, **{k: data[k] for k in keep})
+
+    def save(self, path: str | Path) -> Path:
+        """Write the JSON form atomically (canonical JSON), and nothing else."""
+        from hyperpod_rl.runs.files import write_json_atomic
+
+        return write_json_atomic(Path(path), self.to_json())
+
+    def _repr_html_(self) -> str:
+        from hyperpod_rl.eval.report import comparison_html
+
+        return comparison_html(self)
+
+
+def compare(
+    base: EvalResult,
+    candidate: EvalResult,
+    *,
+    primary: str = "solve_rate",
+    level: float = 0.95,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Comparison:
+    """Compare two evaluations of the same mazes and decide whether to promote the candidate.
+
+    Mazes are paired by layout hash and resampled together (paired bootstrap), so the
+    difference interval is narrower than the two separate intervals suggest.
+
+    Args:
+        base: the reference result (usually the base model).
+        candidate: the result to promote (usually the adapter).
+        primary: metric that must improve significantly (one of :data:`REPORTED`).
+        level: confidence level.
+        n_resamples: bootstrap resamples.
+        seed: bootstrap seed.
+
+    Returns:
+        :class:`Comparison`.
+
+    Raises:
+        ConfigError: unknown ``primary``; the results share no maze or were not evaluated on
+            the same set of mazes.
+    """
+    if primary not in REPORTED:
+        raise ConfigError(f"primary={primary!r} is not a reported metric: use one of {REPORTED}")
+    b_by = {m["layout_hash"]: m for m in base.per_maze}
+    c_by = {m["layout_hash"]: m for m in candidate.per_maze}
+    if set(b_by) != set(c_by) or not b_by:
+        raise ConfigError(
+            f"compare needs both results on the same mazes: {base.label} has {len(b_by)}, {candidate.label} {len(c_by)}, {len(set(b_by) & set(c_by))} shared; evaluate both on the same rows"
+        )
+    keys = sorted(b_by)
+    b_rows, c_rows = [b_by[k] for k in keys], [c_by[k] for k in keys]
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(keys), size=(n_resamples, len(keys)))
+    q = [(1 - level) / 2, (1 + level) / 2]
+    deltas = {}
+    for metric in REPORTED:
+        bv, cv = metric_values(b_rows, metric), metric_values(c_rows, metric)
+        b_iv = bootstrap_interval(bv, n_resamples=n_resamples, level=level, seed=seed)
+        c_iv = bootstrap_interval(cv, n_resamples=n_resamples, level=level, seed=seed)
+        if b_iv.n and c_iv.n:
+            d = nanmean_rows(cv[idx]) - nanmean_rows(bv[idx])
+            lo, hi = np.nanquantile(d, q) if np.any(~np.isnan(d)) else (math.nan, math.nan)
+            diff = Interval(c_iv.value - b_iv.value, float(lo), float(hi), len(keys))
+        else:
+            diff = Interval(math.nan, math.nan, math.nan, 0)
+        deltas[metric] = MetricDelta(metric, b_iv, c_iv, diff, HIGHER_IS_BETTER[metric])
+    main = deltas[primary]
+    worse = [g for g in GUARDS if g != primary and deltas[g].verdict == "worse"]
+    pct = f"{level:.0%}"
+    if main.verdict != "better":
+        promote, reason = (
+            False,
+            f"do not promote: the {pct} interval of the {primary} difference, {main.diff.fmt(signed=True)}, does not exclude 0 on the better side",
+        )
+    elif worse:
+        promote, reason = (
+            False,
+            f"do not promote: {primary} improved ({main.diff.fmt(signed=True)}) but {', '.join(worse)} got significantly worse",
+        )
+    else:
+        promote, reason = (
+            True,
+            f"promote: {primary} improved by {main.diff.fmt(signed=True)} ({pct} paired bootstrap over {len(keys)} mazes) and no guard metric got worse",
+        )
+    return Comparison(
+        base_label=base.label,
+        candidate_label=candidate.label,
+        num_mazes=len(keys),
+        level=level,
+        deltas=deltas,
+        primary=primary,
+        promote=promote,
+        reason=reason,
+    )

@@ -1,0 +1,95 @@
+"""``EvalResult``: one model's evaluation on a set of mazes, and its JSON and HTML forms.
+
+Saving a result writes only its own file. To record it in a run (its ``eval/`` directory and the
+provenance record), call :func:`hyperpod_rl.runs.record_eval` with :meth:`EvalResult.to_json`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, Interval, bootstrap_interval, metric_values
+
+__all__ = ["EvalResult"]
+
+
+@dataclass
+class EvalResult:
+    """Evaluation of one model on a set of mazes.
+
+    Attributes:
+        label: e.g. ``"base"`` or ``"adapter"``.
+        model_path: the base model directory.
+        adapter_path: the adapter directory, or ``None`` for the base model.
+        num_mazes: mazes evaluated (one greedy episode each).
+        metrics: ``solve_rate``, ``optimal_move_rate``, ``invalid_move_rate``,
+            ``blocked_move_rate``, ``mean_turns``, ``steps_over_optimal`` (rates in [0, 1]).
+        per_maze: one dict per maze: layout hash, grid size, stratum, metrics, the moves answered.
+        split: ``heldout`` or ``ood``.
+        observation: ``image``, or ``text`` for text-grid twins.
+        ci: ``{metric: [low, high]}``, 95% bootstrap intervals of :data:`REPORTED` metrics.
+        breakdown: ``{"stratum" | "size": {group: {metric: {"value", "low", "high", "n"}}}}``.
+        text_twin: the same mazes as text grids, when evaluated (``text_twin=True``).
+    """
+
+    label: str
+    model_path: str
+    adapter_path: str | None
+    num_mazes: int
+    metrics: dict[str, float]
+    per_maze: list[dict[str, Any]] = field(default_factory=list)
+    split: str = "heldout"
+    observation: str = "image"
+    ci: dict[str, list[float]] = field(default_factory=dict)
+    breakdown: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
+    text_twin: EvalResult | None = None
+
+    def interval(self, metric: str, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Interval:
+        """Bootstrap interval of one metric over this result's mazes."""
+        return bootstrap_interval(metric_values(self.per_maze, metric), n_resamples=n_resamples, seed=seed)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> EvalResult:
+        """Rebuild from :meth:`to_json` output (older files without intervals load too)."""
+        data = dict(data)
+        twin = data.pop("text_twin", None)
+        known = {f for f in cls.__dataclass_fields__}
+        out = cls(**{k: v for k, v in data.items() if k in known})
+        out.text_twin = cls.from_json(twin) if twin else None
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvalResult:
+        """Read a saved result."""
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the JSON form atomically (canonical JSON: sorted keys), and nothing else."""
+        from hyperpod_rl.runs.files import write_json_atomic
+
+        return write_json_atomic(Path(path), self.to_json())
+
+    def summary(self) -> dict[str, Any]:
+        """Figures and intervals without the per-maze records (what the manifest keeps)."""
+        out = {
+            "label": self.label,
+            "split": self.split,
+            "observation": self.observation,
+            "num_mazes": self.num_mazes,
+            "metrics": self.metrics,
+            "ci": self.ci,
+        }
+        if self.text_twin is not None:
+            out["text_twin"] = self.text_twin.summary()
+        return out
+
+    def _repr_html_(self) -> str:
+        from hyperpod_rl.eval.report import result_html
+
+        return result_html(self)

@@ -1,0 +1,349 @@
+"""Acting and scoring with a Qwen3-VL policy: one move per observation.
+
+Shared by the reference GRPO trainer (sampling and the policy update), evaluation (greedy) and
+local serving, so all three decode the same way.
+
+Action formats (``RolloutConfig.action_constraint``):
+
+- ``"directions"``: constrained decoding. The response is ``<answer>`` + one sampled direction
+  token + ``</answer>`` + end-of-turn. Only the direction token is sampled, from the policy's
+  distribution restricted to the four direction tokens (softmax over their logits), and only
+  its log-probability enters the loss. Tiny random models need this (docs/references.md §5:
+  left free, they first have to learn the answer format and then collapse).
+- ``"none"``: free generation with ``model.generate``; vision special tokens are suppressed at
+  sampling time and log-probs are taken over the vocabulary without them, so sampling and
+  training see the same distribution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from PIL import Image
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.maze import decode_image_part
+from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
+from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
+
+__all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
+
+Conversation = list[dict[str, Any]]
+
+
+@dataclass
+class Action:
+    """One sampled (or greedy) response.
+
+    Attributes:
+        text: decoded response, e.g. ``"<answer>up</answer>"``.
+        response_ids: token ids of the response (``R`` tokens, end-of-turn included).
+        loss_mask: ``R`` bools, True for tokens that were sampled (enter the loss).
+        logprob: sum of the sampled tokens' log-probs under the acting policy (nats).
+    """
+
+    text: str
+    response_ids: list[int]
+    loss_mask: list[bool]
+    logprob: float
+
+
+def prompt_key(messages: Conversation) -> str:
+    """A stable key of a conversation (text and image bytes), for de-duplicating forward passes."""
+    return hashlib.sha1(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Image.Image], list[str]]:
+    """Split chat messages into template-ready messages, their images and image cache keys."""
+    images: list[Image.Image] = []
+    keys: list[str] = []
+    out: Conversation = []
+    for msg in messages:
+        content = msg["content"]
+        if isinstance(content, str):
+            out.append({"role": msg["role"], "content": content})
+            continue
+        parts = []
+        for part in content:
+            if part.get("type") in ("image", "image_url"):
+                img = decode_image_part(part)
+                images.append(img)
+                keys.append(hashlib.sha1(img.tobytes() + bytes(str(img.size), "ascii")).hexdigest())
+                parts.append({"type": "image"})
+            else:
+                parts.append(part)
+        out.append({"role": msg["role"], "content": parts})
+    return out, images, keys
+
+
+@dataclass
+class PolicyBatch:
+    """Scored samples.
+
+    Attributes:
+        indices: M sample indices (into the lists given to :meth:`MazePolicy.score`), row order.
+        logprobs: (M, L) float32 log-probs of sampled tokens (with grad), 0 elsewhere.
+        entropy: (M, L) float32 entropy of the policy at sampled positions (with grad).
+        loss_mask: (M, L) bool, True at sampled tokens.
+    """
+
+    indices: list[int]
+    logprobs: torch.Tensor
+    entropy: torch.Tensor
+    loss_mask: torch.Tensor
+
+
+class MazePolicy:
+    """A Qwen3-VL model plus processor that answers one move per observation.
+
+    Args:
+        model: ``Qwen3VLForConditionalGeneration`` (optionally wrapped by peft).
+        processor: its processor (tokenizer + image processor + chat template).
+        action_constraint: ``"directions"`` or ``"none"`` (see the module docstring).
+        max_new_tokens: response token limit for ``"none"``.
+
+    Raises:
+        ConfigError: ``"directions"`` with a tokenizer where a direction word is not one token.
+    """
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        processor: Any,
+        *,
+        action_constraint: Literal["directions", "none"] = "directions",
+        max_new_tokens: int = 32,
+    ) -> None:
+        self.model = model
+        self.processor = processor
+        self.tokenizer = processor.tokenizer
+        self.action_constraint = action_constraint
+        self.max_new_tokens = max_new_tokens
+        self._cache: dict[tuple[str, tuple[str, ...]], dict[str, torch.Tensor]] = {}
+        tok = self.tokenizer
+        vocab_size = self._lm_head().weight.shape[0]
+        vision_ids = {tok.convert_tokens_to_ids(t) for t in VISION_SPECIAL_TOKENS} & set(range(vocab_size))
+        self.eos_id = tok.convert_tokens_to_ids("<|im_end|>")
+        if action_constraint == "directions":
+            ids = []
+            for word in DIRECTION_TOKENS:
+                enc = tok.encode(word, add_special_tokens=False)
+                if len(enc) != 1:
+                    raise ConfigError(
+                        f"rollout.action_constraint='directions' needs each direction word to be one token; "
+                        f"{word!r} is {len(enc)} tokens in this tokenizer: use action_constraint='none'"
+                    )
+                ids.append(enc[0])
+            self.allowed_ids = torch.tensor(ids)
+            self.prefix_ids = tok.encode("<answer>", add_special_tokens=False)
+            self.suffix_ids = tok.encode("</answer>", add_special_tokens=False) + [self.eos_id]
+        else:
+            self.allowed_ids = torch.tensor([i for i in range(vocab_size) if i not in vision_ids])
+            self.prefix_ids, self.suffix_ids = [], []
+        self._remap = torch.full((vocab_size,), -1, dtype=torch.long)
+        self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
+        self.suppress_ids = sorted(vision_ids)
+
+    # ------------------------------------------------------------------ model parts
+    def _unwrapped(self) -> torch.nn.Module:
+        model = self.model
+        if hasattr(model, "get_base_model"):
+            model = model.get_base_model()
+        return model
+
+    def _lm_head(self) -> torch.nn.Module:
+        return self._unwrapped().lm_head
+
+    def _hidden(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model."""
+        return self._unwrapped().model(**inputs, use_cache=False).last_hidden_state
+
+    # ------------------------------------------------------------------ encoding
+    def _encode_prompt(self, messages: Conversation) -> dict[str, torch.Tensor]:
+        tmpl, images, keys = messages_to_template(messages)
+        text = self.processor.apply_chat_template(tmpl, add_generation_prompt=True, tokenize=False)
+        key = (text, tuple(keys))
+        hit = self._cache.get(key)
+        if hit is None:
+            enc = self.processor(text=[text], images=images or None, return_tensors="pt")
+            hit = {k: v for k, v in enc.items()}
+            if len(self._cache) > 20000:
+                self._cache.clear()
+            self._cache[key] = hit
+        return hit
+
+    def collate(self, prompts: Sequence[Conversation], prefixes: Sequence[Sequence[int]]) -> tuple[dict[str, torch.Tensor], list[int]]:
+        """Left-pad prompt + response-prefix tokens of B rows into model inputs.
+
+        Returns:
+            ``(inputs, starts)``: model inputs (``input_ids``, ``attention_mask``,
+            ``mm_token_type_ids`` (B, L); ``pixel_values``, ``image_grid_thw``) and, per row, the
+            position of its first response token (so the hidden state at ``starts[i] + j - 1``
+            predicts response token j).
+        """
+        encs = [self._encode_prompt(p) for p in prompts]
+        seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, prefixes, strict=True)]
+        length = max(len(s) for s in seqs)
+        batch = len(seqs)
+        input_ids = torch.full((batch, length), self.tokenizer.pad_token_id, dtype=torch.long)
+        attention = torch.zeros((batch, length), dtype=torch.long)
+        mm_types = torch.zeros((batch, length), dtype=torch.long)
+        starts = []
+        for i, (enc, seq) in enumerate(zip(encs, seqs, strict=True)):
+            off = length - len(seq)
+            input_ids[i, off:] = seq
+            attention[i, off:] = 1
+            plen = enc["input_ids"].shape[1]
+            if "mm_token_type_ids" in enc:
+                mm_types[i, off : off + plen] = enc["mm_token_type_ids"][0]
+            starts.append(off + plen)
+        inputs: dict[str, torch.Tensor] = {"input_ids": input_ids, "attention_mask": attention, "mm_token_type_ids": mm_types}
+        pix = [e["pixel_values"] for e in encs if "pixel_values" in e]
+        if pix:
+            inputs["pixel_values"] = torch.cat(pix)
+            inputs["image_grid_thw"] = torch.cat([e["image_grid_thw"] for e in encs if "image_grid_thw" in e])
+        return inputs, starts
+
+    @staticmethod
+    def _prefix(response: Sequence[int], loss_mask: Sequence[bool]) -> tuple[int, ...]:
+        """Response tokens that must be fed to the model: everything before the last sampled one."""
+        last = max((j for j, s in enumerate(loss_mask) if s), default=0)
+        return tuple(response[:last])
+
+    def group_samples(
+        self, contexts: Sequence[Conversation], responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]
+    ) -> list[list[int]]:
+        """Group sample indices that share one forward pass (same observation, same fed prefix).
+
+        Episodes of one GRPO group share many states (all of them at turn 1), and with
+        ``action_constraint="directions"`` the sampled token itself is never fed to the model,
+        so one forward serves every answer given in the same state.
+        """
+        groups: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+        for i, (ctx, resp, lm) in enumerate(zip(contexts, responses, loss_masks, strict=True)):
+            groups.setdefault((prompt_key(ctx), self._prefix(resp, lm)), []).append(i)
+        return list(groups.values())
+
+    # ------------------------------------------------------------------ scoring
+    def score(
+        self,
+        contexts: Sequence[Conversation],
+        responses: Sequence[Sequence[int]],
+        loss_masks: Sequence[Sequence[bool]],
+        groups: Sequence[Sequence[int]] | None = None,
+        *,
+        temperature: float = 1.0,
+    ) -> PolicyBatch:
+        """Log-probs and entropies of the sampled tokens of N samples, with gradients.
+
+        Args:
+            contexts, responses, loss_masks: the samples (observation, response token ids,
+                which response tokens were sampled).
+            groups: index groups from :meth:`group_samples` (one forward each); default: all
+                samples, grouped.
+            temperature: the sampling temperature the log-probs are taken at.
+
+        Returns:
+            :class:`PolicyBatch` with ``logprobs`` and ``entropy`` (M, L) float32, zero outside
+            ``loss_mask`` (M, L), for the M samples of ``groups`` in ``indices`` order; both over
+            the allowed vocabulary (the four directions, or all but vision tokens).
+        """
+        groups = list(groups) if groups is not None else self.group_samples(contexts, responses, loss_masks)
+        reps = [g[0] for g in groups]
+        inputs, starts = self.collate([contexts[i] for i in reps], [self._prefix(responses[i], loss_masks[i]) for i in reps])
+        hidden = self._hidden(inputs)
+        length = hidden.shape[1]
+        indices = [i for g in groups for i in g]
+        rows = torch.tensor([u for u, g in enumerate(groups) for _ in g])
+        targets = torch.zeros((len(indices), length), dtype=torch.long)
+        mask = torch.zeros((len(indices), length), dtype=torch.bool)
+        k = 0
+        for u, g in enumerate(groups):
+            for i in g:
+                for j, (tok, sampled) in enumerate(zip(responses[i], loss_masks[i], strict=True)):
+                    if sampled:
+                        targets[k, starts[u] + j - 1] = self._remap[tok]
+                        mask[k, starts[u] + j - 1] = True
+                k += 1
+        hidden_n = hidden[rows]
+        weight = self._lm_head().weight[self.allowed_ids]
+        logp = response_logprobs(hidden_n, weight, targets, mask, temperature=temperature)
+        ent = response_entropy(hidden_n, weight, mask, temperature=temperature)
+        return PolicyBatch(indices=indices, logprobs=logp, entropy=ent, loss_mask=mask)
+
+    # ------------------------------------------------------------------ acting
+    @torch.no_grad()
+    def act(
+        self,
+        prompts: Sequence[Conversation],
+        *,
+        greedy: bool = False,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> list[Action]:
+        """Answer one move for each of B observations.
+
+        Args:
+            prompts: B conversations (system + user messages with image parts).
+            greedy: argmax instead of sampling.
+            temperature: sampling temperature (> 0).
+            generator: torch RNG for reproducible sampling.
+
+        Returns:
+            B :class:`Action` objects, in order.
+        """
+        if not prompts:
+            return []
+        if self.action_constraint == "none":
+            return self._act_free(prompts, greedy=greedy, temperature=temperature)
+        prefix = list(self.prefix_ids)
+        # One forward pass per distinct observation: episodes of a group often share a state.
+        keys = [prompt_key(p) for p in prompts]
+        first: dict[str, int] = {}
+        uniq = [first.setdefault(k, len(first)) for k in keys]
+        reps = [prompts[keys.index(k)] for k in first]
+        inputs, _ = self.collate(reps, [prefix] * len(reps))
+        hidden = self._hidden(inputs)[:, -1, :]  # predicts the direction token
+        logits = (hidden @ self._lm_head().weight[self.allowed_ids].T).float() / temperature
+        logp = torch.log_softmax(logits, dim=-1)[torch.tensor(uniq)]
+        if greedy:
+            choice = logp.argmax(dim=-1)
+        else:
+            choice = torch.multinomial(logp.exp(), 1, generator=generator).squeeze(-1)
+        actions = []
+        for i, c in enumerate(choice.tolist()):
+            tok_id = int(self.allowed_ids[c])
+            ids = prefix + [tok_id] + list(self.suffix_ids)
+            actions.append(
+                Action(
+                    text=f"<answer>{DIRECTION_TOKENS[c]}</answer>",
+                    response_ids=ids,
+                    loss_mask=[False] * len(prefix) + [True] + [False] * len(self.suffix_ids),
+                    logprob=float(logp[i, c]),
+                )
+            )
+        return actions
+
+    def _act_free(self, prompts: Sequence[Conversation], *, greedy: bool, temperature: float) -> list[Action]:
+        actions = []
+        for prompt in prompts:  # one at a time: images differ in size, HF generate pads text only
+            enc = self._encode_prompt(prompt)
+            out = self.model.generate(
+                **enc,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=not greedy,
+                temperature=temperature if not greedy else None,
+                suppress_tokens=self.suppress_ids,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+            ids = out[0, enc["input_ids"].shape[1] :].tolist()
+            logp = self.score([prompt], [ids], [[True] * len(ids)], temperature=temperature).logprobs
+            text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
+            actions.append(Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(logp.sum())))
+        return actions

@@ -1,0 +1,207 @@
+"""Atomic files and directories of a run: checkpoints with checksums, JSON records, the adapter.
+
+Layout (``<run dir>/checkpoints/``)::
+
+    step_000040/
+        adapter_model.safetensors   LoRA weights (peft names)
+        training_state.pt           optimizer state, RNG states (Python, NumPy, torch, sampler)
+        trainer_state.json          step, epoch, sampler position, metrics offset
+        checksums.json              sha256 of every file above (written last)
+
+A checkpoint is written into ``step_N.tmp-<pid>``, every file and the directory are fsynced,
+and it is renamed into place (then the parent directory is fsynced), so a crash, even SIGKILL,
+leaves either a whole checkpoint or none; leftovers of an interrupted write
+(``*.tmp-<pid>``, ``*.old-<pid>``) are removed on resume. On load, checkpoints are tried newest
+first; one whose checksums do not match (truncated, corrupt) is skipped with a warning, so
+resume falls back to the previous valid one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any
+
+from hyperpod_rl.errors import CheckpointError
+
+__all__ = [
+    "checkpoint_entries",
+    "file_sha256",
+    "latest_valid_checkpoint",
+    "prune_checkpoints",
+    "remove_stale_temporaries",
+    "verify_checksums",
+    "write_checksums",
+    "write_dir_atomically",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+
+def file_sha256(path: str | Path) -> str:
+    """sha256 hex digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same directory, fsynced, then renamed.
+
+    A reader sees the old file or the new one, never a part; two writers never share a
+    temporary file (its name carries the pid and thread id).
+    """
+    import threading
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    """Write canonical JSON (sorted keys, one-space indent, trailing newline) atomically.
+
+    Sorted keys make the bytes a function of the content, so identical inputs hash the same.
+    """
+    return write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def write_checksums(directory: Path) -> dict[str, str]:
+    """Write ``checksums.json`` for every other file in ``directory``; return the mapping."""
+    sums = {p.name: file_sha256(p) for p in sorted(directory.iterdir()) if p.is_file() and p.name != "checksums.json"}
+    (directory / "checksums.json").write_text(json.dumps(sums, indent=1, sort_keys=True))
+    return sums
+
+
+def verify_checksums(directory: Path) -> str | None:
+    """``None`` when every file matches ``checksums.json``, else what is wrong."""
+    sums_path = directory / "checksums.json"
+    if not sums_path.is_file():
+        return "checksums.json is missing"
+    try:
+        sums = json.loads(sums_path.read_text())
+    except ValueError:
+        return "checksums.json is corrupt"
+    for name, expected in sums.items():
+        path = directory / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if file_sha256(path) != expected:
+            return f"{name} does not match its checksum (truncated or corrupt)"
+    return None
+
+
+def write_dir_atomically(final: Path, write: Any) -> Path:
+    """Call ``write(tmp_dir)``, add checksums, fsync, and rename ``tmp_dir`` to ``final``.
+
+    An existing ``final`` is replaced only after the new directory is complete.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    write(tmp)
+    write_checksums(tmp)
+    for p in tmp.iterdir():
+        with open(p, "rb") as fh:
+            os.fsync(fh.fileno())
+    _fsync_dir(tmp)
+    if final.exists():
+        old = final.with_name(f"{final.name}.old-{os.getpid()}")
+        final.rename(old)
+        tmp.rename(final)
+        shutil.rmtree(old)
+    else:
+        tmp.rename(final)
+    _fsync_dir(final.parent)
+    return final
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _is_temporary(path: Path) -> bool:
+    return ".tmp-" in path.name or ".old-" in path.name
+
+
+def remove_stale_temporaries(ckpt_root: Path) -> list[str]:
+    """Delete ``*.tmp-<pid>`` / ``*.old-<pid>`` leftovers of writes a crash interrupted.
+
+    Call only while holding the run (no other writer). Returns the names removed.
+    """
+    if not ckpt_root.is_dir():
+        return []
+    removed = []
+    for path in ckpt_root.iterdir():
+        if _is_temporary(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path.name)
+    return removed
+
+
+def latest_valid_checkpoint(ckpt_root: Path) -> Path | None:
+    """The newest ``step_*`` directory whose checksums match, or ``None``.
+
+    Invalid newer checkpoints are skipped with a ``UserWarning`` naming the problem.
+    """
+    if not ckpt_root.is_dir():
+        return None
+    steps = sorted((p for p in ckpt_root.glob("step_*") if p.is_dir() and not _is_temporary(p)), reverse=True)
+    for path in steps:
+        problem = verify_checksums(path)
+        if problem is None:
+            return path
+        warnings.warn(f"checkpoint {path.name} is unusable ({problem}); falling back to an earlier one", stacklevel=2)
+    return None
+
+
+def prune_checkpoints(ckpt_root: Path, keep: int) -> None:
+    """Delete all but the ``keep`` newest checkpoints."""
+    steps = sorted(p for p in ckpt_root.glob("step_*") if p.is_dir() and not _is_temporary(p))
+    for path in steps[:-keep]:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def require_file(path: Path, what: str) -> Path:
+    """Raise :class:`CheckpointError` unless ``path`` is a file."""
+    if not path.is_file():
+        raise CheckpointError(f"{what} not found at {path}")
+    return path
+
+
+def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:
+    """``[{"step", "path", "files"}]`` for every complete checkpoint under ``ckpt_root`` (oldest first).
+
+    ``files`` is the checkpoint's own ``checksums.json`` (name -> sha256); ``path`` is relative
+    to ``run_dir``.
+    """
+    out: list[dict[str, Any]] = []
+    if not ckpt_root.is_dir():
+        return out
+    for path in sorted(ckpt_root.glob("step_*")):
+        sums = path / "checksums.json"
+        if _is_temporary(path) or not sums.is_file():
+            continue
+        try:
+            files = json.loads(sums.read_text())
+        except ValueError:
+            continue
+        out.append({"step": int(path.name.removeprefix("step_")), "path": str(path.relative_to(run_dir)), "files": files})
+    return out

@@ -1,0 +1,278 @@
+"""The run's provenance record (``manifest.json``): one file per run with enough to rebuild it.
+
+Written by the trainer when a run starts, updated at every checkpoint and at the end, and by
+:func:`hyperpod_rl.runs.record_eval` after each saved evaluation. (The file keeps its first
+name, ``manifest.json``, so runs written before stay readable; in code it is the run's
+*provenance record*, and "manifest" means only a KubeRay object.) Keys:
+
+===================== ====================================================================
+``run_id``            the run id
+``status``            ``running`` / ``succeeded`` / ``failed`` (a SIGKILLed run stays ``running``)
+``config``            the resolved :class:`~hyperpod_rl.config.run.RunConfig` (JSON form)
+``config_hash``       :meth:`RunConfig.config_hash` (16 hex chars, run id excluded)
+``git``               ``{"commit", "dirty"}`` of the checkout the trainer ran from
+``packages``          versions of :data:`~hyperpod_rl.runs.versions.PACKAGES`, plus Python
+``image``             container image and digest (env ``HYPERPOD_RL_IMAGE`` /
+                      ``HYPERPOD_RL_IMAGE_DIGEST``, set by the cluster spec); ``None`` locally
+``datasets``          ``{split: {"path", "sha256"}}``, plus the generator spec when a
+                      ``dataset.json`` sits beside the parquet files
+``reward_version``    :data:`~hyperpod_rl.maze.REWARD_VERSION`
+``seeds``             every seed: trainer (Python, NumPy, torch, sampler) and dataset
+``base_model``        ``{"id", "revision", "path"}``
+``checkpoints``       ``[{"step", "path", "files": {name: sha256}}]`` (the ones on disk)
+``adapter``           ``{"path", "sha256", "steps"}`` once exported
+``eval``              ``{label: {"metrics", "ci", "num_mazes", "path"}}``
+``resumes``           ``[{"from_step", "at"}]``, one per resume
+===================== ====================================================================
+
+Updates take an exclusive ``fcntl`` lock on ``manifest.json.lock`` and replace the file
+atomically, so the trainer (in the job) and an evaluation (in a notebook) never lose each
+other's keys.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.runs.files import file_sha256, write_json_atomic
+from hyperpod_rl.runs.versions import git_state, package_versions
+
+__all__ = [
+    "PROVENANCE_FILE",
+    "config_from_provenance",
+    "eval_summaries",
+    "image_info",
+    "new_provenance",
+    "read_provenance",
+    "reproduce_config",
+    "update_provenance",
+]
+
+#: The provenance record's file name in the run directory.
+PROVENANCE_FILE = "manifest.json"
+SCHEMA_VERSION = 1
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def image_info() -> dict[str, str | None] | None:
+    """The container image and its digest from ``HYPERPOD_RL_IMAGE`` / ``HYPERPOD_RL_IMAGE_DIGEST``.
+
+    The pod spec sets these (Kubernetes' downward API cannot expose the image digest); a local
+    run has neither and gets ``None``.
+    """
+    image, digest = os.environ.get("HYPERPOD_RL_IMAGE"), os.environ.get("HYPERPOD_RL_IMAGE_DIGEST")
+    if not image and not digest:
+        return None
+    if digest is None and image and "@sha256:" in image:
+        digest = image.split("@", 1)[1]
+    return {"image": image, "digest": digest}
+
+
+def eval_summaries(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """``{name: summary}`` of every ``<run dir>/eval/<name>.json`` (figures and intervals, no per-maze rows)."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted((run_dir / "eval").glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "metrics" in data:
+            keep = ("label", "split", "observation", "num_mazes", "metrics", "ci")
+            out[path.stem] = {**{k: data.get(k) for k in keep}, "path": str(path.relative_to(run_dir))}
+    return out
+
+
+def _dataset_entry(path: str, sha256: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"path": path, "sha256": sha256}
+    meta = Path(path).parent / "dataset.json"
+    if meta.is_file():
+        try:
+            entry["spec"] = json.loads(meta.read_text()).get("spec")
+        except ValueError:
+            pass
+    return entry
+
+
+def new_provenance(
+    config: RunConfig,
+    *,
+    base_model_id: str,
+    base_model_revision: str,
+    dataset_hashes: dict[str, str],
+    reward_version: str,
+) -> dict[str, Any]:
+    """The manifest of a run that starts now (status ``running``, no checkpoints yet).
+
+    Args:
+        config: the resolved run config.
+        base_model_id: base model id (e.g. ``Qwen/Qwen3-VL-8B-Instruct``).
+        base_model_revision: base model revision (hub commit or content hash).
+        dataset_hashes: ``{"train": sha256, "heldout": sha256}`` of the parquet files.
+        reward_version: the reward spec version.
+    """
+    paths = {"train": config.data.train_path, "heldout": config.data.heldout_path}
+    datasets = {split: _dataset_entry(paths[split], sha) for split, sha in dataset_hashes.items()}
+    data_seeds = {split: d["spec"]["seed"] for split, d in datasets.items() if isinstance(d.get("spec"), dict) and "seed" in d["spec"]}
+    versions = package_versions()
+    versions["python"] = platform.python_version()
+    return {
+        "schema": SCHEMA_VERSION,
+        "run_id": config.run_id,
+        "status": "running",
+        "created_at": _now(),
+        "updated_at": _now(),
+        "backend": config.backend,
+        "config": config.model_dump(mode="json"),
+        "config_hash": config.config_hash(),
+        "git": git_state(),
+        "packages": versions,
+        "platform": platform.platform(),
+        "image": image_info(),
+        "datasets": datasets,
+        "reward_version": reward_version,
+        "seeds": {"trainer": config.trainer.seed, **({"dataset": next(iter(data_seeds.values()))} if data_seeds else {})},
+        "base_model": {"id": base_model_id, "revision": base_model_revision, "path": config.model.path},
+        "checkpoints": [],
+        "adapter": None,
+        "eval": {},
+        "resumes": [],
+    }
+
+
+def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's manifest, or ``None`` when it has none.
+
+    Raises:
+        CheckpointError: ``manifest.json`` exists but is not JSON.
+    """
+    path = Path(run_dir) / PROVENANCE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except ValueError as err:
+        raise CheckpointError(
+            f"{path} is not valid JSON ({err}): restore it from the ledger or delete it to start the run over with --fresh"
+        ) from None
+
+
+@contextmanager
+def _locked(run_dir: Path) -> Iterator[None]:
+    with open(run_dir / f"{PROVENANCE_FILE}.lock", "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def update_provenance(run_dir: str | Path, change: Callable[[dict[str, Any] | None], dict[str, Any]]) -> dict[str, Any]:
+    """Read, change and atomically rewrite ``manifest.json`` under an exclusive lock.
+
+    Args:
+        run_dir: the run directory.
+        change: gets the current manifest (``None`` when there is none) and returns the new one.
+
+    Returns:
+        The manifest written.
+    """
+    rdir = Path(run_dir)
+    rdir.mkdir(parents=True, exist_ok=True)
+    with _locked(rdir):
+        current = read_provenance(rdir)
+        new = change(current)
+        new["updated_at"] = _now()
+        path = rdir / PROVENANCE_FILE
+        write_json_atomic(path, new)
+    return new
+
+
+def config_from_provenance(run_dir: str | Path, *, run_id: str | None = None) -> RunConfig:
+    """The run's resolved config (from ``manifest.json``, else ``config.json``), optionally renamed.
+
+    Raises:
+        CheckpointError: the run directory has neither file.
+        ConfigError: the stored config no longer validates.
+    """
+    rdir = Path(run_dir)
+    manifest = read_provenance(rdir)
+    if manifest is not None:
+        data = dict(manifest["config"])
+    elif (rdir / "config.json").is_file():
+        data = json.loads((rdir / "config.json").read_text())
+    else:
+        raise CheckpointError(f"{rdir} has no manifest.json or config.json: is it a run directory? (hyperpod-rl runs list)")
+    if run_id is not None:
+        data["run_id"] = run_id
+    return RunConfig.build(data)
+
+
+def reproduce_config(run_dir: str | Path, *, run_id: str) -> tuple[RunConfig, list[str]]:
+    """The config that re-runs a recorded run exactly under a new run id, after checking its inputs.
+
+    The config hash is unchanged (it excludes the run id). The datasets must still hash to the
+    recorded sha256 and the base model directory to the recorded revision; a different code
+    commit, a dirty checkout or other package versions are reported as warnings (the training
+    math may differ, the inputs do not).
+
+    Args:
+        run_dir: the recorded run's directory (it holds ``manifest.json``).
+        run_id: the new run id.
+
+    Returns:
+        ``(config, warnings)``.
+
+    Raises:
+        CheckpointError: the run has no manifest.
+        ConfigError: a dataset file or the base model changed or is missing.
+    """
+    from hyperpod_rl.model.loading import revision_of
+
+    manifest = read_provenance(run_dir)
+    if manifest is None:
+        raise CheckpointError(f"{run_dir} has no {PROVENANCE_FILE}: only runs trained by this version can be reproduced exactly")
+    config = config_from_provenance(run_dir, run_id=run_id)
+    problems = []
+    for split, entry in (manifest.get("datasets") or {}).items():
+        path = Path(entry["path"])
+        if not path.is_file():
+            problems.append(f"dataset {split}: {path} is missing (regenerate it with the recorded spec: {json.dumps(entry.get('spec'))})")
+        elif file_sha256(path) != entry["sha256"]:
+            problems.append(f"dataset {split}: {path} changed since the run (sha256 differs); regenerate it with the recorded spec")
+    base = manifest.get("base_model") or {}
+    model_path = Path(str(base.get("path", config.model.path)))
+    if not model_path.is_dir():
+        problems.append(f"base model directory {model_path} is missing; restore revision {base.get('revision')}")
+    elif re.fullmatch(r"[0-9a-f]{16}", str(base.get("revision"))) and revision_of(model_path) != base["revision"]:
+        problems.append(f"base model at {model_path} is not revision {base['revision']} (its content hash differs)")
+    if problems:
+        raise ConfigError("cannot reproduce run {!r} exactly:\n  ".format(manifest.get("run_id")) + "\n  ".join(problems))
+    warnings_out = []
+    if base.get("revision") and not re.fullmatch(r"[0-9a-f]{16}", str(base["revision"])):
+        warnings_out.append(
+            f"base model revision {base['revision']} is not a content hash: check the checkpoint at {model_path} is that revision"
+        )
+    now_git, then_git = git_state(), manifest.get("git") or {}
+    if then_git.get("commit") and now_git.get("commit") != then_git.get("commit"):
+        warnings_out.append(f"code commit differs: run used {then_git['commit']}, this checkout is {now_git.get('commit')}")
+    if then_git.get("dirty"):
+        warnings_out.append("the run was trained from a dirty checkout: uncommitted changes are not recorded")
+    now_pkgs = package_versions()
+    drift = [f"{k} {v} -> {now_pkgs.get(k)}" for k, v in (manifest.get("packages") or {}).items() if k in now_pkgs and now_pkgs.get(k) != v]
+    if drift:
+        warnings_out.append("package versions differ: " + ", ".join(drift))
+    return config, warnings_out

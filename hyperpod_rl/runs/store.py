@@ -1,0 +1,298 @@
+"""Reading and writing a run directory: config, submissions, evaluations, and the run store scan.
+
+The one owner of the files listed in :mod:`hyperpod_rl.runs.layout` (checkpoint directories
+and the provenance record have their own modules beside this one). Every write is atomic
+(written to a temporary file, fsynced, renamed), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
+from hyperpod_rl.maze import MazeRow, read_rows
+from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
+from hyperpod_rl.runs.files import write_json_atomic
+from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root
+from hyperpod_rl.runs.provenance import eval_summaries, read_provenance, update_provenance
+
+__all__ = [
+    "RunSummary",
+    "add_submission",
+    "dataset_rows",
+    "last_record",
+    "list_runs",
+    "read_config",
+    "read_eval",
+    "read_json",
+    "read_submissions",
+    "record_eval",
+    "record_promotion",
+    "submit_lock",
+    "summarize",
+    "write_config",
+    "write_json",
+]
+
+
+def read_json(path: Path) -> Any:
+    """The JSON content of a run file, or ``None`` when it does not exist.
+
+    Raises:
+        CheckpointError: the file exists but is not valid JSON (the message names it).
+    """
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        raise CheckpointError(f"{path} is not valid JSON ({err}): restore it or delete it") from None
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Write ``data`` as canonical JSON (sorted keys, so identical inputs give identical bytes), atomically."""
+    return write_json_atomic(path, data)
+
+
+# ------------------------------------------------------------------------------------ config
+def write_config(paths: RunPaths, config: RunConfig) -> Path:
+    """Write the run's ``config.json`` atomically (canonical JSON: sorted keys).
+
+    Call it only while owning the run's submission (:func:`submit_lock`), so the config of a job
+    that was submitted never changes under it.
+
+    Raises:
+        ConfigError: ``config.run_id`` is not this run directory's name.
+    """
+    if config.run_id != paths.run_id:
+        raise ConfigError(f"config.run_id={config.run_id!r} does not match the run directory {paths.root}")
+    paths.root.mkdir(parents=True, exist_ok=True)
+    return write_json(paths.config, config.model_dump(mode="json"))
+
+
+def read_config(run: str | Path | RunPaths) -> RunConfig:
+    """The run's config (``config.json``, else the one in its provenance record).
+
+    Raises:
+        CheckpointError: the run directory has neither (not a run, or never submitted).
+        ConfigError: the stored config no longer validates (the message lists every field).
+    """
+    paths = run if isinstance(run, RunPaths) else run_paths(run)
+    data = read_json(paths.config)
+    if data is None:
+        record = read_provenance(paths.root)
+        data = record.get("config") if record else None
+    if data is None:
+        raise CheckpointError(f"{paths.root} has no config.json: is {paths.run_id!r} a run? (hyperpod-rl runs list)")
+    return RunConfig.build(data)
+
+
+# ------------------------------------------------------------------------------- submissions
+def read_submissions(paths: RunPaths) -> list[str]:
+    """The run's Ray submission ids, oldest first (empty when never submitted)."""
+    subs = read_json(paths.submissions)
+    return [str(s) for s in subs] if isinstance(subs, list) else []
+
+
+def add_submission(paths: RunPaths, submission_id: str) -> list[str]:
+    """Append a submission id (call under :func:`submit_lock`); returns the new list."""
+    subs = [s for s in read_submissions(paths) if s != submission_id] + [submission_id]
+    write_json(paths.submissions, subs)
+    return subs
+
+
+@contextmanager
+def submit_lock(paths: RunPaths, *, timeout_s: float = 60.0) -> Iterator[None]:
+    """Hold the run's submit lock (``fcntl``, released when the process dies).
+
+    Two submitters of one run on one host (or on hosts sharing a POSIX-locking file system)
+    take turns: the second sees what the first submitted.
+
+    Raises:
+        JobError: the lock was not free within ``timeout_s`` seconds.
+    """
+    paths.root.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout_s
+    with open(paths.submit_lock, "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise JobError(
+                        f"another submit of run {paths.run_id!r} has held {paths.submit_lock} for {timeout_s:.0f} s: wait for it, or check for a hung process"
+                    ) from None
+                time.sleep(0.05)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# -------------------------------------------------------------------------------- evaluations
+def record_eval(paths: RunPaths, name: str, data: dict[str, Any]) -> Path:
+    """Save an evaluation as ``eval/<name>.json`` and add its summary to the provenance record.
+
+    Args:
+        paths: the run.
+        name: e.g. ``"base"``, ``"adapter"``, ``"comparison"``.
+        data: the evaluation's JSON form (``EvalResult.to_json()``, ``Comparison.to_json()``).
+
+    Returns:
+        The file written.
+    """
+    path = write_json(paths.eval_file(name), data)
+    if paths.provenance.is_file():
+
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            out = dict(current or {"run_id": paths.run_id})
+            out["eval"] = {**(out.get("eval") or {}), **eval_summaries(paths.root)}
+            return out
+
+        update_provenance(paths.root, change)
+    return path
+
+
+def record_promotion(paths: RunPaths, decision: dict[str, Any]) -> Path:
+    """Save a promotion decision as ``promotion.json`` and under ``promotion`` in the provenance record.
+
+    Args:
+        paths: the run.
+        decision: ``PromotionDecision.to_json()`` (the comparison it rests on is kept only in
+            ``promotion.json``).
+
+    Returns:
+        The file written.
+    """
+    path = write_json(paths.promotion, decision)
+    if paths.provenance.is_file():
+        entry = {k: v for k, v in decision.items() if k != "comparison"}
+
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            return {**(current or {"run_id": paths.run_id}), "promotion": entry}
+
+        update_provenance(paths.root, change)
+    return path
+
+
+def dataset_rows(run: str | Path | RunPaths, split: str = "heldout") -> list[MazeRow]:
+    """The dataset rows of a run's ``train`` or ``heldout`` split (the paths in its config).
+
+    Raises:
+        ConfigError: ``split`` is neither.
+        CheckpointError: the run has no config.
+        MazeError: the dataset file is missing or unreadable.
+    """
+    if split not in ("train", "heldout"):
+        raise ConfigError(f"split {split!r} is not a run's dataset split: use 'train' or 'heldout'")
+    config = read_config(run)
+    return read_rows(config.data.train_path if split == "train" else config.data.heldout_path)
+
+
+def read_eval(paths: RunPaths, name: str) -> dict[str, Any] | None:
+    """The saved evaluation ``eval/<name>.json``, or ``None``."""
+    data = read_json(paths.eval_file(name))
+    return data if isinstance(data, dict) else None
+
+
+# --------------------------------------------------------------------------------- run store
+@dataclass(frozen=True)
+class RunSummary:
+    """One run of the store, as a list shows it.
+
+    Attributes:
+        run_id: the run id.
+        run_dir: its directory.
+        status: the provenance record's status (``running`` / ``succeeded`` / ``failed``), or
+            ``submitted`` (submitted, trainer not started) or ``created`` (never submitted).
+            The Ray job's own status is the cluster's to tell (:func:`hyperpod_rl.jobs.run_status`).
+        submission_id: the newest submission id, or ``None``.
+        step: the last step in ``metrics.jsonl`` (0 when none).
+        total_steps: ``trainer.steps`` of its config (``None`` when unreadable).
+        last_reward: ``reward/avg_raw_reward`` of the last step, or ``None``.
+        base_model: the base model id or path.
+        has_adapter: ``adapter/adapter_model.safetensors`` exists.
+        promoted: the latest promotion decision (``None``: never decided).
+        updated_s: Unix time (seconds) of the newest change among the run's files.
+    """
+
+    run_id: str
+    run_dir: Path
+    status: str
+    submission_id: str | None
+    step: int
+    total_steps: int | None
+    last_reward: float | None
+    base_model: str | None
+    has_adapter: bool
+    promoted: bool | None
+    updated_s: float
+
+
+def last_record(paths: RunPaths) -> MetricRecord | None:
+    """The newest metric record of the run, or ``None``."""
+    last = None
+    for last in read_metrics(paths.metrics):  # noqa: B007 - only the last one is wanted
+        pass
+    return last
+
+
+def summarize(paths: RunPaths) -> RunSummary:
+    """The :class:`RunSummary` of one run directory (unreadable files count as absent)."""
+    try:
+        record = read_provenance(paths.root) or {}
+    except CheckpointError:
+        record = {}
+    try:
+        config = read_json(paths.config) or record.get("config") or {}
+    except CheckpointError:
+        config = {}
+    subs = read_submissions(paths)
+    last = last_record(paths)
+    try:
+        promotion = read_json(paths.promotion)
+    except CheckpointError:
+        promotion = None
+    mtimes = [p.stat().st_mtime for p in (paths.root, paths.metrics, paths.provenance, paths.submissions) if p.exists()]
+    status = str(record.get("status") or ("submitted" if subs else "created"))
+    base = (
+        (record.get("base_model") or {}).get("id") or (config.get("model") or {}).get("model_id") or (config.get("model") or {}).get("path")
+    )
+    return RunSummary(
+        run_id=paths.run_id,
+        run_dir=paths.root,
+        status=status,
+        submission_id=subs[-1] if subs else None,
+        step=last.step if last else 0,
+        total_steps=(config.get("trainer") or {}).get("steps"),
+        last_reward=last.values.get("reward/avg_raw_reward") if last else None,
+        base_model=base,
+        has_adapter=(paths.adapter / "adapter_model.safetensors").is_file(),
+        promoted=bool(promotion.get("promoted")) if isinstance(promotion, dict) else None,
+        updated_s=max(mtimes, default=0.0),
+    )
+
+
+def list_runs(storage: str | Path | None = None) -> list[RunSummary]:
+    """Every run under ``<storage>/runs``, newest change first.
+
+    A directory counts as a run when it holds ``config.json`` or ``manifest.json``.
+    """
+    root = runs_root(storage)
+    if not root.is_dir():
+        return []
+    runs = [
+        summarize(RunPaths(d)) for d in root.iterdir() if d.is_dir() and ((d / "config.json").is_file() or (d / "manifest.json").is_file())
+    ]
+    return sorted(runs, key=lambda r: r.updated_s, reverse=True)

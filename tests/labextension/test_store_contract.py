@@ -1,0 +1,52 @@
+"""Where the extension looks agrees with hyperpod-rl's own rules (``hyperpod_rl.paths``, ``ledger_path``),
+and the status rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hyperpod_rl_jupyterlab import store as ext_store
+from hyperpod_rl_jupyterlab.status import derive_status
+
+from hyperpod_rl import paths
+from hyperpod_rl.ledger import ledger_path
+
+
+@pytest.mark.parametrize("storage", [None, "fsx"])
+@pytest.mark.parametrize("ledger", [None, "team.sqlite"])
+def test_locations_match_hyperpod_rl(hprl_home, tmp_path, monkeypatch, storage, ledger):
+    if storage:
+        monkeypatch.setenv("HYPERPOD_RL_STORAGE", str(tmp_path / storage))
+    if ledger:
+        monkeypatch.setenv("HYPERPOD_RL_LEDGER", str(tmp_path / ledger))
+    assert ext_store.data_dir() == paths.data_dir() == hprl_home
+    assert ext_store.storage_root() == paths.storage_root()
+    assert ext_store.ledger_path() == ledger_path()
+    assert ext_store.storage_root("/elsewhere") == Path("/elsewhere")
+
+
+def test_default_data_dir_is_platformdirs_like_hyperpod_rl(monkeypatch):
+    monkeypatch.delenv("HYPERPOD_RL_HOME", raising=False)
+    assert ext_store.data_dir() == paths.data_dir()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status"),
+    [
+        ({"ray_status": "RUNNING", "manifest_status": "running", "submitted": True}, "running"),
+        ({"ray_status": "PENDING", "manifest_status": None, "submitted": True}, "pending"),
+        ({"ray_status": "STOPPED", "manifest_status": "failed", "submitted": True}, "stopped"),
+        ({"ray_status": "FAILED", "manifest_status": "running", "submitted": True}, "failed"),
+        ({"ray_status": "SUCCEEDED", "manifest_status": "succeeded", "submitted": True}, "succeeded"),
+        ({"ray_status": None, "manifest_status": "succeeded", "submitted": True}, "succeeded"),
+        ({"ray_status": None, "manifest_status": "running", "submitted": True}, "unknown"),
+        ({"ray_status": None, "manifest_status": None, "submitted": True}, "unknown"),
+        ({"ray_status": None, "manifest_status": None, "submitted": False}, "pending"),
+        ({"ray_status": None, "manifest_status": None, "submitted": False, "has_run_dir": False, "ledger_status": "failed"}, "failed"),
+        ({"ray_status": None, "manifest_status": None, "submitted": False, "has_run_dir": False, "ledger_status": "running"}, "unknown"),
+    ],
+)
+def test_status_rule(kwargs, status):
+    got, detail = derive_status(**kwargs)
+    assert got == status and detail

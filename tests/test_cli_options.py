@@ -1,0 +1,36 @@
+"""The CLI's quickstart options are QuickstartOptions' fields: one place for defaults and help."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+from typer.testing import CliRunner
+
+from hyperpod_rl.cli import app
+from hyperpod_rl.quickstart import QuickstartOptions
+
+
+def _options() -> dict[str, Any]:
+    command = typer.main.get_command(app).commands["quickstart"]  # type: ignore[attr-defined]
+    return {p.name: p for p in command.params if p.param_type_name == "option"}
+
+
+def test_every_field_is_an_option_with_the_model_default_and_help():
+    options = _options()
+    defaults = QuickstartOptions()
+    for name, field in QuickstartOptions.model_fields.items():
+        assert name in options, name
+        assert options[name].default == getattr(defaults, name), name
+        assert field.description and options[name].help == field.description, name
+    assert set(options) == set(QuickstartOptions.model_fields) | {"summary_json"}
+
+
+def test_bad_options_are_refused_by_the_model_before_anything_starts(tmp_path, monkeypatch):
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
+    out = CliRunner().invoke(app, ["quickstart", "--steps", "0", "--min-size", "6", "--advantage", "best", "--no-serve"])
+    assert out.exit_code == 2
+    assert "invalid quickstart options" in out.output
+    for expected in ("steps: Input should be greater than 0", "advantage: Input should be 'outcome' or 'process'"):
+        assert expected in out.output, out.output
+    assert not (tmp_path / "local-cluster.json").exists()  # no cluster was started
