@@ -62,12 +62,13 @@ def test_the_check_needs_a_tag():
 @pytest.mark.ray
 @pytest.mark.slow
 def test_a_benchmark_killed_half_way_stops_its_cluster(leftovers_mod, tmp_path):
-    """benchmarks/serve_load.py (self-contained) gets SIGTERM once its cluster runs: its finally
-    blocks stop the cluster, so no process of it is left."""
+    """benchmarks/serve_load.py (self-contained) gets SIGTERM once its cluster's first processes
+    run (while `ray start` runs, or later): what it started is stopped (start_local_cluster stops a
+    half-started cluster, the benchmark's finally blocks a started one), so no process is left."""
     tag = f"bench-{uuid.uuid4().hex}"
     env = {**os.environ, "HPRL_RUN_TAG": tag, "HPRL_RESULTS_DIR": str(tmp_path)}
     bench = subprocess.Popen(
-        [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--clients", "1", "--requests", "1", "--single-requests", "1"],
+        [sys.executable, "-m", "benchmarks.serve_load", "--clients", "1", "--requests", "1", "--single-requests", "1"],
         env=env,
         cwd=REPO,
         stdout=subprocess.PIPE,
@@ -76,7 +77,7 @@ def test_a_benchmark_killed_half_way_stops_its_cluster(leftovers_mod, tmp_path):
     )
     try:
         deadline = time.monotonic() + 400
-        while not any(p.name == "raylet" for p in leftovers_mod.leftovers(tag)):
+        while not any(p.name in ("gcs_server", "raylet") for p in leftovers_mod.leftovers(tag)):  # its cluster is starting or up
             assert bench.poll() is None, bench.communicate()[0][-3000:]
             assert time.monotonic() < deadline, "the benchmark's cluster did not start"
             time.sleep(1)
