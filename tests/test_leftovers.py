@@ -24,9 +24,16 @@ CHECK = REPO / ".ci" / "leftovers.py"
 
 @pytest.fixture
 def leftovers_mod():
-    from conftest import _leftovers_module
+    """``.ci/leftovers.py`` as a module (tests/conftest.py loads it under this name too)."""
+    import importlib.util
 
-    return _leftovers_module()
+    name = "hprl_ci_leftovers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, CHECK)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 def _spawn(tag: str) -> subprocess.Popen:
