@@ -7,6 +7,7 @@ notebook API uses. Secrets (tokens, cookies) are never printed.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from hyperpod_rl.cluster.access import HyperPodDashboard, eks_api_client
+from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV, HyperPodDashboard, eks_api_client
 from hyperpod_rl.cluster.crd import DEFAULT_KUBERAY, KUBERAY_VERSIONS
 from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, load_api_client
 from hyperpod_rl.cluster.probe import PROBE_CHOICES, dashboard_probe
@@ -43,9 +44,7 @@ def _api_client(eks_cluster: str | None, region: str | None, context: str | None
     ``HYPERPOD_RL_HYPERPOD_CLUSTER`` (IAM credentials only; ``discover --pick`` prints it), else the
     kubeconfig.
     """
-    import os
-
-    from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV, hyperpod_eks_api_client
+    from hyperpod_rl.cluster.access import hyperpod_eks_api_client
 
     if eks_cluster:
         return eks_api_client(eks_cluster, region=region)
@@ -200,6 +199,9 @@ def apply(
     """Create or update a RayCluster (server-side apply)."""
     try:
         spec = _build_spec(preset, spec_file, from_manifest, name, namespace)
+        hyperpod = os.environ.get(HYPERPOD_CLUSTER_ENV)
+        if spec.hyperpod_cluster is None and hyperpod and not (eks_cluster or context):
+            spec.hyperpod_cluster = hyperpod  # the label AWS's Ray sidebar lists clusters by
         RayClusterClient(_api_client(eks_cluster, region, context)).apply(spec)
     except HyperpodRLError as exc:
         raise _fail(exc) from None
