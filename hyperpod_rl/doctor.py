@@ -173,7 +173,7 @@ def _studio() -> Check:
     )
 
 
-def _ray(address: str | None) -> list[Check]:
+def _ray(address: str | None, cluster: str | None = None, region: str | None = None) -> list[Check]:
     import ray
 
     from hyperpod_rl.cluster.local import current_local_cluster
@@ -192,15 +192,20 @@ def _ray(address: str | None) -> list[Check]:
                 )
             ]
         address = "local"
-    try:
-        _client, checks = checked_job_client(address)
+    from hyperpod_rl.cluster.access import cluster_access
+
+    try:  # a sagemaker_ray:// address reaches EKS through the HyperPod cluster given with --cluster
+        _client, checks = checked_job_client(cluster_access(address, hyperpod_cluster=cluster, region=region))
     except (HyperpodRLError, ConnectionError, RuntimeError) as err:
+        text = str(err)
         return [
             Check(
                 name="Ray client vs cluster",
                 status="fail",
-                detail=f"cannot reach {address}: {err}",
-                fix="check the address (hyperpod-rl cluster discover)",
+                detail=text if address in text else f"cannot reach {address}: {text}",
+                fix="pass --cluster <HyperPod cluster> with a sagemaker_ray:// address, and check the address (hyperpod-rl cluster discover)"
+                if address.startswith("sagemaker_ray://") and not cluster
+                else "check the address and the access (hyperpod-rl cluster discover, then Check access)",
             )
         ]
     return checks
@@ -379,7 +384,7 @@ def doctor(
     """
     from hyperpod_rl.jupyter import current_server
 
-    checks = [_python(), *_jupyter(current_server()), _studio(), *_ray(address)]
+    checks = [_python(), *_jupyter(current_server()), _studio(), *_ray(address, cluster, region)]
     if aws if aws is not None else _aws_configured(cluster):
         checks += _aws(cluster, namespace, region, session)
     else:

@@ -230,3 +230,15 @@ def test_cli_doctor_json(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["checks"][0]["name"] == "Python" and all(set(c) == {"name", "status", "detail", "fix"} for c in data["checks"])
+
+
+def test_an_unreachable_sagemaker_ray_address_says_how_once(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hyperpod_rl.doctor import doctor
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "empty-runtime"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.delenv("HYPERPOD_RL_HYPERPOD_CLUSTER", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    ray = doctor(address="sagemaker_ray://maze/hyperpod-ns-a", aws=False)["Ray client vs cluster"]
+    assert ray.status == "fail" and ray.detail.count("sagemaker_ray://maze/hyperpod-ns-a") == 1, ray.detail
+    assert "no HyperPod cluster named and no kubeconfig" in ray.detail and ray.fix.startswith("pass --cluster <HyperPod cluster>")
