@@ -240,7 +240,7 @@ def _aws(cluster: str | None, namespace: str, region: str | None, session: Any) 
     names = ("AWS identity", "HyperPod clusters", "EKS access entry", "Ray RBAC (ray.io)", "Ray endpoint operator", "Observability add-on")
     import boto3
 
-    session = session or boto3.Session(region_name=region)
+    session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     region = region or session.region_name
     if not region:
         return [

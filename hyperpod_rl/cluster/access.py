@@ -138,7 +138,7 @@ def eks_token(cluster_name: str, *, region: str | None = None, session: Any = No
     """
     import boto3
 
-    session = session or boto3.Session(region_name=region)
+    session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     region = region or session.region_name
     sts = session.client("sts", region_name=region, endpoint_url=f"https://sts.{region}.amazonaws.com" if region else None)
 
@@ -169,7 +169,7 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
     """
     import boto3
 
-    session = session or boto3.Session(region_name=region)
+    session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     eks = session.client("eks", region_name=region or session.region_name)
     try:
         info = eks.describe_cluster(name=cluster_name)["cluster"]
@@ -601,7 +601,7 @@ def hyperpod_eks_api_client(
     from botocore.config import Config
 
     try:
-        session = session or boto3.Session(region_name=region)
+        session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
         sm = sagemaker or session.client(
             "sagemaker", region_name=region or session.region_name, config=Config(connect_timeout=5, read_timeout=20)
         )

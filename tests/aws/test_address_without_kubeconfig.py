@@ -106,3 +106,16 @@ def test_cli_without_kubeconfig_or_cluster_names_both_fixes(no_kubeconfig: None)
     assert result.exception is None or isinstance(result.exception, SystemExit)  # a clean exit, not a crash
     assert "cannot reach sagemaker_ray://a/b: no HyperPod cluster named and no kubeconfig" in result.output
     assert "HYPERPOD_RL_HYPERPOD_CLUSTER=<HyperPod cluster>" in result.output and "aws eks update-kubeconfig" in result.output
+
+
+def test_aws_region_alone_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SageMaker sets AWS_REGION; botocore reads only AWS_DEFAULT_REGION, so the clients add it."""
+    from hyperpod_rl.aws._clients import aws_client
+    from hyperpod_rl.errors import ConfigError
+
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    monkeypatch.setenv("AWS_REGION", "eu-central-1")
+    assert aws_client("sagemaker").meta.region_name == "eu-central-1"
+    monkeypatch.delenv("AWS_REGION")
+    with pytest.raises(ConfigError, match=r"no AWS region: set AWS_REGION \(or AWS_DEFAULT_REGION\), or pass --region"):
+        aws_client("sagemaker")
