@@ -98,7 +98,6 @@ class ClusterPanel(Panel):
         self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
         self.status_html = w.HTML("")
         self.link = w.HTML("")
-        self.address = ""
         self._picker: Any = None
         self.kind.observe(self.guard(lambda _: self._layout()), names="value")
         self.preset.observe(
