@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.model.tiny import (
@@ -14,7 +15,44 @@ from hyperpod_rl.model.tiny import (
     directory_revision,
 )
 
-__all__ = ["load_base_model", "save_tiny_base_model"]
+__all__ = ["hub_revision", "load_base_model", "resolve_device", "revision_of", "save_tiny_base_model"]
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def resolve_device(
+    device: Literal["auto", "cpu", "cuda"] = "auto", dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+) -> tuple[Any, Any]:
+    """The torch device and base-weight dtype a trainer uses.
+
+    ``device="auto"`` takes the current CUDA device when torch sees one, else the CPU.
+    ``dtype="auto"`` is bfloat16 on a CUDA GPU that supports it
+    (``torch.cuda.is_bf16_supported()``: compute capability 8.0 and up) and float32 otherwise.
+
+    Returns:
+        ``(torch.device, torch.dtype)``.
+
+    Raises:
+        ConfigError: ``device="cuda"`` where torch sees no CUDA GPU, or bfloat16 asked for on a
+            GPU without it.
+    """
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "trainer.device='cuda' but torch sees no CUDA GPU here: submit the job with a GPU (entrypoint_num_gpus) "
+                "or set trainer.device='cpu'"
+            )
+        dev = torch.device("cuda", torch.cuda.current_device())
+        bf16_ok = torch.cuda.is_bf16_supported()
+        if dtype == "bfloat16" and not bf16_ok:
+            raise ConfigError(f"trainer.dtype='bfloat16' but {torch.cuda.get_device_name(dev)} has no bfloat16: use 'float32'")
+        chosen = torch.bfloat16 if dtype == "bfloat16" or (dtype == "auto" and bf16_ok) else torch.float32
+        return dev, chosen
+    return torch.device("cpu"), torch.bfloat16 if dtype == "bfloat16" else torch.float32
 
 
 def save_tiny_base_model(
@@ -48,13 +86,15 @@ def save_tiny_base_model(
     return final, revision
 
 
-def load_base_model(path: str | Path, *, torch_dtype: Any = None) -> tuple[Any, Any, str]:
+def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = None) -> tuple[Any, Any, str]:
     """Load a Qwen3-VL model and processor from a local directory.
 
     Args:
         path: a directory saved by :func:`save_tiny_base_model` or a Hugging Face Qwen3-VL
             checkpoint (config.json, safetensors weights, processor and tokenizer files).
-        torch_dtype: dtype for the weights (default: fp32 on CPU).
+        torch_dtype: dtype for the weights (default: float32).
+        device: where to put the weights (default: the CPU); weights are loaded straight onto
+            a CUDA device (``device_map``), not through host memory first.
 
     Returns:
         ``(model, processor, model_id)``; the model is in eval mode.
@@ -77,14 +117,42 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None) -> tuple[Any, 
         processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)
         model_id = json.loads(marker.read_text()).get("model_id", TINY_MODEL_ID)
     else:
-        processor = AutoProcessor.from_pretrained(root)
+        try:
+            processor = AutoProcessor.from_pretrained(root)
+        except ImportError:  # Qwen3VLProcessor's video processor needs torchvision; images do not
+            processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)
         model_id = config.get("_name_or_path") or root.name
-    model = Qwen3VLForConditionalGeneration.from_pretrained(root, dtype=torch_dtype)
+    on_gpu = device is not None and str(device).startswith("cuda")
+    model = Qwen3VLForConditionalGeneration.from_pretrained(
+        root, dtype=torch_dtype, attn_implementation="sdpa", **({"device_map": str(device)} if on_gpu else {})
+    )
     model.eval()
     processor.tokenizer.padding_side = "left"
     return model, processor, model_id
 
 
+def hub_revision(path: str | Path) -> str | None:
+    """The Hugging Face Hub commit a checkpoint directory was downloaded at, if it records one.
+
+    Two layouts record it: the Hub cache (``.../models--Qwen--Qwen3-VL-8B-Instruct/snapshots/<commit>``,
+    ``huggingface_hub.snapshot_download`` without ``local_dir``) and a ``local_dir`` download,
+    which keeps ``.cache/huggingface/download/<file>.metadata`` files whose first line is the
+    commit (huggingface_hub ``_local_folder.py``).
+
+    Returns:
+        The 40-hex commit, or ``None`` (a directory written by ``save_pretrained``, say).
+    """
+    root = Path(path).expanduser().resolve()
+    if root.parent.name == "snapshots" and _COMMIT.match(root.name):
+        return root.name
+    meta = root / ".cache" / "huggingface" / "download"
+    for file in sorted(meta.glob("*.metadata")) if meta.is_dir() else []:
+        first = file.read_text().splitlines()[:1]
+        if first and _COMMIT.match(first[0].strip()):
+            return first[0].strip()
+    return None
+
+
 def revision_of(path: str | Path) -> str:
-    """The base model revision: the directory's content hash."""
-    return directory_revision(path)
+    """The base model revision: the Hub commit when the directory records one, else its content hash."""
+    return hub_revision(path) or directory_revision(path)

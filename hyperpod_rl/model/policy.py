@@ -10,13 +10,23 @@ Action formats (``RolloutConfig.action_constraint``):
   distribution restricted to the four direction tokens (softmax over their logits), and only
   its log-probability enters the loss. Tiny random models need this (docs/references.md §5:
   left free, they first have to learn the answer format and then collapse).
-- ``"none"``: free generation with ``model.generate``; vision special tokens are suppressed at
-  sampling time and log-probs are taken over the vocabulary without them, so sampling and
-  training see the same distribution.
+- ``"none"``: free generation with ``model.generate``, all B observations of a call in one
+  left-padded batch decoded with the KV cache; vision special tokens are suppressed at sampling
+  time and log-probs are taken over the vocabulary without them, so sampling and training see
+  the same distribution. The checkpoint's own sampling defaults (Qwen3-VL's
+  ``generation_config.json`` sets ``top_k=20, top_p=0.8``) are overridden with plain sampling at
+  the given temperature, for the same reason. The acting log-prob is taken by one batched
+  scoring pass over prompt + response (the training computation, without gradients).
+
+Devices: the policy runs where the model's parameters are (CPU or one CUDA GPU). Inputs are
+built on the CPU and moved there; with bf16 base weights on CUDA, forward passes run under
+``torch.autocast(bfloat16)`` so the float32 LoRA weights compute in bf16 (peft keeps adapters in
+float32 for the optimizer). Log-probs, entropies and sampling probabilities are float32.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Sequence
@@ -148,6 +158,31 @@ class MazePolicy:
         self._remap = torch.full((vocab_size,), -1, dtype=torch.long)
         self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
         self.suppress_ids = sorted(vision_ids)
+        self._allowed_on: dict[torch.device, torch.Tensor] = {}
+
+    # ------------------------------------------------------------------ device
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are (inputs are moved there)."""
+        return next(self.model.parameters()).device
+
+    def _autocast(self) -> contextlib.AbstractContextManager[None]:
+        """bf16 autocast on CUDA when the base weights are bf16 (float32 LoRA computes in bf16)."""
+        dev = self.device
+        if dev.type == "cuda" and self._lm_head().weight.dtype == torch.bfloat16:
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _allowed(self) -> torch.Tensor:
+        """``allowed_ids`` on the model's device (cached)."""
+        dev = self.device
+        if dev not in self._allowed_on:
+            self._allowed_on[dev] = self.allowed_ids.to(dev)
+        return self._allowed_on[dev]
+
+    @staticmethod
+    def _to(inputs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+        return {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
 
     # ------------------------------------------------------------------ model parts
     def _unwrapped(self) -> torch.nn.Module:
@@ -160,8 +195,9 @@ class MazePolicy:
         return self._unwrapped().lm_head
 
     def _hidden(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model."""
-        return self._unwrapped().model(**inputs, use_cache=False).last_hidden_state
+        """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model, on its device."""
+        with self._autocast():
+            return self._unwrapped().model(**self._to(inputs, self.device), use_cache=False).last_hidden_state
 
     # ------------------------------------------------------------------ encoding
     def _encode_prompt(self, messages: Conversation) -> dict[str, torch.Tensor]:
@@ -270,8 +306,12 @@ class MazePolicy:
                         targets[k, starts[u] + j - 1] = self._remap[tok]
                         mask[k, starts[u] + j - 1] = True
                 k += 1
-        hidden_n = hidden[rows]
-        weight = self._lm_head().weight[self.allowed_ids]
+        dev = hidden.device
+        targets, mask = targets.to(dev), mask.to(dev)
+        weight = self._lm_head().weight[self._allowed()]
+        # the head in the weights' dtype (bf16 on GPU, outside autocast: its custom backward has
+        # no autocast); log-softmax, log-probs and entropies in float32
+        hidden_n = hidden[rows.to(dev)].to(weight.dtype)
         logp = response_logprobs(hidden_n, weight, targets, mask, temperature=temperature)
         ent = response_entropy(hidden_n, weight, mask, temperature=temperature)
         return PolicyBatch(indices=indices, logprobs=logp, entropy=ent, loss_mask=mask)
@@ -309,7 +349,8 @@ class MazePolicy:
         reps = [prompts[keys.index(k)] for k in first]
         inputs, _ = self.collate(reps, [prefix] * len(reps))
         hidden = self._hidden(inputs)[:, -1, :]  # predicts the direction token
-        logits = (hidden @ self._lm_head().weight[self.allowed_ids].T).float() / temperature
+        weight = self._lm_head().weight[self._allowed()]
+        logits = (hidden.to(weight.dtype) @ weight.T).float().cpu() / temperature  # sampled on the CPU generator
         logp = torch.log_softmax(logits, dim=-1)[torch.tensor(uniq)]
         if greedy:
             choice = logp.argmax(dim=-1)
@@ -330,20 +371,39 @@ class MazePolicy:
         return actions
 
     def _act_free(self, prompts: Sequence[Conversation], *, greedy: bool, temperature: float) -> list[Action]:
-        actions = []
-        for prompt in prompts:  # one at a time: images differ in size, HF generate pads text only
-            enc = self._encode_prompt(prompt)
+        """Free generation for B observations in one left-padded batch, decoded with the KV cache.
+
+        Sampling uses torch's global RNG on the model's device (``generate`` takes no
+        generator). Each response ends at its first end-of-turn token (kept) or at
+        ``max_new_tokens``; its log-prob is scored at ``temperature`` by :meth:`score` in one
+        batch (the vocabulary without vision tokens, as sampled).
+        """
+        inputs, _ = self.collate(prompts, [[]] * len(prompts))
+        plen = inputs["input_ids"].shape[1]
+        with self._autocast():
             out = self.model.generate(
-                **enc,
+                **self._to(inputs, self.device),
                 max_new_tokens=self.max_new_tokens,
                 do_sample=not greedy,
                 temperature=temperature if not greedy else None,
+                top_k=0 if not greedy else None,
+                top_p=1.0 if not greedy else None,
+                min_p=None,
+                repetition_penalty=None,
                 suppress_tokens=self.suppress_ids,
                 eos_token_id=self.eos_id,
                 pad_token_id=self.tokenizer.pad_token_id,
             )
-            ids = out[0, enc["input_ids"].shape[1] :].tolist()
-            logp = self.score([prompt], [ids], [[True] * len(ids)], temperature=temperature).logprobs
-            text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
-            actions.append(Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(logp.sum())))
+        new = out[:, plen:].cpu().tolist()
+        responses = []
+        for ids in new:
+            end = ids.index(self.eos_id) + 1 if self.eos_id in ids else len(ids)
+            responses.append(ids[:end])
+        masks = [[True] * len(r) for r in responses]
+        scored = self.score(prompts, responses, masks, [[i] for i in range(len(prompts))], temperature=temperature)
+        logps = scored.logprobs.sum(-1).float().cpu().tolist()
+        actions = []
+        for i, ids in enumerate(responses):
+            text = self.tokenizer.decode([t for t in ids if t != self.eos_id], skip_special_tokens=False)
+            actions.append(Action(text=text, response_ids=ids, loss_mask=masks[i], logprob=float(logps[i])))
         return actions

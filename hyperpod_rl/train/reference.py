@@ -22,6 +22,16 @@ again, and a run directory written with another config is refused: ``fresh=True`
 is the only way to start a run over. One trainer per run directory at a time (``trainer.lock``,
 an ``fcntl`` lock the kernel releases when the process dies, even by SIGKILL).
 
+Devices (``trainer.device``, ``trainer.dtype``; :func:`~hyperpod_rl.model.loading.resolve_device`):
+on CPU everything is float32, as before. On one CUDA GPU the base model is loaded in bfloat16
+(where the GPU supports it), LoRA weights and AdamW state stay float32 and compute in bf16 under
+autocast, activations are recomputed in backward when ``trainer.gradient_checkpointing`` is on,
+rollouts decode all episodes of a turn in one batch with the KV cache, and the log-probs of the
+update go through the chunked response-only path (:mod:`~hyperpod_rl.model.logprobs`). The
+reference model of the KL term is the base model with the adapter disabled: the same weights on
+the same GPU, so KL adds one forward pass and no memory for a second copy (the planner's
+``offload_reference=True`` budget: no reference weights on the GPU during the update).
+
 Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
 ``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
 for the same base model; RNG states are restored afterwards, so it changes no training number.
@@ -53,7 +63,7 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.maze import REWARD_VERSION, aggregate_metrics, read_rows
 from hyperpod_rl.metrics.schema import MetricRecord
-from hyperpod_rl.model.loading import load_base_model, revision_of
+from hyperpod_rl.model.loading import load_base_model, resolve_device, revision_of
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.rollout import Episode, play_episodes
 from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
@@ -142,9 +152,12 @@ class ReferenceTrainer:
         if cfg.trainer.torch_threads:
             torch.set_num_threads(cfg.trainer.torch_threads)
         self._seed_all(cfg.trainer.seed)
-        model, processor, model_id = load_base_model(cfg.model.path)
+        self.device, dtype = resolve_device(cfg.trainer.device, cfg.trainer.dtype)
+        model, processor, model_id, revision = self._load_base(dtype)
+        if self.device.type == "cuda" and cfg.trainer.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.base_model_id = cfg.model.model_id or model_id
-        self.base_model_revision = cfg.model.revision or revision_of(cfg.model.path)
+        self.base_model_revision = cfg.model.revision or revision
         lora = LoraConfig(
             r=cfg.lora.rank,
             lora_alpha=cfg.lora.alpha,
@@ -158,11 +171,26 @@ class ReferenceTrainer:
             self.model, processor, action_constraint=cfg.rollout.action_constraint, max_new_tokens=cfg.rollout.max_new_tokens
         )
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay)
-        self.rows = list(read_rows(cfg.data.train_path))
+        fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
+        self.rows = self._load_rows()
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
         self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
         self.step = 0
+
+    def _load_base(self, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
+        """``(model, processor, model_id, revision)`` of ``model.path``, on ``self.device`` in ``dtype``.
+
+        The revision is ``model.revision`` when set, else the Hub commit the directory records, else
+        its content hash (:func:`~hyperpod_rl.model.loading.revision_of`).
+        """
+        cfg = self.config.model
+        model, processor, model_id = load_base_model(cfg.path, torch_dtype=dtype, device=self.device)
+        return model, processor, model_id, cfg.revision or revision_of(cfg.path)
+
+    def _load_rows(self) -> list[dict[str, Any]]:
+        """The train rows (``data.train_path``)."""
+        return list(read_rows(self.config.data.train_path))
 
     # ------------------------------------------------------------------ run directory
     @contextmanager
@@ -300,6 +328,7 @@ class ReferenceTrainer:
                     "numpy_rng": np.random.get_state(),
                     "torch_rng": torch.get_rng_state(),
                     "sampling_rng": self.generator.get_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
                 },
                 tmp / "training_state.pt",
             )
@@ -341,6 +370,8 @@ class ReferenceTrainer:
         np.random.set_state(extra["numpy_rng"])
         torch.set_rng_state(extra["torch_rng"])
         self.generator.set_state(extra["sampling_rng"])
+        if self.device.type == "cuda" and extra.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(extra["cuda_rng"], self.device)
         self.sampler.load(state["sampler"])
         self.step = int(state["step"])
         # Drop metric lines written after the checkpoint: they are produced again.
@@ -373,7 +404,7 @@ class ReferenceTrainer:
                     ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
             logp = scored.logprobs
             old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
-            adv = torch.tensor([samples[i][1] for i in scored.indices])
+            adv = torch.tensor([samples[i][1] for i in scored.indices], device=logp.device)
             terms = grpo_loss(
                 logp,
                 old,
@@ -392,7 +423,7 @@ class ReferenceTrainer:
             totals["entropy"] += terms.entropy
             totals["clip"] += terms.clip_fraction
             rollout_lp = torch.tensor([samples[i][0].action.logprob for i in scored.indices])
-            totals["diff"] += float((logp.detach().sum(-1) - rollout_lp).abs().sum())
+            totals["diff"] += float((logp.detach().sum(-1).cpu() - rollout_lp).abs().sum())
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
         self.optimizer.step()
         self.model.eval()
