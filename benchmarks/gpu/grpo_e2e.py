@@ -310,7 +310,7 @@ def run_trl(args: argparse.Namespace, shape_name: str, *, device: torch.device) 
     data = Dataset.from_list([as_trl(r) for r in rows[: args.mazes * n_steps]])
 
     def reward(completions: list[Any], **_: Any) -> list[float]:  # the env's first-turn score needs the maze; any float works for timing
-        return [float(len(str(c)) % 7) for c in completions]
+        return [float((i * 7919) % 5) for i in range(len(completions))]
 
     lora = LoraConfig(
         r=args.lora_rank, lora_alpha=args.lora_rank, lora_dropout=0.0, target_modules="all-linear", exclude_modules=r".*visual.*"
