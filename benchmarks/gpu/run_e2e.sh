@@ -10,9 +10,13 @@ shapes=${*:-2B 8B}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1  # keep NVLink multicast off
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 if [ -n "${SITE_TAR:-}" ]; then
-  mkdir -p /tmp/site && tar -xJf "$SITE_TAR" -C /tmp/site || exit 1
-  for extra in ${SITE_EXTRA:-}; do xz -dc "$extra" > "/tmp/site/pyarrow/$(basename "${extra%.xz}")" || exit 1; done
-  export PYTHONPATH=$PWD:/tmp/site
+  # under a "site-packages" folder: dill (datasets' fingerprints) pickles modules from anywhere else by value
+  site=/tmp/hprl/site-packages
+  if [ ! -d $site/pyarrow ]; then
+    mkdir -p $site && tar -xJf "$SITE_TAR" -C $site || exit 1
+    for extra in ${SITE_EXTRA:-}; do xz -dc "$extra" > "$site/pyarrow/$(basename "${extra%.xz}")" || exit 1; done
+  fi
+  export PYTHONPATH=$PWD:$site
 else
   export PYTHONPATH=$PWD
 fi
@@ -21,6 +25,6 @@ python3 -c "import torch, transformers, peft, trl; print('torch', torch.__versio
 cat "$out/env.txt"
 for shape in $shapes; do
   timeout "${SHAPE_TIMEOUT:-280}" python3 -m benchmarks.gpu.grpo_e2e --shapes "$shape" ${E2E_ARGS:---trl} \
-    --out "$out/h200_grpo_e2e_${shape,,}.json" 2>&1 | tee "$out/e2e_${shape,,}.log" | grep -v "Warning\|warn(" | grep -v "^ *$"
+    --out "$out/h200_grpo_e2e${TAG:-}_${shape,,}.json" 2>&1 | tee "$out/e2e${TAG:-}_${shape,,}.log" | grep -v "Warning\|warn(" | grep -v "^ *$"
 done
 ls -la "$out"
