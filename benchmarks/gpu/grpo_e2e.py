@@ -216,6 +216,7 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
         for k in range(args.warmup + args.steps):
             _peak_reset()
             _sync()
+            trainer.policy.timings.update(decode_s=0.0, rollout_score_s=0.0)
             t = time.perf_counter()
             record = trainer._step()
             _sync()
@@ -231,6 +232,9 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
                     "warmup": k < args.warmup,
                     "step_s": wall,
                     "rollout_s": v["timing/generate"],
+                    "rollout_decode_s": trainer.policy.timings["decode_s"],
+                    "rollout_logprob_pass_s": trainer.policy.timings["rollout_score_s"],
+                    "decode_ms_per_token_step": 1e3 * trainer.policy.timings["decode_s"] / (max_turns * args.max_new_tokens),
                     "update_s": v["timing/policy_train"],
                     "other_s": wall - v["timing/generate"] - v["timing/policy_train"],
                     "adapter_sync_s": 0.0,
@@ -250,7 +254,10 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
             )
             print(json.dumps({"shape": shape_name, "turns": max_turns, **steps[-1]}), flush=True)
     measured = [s for s in steps if not s["warmup"]] or steps
-    med = {k: statistics.median(s[k] for s in measured) for k in ("step_s", "rollout_s", "update_s", "other_s")}
+    med = {
+        k: statistics.median(s[k] for s in measured)
+        for k in ("step_s", "rollout_s", "rollout_decode_s", "rollout_logprob_pass_s", "update_s", "other_s")
+    }
     samples = measured[0]["samples"]
     out = {
         "impl": "hyperpod-rl reference",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -159,6 +160,9 @@ class MazePolicy:
         self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
         self.suppress_ids = sorted(vision_ids)
         self._allowed_on: dict[torch.device, torch.Tensor] = {}
+        #: seconds spent in free generation, split into decoding and the acting log-prob pass
+        #: (accumulated; callers reset it to measure a phase)
+        self.timings: dict[str, float] = {"decode_s": 0.0, "rollout_score_s": 0.0}
 
     # ------------------------------------------------------------------ device
     @property
@@ -378,6 +382,7 @@ class MazePolicy:
         ``max_new_tokens``; its log-prob is scored at ``temperature`` by :meth:`score` in one
         batch (the vocabulary without vision tokens, as sampled).
         """
+        t0 = time.perf_counter()
         inputs, _ = self.collate(prompts, [[]] * len(prompts))
         plen = inputs["input_ids"].shape[1]
         with self._autocast():
@@ -394,7 +399,9 @@ class MazePolicy:
                 eos_token_id=self.eos_id,
                 pad_token_id=self.tokenizer.pad_token_id,
             )
-        new = out[:, plen:].cpu().tolist()
+        new = out[:, plen:].cpu().tolist()  # waits for the GPU
+        t1 = time.perf_counter()
+        self.timings["decode_s"] += t1 - t0
         responses = []
         for ids in new:
             end = ids.index(self.eos_id) + 1 if self.eos_id in ids else len(ids)
@@ -402,6 +409,7 @@ class MazePolicy:
         masks = [[True] * len(r) for r in responses]
         scored = self.score(prompts, responses, masks, [[i] for i in range(len(prompts))], temperature=temperature)
         logps = scored.logprobs.sum(-1).float().cpu().tolist()
+        self.timings["rollout_score_s"] += time.perf_counter() - t1
         actions = []
         for i, ids in enumerate(responses):
             text = self.tokenizer.decode([t for t in ids if t != self.eos_id], skip_special_tokens=False)
