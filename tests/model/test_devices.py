@@ -7,6 +7,7 @@ Qwen3-VL checkpoint directory and its Hub revision, and the GPU a Ray job reserv
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 
@@ -74,6 +75,11 @@ def test_reference_job_reserves_a_gpu_only_for_cuda(tiny_setup):
     auto = RunConfig.build({"run_id": "cpu-run", "data": data})
     assert (entrypoint_gpus(cuda), entrypoint_gpus(auto)) == (1, 0)
     assert cuda.config_hash() != auto.config_hash()
+    skyrl = RunConfig.from_preset("single-gpu", run_id="skyrl-run", trainer={"device": "cuda"})
+    assert entrypoint_gpus(skyrl) == 0  # SkyRL's workers reserve their own GPUs
+    from ray.job_submission import JobSubmissionClient
+
+    assert "entrypoint_num_gpus" in inspect.signature(JobSubmissionClient.submit_job).parameters
 
 
 def test_batched_free_generation_matches_scoring_and_suppresses_vision_tokens(tiny_setup):

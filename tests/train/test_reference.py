@@ -123,3 +123,26 @@ def test_bad_dataset_files_are_clear_errors(tmp_path):
     pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "hi"}]]}), tmp_path / "other.parquet")
     with pytest.raises(MazeError, match=r"lacks the columns \['env_class', 'maze', 'layout_hash'\]"):
         read_rows(tmp_path / "other.parquet")
+
+
+def test_free_generation_run_with_kl_on_the_device_path(tiny_setup, tmp_path):
+    """The code path a GPU run takes (batched KV-cache rollouts, KL through the adapter-disabled
+    base model, per-turn samples), run with ``trainer.device='cpu'`` so CI covers it."""
+    cfg = _config(tiny_setup, "free-kl", steps=2, device="cpu", eval_mazes=2)
+    data = cfg.model_dump(mode="json")
+    data["rollout"].update(action_constraint="none", max_new_tokens=4, max_turns=2)
+    data["grpo"].update(kl_coef=0.05)
+    cfg = type(cfg).build(data)
+    trainer = ReferenceTrainer(cfg, tmp_path / "run")
+    adapter = trainer.train()
+    assert trainer.device.type == "cpu" and trainer.model.dtype.is_floating_point
+    records = list(read_metrics(tmp_path / "run" / "metrics.jsonl"))
+    assert [r.step for r in records] == [1, 2]
+    for r in records:
+        v = r.values
+        assert 1 <= v["policy/response_length"] <= 4
+        assert v["policy/policy_kl"] >= 0.0
+        # rollout log-probs come from the batched decode's scoring pass: the update agrees on CPU
+        assert v["policy/rollout_train_logprobs_abs_diff_mean"] < 1e-3
+    assert records[0].values["policy/policy_kl"] == pytest.approx(0.0, abs=1e-6)  # step 1: adapter B = 0
+    assert (adapter / "adapter_model.safetensors").is_file()
