@@ -154,6 +154,8 @@ class ReferenceTrainer:
         self._seed_all(cfg.trainer.seed)
         self.device, dtype = resolve_device(cfg.trainer.device, cfg.trainer.dtype)
         model, processor, model_id, revision = self._load_base(dtype)
+        where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        print(f"policy on {self.device} ({where}), base weights {str(dtype).removeprefix('torch.')}", flush=True)
         if self.device.type == "cuda" and cfg.trainer.gradient_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.base_model_id = cfg.model.model_id or model_id
