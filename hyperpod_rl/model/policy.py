@@ -12,7 +12,15 @@ Action formats (``RolloutConfig.action_constraint``):
   left free, they first have to learn the answer format and then collapse).
 - ``"none"``: free generation with ``model.generate``; vision special tokens are suppressed at
   sampling time and log-probs are taken over the vocabulary without them, so sampling and
-  training see the same distribution.
+  training see the same distribution. Every sampling parameter is set explicitly
+  (:func:`~hyperpod_rl.model.sampling.explicit_generation_config`): the base model's
+  ``generation_config.json`` (e.g. ``top_k: 1``) and transformers' own ``top_k=50`` default never
+  change what is sampled.
+
+Scoring (:meth:`MazePolicy.score`) refuses a response that holds a vision special token (e.g.
+``<|image_pad|>``, which the model would take for an image placeholder and fail with "Image
+features and image tokens do not match") or samples a token outside the allowed vocabulary, with
+a :class:`~hyperpod_rl.errors.LogprobInputError` that names the sample, position and token.
 """
 
 from __future__ import annotations
@@ -26,9 +34,10 @@ from typing import Any, Literal
 import torch
 from PIL import Image
 
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.errors import ConfigError, LogprobInputError
 from hyperpod_rl.maze import decode_image_part
 from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
+from hyperpod_rl.model.sampling import explicit_generation_config
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
 
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
@@ -148,6 +157,7 @@ class MazePolicy:
         self._remap = torch.full((vocab_size,), -1, dtype=torch.long)
         self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
         self.suppress_ids = sorted(vision_ids)
+        self._vocab_size = vocab_size
 
     # ------------------------------------------------------------------ model parts
     def _unwrapped(self) -> torch.nn.Module:
@@ -230,6 +240,35 @@ class MazePolicy:
         return list(groups.values())
 
     # ------------------------------------------------------------------ scoring
+    def check_responses(self, responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]) -> None:
+        """Refuse responses this policy cannot score, naming the sample, position and token.
+
+        Raises:
+            LogprobInputError: see :meth:`score`.
+        """
+        vision = set(self.suppress_ids)
+        for i, (resp, lm) in enumerate(zip(responses, loss_masks, strict=True)):
+            if len(resp) != len(lm):
+                raise LogprobInputError(f"response {i} has {len(resp)} tokens but its loss mask {len(lm)}: pass one flag per token")
+            for j, (tok, sampled) in enumerate(zip(resp, lm, strict=True)):
+                tok = int(tok)
+                if tok in vision:
+                    name = self.tokenizer.convert_ids_to_tokens(tok)
+                    raise LogprobInputError(
+                        f"response {i} holds the vision token {name} (id {tok}) at position {j}: a vision token in a response "
+                        "cannot be scored (the model takes it for an image placeholder); sample with vision tokens suppressed "
+                        "(MazePolicy.act does; the SkyRL backend passes them to vLLM as bad_words)"
+                    )
+                if not 0 <= tok < self._vocab_size:
+                    raise LogprobInputError(
+                        f"response {i} holds token id {tok} at position {j}, outside the vocabulary (size {self._vocab_size})"
+                    )
+                if sampled and int(self._remap[tok]) < 0:
+                    raise LogprobInputError(
+                        f"response {i} samples token id {tok} ({self.tokenizer.convert_ids_to_tokens(tok)!r}) at position {j}, outside "
+                        f"the tokens action_constraint={self.action_constraint!r} samples from: score responses this policy produced"
+                    )
+
     def score(
         self,
         contexts: Sequence[Conversation],
@@ -252,7 +291,13 @@ class MazePolicy:
             :class:`PolicyBatch` with ``logprobs`` and ``entropy`` (M, L) float32, zero outside
             ``loss_mask`` (M, L), for the M samples of ``groups`` in ``indices`` order; both over
             the allowed vocabulary (the four directions, or all but vision tokens).
+
+        Raises:
+            LogprobInputError: a response holds a vision special token, a token id outside the
+                vocabulary, or samples a token outside the allowed vocabulary; or a response and
+                its loss mask differ in length.
         """
+        self.check_responses(responses, loss_masks)
         groups = list(groups) if groups is not None else self.group_samples(contexts, responses, loss_masks)
         reps = [g[0] for g in groups]
         inputs, starts = self.collate([contexts[i] for i in reps], [self._prefix(responses[i], loss_masks[i]) for i in reps])
@@ -333,15 +378,15 @@ class MazePolicy:
         actions = []
         for prompt in prompts:  # one at a time: images differ in size, HF generate pads text only
             enc = self._encode_prompt(prompt)
-            out = self.model.generate(
-                **enc,
+            gen = explicit_generation_config(
+                greedy=greedy,
+                temperature=temperature,
                 max_new_tokens=self.max_new_tokens,
-                do_sample=not greedy,
-                temperature=temperature if not greedy else None,
-                suppress_tokens=self.suppress_ids,
                 eos_token_id=self.eos_id,
                 pad_token_id=self.tokenizer.pad_token_id,
+                suppress_tokens=self.suppress_ids,
             )
+            out = self.model.generate(**enc, generation_config=gen)
             ids = out[0, enc["input_ids"].shape[1] :].tolist()
             logp = self.score([prompt], [ids], [[True] * len(ids)], temperature=temperature).logprobs
             text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
