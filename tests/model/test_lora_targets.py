@@ -86,11 +86,16 @@ def test_export_refuses_an_adapter_whose_entry_wrapped_nothing(tmp_path):
 
     (tmp_path / "t.parquet").write_bytes(b"x")
     (tmp_path / "h.parquet").write_bytes(b"x")
-    cfg = RunConfig.from_preset("single-gpu", run_id="sky-lora", data={"train_path": str(tmp_path / "t.parquet"), "heldout_path": str(tmp_path / "h.parquet")})
+    cfg = RunConfig.from_preset(
+        "single-gpu", run_id="sky-lora", data={"train_path": str(tmp_path / "t.parquet"), "heldout_path": str(tmp_path / "h.parquet")}
+    )
     cfg = cfg.model_copy(update={"lora": cfg.lora.model_copy(update={"target_modules": ["q_proj", "v_prj"]})})
     adapter = tmp_path / "run" / "checkpoints" / "global_step_1" / "policy" / "lora_adapter"
     adapter.mkdir(parents=True)
-    save_file({"base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight": torch.ones(2, 2)}, str(adapter / "adapter_model.safetensors"))
+    save_file(
+        {"base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight": torch.ones(2, 2)},
+        str(adapter / "adapter_model.safetensors"),
+    )
     (adapter / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "target_modules": ["v_prj", "q_proj"]}))
     (tmp_path / "run" / "checkpoints" / "latest_ckpt_global_step.txt").write_text("1")
     with pytest.raises(CheckpointError, match=r"wraps no module for lora.target_modules entries \['v_prj'\] \(it wraps \['q_proj'\]\)"):
@@ -101,4 +106,7 @@ def test_canonical_adapter_config_sorts(tmp_path):
     path = tmp_path / "adapter_config.json"
     path.write_text('{"target_modules": ["v_proj", "q_proj", "k_proj"], "r": 8, "peft_type": "LORA"}')
     canonicalize_adapter_config(path)
-    assert path.read_text() == '{\n  "peft_type": "LORA",\n  "r": 8,\n  "target_modules": [\n    "k_proj",\n    "q_proj",\n    "v_proj"\n  ]\n}\n'
+    assert (
+        path.read_text()
+        == '{\n  "peft_type": "LORA",\n  "r": 8,\n  "target_modules": [\n    "k_proj",\n    "q_proj",\n    "v_proj"\n  ]\n}\n'
+    )

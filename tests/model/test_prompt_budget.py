@@ -62,7 +62,9 @@ def test_skyrl_sees_only_rows_that_fit(tiny_setup, tmp_path):
     rows = read_rows(tiny_setup["data"].train)
     lengths = [prompt_token_count(processor, r["prompt"]) for r in rows]
     limit = max(lengths) - 1  # every row fits SkyRL's text-only count; some real prompts do not
-    skyrl_kept = PromptDataset(datasets=[str(tiny_setup["data"].train)], tokenizer=processor.tokenizer, max_prompt_length=limit, num_workers=1)
+    skyrl_kept = PromptDataset(
+        datasets=[str(tiny_setup["data"].train)], tokenizer=processor.tokenizer, max_prompt_length=limit, num_workers=1
+    )
     assert len(skyrl_kept) == len(rows)  # the issue: SkyRL keeps rows whose real prompts exceed the limit
 
     cfg = RunConfig.build(

@@ -34,7 +34,9 @@ def test_scoring_a_response_with_a_vision_token_is_a_clear_error(base, mode, tok
     response = [text_id, vision_id, text_id, policy.eos_id]
     # Before: the <|image_pad|> in the fed response made the model count one image token too
     # many ("Image features and image tokens do not match"); now it is refused before any forward.
-    with pytest.raises(LogprobInputError, match=rf"response 1 holds the vision token {token.replace('|', '[|]')} \(id {vision_id}\) at position 1"):
+    with pytest.raises(
+        LogprobInputError, match=rf"response 1 holds the vision token {token.replace('|', '[|]')} \(id {vision_id}\) at position 1"
+    ):
         policy.score([_prompt(), _prompt()], [[text_id, policy.eos_id], response], [[True, False], [True] * 4])
 
 
@@ -42,7 +44,9 @@ def test_a_token_outside_the_constrained_vocabulary_is_a_clear_error(base):
     model, processor = base
     policy = MazePolicy(model, processor, action_constraint="directions")
     other = processor.tokenizer.encode("maze", add_special_tokens=False)[0]
-    with pytest.raises(LogprobInputError, match=r"response 0 samples token id .* at position 0, outside the tokens action_constraint='directions'"):
+    with pytest.raises(
+        LogprobInputError, match=r"response 0 samples token id .* at position 0, outside the tokens action_constraint='directions'"
+    ):
         policy.score([_prompt()], [[other]], [[True]])
 
 

@@ -46,7 +46,9 @@ def _tree(root: Path, *subdirs: str) -> dict[str, str]:
 def test_two_identical_runs_write_identical_adapters_and_checkpoints(tiny_setup, tmp_path):
     from hyperpod_rl.quickstart import make_run_config
 
-    cfg = make_run_config(tiny_setup["opts"], run_id="same", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"])
+    cfg = make_run_config(
+        tiny_setup["opts"], run_id="same", model_path=tiny_setup["model_dir"], revision=tiny_setup["revision"], data=tiny_setup["data"]
+    )
     data = cfg.model_dump(mode="json")
     data["lora"]["target_modules"] = ["v_proj", "q_proj", "k_proj", "o_proj"]  # a list peft turns into a set
     data["trainer"]["steps"] = 2
@@ -57,7 +59,9 @@ def test_two_identical_runs_write_identical_adapters_and_checkpoints(tiny_setup,
     for i, seed in enumerate(("1", "2")):
         run_dir = tmp_path / f"run{i}"
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        done = subprocess.run([sys.executable, "-c", SCRIPT, str(config), str(run_dir)], env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, str(config), str(run_dir)], env=env, capture_output=True, text=True, timeout=600
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         runs.append(run_dir)
     first, second = (_tree(r, "adapter", "checkpoints") for r in runs)
