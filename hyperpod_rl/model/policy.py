@@ -240,14 +240,23 @@ class MazePolicy:
         return list(groups.values())
 
     # ------------------------------------------------------------------ scoring
-    def check_responses(self, responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]]) -> None:
+    def check_responses(
+        self, responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]], indices: Sequence[int] | None = None
+    ) -> None:
         """Refuse responses this policy cannot score, naming the sample, position and token.
+
+        Args:
+            responses, loss_masks: the samples, as for :meth:`score`.
+            indices: the samples to check (default: all).
 
         Raises:
             LogprobInputError: see :meth:`score`.
         """
         vision = set(self.suppress_ids)
-        for i, (resp, lm) in enumerate(zip(responses, loss_masks, strict=True)):
+        if len(responses) != len(loss_masks):
+            raise LogprobInputError(f"{len(responses)} responses but {len(loss_masks)} loss masks: pass one mask per response")
+        for i in range(len(responses)) if indices is None else indices:
+            resp, lm = responses[i], loss_masks[i]
             if len(resp) != len(lm):
                 raise LogprobInputError(f"response {i} has {len(resp)} tokens but its loss mask {len(lm)}: pass one flag per token")
             for j, (tok, sampled) in enumerate(zip(resp, lm, strict=True)):
@@ -297,8 +306,12 @@ class MazePolicy:
                 vocabulary, or samples a token outside the allowed vocabulary; or a response and
                 its loss mask differ in length.
         """
-        self.check_responses(responses, loss_masks)
+        if not len(contexts) == len(responses) == len(loss_masks):
+            raise LogprobInputError(
+                f"{len(contexts)} contexts, {len(responses)} responses and {len(loss_masks)} loss masks: pass one of each per sample"
+            )
         groups = list(groups) if groups is not None else self.group_samples(contexts, responses, loss_masks)
+        self.check_responses(responses, loss_masks, [i for g in groups for i in g])
         reps = [g[0] for g in groups]
         inputs, starts = self.collate([contexts[i] for i in reps], [self._prefix(responses[i], loss_masks[i]) for i in reps])
         hidden = self._hidden(inputs)
