@@ -333,12 +333,15 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
 
     from hyperpod_rl.maze import register_env
     from hyperpod_rl.model.loading import load_processor
+    from hyperpod_rl.model.sampling import report_generation_config
     from hyperpod_rl.train.grpo import TIED_GROUP_METRIC
     from hyperpod_rl.train.skyrl_advantage import last_tied_share, register_tie_safe_estimator
 
     register_env()  # skyrl_gym's registry is per process: register inside the trainer task
     register_tie_safe_estimator()  # so is SkyRL's estimator registry
     config = RunConfig.model_validate_json(config_json)
+    if Path(config.model.path).is_dir():
+        report_generation_config(config.model.path)  # SkyRL's vLLM servers ignore it (--generation-config vllm)
     data = filter_datasets(config, run_dir, load_processor(config.model.path))
     skyrl_cfg.data.train_data = [data["train"]]
     skyrl_cfg.data.val_data = [data["heldout"]]
