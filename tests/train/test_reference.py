@@ -161,3 +161,16 @@ def test_default_tiny_model_path_runs(tiny_setup, tmp_path):
     result = evaluate_run(run_dir, max_mazes=2)
     assert result.num_mazes == 2 and result.model_path == str(built[0])
     assert sorted((run_dir / "base-model").glob("tiny-qwen3-vl-*")) == built  # resolved again, not rebuilt elsewhere
+
+
+def test_rows_over_the_prompt_budget_are_dropped_and_reported(tiny_setup, tmp_path, capsys):
+    """Issue 14 item 3, reference backend: the real prompt (text + image tokens) decides, and the drop is reported."""
+    cfg = _config(tiny_setup, "budget-ref", steps=1)
+    data = cfg.model_dump(mode="json")
+    data["rollout"]["max_prompt_tokens"] = 40  # the images take 9-25 tokens; prompts are 30-46 tokens in all
+    data["checkpoint"]["interval"] = 0
+    data["trainer"]["eval_mazes"] = 2
+    adapter = ReferenceTrainer(type(cfg).build(data), tmp_path).train()
+    prov = json.loads((adapter / "provenance.json").read_text())
+    assert prov["prompt_filter"] == {"limit": 40, "kept": 41, "dropped": 23}
+    assert "train: dropped 23 of 64 rows whose prompt (text + image tokens) exceeds rollout.max_prompt_tokens=40" in capsys.readouterr().out

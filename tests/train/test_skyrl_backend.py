@@ -337,3 +337,21 @@ def test_eval_before_train_joins_the_first_step_record(tmp_path, capsys):
     assert second.values == {"reward/avg_raw_reward": 0.6}  # held values are used once
     assert [r.step for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
     assert capsys.readouterr().out.count("HPRL_METRIC ") == 2
+
+
+def test_exported_adapter_config_is_canonical(tmp_path):
+    """Issue 14 item 14, SkyRL backend: the same adapter in any key/list order exports to the same bytes."""
+    cfg = _config(tmp_path)
+    outputs = []
+    for i, order in enumerate((["q_proj", "v_proj", "k_proj"], ["k_proj", "q_proj", "v_proj"])):
+        run_dir = tmp_path / "runs" / f"order-{i}"
+        fake_skyrl_checkpoint(
+            run_dir,
+            1,
+            adapter_config={"target_modules": order, "r": 32, "peft_type": "LORA"}
+            if i
+            else {"peft_type": "LORA", "r": 32, "target_modules": order},
+        )
+        outputs.append((export_adapter(cfg, run_dir, base_revision="rev") / "adapter_config.json").read_bytes())
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0])["target_modules"] == ["k_proj", "q_proj", "v_proj"]
