@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = """
 import sys
 from hyperpod_rl.config.run import RunConfig
@@ -43,6 +45,7 @@ def _tree(root: Path, *subdirs: str) -> dict[str, str]:
     return {str(p.relative_to(root)): _digest(p) for sub in subdirs for p in sorted((root / sub).rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow  # two trainings in fresh interpreters: about 2 minutes on 2 cores
 def test_two_identical_runs_write_identical_adapters_and_checkpoints(tiny_setup, tmp_path):
     from hyperpod_rl.quickstart import make_run_config
 
