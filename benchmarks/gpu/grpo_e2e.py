@@ -119,7 +119,7 @@ class BenchTrainer(ReferenceTrainer):
         self.phase_peaks: dict[str, float] = {}
         self.last_episodes: list[Any] = []
 
-    def _load_base(self, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
+    def _load_base(self, model_dir: Any, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
         model, processor = self._given
         return model, processor, "random-init", "random-init"
 

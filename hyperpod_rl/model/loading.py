@@ -1,4 +1,11 @@
-"""Load and save base models: the embedded tiny Qwen3-VL or any local Qwen3-VL checkpoint."""
+"""Load and save base models: the embedded tiny Qwen3-VL or any local Qwen3-VL checkpoint.
+
+``model.path='tiny'`` (the default of :class:`~hyperpod_rl.config.run.ModelConfig`) names the
+embedded tiny model: :func:`resolve_base_model` builds it from ``model.tiny_hidden_size`` and
+``model.tiny_layers`` into ``<run dir>/base-model/tiny-qwen3-vl-<revision>`` (content-hashed, so
+a rebuild with the same sizes gives the same directory) and every reader of a run's base model
+(the reference trainer, evaluation) resolves the path through it.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from hyperpod_rl.config.sections import ModelConfig
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.model.sampling import report_generation_config
 from hyperpod_rl.model.tiny import (
     TINY_MODEL_ID,
     ImageOnlyQwen3VLProcessor,
@@ -15,7 +24,12 @@ from hyperpod_rl.model.tiny import (
     directory_revision,
 )
 
-__all__ = ["hub_revision", "load_base_model", "resolve_device", "revision_of", "save_tiny_base_model"]
+__all__ = ["TINY_PATH", "hub_revision", "load_base_model", "load_processor", "resolve_base_model", "resolve_device", "revision_of", "save_tiny_base_model"]
+
+#: ``model.path`` value that names the embedded tiny model.
+TINY_PATH = "tiny"
+#: Sub-directory of a run directory that holds the built tiny model.
+BASE_MODEL_SUBDIR = "base-model"
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -86,6 +100,50 @@ def save_tiny_base_model(
     return final, revision
 
 
+def resolve_base_model(model: ModelConfig, run_dir: str | Path) -> Path:
+    """The base model directory of a run: ``model.path``, or the tiny model built for ``'tiny'``.
+
+    Args:
+        model: the run's ``model`` section.
+        run_dir: the run directory; ``'tiny'`` is built into ``<run_dir>/base-model/``.
+
+    Returns:
+        A directory :func:`load_base_model` loads.
+    """
+    if model.path != TINY_PATH:
+        return Path(model.path).expanduser()
+    root = Path(run_dir) / BASE_MODEL_SUBDIR
+    wanted = (model.tiny_hidden_size, model.tiny_layers)
+    for existing in sorted(root.glob("tiny-qwen3-vl-*")):
+        try:
+            text = json.loads((existing / "config.json").read_text())["text_config"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if (text.get("hidden_size"), text.get("num_hidden_layers")) == wanted:
+            return existing
+    path, _ = save_tiny_base_model(root, hidden_size=model.tiny_hidden_size, num_layers=model.tiny_layers)
+    return path
+
+
+def load_processor(path: str | Path) -> Any:
+    """The processor of a base model: a local directory (tiny or Qwen3-VL) or a hub id.
+
+    Raises:
+        ConfigError: transformers cannot load a processor from ``path``.
+    """
+    root = Path(path).expanduser()
+    if (root / "hyperpod_rl_model.json").is_file():
+        return ImageOnlyQwen3VLProcessor.from_pretrained(root)
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(str(path))
+    except (OSError, ValueError) as err:
+        raise ConfigError(
+            f"cannot load the processor of model.path={str(path)!r} ({err}): pass a Qwen3-VL checkpoint directory or hub id"
+        ) from None
+
+
 def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = None) -> tuple[Any, Any, str]:
     """Load a Qwen3-VL model and processor from a local directory.
 
@@ -105,6 +163,12 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = 
     from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
 
     root = Path(path).expanduser()
+    if str(path) == TINY_PATH:
+        raise ConfigError(
+            "model.path='tiny' names the embedded tiny model, which is built per run: resolve it first "
+            "(hyperpod_rl.model.loading.resolve_base_model(config.model, run_dir)), or build one with "
+            "save_tiny_base_model(directory) and pass that directory"
+        )
     if not (root / "config.json").is_file():
         raise ConfigError(f"model.path={str(root)!r} has no config.json: pass a Qwen3-VL checkpoint directory")
     config = json.loads((root / "config.json").read_text())
@@ -128,6 +192,7 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = 
     )
     model.eval()
     processor.tokenizer.padding_side = "left"
+    report_generation_config(root)
     return model, processor, model_id
 
 

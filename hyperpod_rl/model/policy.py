@@ -13,15 +13,22 @@ Action formats (``RolloutConfig.action_constraint``):
 - ``"none"``: free generation with ``model.generate``, all B observations of a call in one
   left-padded batch decoded with the KV cache; vision special tokens are suppressed at sampling
   time and log-probs are taken over the vocabulary without them, so sampling and training see
-  the same distribution. The checkpoint's own sampling defaults (Qwen3-VL's
-  ``generation_config.json`` sets ``top_k=20, top_p=0.8``) are overridden with plain sampling at
-  the given temperature, for the same reason. The acting log-prob is taken by one batched
-  scoring pass over prompt + response (the training computation, without gradients).
+  the same distribution. Every sampling parameter is set explicitly
+  (:func:`~hyperpod_rl.model.sampling.explicit_generation_config`): the base model's
+  ``generation_config.json`` (e.g. ``top_k: 1``, or Qwen3-VL's ``top_k=20, top_p=0.8``) and
+  transformers' own ``top_k=50`` default never change what is sampled. The acting log-prob is
+  taken by one batched scoring pass over prompt + response (the training computation, without
+  gradients).
 
 Devices: the policy runs where the model's parameters are (CPU or one CUDA GPU). Inputs are
 built on the CPU and moved there; with bf16 base weights on CUDA, forward passes run under
 ``torch.autocast(bfloat16)`` so the float32 LoRA weights compute in bf16 (peft keeps adapters in
 float32 for the optimizer). Log-probs, entropies and sampling probabilities are float32.
+
+Scoring (:meth:`MazePolicy.score`) refuses a response that holds a vision special token (e.g.
+``<|image_pad|>``, which the model would take for an image placeholder and fail with "Image
+features and image tokens do not match") or samples a token outside the allowed vocabulary, with
+a :class:`~hyperpod_rl.errors.LogprobInputError` that names the sample, position and token.
 """
 
 from __future__ import annotations
@@ -37,9 +44,10 @@ from typing import Any, Literal
 import torch
 from PIL import Image
 
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.errors import ConfigError, LogprobInputError
 from hyperpod_rl.maze import decode_image_part
 from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
+from hyperpod_rl.model.sampling import explicit_generation_config
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
 
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
@@ -159,6 +167,7 @@ class MazePolicy:
         self._remap = torch.full((vocab_size,), -1, dtype=torch.long)
         self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
         self.suppress_ids = sorted(vision_ids)
+        self._vocab_size = vocab_size
         self._allowed_on: dict[torch.device, torch.Tensor] = {}
         #: seconds spent in free generation, split into decoding and the acting log-prob pass
         #: (accumulated; callers reset it to measure a phase)
@@ -270,6 +279,44 @@ class MazePolicy:
         return list(groups.values())
 
     # ------------------------------------------------------------------ scoring
+    def check_responses(
+        self, responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]], indices: Sequence[int] | None = None
+    ) -> None:
+        """Refuse responses this policy cannot score, naming the sample, position and token.
+
+        Args:
+            responses, loss_masks: the samples, as for :meth:`score`.
+            indices: the samples to check (default: all).
+
+        Raises:
+            LogprobInputError: see :meth:`score`.
+        """
+        vision = set(self.suppress_ids)
+        if len(responses) != len(loss_masks):
+            raise LogprobInputError(f"{len(responses)} responses but {len(loss_masks)} loss masks: pass one mask per response")
+        for i in range(len(responses)) if indices is None else indices:
+            resp, lm = responses[i], loss_masks[i]
+            if len(resp) != len(lm):
+                raise LogprobInputError(f"response {i} has {len(resp)} tokens but its loss mask {len(lm)}: pass one flag per token")
+            for j, (tok, sampled) in enumerate(zip(resp, lm, strict=True)):
+                tok = int(tok)
+                if tok in vision:
+                    name = self.tokenizer.convert_ids_to_tokens(tok)
+                    raise LogprobInputError(
+                        f"response {i} holds the vision token {name} (id {tok}) at position {j}: a vision token in a response "
+                        "cannot be scored (the model takes it for an image placeholder); sample with vision tokens suppressed "
+                        "(MazePolicy.act does; the SkyRL backend passes them to vLLM as bad_words)"
+                    )
+                if not 0 <= tok < self._vocab_size:
+                    raise LogprobInputError(
+                        f"response {i} holds token id {tok} at position {j}, outside the vocabulary (size {self._vocab_size})"
+                    )
+                if sampled and int(self._remap[tok]) < 0:
+                    raise LogprobInputError(
+                        f"response {i} samples token id {tok} ({self.tokenizer.convert_ids_to_tokens(tok)!r}) at position {j}, outside "
+                        f"the tokens action_constraint={self.action_constraint!r} samples from: score responses this policy produced"
+                    )
+
     def score(
         self,
         contexts: Sequence[Conversation],
@@ -292,8 +339,18 @@ class MazePolicy:
             :class:`PolicyBatch` with ``logprobs`` and ``entropy`` (M, L) float32, zero outside
             ``loss_mask`` (M, L), for the M samples of ``groups`` in ``indices`` order; both over
             the allowed vocabulary (the four directions, or all but vision tokens).
+
+        Raises:
+            LogprobInputError: a response holds a vision special token, a token id outside the
+                vocabulary, or samples a token outside the allowed vocabulary; or a response and
+                its loss mask differ in length.
         """
+        if not len(contexts) == len(responses) == len(loss_masks):
+            raise LogprobInputError(
+                f"{len(contexts)} contexts, {len(responses)} responses and {len(loss_masks)} loss masks: pass one of each per sample"
+            )
         groups = list(groups) if groups is not None else self.group_samples(contexts, responses, loss_masks)
+        self.check_responses(responses, loss_masks, [i for g in groups for i in g])
         reps = [g[0] for g in groups]
         inputs, starts = self.collate([contexts[i] for i in reps], [self._prefix(responses[i], loss_masks[i]) for i in reps])
         hidden = self._hidden(inputs)
@@ -385,20 +442,16 @@ class MazePolicy:
         t0 = time.perf_counter()
         inputs, _ = self.collate(prompts, [[]] * len(prompts))
         plen = inputs["input_ids"].shape[1]
+        gen = explicit_generation_config(
+            greedy=greedy,
+            temperature=temperature,
+            max_new_tokens=self.max_new_tokens,
+            eos_token_id=self.eos_id,
+            pad_token_id=self.tokenizer.pad_token_id,
+            suppress_tokens=self.suppress_ids,
+        )
         with self._autocast():
-            out = self.model.generate(
-                **self._to(inputs, self.device),
-                max_new_tokens=self.max_new_tokens,
-                do_sample=not greedy,
-                temperature=temperature if not greedy else None,
-                top_k=0 if not greedy else None,
-                top_p=1.0 if not greedy else None,
-                min_p=None,
-                repetition_penalty=None,
-                suppress_tokens=self.suppress_ids,
-                eos_token_id=self.eos_id,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
+            out = self.model.generate(**self._to(inputs, self.device), generation_config=gen)
         new = out[:, plen:].cpu().tolist()  # waits for the GPU
         t1 = time.perf_counter()
         self.timings["decode_s"] += t1 - t0
