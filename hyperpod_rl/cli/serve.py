@@ -217,7 +217,9 @@ def serve_promote(
     run_id: str,
     base_label: str = typer.Option("base", help="evaluation of the base model: <run dir>/eval/<label>.json"),
     adapter_label: str = typer.Option("adapter", help="evaluation of the adapter: <run dir>/eval/<label>.json"),
-    primary: str = typer.Option("solve_rate", help="metric that must improve significantly"),
+    primary: str | None = typer.Option(
+        None, help="metric that must improve significantly (default: the task's primary metric, maze: solve_rate)"
+    ),
 ) -> None:
     """Promote the run's adapter if its held-out evaluation beats the base model (exit 1 if not).
 

@@ -10,7 +10,7 @@ policies through :func:`load_policy`, so they decode the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -94,6 +94,7 @@ def load_policy(
     action_constraint: ActionConstraint | None = None,
     max_new_tokens: int = 32,
     torch_dtype: Any = None,
+    answer_words: Sequence[str] | None = None,
 ) -> MazePolicy:
     """Load a base model, optionally with LoRA adapters, as a :class:`MazePolicy`.
 
@@ -105,6 +106,7 @@ def load_policy(
             (:func:`action_constraint_of`), ``"directions"`` for a base model.
         max_new_tokens: response limit in tokens for free generation.
         torch_dtype: dtype of the base weights (default: fp32 on CPU).
+        answer_words: the task's answer words for ``"directions"`` decoding (default: the maze's).
 
     Returns:
         The policy, in eval mode. With adapters, ``policy.model`` is a ``peft.PeftModel``.
@@ -130,4 +132,5 @@ def load_policy(
         for name, path in rest:
             model.load_adapter(str(path), adapter_name=name)
         model.eval()
-    return MazePolicy(model, processor, action_constraint=constraint, max_new_tokens=max_new_tokens)
+    words = {} if answer_words is None else {"answer_words": tuple(answer_words)}
+    return MazePolicy(model, processor, action_constraint=constraint, max_new_tokens=max_new_tokens, **words)
