@@ -56,7 +56,9 @@ def _table(summary: QuickstartSummary, max_turns: int) -> Table:
 def quickstart(
     *,
     task_options: str | None = typer.Option(
-        None, "--task-options", help="the task's own options as JSON, e.g. '{\"grid_sizes\": [3, 4]}' (hyperpod-rl tasks show TASK)"
+        None,
+        "--task-options",
+        help=f"{QuickstartOptions.model_fields['task_options'].description}, as a JSON object (hyperpod-rl tasks show TASK)",
     ),
     summary_json: Path | None = typer.Option(None, help="also write the summary (phase times, figures) to this file"),
     **options: Any,
