@@ -21,7 +21,7 @@ Bad requests get a 4xx with a message that says what to fix, and never take the 
 an unknown model (code ``model_not_found``), 413 for an image over :data:`MAX_IMAGE_PX` pixels
 per side or a body over :data:`MAX_BODY_BYTES`. The image size is read from the image header
 before any pixel is decoded. Transparent images are composited onto white
-(:func:`hyperpod_rl.maze.flatten_alpha`), as vLLM does.
+(:func:`hyperpod_rl.tasks.flatten_alpha`), as vLLM does.
 
 Every adapter passes :func:`hyperpod_rl.serve.preflight.preflight` (against
 :data:`~hyperpod_rl.serve.preflight.LOCAL_SERVER`) before the deploy job is even submitted, and
@@ -119,7 +119,7 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
     """Messages in the policy's format, with images decoded and checked (raises ValueError / LookupError)."""
     from PIL import Image, UnidentifiedImageError
 
-    from hyperpod_rl.maze import flatten_alpha
+    from hyperpod_rl.tasks import flatten_alpha
 
     out: list[dict[str, Any]] = []
     images = 0
