@@ -1,0 +1,1 @@
+"""Task plug-ins."""
