@@ -24,7 +24,16 @@ from typing import Final
 
 from hyperpod_rl.tasks.ui_nav.app import Action
 
-__all__ = ["END_TOKENS", "MAX_ANSWER_CHARS", "MAX_COMPLETION_CHARS", "VIOLATIONS", "VISION_TOKENS", "ParsedAction", "extract_answer", "parse_action"]
+__all__ = [
+    "END_TOKENS",
+    "MAX_ANSWER_CHARS",
+    "MAX_COMPLETION_CHARS",
+    "VIOLATIONS",
+    "VISION_TOKENS",
+    "ParsedAction",
+    "extract_answer",
+    "parse_action",
+]
 
 #: Qwen-VL vision special tokens: a completion holding one breaks the next forward pass.
 VISION_TOKENS: Final[tuple[str, ...]] = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")

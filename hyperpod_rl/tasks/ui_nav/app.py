@@ -124,7 +124,7 @@ def _check_label(where: str, label: str) -> None:
     if not isinstance(label, str) or not label.strip() or label != label.strip() or not label.isascii():
         raise TaskError(f"{where}: label {label!r} must be non-empty ASCII text without outer spaces")
     if any(ch in label for ch in ';"\n()') or any(w in RESERVED_WORDS for w in label.lower().split()):
-        raise TaskError(f"{where}: label {label!r} must not hold ; \" ( ) or the words {sorted(RESERVED_WORDS)}")
+        raise TaskError(f'{where}: label {label!r} must not hold ; " ( ) or the words {sorted(RESERVED_WORDS)}')
 
 
 @dataclass(frozen=True, slots=False)
@@ -162,7 +162,12 @@ class App:
             _check_label(f"{where}.title", s.title)
             if s.kind not in SCREEN_KINDS:
                 raise TaskError(f"{where}.kind={s.kind!r}: use one of {SCREEN_KINDS}")
-            if i and (s.parent is None or not 0 <= s.parent < n or self.screens[s.parent].kind != "menu" or i not in self.screens[s.parent].children):
+            if i and (
+                s.parent is None
+                or not 0 <= s.parent < n
+                or self.screens[s.parent].kind != "menu"
+                or i not in self.screens[s.parent].children
+            ):
                 raise TaskError(f"{where}.parent={s.parent!r} must be a menu that lists screen {i} among its children")
             if s.kind == "menu":
                 if not s.children or s.controls or s.action_label:
@@ -193,8 +198,13 @@ class App:
             if not 0 <= idx < len(page.controls):
                 raise TaskError(f"goal.targets: control {idx} is not on page {page.title!r}")
             ctl = page.controls[idx]
-            if (ctl.kind == "toggle") != isinstance(value, bool) or (ctl.kind == "field" and not (isinstance(value, str) and value.strip() == value and value and value.isascii() and '"' not in value)):
-                raise TaskError(f"goal.targets: value {value!r} does not suit the {ctl.kind} {ctl.label!r} (toggle: bool; field: ASCII text without quotes)")
+            if (ctl.kind == "toggle") != isinstance(value, bool) or (
+                ctl.kind == "field"
+                and not (isinstance(value, str) and value.strip() == value and value and value.isascii() and '"' not in value)
+            ):
+                raise TaskError(
+                    f"goal.targets: value {value!r} does not suit the {ctl.kind} {ctl.label!r} (toggle: bool; field: ASCII text without quotes)"
+                )
         if is_solved(self, initial_state(self)):
             raise TaskError("goal already holds at the start; pick targets that differ from the initial values")
 
@@ -550,7 +560,6 @@ def optimal_actions(app: App, state: State) -> tuple[Action, ...]:
         if step.error is None and distance_to_goal(app, step.state) == d - 1:
             out.append(act)
     return tuple(out)
-
 
 
 def default_max_turns(app: App) -> int:

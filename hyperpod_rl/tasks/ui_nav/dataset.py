@@ -29,16 +29,16 @@ layouts (screen graphs, label sets and placements) are unseen; ``ood`` uses the 
 
 from __future__ import annotations
 
-import hashlib
 import random
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
 from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.ui_nav._model import UINavModel
+from hyperpod_rl.tasks.dataset import derive_seed, quotas, write_parquet
+from hyperpod_rl.tasks.dataset import read_rows as _read_rows
+from hyperpod_rl.tasks.protocol import SPLITS, TaskOptions
 from hyperpod_rl.tasks.ui_nav.app import default_max_turns, initial_state
 from hyperpod_rl.tasks.ui_nav.generate import generate_app
 from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, goal_text
@@ -49,13 +49,23 @@ from hyperpod_rl.tasks.ui_nav.strata import matches, stratum_of
 
 __all__ = ["SPLITS", "DatasetSpec", "build_dataset", "read_rows", "write_parquet"]
 
-SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
-_REQUIRED_COLUMNS: Final[tuple[str, ...]] = ("prompt", "env_class", "app", "content_hash")
+REQUIRED_COLUMNS: Final[tuple[str, ...]] = ("prompt", "env_class", "app", "content_hash")
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Read rows written by :func:`write_parquet` (:func:`hyperpod_rl.tasks.dataset.read_rows` with this task's columns).
+
+    Raises:
+        TaskError: the file is missing, not parquet, or lacks ``prompt``, ``env_class``, ``app``, ``content_hash``.
+    """
+    return _read_rows(path, required=REQUIRED_COLUMNS)
+
+
 _STALL_LIMIT: Final[int] = 5000
 
 
-class DatasetSpec(UINavModel):
-    """What to generate. Construction raises :class:`TaskError` naming every bad field.
+class DatasetSpec(TaskOptions):
+    """What to generate (the task's options). Construction raises :class:`TaskError` naming every bad field.
 
     Attributes:
         seed: Master seed; each app's seed derives from (seed, split, index).
@@ -78,32 +88,39 @@ class DatasetSpec(UINavModel):
     """
 
     seed: int = 0
+    """Master seed; same options -> same rows, byte for byte."""
     counts: dict[str, int] = Field(default_factory=lambda: {"train": 256, "heldout": 64, "ood": 64})
+    """Rows per split; keys from train, heldout, ood."""
     depths: tuple[int, ...] = (1, 2)
+    """Menu depths of the goal page in train and heldout."""
     ood_depths: tuple[int, ...] = (3, 4)
+    """Menu depths of the out-of-distribution split (deeper than depths)."""
     goal_kinds: dict[str, float] = Field(default_factory=lambda: {"settings": 1.0, "form": 1.0})
+    """Weights of toggle goals (settings) and text goals (form)."""
     targets: tuple[int, ...] = (1,)
+    """Controls one goal sets (1 or 2), drawn from this list."""
     branching: tuple[int, int] = (2, 3)
+    """Buttons per menu: inclusive range within 2..4."""
     controls: tuple[int, int] = (2, 3)
+    """Controls per page: inclusive range within 2..4."""
     confirm: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Probability that saving asks for confirmation (OK / Cancel dialog)."""
     sizes: tuple[str, ...] = ("small",)
+    """Window sizes: small (320x224 px), medium (416x320 px), large (544x416 px)."""
     themes: tuple[str, ...] = ("light", "dark", "ocean", "contrast")
+    """Colour themes, drawn uniformly."""
     mix: dict[str, float] | None = None
+    """Stratum mix of train / heldout (mix key -> weight); none: as drawn."""
     max_turns: int | None = Field(default=None, ge=1)
+    """Turn limit per episode; none: 2 x shortest path + 4."""
     observation: Observation = "image"
+    """What each turn shows: image, text (the text twin) or both."""
     prompt_style: PromptStyle = "full"
+    """Prompt style: full instructions (real VLMs) or terse (tiny random-init model)."""
     max_image_tokens: int = Field(default=1024, ge=4)
+    """Cap on vision tokens per screen (qwen-vl-utils sizing)."""
     data_source: str = "hyperpod_rl.ui_nav"
-
-    @field_validator("counts")
-    @classmethod
-    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = sorted(set(v) - set(SPLITS))
-        if bad:
-            raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
-        if any(n < 0 for n in v.values()) or sum(v.values()) == 0:
-            raise ValueError("row counts must be >= 0 and at least one split needs rows")
-        return v
+    """Prefix of the data_source column."""
 
     @field_validator("depths", "ood_depths")
     @classmethod
@@ -156,22 +173,11 @@ class DatasetSpec(UINavModel):
         return self
 
 
-def _quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
-    if not mix:
-        return {"": count}
-    total = sum(mix.values())
-    exact = {k: count * w / total for k, w in mix.items()}
-    out = {k: int(x) for k, x in exact.items()}
-    for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[: count - sum(out.values())]:
-        out[k] += 1
-    return out
-
-
 def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str, Any]]:
     count = spec.counts.get(split, 0)
     labels = "heldout" if split == "heldout" else "train"
     depths = spec.ood_depths if split == "ood" else spec.depths
-    need = _quotas(count, spec.mix if split != "ood" else None)
+    need = quotas(count, spec.mix if split != "ood" else None)
     rows: list[dict[str, Any]] = []
     kinds = sorted(spec.goal_kinds)
     index, last_accept = 0, 0
@@ -183,7 +189,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str
                 f"Lower counts.{split}, widen depths / branching / controls, or change mix."
             )
         rng = random.Random(f"{spec.seed}:{split}:{index}")
-        seed = int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1
+        seed = derive_seed(spec.seed, split, index)
         index += 1
         kind = rng.choices(kinds, weights=[spec.goal_kinds[k] for k in kinds])[0]
         app = generate_app(
@@ -250,48 +256,3 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[dict[str, Any]]]:
     if len(hashes) != len(set(hashes)):  # invariant of _build_split; checked, not assumed
         raise TaskError("content hashes repeat across splits; this is a bug in build_dataset")
     return out
-
-
-def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
-    """Write rows to one parquet file; returns the file's sha256 hex digest.
-
-    Raises:
-        TaskError: there are no rows.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [dict(r) for r in rows]
-    if not rows:
-        raise TaskError("write_parquet got no rows; build at least one row")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), target, compression="zstd")
-    return hashlib.sha256(target.read_bytes()).hexdigest()
-
-
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Read rows written by :func:`write_parquet` (parquet's ``None`` part keys dropped from ``prompt``).
-
-    Raises:
-        TaskError: the file is missing, not parquet, or lacks ``prompt``, ``env_class``, ``app``, ``content_hash``.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from hyperpod_rl.maze.messages import clean_messages
-
-    source = Path(path).expanduser()
-    if not source.is_file():
-        raise TaskError(f"dataset file {source} does not exist: generate it first")
-    try:
-        table = pq.read_table(source)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise TaskError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
-    missing = [c for c in _REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise TaskError(f"dataset file {source} lacks the columns {missing}: it was not written by write_parquet; regenerate it")
-    rows = table.to_pylist()
-    for row in rows:
-        row["prompt"] = clean_messages(row["prompt"])
-    return rows

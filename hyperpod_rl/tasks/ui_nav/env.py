@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
 from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.ui_nav.app import App, default_max_turns, initial_state
 from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, feedback_text, observation_message
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle
@@ -95,13 +96,16 @@ class UINavEnv(BaseTextEnv):
 
     def init(self, prompt: ConversationType | None) -> tuple[ConversationType, dict[str, Any]]:
         """The first prompt: the row's (parquet ``None`` keys dropped) or a fresh one."""
-        from hyperpod_rl.maze.messages import clean_messages
-
         if prompt:
             conversation = clean_messages(prompt)
         else:
             conversation = build_prompt(
-                self.app, self.state, max_turns=self.max_turns, style=self.style, observation=self.observation, prompt_style=self.prompt_style
+                self.app,
+                self.state,
+                max_turns=self.max_turns,
+                style=self.style,
+                observation=self.observation,
+                prompt_style=self.prompt_style,
             )
         return conversation, {"reward_version": REWARD_VERSION, "content_hash": self.app.content_hash}
 

@@ -99,7 +99,9 @@ def _page(rng: random.Random, kind: str, title: str, controls: int, toggles: lis
     else:
         labels = rng.sample(fields, controls)
         ctls = tuple(Control(lbl, "field", "") for lbl in labels)
-    return Screen(title=title, kind=kind, parent=None, controls=ctls, action_label=rng.choice(ACTION_LABELS[kind]), confirm=rng.random() < confirm)
+    return Screen(
+        title=title, kind=kind, parent=None, controls=ctls, action_label=rng.choice(ACTION_LABELS[kind]), confirm=rng.random() < confirm
+    )
 
 
 def generate_app(

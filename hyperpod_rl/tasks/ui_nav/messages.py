@@ -1,16 +1,16 @@
 """Chat messages of the interface-navigation task: instruction, screen images, feedback, text twin.
 
-Image parts have SkyRL's VLM shape (as the maze's, :mod:`hyperpod_rl.maze.messages`):
+Image parts have SkyRL's VLM shape (:func:`hyperpod_rl.tasks.vision.image_part`):
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``.
 """
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Final, Literal
 
 from hyperpod_rl.tasks.ui_nav.app import DIALOG_TEXT, App, State, visible_elements
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle, render_png
+from hyperpod_rl.tasks.vision import image_part as vision_image_part
 
 __all__ = [
     "SYSTEM_PROMPT",
@@ -32,7 +32,7 @@ PromptStyle = Literal["full", "terse"]
 
 SYSTEM_PROMPT: Final[str] = (
     "You operate an application by looking at its screen. Each turn, give exactly one action inside "
-    "<answer></answer> tags: click \"Label\" (a visible element), click (x, y) (pixel coordinates of the "
+    '<answer></answer> tags: click "Label" (a visible element), click (x, y) (pixel coordinates of the '
     'screenshot, origin top-left), type "text" (into the focused text field) or back.'
 )
 
@@ -63,8 +63,7 @@ def instructions(app: App, max_turns: int, style: RenderStyle | None = None, obs
 
 def image_part(app: App, state: State, style: RenderStyle | None = None) -> dict[str, Any]:
     """An ``image_url`` content part holding the PNG of ``state``."""
-    b64 = base64.b64encode(render_png(app, state, style)).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + b64}}
+    return vision_image_part(render_png(app, state, style))
 
 
 def screen_text(app: App, state: State) -> str:
@@ -114,7 +113,9 @@ def build_prompt(
     ]
 
 
-def feedback_text(*, error: str | None, violation: str | None, label: str | None, action_text: str, prompt_style: PromptStyle = "full") -> str:
+def feedback_text(
+    *, error: str | None, violation: str | None, label: str | None, action_text: str, prompt_style: PromptStyle = "full"
+) -> str:
     """Text after the new screen: what the last action did."""
     if prompt_style == "terse":
         return "invalid" if violation else ("no effect" if error else "ok")
@@ -135,6 +136,8 @@ def feedback_text(*, error: str | None, violation: str | None, label: str | None
     return f"Done: {action_text}."
 
 
-def observation_message(app: App, state: State, text: str, *, style: RenderStyle | None = None, observation: Observation = "image") -> dict[str, Any]:
+def observation_message(
+    app: App, state: State, text: str, *, style: RenderStyle | None = None, observation: Observation = "image"
+) -> dict[str, Any]:
     """A user message showing ``state`` and ``text``."""
     return {"role": "user", "content": _content(app, state, style, text, observation)}

@@ -22,7 +22,6 @@ draws only the values (switch states, field text, focus). PNG bytes are cached p
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
@@ -32,6 +31,7 @@ from pydantic import Field
 
 from hyperpod_rl.tasks.ui_nav._model import UINavModel
 from hyperpod_rl.tasks.ui_nav.app import DIALOG_CANCEL, DIALOG_OK, DIALOG_TEXT, App, Element, State, visible_elements
+from hyperpod_rl.tasks.vision import encode_png, image_token_count
 
 __all__ = [
     "SIZES",
@@ -111,11 +111,9 @@ class RenderStyle(UINavModel):
 def image_tokens(style: RenderStyle, *, patch: int = 16, merge: int = 2) -> int:
     """Vision tokens one screen costs a Qwen-VL model (qwen-vl-utils ``smart_resize`` rules).
 
-    Re-derived rules (see :func:`hyperpod_rl.maze.render.image_token_count`); every size here is a
-    multiple of ``patch * merge`` = 32 px, so the count is ``(w / 32) * (h / 32)`` with the defaults.
+    :func:`hyperpod_rl.tasks.vision.image_token_count`; every size here is a multiple of
+    ``patch * merge`` = 32 px, so the count is ``(w / 32) * (h / 32)`` with the defaults.
     """
-    from hyperpod_rl.maze.render import image_token_count
-
     return image_token_count(style.width_px, style.height_px, patch=patch, merge=merge)
 
 
@@ -212,7 +210,9 @@ def _centred(draw: ImageDraw.ImageDraw, box: Box, text: str, font: ImageFont.Fre
     draw.text(((box[0] + box[2]) / 2, (box[1] + box[3]) / 2), text, font=font, fill=fill, anchor="mm")
 
 
-def _button(draw: ImageDraw.ImageDraw, box: Box, text: str, c: dict[str, RGB], font: ImageFont.FreeTypeFont | ImageFont.ImageFont, radius: int) -> None:
+def _button(
+    draw: ImageDraw.ImageDraw, box: Box, text: str, c: dict[str, RGB], font: ImageFont.FreeTypeFont | ImageFont.ImageFont, radius: int
+) -> None:
     draw.rounded_rectangle(box, radius=radius, fill=c["button"], outline=c["border"], width=1)
     _centred(draw, box, text, font, c["text"])
 
@@ -280,13 +280,6 @@ def render_screen(app: App, state: State, style: RenderStyle | None = None) -> I
         for el, box in lay.elements:
             _button(draw, box, el.label, c, font, _px(style, 5))
     return img
-
-
-def encode_png(img: Image.Image) -> bytes:
-    """PNG bytes of ``img`` (no timestamps or text chunks: deterministic for one Pillow/zlib build)."""
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", compress_level=6)
-    return buf.getvalue()
 
 
 @lru_cache(maxsize=8192)
