@@ -15,9 +15,9 @@ Recipe, all on CPU in one process:
 * policy: *candidate scoring*. At each turn the candidates are the actions a well-formed answer
   can name on this screen: ``click "<label>"`` for each visible element, ``back``, and ``type
   "<text>"`` for each quoted text of the goal sentence when a field is focused. Each candidate's
-  score is the model's log-probability of ``<answer>{action}</answer><|im_end|>`` after the
-  context (the current screen and the goal: no history); the policy is the softmax over the
-  candidates. (A tiny random model cannot learn the answer format and the task in minutes of
+  score is the mean log-probability of the action's tokens in ``<answer>{action}</answer><|im_end|>``
+  after the context (the current screen and the goal: no history); the policy is the softmax over
+  the candidates. (A tiny random model cannot learn the answer format and the task in minutes of
   CPU; this isolates the task.)
 * update: exact policy gradient of the one-turn reward (the task's pure reward, :func:`score_action`:
   progress by breadth-first search, step cost, success bonus): at every state visited by sampling
@@ -73,26 +73,34 @@ class CandidatePolicy:
         self.eos = self.inner.eos_id
         self._ids: dict[str, list[int]] = {}
 
-    def _answer_ids(self, action: str) -> list[int]:
+    def _answer_ids(self, action: str) -> tuple[list[int], list[bool]]:
+        """Token ids of ``<answer>{action}</answer><|im_end|>`` and the mask of the action's own tokens."""
         if action not in self._ids:
-            self._ids[action] = self.tok.encode(f"<answer>{action}</answer>", add_special_tokens=False) + [self.eos]
+            head = self.tok.encode("<answer>", add_special_tokens=False)
+            body = self.tok.encode(action, add_special_tokens=False)
+            tail = self.tok.encode("</answer>", add_special_tokens=False) + [self.eos]
+            self._ids[action] = (head + body + tail, [False] * len(head) + [True] * len(body) + [False] * len(tail))
         return self._ids[action]
 
     def logits(self, contexts: list[list[dict[str, Any]]], candidates: list[list[str]]) -> list[Any]:
-        """Per state, the (K,) tensor of candidate log-probabilities (summed over the answer's tokens)."""
+        """Per state, the (K,) tensor of candidate scores: mean log-probability of the action's tokens.
+
+        The mean, not the sum: summed log-probs of a random model favour the shortest answer by
+        tens of nats, which saturates the softmax (measured: the first run's policy put all its
+        mass on ``back`` and its gradient vanished).
+        """
         import torch
 
-        ctx, resp, masks, owner = [], [], [], []
-        for s, (c, cands) in enumerate(zip(contexts, candidates, strict=True)):
+        ctx, resp, masks = [], [], []
+        for c, cands in zip(contexts, candidates, strict=True):
             for a in cands:
-                ids = self._answer_ids(a)
+                ids, mask = self._answer_ids(a)
                 ctx.append(c)
                 resp.append(ids)
-                masks.append([True] * len(ids))
-                owner.append(s)
+                masks.append(mask)
         scored = self.inner.score(ctx, resp, masks)
-        sums = torch.empty(len(ctx))
-        sums = sums.index_put((torch.tensor(scored.indices),), scored.logprobs.sum(-1))
+        means = scored.logprobs.sum(-1) / scored.loss_mask.sum(-1).clamp(min=1)
+        sums = torch.empty(len(ctx)).index_put((torch.tensor(scored.indices),), means)
         out, k = [], 0
         for cands in candidates:
             out.append(sums[k : k + len(cands)])
