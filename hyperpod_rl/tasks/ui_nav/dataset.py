@@ -200,7 +200,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str
             goal_kind=cast(Any, kind),
             targets=rng.choice(spec.targets),
             confirm=spec.confirm,
-            labels=labels,
+            labels=cast(Any, labels),
         )
         style = RenderStyle(size=cast(Any, rng.choice(spec.sizes)), theme=cast(Any, rng.choice(spec.themes)))
         if app.content_hash in seen:

@@ -173,7 +173,7 @@ def generate_app(
             screens[parent]["children"].append(idx)
             title = new_title()
             if k == on_path:
-                kind = "menu" if level < depth - 1 else goal_kind
+                kind: str = "menu" if level < depth - 1 else goal_kind
                 screens.append({"title": title, "kind": kind, "parent": parent, "children": []})
                 if kind != "menu":
                     goal_page = idx
@@ -202,6 +202,7 @@ def generate_app(
             built.append(Screen(title=s["title"], kind="menu", parent=s["parent"], children=tuple(s["children"])))
     page = built[goal_page]
     chosen = sorted(rng.sample(range(len(page.controls)), targets))
+    goal_targets: tuple[tuple[int, bool | str], ...]
     if goal_kind == "settings":
         goal_targets = tuple((i, not page.controls[i].initial) for i in chosen)
     else:

@@ -86,7 +86,7 @@ class UINavTask(TaskBase):
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.tasks.ui_nav.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
         spec = options if isinstance(options, DatasetSpec) else DatasetSpec.build(options)
-        return cast("dict[str, list[Row]]", build_dataset(spec))
+        return build_dataset(spec)
 
     def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:
         """The screen of ``state`` (:func:`~hyperpod_rl.tasks.ui_nav.render.render_screen`) in the row's style."""
