@@ -68,6 +68,14 @@ class MazeTask(TaskBase):
     primary_metric: ClassVar[str] = "solve_rate"
     prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
     answer_words: ClassVar[tuple[str, ...]] = DIRECTIONS
+    reported_metrics: ClassVar[dict[str, str]] = {
+        "solve_rate": "solved",
+        "optimal_move_rate": "optimal_move_rate",
+        "invalid_move_rate": "invalid_move_rate",
+        "steps_over_optimal": "steps_over_optimal",
+    }
+    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_move_rate", "steps_over_optimal")
+    guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_move_rate", "invalid_move_rate")
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.maze.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""

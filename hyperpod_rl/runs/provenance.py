@@ -16,7 +16,8 @@ name, ``manifest.json``, so runs written before stay readable; in code it is the
                       ``HYPERPOD_RL_IMAGE_DIGEST``, set by the cluster spec); ``None`` locally
 ``datasets``          ``{split: {"path", "sha256"}}``, plus the generator spec when a
                       ``dataset.json`` sits beside the parquet files
-``reward_version``    :data:`~hyperpod_rl.maze.REWARD_VERSION`
+``task``              the task's name (``RunConfig.task.name``; a registered :mod:`hyperpod_rl.tasks` plug-in)
+``reward_version``    the task's :attr:`~hyperpod_rl.tasks.Task.reward_version`
 ``seeds``             every seed: trainer (Python, NumPy, torch, sampler) and dataset
 ``base_model``        ``{"id", "revision", "path"}``
 ``checkpoints``       ``[{"step", "path", "files": {name: sha256}}]`` (the ones on disk)
@@ -126,7 +127,10 @@ def new_provenance(
     """
     paths = {"train": config.data.train_path, "heldout": config.data.heldout_path}
     datasets = {split: _dataset_entry(paths[split], sha) for split, sha in dataset_hashes.items()}
-    data_seeds = {split: d["spec"]["seed"] for split, d in datasets.items() if isinstance(d.get("spec"), dict) and "seed" in d["spec"]}
+    specs = {split: d["spec"] for split, d in datasets.items() if isinstance(d.get("spec"), dict)}
+    # A maze spec holds its seed; another task's spec holds {"task", "options": {... "seed"}}.
+    data_seeds = {s: sp.get("seed", (sp.get("options") or {}).get("seed")) for s, sp in specs.items()}
+    data_seeds = {s: v for s, v in data_seeds.items() if v is not None}
     versions = package_versions()
     versions["python"] = platform.python_version()
     return {
@@ -143,6 +147,7 @@ def new_provenance(
         "platform": platform.platform(),
         "image": image_info(),
         "datasets": datasets,
+        "task": config.task.name,
         "reward_version": reward_version,
         "seeds": {"trainer": config.trainer.seed, **({"dataset": next(iter(data_seeds.values()))} if data_seeds else {})},
         "base_model": {"id": base_model_id, "revision": base_model_revision, "path": config.model.path},

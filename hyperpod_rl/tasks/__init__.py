@@ -26,8 +26,17 @@ Example:
 """
 
 from hyperpod_rl.tasks.audit import AuditReport, Disagreement, load_reward_fn, run_audit
-from hyperpod_rl.tasks.dataset import check_splits, clean_messages, content_hash, derive_seed, quotas, read_rows, write_parquet
-from hyperpod_rl.tasks.metrics import mean_metrics, stratum_breakdown
+from hyperpod_rl.tasks.dataset import (
+    check_splits,
+    clean_messages,
+    content_hash,
+    derive_seed,
+    quotas,
+    read_rows,
+    write_dataset,
+    write_parquet,
+)
+from hyperpod_rl.tasks.metrics import MetricSpec, mean_metrics, metric_spec, stratum_breakdown
 from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, AuditCase, Row, Task, TaskBase, TaskOptions
 from hyperpod_rl.tasks.registry import (
     BUILTIN_TASKS,
@@ -55,6 +64,7 @@ __all__ = [
     "AuditCase",
     "AuditReport",
     "Disagreement",
+    "MetricSpec",
     "Row",
     "Task",
     "TaskBase",
@@ -72,6 +82,7 @@ __all__ = [
     "load_reward_fn",
     "make_env",
     "mean_metrics",
+    "metric_spec",
     "quotas",
     "read_rows",
     "register_env",
@@ -85,5 +96,6 @@ __all__ = [
     "task_of_row",
     "task_sources",
     "unregister_task",
+    "write_dataset",
     "write_parquet",
 ]

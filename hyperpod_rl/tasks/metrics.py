@@ -4,9 +4,44 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["mean_metrics", "stratum_breakdown"]
+__all__ = ["MetricSpec", "mean_metrics", "metric_spec", "stratum_breakdown"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How evaluation reports a task's metrics.
+
+    Attributes:
+        primary: the metric compared for promotion (higher is better).
+        reported: reported metrics, in report order (the primary first).
+        episode_key: reported metric -> per-episode metric key it averages.
+        higher_is_better: reported metric -> direction.
+        guards: metrics that block promotion when significantly worse.
+    """
+
+    primary: str
+    reported: tuple[str, ...]
+    episode_key: dict[str, str]
+    higher_is_better: dict[str, bool]
+    guards: tuple[str, ...]
+
+
+def metric_spec(task: Any) -> MetricSpec:
+    """The :class:`MetricSpec` of a task (defaults for the optional members).
+
+    Defaults when a task lacks them: ``reported_metrics`` ``{primary_metric: primary_metric}``,
+    nothing lower-is-better, no guards.
+    """
+    primary = str(task.primary_metric)
+    keys = dict(getattr(task, "reported_metrics", None) or {primary: primary})
+    keys.setdefault(primary, primary)
+    order = (primary, *(k for k in keys if k != primary))
+    lower = set(getattr(task, "lower_is_better", ()) or ())
+    guards = tuple(g for g in (getattr(task, "guard_metrics", ()) or ()) if g in keys and g != primary)
+    return MetricSpec(primary, order, keys, {m: m not in lower for m in order}, guards)
 
 
 def mean_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -45,6 +45,14 @@ Rewards
     lists adversarial completions with the reward the written spec says they must get;
     :func:`hyperpod_rl.tasks.audit.run_audit` runs them.
 
+Evaluation metrics
+    Optional members (defaults in :class:`TaskBase`; read them through
+    :func:`hyperpod_rl.tasks.metrics.metric_spec`, which supplies the defaults for task objects
+    that do not derive from :class:`TaskBase`): ``reported_metrics`` (reported metric -> the
+    per-episode key it averages), ``lower_is_better`` and ``guard_metrics`` (metrics that block
+    promotion when the adapter is significantly worse). Evaluation reports each reported metric
+    with a bootstrap interval, overall and per ``stratum``.
+
 Stability: this surface only grows. New members get defaults in :class:`TaskBase`; nothing is
 renamed or removed without a deprecation.
 """
@@ -257,7 +265,9 @@ class TaskBase:
     Defaults: ``multi_turn=False``, ``options_model=TaskOptions``, ``hash_column="content_hash"``,
     ``primary_metric="success"`` (the mean of the episodes' ``success``), ``prompt_styles=("full", "terse")``, ``answer_words=()``,
     :meth:`text_twin` returns None, :meth:`aggregate_metrics` averages every numeric key
-    (:func:`hyperpod_rl.tasks.metrics.mean_metrics`), :meth:`audit_cases` is empty.
+    (:func:`hyperpod_rl.tasks.metrics.mean_metrics`), :meth:`audit_cases` is empty; the optional
+    metric members fit :class:`hyperpod_rl.tasks.env.SingleTurnTaskEnv`'s episode metrics
+    (``success``, ``reward``, ``invalid``).
     """
 
     name: ClassVar[str]
@@ -271,6 +281,12 @@ class TaskBase:
     primary_metric: ClassVar[str] = "success"
     prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
     answer_words: ClassVar[tuple[str, ...]] = ()
+    #: Reported metric -> the per-episode metric key it averages (optional member).
+    reported_metrics: ClassVar[dict[str, str]] = {"success": "success", "reward": "reward", "invalid": "invalid"}
+    #: Reported metrics where lower is better (optional member).
+    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid",)
+    #: Reported metrics that block promotion when significantly worse (optional member).
+    guard_metrics: ClassVar[tuple[str, ...]] = ("invalid",)
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:  # pragma: no cover - abstract
         raise NotImplementedError(f"task {self.name!r} does not implement build_dataset")

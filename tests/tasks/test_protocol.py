@@ -136,3 +136,17 @@ def test_stratum_breakdown_groups_episodes() -> None:
     assert out == {"x": {"success": 0.5, "episodes": 2.0}, "y": {"success": 0.0, "episodes": 1.0}}
     with pytest.raises(ValueError, match="2 strata for 1 episodes"):
         stratum_breakdown(["x", "y"], [{}])
+
+
+def test_maze_metric_spec_is_the_evaluation_constants() -> None:
+    from hyperpod_rl.eval.stats import GUARDS, HIGHER_IS_BETTER, PER_MAZE_KEY, REPORTED
+    from hyperpod_rl.tasks import metric_spec
+
+    spec = metric_spec(get_task("maze"))
+    assert (spec.primary, spec.reported, spec.episode_key, spec.higher_is_better, spec.guards) == (
+        "solve_rate",
+        REPORTED,
+        PER_MAZE_KEY,
+        HIGHER_IS_BETTER,
+        GUARDS,
+    )
