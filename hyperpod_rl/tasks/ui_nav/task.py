@@ -82,6 +82,16 @@ class UINavTask(TaskBase):
     primary_metric: ClassVar[str] = "solve_rate"
     prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
     answer_words: ClassVar[tuple[str, ...]] = ()
+    reported_metrics: ClassVar[dict[str, str]] = {
+        "solve_rate": "solved",
+        "progress": "progress",
+        "optimal_action_rate": "optimal_action_rate",
+        "invalid_action_rate": "invalid_action_rate",
+        "inapplicable_action_rate": "inapplicable_action_rate",
+        "steps_over_optimal": "steps_over_optimal",
+    }
+    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_action_rate", "inapplicable_action_rate", "steps_over_optimal")
+    guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_action_rate", "invalid_action_rate")
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.tasks.ui_nav.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""

@@ -173,3 +173,15 @@ def test_text_twin_observation_lists_the_screen() -> None:
     assert "[button] Settings" in prompt[-1]["content"][-1]["text"]
     twin = task.text_twin(row, {"history": ['click "Settings"', 'click "Display"', 'click "Dark mode"', 'click "Save"']})
     assert "[toggle on] Dark mode" in twin and "[dialog] Save changes?" in twin
+
+
+def test_metric_spec_reports_the_env_metrics() -> None:
+    from hyperpod_rl.tasks.metrics import metric_spec
+
+    spec = metric_spec(get_task("ui_nav"))
+    assert spec.reported[0] == "solve_rate" and not spec.higher_is_better["invalid_action_rate"]
+    env = UINavEnv(env_config=None, extras={"app": AUDIT_APPS["formly"].to_json()})
+    env.step('<answer>click "Profile"</answer>')
+    episode = env.get_metrics()
+    for metric, key in spec.episode_key.items():
+        assert key in episode or metric == "steps_over_optimal"
