@@ -34,6 +34,7 @@ from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.eval.result import EvalResult
 from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, bootstrap_interval, breakdown, metric_values
 from hyperpod_rl.model.adapter import load_policy
+from hyperpod_rl.model.loading import resolve_base_model
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.tasks import Task, get_task, metric_spec, task_of_row
 
@@ -208,6 +209,8 @@ def evaluate_run(
         raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first, or pass adapter=False")
     rows = list(dataset_rows(paths))[: max_mazes or None]
     name = label or ("adapter" if adapter else "base")
-    result = evaluate(config.model.path, rows, adapter_path=paths.adapter if adapter else None, label=name, text_twin=text_twin)
+    result = evaluate(
+        resolve_base_model(config.model, paths.root), rows, adapter_path=paths.adapter if adapter else None, label=name, text_twin=text_twin
+    )
     record_eval(paths, name, result.to_json())
     return result
