@@ -98,8 +98,8 @@ def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> d
     """
     import pyarrow.parquet as pq
 
-    from hyperpod_rl.tasks import read_rows
     from hyperpod_rl.model.prompts import filter_rows
+    from hyperpod_rl.tasks import read_rows
 
     out_dir = Path(run_dir) / FILTERED_DATA_SUBDIR
     out_dir.mkdir(parents=True, exist_ok=True)
