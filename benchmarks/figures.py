@@ -123,6 +123,46 @@ def env_throughput() -> str:
     return "\n".join(rows)
 
 
+# ---------------------------------------------------------------- interface navigation (ui_nav)
+def ui_nav_throughput() -> str:
+    res = load_result("ui_nav_env_throughput")
+    r = res["results"]
+    rows = [
+        "| figure | steps/s |",
+        "|---|---|",
+        f"| `rendered_steps_per_s` (as shipped: distance map, layout, static layer and PNGs cached) | {r['rendered_steps_per_s']:,.0f} |",
+        f"| `rendered_cold_png_steps_per_s` (every step draws the values and encodes a PNG) | {r['rendered_cold_png_steps_per_s']:,.0f} |",
+        f"| `unrendered_steps_per_s` (parse + apply + reward) | {r['unrendered_steps_per_s']:,.0f} |",
+        f"| `naive_rendered_steps_per_s` (baseline, same run: every cache cleared before every step) | {r['naive_rendered_steps_per_s']:,.0f} |",
+        "",
+        f"As shipped, {r['speedup_vs_naive']:.1f}x the naive pipeline ({r['cold_png_speedup_vs_naive']:.1f}x with every PNG encoded); "
+        f"{r['apps']} apps x {r['group']} rollouts, {r['image_px']}-px screens ({r['image_tokens']} vision tokens). "
+        f"Measured {_provenance(res)}; `{_cmd(res)}`, `benchmarks/results/ui_nav_env_throughput.json`.",
+    ]
+    return "\n".join(rows)
+
+
+def ui_nav_learning() -> str:
+    res = load_result("ui_nav_learning")
+    r = res["results"]
+    d = r["paired_return_difference"]
+    verdict = "excludes zero" if r["interval_excludes_zero"] else "does **not** exclude zero"
+    rows = [
+        "| policy | held-out mean return | solve rate | progress | optimal-action rate |",
+        "|---|---|---|---|---|",
+    ]
+    for label, key in (("base model (step 0, same run)", "base"), (f"trained ({res['params']['steps']} steps)", "trained")):
+        x = r[key]
+        rows.append(f"| {label} | {x['mean_return']:.3f} | {x['solve_rate']:.3f} | {x['progress']:.3f} | {x['optimal_action_rate']:.3f} |")
+    rows += [
+        "",
+        f"Paired difference of episode returns over {d['n']} held-out apps: {d['mean']:+.3f} "
+        f"(95 % bootstrap interval [{d['ci95_low']:+.3f}, {d['ci95_high']:+.3f}]), which {verdict}. "
+        f"Measured {_provenance(res)}; `{_cmd(res)}`, `benchmarks/results/ui_nav_learning.json`.",
+    ]
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- serving
 def serve_load() -> str:
     res = load_result("serve_load")
@@ -307,6 +347,8 @@ PASSAGES: dict[str, Passage] = {
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
+    "ui-nav-throughput": Passage("docs/ui-nav-task.md", ("ui_nav_env_throughput",), ui_nav_throughput, block=True),
+    "ui-nav-learning": Passage("docs/ui-nav-task.md", ("ui_nav_learning",), ui_nav_learning, block=True),
     "serve-load": Passage("docs/serving.md", ("serve_load",), serve_load, block=True),
     "serve-per-request": Passage("docs/serving.md", ("serve_load",), serve_per_request),
     "metrics-latency": Passage("docs/widgets.md", ("metrics_latency",), metrics_latency),

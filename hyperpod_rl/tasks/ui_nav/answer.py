@@ -1,0 +1,191 @@
+"""Parse a model completion into one interface action. Pure; the spec is ``docs/ui-nav-task.md``.
+
+Format: free reasoning, then exactly one ``<answer>...</answer>`` block holding one action, with
+only whitespace and end-of-turn tokens (``<|im_end|>``, ``<|endoftext|>``) after it. Anything
+inside ``<think>...</think>`` is reasoning and never counts. Actions (ASCII, verbs in any case):
+
+* ``click "Dark mode"`` or ``click Dark mode``: click the visible element with that label
+  (labels match case-insensitively, runs of spaces collapsed);
+* ``click (120, 48)`` or ``click 120, 48``: click at pixel x=120, y=48 of the image shown
+  (origin top-left; integers, a minus sign allowed, so that out-of-screen clicks parse);
+* ``type "Ada"``: replace the focused text field's text (double quotes required, no quote inside);
+* ``back``: go back one screen (closes an open dialog).
+
+Every deviation is a *format violation*: :class:`ParsedAction` then has no action and a code from
+:data:`VIOLATIONS`. Whether the action applies to the screen (a label that exists, a focused
+field) is the reward's business, not the parser's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from hyperpod_rl.tasks.ui_nav.app import Action
+
+__all__ = [
+    "END_TOKENS",
+    "MAX_ANSWER_CHARS",
+    "MAX_COMPLETION_CHARS",
+    "VIOLATIONS",
+    "VISION_TOKENS",
+    "ParsedAction",
+    "extract_answer",
+    "parse_action",
+]
+
+#: Qwen-VL vision special tokens: a completion holding one breaks the next forward pass.
+VISION_TOKENS: Final[tuple[str, ...]] = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")
+#: End-of-turn tokens tolerated at the very end of a completion.
+END_TOKENS: Final[tuple[str, ...]] = ("<|im_end|>", "<|endoftext|>")
+#: Longest completion parsed, in characters ("too_long").
+MAX_COMPLETION_CHARS: Final[int] = 32_768
+#: Longest text inside the answer block, in characters ("answer_too_long").
+MAX_ANSWER_CHARS: Final[int] = 256
+
+#: Violation codes, in the order they are checked.
+VIOLATIONS: Final[tuple[str, ...]] = (
+    "not_text",
+    "too_long",
+    "vision_token",
+    "no_answer",
+    "malformed_tags",
+    "unclosed_answer",
+    "nested_answer",
+    "multiple_answers",
+    "text_after_answer",
+    "answer_too_long",
+    "empty_answer",
+    "non_ascii",
+    "multiple_actions",
+    "unknown_action",
+    "bad_arguments",
+)
+
+_TAG = re.compile(r"</?answer>", re.IGNORECASE)
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+_VERB = re.compile(r"^(click|type|back)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
+_XY = re.compile(r"^\(?\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)?$")
+_QUOTED = re.compile(r'^"([^"]*)"$')
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 '\-.&/]*$")
+_SECOND_VERB = re.compile(r"\b(click|type|back)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAction:
+    """The result of :func:`parse_action`.
+
+    Attributes:
+        action: The action, or None when ``violation`` is set.
+        violation: None for a well-formed answer, else one code from :data:`VIOLATIONS`.
+    """
+
+    action: Action | None = None
+    violation: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the answer is well formed."""
+        return self.violation is None
+
+
+def _strip_reasoning(text: str) -> str:
+    first_close = _THINK_CLOSE.search(text)
+    first_open = _THINK_OPEN.search(text)
+    if first_close and (first_open is None or first_close.start() < first_open.start()):
+        text = text[first_close.end() :]
+    text = _THINK_BLOCK.sub(" ", text)
+    unclosed = _THINK_OPEN.search(text)
+    if unclosed:
+        text = text[: unclosed.start()]
+    return text
+
+
+def extract_answer(text: object) -> tuple[str | None, str | None]:
+    """``(content of the one answer block, None)`` or ``(None, violation code)``. Never raises."""
+    if not isinstance(text, str):
+        return None, "not_text"
+    if len(text) > MAX_COMPLETION_CHARS:
+        return None, "too_long"
+    if any(tok in text for tok in VISION_TOKENS):
+        return None, "vision_token"
+    body = text.rstrip()
+    stripped = True
+    while stripped:
+        stripped = False
+        for tok in END_TOKENS:
+            if body.endswith(tok):
+                body = body[: -len(tok)].rstrip()
+                stripped = True
+    body = _strip_reasoning(body)
+    tags = list(_TAG.finditer(body))
+    if not tags:
+        return None, "no_answer"
+    opens = sum(1 for t in tags if not t.group(0).startswith("</"))
+    depth, max_depth = 0, 0
+    for t in tags:
+        depth += -1 if t.group(0).startswith("</") else 1
+        max_depth = max(max_depth, depth)
+        if depth < 0:
+            return None, "malformed_tags"
+    if max_depth > 1:
+        return None, "nested_answer"
+    if opens > len(tags) - opens:
+        return None, "unclosed_answer"
+    if opens > 1:
+        return None, "multiple_answers"
+    if body[tags[1].end() :].strip():
+        return None, "text_after_answer"
+    content = body[tags[0].end() : tags[1].start()]
+    if len(content) > MAX_ANSWER_CHARS:
+        return None, "answer_too_long"
+    return content, None
+
+
+def _fail(code: str) -> ParsedAction:
+    return ParsedAction(None, code)
+
+
+def parse_action(text: object) -> ParsedAction:
+    """Extract the one action of a completion, or name the format violation (see module docstring).
+
+    Returns:
+        :class:`ParsedAction`; never raises on bad text.
+    """
+    content, violation = extract_answer(text)
+    if violation is not None or content is None:
+        return _fail(violation or "no_answer")
+    content = content.strip()
+    if not content:
+        return _fail("empty_answer")
+    if not content.isascii():
+        return _fail("non_ascii")
+    if any(ch in content for ch in ";\n\r\t"):
+        return _fail("multiple_actions")
+    m = _VERB.match(content)
+    if m is None:
+        return _fail("unknown_action")
+    verb, rest = m.group(1).lower(), m.group(2).strip()
+    if verb == "back":
+        return ParsedAction(Action("back")) if not rest else _fail("multiple_actions" if _SECOND_VERB.search(rest) else "bad_arguments")
+    quoted = _QUOTED.match(rest)
+    if verb == "type":
+        if quoted is None:
+            return _fail("bad_arguments")
+        typed = quoted.group(1).strip()
+        return ParsedAction(Action("type", text=typed)) if typed else _fail("bad_arguments")
+    # click
+    xy = _XY.match(rest)
+    if xy is not None:
+        return ParsedAction(Action("click_xy", x=int(xy.group(1)), y=int(xy.group(2))))
+    label = " ".join((quoted.group(1) if quoted else rest).split())
+    if not label:
+        return _fail("bad_arguments")
+    if quoted is None and _SECOND_VERB.search(label):
+        return _fail("multiple_actions")
+    if '"' in label or not _LABEL.match(label):
+        return _fail("bad_arguments")
+    return ParsedAction(Action("click", label=label))

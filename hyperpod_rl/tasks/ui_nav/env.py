@@ -1,0 +1,176 @@
+"""Interface navigation as a multi-turn skyrl-gym ``BaseTextEnv``: applies one action per turn, renders the next screen.
+
+Build envs with :func:`hyperpod_rl.tasks.ui_nav.registry.make_env`. This module imports skyrl-gym;
+nothing else in the task does at import time.
+
+Settings come from the dataset row (``extras``) first, then ``env_config``, then defaults:
+
+* ``app`` (required, extras): :meth:`App.to_json` text or the equivalent dict.
+* ``max_turns``: turn limit (>= 1). Default ``2 * shortest_path_length + 4``.
+* ``render_style``: :class:`RenderStyle` fields as a dict or JSON text.
+* ``observation``: ``"image"`` (default), ``"text"`` (the text twin) or ``"both"``.
+* ``prompt_style``: ``"full"`` (default) or ``"terse"``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final, cast
+
+from pydantic import ValidationError
+from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
+
+from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.dataset import clean_messages
+from hyperpod_rl.tasks.ui_nav.app import App, default_max_turns, initial_state
+from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, feedback_text, observation_message
+from hyperpod_rl.tasks.ui_nav.render import RenderStyle
+from hyperpod_rl.tasks.ui_nav.reward import REWARD_VERSION, aggregate_metrics, score_step
+
+__all__ = ["UINavEnv", "parse_style"]
+_OBSERVATIONS: Final[tuple[str, ...]] = ("image", "text", "both")
+
+
+def _setting(name: str, extras: Mapping[str, Any], env_config: Any, default: Any) -> Any:
+    value = extras.get(name)
+    if value is None and env_config is not None:
+        value = env_config.get(name) if hasattr(env_config, "get") else getattr(env_config, name, None)
+    return default if value is None else value
+
+
+def parse_style(raw: Any) -> RenderStyle:
+    """A :class:`RenderStyle` from None, JSON text or a dict.
+
+    Raises:
+        TaskError: the style is invalid (names the field).
+    """
+    try:
+        if raw is None:
+            return RenderStyle()
+        if isinstance(raw, (str, bytes)):
+            return RenderStyle.model_validate_json(raw)
+        return RenderStyle.model_validate(dict(raw))
+    except ValidationError as e:
+        raise TaskError(f"render_style is invalid: {e}") from None
+
+
+class UINavEnv(BaseTextEnv):
+    """One interface-navigation episode.
+
+    Args:
+        env_config: SkyRL's per-env config (mapping or OmegaConf node): defaults for
+            ``max_turns``, ``observation``, ``prompt_style``, ``render_style``.
+        extras: The dataset row's extra columns; must hold ``app``.
+
+    Raises:
+        TaskError: naming the field when ``app`` is missing or invalid, ``observation`` or
+            ``prompt_style`` is unknown, ``max_turns`` < 1, or ``render_style`` is invalid.
+    """
+
+    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        extras = {} if extras is None else extras
+        raw = extras.get("app")
+        if raw is None:
+            raise TaskError("extras['app'] is required: put App.to_json() in the dataset row's 'app' column")
+        self.app: App = App.from_json(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
+        observation = str(_setting("observation", extras, env_config, "image"))
+        if observation not in _OBSERVATIONS:
+            raise TaskError(f"observation={observation!r} is not supported; use one of {_OBSERVATIONS}")
+        self.observation = cast(Observation, observation)
+        prompt_style = str(_setting("prompt_style", extras, env_config, "full"))
+        if prompt_style not in ("full", "terse"):
+            raise TaskError(f"prompt_style={prompt_style!r} is not supported; use 'full' or 'terse'")
+        self.prompt_style = cast(PromptStyle, prompt_style)
+        max_turns = _setting("max_turns", extras, env_config, default_max_turns(self.app))
+        if isinstance(max_turns, bool) or not isinstance(max_turns, (int, float)) or int(max_turns) != max_turns or max_turns < 1:
+            raise TaskError(f"max_turns={max_turns!r} must be an int >= 1")
+        self.max_turns = int(max_turns)
+        self.style = parse_style(_setting("render_style", extras, env_config, None))
+        self.state = initial_state(self.app)
+        self._d0 = self.app.shortest_path_length
+        self._d = self._d0
+        self._solved = False
+        self._optimal = self._invalid = self._inapplicable = 0
+
+    def init(self, prompt: ConversationType | None) -> tuple[ConversationType, dict[str, Any]]:
+        """The first prompt: the row's (parquet ``None`` keys dropped) or a fresh one."""
+        if prompt:
+            conversation = clean_messages(prompt)
+        else:
+            conversation = build_prompt(
+                self.app,
+                self.state,
+                max_turns=self.max_turns,
+                style=self.style,
+                observation=self.observation,
+                prompt_style=self.prompt_style,
+            )
+        return conversation, {"reward_version": REWARD_VERSION, "content_hash": self.app.content_hash}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        """Apply one action.
+
+        Returns:
+            ``observations`` (one user message with the new screen; empty when done), ``reward``,
+            ``done`` (goal reached or turns used up) and ``metadata`` (``action``, ``label``,
+            ``error``, ``violation``, ``optimal``, ``distance_before``, ``distance_after``,
+            ``solved``, ``screen``, ``turn``, ``reward_version``).
+        """
+        self.turns += 1
+        out = score_step(self.app, self.state, action, self.style)
+        self.state = out.state_after
+        self._d = out.distance_after
+        self._solved = out.solved
+        self._optimal += out.optimal
+        self._invalid += out.invalid
+        self._inapplicable += out.error is not None and not out.invalid
+        done = out.solved or self.turns >= self.max_turns
+        observations = []
+        if not done:
+            text = feedback_text(
+                error=out.error,
+                violation=out.violation,
+                label=out.label,
+                action_text=out.action.describe() if out.action else "",
+                prompt_style=self.prompt_style,
+            )
+            observations = [observation_message(self.app, self.state, text, style=self.style, observation=self.observation)]
+        metadata = {
+            "action": out.action.describe() if out.action else None,
+            "label": out.label,
+            "error": out.error,
+            "violation": out.violation,
+            "optimal": out.optimal,
+            "distance_before": out.distance_before,
+            "distance_after": out.distance_after,
+            "solved": out.solved,
+            "screen": self.state.screen,
+            "turn": self.turns,
+            "reward_version": REWARD_VERSION,
+        }
+        return BaseTextEnvStepOutput(observations=observations, reward=out.reward, done=done, metadata=metadata)
+
+    def get_metrics(self) -> dict[str, Any]:
+        """Episode metrics: ``solved`` (0/1), ``turns``, ``progress`` (share of the start distance covered),
+        ``optimal_action_rate``, ``invalid_action_rate`` (format violations / turns),
+        ``inapplicable_action_rate`` (well-formed but not applicable / turns) and, when solved,
+        ``steps_over_optimal``."""
+        turns = max(self.turns, 1)
+        metrics: dict[str, Any] = {
+            "solved": float(self._solved),
+            "turns": float(self.turns),
+            "progress": (self._d0 - self._d) / self._d0,
+            "optimal_action_rate": self._optimal / turns,
+            "invalid_action_rate": self._invalid / turns,
+            "inapplicable_action_rate": self._inapplicable / turns,
+        }
+        if self._solved:
+            metrics["steps_over_optimal"] = float(self.turns - self._d0)
+        return metrics
+
+    @staticmethod
+    def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+        """Average episode metrics (SkyRL's env hook)."""
+        return aggregate_metrics(metrics)

@@ -1,0 +1,142 @@
+"""Interface navigation as a :class:`hyperpod_rl.tasks.Task` plug-in (entry point ``ui_nav`` of ``hyperpod_rl.tasks``).
+
+States (``state`` arguments) are ``{"history": [action, ...]}``: actions in answer syntax (no
+tags), replayed from the app's start; None is the start. Options are
+:class:`~hyperpod_rl.tasks.ui_nav.dataset.DatasetSpec`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+
+from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.protocol import AuditCase, Row, TaskBase
+from hyperpod_rl.tasks.ui_nav.answer import ParsedAction, parse_action
+from hyperpod_rl.tasks.ui_nav.app import App, State, default_max_turns, initial_state
+from hyperpod_rl.tasks.ui_nav.audit import AUDIT_CASES
+from hyperpod_rl.tasks.ui_nav.dataset import DatasetSpec, build_dataset
+from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, screen_text
+from hyperpod_rl.tasks.ui_nav.registry import ENTRY_POINT, ENV_CLASS
+from hyperpod_rl.tasks.ui_nav.render import RenderStyle, render_screen
+from hyperpod_rl.tasks.ui_nav.reward import REWARD_VERSION, aggregate_metrics, score_action, score_step
+
+if TYPE_CHECKING:
+    from PIL import Image
+
+__all__ = ["TASK", "UINavTask", "app_of", "replay", "style_of"]
+
+
+@lru_cache(maxsize=4096)
+def _app(text: str) -> App:
+    return App.from_json(text)
+
+
+def app_of(row: Mapping[str, Any]) -> App:
+    """The :class:`App` of a dataset row (its ``app`` column: JSON text or dict)."""
+    raw = row.get("app")
+    if raw is None:
+        raise TaskError("the row has no 'app' column: build it with the ui_nav task's build_dataset")
+    return _app(raw if isinstance(raw, str) else json.dumps(dict(raw), sort_keys=True, separators=(",", ":")))
+
+
+def style_of(row: Mapping[str, Any]) -> RenderStyle:
+    """The row's :class:`RenderStyle` (its ``render_style`` column; default style when absent)."""
+    raw = row.get("render_style")
+    if raw is None:
+        return RenderStyle()
+    return RenderStyle.model_validate_json(raw) if isinstance(raw, (str, bytes)) else RenderStyle.model_validate(dict(raw))
+
+
+def replay(app: App, state: Mapping[str, Any] | None, style: RenderStyle | None = None) -> State:
+    """The state after the ``history`` actions of ``state`` (answer syntax, no tags).
+
+    Raises:
+        TaskError: an action is malformed or does not apply (names it and its position).
+    """
+    current = initial_state(app)
+    for k, text in enumerate((state or {}).get("history") or ()):
+        parsed: ParsedAction = parse_action(f"<answer>{text}</answer>")
+        if parsed.action is None:
+            raise TaskError(f"state.history[{k}]={text!r} is not an action ({parsed.violation})")
+        out = score_action(app, current, parsed.action, style)
+        if out.error is not None:
+            raise TaskError(f"state.history[{k}]={text!r} does not apply ({out.error})")
+        current = out.state_after
+    return current
+
+
+class UINavTask(TaskBase):
+    """Interface navigation: reach a goal in a synthetic application, one action per turn."""
+
+    name: ClassVar[str] = "ui_nav"
+    title: ClassVar[str] = "Interface navigation: click, type and go back through app screens to reach a goal (multi-turn)"
+    env_class: ClassVar[str] = ENV_CLASS
+    env_entry_point: ClassVar[str] = ENTRY_POINT
+    multi_turn: ClassVar[bool] = True
+    reward_version: ClassVar[str] = REWARD_VERSION
+    options_model: ClassVar[type[Any]] = DatasetSpec
+    hash_column: ClassVar[str] = "content_hash"
+    primary_metric: ClassVar[str] = "solve_rate"
+    prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
+    answer_words: ClassVar[tuple[str, ...]] = ()
+    reported_metrics: ClassVar[dict[str, str]] = {
+        "solve_rate": "solved",
+        "progress": "progress",
+        "optimal_action_rate": "optimal_action_rate",
+        "invalid_action_rate": "invalid_action_rate",
+        "inapplicable_action_rate": "inapplicable_action_rate",
+        "steps_over_optimal": "steps_over_optimal",
+    }
+    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_action_rate", "inapplicable_action_rate", "steps_over_optimal")
+    guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_action_rate", "invalid_action_rate")
+
+    def build_dataset(self, options: Any) -> dict[str, list[Row]]:
+        """:func:`hyperpod_rl.tasks.ui_nav.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
+        spec = options if isinstance(options, DatasetSpec) else DatasetSpec.build(options)
+        return build_dataset(spec)
+
+    def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:
+        """The screen of ``state`` (:func:`~hyperpod_rl.tasks.ui_nav.render.render_screen`) in the row's style."""
+        app, style = app_of(row), style_of(row)
+        return render_screen(app, replay(app, state, style), style)
+
+    def build_prompt(self, row: Mapping[str, Any], *, prompt_style: str | None = None, observation: str = "image") -> list[dict[str, Any]]:
+        """:func:`hyperpod_rl.tasks.ui_nav.messages.build_prompt` with the row's turn limit and style."""
+        app = app_of(row)
+        return build_prompt(
+            app,
+            initial_state(app),
+            max_turns=int(row.get("max_turns") or default_max_turns(app)),
+            style=style_of(row),
+            observation=cast(Observation, observation),
+            prompt_style=cast(PromptStyle, prompt_style or row.get("prompt_style") or "full"),
+        )
+
+    def parse_answer(self, text: str) -> Any:
+        """:func:`hyperpod_rl.tasks.ui_nav.answer.parse_action` (``.action``, ``.violation``)."""
+        return parse_action(text)
+
+    def score(self, row: Mapping[str, Any], completion: str, state: Mapping[str, Any] | None = None) -> float:
+        """:func:`hyperpod_rl.tasks.ui_nav.reward.score_step` of one turn at ``state`` (None: the start)."""
+        app, style = app_of(row), style_of(row)
+        return score_step(app, replay(app, state, style), completion, style).reward
+
+    def aggregate_metrics(self, metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+        """:func:`hyperpod_rl.tasks.ui_nav.reward.aggregate_metrics` (``solve_rate``, ``progress``, ...)."""
+        return aggregate_metrics([dict(m) for m in metrics])
+
+    def audit_cases(self) -> Sequence[AuditCase]:
+        """:data:`hyperpod_rl.tasks.ui_nav.audit.AUDIT_CASES`."""
+        return AUDIT_CASES
+
+    def text_twin(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
+        """The screen as an accessibility-tree listing (:func:`~hyperpod_rl.tasks.ui_nav.messages.screen_text`)."""
+        app = app_of(row)
+        return screen_text(app, replay(app, state, style_of(row)))
+
+
+#: The entry-point object (``hyperpod_rl.tasks.ui_nav.task:TASK``).
+TASK: Final[UINavTask] = UINavTask()
