@@ -6,6 +6,7 @@
     ├── ConfigError          bad RunConfig / option / path / request setting; names the field and the fix
     │   └── LogprobInputError    tensors given to the log-prob functions disagree in shape or type
     ├── MazeError            bad maze, generator or dataset settings, or an unreadable dataset file
+    ├── TaskError            unknown or broken task plug-in, bad task options or task data
     ├── ClusterError         Ray cluster could not be reached, started or used
     │   ├── ClusterNotReady
     │   ├── ClusterTimeout
@@ -16,7 +17,7 @@
     │   └── PromotionRefused     the promotion gate refused an adapter (``.decision``)
     └── AWSError             an AWS or Studio call failed or is not allowed (names the fix)
 
-``ConfigError``, ``MazeError`` and ``LogprobInputError`` are also ``ValueError`` s. Every message
+``ConfigError``, ``MazeError``, ``TaskError`` and ``LogprobInputError`` are also ``ValueError`` s. Every message
 says what to change. No message ever contains a token or cookie.
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "MazeError",
     "PromotionRefused",
     "ServeError",
+    "TaskError",
 ]
 
 
@@ -55,6 +57,10 @@ class LogprobInputError(ConfigError):
 
 class MazeError(HyperpodRLError, ValueError):
     """A maze, generator or dataset setting is invalid, or a dataset file is unreadable."""
+
+
+class TaskError(HyperpodRLError, ValueError):
+    """A task is not registered or its plug-in is broken, or task options or task data are invalid."""
 
 
 class ClusterError(HyperpodRLError):

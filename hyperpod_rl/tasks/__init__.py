@@ -1,0 +1,1 @@
+"""Task plug-ins (placeholder until the task protocol lands; see ``hyperpod_rl.tasks.doc_read``)."""
