@@ -1,1 +1,91 @@
-"""Task plug-ins (placeholder until the task protocol lands; see ``hyperpod_rl.tasks.doc_read``)."""
+"""The task plug-in API: the protocol a visual RL task implements, its registry and shared helpers.
+
+The lowest task layer: it imports only :mod:`hyperpod_rl.errors` and :mod:`hyperpod_rl.base`
+(and no torch, Ray or skyrl-gym at import time; :mod:`hyperpod_rl.tasks.env` and the env
+functions of :mod:`~hyperpod_rl.tasks.registry` load skyrl-gym when used). Tasks (the maze,
+third-party packages) sit on top of it; everything above them reaches a task through
+:func:`get_task`. How to write a task: ``docs/tasks.md``.
+
+Modules:
+    protocol: :class:`Task`, :class:`TaskBase`, :class:`TaskOptions`, :class:`AuditCase`,
+        :data:`SPLITS`, :data:`REQUIRED_COLUMNS`.
+    registry: the ``hyperpod_rl.tasks`` entry-point group: :func:`get_task`, :func:`task_names`,
+        :func:`register_task`, :func:`make_env`, :func:`register_env`.
+    dataset: :func:`content_hash`, :func:`derive_seed`, :func:`quotas`, :func:`check_splits`,
+        :func:`write_parquet`, :func:`read_rows`, :func:`clean_messages`.
+    vision: :func:`image_token_count` (qwen-vl-utils sizing), :func:`image_part`,
+        :func:`decode_image_part`, :func:`encode_png`.
+    metrics: :func:`mean_metrics`, :func:`stratum_breakdown`.
+    audit: :func:`run_audit`, :class:`AuditReport`.
+    env: :class:`~hyperpod_rl.tasks.env.SingleTurnTaskEnv` (imports skyrl-gym; import it directly).
+
+Example:
+    >>> from hyperpod_rl.tasks import get_task
+    >>> get_task("maze").env_class
+    'hyperpod_rl.maze'
+"""
+
+from hyperpod_rl.tasks.audit import AuditReport, Disagreement, load_reward_fn, run_audit
+from hyperpod_rl.tasks.dataset import check_splits, clean_messages, content_hash, derive_seed, quotas, read_rows, write_parquet
+from hyperpod_rl.tasks.metrics import MetricSpec, mean_metrics, metric_spec, stratum_breakdown
+from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, AuditCase, Row, Task, TaskBase, TaskOptions
+from hyperpod_rl.tasks.registry import (
+    BUILTIN_TASKS,
+    DEFAULT_TASK,
+    ENTRY_POINT_GROUP,
+    check_task,
+    get_task,
+    make_env,
+    register_env,
+    register_task,
+    task_for_env_class,
+    task_names,
+    task_of_row,
+    task_sources,
+    unregister_task,
+)
+from hyperpod_rl.tasks.vision import decode_image_part, encode_png, image_part, image_token_count, round_up_px, smart_resize
+
+__all__ = [
+    "BUILTIN_TASKS",
+    "DEFAULT_TASK",
+    "ENTRY_POINT_GROUP",
+    "REQUIRED_COLUMNS",
+    "SPLITS",
+    "AuditCase",
+    "AuditReport",
+    "Disagreement",
+    "MetricSpec",
+    "Row",
+    "Task",
+    "TaskBase",
+    "TaskOptions",
+    "check_splits",
+    "check_task",
+    "clean_messages",
+    "content_hash",
+    "decode_image_part",
+    "derive_seed",
+    "encode_png",
+    "get_task",
+    "image_part",
+    "image_token_count",
+    "load_reward_fn",
+    "make_env",
+    "mean_metrics",
+    "metric_spec",
+    "quotas",
+    "read_rows",
+    "register_env",
+    "register_task",
+    "round_up_px",
+    "run_audit",
+    "smart_resize",
+    "stratum_breakdown",
+    "task_for_env_class",
+    "task_names",
+    "task_of_row",
+    "task_sources",
+    "unregister_task",
+    "write_parquet",
+]

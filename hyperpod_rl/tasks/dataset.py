@@ -1,0 +1,156 @@
+"""Dataset helpers every task uses: content hashes, seeds, stratum quotas, split checks, parquet I/O.
+
+Rows are SkyRL 0.4 ``PromptDataset`` rows (:mod:`hyperpod_rl.tasks.protocol` lists the columns
+every task writes). Splits are disjoint by content hash: a task draws candidates, skips any whose
+hash it has already used in any split, and :func:`check_splits` verifies the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, Row
+
+if TYPE_CHECKING:
+    from hyperpod_rl.tasks.protocol import Task
+
+__all__ = [
+    "check_splits",
+    "clean_messages",
+    "content_hash",
+    "derive_seed",
+    "quotas",
+    "read_rows",
+    "write_parquet",
+]
+
+
+def content_hash(content: Any) -> str:
+    """sha256 hex (64 chars) of the canonical JSON of ``content`` (sorted keys, no spaces).
+
+    Hash what makes two items the same problem (layout, labels, values), not their seed.
+    """
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def derive_seed(*parts: Any) -> int:
+    """A non-negative int64-safe seed derived from ``parts`` (e.g. master seed, split, index)."""
+    text = ":".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") >> 1
+
+
+def quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
+    """Split ``count`` rows over stratum keys by weight, largest remainder first (deterministic).
+
+    Returns:
+        ``{key: rows}`` summing to ``count``; ``{"": count}`` when ``mix`` is empty or None.
+    """
+    if not mix:
+        return {"": count}
+    total = sum(mix.values())
+    exact = {k: count * w / total for k, w in mix.items()}
+    out = {k: math.floor(x) for k, x in exact.items()}
+    rest = count - sum(out.values())
+    for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[:rest]:
+        out[k] += 1
+    return out
+
+
+def check_splits(task: Task, splits: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Check a task's dataset: known splits, the required columns, disjoint content hashes.
+
+    Raises:
+        TaskError: naming the split, the row and the column or hash at fault.
+    """
+    seen: dict[str, str] = {}
+    for split, rows in splits.items():
+        if split not in SPLITS:
+            raise TaskError(f"task {task.name!r} built unknown split {split!r}; use {list(SPLITS)}")
+        for i, row in enumerate(rows):
+            missing = [c for c in (*REQUIRED_COLUMNS, task.hash_column) if c not in row]
+            if missing:
+                raise TaskError(f"task {task.name!r}: {split} row {i} lacks the columns {missing}")
+            if row["split"] != split or row["env_class"] != task.env_class:
+                raise TaskError(
+                    f"task {task.name!r}: {split} row {i} has split={row['split']!r}, env_class={row['env_class']!r}; "
+                    f"expected {split!r}, {task.env_class!r}"
+                )
+            h = str(row[task.hash_column])
+            if h in seen:
+                raise TaskError(f"task {task.name!r}: {split} row {i} repeats content hash {h[:12]}... of a {seen[h]} row")
+            seen[h] = split
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _clean(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _clean(value.tolist())
+    return value
+
+
+def clean_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Drop the ``None`` keys parquet readers add when they unify chat-part structs.
+
+    pyarrow stores text and image parts as one struct type, so a text part comes back as
+    ``{"type": "text", "text": ..., "image_url": None}``; chat templates that test
+    ``'image_url' in part`` would then see an image. Numpy arrays become lists.
+    """
+    return [_clean(m) for m in messages]
+
+
+def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
+    """Write rows to one parquet file (created with parent folders).
+
+    Returns:
+        sha256 hex digest of the file bytes (deterministic for a given pyarrow version).
+
+    Raises:
+        TaskError: no rows.
+    """
+    data = [dict(r) for r in rows]
+    if not data:
+        raise TaskError("write_parquet got no rows; build at least one row")
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(data), target, compression="zstd")
+    return hashlib.sha256(target.read_bytes()).hexdigest()
+
+
+def read_rows(path: str | Path, *, required: Sequence[str] = ("prompt", "env_class")) -> list[Row]:
+    """Read rows written by :func:`write_parquet`, with ``prompt`` cleaned (:func:`clean_messages`).
+
+    Args:
+        path: a parquet file.
+        required: columns every row must have.
+
+    Raises:
+        TaskError: the file does not exist, is not parquet, or lacks a required column.
+    """
+    source = Path(path).expanduser()
+    if not source.is_file():
+        raise TaskError(f"dataset file {source} does not exist: generate it first (hyperpod-rl tasks sample, or the quickstart)")
+    try:
+        table = pq.read_table(source)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise TaskError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise TaskError(f"dataset file {source} lacks the columns {missing}: it was not written by a task; regenerate it")
+    rows = table.to_pylist()
+    for row in rows:
+        if row.get("prompt") is not None:
+            row["prompt"] = clean_messages(row["prompt"])
+    return cast("list[Row]", rows)

@@ -1,0 +1,266 @@
+"""The task registry: tasks come from the ``hyperpod_rl.tasks`` entry-point group.
+
+A package adds a task without touching this repository by declaring, in its ``pyproject.toml``::
+
+    [project.entry-points."hyperpod_rl.tasks"]
+    mytask = "my_package.task:TASK"
+
+where ``TASK`` is a :class:`~hyperpod_rl.tasks.protocol.Task` instance (or a class / zero-argument
+callable returning one). The entry-point name must equal the task's :attr:`Task.name`. Entry points
+are read with :func:`importlib.metadata.entry_points` (Python packaging's entry-point spec,
+https://packaging.python.org/en/latest/specifications/entry-points/); a task's module is imported
+only when the task is first used.
+
+The built-in tasks are also listed in :data:`BUILTIN_TASKS`, so they are found even when the
+installed package metadata predates their entry point (an editable install made before the task
+was added). :func:`register_task` adds a task in-process (tests, notebooks) without an entry point.
+
+skyrl-gym is imported only by :func:`register_env` and :func:`make_env` (SkyRL's env registry is per
+process: register inside the process that plays episodes, as skyrl-gym's own ``entrypoint.py``
+examples do).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, Final
+
+from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.protocol import Task
+
+__all__ = [
+    "BUILTIN_TASKS",
+    "DEFAULT_TASK",
+    "ENTRY_POINT_GROUP",
+    "check_task",
+    "get_task",
+    "make_env",
+    "register_env",
+    "register_task",
+    "task_for_env_class",
+    "task_names",
+    "task_of_row",
+    "task_sources",
+    "unregister_task",
+]
+
+#: The entry-point group tasks are registered under.
+ENTRY_POINT_GROUP: Final[str] = "hyperpod_rl.tasks"
+#: Tasks shipped in this package: name -> ``"module:attribute"`` (also declared as entry points).
+BUILTIN_TASKS: Final[dict[str, str]] = {"maze": "hyperpod_rl.maze.task:TASK"}
+#: The task used when a config or command names none.
+DEFAULT_TASK: Final[str] = "maze"
+
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+_MEMBERS: Final[tuple[str, ...]] = (
+    "name",
+    "title",
+    "env_class",
+    "env_entry_point",
+    "multi_turn",
+    "reward_version",
+    "options_model",
+    "hash_column",
+    "primary_metric",
+    "prompt_styles",
+    "answer_words",
+    "build_dataset",
+    "render",
+    "build_prompt",
+    "parse_answer",
+    "score",
+    "aggregate_metrics",
+    "audit_cases",
+    "text_twin",
+)
+_registered: dict[str, Task] = {}
+_loaded: dict[str, Task] = {}
+
+
+def _entry_points() -> dict[str, str]:
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def task_sources() -> dict[str, str]:
+    """Every known task name -> where it comes from (``"module:attribute"`` or ``"registered in-process"``), sorted by name."""
+    out = {**BUILTIN_TASKS, **_entry_points()}
+    out.update({name: "registered in-process" for name in _registered})
+    return dict(sorted(out.items()))
+
+
+def task_names() -> list[str]:
+    """Names of every registered task, sorted (entry points, built-ins, in-process registrations)."""
+    return list(task_sources())
+
+
+def check_task(obj: Any, *, source: str = "") -> Task:
+    """Check that ``obj`` provides the :class:`Task` surface and return it.
+
+    Args:
+        obj: a task instance, or a class / zero-argument callable returning one.
+        source: where it came from (named in the message).
+
+    Raises:
+        TaskError: a member is missing, the name is not ``[a-z][a-z0-9_-]*``, ``env_entry_point``
+            is not ``"module:Class"``, ``options_model`` is not a pydantic model with ``seed`` and
+            ``counts``, or ``primary_metric`` / ``prompt_styles`` is empty.
+    """
+    where = f" ({source})" if source else ""
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "build_dataset")):
+        try:
+            obj = obj()
+        except Exception as err:  # noqa: BLE001 - a plug-in may raise anything; reported with its source
+            raise TaskError(f"task factory{where} raised {type(err).__name__}: {err}") from err
+    missing = [m for m in _MEMBERS if not hasattr(obj, m)]
+    if missing:
+        raise TaskError(f"task object{where} lacks {missing}: implement hyperpod_rl.tasks.Task (docs/tasks.md)")
+    problems: list[str] = []
+    if not isinstance(obj.name, str) or not _NAME.match(obj.name):
+        problems.append(f"name={obj.name!r} must match [a-z][a-z0-9_-]* (at most 40 characters)")
+    if not isinstance(obj.env_entry_point, str) or ":" not in obj.env_entry_point:
+        problems.append(f"env_entry_point={obj.env_entry_point!r} must be 'package.module:EnvClass'")
+    if not isinstance(obj.env_class, str) or not obj.env_class:
+        problems.append("env_class must be a non-empty string (the skyrl-gym env id)")
+    fields = getattr(obj.options_model, "model_fields", None)
+    if not isinstance(fields, Mapping) or not {"seed", "counts"} <= set(fields):
+        problems.append("options_model must be a hyperpod_rl.base.Model subclass with fields 'seed' and 'counts'")
+    if not obj.primary_metric:
+        problems.append("primary_metric must name a key of aggregate_metrics()")
+    if not obj.prompt_styles:
+        problems.append("prompt_styles must list at least one style")
+    if problems:
+        raise TaskError(f"task {getattr(obj, 'name', '?')!r}{where} is invalid:\n  " + "\n  ".join(problems))
+    return obj
+
+
+def _load(name: str, value: str) -> Task:
+    try:
+        obj = EntryPoint(name=name, value=value, group=ENTRY_POINT_GROUP).load()
+    except (ImportError, AttributeError) as err:
+        raise TaskError(
+            f"task {name!r}: cannot load {value!r} ({type(err).__name__}: {err}); reinstall the package that provides it"
+        ) from err
+    task = check_task(obj, source=value)
+    if task.name != name:
+        raise TaskError(f"task entry point {name!r} ({value}) loads a task named {task.name!r}: make the names equal")
+    return task
+
+
+def get_task(name: str | Task | None = None) -> Task:
+    """The task called ``name`` (default :data:`DEFAULT_TASK`), loaded once per process.
+
+    A :class:`Task` object passes through unchanged (so functions accept a name or a task).
+
+    Raises:
+        TaskError: no task has that name (the message lists the registered ones), or its
+            plug-in cannot be imported or is invalid.
+    """
+    if name is None:
+        name = DEFAULT_TASK
+    if not isinstance(name, str):
+        return check_task(name)
+    if name in _registered:
+        return _registered[name]
+    if name in _loaded:
+        return _loaded[name]
+    sources = {**BUILTIN_TASKS, **_entry_points()}
+    if name not in sources:
+        raise TaskError(f"unknown task {name!r}; registered tasks: {', '.join(task_names())} (install the package that provides it)")
+    _loaded[name] = _load(name, sources[name])
+    return _loaded[name]
+
+
+def register_task(task: Any, *, replace: bool = False) -> Task:
+    """Register a task in this process (no entry point needed); returns the checked task.
+
+    Raises:
+        TaskError: the task is invalid, or its name is taken and ``replace`` is False.
+    """
+    checked = check_task(task, source="register_task")
+    if not replace and checked.name in task_sources():
+        raise TaskError(f"task {checked.name!r} is already registered; pass replace=True to replace it")
+    _registered[checked.name] = checked
+    return checked
+
+
+def unregister_task(name: str) -> None:
+    """Forget a task registered with :func:`register_task` (entry points stay)."""
+    _registered.pop(name, None)
+    _loaded.pop(name, None)
+
+
+def task_for_env_class(env_class: str) -> Task:
+    """The registered task whose :attr:`~Task.env_class` is ``env_class``.
+
+    Raises:
+        TaskError: no registered task uses that env class.
+    """
+    for name in task_names():
+        try:
+            task = get_task(name)
+        except TaskError:
+            continue  # a broken plug-in must not hide the others; get_task(name) reports it
+        if task.env_class == env_class:
+            return task
+    raise TaskError(f"no registered task has env_class {env_class!r}; registered tasks: {', '.join(task_names())}")
+
+
+def task_of_row(row: Mapping[str, Any]) -> Task:
+    """The task of a dataset row (by its ``env_class`` column).
+
+    Raises:
+        TaskError: the row has no ``env_class`` or no task uses it.
+    """
+    env_class = row.get("env_class")
+    if not env_class:
+        raise TaskError("dataset row has no 'env_class' column: it was not built by a task's build_dataset")
+    return task_for_env_class(str(env_class))
+
+
+@cache
+def _env_module_ok(entry_point: str) -> None:
+    module = entry_point.partition(":")[0]
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        raise TaskError(f"env entry point {entry_point!r} cannot be imported: {err}") from err
+
+
+def register_env(task: str | Task | None = None) -> None:
+    """Register the task's env with skyrl-gym under its ``env_class``; safe to call repeatedly.
+
+    Raises:
+        TaskError: unknown task.
+    """
+    import skyrl_gym
+
+    t = get_task(task)
+    if t.env_class not in skyrl_gym.registry:
+        skyrl_gym.register(id=t.env_class, entry_point=t.env_entry_point)
+
+
+def make_env(task: str | Task | None, extras: Mapping[str, Any], env_config: Mapping[str, Any] | None = None) -> Any:
+    """Build one env exactly as SkyRL's generator does: ``skyrl_gym.make(env_class, env_config=..., extras=row)``.
+
+    Args:
+        task: the task (name or object); None: the task of ``extras`` (its ``env_class``).
+        extras: the dataset row (its non-``prompt`` columns reach the env as extras).
+        env_config: env settings the row does not carry.
+
+    Returns:
+        The task's ``BaseTextEnv``.
+
+    Raises:
+        TaskError: unknown task, or the env's module cannot be imported. The env itself raises
+            the task's own error on a bad row.
+    """
+    import skyrl_gym
+
+    t = task_of_row(extras) if task is None else get_task(task)
+    _env_module_ok(t.env_entry_point)
+    register_env(t)
+    return skyrl_gym.make(t.env_class, env_config=dict(env_config or {}), extras=dict(extras))

@@ -1,0 +1,152 @@
+"""The task plug-in API: registry, protocol checks, generic audit, split checks, sizing, metrics."""
+
+from __future__ import annotations
+
+from importlib.metadata import entry_points
+
+import pytest
+
+from hyperpod_rl.errors import MazeError, TaskError
+from hyperpod_rl.maze.render import image_token_count as maze_tokens
+from hyperpod_rl.tasks import (
+    ENTRY_POINT_GROUP,
+    SPLITS,
+    Task,
+    TaskBase,
+    TaskOptions,
+    check_splits,
+    check_task,
+    content_hash,
+    get_task,
+    image_token_count,
+    quotas,
+    register_task,
+    run_audit,
+    stratum_breakdown,
+    task_names,
+    task_of_row,
+    unregister_task,
+)
+
+
+class _Tiny(TaskBase):
+    name = "tiny-test"
+    title = "a test task"
+    env_class = "tests.tiny"
+    env_entry_point = "tests.tiny:Env"
+    reward_version = "0.1"
+
+
+def test_maze_is_registered_through_the_entry_point_group() -> None:
+    names = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    assert names.get("maze") == "hyperpod_rl.maze.task:TASK"
+    task = get_task("maze")
+    assert isinstance(task, Task)
+    assert (task.env_class, task.primary_metric, task.multi_turn) == ("hyperpod_rl.maze", "solve_rate", True)
+    assert get_task() is task and get_task(task) is task
+
+
+def test_unknown_task_names_the_registered_ones() -> None:
+    with pytest.raises(TaskError, match=r"unknown task 'nope'; registered tasks: .*maze"):
+        get_task("nope")
+
+
+def test_check_task_lists_missing_members_and_bad_fields() -> None:
+    with pytest.raises(TaskError, match=r"lacks \[.*'build_dataset'.*\]"):
+        check_task(object())
+
+    class Bad(_Tiny):
+        name = "Bad Name"
+        env_entry_point = "no-colon"
+        primary_metric = ""
+
+    with pytest.raises(TaskError, match=r"(?s)name='Bad Name' must match.*env_entry_point='no-colon'.*primary_metric"):
+        check_task(Bad())
+
+
+def test_register_task_in_process_and_refuse_a_taken_name() -> None:
+    try:
+        task = register_task(_Tiny)  # a class is instantiated
+        assert "tiny-test" in task_names() and get_task("tiny-test") is task
+        with pytest.raises(TaskError, match="already registered"):
+            register_task(_Tiny())
+    finally:
+        unregister_task("tiny-test")
+    assert "tiny-test" not in task_names()
+
+
+def test_task_options_raise_task_error_naming_every_field() -> None:
+    with pytest.raises(TaskError, match=r"(?s)counts: .*unknown split.*max_image_tokens"):
+        TaskOptions.build({"counts": {"test": 3}, "max_image_tokens": 1})
+
+
+def test_generic_audit_passes_the_maze_reward_and_catches_a_wrong_one() -> None:
+    report = run_audit("maze")
+    assert report.passed and report.total >= 40 and report.task == "maze"
+    always_zero = run_audit("maze", lambda row, completion, state: 0.0)
+    assert not always_zero.passed and len(always_zero.disagreements) > 20
+
+    def raises(row, completion, state):  # noqa: ANN001, ANN202
+        raise RuntimeError("boom")
+
+    broken = run_audit("maze", raises)
+    assert broken.disagreements[0].error == "RuntimeError: boom"
+
+
+def test_maze_dataset_passes_split_checks_and_a_repeated_hash_fails() -> None:
+    task = get_task("maze")
+    splits = task.build_dataset(task.options_model(counts={"train": 6, "heldout": 3, "ood": 2}))
+    assert list(splits) == list(SPLITS)
+    check_splits(task, splits)
+    assert task_of_row(splits["train"][0]) is task
+    bad = {"train": splits["train"], "heldout": [*splits["heldout"], splits["train"][0] | {"split": "heldout"}]}
+    with pytest.raises(TaskError, match=r"heldout row 3 repeats content hash .* of a train row"):
+        check_splits(task, bad)
+
+
+def test_maze_task_render_matches_row_token_count_and_prompt() -> None:
+    task = get_task("maze")
+    row = task.build_dataset(task.options_model(counts={"train": 2}))["train"][0]
+    w, h = task.render(row).size
+    assert image_token_count(w, h) == row["image_tokens"] > 0
+    assert task.build_prompt(row) == row["prompt"]
+    assert "A" in (task.text_twin(row) or "")
+
+
+@pytest.mark.parametrize(("w", "h"), [(160, 160), (480, 480), (33, 1000), (5000, 4000), (1, 100)])
+def test_generic_token_count_equals_the_maze_one(w: int, h: int) -> None:
+    assert image_token_count(w, h) == maze_tokens(w, h)
+
+
+def test_token_count_errors_are_task_errors() -> None:
+    with pytest.raises(TaskError, match="aspect ratio"):
+        image_token_count(1, 500)
+    with pytest.raises(MazeError, match="aspect ratio"):
+        maze_tokens(1, 500)
+
+
+def test_quotas_and_content_hash_are_deterministic() -> None:
+    assert quotas(10, {"a": 1, "b": 2}) == {"a": 3, "b": 7}
+    assert quotas(5, None) == {"": 5}
+    assert content_hash({"b": 1, "a": [1, 2]}) == content_hash({"a": [1, 2], "b": 1}) != content_hash({"a": [2, 1], "b": 1})
+
+
+def test_stratum_breakdown_groups_episodes() -> None:
+    out = stratum_breakdown(["x", "y", "x"], [{"success": 1.0}, {"success": 0.0}, {"success": 0.0}])
+    assert out == {"x": {"success": 0.5, "episodes": 2.0}, "y": {"success": 0.0, "episodes": 1.0}}
+    with pytest.raises(ValueError, match="2 strata for 1 episodes"):
+        stratum_breakdown(["x", "y"], [{}])
+
+
+def test_maze_metric_spec_is_the_evaluation_constants() -> None:
+    from hyperpod_rl.eval.stats import GUARDS, HIGHER_IS_BETTER, PER_MAZE_KEY, REPORTED
+    from hyperpod_rl.tasks import metric_spec
+
+    spec = metric_spec(get_task("maze"))
+    assert (spec.primary, spec.reported, spec.episode_key, spec.higher_is_better, spec.guards) == (
+        "solve_rate",
+        REPORTED,
+        PER_MAZE_KEY,
+        HIGHER_IS_BETTER,
+        GUARDS,
+    )
