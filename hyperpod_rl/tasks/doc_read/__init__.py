@@ -22,9 +22,9 @@ from hyperpod_rl.tasks.doc_read.audit import AUDIT_CASES, AUDIT_QUESTIONS, Audit
 from hyperpod_rl.tasks.doc_read.dataset import SPLITS, DatasetSpec, DocRow, build_dataset, read_rows, sample_from_row, write_parquet
 from hyperpod_rl.tasks.doc_read.document import KINDS, Document, LineItem, Question
 from hyperpod_rl.tasks.doc_read.generate import QTYPES, generate_document, generate_question
-from hyperpod_rl.tasks.doc_read.messages import SYSTEM_PROMPT, build_prompt, clean_messages, image_part
+from hyperpod_rl.tasks.doc_read.messages import SYSTEM_PROMPT, build_prompt
 from hyperpod_rl.tasks.doc_read.registry import ENV_CLASS, make_env, register_env
-from hyperpod_rl.tasks.doc_read.render import PageStyle, encode_png, image_token_count, render_document, render_png, sized_px, smart_resize
+from hyperpod_rl.tasks.doc_read.render import PageStyle, page_size_px, render_document, render_page, render_png, sized_px
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, Outcome, aggregate_metrics, score, score_completion
 from hyperpod_rl.tasks.doc_read.strata import stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES, Template
@@ -58,26 +58,23 @@ __all__ = [
     "aggregate_metrics",
     "build_dataset",
     "build_prompt",
-    "clean_messages",
-    "encode_png",
     "generate_document",
     "generate_question",
-    "image_part",
-    "image_token_count",
     "is_correct",
     "make_env",
     "normalise",
+    "page_size_px",
     "parse_envelope",
     "read_rows",
     "register_env",
     "render_document",
+    "render_page",
     "render_png",
     "run_audit",
     "sample_from_row",
     "score",
     "score_completion",
     "sized_px",
-    "smart_resize",
     "stratum_of",
     "write_parquet",
 ]

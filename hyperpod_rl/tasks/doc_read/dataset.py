@@ -42,16 +42,19 @@ from typing import Any, Final, TypedDict, cast
 from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.dataset import read_rows as _read
+from hyperpod_rl.tasks.dataset import write_parquet as _write
 from hyperpod_rl.tasks.doc_read._model import DocModel
 from hyperpod_rl.tasks.doc_read.answer import expected_value
 from hyperpod_rl.tasks.doc_read.document import KINDS, Document, Question
 from hyperpod_rl.tasks.doc_read.generate import QTYPES, generate_document, generate_question, question_types_for
-from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt, clean_messages
+from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt
 from hyperpod_rl.tasks.doc_read.registry import ENV_CLASS
-from hyperpod_rl.tasks.doc_read.render import PageStyle, encode_png, image_token_count, render_document
+from hyperpod_rl.tasks.doc_read.render import PageStyle, render_document
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION
 from hyperpod_rl.tasks.doc_read.strata import matches, stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES
+from hyperpod_rl.tasks.vision import encode_png, image_token_count
 
 __all__ = ["SPLITS", "DatasetSpec", "DocRow", "build_dataset", "read_rows", "sample_from_row", "write_parquet"]
 
@@ -306,44 +309,14 @@ def sample_from_row(row: Mapping[str, Any]) -> tuple[Document, Question, PageSty
 
 
 def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
-    """Write rows to one parquet file (parents created); returns the file's sha256 hex digest.
-
-    Raises:
-        TaskError: no rows.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [dict(r) for r in rows]
-    if not rows:
-        raise TaskError("write_parquet got no rows; build at least one row")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), target, compression="zstd")
-    return hashlib.sha256(target.read_bytes()).hexdigest()
+    """Write rows to one parquet file: :func:`hyperpod_rl.tasks.dataset.write_parquet` (returns the file's sha256)."""
+    return _write(rows, path)
 
 
 def read_rows(path: str | Path) -> list[DocRow]:
-    """Read rows written by :func:`write_parquet` (``None`` keys parquet adds to chat parts are dropped).
+    """Read rows written by :func:`write_parquet`, checking this task's columns (parquet's ``None`` part keys dropped).
 
     Raises:
         TaskError: the file is missing, not parquet, or lacks the required columns.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    source = Path(path).expanduser()
-    if not source.is_file():
-        raise TaskError(f"dataset file {source} does not exist: generate it first")
-    try:
-        table = pq.read_table(source)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise TaskError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
-    missing = [c for c in _REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise TaskError(f"dataset file {source} lacks the columns {missing}: it was not written by write_parquet; regenerate it")
-    rows = table.to_pylist()
-    for row in rows:
-        if row.get("prompt") is not None:
-            row["prompt"] = clean_messages(row["prompt"])
-    return cast("list[DocRow]", rows)
+    return cast("list[DocRow]", _read(path, required=_REQUIRED_COLUMNS))

@@ -17,8 +17,9 @@ from typing import Any, Final, cast
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
 from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.doc_read.dataset import sample_from_row
-from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt, clean_messages
+from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, aggregate_metrics, score
 
 __all__ = ["DocReadEnv"]

@@ -12,12 +12,12 @@ Observations: ``image`` (the page), ``text`` (the text twin, :meth:`Document.to_
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.doc_read.document import Document, Question
 from hyperpod_rl.tasks.doc_read.render import PageStyle, render_png
+from hyperpod_rl.tasks.vision import image_part
 
 __all__ = ["SYSTEM_PROMPT", "Observation", "PromptStyle", "build_prompt", "clean_messages", "image_part", "instructions"]
 
@@ -35,11 +35,6 @@ _FORMAT_HINTS: Final[dict[str, str]] = {
     "date": "Answer with the date, for example <answer>2025-03-14</answer>.",
     "yesno": "Answer yes or no.",
 }
-
-
-def image_part(png: bytes) -> dict[str, Any]:
-    """An ``image_url`` content part holding ``png``."""
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}}
 
 
 def instructions(question: Question, prompt_style: PromptStyle = "full") -> str:
@@ -83,18 +78,3 @@ def build_prompt(
     if prompt_style == "terse":
         return [user]
     return [{"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]}, user]
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _clean(v) for k, v in value.items() if v is not None}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return _clean(value.tolist())
-    return value
-
-
-def clean_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Drop the ``None`` keys parquet readers add when they unify part structs (numpy arrays become lists)."""
-    return [_clean(m) for m in messages]

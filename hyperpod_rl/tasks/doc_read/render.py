@@ -13,16 +13,14 @@ Pipeline (all Pillow, greyscale ``"L"`` images):
 4. **Sizing**: the page is resized to qwen-vl-utils' ``smart_resize`` of its size with factor 32
    (patch 16 x merge 2) and ``max_pixels = max_image_tokens * 32 * 32``, so the image the model
    sees is exactly the image stored and its token count is ``(h / 32) * (w / 32)``
-   (:func:`image_token_count`; the rules are re-derived, and ``tests/tasks/doc_read`` checks them
-   against qwen-vl-utils itself).
+   (:func:`hyperpod_rl.tasks.vision.image_token_count`, the shared re-derivation of qwen-vl-utils'
+   rules).
 
 Fonts and the layout of a (document, style) pair are computed once and cached.
 """
 
 from __future__ import annotations
 
-import io
-import math
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final
@@ -34,6 +32,7 @@ from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.doc_read._model import DocModel
 from hyperpod_rl.tasks.doc_read.document import Document
 from hyperpod_rl.tasks.doc_read.templates import Template, format_date, format_money, template
+from hyperpod_rl.tasks.vision import encode_png, image_token_count, smart_resize
 
 __all__ = [
     "FACTOR_PX",
@@ -44,14 +43,11 @@ __all__ = [
     "render_document",
     "render_page",
     "render_png",
-    "smart_resize",
     "sized_px",
 ]
 
 #: Qwen3-VL: patch 16 px x spatial merge 2.
 FACTOR_PX: Final[int] = 32
-#: qwen-vl-utils 0.0.14 ``MAX_RATIO``.
-_MAX_RATIO: Final[int] = 200
 _PIXEL_FONT_PX: Final[int] = 11  # height of Pillow's bitmap font
 
 
@@ -71,43 +67,6 @@ class PageStyle(DocModel):
     noise_sigma: float = Field(default=0.0, ge=0.0, le=64.0)
     paper: int = Field(default=255, ge=128, le=255)
     ink: int = Field(default=0, ge=0, le=100)
-
-
-def smart_resize(
-    height: int, width: int, factor: int = FACTOR_PX, min_pixels: int = 4 * 32 * 32, max_pixels: int = 16384 * 32 * 32
-) -> tuple[int, int]:
-    """qwen-vl-utils ``smart_resize`` (qwen_vl_utils/vision_process.py, v0.0.14), re-derived without torch.
-
-    Sides round to the nearest multiple of ``factor``; an area above ``max_pixels`` shrinks both
-    sides by sqrt(area / max_pixels) (floored to the factor); below ``min_pixels`` they grow (ceiled).
-
-    Returns:
-        ``(height_px, width_px)``.
-
-    Raises:
-        TaskError: an aspect ratio of 200 or more, or a non-positive side.
-    """
-    if height < 1 or width < 1:
-        raise TaskError(f"image sides must be >= 1 px, got {height}x{width}")
-    if max(height, width) / min(height, width) > _MAX_RATIO:
-        raise TaskError(f"image aspect ratio must be below {_MAX_RATIO}, got {height}x{width} px")
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
-
-
-def image_token_count(width_px: int, height_px: int) -> int:
-    """Vision tokens Qwen3-VL spends on an image of this size *after* smart_resize (one per 32x32 px)."""
-    h, w = smart_resize(height_px, width_px)
-    return (h // FACTOR_PX) * (w // FACTOR_PX)
 
 
 # ----------------------------------------------------------------------------- fonts
@@ -274,7 +233,7 @@ def page_size_px(doc: Document, style: PageStyle | None = None) -> tuple[int, in
 def sized_px(doc: Document, style: PageStyle | None = None, *, max_image_tokens: int = 1024) -> tuple[int, int]:
     """``(width_px, height_px)`` of the image :func:`render_document` returns (multiples of 32)."""
     w, h = page_size_px(doc, style)
-    hh, ww = smart_resize(h, w, max_pixels=max_image_tokens * FACTOR_PX * FACTOR_PX)
+    hh, ww = smart_resize(h, w, FACTOR_PX, 4 * FACTOR_PX * FACTOR_PX, max_image_tokens * FACTOR_PX * FACTOR_PX)
     return ww, hh
 
 
@@ -318,13 +277,6 @@ def render_document(doc: Document, style: PageStyle | None = None, *, max_image_
     page = render_page(doc, style)
     size = sized_px(doc, style, max_image_tokens=max_image_tokens)
     return page if page.size == size else page.resize(size, Image.Resampling.BILINEAR, reducing_gap=2.0)
-
-
-def encode_png(img: Image.Image) -> bytes:
-    """PNG bytes of ``img`` (deterministic for one Pillow/zlib build: no timestamps or text chunks)."""
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
 
 
 def render_png(doc: Document, style: PageStyle | None = None, *, max_image_tokens: int = 1024) -> bytes:
