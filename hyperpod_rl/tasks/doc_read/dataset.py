@@ -50,13 +50,13 @@ from hyperpod_rl.tasks.doc_read.document import KINDS, Document, Question
 from hyperpod_rl.tasks.doc_read.generate import QTYPES, generate_document, generate_question, question_types_for
 from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt
 from hyperpod_rl.tasks.doc_read.registry import ENV_CLASS
-from hyperpod_rl.tasks.doc_read.render import PageStyle, render_document
+from hyperpod_rl.tasks.doc_read.render import PageStyle, encode_png, render_document
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION
 from hyperpod_rl.tasks.doc_read.strata import matches, stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES
-from hyperpod_rl.tasks.vision import encode_png, image_token_count
+from hyperpod_rl.tasks.vision import image_token_count
 
-__all__ = ["SPLITS", "DatasetSpec", "DocRow", "build_dataset", "read_rows", "sample_from_row", "write_parquet"]
+__all__ = ["SPLITS", "DatasetSpec", "DocRow", "build_dataset", "draw_sample", "make_row", "read_rows", "sample_from_row", "write_parquet"]
 
 SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
 _REQUIRED_COLUMNS: Final[tuple[str, ...]] = ("prompt", "env_class", "document", "question", "content_hash")
@@ -180,7 +180,8 @@ def _quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
     return out
 
 
-def _candidate(spec: DatasetSpec, split: str, index: int) -> tuple[Document, Question, PageStyle]:
+def draw_sample(spec: DatasetSpec, split: str, index: int) -> tuple[Document, Question, PageStyle]:
+    """The ``index``-th candidate sample of ``split`` (deterministic; :func:`build_dataset` skips duplicates and full strata)."""
     rng = random.Random(f"hyperpod_rl.doc_read.dataset:{spec.seed}:{split}:{index}")
     kinds = sorted(k for k, w in spec.kinds.items() if w > 0)
     kind = rng.choices(kinds, weights=[spec.kinds[k] for k in kinds])[0]
@@ -194,14 +195,15 @@ def _candidate(spec: DatasetSpec, split: str, index: int) -> tuple[Document, Que
     style = PageStyle(
         font_scale=spec.ood_font_scale if split == "ood" else 1.0,
         rotation_deg=round(rng.uniform(-spec.max_rotation_deg, spec.max_rotation_deg), 2),
-        noise_sigma=round(rng.uniform(0.0, spec.max_noise_sigma), 1),
+        noise_sigma=float(round(rng.uniform(0.0, spec.max_noise_sigma))),
         paper=rng.randint(232, 255),
         ink=rng.randint(0, 60),
     )
     return doc, question, style
 
 
-def _row(spec: DatasetSpec, split: str, doc: Document, question: Question, style: PageStyle, stratum: str, content_hash: str) -> DocRow:
+def make_row(spec: DatasetSpec, split: str, doc: Document, question: Question, style: PageStyle, stratum: str, content_hash: str) -> DocRow:
+    """Render the page and build the dataset row of one sample (columns in the module docstring)."""
     png, (w, h) = b"", (0, 0)
     if spec.observation != "text":
         img = render_document(doc, style, max_image_tokens=spec.max_image_tokens)
@@ -241,7 +243,7 @@ def _build_split(spec: DatasetSpec, split: str, seen_docs: set[str]) -> list[Doc
     rows: list[DocRow] = []
     index, last_accept = 0, 0
     while len(rows) < count and index - last_accept <= _STALL_LIMIT:
-        doc, question, style = _candidate(spec, split, index)
+        doc, question, style = draw_sample(spec, split, index)
         index += 1
         doc_hash = doc.content_hash()
         if doc_hash in seen_docs:
@@ -255,7 +257,7 @@ def _build_split(spec: DatasetSpec, split: str, seen_docs: set[str]) -> list[Doc
         seen_docs.add(doc_hash)
         last_accept = index
         content_hash = hashlib.sha256(f"{doc_hash}:{question.content_hash()}:{style.model_dump_json()}".encode()).hexdigest()[:32]
-        rows.append(_row(spec, split, doc, question, style, stratum, content_hash))
+        rows.append(make_row(spec, split, doc, question, style, stratum, content_hash))
     if len(rows) < count:
         short = {k or "<any>": n for k, n in need.items() if n > 0}
         raise TaskError(
