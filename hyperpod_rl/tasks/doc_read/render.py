@@ -130,10 +130,10 @@ def _text_mask(name: str, px: int, text: str) -> Image.Image:
         mask = Image.new("L", (w, _PIXEL_FONT_PX + 2), 0)
         ImageDraw.Draw(mask).text((0, 0), text, fill=255, font=font)
         return mask.resize((w * scale, (_PIXEL_FONT_PX + 2) * scale), Image.Resampling.NEAREST)
-    font = _scalable(px)
-    w = max(1, int(font.getlength(text)))
+    scalable = _scalable(px)
+    w = max(1, int(scalable.getlength(text)))
     mask = Image.new("L", (w, int(px * 1.3)), 0)
-    ImageDraw.Draw(mask).text((0, 0), text, fill=255, font=font)
+    ImageDraw.Draw(mask).text((0, 0), text, fill=255, font=scalable)
     return mask.resize((max(1, int(w * 0.85)), mask.height), Image.Resampling.BILINEAR)
 
 
