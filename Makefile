@@ -15,11 +15,14 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-$(VENV)/.installed: pyproject.toml
+# The example task plug-in (examples/shapes-task, docs/tasks.md) is installed beside the package:
+# it registers a task by entry point, and tests/tasks trains it for a few steps.
+$(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q --no-deps -e examples/shapes-task
 	touch $@
 
 venv: $(VENV)/.installed
@@ -50,8 +53,8 @@ chromium:
 
 # Static checks: ruff (lint + format), mypy on the pure packages, import-linter's contracts.
 lint: venv
-	$(VENV)/bin/ruff check hyperpod_rl tests benchmarks labextension/hyperpod_rl_jupyterlab
-	$(VENV)/bin/ruff format --check hyperpod_rl tests benchmarks labextension/hyperpod_rl_jupyterlab
+	$(VENV)/bin/ruff check hyperpod_rl tests benchmarks examples labextension/hyperpod_rl_jupyterlab
+	$(VENV)/bin/ruff format --check hyperpod_rl tests benchmarks examples labextension/hyperpod_rl_jupyterlab
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 

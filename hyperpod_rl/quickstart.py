@@ -4,7 +4,8 @@
 
 1. cluster: the embedded local Ray cluster with token auth (reused if running), unless a job
    client is given;
-2. dataset: :func:`prepare_dataset`, visual maze parquet splits (train / held-out, disjoint);
+2. dataset: :func:`prepare_dataset`, parquet splits of the task (train / held-out, disjoint; the
+   visual maze unless ``task`` names another registered task);
 3. base_model: :func:`prepare_base_model`, the tiny random-init Qwen3-VL (or a local checkpoint);
 4. eval_base: :func:`hyperpod_rl.eval.evaluate` of the base model on the held-out mazes;
 5. train: :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run`, a detached Ray Job
@@ -36,6 +37,8 @@ from hyperpod_rl.maze import DatasetSpec, MazeRow, build_dataset, read_rows, wri
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.runs import RunPaths, run_paths, write_json
+from hyperpod_rl.tasks import get_task, make_env
+from hyperpod_rl.tasks import read_rows as read_task_rows
 
 if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult
@@ -104,6 +107,10 @@ class QuickstartOptions(Model):
     """LoRA rank of the adapter"""
     serve: bool = True
     """serve the adapter with Ray Serve and ask it one maze"""
+    task: str = "maze"
+    """registered task to train on (hyperpod-rl tasks list)"""
+    task_options: dict[str, Any] = Field(default_factory=dict)
+    """the task's own options (its options model); seed and counts come from seed, train_mazes and heldout_mazes"""
     serve_port: int = Field(8000, gt=0, lt=65536)
     """Ray Serve HTTP port on 127.0.0.1"""
     dashboard_port: int | None = Field(None, gt=0, lt=65536)
@@ -125,9 +132,38 @@ class QuickstartOptions(Model):
             problems.append(
                 f"model_path {self.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
             )
+        problems += _task_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+
+def _task_problems(opts: QuickstartOptions) -> list[str]:
+    from hyperpod_rl.errors import HyperpodRLError
+
+    try:
+        task = get_task(opts.task)
+    except HyperpodRLError as err:
+        return [f"task: {err}"]
+    if opts.task == "maze":
+        return (
+            [] if not opts.task_options else ["task_options: the maze quickstart takes its options from min_size, max_size and max_turns"]
+        )
+    try:
+        task.options_model.build(_task_options_data(opts, task))
+    except HyperpodRLError as err:
+        return [
+            f"task_options.{line.strip()}" for line in str(err).splitlines() if line.strip() and not line.strip().startswith("invalid ")
+        ]
+    return []
+
+
+def _task_options_data(opts: QuickstartOptions, task: Any) -> dict[str, Any]:
+    data = {**opts.task_options, "seed": opts.seed, "counts": {"train": opts.train_mazes, "heldout": opts.heldout_mazes}}
+    if "prompt_style" in task.options_model.model_fields and "prompt_style" not in opts.task_options:
+        # The embedded tiny model gets terse prompts; a real checkpoint gets the full instructions.
+        data["prompt_style"] = "terse" if opts.model_path is None else "full"
+    return data
 
 
 @dataclass(frozen=True)
@@ -154,10 +190,13 @@ def _spec(opts: QuickstartOptions) -> DatasetSpec:
 
 
 def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
-    """Generate (or reuse) the maze dataset under ``storage/datasets/<spec hash>/``.
+    """Generate (or reuse) the task's dataset under ``storage/datasets/<spec hash>/``.
 
-    Train and held-out layouts are disjoint (checked by layout hash by the maze dataset builder).
+    Train and held-out items are disjoint (checked by content hash: the maze's layout hash, or
+    :func:`hyperpod_rl.tasks.check_splits` for other tasks).
     """
+    if opts.task != "maze":
+        return _prepare_task_dataset(opts, storage)
     spec = _spec(opts)
     spec_json = spec.model_dump_json()
     key = hashlib.sha256(spec_json.encode()).hexdigest()[:12]
@@ -173,18 +212,39 @@ def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
     return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=hashes, spec=json.loads(spec_json))
 
 
+def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
+    from hyperpod_rl.tasks import check_splits
+    from hyperpod_rl.tasks import write_parquet as write_task_parquet
+
+    task = get_task(opts.task)
+    options = task.options_model.build(_task_options_data(opts, task))
+    spec = {"task": task.name, "options": options.model_dump(mode="json")}
+    spec_json = json.dumps(spec, sort_keys=True)
+    root = storage / "datasets" / hashlib.sha256(spec_json.encode()).hexdigest()[:12]
+    meta = root / "dataset.json"
+    if meta.exists():
+        info = json.loads(meta.read_text())
+        return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"])
+    splits = task.build_dataset(options)
+    check_splits(task, splits)
+    root.mkdir(parents=True, exist_ok=True)
+    hashes = {name: write_task_parquet(splits[name], root / f"{name}.parquet") for name in ("train", "heldout")}
+    meta.write_text(json.dumps({"hashes": hashes, "spec": spec}, sort_keys=True))
+    return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=hashes, spec=spec)
+
+
 def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:
     """Texts the env shows the model (prompts and turn feedback), to train the tiny BPE on."""
-    from hyperpod_rl.maze import make_env
-
+    task = get_task(None if not rows else _task_name(rows[0]))
+    answers = (*(f"<answer>{w}</answer>" for w in task.answer_words), "no")
     texts: list[str] = []
     for row in rows[:20]:
         for msg in row["prompt"]:
             content = msg["content"]
             texts.extend([content] if isinstance(content, str) else [p["text"] for p in content if p.get("type") == "text"])
-        env = make_env(row)
+        env = make_env(None, row)
         env.init(list(row["prompt"]))
-        for answer in ("<answer>up</answer>", "<answer>down</answer>", "<answer>left</answer>", "<answer>right</answer>", "no"):
+        for answer in answers:
             out = env.step(answer)
             texts.extend(p["text"] for m in out["observations"] for p in m["content"] if p.get("type") == "text")
             if out["done"]:
@@ -202,19 +262,28 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
     if opts.model_path:
         path = Path(opts.model_path).expanduser().resolve()
         return path, revision_of(path)
-    return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows))
+    words = get_task(opts.task).answer_words
+    return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows), answer_words=words)
 
 
 def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, revision: str, data: DatasetPaths) -> RunConfig:
     """The :class:`RunConfig` of the quickstart run (reference backend)."""
+    task = get_task(opts.task)
+    extra: dict[str, Any] = {}
+    if opts.task != "maze":  # the maze keeps the default task section (its options live in dataset.json)
+        extra["task"] = {"name": task.name, "options": data.spec.get("options", {})}
+    rollout: dict[str, Any] = {"max_turns": opts.max_turns}
+    if not task.answer_words:
+        rollout["action_constraint"] = "none"
     return RunConfig.build(
         {
             "run_id": run_id,
             "backend": "reference",
+            **extra,
             "model": {"path": str(model_path), "revision": revision},
             "lora": {"rank": opts.lora_rank, "alpha": 2.0 * opts.lora_rank},
             "grpo": {"group_size": opts.group_size, "lr": opts.lr, "advantage": opts.advantage, "gamma": opts.gamma},
-            "rollout": {"max_turns": opts.max_turns},
+            "rollout": rollout,
             "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": opts.mazes_per_step},
             "trainer": {"steps": opts.steps, "seed": opts.seed, "eval_mazes": opts.heldout_mazes},
             "checkpoint": {"interval": max(opts.steps // 4, 1)},
@@ -381,14 +450,15 @@ def run(
         )
         client, dashboard_url = cluster.job_client(), cluster.dashboard_url
     data = step("dataset", lambda: prepare_dataset(opts, storage), lambda d: f"mazes written under {d.train.parent}")
-    train_rows, heldout_rows = list(read_rows(data.train)), list(read_rows(data.heldout))
+    reader = read_rows if opts.task == "maze" else read_task_rows
+    train_rows, heldout_rows = list(reader(data.train)), list(reader(data.heldout))
     model_dir, revision = step(
         "base_model", lambda: prepare_base_model(opts, storage, train_rows), lambda out: f"base model {out[0].name} (revision {out[1]})"
     )
     base = step(
         "eval_base",
         lambda: evaluate(model_dir, heldout_rows, label="base"),
-        lambda r: f"base model: optimal-move rate {r.metrics['optimal_move_rate']:.3f}, solve rate {r.metrics['solve_rate']:.3f}",
+        lambda r: _base_message(opts, r),
     )
     _record_evals(paths, base=base)  # before the job starts: its trainer then skips its own base benchmark
     config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data)
@@ -409,7 +479,11 @@ def run(
     _record_evals(paths, adapter=tuned, comparison=comparison)
     answer = None
     if opts.serve:
-        answer = step("serve", lambda: _serve_and_ask(client, model_dir, paths, heldout_rows[0], port=opts.serve_port), _served_message)
+        answer = step(
+            "serve",
+            lambda: _serve_and_ask(client, model_dir, paths, heldout_rows[0], port=opts.serve_port, name=opts.task),
+            _served_message,
+        )
     timings["total"] = round(time.perf_counter() - t_total, 2)
     summary = QuickstartSummary(
         run_id=rid,
@@ -427,6 +501,19 @@ def run(
     return summary
 
 
+def _task_name(row: Any) -> str:
+    from hyperpod_rl.tasks import task_of_row
+
+    return task_of_row(row).name
+
+
+def _base_message(opts: QuickstartOptions, result: EvalResult) -> str:
+    if opts.task == "maze":
+        return f"base model: optimal-move rate {result.metrics['optimal_move_rate']:.3f}, solve rate {result.metrics['solve_rate']:.3f}"
+    primary = get_task(opts.task).primary_metric
+    return f"base model: {primary} {result.metrics.get(primary, float('nan')):.3f}"
+
+
 def _record_evals(paths: RunPaths, **results: Any) -> None:
     from hyperpod_rl.runs import record_eval
 
@@ -434,21 +521,23 @@ def _record_evals(paths: RunPaths, **results: Any) -> None:
         record_eval(paths, name, result.to_json())
 
 
-def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int) -> dict[str, Any]:
+def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int, name: str = "maze") -> dict[str, Any]:
     from hyperpod_rl.serve.client import chat, maze_request
     from hyperpod_rl.serve.local import deploy_local
 
-    url = deploy_local(client, model_dir, {"maze": paths.adapter}, port=port)
-    answer, latency = chat(url, maze_request(row, model="maze"))
+    url = deploy_local(client, model_dir, {name: paths.adapter}, port=port)
+    answer, latency = chat(url, maze_request(row, model=name))
     return {
         "endpoint": url,
-        "model": "maze",
+        "model": name,
         "answer": answer,
         "latency_ms": round(latency * 1000, 1),
-        "maze_size": [row["rows"], row["cols"]],
+        **({"maze_size": [row["rows"], row["cols"]]} if "rows" in row and "cols" in row else {}),
     }
 
 
 def _served_message(answer: dict[str, Any]) -> str:
+    if "maze_size" not in answer:
+        return f"served at {answer['endpoint']}/v1/chat/completions · held-out item → {answer['answer']!r} ({answer['latency_ms']:.0f} ms)"
     rows, cols = answer["maze_size"]
     return f"served at {answer['endpoint']}/v1/chat/completions · held-out maze {rows}x{cols} → {answer['answer']!r} ({answer['latency_ms']:.0f} ms)"

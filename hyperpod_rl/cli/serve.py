@@ -87,7 +87,8 @@ def serve_ask(
     row = _heldout_row(run_id, index)
     with handled():
         answer, latency = chat(endpoint, maze_request(row, model=model))
-    console.print(f"maze {index} ({row['rows']}x{row['cols']}): {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms")
+    size = f" ({row['rows']}x{row['cols']})" if "rows" in row and "cols" in row else ""
+    console.print(f"held-out item {index}{size}: {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms")
 
 
 @app.command("solve")
@@ -98,7 +99,7 @@ def serve_solve(
     endpoint: str = typer.Option("http://127.0.0.1:8000"),
     max_turns: int | None = typer.Option(None, help="turn limit (default: the maze's)"),
 ) -> None:
-    """Play one held-out maze through the served model, turn by turn."""
+    """Play one held-out maze (or item of the run's task) through the served model, turn by turn."""
     from hyperpod_rl.serve.client import solve
 
     row = _heldout_row(run_id, index)
@@ -106,7 +107,7 @@ def serve_solve(
         result = solve(row, endpoint, model, max_turns=max_turns)
     table = Table("turn", "answer", "move", "cell", "latency ms")
     for t, (answer, move, cell, lat) in enumerate(
-        zip(result.answers, result.moves, result.path[1:], result.latencies_s, strict=False), start=1
+        zip(result.answers, result.moves, result.path[1:] or [None] * result.turns, result.latencies_s, strict=False), start=1
     ):
         table.add_row(str(t), escape(answer), str(move), str(cell), f"{lat * 1000:.0f}")
     console.print(table)
@@ -217,7 +218,9 @@ def serve_promote(
     run_id: str,
     base_label: str = typer.Option("base", help="evaluation of the base model: <run dir>/eval/<label>.json"),
     adapter_label: str = typer.Option("adapter", help="evaluation of the adapter: <run dir>/eval/<label>.json"),
-    primary: str = typer.Option("solve_rate", help="metric that must improve significantly"),
+    primary: str | None = typer.Option(
+        None, help="metric that must improve significantly (default: the task's primary metric, maze: solve_rate)"
+    ),
 ) -> None:
     """Promote the run's adapter if its held-out evaluation beats the base model (exit 1 if not).
 

@@ -31,6 +31,7 @@ from hyperpod_rl.config.sections import (
     PlacementConfig,
     RolloutConfig,
     StorageConfig,
+    TaskConfig,
     TrainerConfig,
     _Section,
 )
@@ -48,6 +49,7 @@ __all__ = [
     "RolloutConfig",
     "RunConfig",
     "StorageConfig",
+    "TaskConfig",
     "TrainerConfig",
 ]
 
@@ -63,6 +65,7 @@ class RunConfig(_Section):
 
     run_id: str = Field(..., pattern=RUN_ID_PATTERN, description="run id: 3-63 lower-case letters, digits, '-'")
     backend: Literal["reference", "skyrl"] = "reference"
+    task: TaskConfig = TaskConfig()
     model: ModelConfig = ModelConfig()
     lora: LoRAConfig = LoRAConfig()
     grpo: GRPOConfig = GRPOConfig()
@@ -113,6 +116,10 @@ class RunConfig(_Section):
         return cls.build(preset_dict(name, overrides))
 
     def config_hash(self) -> str:
-        """sha256 (16 hex chars) of the canonical JSON of the config, without the run id."""
-        payload = self.model_dump(mode="json", exclude={"run_id"})
+        """sha256 (16 hex chars) of the canonical JSON of the config, without the run id.
+
+        The default task (the maze with default options) is left out too, so a maze config hashes
+        as it did before configs named their task.
+        """
+        payload = self.model_dump(mode="json", exclude={"run_id", "task"} if self.task.is_default else {"run_id"})
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]

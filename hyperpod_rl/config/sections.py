@@ -6,7 +6,7 @@ which the notebook forms show as tooltips).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -22,6 +22,7 @@ __all__ = [
     "PlacementConfig",
     "RolloutConfig",
     "StorageConfig",
+    "TaskConfig",
     "TrainerConfig",
 ]
 
@@ -174,6 +175,58 @@ class RolloutConfig(_Section):
         gt=0,
         description="vLLM max_num_seqs: sequences decoded together per engine",
     )
+
+
+class TaskConfig(_Section):
+    """The task the run trains on: a registered task plug-in (:mod:`hyperpod_rl.tasks`) and its options.
+
+    ``options`` is the JSON form of the task's options model (for the maze:
+    :class:`~hyperpod_rl.maze.DatasetSpec`), the settings its dataset was generated with; it is
+    validated against that model, and every bad option is named as ``task.options.<field>``.
+    """
+
+    name: str = Field("maze", description="registered task name (hyperpod-rl tasks list)")
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the task's options (its options model as JSON); empty: the task's defaults",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        from hyperpod_rl.errors import HyperpodRLError
+        from hyperpod_rl.tasks import get_task
+
+        try:
+            get_task(value)
+        except HyperpodRLError as err:
+            raise ValueError(str(err)) from None
+        return value
+
+    def option_problems(self) -> list[str]:
+        """One line per invalid option, as ``task.options.<field>: <problem> (got <value>)``."""
+        from hyperpod_rl.errors import HyperpodRLError
+        from hyperpod_rl.tasks import get_task
+
+        model = get_task(self.name).options_model
+        try:
+            model.build(self.options)
+        except HyperpodRLError as err:
+            lines = [line.strip().removeprefix(f"{model.__name__}.") for line in str(err).splitlines()]
+            lines = [line for line in lines if line and not line.startswith("invalid ")]
+            return [f"task.options.{line}" for line in lines] or [f"task.options: {err}"]
+        return []
+
+    @property
+    def is_default(self) -> bool:
+        """The maze with its default options (left out of :meth:`RunConfig.config_hash`)."""
+        return self.name == "maze" and not self.options
+
+    def resolved_options(self) -> Any:
+        """The options as the task's options model (defaults filled in)."""
+        from hyperpod_rl.tasks import get_task
+
+        return get_task(self.name).options_model.build(self.options)
 
 
 class DataConfig(_Section):

@@ -96,8 +96,9 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
     """
     if cfg.backend != "skyrl":
         raise ConfigError(f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'")
-    from hyperpod_rl.maze.registry import ENV_CLASS
+    from hyperpod_rl.tasks import get_task
 
+    env_class = get_task(cfg.task.name).env_class
     rd = Path(run_dir) if run_dir is not None else run_dir_of(cfg)
     pl, ro, tr, lo, g, ck = (
         cfg.placement,
@@ -116,7 +117,7 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         # data
         "data.train_data": [cfg.data.train_path],
         "data.val_data": [cfg.data.heldout_path],
-        "environment.env_class": ENV_CLASS,
+        "environment.env_class": env_class,
         # model + LoRA
         "trainer.policy.model.path": cfg.model.path,
         "trainer.policy.model.lora.rank": lo.rank,

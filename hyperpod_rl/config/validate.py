@@ -22,6 +22,7 @@ from hyperpod_rl.config.sections import (
     PlacementConfig,
     RolloutConfig,
     StorageConfig,
+    TaskConfig,
     TrainerConfig,
 )
 
@@ -33,6 +34,8 @@ class RunConfig(Protocol):
     def run_id(self) -> str: ...
     @property
     def backend(self) -> str: ...
+    @property
+    def task(self) -> TaskConfig: ...
     @property
     def model(self) -> ModelConfig: ...
     @property
@@ -86,9 +89,22 @@ def is_hub_id(path: str) -> bool:
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg)
+    problems = _model_path(cfg) + _task(cfg)
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
+    return problems
+
+
+def _task(cfg: RunConfig) -> list[str]:
+    from hyperpod_rl.tasks import get_task
+
+    problems = cfg.task.option_problems()
+    task = get_task(cfg.task.name)
+    if cfg.rollout.action_constraint == "directions" and not task.answer_words:
+        problems.append(
+            f"rollout.action_constraint='directions' decodes one of the task's answer words, but task {task.name!r} "
+            "has none (free-form answers): use rollout.action_constraint='none'"
+        )
     return problems
 
 

@@ -18,9 +18,6 @@ from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.eval.result import EvalResult
 from hyperpod_rl.eval.stats import (
     DEFAULT_RESAMPLES,
-    GUARDS,
-    HIGHER_IS_BETTER,
-    REPORTED,
     Interval,
     bootstrap_interval,
     metric_values,
@@ -66,7 +63,7 @@ class Comparison:
         deltas: one :class:`MetricDelta` per metric.
         primary: the metric that must improve.
         promote: ``True`` iff the primary metric's difference interval lies entirely on the
-            better side of 0 and no guard metric (:data:`GUARDS`) is significantly worse.
+            better side of 0 and no guard metric (the task's guards; maze: :data:`~hyperpod_rl.eval.stats.GUARDS`) is significantly worse.
         reason: one sentence explaining ``promote``.
     """
 
@@ -136,7 +133,7 @@ def compare(
     base: EvalResult,
     candidate: EvalResult,
     *,
-    primary: str = "solve_rate",
+    primary: str | None = None,
     level: float = 0.95,
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
@@ -149,7 +146,10 @@ def compare(
     Args:
         base: the reference result (usually the base model).
         candidate: the result to promote (usually the adapter).
-        primary: metric that must improve significantly (one of :data:`REPORTED`).
+        primary: metric that must improve significantly (one of the task's reported metrics);
+            default: the task's :attr:`~hyperpod_rl.tasks.Task.primary_metric` (maze: ``solve_rate``).
+            Metrics, directions and guards come from the results' task
+            (:func:`hyperpod_rl.tasks.metric_spec`; maze: :data:`~hyperpod_rl.eval.stats.REPORTED`, :data:`~hyperpod_rl.eval.stats.GUARDS`).
         level: confidence level.
         n_resamples: bootstrap resamples.
         seed: bootstrap seed.
@@ -158,11 +158,17 @@ def compare(
         :class:`Comparison`.
 
     Raises:
-        ConfigError: unknown ``primary``; the results share no maze or were not evaluated on
-            the same set of mazes.
+        ConfigError: unknown ``primary``; the results belong to different tasks, share no item, or
+            were not evaluated on the same set of items.
     """
-    if primary not in REPORTED:
-        raise ConfigError(f"primary={primary!r} is not a reported metric: use one of {REPORTED}")
+    from hyperpod_rl.tasks import get_task, metric_spec
+
+    if base.task != candidate.task:
+        raise ConfigError(f"compare needs two results of one task: {base.label} is {base.task!r}, {candidate.label} is {candidate.task!r}")
+    spec = metric_spec(get_task(base.task))
+    primary = primary or spec.primary
+    if primary not in spec.reported:
+        raise ConfigError(f"primary={primary!r} is not a reported metric: use one of {spec.reported}")
     b_by = {m["layout_hash"]: m for m in base.per_maze}
     c_by = {m["layout_hash"]: m for m in candidate.per_maze}
     if set(b_by) != set(c_by) or not b_by:
@@ -175,8 +181,8 @@ def compare(
     idx = rng.integers(0, len(keys), size=(n_resamples, len(keys)))
     q = [(1 - level) / 2, (1 + level) / 2]
     deltas = {}
-    for metric in REPORTED:
-        bv, cv = metric_values(b_rows, metric), metric_values(c_rows, metric)
+    for metric in spec.reported:
+        bv, cv = metric_values(b_rows, metric, spec.episode_key), metric_values(c_rows, metric, spec.episode_key)
         b_iv = bootstrap_interval(bv, n_resamples=n_resamples, level=level, seed=seed)
         c_iv = bootstrap_interval(cv, n_resamples=n_resamples, level=level, seed=seed)
         if b_iv.n and c_iv.n:
@@ -185,9 +191,9 @@ def compare(
             diff = Interval(c_iv.value - b_iv.value, float(lo), float(hi), len(keys))
         else:
             diff = Interval(math.nan, math.nan, math.nan, 0)
-        deltas[metric] = MetricDelta(metric, b_iv, c_iv, diff, HIGHER_IS_BETTER[metric])
+        deltas[metric] = MetricDelta(metric, b_iv, c_iv, diff, spec.higher_is_better[metric])
     main = deltas[primary]
-    worse = [g for g in GUARDS if g != primary and deltas[g].verdict == "worse"]
+    worse = [g for g in spec.guards if g != primary and deltas[g].verdict == "worse"]
     pct = f"{level:.0%}"
     if main.verdict != "better":
         promote, reason = (

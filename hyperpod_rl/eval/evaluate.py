@@ -16,6 +16,11 @@ layout hashes), bootstraps the difference and decides promotion from the interva
 Opt-in extra passes: ``text_twin=True`` plays the same mazes as text-grid twins
 (``observation="text"``), separating perception from planning; :func:`ood_rows` builds the
 out-of-distribution split (larger grids, longer paths) for ``evaluate(..., split="ood")``.
+
+Any registered task (:mod:`hyperpod_rl.tasks`) is evaluated the same way: the task is found from
+the rows' ``env_class``; its :meth:`~hyperpod_rl.tasks.Task.aggregate_metrics` gives the metrics,
+its :func:`~hyperpod_rl.tasks.metric_spec` the reported ones (with intervals and the per-stratum
+breakdown; ``size`` only for rows with ``rows``/``cols``), and its text twin the text pass.
 """
 
 from __future__ import annotations
@@ -27,71 +32,80 @@ from typing import Any
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.eval.result import EvalResult
-from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, REPORTED, bootstrap_interval, breakdown, metric_values
-from hyperpod_rl.maze import DatasetSpec, Maze, RenderStyle, build_dataset, build_prompt
+from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, bootstrap_interval, breakdown, metric_values
 from hyperpod_rl.model.adapter import load_policy
 from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.tasks import Task, get_task, metric_spec, task_of_row
 
 __all__ = ["evaluate", "evaluate_run", "ood_rows", "text_twin_rows"]
 
 
 def text_twin_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The same mazes with text-grid observations (``observation="text"``, no images).
+    """The same rows with text observations (``observation="text"``, no images): the text twin.
 
-    Each twin keeps the layout hash, size, stratum, turn limit and prompt style of its row; only
-    the prompt and the per-turn observations become text (:func:`hyperpod_rl.maze.build_prompt`).
+    Each twin keeps the content hash, size, stratum, turn limit and prompt style of its row; only
+    the prompt and the per-turn observations become text (the task's
+    :meth:`~hyperpod_rl.tasks.Task.build_prompt` with ``observation="text"``; the env reads the
+    row's ``observation``). For the maze: the text grid (:func:`hyperpod_rl.maze.build_prompt`).
+
+    Raises:
+        ConfigError: the rows' task has no text twin (:meth:`Task.text_twin` returns None).
     """
     out = []
     for row in rows:
-        maze = Maze.from_json(row["maze"])
-        style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else None
-        prompt = build_prompt(
-            maze,
-            mode=row.get("mode", "step"),
-            max_turns=int(row["max_turns"]),
-            style=style,
-            observation="text",
-            prompt_style=row.get("prompt_style", "full"),
-        )
+        task = task_of_row(row)
+        if task.text_twin(row) is None:
+            raise ConfigError(f"task {task.name!r} has no text twin: evaluate without text_twin")
+        prompt = task.build_prompt(row, prompt_style=row.get("prompt_style") or None, observation="text")
         out.append({**row, "prompt": prompt, "observation": "text", "image_tokens": 0})
     return out
 
 
 def ood_rows(
-    spec: dict[str, Any] | DatasetSpec, count: int, *, in_distribution: list[dict[str, Any]] | None = None
+    spec: Any,
+    count: int,
+    *,
+    in_distribution: list[dict[str, Any]] | None = None,
+    task: str | Task = "maze",
 ) -> list[dict[str, Any]]:
-    """Build the out-of-distribution split of a dataset spec: ``ood_sizes`` grids, longer paths.
+    """Build the out-of-distribution split of a dataset's options (the task's ``ood`` split).
 
     Args:
-        spec: the dataset's :class:`~hyperpod_rl.maze.DatasetSpec` (or its JSON dict, e.g.
-            ``DatasetPaths.spec`` from the quickstart).
-        count: ood mazes.
-        in_distribution: train/held-out rows; the ood paths are made longer than all of them
-            (unless the spec sets ``ood_min_path_length``).
+        spec: the dataset's options: the task's options model or its JSON dict (for the maze a
+            :class:`~hyperpod_rl.maze.DatasetSpec`, e.g. ``DatasetPaths.spec`` from the quickstart).
+        count: ood rows.
+        in_distribution: maze only: train/held-out rows; the ood paths are made longer than all
+            of them (unless the spec sets ``ood_min_path_length``).
+        task: the task the options belong to.
 
     Raises:
         ConfigError: ``count`` < 1.
     """
     if count < 1:
         raise ConfigError(f"ood count must be >= 1, got {count}")
-    base = spec.model_dump() if isinstance(spec, DatasetSpec) else dict(spec)
+    t = get_task(task)
+    base = spec.model_dump() if hasattr(spec, "model_dump") else dict(spec)
     base["counts"] = {"ood": count}
-    if base.get("ood_min_path_length") is None and in_distribution:
+    if t.name == "maze" and base.get("ood_min_path_length") is None and in_distribution:
         base["ood_min_path_length"] = max(int(r["shortest_path_length"]) for r in in_distribution) + 1
-    return build_dataset(DatasetSpec.model_validate(base))["ood"]
+    return t.build_dataset(t.options_model.model_validate(base))["ood"]
 
 
 def _finish(result: EvalResult, *, n_resamples: int, seed: int) -> EvalResult:
-    for metric in REPORTED:
-        iv = bootstrap_interval(metric_values(result.per_maze, metric), n_resamples=n_resamples, seed=seed)
+    spec = metric_spec(get_task(result.task))
+    for metric in spec.reported:
+        iv = bootstrap_interval(metric_values(result.per_maze, metric, spec.episode_key), n_resamples=n_resamples, seed=seed)
         if iv.n:
             result.ci[metric] = [iv.low, iv.high]
+    groups = ("stratum", "size") if any("size" in m for m in result.per_maze) else ("stratum",)
     result.breakdown = {
         key: {
             label: {m: asdict(iv) for m, iv in metrics.items() if iv.n}
-            for label, metrics in breakdown(result.per_maze, key, n_resamples=n_resamples, seed=seed).items()
+            for label, metrics in breakdown(
+                result.per_maze, key, n_resamples=n_resamples, seed=seed, metrics=spec.reported, keys=spec.episode_key
+            ).items()
         }
-        for key in ("stratum", "size")
+        for key in groups
     }
     return result
 
@@ -134,7 +148,9 @@ def evaluate(
     """
     if not rows:
         raise ConfigError("evaluate got no rows: pass the held-out rows (read_rows(data.heldout))")
-    pol = policy or load_policy(model_path, adapter_path)
+    task = task_of_row(rows[0])
+    free = {} if task.answer_words else {"action_constraint": "none"}  # no closed vocabulary: free generation
+    pol = policy or load_policy(model_path, adapter_path, answer_words=task.answer_words, **free)
     name = label or ("adapter" if adapter_path else "base")
     split_name = split or str(rows[0].get("split") or "heldout")
 
@@ -149,6 +165,7 @@ def evaluate(
             per_maze=per_maze,
             split=split_name,
             observation=observation,
+            task=task.name,
         )
         return _finish(res, n_resamples=n_resamples, seed=seed)
 

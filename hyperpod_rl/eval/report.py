@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from hyperpod_rl.eval.stats import REPORTED, Interval
+from hyperpod_rl.eval.stats import Interval
 
 if TYPE_CHECKING:
     from hyperpod_rl.eval.compare import Comparison
@@ -14,11 +14,17 @@ if TYPE_CHECKING:
 __all__ = ["comparison_html", "result_html"]
 
 
+def _reported(result: EvalResult) -> tuple[str, ...]:
+    from hyperpod_rl.tasks import get_task, metric_spec
+
+    return metric_spec(get_task(result.task)).reported
+
+
 def result_html(result: EvalResult) -> str:
     """A bar chart of the headline rates with intervals, and the breakdown table."""
     title = f"{html.escape(result.label)} · {result.split} · {result.num_mazes} mazes ({result.observation})"
     results = [result] + ([result.text_twin] if result.text_twin is not None else [])
-    fig = _bar_figure({f"{r.label} ({r.observation})": {m: _interval_from(r, m) for m in REPORTED[:3]} for r in results}, title)
+    fig = _bar_figure({f"{r.label} ({r.observation})": {m: _interval_from(r, m) for m in _reported(r)[:3]} for r in results}, title)
     return fig + _breakdown_table(result)
 
 
@@ -68,11 +74,12 @@ def _bar_figure(series: dict[str, dict[str, Interval]], title: str) -> str:
 
 
 def _breakdown_table(result: EvalResult) -> str:
+    reported = _reported(result)
     rows = []
     for group_key, groups in result.breakdown.items():
         for label, metrics in groups.items():
-            cells = "".join(f"<td>{Interval(**metrics[m]).fmt() if m in metrics else ''}</td>" for m in REPORTED)
-            n = max((metrics[m]["n"] for m in ("solve_rate",) if m in metrics), default=0)
+            cells = "".join(f"<td>{Interval(**metrics[m]).fmt() if m in metrics else ''}</td>" for m in reported)
+            n = max((metrics[m]["n"] for m in reported[:1] if m in metrics), default=0)
             rows.append(f"<tr><td>{html.escape(group_key)}</td><td>{html.escape(label)}</td><td>{n}</td>{cells}</tr>")
-    head = "".join(f"<th>{m}</th>" for m in REPORTED)
+    head = "".join(f"<th>{m}</th>" for m in reported)
     return f"<table><thead><tr><th>by</th><th>group</th><th>mazes</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

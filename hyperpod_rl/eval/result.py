@@ -33,6 +33,7 @@ class EvalResult:
         ci: ``{metric: [low, high]}``, 95% bootstrap intervals of :data:`REPORTED` metrics.
         breakdown: ``{"stratum" | "size": {group: {metric: {"value", "low", "high", "n"}}}}``.
         text_twin: the same mazes as text grids, when evaluated (``text_twin=True``).
+        task: the registered task the rows belong to (results saved before tasks load as ``"maze"``).
     """
 
     label: str
@@ -46,10 +47,14 @@ class EvalResult:
     ci: dict[str, list[float]] = field(default_factory=dict)
     breakdown: dict[str, dict[str, dict[str, dict[str, float]]]] = field(default_factory=dict)
     text_twin: EvalResult | None = None
+    task: str = "maze"
 
     def interval(self, metric: str, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Interval:
         """Bootstrap interval of one metric over this result's mazes."""
-        return bootstrap_interval(metric_values(self.per_maze, metric), n_resamples=n_resamples, seed=seed)
+        from hyperpod_rl.tasks import get_task, metric_spec
+
+        keys = metric_spec(get_task(self.task)).episode_key
+        return bootstrap_interval(metric_values(self.per_maze, metric, keys), n_resamples=n_resamples, seed=seed)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,6 +87,7 @@ class EvalResult:
             "split": self.split,
             "observation": self.observation,
             "num_mazes": self.num_mazes,
+            "task": self.task,
             "metrics": self.metrics,
             "ci": self.ci,
         }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,8 +66,10 @@ class Interval:
         return f"{f.format(self.value)} [{f.format(self.low)}, {f.format(self.high)}]"
 
 
-def metric_values(per_maze: list[dict[str, Any]], metric: str) -> np.ndarray:
-    key = PER_MAZE_KEY.get(metric, metric)
+def metric_values(per_maze: list[dict[str, Any]], metric: str, keys: Mapping[str, str] | None = None) -> np.ndarray:
+    """Per-item values of ``metric`` (NaN where absent); ``keys`` maps metrics to per-item keys
+    (default :data:`PER_MAZE_KEY`; a task's :attr:`MetricSpec.episode_key`)."""
+    key = (PER_MAZE_KEY if keys is None else keys).get(metric, metric)
     return np.array([float(m[key]) if m.get(key) is not None else np.nan for m in per_maze], dtype=float)
 
 
@@ -92,7 +95,16 @@ def bootstrap_interval(values: np.ndarray, *, n_resamples: int = DEFAULT_RESAMPL
     return Interval(float(np.nanmean(values)), float(lo), float(hi), n_valid)
 
 
-def breakdown(per_maze: list[dict[str, Any]], group_key: str, *, n_resamples: int, seed: int) -> dict[str, dict[str, Interval]]:
+def breakdown(
+    per_maze: list[dict[str, Any]],
+    group_key: str,
+    *,
+    n_resamples: int,
+    seed: int,
+    metrics: Sequence[str] = REPORTED,
+    keys: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, Interval]]:
+    """Bootstrap intervals of ``metrics`` per group (``group_key``: ``"stratum"``, ``"size"`` or any per-item key)."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for m in per_maze:
         if group_key == "size":
@@ -101,6 +113,6 @@ def breakdown(per_maze: list[dict[str, Any]], group_key: str, *, n_resamples: in
             label = str(m.get(group_key))
         groups[label].append(m)
     return {
-        label: {metric: bootstrap_interval(metric_values(rows, metric), n_resamples=n_resamples, seed=seed) for metric in REPORTED}
+        label: {metric: bootstrap_interval(metric_values(rows, metric, keys), n_resamples=n_resamples, seed=seed) for metric in metrics}
         for label, rows in sorted(groups.items())
     }

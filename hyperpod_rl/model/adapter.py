@@ -10,7 +10,7 @@ policies through :func:`load_policy`, so they decode the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -27,6 +27,7 @@ __all__ = [
     "load_policy",
     "read_adapter_provenance",
     "require_adapter_files",
+    "task_of_adapters",
 ]
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -87,6 +88,18 @@ def action_constraint_of(adapters: Mapping[str, str | Path]) -> ActionConstraint
     return cast(ActionConstraint, mode)
 
 
+def task_of_adapters(adapters: Mapping[str, str | Path]) -> str:
+    """The task the adapters were trained on (provenance ``task``; adapters without it: ``"maze"``).
+
+    Raises:
+        ConfigError: the adapters were trained on different tasks (one policy has one answer vocabulary).
+    """
+    tasks = {name: str(read_adapter_provenance(path).get("task") or "maze") for name, path in adapters.items()}
+    if len(set(tasks.values())) > 1:
+        raise ConfigError(f"the adapters were trained on different tasks {tasks}: load (or serve) them separately")
+    return next(iter(tasks.values()), "maze")
+
+
 def load_policy(
     base: str | Path,
     adapters: str | Path | Mapping[str, str | Path] | None = None,
@@ -94,6 +107,7 @@ def load_policy(
     action_constraint: ActionConstraint | None = None,
     max_new_tokens: int = 32,
     torch_dtype: Any = None,
+    answer_words: Sequence[str] | None = None,
 ) -> MazePolicy:
     """Load a base model, optionally with LoRA adapters, as a :class:`MazePolicy`.
 
@@ -105,6 +119,8 @@ def load_policy(
             (:func:`action_constraint_of`), ``"directions"`` for a base model.
         max_new_tokens: response limit in tokens for free generation.
         torch_dtype: dtype of the base weights (default: fp32 on CPU).
+        answer_words: the task's answer words for ``"directions"`` decoding (default: those of the
+            task the adapters were trained on, :func:`task_of_adapters`; the maze's for a base model).
 
     Returns:
         The policy, in eval mode. With adapters, ``policy.model`` is a ``peft.PeftModel``.
@@ -130,4 +146,9 @@ def load_policy(
         for name, path in rest:
             model.load_adapter(str(path), adapter_name=name)
         model.eval()
-    return MazePolicy(model, processor, action_constraint=constraint, max_new_tokens=max_new_tokens)
+    if answer_words is None and dirs:
+        from hyperpod_rl.tasks import get_task
+
+        answer_words = get_task(task_of_adapters(dirs)).answer_words
+    words = {} if answer_words is None else {"answer_words": tuple(answer_words)}
+    return MazePolicy(model, processor, action_constraint=constraint, max_new_tokens=max_new_tokens, **words)

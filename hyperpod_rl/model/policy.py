@@ -27,9 +27,9 @@ import torch
 from PIL import Image
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import decode_image_part
 from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
+from hyperpod_rl.tasks.vision import decode_image_part
 
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
 
@@ -106,9 +106,11 @@ class MazePolicy:
         processor: its processor (tokenizer + image processor + chat template).
         action_constraint: ``"directions"`` or ``"none"`` (see the module docstring).
         max_new_tokens: response token limit for ``"none"``.
+        answer_words: the words ``"directions"`` decoding chooses from (the task's
+            :attr:`~hyperpod_rl.tasks.Task.answer_words`; default the maze's four directions).
 
     Raises:
-        ConfigError: ``"directions"`` with a tokenizer where a direction word is not one token.
+        ConfigError: ``"directions"`` with a tokenizer where an answer word is not one token, or no answer words.
     """
 
     def __init__(
@@ -118,8 +120,10 @@ class MazePolicy:
         *,
         action_constraint: Literal["directions", "none"] = "directions",
         max_new_tokens: int = 32,
+        answer_words: Sequence[str] = DIRECTION_TOKENS,
     ) -> None:
         self.model = model
+        self.answer_words = tuple(answer_words)
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.action_constraint = action_constraint
@@ -130,12 +134,14 @@ class MazePolicy:
         vision_ids = {tok.convert_tokens_to_ids(t) for t in VISION_SPECIAL_TOKENS} & set(range(vocab_size))
         self.eos_id = tok.convert_tokens_to_ids("<|im_end|>")
         if action_constraint == "directions":
+            if not self.answer_words:
+                raise ConfigError("rollout.action_constraint='directions' needs the task's answer words; this task has none: use 'none'")
             ids = []
-            for word in DIRECTION_TOKENS:
+            for word in self.answer_words:
                 enc = tok.encode(word, add_special_tokens=False)
                 if len(enc) != 1:
                     raise ConfigError(
-                        f"rollout.action_constraint='directions' needs each direction word to be one token; "
+                        f"rollout.action_constraint='directions' needs each answer word to be one token; "
                         f"{word!r} is {len(enc)} tokens in this tokenizer: use action_constraint='none'"
                     )
                 ids.append(enc[0])
@@ -321,7 +327,7 @@ class MazePolicy:
             ids = prefix + [tok_id] + list(self.suffix_ids)
             actions.append(
                 Action(
-                    text=f"<answer>{DIRECTION_TOKENS[c]}</answer>",
+                    text=f"<answer>{self.answer_words[c]}</answer>",
                     response_ids=ids,
                     loss_mask=[False] * len(prefix) + [True] + [False] * len(self.suffix_ids),
                     logprob=float(logp[i, c]),

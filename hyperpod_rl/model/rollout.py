@@ -1,6 +1,6 @@
 """Multi-turn rollouts: a policy plays maze episodes through the skyrl-gym maze env.
 
-Each episode is created with :func:`hyperpod_rl.maze.make_env` (``skyrl_gym.make(ENV_CLASS, ...)``) exactly as
+Each episode is created with :func:`hyperpod_rl.tasks.make_env` (``skyrl_gym.make(row['env_class'], ...)``) exactly as
 SkyRL's generator creates envs, starts from the row's ``prompt`` and runs turn by turn: the
 policy sees the image, answers one move, the env returns the reward and the new image, until
 the goal or the turn limit. Episodes of all groups advance in lock-step so that each turn is one
@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from hyperpod_rl.maze import make_env
 from hyperpod_rl.model.policy import Action, MazePolicy
+from hyperpod_rl.tasks import make_env
 
 __all__ = ["Episode", "Turn", "play_episodes"]
 
@@ -90,7 +90,7 @@ def play_episodes(
         if max_turns is not None:
             extras["max_turns"] = max_turns
         for _ in range(group_size):
-            env = make_env(extras)
+            env = make_env(None, extras)  # the task of the row's env_class
             prompt, _ = env.init(list(row["prompt"]))
             system = [m for m in prompt if m.get("role") == "system"]
             envs.append(env)

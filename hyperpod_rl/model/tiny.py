@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from transformers import (
@@ -89,7 +89,7 @@ class ImageOnlyQwen3VLProcessor(Qwen3VLProcessor):
         return ["image_processor", "tokenizer"]
 
 
-def _train_tokenizer(corpus: Iterable[str], vocab_size: int) -> Qwen2Tokenizer:
+def _train_tokenizer(corpus: Iterable[str], vocab_size: int, answer_words: Sequence[str] = DIRECTION_TOKENS) -> Qwen2Tokenizer:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     bpe = Tokenizer(models.BPE())
@@ -107,8 +107,9 @@ def _train_tokenizer(corpus: Iterable[str], vocab_size: int) -> Qwen2Tokenizer:
     merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in state["model"]["merges"]]
     tok = Qwen2Tokenizer(vocab=vocab, merges=merges)
     tok.add_special_tokens({"additional_special_tokens": list(CHAT_SPECIAL_TOKENS[1:] + VISION_SPECIAL_TOKENS)})
-    # Direction words and answer tags as whole tokens, so one move is one sampled token.
-    tok.add_tokens(list(ANSWER_TOKENS) + [f" {d}" for d in DIRECTION_TOKENS] + list(DIRECTION_TOKENS))
+    # Answer words (the task's; the maze's directions by default) and answer tags as whole tokens,
+    # so one answer is one sampled token.
+    tok.add_tokens(list(ANSWER_TOKENS) + [f" {d}" for d in answer_words] + list(answer_words))
     tok.eos_token = "<|im_end|>"
     tok.pad_token = "<|endoftext|>"
     tok.chat_template = CHAT_TEMPLATE
@@ -132,6 +133,7 @@ def build_tiny_qwen3vl(
     vision_depth: int = 2,
     corpus: Iterable[str] = (),
     vocab_size: int = 512,
+    answer_words: Sequence[str] = DIRECTION_TOKENS,
 ) -> tuple[Qwen3VLForConditionalGeneration, ImageOnlyQwen3VLProcessor]:
     """Build a random-init Qwen3-VL model and its image-only processor.
 
@@ -143,6 +145,8 @@ def build_tiny_qwen3vl(
         vision_depth: vision-tower blocks (patch 16, spatial merge 2, as Qwen3-VL).
         corpus: extra text (e.g. the maze env's prompts) to train the byte-level BPE on.
         vocab_size: BPE vocabulary size before special tokens.
+        answer_words: words made single tokens for constrained decoding (the task's
+            :attr:`~hyperpod_rl.tasks.Task.answer_words`; default the maze's directions).
 
     Returns:
         ``(model, processor)``; the model is in fp32 on CPU, ``model.config`` is a full
@@ -159,7 +163,7 @@ def build_tiny_qwen3vl(
         raise ConfigError("model.num_layers and vision_depth must be >= 1")
     head_dim = 32
     heads = hidden_size // head_dim
-    tokenizer = _train_tokenizer([_DEFAULT_CORPUS, *corpus], vocab_size)
+    tokenizer = _train_tokenizer([_DEFAULT_CORPUS, *corpus], vocab_size, answer_words)
     # mrope_section sums to head_dim / 2 (docs/references.md §5).
     half = head_dim // 2
     mrope = [half - 2 * (half // 3), half // 3, half // 3]

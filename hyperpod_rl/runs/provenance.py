@@ -16,7 +16,8 @@ name, ``manifest.json``, so runs written before stay readable; in code it is the
                       ``HYPERPOD_RL_IMAGE_DIGEST``, set by the cluster spec); ``None`` locally
 ``datasets``          ``{split: {"path", "sha256"}}``, plus the generator spec when a
                       ``dataset.json`` sits beside the parquet files
-``reward_version``    :data:`~hyperpod_rl.maze.REWARD_VERSION`
+``task``              the task's name (``RunConfig.task.name``; a registered :mod:`hyperpod_rl.tasks` plug-in)
+``reward_version``    the task's :attr:`~hyperpod_rl.tasks.Task.reward_version`
 ``seeds``             every seed: trainer (Python, NumPy, torch, sampler) and dataset
 ``base_model``        ``{"id", "revision", "path"}``
 ``checkpoints``       ``[{"step", "path", "files": {name: sha256}}]`` (the ones on disk)
@@ -143,6 +144,7 @@ def new_provenance(
         "platform": platform.platform(),
         "image": image_info(),
         "datasets": datasets,
+        "task": config.task.name,
         "reward_version": reward_version,
         "seeds": {"trainer": config.trainer.seed, **({"dataset": next(iter(data_seeds.values()))} if data_seeds else {})},
         "base_model": {"id": base_model_id, "revision": base_model_revision, "path": config.model.path},

@@ -18,11 +18,11 @@ from typing import Any
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
-from hyperpod_rl.maze import MazeRow, read_rows
 from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
 from hyperpod_rl.runs.files import write_json_atomic
 from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root
 from hyperpod_rl.runs.provenance import eval_summaries, read_provenance, update_provenance
+from hyperpod_rl.tasks import Row, get_task, read_rows
 
 __all__ = [
     "RunSummary",
@@ -186,18 +186,19 @@ def record_promotion(paths: RunPaths, decision: dict[str, Any]) -> Path:
     return path
 
 
-def dataset_rows(run: str | Path | RunPaths, split: str = "heldout") -> list[MazeRow]:
+def dataset_rows(run: str | Path | RunPaths, split: str = "heldout") -> list[Row]:
     """The dataset rows of a run's ``train`` or ``heldout`` split (the paths in its config).
 
     Raises:
         ConfigError: ``split`` is neither.
         CheckpointError: the run has no config.
-        MazeError: the dataset file is missing or unreadable.
+        TaskError: the dataset file is missing or unreadable, or lacks the columns of the run's task.
     """
     if split not in ("train", "heldout"):
         raise ConfigError(f"split {split!r} is not a run's dataset split: use 'train' or 'heldout'")
     config = read_config(run)
-    return read_rows(config.data.train_path if split == "train" else config.data.heldout_path)
+    required = ("prompt", "env_class", get_task(config.task.name).hash_column)
+    return read_rows(config.data.train_path if split == "train" else config.data.heldout_path, required=required)
 
 
 def read_eval(paths: RunPaths, name: str) -> dict[str, Any] | None:

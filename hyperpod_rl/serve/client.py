@@ -1,8 +1,9 @@
 """Client of the OpenAI-style ``/v1/chat/completions`` route (local Ray Serve or vLLM).
 
 - :func:`chat`: one request, the answer text and its latency.
-- :func:`solve`: play one maze through the served model, turn by turn, with the skyrl-gym maze
-  env scoring every move exactly as in training and evaluation.
+- :func:`solve`: play one maze (or one item of any registered task) through the served model,
+  turn by turn, with the task's skyrl-gym env scoring every answer exactly as in training and
+  evaluation.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import Maze, make_env
+from hyperpod_rl.maze import Maze
+from hyperpod_rl.tasks import make_env
 
 __all__ = ["SolveResult", "chat", "maze_request", "solve"]
 
@@ -64,9 +66,10 @@ class SolveResult:
         adapter: the ``model`` name the requests used.
         answers: the raw answer text of each turn, e.g. ``"<answer>up</answer>"``.
         moves: the parsed move of each turn (``None`` for an invalid answer).
-        path: cells ``(row, col)`` the agent occupied: the start, then one per turn.
+        path: cells ``(row, col)`` the agent occupied: the start, then one per turn (maze;
+            empty for tasks without an agent cell).
         reward: the episode return (sum of the env's step rewards).
-        solved: whether the agent reached the goal.
+        solved: whether the agent reached the goal (other tasks: the episode's ``success``).
         latencies_s: seconds per request, one per turn.
         metrics: the env's episode metrics (``solved``, ``optimal_move_rate``, ...).
     """
@@ -110,8 +113,9 @@ def solve(
     (:class:`hyperpod_rl.maze.MazeEnv`) with the answer, until the goal or the turn limit.
 
     Args:
-        maze: a :class:`~hyperpod_rl.maze.Maze`, or a dataset row (its ``prompt`` and settings,
-            e.g. ``prompt_style``, are used).
+        maze: a :class:`~hyperpod_rl.maze.Maze`, or a dataset row of any registered task (its
+            ``prompt`` and settings, e.g. ``prompt_style``, are used; the task comes from its
+            ``env_class``).
         endpoint: base URL of the server, e.g. ``http://127.0.0.1:8000``.
         adapter: the ``model`` to ask: an adapter name, or ``"base"`` on the local server
             (``"<model_id>:<adapter>"`` on Ray Serve LLM).
@@ -128,20 +132,24 @@ def solve(
     Raises:
         ServeError: a request failed (the server's detail is in the message).
         MazeError: the maze or its settings are invalid.
+        TaskError: the row's task is not registered.
     """
     if isinstance(maze, Maze):
-        extras: dict[str, Any] = {"maze": maze.to_json()}
+        from hyperpod_rl.maze.registry import ENV_CLASS
+
+        extras: dict[str, Any] = {"maze": maze.to_json(), "env_class": ENV_CLASS}
         prompt: list[dict[str, Any]] | None = None
     else:
         extras = dict(maze)
         prompt = list(maze["prompt"]) if maze.get("prompt") is not None else None
     if max_turns is not None:
         extras["max_turns"] = max_turns
-    env = make_env(extras, env_config)
+    env = make_env(None, extras, env_config)
     conversation, _ = env.init(prompt)
     system = [m for m in conversation if m.get("role") == "system"]
     context = _context(system, conversation)
-    result = SolveResult(adapter=adapter, path=[tuple(env.maze.start)])
+    start = getattr(getattr(env, "maze", None), "start", None)
+    result = SolveResult(adapter=adapter, path=[tuple(start)] if start is not None else [])
     try:
         while True:
             request: dict[str, Any] = {"model": adapter, "messages": context, "temperature": temperature}
@@ -153,13 +161,14 @@ def solve(
             result.answers.append(answer)
             result.latencies_s.append(latency)
             result.moves.append(meta.get("move"))
-            result.path.append(tuple(meta.get("agent", result.path[-1])))
+            if result.path:
+                result.path.append(tuple(meta.get("agent", result.path[-1])))
             result.reward += float(out["reward"])
             if out["done"]:
                 break
             context = _context(system, out["observations"])
         result.metrics = {k: float(v) for k, v in env.get_metrics().items() if isinstance(v, (int, float))}
-        result.solved = bool(result.metrics.get("solved", 0.0))
+        result.solved = bool(result.metrics.get("solved", result.metrics.get("success", 0.0)))
     finally:
         env.close()
     return result

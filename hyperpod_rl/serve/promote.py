@@ -190,14 +190,15 @@ def promote(
 
 
 def promote_run(
-    run: str | Path, *, base_label: str = "base", adapter_label: str = "adapter", primary: str = "solve_rate"
+    run: str | Path, *, base_label: str = "base", adapter_label: str = "adapter", primary: str | None = None
 ) -> PromotionDecision:
     """Compare a run's saved evaluations, save the comparison, and promote its adapter if it wins.
 
     Args:
         run: run id or run directory.
         base_label, adapter_label: the saved evaluations ``eval/<label>.json`` to compare.
-        primary: the metric that must improve significantly.
+        primary: the metric that must improve significantly (default: the task's primary metric,
+            ``solve_rate`` for the maze).
 
     Returns:
         The :class:`PromotionDecision` (promoted).

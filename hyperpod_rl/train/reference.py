@@ -51,7 +51,6 @@ import torch
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
-from hyperpod_rl.maze import REWARD_VERSION, aggregate_metrics, read_rows
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import load_base_model, revision_of
 from hyperpod_rl.model.policy import MazePolicy
@@ -70,6 +69,7 @@ from hyperpod_rl.runs.files import (
 )
 from hyperpod_rl.runs.provenance import eval_summaries, new_provenance, read_provenance, update_provenance
 from hyperpod_rl.runs.versions import provenance_record
+from hyperpod_rl.tasks import get_task, read_rows
 from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
 
 __all__ = ["ReferenceTrainer"]
@@ -154,12 +154,23 @@ class ReferenceTrainer:
             bias="none",
         )
         self.model = get_peft_model(model, lora)
+        self.task = get_task(cfg.task.name)
         self.policy = MazePolicy(
-            self.model, processor, action_constraint=cfg.rollout.action_constraint, max_new_tokens=cfg.rollout.max_new_tokens
+            self.model,
+            processor,
+            action_constraint=cfg.rollout.action_constraint,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            answer_words=self.task.answer_words,
         )
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay)
-        self.rows = list(read_rows(cfg.data.train_path))
+        self.rows = list(read_rows(cfg.data.train_path, required=("prompt", "env_class", self.task.hash_column)))
+        others = sorted({str(r["env_class"]) for r in self.rows} - {self.task.env_class})
+        if others:
+            raise ConfigError(
+                f"data.train_path holds rows of env_class {others}, not of task {self.task.name!r} ({self.task.env_class}): "
+                "set task.name to the dataset's task, or generate the dataset with this task"
+            )
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
         self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
         self.step = 0
@@ -228,7 +239,7 @@ class ReferenceTrainer:
                 base_model_id=self.base_model_id,
                 base_model_revision=self.base_model_revision,
                 dataset_hashes=hashes,
-                reward_version=REWARD_VERSION,
+                reward_version=self.task.reward_version,
             )
             if current is not None:  # keep what earlier attempts recorded
                 fresh["created_at"] = current.get("created_at", fresh["created_at"])
@@ -260,7 +271,7 @@ class ReferenceTrainer:
         prev = read_eval(self.paths, "base")
         if prev and prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
             return
-        rows = list(read_rows(cfg.data.heldout_path))[: cfg.trainer.eval_mazes]
+        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_mazes]
         states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
         try:
             with torch.no_grad(), self.model.disable_adapter():
@@ -279,6 +290,7 @@ class ReferenceTrainer:
             "per_maze": per_maze,
             "split": "heldout",
             "model_revision": self.base_model_revision,
+            "task": cfg.task.name,
         }
         record_eval(self.paths, "base", result)
         print(f"base model benchmark on {len(rows)} held-out mazes: " + ", ".join(f"{k} {v:.3f}" for k, v in metrics.items()), flush=True)
@@ -439,7 +451,7 @@ class ReferenceTrainer:
         solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(
             len(rows), cfg.grpo.group_size
         )
-        values.update({f"environment/{k}": float(v) for k, v in aggregate_metrics([ep.metrics for ep in episodes]).items()})
+        values.update({f"environment/{k}": float(v) for k, v in self.task.aggregate_metrics([ep.metrics for ep in episodes]).items()})
         resp_tokens = [len(t.action.response_ids) for ep in episodes for t in ep.turns]
         step_s = time.perf_counter() - t0
         values.update(
@@ -526,13 +538,14 @@ class ReferenceTrainer:
                 base_model_revision=self.base_model_revision,
                 config_hash=cfg.config_hash(),
                 dataset_hashes={"train": file_sha256(cfg.data.train_path), "heldout": file_sha256(cfg.data.heldout_path)},
-                reward_version=REWARD_VERSION,
+                reward_version=self.task.reward_version,
                 seeds={"trainer": cfg.trainer.seed},
                 lora=cfg.lora.model_dump(mode="json"),
                 adapter_sha256=file_sha256(tmp / "adapter_model.safetensors"),
                 steps=self.step,
             )
             prov["action_constraint"] = cfg.rollout.action_constraint
+            prov["task"] = cfg.task.name
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)

@@ -10,7 +10,7 @@ Ray cluster the job runs in, then writes the same artifacts as the reference bac
    ``log_path`` beside it (:mod:`hyperpod_rl.config.skyrl`). A checkpoint directory written with
    another config is refused, as in the reference backend, and on resume the metric records after
    the checkpoint's step are dropped (SkyRL produces those steps again);
-3. the trainer runs in a Ray task that first registers the maze env with skyrl_gym (the registry
+3. the trainer runs in a Ray task that first registers the run's task env (``RunConfig.task``) with skyrl_gym (the registry
    is per process, so it must happen inside the task: SkyRL's visgym ``entrypoint.py`` pattern);
 4. SkyRL's tracker is wrapped so each committed step also goes to ``metrics.jsonl`` and the job
    log as a :class:`~hyperpod_rl.metrics.schema.MetricRecord` (:mod:`hyperpod_rl.train.skyrl_metrics`);
@@ -32,10 +32,10 @@ from typing import Any
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.config.skyrl import RUN_SUBDIRS, to_skyrl_overrides
 from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.maze import REWARD_VERSION
 from hyperpod_rl.runs import RunPaths, read_config
 from hyperpod_rl.runs.files import file_sha256, write_dir_atomically, write_json_atomic
 from hyperpod_rl.runs.versions import provenance_record
+from hyperpod_rl.tasks import get_task
 from hyperpod_rl.train.skyrl_metrics import MetricRecordSink
 
 __all__ = [
@@ -204,13 +204,14 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
                 "train": file_sha256(config.data.train_path),
                 "heldout": file_sha256(config.data.heldout_path),
             },
-            reward_version=REWARD_VERSION,
+            reward_version=get_task(config.task.name).reward_version,
             seeds={"trainer": config.trainer.seed},
             lora=config.lora.model_dump(mode="json"),
             adapter_sha256=file_sha256(tmp / "adapter_model.safetensors"),
             steps=step,
         )
         prov["action_constraint"] = config.rollout.action_constraint
+        prov["task"] = config.task.name
         write_json_atomic(tmp / "provenance.json", prov)
 
     return write_dir_atomically(RunPaths(rd).adapter, write)
@@ -228,10 +229,10 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
     from skyrl.train.entrypoints.main_base import BasePPOExp
     from skyrl.train.utils.tracking import Tracking
 
-    from hyperpod_rl.maze import register_env
+    from hyperpod_rl.tasks import register_env
 
-    register_env()  # skyrl_gym's registry is per process: register inside the trainer task
     config = RunConfig.model_validate_json(config_json)
+    register_env(config.task.name)  # skyrl_gym's registry is per process: register inside the trainer task
     sink = MetricRecordSink(config.run_id, config.trainer.steps, RunPaths(Path(run_dir)).metrics)
 
     class _RecordTracking(Tracking):

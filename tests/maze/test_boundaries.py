@@ -1,4 +1,4 @@
-"""hyperpod_rl.maze is the lowest layer: only hyperpod_rl.errors and .base from the package; no Ray, torch or skyrl-gym at import time."""
+"""hyperpod_rl.maze sits on the task API: only hyperpod_rl.tasks, .errors and .base from the package; no Ray, torch or skyrl-gym at import time."""
 
 from __future__ import annotations
 
@@ -24,13 +24,14 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
-def test_maze_modules_import_only_errors_from_the_package() -> None:
+def test_maze_modules_import_only_the_task_api_and_errors_from_the_package() -> None:
     files = sorted(MAZE.glob("*.py"))
     assert len(files) >= 8
     for path in files:
         for name in _imports(path):
             if name.startswith("hyperpod_rl"):
-                assert name in ("hyperpod_rl.errors", "hyperpod_rl.base") or name.startswith("hyperpod_rl.maze"), (path.name, name)
+                allowed = name in ("hyperpod_rl.errors", "hyperpod_rl.base") or name.startswith(("hyperpod_rl.maze", "hyperpod_rl.tasks."))
+                assert allowed, (path.name, name)
             assert name.split(".")[0] not in FORBIDDEN_ROOTS, (path.name, name)
 
 
@@ -38,7 +39,8 @@ def test_import_does_not_load_heavy_frameworks() -> None:
     """The task and the planner import without torch, Ray, transformers or skyrl-gym (the GPU
     harness runs the planner on a machine that has none of Ray or skyrl-gym)."""
     code = (
-        "import sys, hyperpod_rl.maze, hyperpod_rl.plan; hyperpod_rl.maze.build_dataset; "
+        "import sys, hyperpod_rl.maze, hyperpod_rl.plan, hyperpod_rl.tasks; hyperpod_rl.maze.build_dataset; "
+        "hyperpod_rl.tasks.get_task('maze').build_dataset; "
         "print(sorted(m for m in ('torch', 'ray', 'transformers', 'skyrl_gym') if m in sys.modules))"
     )
     out = subprocess.run(

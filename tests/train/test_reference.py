@@ -9,7 +9,7 @@ import warnings
 import pytest
 from safetensors.torch import load_file
 
-from hyperpod_rl.errors import CheckpointError, MazeError
+from hyperpod_rl.errors import CheckpointError, TaskError
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.model.tiny import directory_revision
 from hyperpod_rl.quickstart import make_run_config
@@ -112,14 +112,14 @@ def test_corrupt_latest_checkpoint_falls_back_with_a_warning(tiny_setup, tmp_pat
 
 
 def test_bad_dataset_files_are_clear_errors(tmp_path):
-    with pytest.raises(MazeError, match="does not exist: generate it first"):
+    with pytest.raises(TaskError, match="does not exist: generate it first"):
         read_rows(tmp_path / "missing.parquet")
     (tmp_path / "junk.parquet").write_bytes(b"not parquet")
-    with pytest.raises(MazeError, match="is not a readable parquet file"):
+    with pytest.raises(TaskError, match="is not a readable parquet file"):
         read_rows(tmp_path / "junk.parquet")
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "hi"}]]}), tmp_path / "other.parquet")
-    with pytest.raises(MazeError, match=r"lacks the columns \['env_class', 'maze', 'layout_hash'\]"):
+    with pytest.raises(TaskError, match=r"lacks the columns \['env_class'\]"):
         read_rows(tmp_path / "other.parquet")
