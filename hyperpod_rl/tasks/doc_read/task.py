@@ -49,7 +49,11 @@ class DocReadTask(TaskBase):
     hash_column: ClassVar[str] = "content_hash"
     primary_metric: ClassVar[str] = "accuracy"
     prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
-    answer_words: ClassVar[tuple[str, ...]] = ()
+    #: The closed answers of ``field.kind`` and the yes/no questions. Constrained decoding (the tiny
+    #: model's ``action_constraint="directions"``) can only give these, so pair it with
+    #: ``qtypes=("field.kind",)`` (or the ``compare.pair`` / ``compare.total`` yes/no questions);
+    #: real VLMs generate freely and answer every question type.
+    answer_words: ClassVar[tuple[str, ...]] = ("invoice", "receipt", "form", "table", "yes", "no")
     reported_metrics: ClassVar[dict[str, str]] = {"accuracy": "correct", "invalid_rate": "invalid", "unparseable_rate": "unparseable"}
     lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_rate", "unparseable_rate")
     guard_metrics: ClassVar[tuple[str, ...]] = ("invalid_rate",)
