@@ -192,7 +192,8 @@ def submit_run(
         'hprl-quickstart-1'
 
     Args:
-        client: a ``ray.job_submission.JobSubmissionClient`` (authenticated).
+        client: a ``ray.job_submission.JobSubmissionClient`` (authenticated), an access object, or a
+            cluster address such as ``sagemaker_ray://maze/hyperpod-ns-team-a`` (``cluster.access.job_client_of``).
         config: the validated run config (validation happens before anything is submitted).
         run_dir: the run directory as this process sees it; default
             ``<storage root>/runs/<run_id>`` (:func:`hyperpod_rl.runs.run_paths`). It must be
@@ -208,7 +209,8 @@ def submit_run(
 
     Warns:
         UserWarning: with the planner's verdicts, when a SkyRL run is predicted not to fit
-            its GPUs (:func:`hyperpod_rl.run_plan.fit_warnings`).
+            its GPUs (:func:`hyperpod_rl.run_plan.fit_warnings`); when the notebook's Ray or Python
+            major.minor differs from the cluster's, with the fix (:mod:`hyperpod_rl.cluster.versions`).
 
     Raises:
         ConfigError: the config fails validation (checked again here).
@@ -217,8 +219,12 @@ def submit_run(
     """
     import warnings
 
+    from hyperpod_rl.cluster.versions import checked_job_client
     from hyperpod_rl.run_plan import fit_warnings
 
+    client, versions = checked_job_client(client)
+    for check in (c for c in versions if c.status == "warn"):
+        warnings.warn(f"{check.detail}; fix: {check.fix}", UserWarning, stacklevel=2)
     config = config.validated()  # a copy edited with model_copy(update=...) is checked again
     for verdict in fit_warnings(config):
         warnings.warn(f"run {config.run_id!r} may not fit its GPUs: {verdict}", UserWarning, stacklevel=2)
@@ -313,6 +319,9 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
     import requests
     from ray.job_submission import JobStatus
 
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
     seen = 0
     last_status = None
     while True:
@@ -362,7 +371,10 @@ def job_logs(client: Any, submission_id: str) -> str:
 
 
 def stop_run(client: Any, submission_id: str) -> bool:
-    """Ask Ray to stop a job; True if it was running."""
+    """Ask Ray to stop a job; True if it was running (``client`` as in :func:`submit_run`)."""
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
     try:
         return bool(client.stop_job(submission_id))
     except RuntimeError as err:
@@ -371,6 +383,9 @@ def stop_run(client: Any, submission_id: str) -> bool:
 
 def list_runs(client: Any) -> list[dict[str, Any]]:
     """hyperpod-rl jobs on the cluster, newest first: run id, submission id, status, times (ms)."""
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
     out = []
     for job in client.list_jobs():
         run_id = (job.metadata or {}).get(RUN_ID_METADATA)
