@@ -65,3 +65,13 @@ def test_task_members_over_a_row(rows: list) -> None:
         ]
     )
     assert metrics["accuracy"] == 0.5 and metrics["accuracy/sum"] == 1.0 and metrics["invalid_rate"] == 0.5
+
+
+def test_answer_words_cover_the_closed_answers_and_are_single_tiny_tokens() -> None:
+    from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+    from hyperpod_rl.tasks.doc_read import KINDS
+
+    words = get_task("doc_read").answer_words
+    assert set(KINDS) | {"yes", "no"} == set(words)
+    _, processor = build_tiny_qwen3vl(answer_words=words)
+    assert all(len(processor.tokenizer.encode(w, add_special_tokens=False)) == 1 for w in words)
