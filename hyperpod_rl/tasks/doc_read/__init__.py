@@ -6,8 +6,9 @@ sizing (:mod:`.render`), chat messages (:mod:`.messages`), answer parsing and no
 train / held-out (unseen templates) / out-of-distribution (denser pages) splits (:mod:`.dataset`),
 the reward audit (:mod:`.audit`) and a single-turn skyrl-gym env (:mod:`.env`, loaded lazily).
 
-Imports only Pillow, pydantic and the package's ``errors`` / ``base``; skyrl-gym only where an env
-is built, pyarrow only where parquet is read or written. The written spec is ``docs/doc-read-task.md``.
+Imports Pillow, pydantic, the package's ``errors`` / ``base`` and the shared task helpers
+(:mod:`hyperpod_rl.tasks`); never torch, Ray or transformers, and skyrl-gym only where an env is built.
+The written spec is ``docs/doc-read-task.md``.
 
 Example:
     >>> from hyperpod_rl.tasks.doc_read import generate_document, generate_question, score_completion
