@@ -213,8 +213,7 @@ def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
 
 
 def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
-    from hyperpod_rl.tasks import check_splits
-    from hyperpod_rl.tasks import write_parquet as write_task_parquet
+    from hyperpod_rl.tasks import write_dataset
 
     task = get_task(opts.task)
     options = task.options_model.build(_task_options_data(opts, task))
@@ -225,12 +224,9 @@ def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPath
     if meta.exists():
         info = json.loads(meta.read_text())
         return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"])
-    splits = task.build_dataset(options)
-    check_splits(task, splits)
-    root.mkdir(parents=True, exist_ok=True)
-    hashes = {name: write_task_parquet(splits[name], root / f"{name}.parquet") for name in ("train", "heldout")}
-    meta.write_text(json.dumps({"hashes": hashes, "spec": spec}, sort_keys=True))
-    return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=hashes, spec=spec)
+    write_dataset(task, options, root)
+    info = json.loads(meta.read_text())
+    return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"])
 
 
 def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:

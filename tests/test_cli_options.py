@@ -21,6 +21,10 @@ def test_every_field_is_an_option_with_the_model_default_and_help():
     defaults = QuickstartOptions()
     for name, field in QuickstartOptions.model_fields.items():
         assert name in options, name
+        if field.annotation == dict[str, Any]:  # a mapping is one JSON option; blank = the model default
+            assert options[name].default is None and getattr(defaults, name) == {}, name
+            assert field.description and options[name].help.startswith(field.description) and "JSON" in options[name].help, name
+            continue
         assert options[name].default == getattr(defaults, name), name
         assert field.description and options[name].help == field.description, name
     assert set(options) == set(QuickstartOptions.model_fields) | {"summary_json"}

@@ -1,7 +1,7 @@
 """``hyperpod-rl``: a thin typer + rich layer over the public API.
 
 Commands: ``quickstart``, ``doctor``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
-``serve ...``, ``maze ...``, ``cluster ...``. No logic lives here that the library does not
+``serve ...``, ``maze ...``, ``tasks list|show|audit|sample``, ``cluster ...``. No logic lives here that the library does not
 expose: each command calls the same functions a notebook calls.
 """
 
@@ -17,6 +17,7 @@ from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
+from hyperpod_rl.cli import tasks as _tasks
 from hyperpod_rl.cli._common import Address, console, follow_with_progress, handled, job_client
 from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.quickstart import quickstart
@@ -36,6 +37,7 @@ app.add_typer(_maze.app, name="maze")
 app.add_typer(_cluster.app, name="cluster")
 app.add_typer(_runs.app, name="runs")
 app.add_typer(_serve.app, name="serve")
+app.add_typer(_tasks.app, name="tasks")
 
 
 # ---------------------------------------------------------------------------- local cluster

@@ -44,21 +44,36 @@ def _table(summary: QuickstartSummary, max_turns: int) -> Table:
     )
     for column in ("metric", "base", "adapter", "Δ (paired)"):
         table.add_column(column, justify="left" if column == "metric" else "right")
+    maze = summary.base.task == "maze"
     for row in summary.comparison.table_rows():
-        if row["metric"] in _LABELS:
-            table.add_row(_LABELS[row["metric"]], row["base"], row["candidate"], row["delta"])
+        if row["metric"] in _LABELS or not maze:  # other tasks: every reported metric, by its own name
+            table.add_row(_LABELS.get(row["metric"], row["metric"]), row["base"], row["candidate"], row["delta"])
     table.add_row("mazes", str(summary.base.num_mazes), str(summary.adapter.num_mazes), "")
     return table
 
 
-@model_options(QuickstartOptions)
+@model_options(QuickstartOptions, exclude=("task_options",))
 def quickstart(
-    *, summary_json: Path | None = typer.Option(None, help="also write the summary (phase times, figures) to this file"), **options: Any
+    *,
+    task_options: str | None = typer.Option(
+        None,
+        "--task-options",
+        help=f"{QuickstartOptions.model_fields['task_options'].description}, as a JSON object (hyperpod-rl tasks show TASK)",
+    ),
+    summary_json: Path | None = typer.Option(None, help="also write the summary (phase times, figures) to this file"),
+    **options: Any,
 ) -> None:
-    """Run the whole loop locally: cluster, maze data, base eval, GRPO job, adapter eval, serving."""
+    """Run the whole loop locally: cluster, task data (the maze unless --task), base eval, GRPO job, adapter eval, serving."""
     from hyperpod_rl.quickstart import default_run_id, run
 
     phases = _Phases()
+    try:
+        extra = json.loads(task_options) if task_options else {}
+    except json.JSONDecodeError as err:
+        raise typer.BadParameter(f"--task-options is not JSON ({err}): pass an object, e.g. '{{\"fill\": 0.5}}'") from None
+    if not isinstance(extra, dict):
+        raise typer.BadParameter("--task-options must be a JSON object")
+    options["task_options"] = extra
     try:
         opts = QuickstartOptions.build(options)
         if opts.run_id is None:
@@ -70,7 +85,10 @@ def quickstart(
             phases.status.stop()
         fail(err)
     console.print(_table(summary, opts.max_turns))
-    console.print(f"optimal-move rate = share of a maze's turns whose move is on a shortest path · {summary.comparison.reason}")
+    if summary.base.task == "maze":
+        console.print(f"optimal-move rate = share of a maze's turns whose move is on a shortest path · {summary.comparison.reason}")
+    else:
+        console.print(summary.comparison.reason)
     if summary.served_answer:
         console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
     if summary_json:

@@ -1,9 +1,10 @@
 """The visual maze task: generation, rendering, answer parsing, reward, skyrl-gym env and datasets.
 
-The lowest layer of hyperpod_rl: it imports nothing from the package except
-:mod:`hyperpod_rl.errors` and :mod:`hyperpod_rl.base`, and no torch, Ray or skyrl-gym at import
-time (``MazeEnv`` loads skyrl-gym on first use; :func:`make_env` builds envs). The written answer-format
-and reward spec is ``docs/maze-task.md``.
+The first task plug-in (:mod:`hyperpod_rl.maze.task`, entry point ``maze`` of the
+``hyperpod_rl.tasks`` group; ``docs/tasks.md``). It imports nothing from the package except the task
+API (:mod:`hyperpod_rl.tasks`), :mod:`hyperpod_rl.errors` and :mod:`hyperpod_rl.base`, and no torch,
+Ray or skyrl-gym at import time (``MazeEnv`` loads skyrl-gym on first use; :func:`make_env` builds
+envs). The written answer-format and reward spec is ``docs/maze-task.md``.
 
 Example:
     >>> from hyperpod_rl.maze import generate_maze, render_maze, parse_answer

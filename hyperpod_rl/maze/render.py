@@ -17,17 +17,17 @@ per (maze, agent cell, style), because a GRPO group revisits the same cells many
 
 from __future__ import annotations
 
-import io
-import math
 from functools import lru_cache
 from typing import Final, Literal
 
 from PIL import Image, ImageDraw
 from pydantic import Field, model_validator
 
-from hyperpod_rl.errors import MazeError
+from hyperpod_rl.errors import MazeError, TaskError
 from hyperpod_rl.maze._model import MazeModel
 from hyperpod_rl.maze.grid import OPEN_BITS, Cell, Maze
+from hyperpod_rl.tasks import vision as _vision
+from hyperpod_rl.tasks.vision import encode_png
 
 __all__ = [
     "render_path",
@@ -68,7 +68,6 @@ THEME_WORDS: Final[dict[str, tuple[str, str, str]]] = {
 #: upsizes small images; pass that processor's values as min_pixels/max_pixels when it applies.
 QWEN_VL_MIN_PIXELS: Final[int] = 4 * 32 * 32
 QWEN_VL_MAX_PIXELS: Final[int] = 16384 * 32 * 32
-_MAX_RATIO: Final[int] = 200  # qwen-vl-utils MAX_RATIO
 
 
 class RenderStyle(MazeModel):
@@ -140,21 +139,13 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     Sides are rounded to the nearest multiple of ``factor`` (at least ``factor``); if the area then
     exceeds ``max_pixels`` both sides shrink by sqrt(area / max_pixels) and are floored to the
     factor; if it is below ``min_pixels`` they grow and are ceiled. Python's round() is banker's
-    rounding, as upstream.
+    rounding, as upstream. The one implementation is :func:`hyperpod_rl.tasks.vision.smart_resize`
+    (shared by every task); here its errors are :class:`MazeError`.
     """
-    if max(height, width) / min(height, width) > _MAX_RATIO:
-        raise MazeError(f"image aspect ratio must be below {_MAX_RATIO}, got {height}x{width} px")
-    h_bar = max(factor, round(height / factor) * factor)
-    w_bar = max(factor, round(width / factor) * factor)
-    if h_bar * w_bar > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h_bar = max(factor, math.floor(height / beta / factor) * factor)
-        w_bar = max(factor, math.floor(width / beta / factor) * factor)
-    elif h_bar * w_bar < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h_bar = math.ceil(height * beta / factor) * factor
-        w_bar = math.ceil(width * beta / factor) * factor
-    return h_bar, w_bar
+    try:
+        return _vision.smart_resize(height, width, factor, min_pixels, max_pixels)
+    except TaskError as err:
+        raise MazeError(str(err)) from None
 
 
 def image_token_count(
@@ -171,7 +162,8 @@ def image_token_count(
     The image is first resized by qwen-vl-utils' ``smart_resize`` rules with
     ``factor = patch * merge``; the model then emits one token per merged patch:
     ``(h / factor) * (w / factor)``. (qwen-vl-utils itself is not imported: it pulls in
-    torch and torchvision; ``tests/maze`` checks these rules against its source.)
+    torch and torchvision; ``tests/maze`` checks these rules against its source.) The one
+    implementation is :func:`hyperpod_rl.tasks.vision.image_token_count`.
 
     Args:
         width_px, height_px: Image size in pixels (>= 1).
@@ -183,15 +175,10 @@ def image_token_count(
     Raises:
         MazeError: on non-positive sizes, min_pixels > max_pixels or an aspect ratio >= 200.
     """
-    factor = patch * merge
-    if width_px < 1 or height_px < 1 or patch < 1 or merge < 1:
-        raise MazeError(f"width_px, height_px, patch and merge must be >= 1, got {width_px}, {height_px}, {patch}, {merge}")
-    lo = 4 * factor * factor if min_pixels is None else min_pixels
-    hi = 16384 * factor * factor if max_pixels is None else max_pixels
-    if lo > hi:
-        raise MazeError(f"min_pixels={lo} must be <= max_pixels={hi}")
-    h, w = smart_resize(height_px, width_px, factor, lo, hi)
-    return (h // factor) * (w // factor)
+    try:
+        return _vision.image_token_count(width_px, height_px, patch=patch, merge=merge, min_pixels=min_pixels, max_pixels=max_pixels)
+    except TaskError as err:
+        raise MazeError(str(err)) from None
 
 
 def fit_style(rows: int, cols: int, style: RenderStyle, *, max_image_tokens: int, patch: int = 16, merge: int = 2) -> RenderStyle:
@@ -305,13 +292,6 @@ def render_path(maze: Maze, cells: list[Cell], style: RenderStyle | None = None)
     if len(centre) > 1:
         ImageDraw.Draw(img).line(centre, fill=(255, 140, 0), width=max(t, 2), joint="curve")
     return img
-
-
-def encode_png(img: Image.Image) -> bytes:
-    """PNG bytes of ``img``; deterministic for a given Pillow/zlib build (no timestamps or text chunks)."""
-    buf = io.BytesIO()
-    img.save(buf, format="PNG", compress_level=6)
-    return buf.getvalue()
 
 
 @lru_cache(maxsize=16384)  # ~0.3-2 KB per PNG: <= ~32 MB

@@ -127,7 +127,10 @@ def new_provenance(
     """
     paths = {"train": config.data.train_path, "heldout": config.data.heldout_path}
     datasets = {split: _dataset_entry(paths[split], sha) for split, sha in dataset_hashes.items()}
-    data_seeds = {split: d["spec"]["seed"] for split, d in datasets.items() if isinstance(d.get("spec"), dict) and "seed" in d["spec"]}
+    specs = {split: d["spec"] for split, d in datasets.items() if isinstance(d.get("spec"), dict)}
+    # A maze spec holds its seed; another task's spec holds {"task", "options": {... "seed"}}.
+    data_seeds = {s: sp.get("seed", (sp.get("options") or {}).get("seed")) for s, sp in specs.items()}
+    data_seeds = {s: v for s, v in data_seeds.items() if v is not None}
     versions = package_versions()
     versions["python"] = platform.python_version()
     return {

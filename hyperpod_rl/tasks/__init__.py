@@ -26,7 +26,16 @@ Example:
 """
 
 from hyperpod_rl.tasks.audit import AuditReport, Disagreement, load_reward_fn, run_audit
-from hyperpod_rl.tasks.dataset import check_splits, clean_messages, content_hash, derive_seed, quotas, read_rows, write_parquet
+from hyperpod_rl.tasks.dataset import (
+    check_splits,
+    clean_messages,
+    content_hash,
+    derive_seed,
+    quotas,
+    read_rows,
+    write_dataset,
+    write_parquet,
+)
 from hyperpod_rl.tasks.metrics import MetricSpec, mean_metrics, metric_spec, stratum_breakdown
 from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, AuditCase, Row, Task, TaskBase, TaskOptions
 from hyperpod_rl.tasks.registry import (
@@ -87,5 +96,6 @@ __all__ = [
     "task_of_row",
     "task_sources",
     "unregister_task",
+    "write_dataset",
     "write_parquet",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "derive_seed",
     "quotas",
     "read_rows",
+    "write_dataset",
     "write_parquet",
 ]
 
@@ -127,6 +128,40 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(data), target, compression="zstd")
     return hashlib.sha256(target.read_bytes()).hexdigest()
+
+
+def write_dataset(task: Task, options: Any, folder: str | Path) -> dict[str, Path]:
+    """Build a task's dataset, check it (:func:`check_splits`) and write one parquet per split.
+
+    Writes ``<folder>/<split>.parquet`` and ``<folder>/dataset.json`` (task name, options JSON,
+    reward version, the sha256 of each file; the run's provenance record picks it up).
+
+    Args:
+        task: the task.
+        options: its options (an instance of :attr:`Task.options_model`, or a dict of them).
+        folder: output folder (created).
+
+    Returns:
+        ``{split: parquet path}`` for every split built.
+
+    Raises:
+        TaskError: invalid splits; the task's own error for invalid options or unfillable splits.
+    """
+    opts = options if isinstance(options, task.options_model) else task.options_model.build(options)
+    splits = task.build_dataset(opts)
+    check_splits(task, splits)
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    paths = {split: root / f"{split}.parquet" for split in splits}
+    hashes = {split: write_parquet(rows, paths[split]) for split, rows in splits.items()}
+    meta = {
+        "task": task.name,
+        "reward_version": task.reward_version,
+        "hashes": hashes,
+        "spec": {"task": task.name, "options": opts.model_dump(mode="json")},
+    }
+    (root / "dataset.json").write_text(json.dumps(meta, sort_keys=True))
+    return paths
 
 
 def read_rows(path: str | Path, *, required: Sequence[str] = ("prompt", "env_class")) -> list[Row]:

@@ -1,4 +1,4 @@
-"""Notebook panels (the UI layer): cluster, run, metrics and serving, alone or in ``studio()``.
+"""Notebook panels (the UI layer): cluster, run (with its task picker), metrics and serving, alone or in ``studio()``.
 
 Every panel is thin over the public API (``hyperpod_rl.cluster``, ``hyperpod_rl.jobs``,
 ``hyperpod_rl.serve``); long work runs on background threads, errors show inside the panel,
@@ -11,6 +11,7 @@ from hyperpod_rl.widgets.metrics_panel import MetricsPanel
 from hyperpod_rl.widgets.run_panel import RunPanel
 from hyperpod_rl.widgets.serve_panel import ServePanel, draw_path
 from hyperpod_rl.widgets.studio import Studio, studio
+from hyperpod_rl.widgets.task_picker import TaskPicker
 
 __all__ = [
     "ClusterPanel",
@@ -19,6 +20,7 @@ __all__ = [
     "RunPanel",
     "ServePanel",
     "Studio",
+    "TaskPicker",
     "draw_path",
     "studio",
 ]

@@ -23,6 +23,7 @@ from hyperpod_rl.paths import run_dir as default_run_dir
 from hyperpod_rl.runs import RunPaths, read_config
 from hyperpod_rl.widgets._base import Panel, escape
 from hyperpod_rl.widgets._form import ModelForm
+from hyperpod_rl.widgets.task_picker import TaskPicker
 
 __all__ = ["RunPanel"]
 
@@ -100,7 +101,13 @@ class RunPanel(Panel):
             disabled=not presets,
         )
         self.preset.observe(self.guard(self._apply_preset), names="value")
-        self.form = ModelForm(RunConfig, config)
+        initial = config.model_dump(mode="json") if isinstance(config, RunConfig) else dict(config or {})
+        self.tasks = TaskPicker(initial.get("task"))
+        self.generate_button = w.Button(
+            description="Generate dataset", icon="database", tooltip="write the task's train / held-out parquet files and fill data.*_path"
+        )
+        self.generate_button.on_click(self.guard(lambda _: self.generate_dataset()))
+        self.form = ModelForm(RunConfig, config, exclude=("task",))
         self.fresh = w.Checkbox(value=False, description="fresh (discard checkpoints)", indent=False)
         self.validate_button = w.Button(description="Validate", icon="check")
         self.submit_button = w.Button(description="Submit", icon="play", button_style="primary")
@@ -121,8 +128,10 @@ class RunPanel(Panel):
         self.attach_button.on_click(self.guard(lambda _: self.attach(self.attach_id.value.strip())))
         self.refresh_button.on_click(self.guard(lambda _: self.refresh_runs()))
         form_box = w.Accordion(children=[self.form], titles=("run config",))
+        task_box = w.Accordion(children=[w.VBox([self.tasks, self.generate_button])], titles=("task",))
         self.children = (
             self.preset,
+            task_box,
             form_box,
             w.HBox([self.validate_button, self.submit_button, self.stop_button, self.fresh]),
             self.validation,
@@ -171,6 +180,28 @@ class RunPanel(Panel):
         config = RunConfig.from_preset(change["new"], **overrides)  # type: ignore[attr-defined]
         self.form.set_value(config)
 
+    def config_dict(self) -> dict[str, Any]:
+        """The form's run config as a dict (the task section from the task picker), unvalidated."""
+        return {**self.form.to_dict(), "task": self.tasks.to_dict()}
+
+    def generate_dataset(self, storage: str | Path | None = None) -> dict[str, Path]:
+        """Write the picked task's dataset (its options form) and put its paths into ``data``.
+
+        Args:
+            storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
+
+        Raises:
+            TaskError (or the task's own error): invalid options, listing every bad field.
+        """
+        from hyperpod_rl.paths import storage_root
+
+        paths = self.tasks.generate(storage or storage_root())
+        self.form.widget("data.train_path").value = str(paths["train"])
+        if "heldout" in paths:
+            self.form.widget("data.heldout_path").value = str(paths["heldout"])
+        self.validation.value = f"dataset written: {escape(', '.join(f'{k} {v}' for k, v in paths.items()))}"
+        return paths
+
     def validate(self) -> RunConfig:
         """Validate the form; every bad field is listed at once in the panel.
 
@@ -181,7 +212,7 @@ class RunPanel(Panel):
 
         self.clear_errors()
         try:
-            config = RunConfig.build(self.form.to_dict())
+            config = RunConfig.build(self.config_dict())
         except ConfigError as err:
             self.validation.value = "<pre style='color:#b00'>" + escape(err) + "</pre>"
             raise
@@ -216,7 +247,10 @@ class RunPanel(Panel):
         rdir = Path(self.run_dir_of(run_id))
         handle = RunHandle(run_id=run_id, submission_id=latest_job(self.client(), run_id, rdir).submission_id, run_dir=rdir)
         if RunPaths(rdir).config.exists():
-            self.form.set_value(read_config(RunPaths(rdir)).model_dump(mode="json"))
+            attached = read_config(RunPaths(rdir)).model_dump(mode="json")
+            self.form.set_value(attached)
+            self.tasks.task.value = attached["task"]["name"]
+            self.tasks.options_form.set_value(attached["task"]["options"])
         self._follow(handle)
         return handle
 

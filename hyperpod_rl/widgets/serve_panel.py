@@ -154,7 +154,7 @@ class ServePanel(Panel):
         """
         if self._rows is None:
             from hyperpod_rl.errors import ServeError
-            from hyperpod_rl.maze import read_rows
+            from hyperpod_rl.tasks import read_rows
 
             if not self.heldout_path.value:
                 raise ServeError("fill in the held-out parquet path (the run config's data.heldout_path)")
@@ -165,6 +165,13 @@ class ServePanel(Panel):
     def show_maze(self) -> None:
         """Show the selected maze before playing it."""
         row = self.rows()[self.maze_index.value]
+        if "maze" not in row:  # another task: its own rendering of the item
+            from hyperpod_rl.tasks import encode_png, task_of_row
+
+            task = task_of_row(row)
+            self.image.value = encode_png(task.render(row))
+            self.answer_html.value = f"{escape(task.name)} item, stratum {escape(row.get('stratum'))}"
+            return
         from hyperpod_rl.maze import Maze
 
         self.image.value = draw_path(row, [Maze.from_json(row["maze"]).start])
@@ -189,7 +196,8 @@ class ServePanel(Panel):
         result = solve(row, self.endpoint, self.model_choice.value)
         answers, latencies, solved = result.answers, result.latencies_s, result.solved
         cells = [tuple(c) for c in result.path]
-        self.image.value = draw_path(row, cells)  # type: ignore[arg-type]
+        if "maze" in row:
+            self.image.value = draw_path(row, cells)  # type: ignore[arg-type]
         self.last = {
             "answers": answers,
             "latencies_s": latencies,

@@ -99,3 +99,9 @@ def test_example_trains_a_few_steps_and_evaluates(tmp_path) -> None:
     assert all(ans.startswith("<answer>") for m in tuned.per_maze for ans in m["moves"])
     comparison = compare(base, tuned)
     assert comparison.primary == "success" and comparison.num_mazes == 12
+
+    from hyperpod_rl.model.adapter import load_policy, task_of_adapters
+
+    assert task_of_adapters({"shapes": adapter}) == "shapes"
+    served = load_policy(model_dir, {"shapes": adapter})  # what the local server loads: the adapter's task's words
+    assert served.answer_words == ("red", "green", "blue") and served.action_constraint == "directions"

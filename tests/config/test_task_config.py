@@ -1,0 +1,46 @@
+"""RunConfig.task: the task is named, its options validated against the task's model, the maze hash kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.config.skyrl import to_skyrl_overrides
+from hyperpod_rl.errors import ConfigError
+
+BASE = {"run_id": "task-cfg", "data": {"train_path": "/d/train.parquet", "heldout_path": "/d/heldout.parquet"}}
+
+
+def test_default_task_is_the_maze_and_is_left_out_of_the_hash() -> None:
+    cfg = RunConfig.build(BASE)
+    assert (cfg.task.name, cfg.task.options, cfg.task.is_default) == ("maze", {}, True)
+    payload = cfg.model_dump(mode="json", exclude={"run_id", "task"})
+    import hashlib
+    import json
+
+    assert cfg.config_hash() == hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    other = RunConfig.build({**BASE, "task": {"name": "maze", "options": {"braid": 0.1}}})
+    shapes = RunConfig.build({**BASE, "task": {"name": "shapes"}})
+    assert len({cfg.config_hash(), other.config_hash(), shapes.config_hash()}) == 3
+
+
+def test_unknown_task_and_bad_options_name_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"task\.name: unknown task 'nope'; registered tasks: maze"):
+        RunConfig.build({**BASE, "task": {"name": "nope"}})
+    with pytest.raises(ConfigError, match=r"(?s)task\.options\.counts: unknown split.*task\.options\.braid: Input should be less"):
+        RunConfig.build({**BASE, "task": {"name": "maze", "options": {"counts": {"x": 1}, "braid": 3}}})
+    with pytest.raises(ConfigError, match=r"task\.options\.fill: Input should be greater than 0"):
+        RunConfig.build({**BASE, "task": {"name": "shapes", "options": {"fill": 0}}})
+
+
+def test_options_resolve_to_the_task_model() -> None:
+    cfg = RunConfig.build({**BASE, "task": {"name": "shapes", "options": {"grid_sizes": [5]}}})
+    opts = cfg.task.resolved_options()
+    assert type(opts).__name__ == "ShapesOptions" and opts.grid_sizes == (5,) and opts.fill == 0.6
+
+
+def test_skyrl_env_class_is_the_tasks() -> None:
+    data = {**BASE, "backend": "skyrl", "model": {"path": "Qwen/Qwen3-VL-8B-Instruct"}, "rollout": {"action_constraint": "none"}}
+    maze = to_skyrl_overrides(RunConfig.build(data))
+    shapes = to_skyrl_overrides(RunConfig.build({**data, "task": {"name": "shapes"}}))
+    assert (maze["environment.env_class"], shapes["environment.env_class"]) == ("hyperpod_rl.maze", "hprl_shapes.shapes")
