@@ -445,7 +445,8 @@ def run(
             ),
         )
         client, dashboard_url = cluster.job_client(), cluster.dashboard_url
-    data = step("dataset", lambda: prepare_dataset(opts, storage), lambda d: f"mazes written under {d.train.parent}")
+    written = "mazes" if opts.task == "maze" else f"{opts.task} rows"
+    data = step("dataset", lambda: prepare_dataset(opts, storage), lambda d: f"{written} written under {d.train.parent}")
     reader = read_rows if opts.task == "maze" else read_task_rows
     train_rows, heldout_rows = list(reader(data.train)), list(reader(data.heldout))
     model_dir, revision = step(

@@ -39,16 +39,16 @@ class _Phases:
 
 
 def _table(summary: QuickstartSummary, max_turns: int) -> Table:
-    table = Table(
-        title=f"held-out mazes: {summary.heldout_mazes} (greedy, ≤{max_turns} turns; rates averaged over mazes, 95% bootstrap CIs)"
-    )
+    maze = summary.base.task == "maze"
+    items = "mazes" if maze else f"{summary.base.task} items"
+    turns = f"≤{max_turns} turns" if maze else "the task's turn limit"
+    table = Table(title=f"held-out {items}: {summary.heldout_mazes} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
     for column in ("metric", "base", "adapter", "Δ (paired)"):
         table.add_column(column, justify="left" if column == "metric" else "right")
-    maze = summary.base.task == "maze"
     for row in summary.comparison.table_rows():
         if row["metric"] in _LABELS or not maze:  # other tasks: every reported metric, by its own name
             table.add_row(_LABELS.get(row["metric"], row["metric"]), row["base"], row["candidate"], row["delta"])
-    table.add_row("mazes", str(summary.base.num_mazes), str(summary.adapter.num_mazes), "")
+    table.add_row(items, str(summary.base.num_mazes), str(summary.adapter.num_mazes), "")
     return table
 
 

@@ -1,0 +1,55 @@
+"""A run of another task (the example plug-in "shapes") picked, generated and submitted from the RunPanel on the real local cluster."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model
+from hyperpod_rl.tasks import read_rows
+from hyperpod_rl.widgets import RunPanel
+
+pytestmark = pytest.mark.ray
+
+
+def test_run_panel_trains_the_picked_task_on_the_local_cluster(local_cluster, tmp_path):
+    run = RunPanel(
+        {"run_id": "panel-shapes", "data": {"train_path": "-", "heldout_path": "-"}},
+        cluster=local_cluster,
+        run_dir_of=lambda rid: tmp_path / rid,
+        poll_s=0.5,
+    )
+    run.tasks.task.value = "shapes"
+    run.tasks.options_form.widget("counts").value = '{"train": 16, "heldout": 4}'
+    run.tasks.options_form.widget("prompt_style").value = "terse"
+    paths = run.generate_dataset(tmp_path)
+    opts = QuickstartOptions.build(task="shapes", train_mazes=16, heldout_mazes=4)
+    model_dir, revision = prepare_base_model(opts, tmp_path, read_rows(paths["train"]))
+    for path, value in {
+        "model.path": str(model_dir),
+        "model.revision": revision,
+        "trainer.steps": 2,
+        "trainer.eval_mazes": 4,
+        "data.mazes_per_step": 2,
+        "grpo.group_size": 2,
+        "checkpoint.interval": 0,
+    }.items():
+        run.form.widget(path).value = value
+    deadline = time.monotonic() + 60
+    while True:  # a fresh head can answer "try again later" for its first seconds, as in test_panels_live
+        run.errors.clear()
+        run.submit_button.click()
+        if not run.errors or "try again later" not in run.errors[-1] or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
+    assert run.errors == [] and run.handle is not None
+    deadline = time.monotonic() + 600
+    while run.status not in ("SUCCEEDED", "FAILED", "STOPPED") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert run.status == "SUCCEEDED", run.log_tail
+    run_dir = tmp_path / "panel-shapes"
+    prov = json.loads((run_dir / "adapter" / "provenance.json").read_text())
+    assert (prov["task"], prov["steps"]) == ("shapes", 2)
+    assert json.loads((run_dir / "manifest.json").read_text())["config"]["task"]["options"]["counts"] == {"train": 16, "heldout": 4}
