@@ -221,6 +221,38 @@ def lr_sweep() -> str:
     return "\n".join(rows)
 
 
+# ---------------------------------------------------------------- document reading
+def doc_read_throughput() -> str:
+    res = load_result("doc_read_throughput")
+    r = res["results"]
+    rows = [
+        "| figure | per second, one core |",
+        "|---|---|",
+        f"| `rendered_samples_per_s` (as shipped: generate, render, size, PNG, prompt, env, {r['group']} answers scored) | {r['rendered_samples_per_s']:,.1f} |",
+        f"| `naive_rendered_samples_per_s` (baseline, same run: RGB page, font decoded per text, no caches, NumPy noise, Lanczos, RGB PNG) | {r['naive_rendered_samples_per_s']:,.1f} |",
+        f"| `scoring_steps_per_s` (`DocReadEnv.step`: parse, normalise, reward) | {r['scoring_steps_per_s']:,.0f} |",
+        "",
+        f"As shipped, {r['speedup_vs_naive']:.2f}× the naive pipeline on {r['samples']} pages of {r['mean_image_tokens']:.0f} vision tokens on average "
+        f"(`{_cmd(res)}`). Measured {_provenance(res)}; `benchmarks/results/doc_read_throughput.json`.",
+    ]
+    return "\n".join(rows)
+
+
+def doc_read_learning() -> str:
+    res = load_result("doc_read_learning")
+    r = res["results"]
+    lo, hi = r["heldout_gain_ci95"]
+    verdict = "excludes zero" if r["heldout_gain_excludes_zero"] else "does **not** exclude zero"
+    steps = len(r["train_reward_curve"])
+    return (
+        f"held-out reward (unseen templates, {r['heldout_rows']} pages, question types {', '.join(r['qtypes'])}): base model "
+        f"{r['base_heldout_reward']:.3f}, after {steps} GRPO steps {r['trained_heldout_reward']:.3f} (chance {r['chance_heldout']:.3f}); "
+        f"gain {r['heldout_gain']:+.3f}, 95 % paired bootstrap interval [{lo:+.3f}, {hi:+.3f}], which {verdict}. "
+        f"Out of distribution (denser pages, {r['ood_rows']}): {r['base_ood_reward']:.3f} → {r['trained_ood_reward']:.3f}. "
+        f"`{_cmd(res)}`, one seed, measured {_provenance(res)}; `benchmarks/results/doc_read_learning.json`"
+    )
+
+
 def prompt_style() -> str:
     res = load_result("prompt_style")
     by = {s["style"]: s for s in res["results"]["styles"]}
@@ -355,6 +387,8 @@ PASSAGES: dict[str, Passage] = {
     "lr-sweep": Passage("docs/reference-trainer.md", ("lr_sweep",), lr_sweep, block=True),
     "prompt-style": Passage("docs/reference-trainer.md", ("prompt_style",), prompt_style),
     "prompt-style-maze": Passage("docs/maze-task.md", ("prompt_style",), prompt_style),
+    "doc-read-throughput": Passage("docs/doc-read-task.md", ("doc_read_throughput",), doc_read_throughput, block=True),
+    "doc-read-learning": Passage("docs/doc-read-task.md", ("doc_read_learning",), doc_read_learning),
     "planner-calibration": Passage("docs/planner.md", ("planner_calibration",), planner_calibration),
     "planner-single-gpu": Passage("docs/planner.md", ("h200_1gpu",), _report("single_gpu_table"), block=True),
     "planner-logprob": Passage("docs/planner.md", ("h200_logprob_check",), _report("logprob_check")),

@@ -51,7 +51,11 @@ __all__ = [
 #: The entry-point group tasks are registered under.
 ENTRY_POINT_GROUP: Final[str] = "hyperpod_rl.tasks"
 #: Tasks shipped in this package: name -> ``"module:attribute"`` (also declared as entry points).
-BUILTIN_TASKS: Final[dict[str, str]] = {"maze": "hyperpod_rl.maze.task:TASK"}
+BUILTIN_TASKS: Final[dict[str, str]] = {
+    "maze": "hyperpod_rl.maze.task:TASK",
+    "ui_nav": "hyperpod_rl.tasks.ui_nav.task:TASK",
+    "doc_read": "hyperpod_rl.tasks.doc_read.task:TASK",
+}
 #: The task used when a config or command names none.
 DEFAULT_TASK: Final[str] = "maze"
 

@@ -29,7 +29,7 @@ def test_show_lists_the_options_and_metrics() -> None:
 
 def test_unknown_task_exits_2_naming_the_registered_ones() -> None:
     result = runner.invoke(app, ["tasks", "show", "nope"])
-    assert result.exit_code == 2 and "registered tasks: maze" in result.output
+    assert result.exit_code == 2 and "registered tasks: doc_read, maze" in result.output
 
 
 def test_audit_passes_the_task_reward_and_fails_a_wrong_one() -> None:
