@@ -362,7 +362,18 @@ def job_logs(client: Any, submission_id: str) -> str:
 
 
 def stop_run(client: Any, submission_id: str) -> bool:
-    """Ask Ray to stop a job; True if it was running."""
+    """Ask Ray to stop a job (its processes get SIGTERM, then SIGKILL); the job stays detached from this process.
+
+    Args:
+        client: the cluster's authenticated ``JobSubmissionClient``.
+        submission_id: the job, ``hprl-<run_id>-<n>`` (:func:`latest_submission` finds a run's latest).
+
+    Returns:
+        True if the job was running and is being stopped, False if it had already ended.
+
+    Raises:
+        JobError: the cluster does not know the submission id.
+    """
     try:
         return bool(client.stop_job(submission_id))
     except RuntimeError as err:

@@ -32,7 +32,15 @@ EXPECTED = [
 ]
 #: CI sizes per notebook (``SERVE_PORT`` is added where the notebook serves).
 CI_PARAMETERS: dict[str, dict[str, object]] = {
-    "01-quickstart-local": {"RUN_ID": "nb-quickstart", "STEPS": 3, "TRAIN_MAZES": 48, "HELDOUT_MAZES": 6, "GROUP_SIZE": 2, "MAZES_PER_STEP": 2, "MAX_TURNS": 3},
+    "01-quickstart-local": {
+        "RUN_ID": "nb-quickstart",
+        "STEPS": 3,
+        "TRAIN_MAZES": 48,
+        "HELDOUT_MAZES": 6,
+        "GROUP_SIZE": 2,
+        "MAZES_PER_STEP": 2,
+        "MAX_TURNS": 3,
+    },
     "02-hyperpod-cluster": {},
     "03-train-grpo": {"STEPS": 3},
     "04-monitor": {"STEPS": 3},
