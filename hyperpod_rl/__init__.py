@@ -56,13 +56,15 @@ _EXPORTS: dict[str, str] = {
     "chat": "hyperpod_rl.serve.client",
     "solve": "hyperpod_rl.serve.client",
     "preflight": "hyperpod_rl.serve.preflight",
+    "export_adapter": "hyperpod_rl.serve.export",
     "promote": "hyperpod_rl.serve.promote",
     "promote_run": "hyperpod_rl.serve.promote",
     "serve_run": "hyperpod_rl.serve.local",
     "compare": "hyperpod_rl.eval",
     "Ledger": "hyperpod_rl.ledger",
-    # notebook panels
+    # notebook panels and readiness
     "studio": "hyperpod_rl.widgets",
+    "doctor": "hyperpod_rl.doctor",
     "MetricsPanel": "hyperpod_rl.widgets",
     "RunPanel": "hyperpod_rl.widgets",
     "ClusterPanel": "hyperpod_rl.widgets",

@@ -192,7 +192,8 @@ def submit_run(
         'hprl-quickstart-1'
 
     Args:
-        client: a ``ray.job_submission.JobSubmissionClient`` (authenticated).
+        client: a ``ray.job_submission.JobSubmissionClient`` (authenticated), an access object, or a
+            cluster address such as ``sagemaker_ray://maze/hyperpod-ns-team-a`` (``cluster.access.job_client_of``).
         config: the validated run config (validation happens before anything is submitted).
         run_dir: the run directory as this process sees it; default
             ``<storage root>/runs/<run_id>`` (:func:`hyperpod_rl.runs.run_paths`). It must be
@@ -208,7 +209,8 @@ def submit_run(
 
     Warns:
         UserWarning: with the planner's verdicts, when a SkyRL run is predicted not to fit
-            its GPUs (:func:`hyperpod_rl.run_plan.fit_warnings`).
+            its GPUs (:func:`hyperpod_rl.run_plan.fit_warnings`); when the notebook's Ray or Python
+            major.minor differs from the cluster's, with the fix (:mod:`hyperpod_rl.cluster.versions`).
 
     Raises:
         ConfigError: the config fails validation (checked again here).
@@ -217,8 +219,12 @@ def submit_run(
     """
     import warnings
 
+    from hyperpod_rl.cluster.versions import checked_job_client
     from hyperpod_rl.run_plan import fit_warnings
 
+    client, versions = checked_job_client(client)
+    for check in (c for c in versions if c.status == "warn"):
+        warnings.warn(f"{check.detail}; fix: {check.fix}", UserWarning, stacklevel=2)
     config = config.validated()  # a copy edited with model_copy(update=...) is checked again
     for verdict in fit_warnings(config):
         warnings.warn(f"run {config.run_id!r} may not fit its GPUs: {verdict}", UserWarning, stacklevel=2)
@@ -313,6 +319,9 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
     import requests
     from ray.job_submission import JobStatus
 
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
     seen = 0
     last_status = None
     while True:
@@ -365,7 +374,7 @@ def stop_run(client: Any, submission_id: str) -> bool:
     """Ask Ray to stop a job (its processes get SIGTERM, then SIGKILL); the job stays detached from this process.
 
     Args:
-        client: the cluster's authenticated ``JobSubmissionClient``.
+        client: the cluster's job client, an access object or a cluster address, as in :func:`submit_run`.
         submission_id: the job, ``hprl-<run_id>-<n>`` (:func:`latest_submission` finds a run's latest).
 
     Returns:
@@ -373,7 +382,11 @@ def stop_run(client: Any, submission_id: str) -> bool:
 
     Raises:
         JobError: the cluster does not know the submission id.
+        ConfigError: a malformed cluster address. ClusterError: the cluster cannot be reached.
     """
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
     try:
         return bool(client.stop_job(submission_id))
     except RuntimeError as err:
@@ -382,6 +395,9 @@ def stop_run(client: Any, submission_id: str) -> bool:
 
 def list_runs(client: Any) -> list[dict[str, Any]]:
     """hyperpod-rl jobs on the cluster, newest first: run id, submission id, status, times (ms)."""
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
     out = []
     for job in client.list_jobs():
         run_id = (job.metadata or {}).get(RUN_ID_METADATA)

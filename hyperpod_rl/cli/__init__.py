@@ -1,6 +1,6 @@
 """``hyperpod-rl``: a thin typer + rich layer over the public API.
 
-Commands: ``quickstart``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
+Commands: ``quickstart``, ``doctor``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
 ``serve ...``, ``maze ...``, ``cluster ...``. No logic lives here that the library does not
 expose: each command calls the same functions a notebook calls.
 """
@@ -17,7 +17,8 @@ from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
-from hyperpod_rl.cli._common import console, follow_with_progress, handled, local_client
+from hyperpod_rl.cli._common import Address, console, follow_with_progress, handled, job_client
+from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.quickstart import quickstart
 
 __all__ = ["app", "follow_with_progress"]
@@ -30,6 +31,7 @@ job_app = typer.Typer(no_args_is_help=True, help="Detached training jobs: reatta
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)
+app.command("doctor")(doctor_command)
 app.add_typer(_maze.app, name="maze")
 app.add_typer(_cluster.app, name="cluster")
 app.add_typer(_runs.app, name="runs")
@@ -50,7 +52,11 @@ def local_start(
         cluster = start_local_cluster(dashboard_port=dashboard_port, num_cpus=num_cpus, restart=restart)
     if cluster.restarted_stale:
         console.print("the recorded local cluster was not answering (stale): it was stopped and started again")
-    console.print(f"local Ray cluster: dashboard {cluster.dashboard_url} (token in {cluster.state_path}, mode 0600)")
+    from hyperpod_rl.jupyter import browser_link
+
+    link = browser_link(cluster.dashboard_url, "dashboard")
+    via = f" (in this JupyterLab's browser tab: {link.href})" if link.href != cluster.dashboard_url else ""
+    console.print(f"local Ray cluster: dashboard {cluster.dashboard_url}{via} (token in {cluster.state_path}, mode 0600)")
 
 
 @local_app.command("status")
@@ -84,23 +90,27 @@ def local_stop() -> None:
 
 # ---------------------------------------------------------------------------- jobs
 @job_app.command("status")
-def job_status(run_id: str) -> None:
+def job_status(run_id: str, address: str | None = Address) -> None:
     """Status of a run's newest job (found in its run directory or on the cluster)."""
     from hyperpod_rl.jobs import latest_job
 
     with handled():
-        job = latest_job(local_client(), run_id)
+        job = latest_job(job_client(address), run_id)
     console.print(f"{run_id} ({job.submission_id}): {job.status} {job.message}")
 
 
 @job_app.command("logs")
-def job_logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends (Ctrl-C detaches)")) -> None:
+def job_logs(
+    run_id: str,
+    follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends (Ctrl-C detaches)"),
+    address: str | None = Address,
+) -> None:
     """Print a run's job log; with --follow, show progress until it ends."""
     from hyperpod_rl.jobs import job_logs as read_logs
     from hyperpod_rl.jobs import latest_job
     from hyperpod_rl.runs import read_config
 
-    client = local_client()
+    client = job_client(address)
     with handled():
         job = latest_job(client, run_id)
         if not follow:
@@ -112,11 +122,11 @@ def job_logs(run_id: str, follow: bool = typer.Option(False, "--follow", "-f", h
 
 
 @job_app.command("stop")
-def job_stop(run_id: str) -> None:
+def job_stop(run_id: str, address: str | None = Address) -> None:
     """Stop a run's job (its checkpoints stay; resubmitting resumes)."""
     from hyperpod_rl.jobs import latest_job, stop_run
 
-    client = local_client()
+    client = job_client(address)
     with handled():
         job = latest_job(client, run_id)
         stopped = stop_run(client, job.submission_id)
@@ -124,13 +134,13 @@ def job_stop(run_id: str) -> None:
 
 
 @job_app.command("list")
-def job_list() -> None:
-    """hyperpod-rl jobs on the local cluster."""
+def job_list(address: str | None = Address) -> None:
+    """hyperpod-rl jobs on the cluster (the local one unless --address)."""
     from hyperpod_rl.jobs import list_runs
 
     table = Table("run id", "submission id", "status", "started")
     with handled():
-        rows = list_runs(local_client())
+        rows = list_runs(job_client(address))
     for row in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-"
         table.add_row(row["run_id"], row["submission_id"], row["status"], started)

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from hyperpod_rl.errors import HyperpodRLError
 
-__all__ = ["console", "fail", "follow_with_progress", "handled", "local_client", "model_options"]
+__all__ = ["Address", "console", "fail", "follow_with_progress", "handled", "job_client", "local_client", "model_options"]
 
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,6 +43,25 @@ def local_client() -> Any:
 
     with handled():
         return local_job_client()
+
+
+Address: Any = typer.Option(
+    None,
+    "--address",
+    envvar="HYPERPOD_RL_ADDRESS",
+    help="cluster address: sagemaker_ray://<raycluster>/<namespace> (HyperPod), a dashboard URL, or the local cluster (default)",
+)
+
+
+def job_client(address: str | None = None) -> Any:
+    """The job client for ``address`` (see :func:`hyperpod_rl.cluster.access.job_client_of`), or
+    the running local cluster's when ``address`` is empty; exits with the fix on failure."""
+    if not address:
+        return local_client()
+    from hyperpod_rl.cluster.access import job_client_of
+
+    with handled():
+        return job_client_of(address)
 
 
 def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> Callable[[F], F]:

@@ -20,7 +20,7 @@ from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, load_api_c
 from hyperpod_rl.cluster.probe import PROBE_CHOICES, dashboard_probe
 from hyperpod_rl.cluster.rules import check_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec
-from hyperpod_rl.errors import ConfigError, HyperpodRLError
+from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError
 
 __all__ = ["app"]
 
@@ -277,13 +277,22 @@ def delete(
 
 @app.command()
 def connect(
-    name: Name, namespace: Namespace = "default", eks_cluster: EksCluster = None, region: Region = None, context: Context = None
+    name: Annotated[str, typer.Argument(help="RayCluster name, or its address sagemaker_ray://<raycluster>/<namespace>")],
+    namespace: Namespace = "default",
+    eks_cluster: EksCluster = None,
+    region: Region = None,
+    context: Context = None,
 ) -> None:
     """Open an authenticated dashboard session through the HyperPod Ray Endpoint Operator.
 
     Prints the dashboard address and the Ray version it runs; never the token or cookie.
     """
     try:
+        if name.startswith("sagemaker_ray://"):
+            from hyperpod_rl.cluster.access import parse_address
+
+            parsed = parse_address(name)
+            name, namespace = parsed.raycluster, parsed.namespace
         access = HyperPodDashboard(name, namespace, api_client=_api_client(eks_cluster, region, context))
         version = access.call(lambda c: c.get_version())
     except HyperpodRLError as exc:
@@ -292,3 +301,78 @@ def connect(
         f"connected to {access.address} (dashboard API version {version}); use "
         f"hyperpod_rl.cluster.access.HyperPodDashboard({name!r}, {namespace!r}, ...) to submit jobs"
     )
+
+
+@app.command()
+def discover(
+    region: Region = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="HyperPod cluster: list its namespaces")] = None,
+    namespace: Annotated[str | None, typer.Option("--namespace", "-n", help="namespace: list its RayClusters")] = None,
+    pick: Annotated[
+        bool, typer.Option("--pick", "-i", help="choose HyperPod cluster -> namespace -> RayCluster from numbered lists")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """HyperPod clusters (SageMaker API), then namespaces and RayClusters, as choices; no kubeconfig needed.
+
+    Slurm clusters and clusters that are not InService are listed with the reason and not offered.
+    Ends with the cluster address (sagemaker_ray://<raycluster>/<namespace>) to pass to --address.
+    """
+    from hyperpod_rl.aws.discovery import hyperpod_api_client, list_hyperpod_clusters, list_namespaces, list_rayclusters
+
+    out: dict[str, Any] = {}
+    try:
+        clusters = list_hyperpod_clusters(region=region)
+        out["hyperpod_clusters"] = [{**c.model_dump(), "offered": c.offered} for c in clusters]
+        offered = [c for c in clusters if c.offered]
+        if not as_json:
+            for c in clusters:
+                mark = f"{offered.index(c) + 1:>2}." if c in offered else " -"
+                typer.echo(f"{mark} {c.name} ({c.status}, {c.orchestrator}{', EKS ' + c.eks_cluster_name if c.eks_cluster_name else ''})")
+                if c.reason:
+                    typer.echo(f"     not offered: {c.reason}")
+        chosen = next((c for c in clusters if c.name == cluster), None) if cluster else None
+        if cluster and chosen is None:
+            raise ClusterError(f"no HyperPod cluster {cluster!r} here; choose one of: {', '.join(c.name for c in offered) or 'none'}")
+        if chosen is None and pick and offered:
+            chosen = offered[_choose("HyperPod cluster", len(offered)) - 1]
+        if chosen is None:
+            _echo_json(out, as_json)
+            return
+        api = hyperpod_api_client(chosen)
+        names, note = list_namespaces(api)
+        out["namespaces"] = names
+        if not as_json:
+            typer.echo(f"namespaces of {chosen.name}:" + (f" ({note})" if note else ""))
+            for i, n in enumerate(names, 1):
+                typer.echo(f"{i:>2}. {n}")
+        if namespace is None and pick and names:
+            namespace = names[_choose("namespace", len(names)) - 1]
+        if namespace is None:
+            _echo_json(out, as_json)
+            return
+        rays = list_rayclusters(api, namespace)
+        out["rayclusters"] = [{**r.model_dump(), "address": r.address} for r in rays]
+        if not as_json:
+            typer.echo(f"RayClusters in {namespace}:" + ("" if rays else " none (hyperpod-rl cluster apply creates one)"))
+            for i, r in enumerate(rays, 1):
+                who = f", created by {r.created_by}" if r.created_by else ""
+                typer.echo(f"{i:>2}. {r.name} ({'ready' if r.ready else 'not ready'}{who})  {r.address}")
+        if pick and rays and not as_json:
+            choice = rays[_choose("RayCluster", len(rays)) - 1]
+            typer.echo(f"address: {choice.address}\nnext: hyperpod-rl job list --address {choice.address}")
+        _echo_json(out, as_json)
+    except HyperpodRLError as exc:
+        raise _fail(exc) from None
+
+
+def _choose(what: str, count: int) -> int:
+    choice = int(typer.prompt(f"{what} [1-{count}]", type=int, default=1))
+    if not 1 <= choice <= count:
+        raise typer.BadParameter(f"choose a {what} between 1 and {count}")
+    return choice
+
+
+def _echo_json(out: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(out, indent=1))

@@ -63,6 +63,11 @@ def serve_up(
         for finding in report.warnings:
             console.print(f"[yellow]warning:[/] {report.adapter}: {escape(finding.message)}", soft_wrap=True)
     console.print(f"serving at {url}/v1/chat/completions (models: base, {', '.join([name, *extra])})")
+    from hyperpod_rl.jupyter import browser_link
+
+    link = browser_link(f"{url}/v1/models", "models")
+    if link.href != f"{url}/v1/models":
+        console.print(f"from this JupyterLab's browser tab: {link.href}")
 
 
 @app.command("down")
@@ -237,6 +242,22 @@ def serve_promote(
         raise typer.Exit(code=1) from None
     _comparison_table(decision.comparison, base_label, adapter_label)
     console.print(f"[green]promoted[/] {decision.adapter}: {escape(decision.reason)}", soft_wrap=True)
+
+
+@app.command("export")
+def serve_export(
+    run_id: str,
+    s3_uri: str | None = typer.Option(None, "--s3-uri", help="s3://<bucket>/<prefix>/<adapter name>"),
+    default_bucket: bool = typer.Option(False, "--default-bucket", help="use the existing SageMaker default bucket (never created)"),
+) -> None:
+    """Upload a run's adapter to S3 with checksums (for Ray Serve LLM) and record the URI in its provenance."""
+    from hyperpod_rl.serve.export import export_adapter
+
+    with handled():
+        result = export_adapter(run_id, s3_uri, allow_default_bucket=default_bucket)
+    console.print(
+        f"exported {len(result.files)} files ({result.bytes} bytes) to {result.uri}; Ray Serve LLM dynamic_lora_loading_path: {result.lora_root}"
+    )
 
 
 def _comparison_table(comparison: dict[str, Any] | None, base_label: str, adapter_label: str) -> None:

@@ -10,6 +10,12 @@ Two routes, one interface (``job_client()``, ``call(fn)``, ``probe()``):
 * `PortForwardDashboard`, the fallback: ``kubectl port-forward`` of ``<name>-head-svc`` and Ray
   token auth (``Authorization: Bearer <token>``, token from the Secret KubeRay creates).
 
+Cluster addresses (`parse_address`, `cluster_access`): ``sagemaker_ray://<raycluster>/<namespace>``
+(the scheme AWS's ``toolkit-for-ray-on-sagemaker-ai`` registers for ``ray job --address``) resolves
+to exactly ``HyperPodDashboard(<raycluster>, <namespace>, api_client=...)``; ``local`` (or the
+local cluster's own dashboard URL) to the embedded local cluster; any other ``http(s)://`` URL to
+`PortForwardDashboard`. The jobs API, the panels and the CLI accept all three.
+
 Secrets (EKS token, JWT, cookie, Ray token) are held as ``pydantic.SecretStr``; they never
 appear in a repr, an exception or a log line. urllib3 logs request URLs at DEBUG, so a
 redacting filter on its logger masks ``token=`` query values and registered secrets.
@@ -34,6 +40,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -50,10 +57,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONNECTION_GROUP",
+    "SAGEMAKER_RAY_SCHEME",
+    "ClusterAddress",
     "HyperPodDashboard",
     "PortForwardDashboard",
+    "cluster_access",
+    "job_client_of",
     "eks_api_client",
     "eks_token",
+    "parse_address",
     "port_forward",
     "read_ray_token",
     "redact",
@@ -165,6 +177,10 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
             f"cannot describe EKS cluster {cluster_name!r}: {type(exc).__name__}: {redact(str(exc))}; "
             "check the name, the region and eks:DescribeCluster permission"
         ) from None
+    if not info.get("endpoint") or not (info.get("certificateAuthority") or {}).get("data"):
+        raise ClusterError(
+            f"EKS cluster {cluster_name!r} is {info.get('status', 'not ready')} and has no API endpoint yet; wait until it is ACTIVE"
+        )
     fd, ca_path = tempfile.mkstemp(prefix="eks-ca-", suffix=".crt")
     with os.fdopen(fd, "wb") as f:
         f.write(base64.b64decode(info["certificateAuthority"]["data"]))
@@ -512,6 +528,18 @@ class HyperPodDashboard(_DashboardAccess):
         self._cookie = None
         self.connect()
 
+    def cluster_image(self) -> str | None:
+        """The RayCluster's head container image (for the Python version check), None when unreadable."""
+        try:
+            raw = self.custom.get_namespaced_custom_object(
+                "ray.io", "v1", self.namespace, "rayclusters", self.cluster_name, _preload_content=False
+            )
+            obj = json.loads(raw.data)
+            containers = obj["spec"]["headGroupSpec"]["template"]["spec"]["containers"]
+        except (ApiException, OSError, KeyError, TypeError, ValueError):
+            return None
+        return str(containers[0].get("image") or "") or None if containers else None
+
     def cookies(self) -> dict[str, str]:
         """``{"ray_session": ...}`` for other HTTP clients. Treat the value as a password."""
         return self._auth()[1]
@@ -541,3 +569,123 @@ class HyperPodDashboard(_DashboardAccess):
         if exc.status == 401:
             return ClusterError("the Kubernetes API rejected the credentials (expired EKS token?); build a new client")
         return ClusterError(f"creating the dashboard connection for {where} failed: HTTP {exc.status}: {message}")
+
+
+# ----- cluster addresses ---------------------------------------------------------------------------
+SAGEMAKER_RAY_SCHEME = "sagemaker_ray"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class ClusterAddress:
+    """A parsed cluster address (see `parse_address`); ``str()`` gives it back in canonical form.
+
+    Attributes:
+        kind: ``"sagemaker_ray"``, ``"local"`` or ``"http"``.
+        raycluster / namespace: for ``sagemaker_ray`` addresses.
+        url: for ``http`` addresses (no trailing slash).
+    """
+
+    kind: str
+    raycluster: str = ""
+    namespace: str = ""
+    url: str = ""
+
+    def __str__(self) -> str:
+        if self.kind == SAGEMAKER_RAY_SCHEME:
+            return f"{SAGEMAKER_RAY_SCHEME}://{self.raycluster}/{self.namespace}"
+        return self.url or self.kind
+
+
+def parse_address(address: str) -> ClusterAddress:
+    """Parse a cluster address.
+
+    Accepted: ``sagemaker_ray://<raycluster>/<namespace>`` (namespace optional, default
+    ``default``), ``local``, and ``http(s)://host:port`` dashboard URLs.
+
+    Raises:
+        ConfigError: anything else, or names that are not valid Kubernetes names.
+    """
+    from hyperpod_rl.errors import ConfigError
+
+    text = address.strip()
+    if text in ("local", "local://"):
+        return ClusterAddress("local")
+    prefix = f"{SAGEMAKER_RAY_SCHEME}://"
+    if text.startswith(prefix):  # "_" is not a URL scheme character, so urlsplit would not see it
+        raycluster, _, namespace = text.removeprefix(prefix).rstrip("/").partition("/")
+        namespace = namespace or "default"
+        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.match(n) or len(n) > 63]
+        if not raycluster or bad:
+            raise ConfigError(
+                f"bad cluster address {address!r}: expected sagemaker_ray://<raycluster>/<namespace> "
+                "with lowercase Kubernetes names, e.g. sagemaker_ray://maze/hyperpod-ns-team-a"
+            )
+        return ClusterAddress(SAGEMAKER_RAY_SCHEME, raycluster=raycluster, namespace=namespace)
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.hostname:
+        return ClusterAddress("http", url=text.rstrip("/"))
+    raise ConfigError(
+        f"bad cluster address {address!r}: use sagemaker_ray://<raycluster>/<namespace>, local, "
+        "or a dashboard URL like http://127.0.0.1:8265"
+    )
+
+
+def cluster_access(
+    address: str | ClusterAddress,
+    *,
+    api_client: k8s.ApiClient | None = None,
+    context: str | None = None,
+    ray_token: SecretStr | str | None = None,
+) -> Any:
+    """The access object (``job_client()``, ``call``, ``probe``) a cluster address names.
+
+    Example:
+        >>> access = cluster_access("sagemaker_ray://maze/hyperpod-ns-team-a")  # doctest: +SKIP
+        >>> access.job_client().list_jobs()  # doctest: +SKIP
+
+    Args:
+        address: see `parse_address`.
+        api_client: Kubernetes client for ``sagemaker_ray://`` addresses; default: the kubeconfig
+            (``context`` selects one), the way AWS's toolkit resolves them. From IAM alone:
+            ``hyperpod_rl.aws.hyperpod_api_client("<HyperPod cluster>")``.
+        ray_token: Ray auth token for an ``http(s)://`` address (default ``RAY_AUTH_TOKEN``).
+
+    Returns:
+        `HyperPodDashboard` for ``sagemaker_ray://``, the ``LocalCluster`` for ``local`` (or its
+        own dashboard URL), else `PortForwardDashboard`.
+
+    Raises:
+        ConfigError: a malformed address.
+        ClusterError: ``local`` with no local cluster running, or no Kubernetes credentials.
+    """
+    parsed = address if isinstance(address, ClusterAddress) else parse_address(address)
+    if parsed.kind == SAGEMAKER_RAY_SCHEME:
+        if api_client is None:
+            from hyperpod_rl.cluster.kube import load_api_client
+
+            api_client = load_api_client(context=context)
+        return HyperPodDashboard(parsed.raycluster, parsed.namespace, api_client=api_client)
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    local = current_local_cluster()
+    if parsed.kind == "local" or (local is not None and parsed.url == local.dashboard_url.rstrip("/")):
+        if local is None:
+            raise ClusterError("no local Ray cluster is running: hyperpod-rl local start")
+        return local
+    return PortForwardDashboard(parsed.url, ray_token=ray_token or os.environ.get("RAY_AUTH_TOKEN") or None)
+
+
+def job_client_of(client: Any) -> Any:
+    """A ``JobSubmissionClient`` from anything that names a cluster's job API.
+
+    Accepted: a ``JobSubmissionClient`` (returned as is); an access object with ``job_client()``
+    (``LocalCluster``, `HyperPodDashboard`, `PortForwardDashboard`); or a cluster address string
+    (``sagemaker_ray://<raycluster>/<namespace>``, ``local``, ``http(s)://...``; `cluster_access`).
+
+    Raises:
+        ConfigError: a malformed address. ClusterError: the cluster cannot be reached.
+    """
+    if isinstance(client, str):
+        client = cluster_access(client)
+    return client.job_client() if hasattr(client, "job_client") else client

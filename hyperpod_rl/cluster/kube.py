@@ -52,10 +52,12 @@ def load_api_client(*, context: str | None = None, kubeconfig: str | None = None
     Raises:
         ClusterError: neither a kubeconfig nor an in-cluster service account is available.
     """
+    import os
+
     from kubernetes import config
 
-    try:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)
+    try:  # KUBECONFIG read now, not when kubernetes was imported (a notebook may set it later)
+        return config.new_client_from_config(config_file=kubeconfig or os.environ.get("KUBECONFIG"), context=context)
     except (config.ConfigException, OSError, TypeError, ValueError) as exc:  # no usable kubeconfig: try in-cluster
         first = exc
     try:

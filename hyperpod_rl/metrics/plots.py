@@ -5,6 +5,11 @@ samples) and returns plain dicts and lists that a ``plotly.graph_objects.Figure`
 ``FigureWidget`` accepts as trace properties, so the notebook panels, static reports and tests
 share one definition of every chart.
 
+Every chart reads without a manual: every drawn trace has a legend entry, each subplot has its
+own legend beside it (plotly's ``legend``, ``legend2``, ...), every axis carries its unit, the
+figures size themselves to the output's width (``autosize``, no fixed width) and the bottleneck
+verdict names the phase with the legend's own word (:data:`PHASES`).
+
 Metric names are SkyRL 0.4's (``skyrl/train/trainer.py`` trackers): ``reward/avg_raw_reward``,
 ``reward/min_raw_reward``, ``reward/max_raw_reward``, ``reward/std_raw_reward``,
 ``policy/policy_loss``, ``policy/policy_kl``, ``policy/policy_entropy``,
@@ -22,10 +27,13 @@ from typing import Any
 from hyperpod_rl.metrics.schema import MetricRecord
 
 __all__ = [
+    "HARDWARE_AXES",
     "HARDWARE_PANELS",
     "PHASES",
+    "TRAINING_AXES",
     "TRAINING_PANELS",
     "bottleneck_verdict",
+    "hardware_layout",
     "hardware_traces",
     "merge_records",
     "series",
@@ -55,6 +63,15 @@ TRAINING_PANELS: tuple[str, ...] = (
     "step time (s)",
 )
 
+#: y-axis titles (with units) of the training figure, one per row of :data:`TRAINING_PANELS`.
+TRAINING_AXES: tuple[str, ...] = (
+    "reward (0-1)",
+    "loss, KL, entropy (nats)",
+    "tokens",
+    "tokens/s",
+    "seconds",
+)
+
 #: Subplot titles of the hardware figure, one row each (top to bottom).
 HARDWARE_PANELS: tuple[str, ...] = (
     "CPU (%)",
@@ -62,6 +79,11 @@ HARDWARE_PANELS: tuple[str, ...] = (
     "GPU (%)",
     "GPU memory (GiB)",
 )
+
+#: y-axis titles (with units) of the hardware figure, one per row of :data:`HARDWARE_PANELS`.
+HARDWARE_AXES: tuple[str, ...] = ("% of node", "GiB", "% (mean of GPUs)", "GiB")
+
+_VERTICAL_SPACING = 0.05
 
 _POLICY = (
     ("policy/policy_loss", "policy loss"),
@@ -127,7 +149,8 @@ def step_breakdown(record: MetricRecord) -> dict[str, float]:
 def bottleneck_verdict(records: Sequence[MetricRecord], *, last_n: int = 10) -> str:
     """One line naming the phase that takes most of the step time over the last ``last_n`` steps.
 
-    Example: ``"generation-bound: 71% of step time (last 10 steps)"``.
+    The phase is named with the word its bar carries in the step-time legend (:data:`PHASES`).
+    Example: ``"generate takes 71% of step time (last 10 steps)"``.
 
     Returns:
         The verdict, or ``"no step timings yet"`` before the first record with timings.
@@ -143,14 +166,8 @@ def bottleneck_verdict(records: Sequence[MetricRecord], *, last_n: int = 10) -> 
     if total <= 0:
         return "no step timings yet"
     phase = max(totals, key=lambda p: totals[p])
-    label = {
-        "generate": "generation-bound",
-        "train": "training-bound",
-        "weight sync": "weight-sync-bound",
-        "other": "overhead-bound",
-    }[phase]
     n = len(recent)
-    return f"{label}: {100 * totals[phase] / total:.0f}% of step time (last {n} step{'s' if n != 1 else ''})"
+    return f"{phase} takes {100 * totals[phase] / total:.0f}% of step time (last {n} step{'s' if n != 1 else ''})"
 
 
 def _band(
@@ -196,13 +213,15 @@ def training_traces(records: Sequence[MetricRecord]) -> list[dict[str, Any]]:
             "y": band[1],
             "mode": "lines",
             "line": {"width": 0},
-            "showlegend": False,
+            "showlegend": False,  # the invisible lower edge of the band; its legend entry is the band's
+            "legendgroup": "reward band",
             "hoverinfo": "skip",
             "row": 1,
         },
         {
             "type": "scatter",
             "name": "reward min-max",
+            "legendgroup": "reward band",
             "x": band[0],
             "y": band[2],
             "mode": "lines",
@@ -267,16 +286,51 @@ def training_traces(records: Sequence[MetricRecord]) -> list[dict[str, Any]]:
                 "row": 5,
             }
         )
+    for trace in traces:
+        trace["legend"] = _legend_ref(trace["row"])
     return traces
 
 
+def _legend_ref(row: int) -> str:
+    return "legend" if row == 1 else f"legend{row}"
+
+
+def _row_layout(axes: tuple[str, ...], x_title: str) -> dict[str, Any]:
+    """Axis titles and one legend per row, placed right of its subplot (``make_subplots`` domains)."""
+    n = len(axes)
+    height = (1 - (n - 1) * _VERTICAL_SPACING) / n
+    out: dict[str, Any] = {}
+    for i, title in enumerate(axes, start=1):
+        out["yaxis" if i == 1 else f"yaxis{i}"] = {"title": {"text": title}}
+        top = 1 - (i - 1) * (height + _VERTICAL_SPACING)
+        out[_legend_ref(i)] = {"x": 1.02, "xanchor": "left", "y": top, "yanchor": "top", "font": {"size": 11}}
+    out["xaxis" if n == 1 else f"xaxis{n}"] = {"title": {"text": x_title}}
+    return out
+
+
 def training_layout() -> dict[str, Any]:
-    """Layout keys of the training figure (stacked bars, shared step axis, height in pixels)."""
+    """Layout keys of the training figure.
+
+    Stacked step-time bars, a shared step axis titled ``training step``, a unit on every y axis
+    (:data:`TRAINING_AXES`), one legend beside each subplot, ``autosize`` with no fixed width so
+    the figure fills its output; height 900 pixels.
+    """
     return {
         "barmode": "stack",
+        "autosize": True,
         "height": 900,
-        "margin": {"l": 50, "r": 20, "t": 40, "b": 30},
-        "legend": {"orientation": "h"},
+        "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
+        **_row_layout(TRAINING_AXES, "training step"),
+    }
+
+
+def hardware_layout() -> dict[str, Any]:
+    """Layout keys of the hardware figure (units on every axis, time axis in UTC, legends per row; 640 pixels high)."""
+    return {
+        "autosize": True,
+        "height": 640,
+        "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
+        **_row_layout(HARDWARE_AXES, "time (UTC)"),
     }
 
 
@@ -316,6 +370,7 @@ def hardware_traces(
                     "y": ys,
                     "mode": "lines",
                     "row": row,
+                    "legend": _legend_ref(row),
                 }
             )
     return traces

@@ -6,6 +6,7 @@ and secrets (cluster tokens, cookies) stay in Python attributes, never in widget
 """
 
 from hyperpod_rl.widgets.cluster_panel import ClusterPanel
+from hyperpod_rl.widgets.hyperpod_picker import HyperPodPicker
 from hyperpod_rl.widgets.metrics_panel import MetricsPanel
 from hyperpod_rl.widgets.run_panel import RunPanel
 from hyperpod_rl.widgets.serve_panel import ServePanel, draw_path
@@ -13,6 +14,7 @@ from hyperpod_rl.widgets.studio import Studio, studio
 
 __all__ = [
     "ClusterPanel",
+    "HyperPodPicker",
     "MetricsPanel",
     "RunPanel",
     "ServePanel",

@@ -8,6 +8,10 @@
   thread and shows the KubeRay conditions and pod phases, Delete deletes it.
 
 The dashboard link shown is the address without credentials; tokens and cookies stay in Python.
+Links open from the browser of this JupyterLab: a local port goes through the server's proxy
+(``<base_url>proxy/<port>/``, :func:`hyperpod_rl.jupyter.browser_link`). In the HyperPod kind a
+:class:`~hyperpod_rl.widgets.hyperpod_picker.HyperPodPicker` offers HyperPod cluster -> namespace ->
+RayCluster; picking one sets the form's name and namespace, the Kubernetes client and the dashboard probe.
 """
 
 from __future__ import annotations
@@ -88,6 +92,8 @@ class ClusterPanel(Panel):
         self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
         self.status_html = w.HTML("")
         self.link = w.HTML("")
+        self.address = ""
+        self._picker: Any = None
         self.kind.observe(self.guard(lambda _: self._layout()), names="value")
         self.preset.observe(
             self.guard(
@@ -107,7 +113,9 @@ class ClusterPanel(Panel):
 
     def _layout(self) -> None:
         buttons = w.HBox([self.apply_button, self.wait_button, self.delete_button])
-        spec_box = [self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))] if self.kind.value == "hyperpod" else []
+        spec_box = (
+            [self.picker, self.preset, w.Accordion(children=[self.form], titles=("ClusterSpec",))] if self.kind.value == "hyperpod" else []
+        )
         self.children = (
             self.kind,
             *spec_box,
@@ -117,6 +125,27 @@ class ClusterPanel(Panel):
             self.errors_out,
         )
         self.guard(self.refresh)()
+
+    @property
+    def picker(self) -> Any:
+        """The HyperPod cluster -> namespace -> RayCluster picker (built on first use)."""
+        if self._picker is None:
+            from hyperpod_rl.widgets.hyperpod_picker import HyperPodPicker
+
+            self._picker = HyperPodPicker(on_pick=self.guard(self.use_raycluster))
+        return self._picker
+
+    def use_raycluster(self, address: str, api_client: Any) -> None:
+        """Work on a picked RayCluster: form name/namespace, Kubernetes client, endpoint-operator probe."""
+        from hyperpod_rl.cluster.access import HyperPodDashboard, parse_address
+        from hyperpod_rl.cluster.kube import RayClusterClient
+
+        parsed = parse_address(address)
+        self.address = address
+        self.kube = RayClusterClient(api_client)
+        self.dashboard = HyperPodDashboard(parsed.raycluster, parsed.namespace, api_client=api_client).probe
+        self.form.set_value({"name": parsed.raycluster, "namespace": parsed.namespace})
+        self.refresh()
 
     # ----- actions ----------------------------------------------------------------------------
     def spec(self) -> ClusterSpec:
@@ -206,7 +235,11 @@ class ClusterPanel(Panel):
                     "ready",
                     f"local Ray cluster ready · GCS <code>{escape(cluster.address)}</code>",
                 )
-                self.link.value = f"<a href='{escape(cluster.dashboard_url)}' target='_blank'>Ray dashboard</a> (token auth: open it with the token from the state file)"
+                from hyperpod_rl.jupyter import browser_link
+
+                self.link.value = browser_link(
+                    cluster.dashboard_url, "Ray dashboard", note="token auth: the token is in the state file"
+                ).html()
             else:
                 self._show("stopped", "no local cluster running: press Apply to start one")
                 self.link.value = ""

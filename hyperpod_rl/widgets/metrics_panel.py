@@ -7,6 +7,13 @@ Every update rewrites trace data inside ``batch_update()``, so one refresh is on
 message per figure. Data comes from :class:`hyperpod_rl.metrics.stream.MetricStream` (a daemon
 thread tailing ``<run dir>/metrics.jsonl``, plus records pushed from the job log by RunPanel),
 never from a blocking loop in a cell.
+
+**Without anywidget's frontend** in the Jupyter server (a stock SageMaker Studio space: plotly >= 6
+``FigureWidget`` is an anywidget, and the server environment, not the kernel's, must carry its
+JavaScript), the panel draws the same figures as static plotly figures instead: each refresh
+replaces the figure in an ``Output`` widget in place, and the panel says once how to turn live
+charts on (docs/studio.md). ``live=None`` decides from the server's page config
+(:func:`hyperpod_rl.jupyter.server_frontends`); with no Jupyter server in sight it assumes live.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from hyperpod_rl.metrics.plots import (
     HARDWARE_PANELS,
     TRAINING_PANELS,
     bottleneck_verdict,
+    hardware_layout,
     hardware_traces,
     merge_records,
     training_layout,
@@ -40,10 +48,30 @@ from hyperpod_rl.metrics.stream import MetricsFileTail, MetricStream
 from hyperpod_rl.runs import RunPaths, run_paths
 from hyperpod_rl.widgets._base import Panel, escape
 
-__all__ = ["MetricsPanel"]
+__all__ = ["LIVE_CHARTS_HELP", "MetricsPanel", "live_widgets_available"]
+
+LIVE_CHARTS_HELP = (
+    "Live charts are off: anywidget's frontend is not installed in this Jupyter server's environment "
+    "(plotly's FigureWidget needs it there, not only in the kernel). Showing static charts, redrawn in place. "
+    "To turn live charts on, run the Studio lifecycle script container/studio/on-start.sh, or install anywidget into "
+    "the server's environment (in Studio: /opt/conda/bin/pip install anywidget) and run restart-jupyter-server (docs/studio.md)."
+)
+_PLOTLY_CONFIG = {"responsive": True, "displaylogo": False}
 
 
-def _figure(titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any]):
+def live_widgets_available() -> bool:
+    """True unless the Jupyter server's page is known to lack anywidget's frontend.
+
+    Unknown (no Jupyter server found, or its page cannot be read) counts as available: the panel
+    then behaves as it always did.
+    """
+    from hyperpod_rl.jupyter import server_frontends
+
+    frontends = server_frontends()
+    return frontends is None or frontends.enabled("anywidget")
+
+
+def _figure(titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[str, Any], *, live: bool = True):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -59,7 +87,32 @@ def _figure(titles: tuple[str, ...], traces: list[dict[str, Any]], layout: dict[
         cls = go.Bar if trace["type"] == "bar" else go.Scatter
         fig.add_trace(cls(**props), row=trace["row"], col=1)
     fig.update_layout(**layout)
-    return go.FigureWidget(fig)
+    if not live:
+        return fig
+    widget = go.FigureWidget(fig)
+    widget._config = _PLOTLY_CONFIG  # follow window resizes; autosize fills the output's width
+    return widget
+
+
+def _static_output(fig: Any) -> dict[str, Any]:
+    """A ``display_data`` output of ``fig``: plotly's mimetype (jupyterlab-plotly) and HTML (needs ``window.Plotly``)."""
+    import plotly.io as pio
+
+    spec = fig.to_plotly_json()
+    html = pio.to_html(fig, include_plotlyjs=False, full_html=False, config=_PLOTLY_CONFIG, default_width="100%")
+    return {
+        "output_type": "display_data",
+        "data": {"application/vnd.plotly.v1+json": {**spec, "config": _PLOTLY_CONFIG}, "text/html": html},
+        "metadata": {},
+    }
+
+
+def _plotlyjs_output() -> dict[str, Any]:
+    """plotly.js as an HTML script output (for servers without jupyterlab-plotly), sent once."""
+    from plotly.offline import get_plotlyjs
+
+    script = "<script type='text/javascript'>if (!window.Plotly) {" + get_plotlyjs() + "}</script>"
+    return {"output_type": "display_data", "data": {"text/html": script}, "metadata": {}}
 
 
 def _auto_hardware() -> HardwareSource | None:
@@ -89,10 +142,14 @@ class MetricsPanel(Panel):
         interval_s: seconds between polls of ``metrics.jsonl``.
         hardware_period_s: seconds between hardware samples.
         history: hardware samples kept per node.
+        live: ``True`` for ``FigureWidget``s, ``False`` for static figures redrawn in place, ``None``
+            to decide from the Jupyter server's frontends (:func:`live_widgets_available`).
 
     Attributes:
-        training: the training ``FigureWidget``.
+        training: the training ``FigureWidget`` (a plain ``go.Figure`` when not live).
         hardware_fig: the hardware ``FigureWidget`` (``None`` without a hardware source).
+        live: whether the charts are live widgets.
+        notice: the one-time "how to enable live charts" note (empty when live).
         records: the records shown, one per step, sorted by step.
         arrivals: step -> Unix time (s) its record reached the figure data (latency benchmark).
         renders: training-figure refreshes so far.
@@ -108,15 +165,27 @@ class MetricsPanel(Panel):
         interval_s: float = 0.5,
         hardware_period_s: float = 5.0,
         history: int = 720,
+        live: bool | None = None,
     ) -> None:
         super().__init__()
+        self.live = live_widgets_available() if live is None else live
+        self.notice = w.HTML("" if self.live else f"<div style='color:#8a6d3b'>{escape(LIVE_CHARTS_HELP)}</div>")
+        self.training_out = w.Output(layout=w.Layout(width="100%"))
+        self.hardware_out = w.Output(layout=w.Layout(width="100%"))
+        self._plotlyjs = w.Output()
+        if not self.live:
+            from hyperpod_rl.jupyter import server_frontends
+
+            frontends = server_frontends()
+            if frontends is None or not frontends.enabled("jupyterlab-plotly"):
+                self._plotlyjs.outputs = (_plotlyjs_output(),)  # once: the HTML outputs below need window.Plotly
         self.records: list[MetricRecord] = []
         self.arrivals: dict[int, float] = {}
         self.renders = 0
         self.run_dir: Path | None = None
         self._lock = threading.Lock()  # guards records / arrivals
         self._render_lock = threading.Lock()  # one figure update at a time (poller + job-log follower)
-        self.training = _figure(TRAINING_PANELS, training_traces([]), training_layout())
+        self.training = _figure(TRAINING_PANELS, training_traces([]), training_layout(), live=self.live)
         self.verdict = w.HTML("<i>bottleneck: no step timings yet</i>")
         self.summary = w.HTML("<i>no run followed</i>")
         self._hardware: HardwareSource | None = _auto_hardware() if hardware == "auto" else hardware  # type: ignore[assignment]
@@ -128,15 +197,7 @@ class MetricsPanel(Panel):
         self.hardware_errors = 0
         tasks = []
         if self._hardware is not None:
-            self.hardware_fig = _figure(
-                HARDWARE_PANELS,
-                [],
-                {
-                    "height": 640,
-                    "margin": {"l": 50, "r": 20, "t": 40, "b": 30},
-                    "legend": {"orientation": "h"},
-                },
-            )
+            self.hardware_fig = _figure(HARDWARE_PANELS, [], hardware_layout(), live=self.live)
             tasks.append((hardware_period_s, self._poll_hardware_quietly))
         self.stream = MetricStream(
             self._on_records,
@@ -144,12 +205,13 @@ class MetricsPanel(Panel):
             on_error=self.show_error,
             extra_tasks=tasks,
         )
-        charts: list[w.Widget] = [self.summary, self.verdict, self.training]
+        training_view = self.training if self.live else self.training_out
+        charts: list[w.Widget] = [self.notice, self._plotlyjs, self.summary, self.verdict, training_view]
         if self.hardware_fig is not None:
             charts += [
                 w.HTML("<b>Hardware</b>"),
                 self.hardware_status,
-                self.hardware_fig,
+                self.hardware_fig if self.live else self.hardware_out,
             ]
         self.children = (*charts, self.errors_out)
         if run_id is not None:
@@ -181,6 +243,15 @@ class MetricsPanel(Panel):
             records = [r for r in records if r.run_id == self.run_dir.name]
         self.stream.push(records)
 
+    def refit(self) -> None:
+        """Resize live figures to their output's current width (e.g. after their tab became visible:
+        a figure first drawn in a hidden tab measures a zero width and keeps plotly's default)."""
+        if self.live:
+            for fig in (self.training, self.hardware_fig):
+                if fig is not None:
+                    # plotly_relayout sends nothing when autosize is already True; ask the view to redo it.
+                    fig._send_relayout_msg({"autosize": True})
+
     def close(self) -> None:
         """Stop the poller thread and close the widgets."""
         self.stream.stop()
@@ -210,6 +281,8 @@ class MetricsPanel(Panel):
             for trace, data in zip(self.training.data, traces, strict=True):
                 trace.x = data["x"]
                 trace.y = data["y"]
+        if not self.live:
+            self.training_out.outputs = (_static_output(self.training),)  # redrawn in place
         self.renders += 1
         self.verdict.value = f"<b>bottleneck:</b> {escape(bottleneck_verdict(records))}"
         if records:
@@ -255,7 +328,7 @@ class MetricsPanel(Panel):
                 fig.data = ()
                 for t in traces:
                     fig.add_trace(
-                        go.Scatter(x=t["x"], y=t["y"], name=t["name"], mode="lines"),
+                        go.Scatter(x=t["x"], y=t["y"], name=t["name"], mode="lines", legend=t["legend"]),
                         row=t["row"],
                         col=1,
                     )
@@ -263,5 +336,7 @@ class MetricsPanel(Panel):
             else:
                 for trace, t in zip(fig.data, traces, strict=True):
                     trace.x, trace.y = t["x"], t["y"]
+        if not self.live:
+            self.hardware_out.outputs = (_static_output(fig),)
         self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
         return sample

@@ -52,7 +52,8 @@ class RunPanel(Panel):
         config: initial values of the form (e.g. from ``quickstart.make_run_config``).
         client: an authenticated ``JobSubmissionClient`` (or an access object with
             ``job_client()``); default: the cluster's, else the running local cluster's.
-        cluster: a ``LocalCluster`` (or HyperPod dashboard access) whose ``job_client()`` is used.
+        cluster: a ``LocalCluster``, a HyperPod dashboard access, or a cluster address such as
+            ``sagemaker_ray://maze/hyperpod-ns-team-a`` (``cluster.access.job_client_of``).
         metrics: a :class:`~hyperpod_rl.widgets.MetricsPanel` that follows every submitted or
             attached run and receives the job log's metric records.
         run_dir_of: run id -> run directory (default ``<storage root>/runs/<run_id>``).
@@ -143,13 +144,15 @@ class RunPanel(Panel):
         Raises:
             JobError: no client, no cluster and no local cluster running.
         """
+        from hyperpod_rl.cluster.access import job_client_of
+
         if self._client is not None:
-            return self._client.job_client() if hasattr(self._client, "job_client") else self._client
+            return job_client_of(self._client)  # a client, an access object or an address string
         if self._cluster is None:
             self._cluster = current_local_cluster()
         if self._cluster is None:
             raise JobError("no cluster: start one in the Cluster panel (or hyperpod-rl cluster start) first")
-        self._client = self._cluster.job_client()
+        self._client = job_client_of(self._cluster)
         return self._client
 
     # ----- actions ----------------------------------------------------------------------------

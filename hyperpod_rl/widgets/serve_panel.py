@@ -79,7 +79,7 @@ class ServePanel(Panel):
             layout=w.Layout(width="520px"),
         )
         self.deploy_button = w.Button(description="Deploy", icon="rocket", button_style="primary")
-        self.endpoint_html = w.HTML(f"endpoint: <code>{escape(endpoint)}</code>" if endpoint else "<i>not deployed</i>")
+        self.endpoint_html = w.HTML(self._endpoint_html(endpoint) if endpoint else "<i>not deployed</i>")
         self.maze_index = w.BoundedIntText(value=0, min=0, max=10**6, description="maze #")
         self.model_choice = w.Dropdown(options=[adapter_name, "base"], value=adapter_name, description="model")
         self.play_button = w.Button(description="Play maze", icon="play")
@@ -136,8 +136,15 @@ class ServePanel(Panel):
             {self.adapter_name.value: self.adapter_path.value},
             port=self.port,
         )
-        self.endpoint_html.value = f"endpoint: <code>{escape(self.endpoint)}</code>"
+        self.endpoint_html.value = self._endpoint_html(self.endpoint)
         return self.endpoint
+
+    @staticmethod
+    def _endpoint_html(endpoint: str) -> str:
+        from hyperpod_rl.jupyter import browser_link
+
+        link = browser_link(f"{endpoint.rstrip('/')}/v1/models", "models", note="opens from this JupyterLab's browser tab")
+        return f"endpoint: <code>{escape(endpoint)}</code> · {link.html()}"
 
     def rows(self) -> list[dict[str, Any]]:
         """The held-out rows (read once).

@@ -32,6 +32,8 @@ class Studio(w.Tab):
         self.run = run
         self.metrics = metrics
         self.serve = serve
+        # Figures drawn while their tab was hidden measured no width: refit when the tab is shown.
+        self.observe(lambda change: metrics.refit() if change["new"] == 2 else None, names="selected_index")
 
 
 def studio(

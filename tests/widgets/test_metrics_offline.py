@@ -44,7 +44,7 @@ def test_step_breakdown_and_verdict():
     parts = step_breakdown(r)
     assert list(parts) == list(PHASES)
     assert parts == pytest.approx({"generate": 7.1, "train": 2.0, "weight sync": 0.0, "other": 0.9})
-    assert bottleneck_verdict([r]) == "generation-bound: 71% of step time (last 1 step)"
+    assert bottleneck_verdict([r]) == "generate takes 71% of step time (last 1 step)"
     train_heavy = [
         rec(
             s,
@@ -56,7 +56,7 @@ def test_step_breakdown_and_verdict():
         )
         for s in range(1, 13)
     ]
-    assert bottleneck_verdict(train_heavy) == "training-bound: 67% of step time (last 10 steps)"
+    assert bottleneck_verdict(train_heavy) == "train takes 67% of step time (last 10 steps)"
     assert step_breakdown(train_heavy[0])["other"] == 0.0  # no timing/step: the phases are the step
     assert bottleneck_verdict([rec(1, **{"reward/avg_raw_reward": 0.5})]) == "no step timings yet"
 

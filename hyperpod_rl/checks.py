@@ -1,0 +1,42 @@
+"""One result type for every readiness check: ``ok`` / ``warn`` / ``fail`` / ``skip`` with the fix.
+
+Access checks (:mod:`hyperpod_rl.aws.access`), version guardrails
+(:mod:`hyperpod_rl.cluster.versions`) and ``hyperpod-rl doctor`` (:mod:`hyperpod_rl.doctor`) all
+return :class:`Check` values, so the CLI, the HTML repr and ``--json`` print them one way.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["Check", "CheckStatus", "worst"]
+
+CheckStatus = Literal["ok", "warn", "fail", "skip"]
+_RANK: dict[str, int] = {"skip": 0, "ok": 1, "warn": 2, "fail": 3}
+
+
+class Check(BaseModel):
+    """The outcome of one check: what was checked, what was found and what to do about it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    name: str
+    """Short name of the check, e.g. ``"EKS access entry"``."""
+    status: CheckStatus
+    """``ok``; ``warn`` (works, but something will bite); ``fail`` (will not work); ``skip`` (not applicable here)."""
+    detail: str = ""
+    """What was found, in one line."""
+    fix: str = ""
+    """What to do, in one line (empty when ``ok``)."""
+
+    def line(self) -> str:
+        """``"[warn] name: detail -> fix"``, one line."""
+        fix = f" -> {self.fix}" if self.fix else ""
+        return f"[{self.status}] {self.name}: {self.detail}{fix}"
+
+
+def worst(checks: list[Check]) -> CheckStatus:
+    """The most severe status in ``checks`` (``skip`` when empty)."""
+    return max((c.status for c in checks), key=lambda s: _RANK[s], default="skip")

@@ -1,0 +1,129 @@
+"""Charts that read without a manual, and charts without anywidget's frontend (static, redrawn in place)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import pytest
+
+from hyperpod_rl.metrics.plots import (
+    HARDWARE_AXES,
+    PHASES,
+    TRAINING_AXES,
+    TRAINING_PANELS,
+    bottleneck_verdict,
+    hardware_layout,
+    hardware_traces,
+    training_layout,
+    training_traces,
+)
+from hyperpod_rl.metrics.schema import MetricRecord
+from hyperpod_rl.widgets.metrics_panel import LIVE_CHARTS_HELP, MetricsPanel
+
+
+def rec(step: int, **values: float) -> MetricRecord:
+    return MetricRecord(run_id="r", step=step, total_steps=10, time_s=1000.0 + step, values=values)
+
+
+RECORDS = [
+    rec(
+        s,
+        **{
+            "reward/avg_raw_reward": 0.1 * s,
+            "reward/min_raw_reward": 0.0,
+            "reward/max_raw_reward": 1.0,
+            "policy/policy_loss": -0.01 * s,
+            "policy/policy_kl": 0.001 * s,
+            "policy/policy_entropy": 1.3,
+            "policy/response_length": 4.0,
+            "trainer/tokens_per_second": 900.0,
+            "timing/generate": 0.6,
+            "timing/policy_train": 0.3,
+            "timing/step": 1.0,
+        },
+    )
+    for s in range(1, 4)
+]
+
+
+def test_every_drawn_trace_has_a_named_legend_entry_beside_its_subplot() -> None:
+    traces = training_traces(RECORDS)
+    layout = training_layout()
+    for t in traces:
+        helper = t.get("line", {}).get("width") == 0 and not t.get("fill")  # the band's invisible lower edge
+        if not helper:
+            assert t.get("showlegend", True) and t["name"], t
+        legend = t["legend"]
+        assert legend in layout and layout[legend]["xanchor"] == "left"  # each row's legend is its own, right of it
+    by_row: dict[int, set[str]] = {}
+    for t in traces:
+        by_row.setdefault(t["row"], set()).add(t["legend"])
+    assert all(len(v) == 1 for v in by_row.values()) and len({next(iter(v)) for v in by_row.values()}) == len(TRAINING_PANELS)
+    assert {t["name"] for t in traces if t["row"] == 2} == {"policy loss", "KL", "entropy"}
+    assert [t["name"] for t in traces if t["type"] == "bar"] == list(PHASES)
+
+
+def test_axes_carry_units_and_figures_fill_the_width() -> None:
+    layout = training_layout()
+    titles = [layout["yaxis" if i == 1 else f"yaxis{i}"]["title"]["text"] for i in range(1, len(TRAINING_AXES) + 1)]
+    assert titles == list(TRAINING_AXES) and "seconds" in titles and "tokens/s" in titles
+    assert layout[f"xaxis{len(TRAINING_AXES)}"]["title"]["text"] == "training step"
+    assert layout["autosize"] is True and "width" not in layout
+    hw = hardware_layout()
+    assert [hw["yaxis" if i == 1 else f"yaxis{i}"]["title"]["text"] for i in range(1, 5)] == list(HARDWARE_AXES)
+    assert "GiB" in HARDWARE_AXES and hw["xaxis4"]["title"]["text"] == "time (UTC)" and "width" not in hw
+    gib = 1024**3
+    hw_traces = hardware_traces({"10.0.0.1": [(1.0, {"cpu_percent": 5.0, "mem_used_bytes": 2 * gib})]})
+    assert [(t["name"], t["legend"], t["y"]) for t in hw_traces] == [
+        ("10.0.0.1 CPU", "legend", [5.0]),
+        ("10.0.0.1 memory", "legend2", [2.0]),
+    ]
+
+
+def test_verdict_names_the_phase_with_the_legend_word() -> None:
+    verdict = bottleneck_verdict(RECORDS)
+    phase = verdict.split(" takes ")[0]
+    assert phase in PHASES and phase == "generate"
+    assert verdict == "generate takes 60% of step time (last 3 steps)"
+
+
+def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_live() -> None:
+    panel = MetricsPanel(hardware=None, live=False)
+    try:
+        assert isinstance(panel.training, go.Figure) and not isinstance(panel.training, go.FigureWidget)
+        assert panel.notice.value and "anywidget" in panel.notice.value and "restart-jupyter-server" in LIVE_CHARTS_HELP
+        assert panel.training_out in panel.children and panel.notice in panel.children
+        panel._on_records(RECORDS[:2])  # what the poller thread calls with new records
+        (first,) = panel.training_out.outputs
+        fig = first["data"]["application/vnd.plotly.v1+json"]
+        assert fig["data"][2]["x"] == [1, 2] and fig["config"]["responsive"] is True
+        assert "Plotly.newPlot" in first["data"]["text/html"] and "plotly.js v" not in first["data"]["text/html"]
+        panel._on_records(RECORDS)
+        (second,) = panel.training_out.outputs  # replaced, not appended
+        assert second["data"]["application/vnd.plotly.v1+json"]["data"][2]["x"] == [1, 2, 3]
+        # plotly.js rides along once (no Jupyter server here, so jupyterlab-plotly cannot be confirmed)
+        (js,) = panel._plotlyjs.outputs
+        assert "window.Plotly" in js["data"]["text/html"] and len(js["data"]["text/html"]) > 1_000_000
+    finally:
+        panel.close()
+
+
+def test_live_panel_keeps_figure_widgets_without_notice() -> None:
+    panel = MetricsPanel(hardware=None, live=True)
+    try:
+        assert isinstance(panel.training, go.FigureWidget) and panel.notice.value == ""
+        assert panel.training._config["responsive"] is True
+        assert panel._plotlyjs.outputs == () and panel.training in panel.children
+    finally:
+        panel.close()
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_no_jupyter_server_means_live(live: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hyperpod_rl.jupyter import ServerFrontends
+    from hyperpod_rl.widgets import metrics_panel
+
+    frontends = ServerFrontends("4.5.11", {"anywidget": live, "@jupyter-widgets/jupyterlab-manager": True})
+    monkeypatch.setattr("hyperpod_rl.jupyter.server_frontends", lambda *a, **k: frontends)
+    assert metrics_panel.live_widgets_available() is live
+    monkeypatch.setattr("hyperpod_rl.jupyter.server_frontends", lambda *a, **k: None)
+    assert metrics_panel.live_widgets_available() is True
