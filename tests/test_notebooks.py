@@ -40,6 +40,7 @@ CI_PARAMETERS: dict[str, dict[str, object]] = {
         "GROUP_SIZE": 2,
         "MAZES_PER_STEP": 2,
         "MAX_TURNS": 3,
+        "SERVE": False,  # 05-evaluate-and-serve serves and plays in CI; one Serve deployment is enough
     },
     "02-hyperpod-cluster": {},
     "03-train-grpo": {"STEPS": 3},
