@@ -87,7 +87,11 @@ def git_state() -> dict[str, Any]:
     from the commit, i.e. the code that ran is not exactly the commit's (the scripts rewrite the
     docs' figure passages, which must not mark the next run dirty).
     """
-    commit = _git("rev-parse", "HEAD") or os.environ.get("HPRL_GIT_COMMIT")
+    top = _git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != REPO.resolve():
+        # a copied working tree (no .git of its own, perhaps inside another checkout): the caller says
+        return {"commit": os.environ.get("HPRL_GIT_COMMIT"), "dirty": None}
+    commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results", ":(exclude)*.md")
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 

@@ -216,6 +216,81 @@ def planner_calibration() -> str:
     )
 
 
+# ---------------------------------------------------------------- end-to-end GRPO on one GPU
+_E2E = ("h200_grpo_e2e_2b", "h200_grpo_e2e_4b", "h200_grpo_e2e_8b")
+_E2E_TRL = ("h200_grpo_e2e_trl_2b_run1", "h200_grpo_e2e_trl_8b_run1", "h200_grpo_e2e_trl_2b", "h200_grpo_e2e_trl_8b")
+
+
+def _gpu_provenance(res: dict[str, Any]) -> str:
+    gpu = (res["machine"].get("gpus") or ["unknown GPU"])[0].split(",")[0]
+    return f"{gpu}, {res['date'][:10]}, commit `{(res['git_commit'] or 'unknown')[:10]}`"
+
+
+def gpu_e2e() -> str:
+    rows = [
+        "| shape | samples/step | step s | rollout s (decode + log-prob pass) | update s | samples/s | generated tok/s | update tok/s | update MFU | peak GiB (rollout / update) | file |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    counts = []
+    for name in _E2E:
+        res = load_result(name)
+        run = max((r for r in res["results"]["runs"] if r["impl"] == "hyperpod-rl reference"), key=lambda r: r["max_turns"])
+        measured = [s for s in run["steps"] if not s["warmup"]]
+        pr = max(s["peak_rollout_gib"] for s in measured)
+        pu = max(s["peak_update_gib"] for s in measured)
+        split = (
+            f" ({run['median_rollout_decode_s']:.1f} + {run['median_rollout_logprob_pass_s']:.1f})"
+            if "median_rollout_decode_s" in run
+            else ""
+        )
+        rows.append(
+            f"| {run['shape'].split('/')[-1]} | {run['samples_per_step']} ({run['max_turns']} turns) | {run['median_step_s']:.1f} | "
+            f"{run['median_rollout_s']:.1f}{split} | {run['median_update_s']:.1f} | {run['samples_per_s']:.2f} | "
+            f"{run['generated_tokens_per_s']:.0f} | {run['update_tokens_per_s']:,.0f} | {100 * run['update_mfu']:.0f} % | "
+            f"{pr:.1f} / {pu:.1f} | `{name}.json` |"
+        )
+        counts.append(f"{len(measured)} for {run['shape'].split('-')[-2]}")
+    res = load_result(_E2E[0])
+    rows += [
+        "",
+        f"Medians of the measured steps after one warm-up ({', '.join(counts)}); {_gpu_provenance(res)} (each file has its own). "
+        f"Command: `{_cmd(res)}` (and `--shapes 4B --steps 1`, `--shapes 8B`).",
+    ]
+    return "\n".join(rows)
+
+
+def gpu_trl() -> str:
+    rows = [
+        "| run | shape | ours: step s (rollout / update) | ours: ms per decode step | TRL: step s | throughput ours / TRL | peak GiB ours / TRL | file |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in _E2E_TRL:
+        res = load_result(name)
+        runs = res["results"]["runs"]
+        ours = next(r for r in runs if r["impl"] == "hyperpod-rl reference")
+        trl = next(r for r in runs if r["impl"].startswith("trl"))
+        (cmp,) = res["results"]["comparisons"]
+        decode = (
+            f"{1e3 * ours['median_rollout_decode_s'] / int(res['params']['max_new_tokens']):.0f}"
+            if "median_rollout_decode_s" in ours
+            else "not split"
+        )
+        rows.append(
+            f"| {'1' if name.endswith('_run1') else '2'} | {ours['shape'].split('/')[-1]} | {ours['median_step_s']:.1f} "
+            f"({ours['median_rollout_s']:.1f} / {ours['median_update_s']:.1f}) | {decode} | {trl['median_step_s']:.1f} | "
+            f"{cmp['throughput_ratio_ours_over_trl']:.2f}× | {cmp['peak_gib_ours']:.1f} / {cmp['peak_gib_trl']:.1f} | `{name}.json` |"
+        )
+    res = load_result(_E2E_TRL[-1])
+    trl = next(r for r in res["results"]["runs"] if r["impl"].startswith("trl"))
+    rows += [
+        "",
+        f"{trl['impl']}, {trl['samples_per_step']} samples a step (4 mazes × group 8, one turn, 128-token responses), "
+        f"medians of the measured steps after one warm-up, both in the same process on the same GPU; run 2: {_gpu_provenance(res)}. "
+        f"Command: `{_cmd(res)}`.",
+    ]
+    return "\n".join(rows)
+
+
 def _report(fn: str, *args: str) -> Callable[[], str]:
     def render() -> str:
         from benchmarks.gpu import report
@@ -248,6 +323,8 @@ PASSAGES: dict[str, Passage] = {
     "scaling-run1": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp.json"), block=True),
     "scaling-run2": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp_run2.json"), block=True),
     "scaling-curve": Passage("docs/scaling.md", ("planner_predictions",), _report("predicted_curve"), block=True),
+    "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
+    "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
 }
 
 

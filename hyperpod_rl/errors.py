@@ -50,7 +50,8 @@ class ConfigError(HyperpodRLError, ValueError):
 
 
 class LogprobInputError(ConfigError):
-    """Tensors given to the log-prob functions have inconsistent shapes or types."""
+    """Tensors given to the log-prob functions have inconsistent shapes or types, or a response
+    cannot be scored (it holds a vision token, or a token outside the policy's vocabulary)."""
 
 
 class MazeError(HyperpodRLError, ValueError):

@@ -31,6 +31,7 @@ __all__ = [
     "JobUpdate",
     "RunHandle",
     "RunJob",
+    "entrypoint_gpus",
     "follow_run",
     "job_logs",
     "latest_job",
@@ -162,6 +163,18 @@ def latest_submission(run_dir: Path) -> str:
     return subs[-1]
 
 
+def entrypoint_gpus(config: RunConfig) -> int:
+    """GPUs a run's Ray job entrypoint reserves (``entrypoint_num_gpus``).
+
+    The reference backend trains inside the entrypoint process, so a run with
+    ``trainer.device='cuda'`` reserves one GPU: Ray then schedules it on a node with a free GPU
+    and sets ``CUDA_VISIBLE_DEVICES`` for it. ``'auto'`` and ``'cpu'`` reserve none (``'auto'``
+    still uses a GPU the process sees). SkyRL's entrypoint only drives Ray actors that reserve
+    their own GPUs, so it reserves none.
+    """
+    return 1 if config.backend == "reference" and config.trainer.device == "cuda" else 0
+
+
 class _IdTaken(Exception):
     """The cluster already holds the submission id we chose (raced by a submitter we cannot lock out)."""
 
@@ -175,6 +188,7 @@ def submit_run(
     fresh: bool = False,
     env_vars: dict[str, str] | None = None,
     entrypoint_num_cpus: float = 0,
+    entrypoint_num_gpus: float | None = None,
 ) -> RunHandle:
     """Submit a run as a detached Ray Job running ``python -m hyperpod_rl.train``.
 
@@ -203,6 +217,9 @@ def submit_run(
         fresh: discard existing checkpoints and start from step 0.
         env_vars: extra environment variables for the job.
         entrypoint_num_cpus: CPUs reserved for the entrypoint (Ray default 0).
+        entrypoint_num_gpus: GPUs reserved for the entrypoint; default
+            :func:`entrypoint_gpus` of the config (1 for a reference-backend run with
+            ``trainer.device='cuda'``, else 0: SkyRL places its own GPU workers).
 
     Returns:
         The :class:`RunHandle`.
@@ -243,8 +260,17 @@ def submit_run(
             )
         taken = {j.submission_id for j in jobs}
         first = 1 + max((_number(s, config.run_id) or 0 for s in taken), default=0)
+        gpus = entrypoint_gpus(config) if entrypoint_num_gpus is None else entrypoint_num_gpus
         submission_id = _submit_with_free_id(
-            client, config, paths, first=first, python=python, fresh=fresh, env_vars=env_vars, entrypoint_num_cpus=entrypoint_num_cpus
+            client,
+            config,
+            paths,
+            first=first,
+            python=python,
+            fresh=fresh,
+            env_vars=env_vars,
+            entrypoint_num_cpus=entrypoint_num_cpus,
+            entrypoint_num_gpus=gpus,
         )
         add_submission(paths, submission_id)
     return RunHandle(run_id=config.run_id, submission_id=submission_id, run_dir=paths.root)
@@ -278,6 +304,7 @@ def _submit_once(
     fresh: bool,
     env_vars: dict[str, str] | None,
     entrypoint_num_cpus: float,
+    entrypoint_num_gpus: float,
 ) -> None:
     config_path = write_config(paths, config)
     interpreter = python or sys.executable
@@ -297,6 +324,7 @@ def _submit_once(
             runtime_env={"env_vars": {**_job_env(config, threads), **(env_vars or {})}},
             metadata={RUN_ID_METADATA: config.run_id},
             entrypoint_num_cpus=entrypoint_num_cpus,
+            **({"entrypoint_num_gpus": entrypoint_num_gpus} if entrypoint_num_gpus else {}),
         )
     except RuntimeError as err:
         if "already exists" in str(err):

@@ -201,6 +201,16 @@ class TrainerConfig(_Section):
         "and micro_forward_batch_size_per_gpu)",
     )
     torch_threads: int | None = Field(None, description="torch intra-op threads (default: torch's choice)")
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="reference backend: where the policy runs; 'auto' takes the first CUDA GPU the process sees, else the CPU; "
+        "'cuda' makes a Ray job reserve one GPU (entrypoint_num_gpus=1)",
+    )
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto",
+        description="reference backend: base-model weight dtype; 'auto' is bfloat16 on GPUs that support it, float32 "
+        "elsewhere (LoRA weights and AdamW state stay float32)",
+    )
     mini_batch_size: int | None = Field(
         None,
         gt=0,

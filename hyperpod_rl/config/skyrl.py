@@ -22,10 +22,13 @@ from pathlib import Path
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.maze import VISION_TOKENS
 
 __all__ = [
     "REQUIRED_VLM_KEYS",
     "RUN_SUBDIRS",
+    "TIE_SAFE_ESTIMATOR",
+    "VISION_BAD_WORDS",
     "require_vlm_keys",
     "run_dir_of",
     "to_skyrl_overrides",
@@ -39,6 +42,17 @@ REQUIRED_VLM_KEYS: dict[str, object] = {
     "generator.batched": False,
     "trainer.remove_microbatch_padding": False,
 }
+
+#: Name of the tie-safe GRPO advantage estimator the SkyRL backend registers in SkyRL's
+#: ``AdvantageEstimatorRegistry`` (:mod:`hyperpod_rl.train.skyrl_advantage`): SkyRL's ``grpo``
+#: turns the float32 residue of a tied group's mean into full-size advantages.
+TIE_SAFE_ESTIMATOR = "hprl_grpo_tie_safe"
+
+#: Qwen-VL vision special tokens (:data:`hyperpod_rl.maze.VISION_TOKENS`), passed to vLLM as
+#: ``bad_words`` through ``generator.sampling_params.additional_kwargs`` (SkyRL 0.4
+#: ``get_vllm_sampling_params`` forwards the extra keys; vLLM ``SamplingParams.bad_words``) so
+#: sampled responses never contain one.
+VISION_BAD_WORDS: tuple[str, ...] = tuple(VISION_TOKENS)
 
 #: Sub-directories of the run directory that SkyRL writes.
 RUN_SUBDIRS = {
@@ -110,6 +124,9 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
     engine_kwargs: dict[str, object] = {}
     if ro.max_model_len is not None:
         engine_kwargs["max_model_len"] = ro.max_model_len
+    # repetition_penalty travels only through additional_kwargs (SkyRL SamplingParams docstring);
+    # bad_words keeps the vision special tokens out of sampled responses.
+    sampling_extras: dict[str, object] = {"repetition_penalty": 1.0, "bad_words": list(VISION_BAD_WORDS)}
     # Single-turn generation: SkyRL requires max_input_length == max_prompt_length.
     max_input = ro.max_input_tokens if ro.max_turns > 1 else ro.max_prompt_tokens
     out: dict[str, object] = {
@@ -126,7 +143,7 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         "trainer.policy.model.lora.exclude_modules": lo.exclude_modules,
         "trainer.policy.model.lora.lora_sync_path": str(rd / RUN_SUBDIRS["lora_sync_path"]),
         # algorithm
-        "trainer.algorithm.advantage_estimator": "grpo",
+        "trainer.algorithm.advantage_estimator": TIE_SAFE_ESTIMATOR,
         "trainer.algorithm.grpo_norm_by_std": g.normalize_std,
         "trainer.algorithm.eps_clip_low": g.clip_eps,
         "trainer.algorithm.eps_clip_high": g.clip_eps,
@@ -143,8 +160,19 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         "generator.n_samples_per_prompt": g.group_size,
         "generator.max_turns": ro.max_turns,
         "generator.max_input_length": max_input,
+        # every sampling parameter explicit (SkyRL's servers also run with --generation-config vllm)
         "generator.sampling_params.temperature": ro.temperature,
         "generator.sampling_params.max_generate_length": ro.max_new_tokens,
+        "generator.sampling_params.top_p": 1.0,
+        "generator.sampling_params.top_k": -1,
+        "generator.sampling_params.min_p": 0.0,
+        "generator.sampling_params.additional_kwargs": sampling_extras,
+        "generator.eval_sampling_params.temperature": 0.0,
+        "generator.eval_sampling_params.max_generate_length": ro.max_new_tokens,
+        "generator.eval_sampling_params.top_p": 1.0,
+        "generator.eval_sampling_params.top_k": -1,
+        "generator.eval_sampling_params.min_p": 0.0,
+        "generator.eval_sampling_params.additional_kwargs": sampling_extras,
         "generator.inference_engine.backend": "vllm",
         "generator.inference_engine.num_engines": pl.num_engines,
         "generator.inference_engine.tensor_parallel_size": pl.tensor_parallel_size,

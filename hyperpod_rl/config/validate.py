@@ -55,6 +55,8 @@ class RunConfig(Protocol):
 
 __all__ = [
     "HUB_ID",
+    "QWEN3_VL_LANGUAGE_LINEARS",
+    "QWEN3_VL_VISION_LINEARS",
     "VISION_MODULE_EXAMPLES",
     "VLLM_LORA_RANKS",
     "cross_field_problems",
@@ -73,6 +75,14 @@ VISION_MODULE_EXAMPLES = (
     "model.visual.merger.linear_fc2",
 )
 
+#: Leaf names of the ``nn.Linear`` modules of a Qwen3-VL language model and output head
+#: (transformers 5 ``Qwen3VLForConditionalGeneration``: ``model.language_model.layers.N.self_attn.*``,
+#: ``.mlp.*``, ``lm_head``); ``tests/model`` checks them against the tiny model's modules.
+QWEN3_VL_LANGUAGE_LINEARS = ("down_proj", "gate_proj", "k_proj", "lm_head", "o_proj", "q_proj", "up_proj", "v_proj")
+#: Leaf names of the vision tower's linears (``model.visual.blocks.N.attn.{qkv, proj}``,
+#: ``.mlp.linear_fc{1,2}``, ``model.visual.merger.linear_fc{1,2}``).
+QWEN3_VL_VISION_LINEARS = ("linear_fc1", "linear_fc2", "proj", "qkv")
+
 #: A Hugging Face hub model id (``org/name``).
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -86,7 +96,7 @@ def is_hub_id(path: str) -> bool:
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg)
+    problems = _model_path(cfg) + _lora_targets(cfg) + _prompt_budget(cfg)
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
     return problems
@@ -112,6 +122,64 @@ def _model_path(cfg: RunConfig) -> list[str]:
             f"model.path={path!r} is neither a hub id (org/name) nor an absolute path on the cluster: pass e.g. Qwen/Qwen3-VL-8B-Instruct or /fsx/models/Qwen3-VL-8B-Instruct"
         ]
     return []
+
+
+def _lora_targets(cfg: RunConfig) -> list[str]:
+    """Every ``lora.target_modules`` entry must name a linear of Qwen3-VL (the one model family trained).
+
+    peft matches an entry against a module name or its dotted suffix, so an entry's last component
+    must be one of the known leaf names; a vision-tower name is useless while ``exclude_modules``
+    keeps LoRA off the vision tower. After wrapping, :func:`hyperpod_rl.model.lora.wrap_lora`
+    checks the real model again.
+    """
+    lo = cfg.lora
+    if isinstance(lo.target_modules, str):
+        return []
+    known = set(QWEN3_VL_LANGUAGE_LINEARS) | set(QWEN3_VL_VISION_LINEARS)
+    vision_excluded = lo.exclude_modules is not None and all(re.fullmatch(lo.exclude_modules, m) for m in VISION_MODULE_EXAMPLES)
+    valid = sorted(QWEN3_VL_LANGUAGE_LINEARS) if vision_excluded else sorted(known)
+    bad = [e for e in lo.target_modules if e.rsplit(".", 1)[-1] not in valid]
+    if not bad:
+        return []
+    why = f" outside lora.exclude_modules={lo.exclude_modules!r}" if vision_excluded else ""
+    return [
+        f"lora.target_modules entries {bad} match no Qwen3-VL module{why}: valid names are {valid} (or 'all-linear'); "
+        "peft would skip them silently"
+    ]
+
+
+def _prompt_budget(cfg: RunConfig) -> list[str]:
+    """``rollout.max_prompt_tokens`` must hold the dataset's images (their token counts are in the rows).
+
+    Checked when the dataset files are readable here (the ``image_tokens`` column); the real
+    prompt lengths (text + image tokens) are filtered by the trainers
+    (:func:`hyperpod_rl.model.prompts.filter_rows`), which report how many rows they drop.
+    """
+    limit = cfg.rollout.max_prompt_tokens
+    out = []
+    for field, path in (("data.train_path", cfg.data.train_path), ("data.heldout_path", cfg.data.heldout_path)):
+        counts = _image_token_counts(path)
+        if counts and limit < max(counts):
+            out.append(
+                f"rollout.max_prompt_tokens={limit} is below the image tokens of the prompts in {field} "
+                f"({min(counts)}-{max(counts)} tokens per prompt image, before any text): raise it to at least "
+                f"{max(counts)} plus the prompt text (e.g. {max(counts) + 256})"
+            )
+    return out
+
+
+def _image_token_counts(path: str) -> list[int]:
+    """The ``image_tokens`` column of a local parquet dataset; empty when unreadable here."""
+    source = Path(path).expanduser()
+    if not source.is_file():
+        return []
+    try:
+        import pyarrow.parquet as pq
+
+        column = pq.read_table(source, columns=["image_tokens"]).column("image_tokens").to_pylist()
+    except Exception:  # noqa: BLE001 - not a maze parquet (or not parquet): the trainers' filter decides
+        return []
+    return [int(v) for v in column if v is not None]
 
 
 def _skyrl(cfg: RunConfig) -> list[str]:

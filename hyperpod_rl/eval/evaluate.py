@@ -30,6 +30,7 @@ from hyperpod_rl.eval.result import EvalResult
 from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, REPORTED, bootstrap_interval, breakdown, metric_values
 from hyperpod_rl.maze import DatasetSpec, Maze, RenderStyle, build_dataset, build_prompt
 from hyperpod_rl.model.adapter import load_policy
+from hyperpod_rl.model.loading import resolve_base_model
 from hyperpod_rl.model.policy import MazePolicy
 
 __all__ = ["evaluate", "evaluate_run", "ood_rows", "text_twin_rows"]
@@ -191,6 +192,8 @@ def evaluate_run(
         raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first, or pass adapter=False")
     rows = list(dataset_rows(paths))[: max_mazes or None]
     name = label or ("adapter" if adapter else "base")
-    result = evaluate(config.model.path, rows, adapter_path=paths.adapter if adapter else None, label=name, text_twin=text_twin)
+    result = evaluate(
+        resolve_base_model(config.model, paths.root), rows, adapter_path=paths.adapter if adapter else None, label=name, text_twin=text_twin
+    )
     record_eval(paths, name, result.to_json())
     return result

@@ -1,12 +1,22 @@
-"""Load and save base models: the embedded tiny Qwen3-VL or any local Qwen3-VL checkpoint."""
+"""Load and save base models: the embedded tiny Qwen3-VL or any local Qwen3-VL checkpoint.
+
+``model.path='tiny'`` (the default of :class:`~hyperpod_rl.config.run.ModelConfig`) names the
+embedded tiny model: :func:`resolve_base_model` builds it from ``model.tiny_hidden_size`` and
+``model.tiny_layers`` into ``<run dir>/base-model/tiny-qwen3-vl-<revision>`` (content-hashed, so
+a rebuild with the same sizes gives the same directory) and every reader of a run's base model
+(the reference trainer, evaluation) resolves the path through it.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from hyperpod_rl.config.sections import ModelConfig
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.model.sampling import report_generation_config
 from hyperpod_rl.model.tiny import (
     TINY_MODEL_ID,
     ImageOnlyQwen3VLProcessor,
@@ -14,7 +24,49 @@ from hyperpod_rl.model.tiny import (
     directory_revision,
 )
 
-__all__ = ["load_base_model", "save_tiny_base_model"]
+__all__ = ["TINY_PATH", "hub_revision", "load_base_model", "load_processor", "resolve_base_model", "resolve_device", "revision_of", "save_tiny_base_model"]
+
+#: ``model.path`` value that names the embedded tiny model.
+TINY_PATH = "tiny"
+#: Sub-directory of a run directory that holds the built tiny model.
+BASE_MODEL_SUBDIR = "base-model"
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def resolve_device(
+    device: Literal["auto", "cpu", "cuda"] = "auto", dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+) -> tuple[Any, Any]:
+    """The torch device and base-weight dtype a trainer uses.
+
+    ``device="auto"`` takes the current CUDA device when torch sees one, else the CPU.
+    ``dtype="auto"`` is bfloat16 on a CUDA GPU that supports it
+    (``torch.cuda.is_bf16_supported()``: compute capability 8.0 and up) and float32 otherwise.
+
+    Returns:
+        ``(torch.device, torch.dtype)``.
+
+    Raises:
+        ConfigError: ``device="cuda"`` where torch sees no CUDA GPU, or bfloat16 asked for on a
+            GPU without it.
+    """
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                "trainer.device='cuda' but torch sees no CUDA GPU here: submit the job with a GPU (entrypoint_num_gpus) "
+                "or set trainer.device='cpu'"
+            )
+        dev = torch.device("cuda", torch.cuda.current_device())
+        bf16_ok = torch.cuda.is_bf16_supported()
+        if dtype == "bfloat16" and not bf16_ok:
+            raise ConfigError(f"trainer.dtype='bfloat16' but {torch.cuda.get_device_name(dev)} has no bfloat16: use 'float32'")
+        chosen = torch.bfloat16 if dtype == "bfloat16" or (dtype == "auto" and bf16_ok) else torch.float32
+        return dev, chosen
+    return torch.device("cpu"), torch.bfloat16 if dtype == "bfloat16" else torch.float32
 
 
 def save_tiny_base_model(
@@ -48,13 +100,59 @@ def save_tiny_base_model(
     return final, revision
 
 
-def load_base_model(path: str | Path, *, torch_dtype: Any = None) -> tuple[Any, Any, str]:
+def resolve_base_model(model: ModelConfig, run_dir: str | Path) -> Path:
+    """The base model directory of a run: ``model.path``, or the tiny model built for ``'tiny'``.
+
+    Args:
+        model: the run's ``model`` section.
+        run_dir: the run directory; ``'tiny'`` is built into ``<run_dir>/base-model/``.
+
+    Returns:
+        A directory :func:`load_base_model` loads.
+    """
+    if model.path != TINY_PATH:
+        return Path(model.path).expanduser()
+    root = Path(run_dir) / BASE_MODEL_SUBDIR
+    wanted = (model.tiny_hidden_size, model.tiny_layers)
+    for existing in sorted(root.glob("tiny-qwen3-vl-*")):
+        try:
+            text = json.loads((existing / "config.json").read_text())["text_config"]
+        except (OSError, ValueError, KeyError):
+            continue
+        if (text.get("hidden_size"), text.get("num_hidden_layers")) == wanted:
+            return existing
+    path, _ = save_tiny_base_model(root, hidden_size=model.tiny_hidden_size, num_layers=model.tiny_layers)
+    return path
+
+
+def load_processor(path: str | Path) -> Any:
+    """The processor of a base model: a local directory (tiny or Qwen3-VL) or a hub id.
+
+    Raises:
+        ConfigError: transformers cannot load a processor from ``path``.
+    """
+    root = Path(path).expanduser()
+    if (root / "hyperpod_rl_model.json").is_file():
+        return ImageOnlyQwen3VLProcessor.from_pretrained(root)
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(str(path))
+    except (OSError, ValueError) as err:
+        raise ConfigError(
+            f"cannot load the processor of model.path={str(path)!r} ({err}): pass a Qwen3-VL checkpoint directory or hub id"
+        ) from None
+
+
+def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = None) -> tuple[Any, Any, str]:
     """Load a Qwen3-VL model and processor from a local directory.
 
     Args:
         path: a directory saved by :func:`save_tiny_base_model` or a Hugging Face Qwen3-VL
             checkpoint (config.json, safetensors weights, processor and tokenizer files).
-        torch_dtype: dtype for the weights (default: fp32 on CPU).
+        torch_dtype: dtype for the weights (default: float32).
+        device: where to put the weights (default: the CPU); weights are loaded straight onto
+            a CUDA device (``device_map``), not through host memory first.
 
     Returns:
         ``(model, processor, model_id)``; the model is in eval mode.
@@ -65,6 +163,12 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None) -> tuple[Any, 
     from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
 
     root = Path(path).expanduser()
+    if str(path) == TINY_PATH:
+        raise ConfigError(
+            "model.path='tiny' names the embedded tiny model, which is built per run: resolve it first "
+            "(hyperpod_rl.model.loading.resolve_base_model(config.model, run_dir)), or build one with "
+            "save_tiny_base_model(directory) and pass that directory"
+        )
     if not (root / "config.json").is_file():
         raise ConfigError(f"model.path={str(root)!r} has no config.json: pass a Qwen3-VL checkpoint directory")
     config = json.loads((root / "config.json").read_text())
@@ -77,14 +181,43 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None) -> tuple[Any, 
         processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)
         model_id = json.loads(marker.read_text()).get("model_id", TINY_MODEL_ID)
     else:
-        processor = AutoProcessor.from_pretrained(root)
+        try:
+            processor = AutoProcessor.from_pretrained(root)
+        except ImportError:  # Qwen3VLProcessor's video processor needs torchvision; images do not
+            processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)
         model_id = config.get("_name_or_path") or root.name
-    model = Qwen3VLForConditionalGeneration.from_pretrained(root, dtype=torch_dtype)
+    on_gpu = device is not None and str(device).startswith("cuda")
+    model = Qwen3VLForConditionalGeneration.from_pretrained(
+        root, dtype=torch_dtype, attn_implementation="sdpa", **({"device_map": str(device)} if on_gpu else {})
+    )
     model.eval()
     processor.tokenizer.padding_side = "left"
+    report_generation_config(root)
     return model, processor, model_id
 
 
+def hub_revision(path: str | Path) -> str | None:
+    """The Hugging Face Hub commit a checkpoint directory was downloaded at, if it records one.
+
+    Two layouts record it: the Hub cache (``.../models--Qwen--Qwen3-VL-8B-Instruct/snapshots/<commit>``,
+    ``huggingface_hub.snapshot_download`` without ``local_dir``) and a ``local_dir`` download,
+    which keeps ``.cache/huggingface/download/<file>.metadata`` files whose first line is the
+    commit (huggingface_hub ``_local_folder.py``).
+
+    Returns:
+        The 40-hex commit, or ``None`` (a directory written by ``save_pretrained``, say).
+    """
+    root = Path(path).expanduser().resolve()
+    if root.parent.name == "snapshots" and _COMMIT.match(root.name):
+        return root.name
+    meta = root / ".cache" / "huggingface" / "download"
+    for file in sorted(meta.glob("*.metadata")) if meta.is_dir() else []:
+        first = file.read_text().splitlines()[:1]
+        if first and _COMMIT.match(first[0].strip()):
+            return first[0].strip()
+    return None
+
+
 def revision_of(path: str | Path) -> str:
-    """The base model revision: the directory's content hash."""
-    return directory_revision(path)
+    """The base model revision: the Hub commit when the directory records one, else its content hash."""
+    return hub_revision(path) or directory_revision(path)

@@ -10,15 +10,33 @@ Action formats (``RolloutConfig.action_constraint``):
   distribution restricted to the four direction tokens (softmax over their logits), and only
   its log-probability enters the loss. Tiny random models need this (docs/references.md §5:
   left free, they first have to learn the answer format and then collapse).
-- ``"none"``: free generation with ``model.generate``; vision special tokens are suppressed at
-  sampling time and log-probs are taken over the vocabulary without them, so sampling and
-  training see the same distribution.
+- ``"none"``: free generation with ``model.generate``, all B observations of a call in one
+  left-padded batch decoded with the KV cache; vision special tokens are suppressed at sampling
+  time and log-probs are taken over the vocabulary without them, so sampling and training see
+  the same distribution. Every sampling parameter is set explicitly
+  (:func:`~hyperpod_rl.model.sampling.explicit_generation_config`): the base model's
+  ``generation_config.json`` (e.g. ``top_k: 1``, or Qwen3-VL's ``top_k=20, top_p=0.8``) and
+  transformers' own ``top_k=50`` default never change what is sampled. The acting log-prob is
+  taken by one batched scoring pass over prompt + response (the training computation, without
+  gradients).
+
+Devices: the policy runs where the model's parameters are (CPU or one CUDA GPU). Inputs are
+built on the CPU and moved there; with bf16 base weights on CUDA, forward passes run under
+``torch.autocast(bfloat16)`` so the float32 LoRA weights compute in bf16 (peft keeps adapters in
+float32 for the optimizer). Log-probs, entropies and sampling probabilities are float32.
+
+Scoring (:meth:`MazePolicy.score`) refuses a response that holds a vision special token (e.g.
+``<|image_pad|>``, which the model would take for an image placeholder and fail with "Image
+features and image tokens do not match") or samples a token outside the allowed vocabulary, with
+a :class:`~hyperpod_rl.errors.LogprobInputError` that names the sample, position and token.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,9 +44,10 @@ from typing import Any, Literal
 import torch
 from PIL import Image
 
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.errors import ConfigError, LogprobInputError
 from hyperpod_rl.maze import decode_image_part
 from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
+from hyperpod_rl.model.sampling import explicit_generation_config
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
 
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
@@ -148,6 +167,35 @@ class MazePolicy:
         self._remap = torch.full((vocab_size,), -1, dtype=torch.long)
         self._remap[self.allowed_ids] = torch.arange(len(self.allowed_ids))
         self.suppress_ids = sorted(vision_ids)
+        self._vocab_size = vocab_size
+        self._allowed_on: dict[torch.device, torch.Tensor] = {}
+        #: seconds spent in free generation, split into decoding and the acting log-prob pass
+        #: (accumulated; callers reset it to measure a phase)
+        self.timings: dict[str, float] = {"decode_s": 0.0, "rollout_score_s": 0.0}
+
+    # ------------------------------------------------------------------ device
+    @property
+    def device(self) -> torch.device:
+        """Where the model's parameters are (inputs are moved there)."""
+        return next(self.model.parameters()).device
+
+    def _autocast(self) -> contextlib.AbstractContextManager[None]:
+        """bf16 autocast on CUDA when the base weights are bf16 (float32 LoRA computes in bf16)."""
+        dev = self.device
+        if dev.type == "cuda" and self._lm_head().weight.dtype == torch.bfloat16:
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _allowed(self) -> torch.Tensor:
+        """``allowed_ids`` on the model's device (cached)."""
+        dev = self.device
+        if dev not in self._allowed_on:
+            self._allowed_on[dev] = self.allowed_ids.to(dev)
+        return self._allowed_on[dev]
+
+    @staticmethod
+    def _to(inputs: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+        return {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
 
     # ------------------------------------------------------------------ model parts
     def _unwrapped(self) -> torch.nn.Module:
@@ -160,8 +208,9 @@ class MazePolicy:
         return self._unwrapped().lm_head
 
     def _hidden(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model."""
-        return self._unwrapped().model(**inputs, use_cache=False).last_hidden_state
+        """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model, on its device."""
+        with self._autocast():
+            return self._unwrapped().model(**self._to(inputs, self.device), use_cache=False).last_hidden_state
 
     # ------------------------------------------------------------------ encoding
     def _encode_prompt(self, messages: Conversation) -> dict[str, torch.Tensor]:
@@ -230,6 +279,44 @@ class MazePolicy:
         return list(groups.values())
 
     # ------------------------------------------------------------------ scoring
+    def check_responses(
+        self, responses: Sequence[Sequence[int]], loss_masks: Sequence[Sequence[bool]], indices: Sequence[int] | None = None
+    ) -> None:
+        """Refuse responses this policy cannot score, naming the sample, position and token.
+
+        Args:
+            responses, loss_masks: the samples, as for :meth:`score`.
+            indices: the samples to check (default: all).
+
+        Raises:
+            LogprobInputError: see :meth:`score`.
+        """
+        vision = set(self.suppress_ids)
+        if len(responses) != len(loss_masks):
+            raise LogprobInputError(f"{len(responses)} responses but {len(loss_masks)} loss masks: pass one mask per response")
+        for i in range(len(responses)) if indices is None else indices:
+            resp, lm = responses[i], loss_masks[i]
+            if len(resp) != len(lm):
+                raise LogprobInputError(f"response {i} has {len(resp)} tokens but its loss mask {len(lm)}: pass one flag per token")
+            for j, (tok, sampled) in enumerate(zip(resp, lm, strict=True)):
+                tok = int(tok)
+                if tok in vision:
+                    name = self.tokenizer.convert_ids_to_tokens(tok)
+                    raise LogprobInputError(
+                        f"response {i} holds the vision token {name} (id {tok}) at position {j}: a vision token in a response "
+                        "cannot be scored (the model takes it for an image placeholder); sample with vision tokens suppressed "
+                        "(MazePolicy.act does; the SkyRL backend passes them to vLLM as bad_words)"
+                    )
+                if not 0 <= tok < self._vocab_size:
+                    raise LogprobInputError(
+                        f"response {i} holds token id {tok} at position {j}, outside the vocabulary (size {self._vocab_size})"
+                    )
+                if sampled and int(self._remap[tok]) < 0:
+                    raise LogprobInputError(
+                        f"response {i} samples token id {tok} ({self.tokenizer.convert_ids_to_tokens(tok)!r}) at position {j}, outside "
+                        f"the tokens action_constraint={self.action_constraint!r} samples from: score responses this policy produced"
+                    )
+
     def score(
         self,
         contexts: Sequence[Conversation],
@@ -252,8 +339,18 @@ class MazePolicy:
             :class:`PolicyBatch` with ``logprobs`` and ``entropy`` (M, L) float32, zero outside
             ``loss_mask`` (M, L), for the M samples of ``groups`` in ``indices`` order; both over
             the allowed vocabulary (the four directions, or all but vision tokens).
+
+        Raises:
+            LogprobInputError: a response holds a vision special token, a token id outside the
+                vocabulary, or samples a token outside the allowed vocabulary; or a response and
+                its loss mask differ in length.
         """
+        if not len(contexts) == len(responses) == len(loss_masks):
+            raise LogprobInputError(
+                f"{len(contexts)} contexts, {len(responses)} responses and {len(loss_masks)} loss masks: pass one of each per sample"
+            )
         groups = list(groups) if groups is not None else self.group_samples(contexts, responses, loss_masks)
+        self.check_responses(responses, loss_masks, [i for g in groups for i in g])
         reps = [g[0] for g in groups]
         inputs, starts = self.collate([contexts[i] for i in reps], [self._prefix(responses[i], loss_masks[i]) for i in reps])
         hidden = self._hidden(inputs)
@@ -270,8 +367,12 @@ class MazePolicy:
                         targets[k, starts[u] + j - 1] = self._remap[tok]
                         mask[k, starts[u] + j - 1] = True
                 k += 1
-        hidden_n = hidden[rows]
-        weight = self._lm_head().weight[self.allowed_ids]
+        dev = hidden.device
+        targets, mask = targets.to(dev), mask.to(dev)
+        weight = self._lm_head().weight[self._allowed()]
+        # the head in the weights' dtype (bf16 on GPU, outside autocast: its custom backward has
+        # no autocast); log-softmax, log-probs and entropies in float32
+        hidden_n = hidden[rows.to(dev)].to(weight.dtype)
         logp = response_logprobs(hidden_n, weight, targets, mask, temperature=temperature)
         ent = response_entropy(hidden_n, weight, mask, temperature=temperature)
         return PolicyBatch(indices=indices, logprobs=logp, entropy=ent, loss_mask=mask)
@@ -309,7 +410,8 @@ class MazePolicy:
         reps = [prompts[keys.index(k)] for k in first]
         inputs, _ = self.collate(reps, [prefix] * len(reps))
         hidden = self._hidden(inputs)[:, -1, :]  # predicts the direction token
-        logits = (hidden @ self._lm_head().weight[self.allowed_ids].T).float() / temperature
+        weight = self._lm_head().weight[self._allowed()]
+        logits = (hidden.to(weight.dtype) @ weight.T).float().cpu() / temperature  # sampled on the CPU generator
         logp = torch.log_softmax(logits, dim=-1)[torch.tensor(uniq)]
         if greedy:
             choice = logp.argmax(dim=-1)
@@ -330,20 +432,39 @@ class MazePolicy:
         return actions
 
     def _act_free(self, prompts: Sequence[Conversation], *, greedy: bool, temperature: float) -> list[Action]:
+        """Free generation for B observations in one left-padded batch, decoded with the KV cache.
+
+        Sampling uses torch's global RNG on the model's device (``generate`` takes no
+        generator). Each response ends at its first end-of-turn token (kept) or at
+        ``max_new_tokens``; its log-prob is scored at ``temperature`` by :meth:`score` in one
+        batch (the vocabulary without vision tokens, as sampled).
+        """
+        t0 = time.perf_counter()
+        inputs, _ = self.collate(prompts, [[]] * len(prompts))
+        plen = inputs["input_ids"].shape[1]
+        gen = explicit_generation_config(
+            greedy=greedy,
+            temperature=temperature,
+            max_new_tokens=self.max_new_tokens,
+            eos_token_id=self.eos_id,
+            pad_token_id=self.tokenizer.pad_token_id,
+            suppress_tokens=self.suppress_ids,
+        )
+        with self._autocast():
+            out = self.model.generate(**self._to(inputs, self.device), generation_config=gen)
+        new = out[:, plen:].cpu().tolist()  # waits for the GPU
+        t1 = time.perf_counter()
+        self.timings["decode_s"] += t1 - t0
+        responses = []
+        for ids in new:
+            end = ids.index(self.eos_id) + 1 if self.eos_id in ids else len(ids)
+            responses.append(ids[:end])
+        masks = [[True] * len(r) for r in responses]
+        scored = self.score(prompts, responses, masks, [[i] for i in range(len(prompts))], temperature=temperature)
+        logps = scored.logprobs.sum(-1).float().cpu().tolist()
+        self.timings["rollout_score_s"] += time.perf_counter() - t1
         actions = []
-        for prompt in prompts:  # one at a time: images differ in size, HF generate pads text only
-            enc = self._encode_prompt(prompt)
-            out = self.model.generate(
-                **enc,
-                max_new_tokens=self.max_new_tokens,
-                do_sample=not greedy,
-                temperature=temperature if not greedy else None,
-                suppress_tokens=self.suppress_ids,
-                eos_token_id=self.eos_id,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
-            ids = out[0, enc["input_ids"].shape[1] :].tolist()
-            logp = self.score([prompt], [ids], [[True] * len(ids)], temperature=temperature).logprobs
-            text = self.tokenizer.decode([i for i in ids if i != self.eos_id], skip_special_tokens=False)
-            actions.append(Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(logp.sum())))
+        for i, ids in enumerate(responses):
+            text = self.tokenizer.decode([t for t in ids if t != self.eos_id], skip_special_tokens=False)
+            actions.append(Action(text=text, response_ids=ids, loss_mask=masks[i], logprob=float(logps[i])))
         return actions

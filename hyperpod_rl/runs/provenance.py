@@ -240,7 +240,7 @@ def reproduce_config(run_dir: str | Path, *, run_id: str) -> tuple[RunConfig, li
         CheckpointError: the run has no manifest.
         ConfigError: a dataset file or the base model changed or is missing.
     """
-    from hyperpod_rl.model.loading import revision_of
+    from hyperpod_rl.model.loading import TINY_PATH, resolve_base_model, revision_of
 
     manifest = read_provenance(run_dir)
     if manifest is None:
@@ -255,6 +255,8 @@ def reproduce_config(run_dir: str | Path, *, run_id: str) -> tuple[RunConfig, li
             problems.append(f"dataset {split}: {path} changed since the run (sha256 differs); regenerate it with the recorded spec")
     base = manifest.get("base_model") or {}
     model_path = Path(str(base.get("path", config.model.path)))
+    if str(model_path) == TINY_PATH:  # the embedded tiny model is rebuilt (deterministically) in the run directory
+        model_path = resolve_base_model(config.model, run_dir)
     if not model_path.is_dir():
         problems.append(f"base model directory {model_path} is missing; restore revision {base.get('revision')}")
     elif re.fullmatch(r"[0-9a-f]{16}", str(base.get("revision"))) and revision_of(model_path) != base["revision"]:

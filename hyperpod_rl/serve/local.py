@@ -483,7 +483,10 @@ def serve_run(
     config = read_config(paths)
     if not (paths.adapter / "adapter_model.safetensors").is_file():
         raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first")
+    from hyperpod_rl.model.loading import resolve_base_model
+
     adapters: dict[str, str | Path] = {name: paths.adapter, **(extra_adapters or {})}
-    reports = check_adapters(config.model.path, adapters, model_id=config.model.model_id)
-    url = deploy_local(client, config.model.path, adapters, port=port, model_id=config.model.model_id)
+    base = resolve_base_model(config.model, paths.root)  # model.path='tiny': the run's built tiny model
+    reports = check_adapters(base, adapters, model_id=config.model.model_id)
+    url = deploy_local(client, base, adapters, port=port, model_id=config.model.model_id)
     return url, reports

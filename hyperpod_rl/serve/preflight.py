@@ -47,6 +47,7 @@ from pydantic import Field
 
 from hyperpod_rl.base import Model
 from hyperpod_rl.errors import ServeError
+from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
 
 __all__ = [
     "LOCAL_SERVER",
@@ -64,9 +65,6 @@ ADAPTER_CONFIG = "adapter_config.json"
 PROVENANCE = "provenance.json"
 #: Keys every provenance.json must carry (written by ``ReferenceTrainer.export_adapter``).
 PROVENANCE_KEYS = ("base_model_id", "base_model_revision", "lora")
-#: Sampling keys of a ``generation_config.json`` that vLLM applies as request defaults
-#: (vLLM ``ModelConfig.get_diff_sampling_param``), with the value that means "off".
-SAMPLING_NEUTRAL: dict[str, float] = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0}
 #: Module-path fragments of the Qwen-VL vision tower (transformers ``Qwen3VLModel.visual``).
 VISION_MARKERS = (".visual.", "visual.")
 _LORA_SUFFIX = re.compile(
@@ -538,24 +536,10 @@ class _Checker:
             )
 
     def generation_config(self) -> None:
+        # One rule for serving, training and evaluation: hyperpod_rl.model.sampling.
         if self.server.generation_config != "auto" or self.base.path is None:
             return
-        path = self.base.path / "generation_config.json"
-        if not path.is_file():
-            return
-        try:
-            gen = json.loads(path.read_text())
-        except json.JSONDecodeError:
-            return
-        overrides = []
-        for key, neutral in SAMPLING_NEUTRAL.items():
-            if key not in gen or gen[key] is None:
-                continue
-            wanted = self.server.sampling.get(key, neutral)
-            if key == "temperature" and wanted == 0.0:
-                continue  # greedy requests set temperature explicitly
-            if float(gen[key]) != float(wanted):
-                overrides.append(f"{key}={gen[key]} (requested {wanted})")
+        overrides = generation_config_overrides(read_generation_config(self.base.path), self.server.sampling)
         if overrides:
             self.add(
                 "generation_config",

@@ -170,7 +170,9 @@ def promote(
 
     model_path = base_model
     if model_path is None and RunPaths(rdir).config.is_file():
-        model_path = read_config(RunPaths(rdir)).model.path
+        from hyperpod_rl.model.loading import resolve_base_model
+
+        model_path = resolve_base_model(read_config(RunPaths(rdir)).model, rdir)
     if model_path is not None:
         report = preflight(adir, BaseModelRef.from_dir(model_path), LOCAL_SERVER)
         if not report.ok:

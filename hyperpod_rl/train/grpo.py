@@ -11,11 +11,50 @@ divergence"; SkyRL ``kl_estimator_type=k3``) and an optional entropy bonus.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["LossTerms", "group_advantages", "grpo_loss", "process_advantages"]
+__all__ = [
+    "TIED_GROUP_METRIC",
+    "TIE_RTOL",
+    "LossTerms",
+    "group_advantages",
+    "grpo_loss",
+    "is_tied",
+    "process_advantages",
+    "tied_groups",
+]
+
+#: Rewards of a group count as tied (all equal) when their spread (max - min) is at most this
+#: fraction of their largest magnitude. A tied group carries no signal, and its advantages are
+#: exactly 0: otherwise the float32 residue of the mean (``mean([1.36] * 8) - 1.36`` is
+#: about 1e-7) divided by ``std + eps`` becomes a full-size advantage (+0.1057 for every sample).
+TIE_RTOL = 1e-6
+
+#: Per-step metric (both backends): the share of the step's groups whose rewards were tied, so
+#: they contributed no gradient (0.0 to 1.0).
+TIED_GROUP_METRIC = "reward/tied_group_share"
+
+
+def is_tied(values: Sequence[float] | torch.Tensor, *, rtol: float = TIE_RTOL) -> bool:
+    """True when ``values`` are all equal within ``rtol`` of their largest magnitude.
+
+    Compared in float64; an exact tie (spread 0, zeros included) always counts.
+    """
+    t = torch.as_tensor(values, dtype=torch.float64).reshape(-1)
+    if t.numel() == 0:
+        return False
+    spread = float(t.max() - t.min())
+    return spread == 0.0 or spread <= rtol * float(t.abs().max())
+
+
+def tied_groups(returns: torch.Tensor, *, rtol: float = TIE_RTOL) -> torch.Tensor:
+    """(num_groups,) bool: which rows of a (num_groups, group_size) tensor are tied (:func:`is_tied`)."""
+    r = returns.double()
+    spread = r.max(dim=1).values - r.min(dim=1).values
+    return (spread == 0) | (spread <= rtol * r.abs().max(dim=1).values)
 
 
 def group_advantages(returns: torch.Tensor, *, normalize_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
@@ -27,13 +66,16 @@ def group_advantages(returns: torch.Tensor, *, normalize_std: bool = True, eps: 
         eps: added to the std.
 
     Returns:
-        (num_groups, group_size) float32 advantages; all zero in a group whose returns are equal.
+        (num_groups, group_size) float32 advantages; exactly 0 in every group whose returns are
+        tied (:func:`tied_groups`, whatever the group size and reward value); other groups are
+        ``(r - mean) / (std + eps)`` (or ``r - mean``).
     """
+    tied = tied_groups(returns)
     returns = returns.float()
     centered = returns - returns.mean(dim=1, keepdim=True)
     if normalize_std and returns.shape[1] > 1:
         centered = centered / (returns.std(dim=1, keepdim=True) + eps)
-    return centered
+    return centered.masked_fill(tied.unsqueeze(1), 0.0)
 
 
 def process_advantages(step_rewards: list[list[list[float]]], *, gamma: float = 1.0, eps: float = 1e-6) -> list[list[list[float]]]:
@@ -50,11 +92,15 @@ def process_advantages(step_rewards: list[list[list[float]]], *, gamma: float = 
         eps: added to the std.
 
     Returns:
-        Advantages with the same nesting as ``step_rewards``.
+        Advantages with the same nesting as ``step_rewards``; exactly 0 for every step of a
+        group whose step rewards are all tied (:func:`is_tied`).
     """
     out: list[list[list[float]]] = []
     for group in step_rewards:
         flat = torch.tensor([r for ep in group for r in ep], dtype=torch.float64)
+        if is_tied(flat):
+            out.append([[0.0] * len(ep) for ep in group])
+            continue
         mean = float(flat.mean()) if flat.numel() else 0.0
         std = float(flat.std()) if flat.numel() > 1 else 0.0
         episodes = []

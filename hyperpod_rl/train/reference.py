@@ -22,6 +22,16 @@ again, and a run directory written with another config is refused: ``fresh=True`
 is the only way to start a run over. One trainer per run directory at a time (``trainer.lock``,
 an ``fcntl`` lock the kernel releases when the process dies, even by SIGKILL).
 
+Devices (``trainer.device``, ``trainer.dtype``; :func:`~hyperpod_rl.model.loading.resolve_device`):
+on CPU everything is float32, as before. On one CUDA GPU the base model is loaded in bfloat16
+(where the GPU supports it), LoRA weights and AdamW state stay float32 and compute in bf16 under
+autocast, activations are recomputed in backward when ``trainer.gradient_checkpointing`` is on,
+rollouts decode all episodes of a turn in one batch with the KV cache, and the log-probs of the
+update go through the chunked response-only path (:mod:`~hyperpod_rl.model.logprobs`). The
+reference model of the KL term is the base model with the adapter disabled: the same weights on
+the same GPU, so KL adds one forward pass and no memory for a second copy (the planner's
+``offload_reference=True`` budget: no reference weights on the GPU during the update).
+
 Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
 ``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
 for the same base model; RNG states are restored afterwards, so it changes no training number.
@@ -53,8 +63,10 @@ from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.maze import REWARD_VERSION, aggregate_metrics, read_rows
 from hyperpod_rl.metrics.schema import MetricRecord
-from hyperpod_rl.model.loading import load_base_model, revision_of
+from hyperpod_rl.model.loading import load_base_model, resolve_base_model, resolve_device, revision_of
+from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.model.prompts import filter_rows
 from hyperpod_rl.model.rollout import Episode, play_episodes
 from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
 from hyperpod_rl.runs.files import (
@@ -70,7 +82,7 @@ from hyperpod_rl.runs.files import (
 )
 from hyperpod_rl.runs.provenance import eval_summaries, new_provenance, read_provenance, update_provenance
 from hyperpod_rl.runs.versions import provenance_record
-from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
+from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
 
 __all__ = ["ReferenceTrainer"]
 
@@ -136,33 +148,53 @@ class ReferenceTrainer:
         torch.manual_seed(seed)
 
     def _build(self) -> None:
-        from peft import LoraConfig, get_peft_model
-
         cfg = self.config
         if cfg.trainer.torch_threads:
             torch.set_num_threads(cfg.trainer.torch_threads)
+        model_dir = resolve_base_model(cfg.model, self.run_dir)  # 'tiny' is built here (it seeds torch itself)
         self._seed_all(cfg.trainer.seed)
-        model, processor, model_id = load_base_model(cfg.model.path)
+        self.device, dtype = resolve_device(cfg.trainer.device, cfg.trainer.dtype)
+        model, processor, model_id, revision = self._load_base(model_dir, dtype)
+        where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
+        print(f"policy on {self.device} ({where}), base weights {str(dtype).removeprefix('torch.')}", flush=True)
+        if self.device.type == "cuda" and cfg.trainer.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         self.base_model_id = cfg.model.model_id or model_id
-        self.base_model_revision = cfg.model.revision or revision_of(cfg.model.path)
-        lora = LoraConfig(
-            r=cfg.lora.rank,
-            lora_alpha=cfg.lora.alpha,
-            lora_dropout=cfg.lora.dropout,
-            target_modules=cfg.lora.target_modules,
-            exclude_modules=cfg.lora.exclude_modules,
-            bias="none",
-        )
-        self.model = get_peft_model(model, lora)
+        self.base_model_revision = cfg.model.revision or revision
+        self.model, self.lora_counts = wrap_lora(model, cfg.lora)
+        print("LoRA modules per target_modules entry: " + ", ".join(f"{k} {v}" for k, v in self.lora_counts.items()), flush=True)
         self.policy = MazePolicy(
             self.model, processor, action_constraint=cfg.rollout.action_constraint, max_new_tokens=cfg.rollout.max_new_tokens
         )
         params = [p for p in self.model.parameters() if p.requires_grad]
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay)
-        self.rows = list(read_rows(cfg.data.train_path))
+        fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
+        rows = self._load_rows()
+        kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
+        print(kept.summary("train"), flush=True)
+        if len(kept.kept) < cfg.data.mazes_per_step:
+            raise ConfigError(
+                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.mazes_per_step={cfg.data.mazes_per_step}; "
+                "raise rollout.max_prompt_tokens or use smaller mazes"
+            )
+        self.prompt_filter = {"limit": kept.limit, "kept": len(kept.kept), "dropped": len(kept.dropped)}
+        self.rows = [rows[i] for i in kept.kept]
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
         self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
         self.step = 0
+
+    def _load_base(self, model_dir: Path, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
+        """``(model, processor, model_id, revision)`` of the base model directory, on ``self.device`` in ``dtype``.
+
+        The revision is ``model.revision`` when set, else the Hub commit the directory records, else
+        its content hash (:func:`~hyperpod_rl.model.loading.revision_of`).
+        """
+        model, processor, model_id = load_base_model(model_dir, torch_dtype=dtype, device=self.device)
+        return model, processor, model_id, self.config.model.revision or revision_of(model_dir)
+
+    def _load_rows(self) -> list[dict[str, Any]]:
+        """The train rows (``data.train_path``), before the prompt-budget filter."""
+        return list(read_rows(self.config.data.train_path))
 
     # ------------------------------------------------------------------ run directory
     @contextmanager
@@ -300,6 +332,7 @@ class ReferenceTrainer:
                     "numpy_rng": np.random.get_state(),
                     "torch_rng": torch.get_rng_state(),
                     "sampling_rng": self.generator.get_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
                 },
                 tmp / "training_state.pt",
             )
@@ -341,6 +374,8 @@ class ReferenceTrainer:
         np.random.set_state(extra["numpy_rng"])
         torch.set_rng_state(extra["torch_rng"])
         self.generator.set_state(extra["sampling_rng"])
+        if self.device.type == "cuda" and extra.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(extra["cuda_rng"], self.device)
         self.sampler.load(state["sampler"])
         self.step = int(state["step"])
         # Drop metric lines written after the checkpoint: they are produced again.
@@ -373,7 +408,7 @@ class ReferenceTrainer:
                     ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
             logp = scored.logprobs
             old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
-            adv = torch.tensor([samples[i][1] for i in scored.indices])
+            adv = torch.tensor([samples[i][1] for i in scored.indices], device=logp.device)
             terms = grpo_loss(
                 logp,
                 old,
@@ -392,7 +427,7 @@ class ReferenceTrainer:
             totals["entropy"] += terms.entropy
             totals["clip"] += terms.clip_fraction
             rollout_lp = torch.tensor([samples[i][0].action.logprob for i in scored.indices])
-            totals["diff"] += float((logp.detach().sum(-1) - rollout_lp).abs().sum())
+            totals["diff"] += float((logp.detach().sum(-1).cpu() - rollout_lp).abs().sum())
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
         self.optimizer.step()
         self.model.eval()
@@ -425,11 +460,12 @@ class ReferenceTrainer:
         G = cfg.grpo.group_size
         returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
         if cfg.grpo.advantage == "process":
-            nested = process_advantages(
-                [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))], gamma=cfg.grpo.gamma
-            )
+            step_rewards = [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))]
+            nested = process_advantages(step_rewards, gamma=cfg.grpo.gamma)
             turn_adv = [adv for group in nested for adv in group]
+            tied_share = float(np.mean([is_tied([r for ep in group for r in ep]) for group in step_rewards]))
         else:
+            tied_share = float(tied_groups(returns).float().mean())
             per_episode = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1).tolist()
             turn_adv = [[per_episode[i]] * len(ep.turns) for i, ep in enumerate(episodes)]
         t1 = time.perf_counter()
@@ -448,6 +484,7 @@ class ReferenceTrainer:
                 "reward/min_raw_reward": float(returns.min()),
                 "reward/max_raw_reward": float(returns.max()),
                 "reward/std_raw_reward": float(returns.std()),
+                TIED_GROUP_METRIC: tied_share,
                 f"reward/avg_pass_at_{cfg.grpo.group_size}": float((solved.max(dim=1).values > 0).float().mean()),
                 "policy/response_length": float(np.mean(resp_tokens)),
                 "generate/avg_num_turns": float(np.mean([len(ep.turns) for ep in episodes])),
@@ -519,6 +556,7 @@ class ReferenceTrainer:
             for extra in tmp.iterdir():
                 if extra.is_dir():  # peft nests non-default adapters; keep the flat layout
                     raise CheckpointError(f"unexpected adapter sub-directory {extra.name}")
+            canonicalize_adapter_config(tmp / "adapter_config.json")  # peft writes target_modules in set order
             prov = provenance_record(
                 run_id=cfg.run_id,
                 backend=cfg.backend,
@@ -533,6 +571,8 @@ class ReferenceTrainer:
                 steps=self.step,
             )
             prov["action_constraint"] = cfg.rollout.action_constraint
+            prov["lora_matched_modules"] = self.lora_counts
+            prov["prompt_filter"] = self.prompt_filter
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)

@@ -14,9 +14,20 @@ Ray cluster the job runs in, then writes the same artifacts as the reference bac
    is per process, so it must happen inside the task: SkyRL's visgym ``entrypoint.py`` pattern);
 4. SkyRL's tracker is wrapped so each committed step also goes to ``metrics.jsonl`` and the job
    log as a :class:`~hyperpod_rl.metrics.schema.MetricRecord` (:mod:`hyperpod_rl.train.skyrl_metrics`);
-5. still inside the task (on a GPU worker, where rank 0 wrote it), the PEFT adapter of the final
+5. the task also registers the tie-safe GRPO advantage estimator (:mod:`hyperpod_rl.train.skyrl_advantage`;
+   the driver registers it too, before ``validate_cfg``) and adds its tied-group share to each
+   step's metrics (``reward/tied_group_share``);
+6. before SkyRL reads the datasets, the task drops the rows whose real prompt (text + image tokens,
+   counted with the base model's processor) exceeds ``rollout.max_prompt_tokens`` and points
+   ``data.train_data`` / ``data.val_data`` at the filtered copies in ``<run dir>/skyrl-data/``
+   (SkyRL's own length filter counts text tokens only); how many rows were dropped goes to the job
+   log and the adapter's provenance (``prompt_filter``);
+7. still inside the task (on a GPU worker, where rank 0 wrote it), the PEFT adapter of the final
    checkpoint (``global_step_N/policy/lora_adapter/``) is copied to ``<run dir>/adapter/`` with
-   ``provenance.json`` and ``checksums.json``, the reference layout.
+   ``provenance.json`` and ``checksums.json``, the reference layout; ``adapter_config.json`` is
+   rewritten with sorted lists and keys (byte-identical for identical runs), and every
+   ``lora.target_modules`` entry must have wrapped a module (counted from the adapter's weight
+   names, recorded as ``lora_matched_modules``).
 """
 
 from __future__ import annotations
@@ -40,9 +51,11 @@ from hyperpod_rl.train.skyrl_metrics import MetricRecordSink
 
 __all__ = [
     "ADAPTER_FILES",
+    "FILTERED_DATA_SUBDIR",
     "JOB_ENV_VARS",
     "base_model_revision",
     "export_adapter",
+    "filter_datasets",
     "final_adapter_dir",
     "main",
     "prepare_run",
@@ -57,6 +70,67 @@ JOB_ENV_VARS = {"RAY_OVERRIDE_JOB_RUNTIME_ENV": "1"}
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json")
 
 _HASH_FILE = "hprl_config_hash.txt"
+
+#: Sub-directory of the run directory with the prompt-length-filtered datasets SkyRL reads.
+FILTERED_DATA_SUBDIR = "skyrl-data"
+_FILTER_REPORT = "prompt_filter.json"
+
+
+def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> dict[str, str]:
+    """Write the rows whose real prompt fits ``rollout.max_prompt_tokens`` to ``<run dir>/skyrl-data/``.
+
+    Each row's prompt is counted with the base model's processor, image tokens included
+    (:func:`hyperpod_rl.model.prompts.filter_rows`); the kept rows are copied unchanged (the
+    parquet table's own rows), and ``prompt_filter.json`` records limit, kept and dropped per split.
+
+    Args:
+        config: the run's config.
+        run_dir: the run directory.
+        processor: the base model's processor (:func:`hyperpod_rl.model.loading.load_processor`).
+
+    Returns:
+        ``{"train": path, "heldout": path}`` of the filtered parquet files.
+
+    Raises:
+        ConfigError: every row of a split is too long, or fewer train rows than
+            ``data.mazes_per_step`` are left.
+        MazeError: a dataset file is missing or unreadable.
+    """
+    import pyarrow.parquet as pq
+
+    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.model.prompts import filter_rows
+
+    out_dir = Path(run_dir) / FILTERED_DATA_SUBDIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, str] = {}
+    report: dict[str, dict[str, int]] = {}
+    limit = config.rollout.max_prompt_tokens
+    for split, source in (("train", config.data.train_path), ("heldout", config.data.heldout_path)):
+        rows = read_rows(source)
+        result = filter_rows(rows, processor, limit, what=split)
+        print(result.summary(split), flush=True)
+        if split == "train" and len(result.kept) < config.data.mazes_per_step:
+            raise ConfigError(
+                f"{result.summary(split)}: {len(result.kept)} rows are left, fewer than data.mazes_per_step="
+                f"{config.data.mazes_per_step}; raise rollout.max_prompt_tokens or use smaller mazes"
+            )
+        target = out_dir / f"{split}.parquet"
+        tmp = target.with_suffix(".parquet.tmp")
+        pq.write_table(pq.read_table(Path(source).expanduser()).take(result.kept), tmp, compression="zstd")
+        os.replace(tmp, target)
+        paths[split] = str(target)
+        report[split] = {"limit": limit, "kept": len(result.kept), "dropped": len(result.dropped)}
+    write_json_atomic(out_dir / _FILTER_REPORT, report)
+    return paths
+
+
+def _prompt_filter_report(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / FILTERED_DATA_SUBDIR / _FILTER_REPORT
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> dict[str, object]:
@@ -176,6 +250,29 @@ def _check_adapter(source: Path) -> None:
         raise CheckpointError(f"adapter_config.json has modules_to_save={cfg['modules_to_save']}: vLLM rejects such adapters")
 
 
+def _lora_counts(source: Path, config: RunConfig) -> dict[str, int]:
+    """Modules wrapped per ``lora.target_modules`` entry, from the adapter's weight names.
+
+    Raises:
+        CheckpointError: an entry wrapped no module.
+    """
+    from safetensors import safe_open
+
+    from hyperpod_rl.model.lora import count_from_weight_names
+
+    with safe_open(str(source / "adapter_model.safetensors"), framework="pt") as fh:
+        keys = list(fh.keys())
+    counts = count_from_weight_names(keys, config.lora.target_modules)
+    missing = [entry for entry, n in counts.items() if n == 0]
+    if missing:
+        wrapped = sorted({k.split(".lora_")[0].rsplit(".", 1)[-1] for k in keys if ".lora_" in k})
+        raise CheckpointError(
+            f"the adapter wraps no module for lora.target_modules entries {missing} (it wraps {wrapped}): "
+            "fix lora.target_modules and train again"
+        )
+    return counts
+
+
 def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None) -> Path:
     """Copy the final checkpoint's adapter to ``<run dir>/adapter`` with ``provenance.json``.
 
@@ -189,11 +286,15 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
     rd = Path(run_dir)
     source, step = final_adapter_dir(rd / RUN_SUBDIRS["ckpt_path"])
     _check_adapter(source)
+    counts = _lora_counts(source, config)
     revision = base_revision or base_model_revision(config)
 
     def write(tmp: Path) -> None:
+        from hyperpod_rl.model.lora import canonicalize_adapter_config
+
         for name in ADAPTER_FILES:
             shutil.copyfile(source / name, tmp / name)
+        canonicalize_adapter_config(tmp / "adapter_config.json")
         prov = provenance_record(
             run_id=config.run_id,
             backend=config.backend,
@@ -211,6 +312,8 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
             steps=step,
         )
         prov["action_constraint"] = config.rollout.action_constraint
+        prov["lora_matched_modules"] = counts
+        prov["prompt_filter"] = _prompt_filter_report(rd)
         write_json_atomic(tmp / "provenance.json", prov)
 
     return write_dir_atomically(RunPaths(rd).adapter, write)
@@ -229,9 +332,19 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
     from skyrl.train.utils.tracking import Tracking
 
     from hyperpod_rl.maze import register_env
+    from hyperpod_rl.model.loading import load_processor
+    from hyperpod_rl.model.sampling import report_generation_config
+    from hyperpod_rl.train.grpo import TIED_GROUP_METRIC
+    from hyperpod_rl.train.skyrl_advantage import last_tied_share, register_tie_safe_estimator
 
     register_env()  # skyrl_gym's registry is per process: register inside the trainer task
+    register_tie_safe_estimator()  # so is SkyRL's estimator registry
     config = RunConfig.model_validate_json(config_json)
+    if Path(config.model.path).is_dir():
+        report_generation_config(config.model.path)  # SkyRL's vLLM servers ignore it (--generation-config vllm)
+    data = filter_datasets(config, run_dir, load_processor(config.model.path))
+    skyrl_cfg.data.train_data = [data["train"]]
+    skyrl_cfg.data.val_data = [data["heldout"]]
     sink = MetricRecordSink(config.run_id, config.trainer.steps, RunPaths(Path(run_dir)).metrics)
 
     class _RecordTracking(Tracking):
@@ -240,6 +353,20 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
             sink.write(data, step)
 
     class _Exp(BasePPOExp):
+        def get_trainer(self, *args: Any, **kwargs: Any) -> Any:
+            trainer = super().get_trainer(*args, **kwargs)
+            compute = trainer.compute_advantages_and_returns
+
+            def with_tied_share(batch: Any) -> Any:
+                out = compute(batch)
+                share = last_tied_share()
+                if share is not None:
+                    trainer.all_metrics[TIED_GROUP_METRIC] = share
+                return out
+
+            trainer.compute_advantages_and_returns = with_tied_share
+            return trainer
+
         def get_tracker(self) -> Tracking:
             t = self.cfg.trainer
             return _RecordTracking(
@@ -273,6 +400,9 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     from skyrl.train.utils import validate_cfg
     from skyrl.train.utils.utils import initialize_ray
 
+    from hyperpod_rl.train.skyrl_advantage import register_tie_safe_estimator
+
+    register_tie_safe_estimator()  # validate_cfg checks the estimator name against the registry
     skyrl_cfg = SkyRLTrainConfig.from_cli_overrides(overrides)
     validate_cfg(skyrl_cfg)
     initialize_ray(skyrl_cfg)

@@ -19,9 +19,16 @@ from skyrl.train.utils import validate_cfg
 
 from hyperpod_rl.config.presets import preset_dict
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, require_vlm_keys, to_skyrl_overrides
+from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, TIE_SAFE_ESTIMATOR, VISION_BAD_WORDS, require_vlm_keys, to_skyrl_overrides
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.maze.registry import ENV_CLASS
+from hyperpod_rl.train.skyrl_advantage import register_tie_safe_estimator
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _estimator():
+    """The job registers the tie-safe estimator before validate_cfg; so do these tests."""
+    register_tie_safe_estimator()
 
 
 def _skyrl(cfg: RunConfig):
@@ -44,7 +51,7 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert loaded.trainer.placement.policy_num_nodes * loaded.trainer.placement.policy_num_gpus_per_node == pl.policy_gpus
     assert loaded.generator.inference_engine.num_engines * loaded.generator.inference_engine.tensor_parallel_size == pl.policy_gpus
     assert loaded.generator.n_samples_per_prompt == cfg.grpo.group_size
-    assert loaded.trainer.algorithm.advantage_estimator == "grpo"
+    assert loaded.trainer.algorithm.advantage_estimator == TIE_SAFE_ESTIMATOR
     assert loaded.trainer.max_training_steps == cfg.trainer.steps
     assert loaded.trainer.train_batch_size == cfg.data.mazes_per_step
     assert loaded.environment.env_class == ENV_CLASS
@@ -54,6 +61,30 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert loaded.trainer.policy.model.lora.lora_sync_path == f"{run_dir}/lora-sync"
     # The same config, loaded twice, is the same SkyRL config (the translation is deterministic).
     assert SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg)) == SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg))
+
+
+@pytest.mark.parametrize("name", RunConfig.presets())
+def test_every_sampling_parameter_reaches_vllm_explicitly(name):
+    """Issue 14 items 2 and 11: the request vLLM gets sets every sampling parameter from the run
+    config (nothing left for a generation_config.json to fill) and bans the vision tokens."""
+    from skyrl.backends.skyrl_train.inference_servers.engine_utils import get_sampling_params_for_backend
+
+    cfg = RunConfig.from_preset(name)
+    loaded = _skyrl(cfg)
+    train = get_sampling_params_for_backend("vllm", loaded.generator.sampling_params)
+    assert {k: train[k] for k in ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "max_tokens")} == {
+        "temperature": cfg.rollout.temperature,
+        "top_p": 1.0,
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "max_tokens": cfg.rollout.max_new_tokens,
+    }
+    assert train["bad_words"] == list(VISION_BAD_WORDS)
+    assert "<|image_pad|>" in train["bad_words"]
+    evaluation = get_sampling_params_for_backend("vllm", loaded.generator.eval_sampling_params)
+    assert evaluation["temperature"] == 0.0 and evaluation["bad_words"] == list(VISION_BAD_WORDS)
+    assert evaluation["top_k"] == -1 and evaluation["repetition_penalty"] == 1.0
 
 
 @pytest.mark.parametrize("name", RunConfig.presets())

@@ -169,7 +169,8 @@ def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
             "mazes_per_step": 2,
         },
         trainer={"mini_batch_size": 2, "micro_batch_size": 4},
-        model={"revision": "rev-sky"},
+        # an absolute directory on "the cluster": the task's prompt filter loads its processor
+        model={"path": str(tiny_setup["model_dir"]), "revision": "rev-sky"},
     )
     skyrl_cfg = SkyRLTrainConfig.from_cli_overrides(prepare_run(cfg, run_dir))
     assert skyrl_cfg.generator.n_samples_per_prompt == GROUP

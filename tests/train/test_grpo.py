@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from hyperpod_rl.train.grpo import group_advantages, grpo_loss, process_advantages
+from hyperpod_rl.train.grpo import group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
 
 
 def test_group_advantages_are_zero_mean_unit_std_per_group():
@@ -110,3 +110,42 @@ def test_process_advantages_hand_computed(step_rewards, gamma, expected):
     flat_got = [a for group in got for ep in group for a in ep]
     flat_expected = [a for group in expected for ep in group for a in ep]
     assert flat_got == pytest.approx(flat_expected, rel=1e-5, abs=1e-6)
+
+
+# Issue 14 item 1: tied rewards give exactly zero advantages, for every group size and value.
+TIED_VALUES = [1.36, 0.1, 0.3, -7.3, 1e6, 1e-9, 0.0, 1 / 3]
+
+
+@pytest.mark.parametrize("value", TIED_VALUES)
+@pytest.mark.parametrize("size", [2, 3, 5, 8, 16, 64])
+def test_tied_rewards_give_exactly_zero_advantages(value, size):
+    returns = torch.tensor([[value] * size, [1.0] + [0.0] * (size - 1)])
+    adv = group_advantages(returns)
+    assert torch.equal(adv[0], torch.zeros(size))  # not ~1e-1 noise from the float32 mean residue
+    untouched = returns[1:].float()
+    expected = (untouched - untouched.mean(dim=1, keepdim=True)) / (untouched.std(dim=1, keepdim=True) + 1e-6)
+    assert torch.equal(adv[1:], expected)  # other groups keep the GRPO formula exactly
+    assert torch.equal(group_advantages(returns, normalize_std=False)[0], torch.zeros(size))
+
+
+def test_the_issue_input_gave_noise_before():
+    """The issue's input: float32 mean([1.36] * 8) != 1.36, and the residue / (0 + 1e-6) was +0.1057."""
+    returns = torch.tensor([[1.36] * 8])
+    residue = returns - returns.mean(dim=1, keepdim=True)
+    assert residue.abs().max() > 0  # the residue exists ...
+    assert (residue / (returns.std(dim=1, keepdim=True) + 1e-6)).abs().max() > 0.1  # ... and was a full-size advantage
+    assert torch.equal(group_advantages(returns), torch.zeros(1, 8))
+
+
+def test_tie_tolerance_is_relative_to_the_magnitude():
+    assert is_tied([1.36, 1.36 * (1 + 1e-8)])
+    assert is_tied([1e6, 1e6 + 1e-3])
+    assert not is_tied([1.36, 1.37])
+    assert not is_tied([0.0, 1e-9])  # tiny rewards are compared relative to themselves
+    assert tied_groups(torch.tensor([[0.1 + 0.2, 0.3], [0.0, 1.0]])).tolist() == [True, False]
+
+
+def test_process_advantages_of_tied_step_rewards_are_exactly_zero():
+    out = process_advantages([[[1.36, 1.36], [1.36], [1.36, 1.36, 1.36]], [[1.0], [0.0]]])
+    assert out[0] == [[0.0, 0.0], [0.0], [0.0, 0.0, 0.0]]
+    assert out[1][0][0] > 0 > out[1][1][0]

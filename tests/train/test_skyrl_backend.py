@@ -28,14 +28,13 @@ def _config(tmp_path, run_id="sky-run", **over):
     train, heldout = tmp_path / "train.parquet", tmp_path / "heldout.parquet"
     train.write_bytes(b"train rows")
     heldout.write_bytes(b"heldout rows")
-    return RunConfig.from_preset(
-        "single-gpu",
-        run_id=run_id,
-        data={"train_path": str(train), "heldout_path": str(heldout)},
-        model={"revision": "rev-123"},
-        storage={"root": str(tmp_path / "storage")},
+    sections = {
+        "data": {"train_path": str(train), "heldout_path": str(heldout)},
+        "model": {"revision": "rev-123"},
+        "storage": {"root": str(tmp_path / "storage")},
         **over,
-    )
+    }
+    return RunConfig.from_preset("single-gpu", run_id=run_id, **sections)
 
 
 def fake_skyrl_checkpoint(run_dir, step, tensors=None, adapter_config=None):
@@ -221,24 +220,51 @@ def test_resume_drops_metric_records_after_the_checkpoint(tmp_path):
     assert [r.step for r in read_metrics(run_dir / "metrics.jsonl")] == [1, 2, 3]
 
 
-def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
+def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch, tiny_setup):
     """The Ray task body with SkyRL's experiment replaced by a stand-in that logs and checkpoints.
 
     The stand-in calls the tracker exactly as SkyRL's trainer does (``tracker.log(payload,
-    step=global_step, commit=True)``) and leaves a checkpoint in SkyRL's layout.
+    step=global_step, commit=True)``), computes advantages through SkyRL's own
+    ``compute_advantages_and_returns`` with the configured estimator (as ``RayPPOTrainer`` does),
+    and leaves a checkpoint in SkyRL's layout. The base model is the tiny Qwen3-VL (an absolute
+    directory), so the task's prompt-length filter runs with a real processor.
     """
     import sys
     import types
 
+    import numpy as np
     import skyrl_gym
+    from skyrl.backends.skyrl_train.utils import ppo_utils
     from skyrl.train.config import SkyRLTrainConfig
 
     from hyperpod_rl.maze.registry import ENV_CLASS
     from hyperpod_rl.train.skyrl_backend import _trainer_task
 
-    cfg = _config(tmp_path)
+    data = tiny_setup["data"]
+    cfg = _config(
+        tmp_path,
+        model={"path": str(tiny_setup["model_dir"]), "revision": "rev-123"},
+        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        grpo={"group_size": 8},
+        trainer={"micro_batch_size": 2, "mini_batch_size": 2},
+    )
     run_dir = tmp_path / "runs" / "sky-run"
     skyrl_cfg = SkyRLTrainConfig.from_cli_overrides(prepare_run(cfg, run_dir))
+    seen = {}
+
+    class FakeTrainer:
+        def __init__(self, c):
+            self.cfg, self.all_metrics = c, {}
+
+        def compute_advantages_and_returns(self, batch):
+            adv, _ = ppo_utils.compute_advantages_and_returns(
+                token_level_rewards=batch["rewards"],
+                response_mask=batch["mask"],
+                index=batch["uids"],
+                adv_estimator=self.cfg.trainer.algorithm.advantage_estimator,
+                config=self.cfg.trainer.algorithm,
+            )
+            return adv
 
     class StandIn:
         def __init__(self, c):
@@ -247,12 +273,22 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
         def get_tracker(self):
             raise NotImplementedError  # the task must override it
 
+        def get_trainer(self, **kwargs):
+            return FakeTrainer(self.cfg)
+
         def run(self):
             assert ENV_CLASS in skyrl_gym.registry  # registered inside the task, before training
-            tracker = self.get_tracker()
+            seen["data"] = (list(self.cfg.data.train_data), list(self.cfg.data.val_data))
+            tracker, trainer = self.get_tracker(), self.get_trainer()
+            rewards = torch.zeros(16, 2)
+            rewards[:8, -1] = 1.36  # a tied group
+            rewards[8:, -1] = torch.tensor([1.0, 0, 0, 1, 0, 1, 1, 0])
+            seen["adv"] = trainer.compute_advantages_and_returns(
+                {"rewards": rewards, "mask": torch.ones(16, 2), "uids": np.array(["a"] * 8 + ["b"] * 8)}
+            )
             for step in (1, 2):
                 tracker.log(
-                    {"reward/avg_raw_reward": 0.1 * step, "timing/step": 1.0},
+                    {"reward/avg_raw_reward": 0.1 * step, "timing/step": 1.0, **trainer.all_metrics},
                     step=step,
                     commit=True,
                 )
@@ -270,7 +306,20 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch):
         (2, 0.2),
     ]
     assert records[0].run_id == "sky-run" and records[0].total_steps == cfg.trainer.steps
-    assert json.loads((run_dir / "adapter" / "provenance.json").read_text())["steps"] == 2
+    # Item 1: the tie-safe estimator ran through SkyRL's registry inside the task: the tied group
+    # got exactly 0, the other SkyRL's values; the share of tied groups is a step metric.
+    assert torch.equal(seen["adv"][:8], torch.zeros(8, 2))
+    assert seen["adv"][8:, 0].abs().min() > 0.9
+    assert records[0].values["reward/tied_group_share"] == 0.5
+    # Item 3: SkyRL reads the filtered copies (all rows fit the preset's 2048-token budget).
+    assert seen["data"] == ([str(run_dir / "skyrl-data" / "train.parquet")], [str(run_dir / "skyrl-data" / "heldout.parquet")])
+    prov = json.loads((run_dir / "adapter" / "provenance.json").read_text())
+    assert prov["steps"] == 2
+    assert prov["prompt_filter"] == {
+        "heldout": {"limit": 2048, "kept": 16, "dropped": 0},
+        "train": {"limit": 2048, "kept": 64, "dropped": 0},
+    }
+    assert prov["lora_matched_modules"] == {"q_proj": 1}  # the fake checkpoint wraps one q_proj
     assert adapter == str(run_dir / "adapter")
 
 
@@ -288,3 +337,21 @@ def test_eval_before_train_joins_the_first_step_record(tmp_path, capsys):
     assert second.values == {"reward/avg_raw_reward": 0.6}  # held values are used once
     assert [r.step for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
     assert capsys.readouterr().out.count("HPRL_METRIC ") == 2
+
+
+def test_exported_adapter_config_is_canonical(tmp_path):
+    """Issue 14 item 14, SkyRL backend: the same adapter in any key/list order exports to the same bytes."""
+    cfg = _config(tmp_path)
+    outputs = []
+    for i, order in enumerate((["q_proj", "v_proj", "k_proj"], ["k_proj", "q_proj", "v_proj"])):
+        run_dir = tmp_path / "runs" / f"order-{i}"
+        fake_skyrl_checkpoint(
+            run_dir,
+            1,
+            adapter_config={"target_modules": order, "r": 32, "peft_type": "LORA"}
+            if i
+            else {"peft_type": "LORA", "r": 32, "target_modules": order},
+        )
+        outputs.append((export_adapter(cfg, run_dir, base_revision="rev") / "adapter_config.json").read_bytes())
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0])["target_modules"] == ["k_proj", "q_proj", "v_proj"]
