@@ -63,12 +63,15 @@ docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # pytest (Python, server extension, browser) and jest (extension frontend), then one closing line
-# with both counts added up.
+# with both counts added up, then the check that nothing the run started is left running: every
+# process it starts inherits HPRL_RUN_TAG, and .ci/leftovers.py fails listing any that is still
+# alive (Ray, Serve replicas, JupyterLab, Chromium, ...). The summary's status is kept until then.
+test: export HPRL_RUN_TAG := make-test-$(shell date +%s)-$(shell od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 test: venv chromium labextension lint
 	rm -rf .test-results && mkdir -p .test-results
 	-cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json
 	-$(PY) -m pytest -q $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
-	$(PY) .ci/summarize.py .test-results
+	$(PY) .ci/summarize.py .test-results; status=$$?; $(PY) .ci/leftovers.py || status=1; exit $$status
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 __all__ = ["Check", "CheckStatus", "worst"]
 
@@ -29,7 +29,13 @@ class Check(BaseModel):
     detail: str = ""
     """What was found, in one line."""
     fix: str = ""
-    """What to do, in one line (empty when ``ok``)."""
+    """What to do, in one line (empty when ``ok``; never empty for ``warn`` and ``fail``)."""
+
+    @model_validator(mode="after")
+    def _fix_for_problems(self) -> Check:
+        if self.status in ("warn", "fail") and not self.fix.strip():
+            raise ValueError(f"check {self.name!r} is {self.status} without a fix: every warn/fail says what to do")
+        return self
 
     def line(self) -> str:
         """``"[warn] name: detail -> fix"``, one line."""

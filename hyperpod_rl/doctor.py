@@ -112,7 +112,14 @@ def _jupyter(server: Any) -> list[Check]:
     from hyperpod_rl.jupyter import server_frontends
 
     if server is None:
-        return [Check(name="JupyterLab", status="skip", detail="not running under a Jupyter server")]
+        return [
+            Check(
+                name="JupyterLab",
+                status="skip",
+                detail="not running under a Jupyter server",
+                fix="to check the server's widget frontends, run hp.doctor() in a notebook (or this command in a JupyterLab terminal)",
+            )
+        ]
     fronts = server_frontends(server)
     if fronts is None:
         return [
@@ -136,7 +143,7 @@ def _jupyter(server: Any) -> list[Check]:
     if not missing:
         checks.append(Check(name="Widget frontends", status="ok", detail="ipywidgets, anywidget and plotly are registered in the server"))
     else:
-        status = worst([Check(name=n, status=FRONTENDS[n][0]) for n in missing])  # type: ignore[arg-type]
+        status = "fail" if any(FRONTENDS[n][0] == "fail" for n in missing) else "warn"
         what = "; ".join(f"{n} missing: {FRONTENDS[n][1]}" for n in missing)
         checks.append(Check(name="Widget frontends", status=status, detail=what, fix=_SERVER_FIX))
     ext = next((n for n in fronts.extensions if "hyperpod-rl" in n), None)
@@ -166,7 +173,7 @@ def _studio() -> Check:
     )
 
 
-def _ray(address: str | None) -> list[Check]:
+def _ray(address: str | None, cluster: str | None = None, region: str | None = None) -> list[Check]:
     import ray
 
     from hyperpod_rl.cluster.local import current_local_cluster
@@ -177,18 +184,28 @@ def _ray(address: str | None) -> list[Check]:
         local = current_local_cluster()
         if local is None or not local.is_alive(timeout_s=2.0):
             return [
-                Check(name="Ray client vs cluster", status="skip", detail=f"notebook Ray {ray.__version__}; no cluster given (--address)")
+                Check(
+                    name="Ray client vs cluster",
+                    status="skip",
+                    detail=f"notebook Ray {ray.__version__}; no cluster given",
+                    fix="pass --address sagemaker_ray://<raycluster>/<namespace> (hyperpod-rl cluster discover) to compare versions",
+                )
             ]
         address = "local"
-    try:
-        _client, checks = checked_job_client(address)
+    from hyperpod_rl.cluster.access import cluster_access
+
+    try:  # a sagemaker_ray:// address reaches EKS through the HyperPod cluster given with --cluster
+        _client, checks = checked_job_client(cluster_access(address, hyperpod_cluster=cluster, region=region))
     except (HyperpodRLError, ConnectionError, RuntimeError) as err:
+        text = str(err)
         return [
             Check(
                 name="Ray client vs cluster",
                 status="fail",
-                detail=f"cannot reach {address}: {err}",
-                fix="check the address (hyperpod-rl cluster discover)",
+                detail=text if address in text else f"cannot reach {address}: {text}",
+                fix="pass --cluster <HyperPod cluster> with a sagemaker_ray:// address, and check the address (hyperpod-rl cluster discover)"
+                if address.startswith("sagemaker_ray://") and not cluster
+                else "check the address and the access (hyperpod-rl cluster discover, then Check access)",
             )
         ]
     return checks
@@ -223,7 +240,7 @@ def _aws(cluster: str | None, namespace: str, region: str | None, session: Any) 
     names = ("AWS identity", "HyperPod clusters", "EKS access entry", "Ray RBAC (ray.io)", "Ray endpoint operator", "Observability add-on")
     import boto3
 
-    session = session or boto3.Session(region_name=region)
+    session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     region = region or session.region_name
     if not region:
         return [
@@ -261,7 +278,14 @@ def _aws(cluster: str | None, namespace: str, region: str | None, session: Any) 
     try:
         obs = observability_endpoints(chosen.eks_cluster_name, session=session, region=chosen.eks_region)
     except HyperpodRLError as err:
-        checks.append(Check(name="Observability add-on", status="warn", detail=str(err)))
+        checks.append(
+            Check(
+                name="Observability add-on",
+                status="warn",
+                detail=str(err),
+                fix="nothing needed for training; for the Grafana link and HyperPod hardware charts the role needs eks:DescribeAddon",
+            )
+        )
         return checks
     if obs is None:
         checks.append(
@@ -322,9 +346,11 @@ def _local_cluster() -> Check:
 
     cluster = current_local_cluster()
     if cluster is None:
-        return Check(name="Local cluster", status="skip", detail="none recorded (hyperpod-rl local start starts one)")
+        return Check(name="Local cluster", status="skip", detail="none recorded", fix="hyperpod-rl local start (only for local runs)")
     if cluster.is_alive(timeout_s=2.0):
-        return Check(name="Local cluster", status="ok", detail=f"up, dashboard {cluster.dashboard_url}")
+        from hyperpod_rl.jupyter import browser_link
+
+        return Check(name="Local cluster", status="ok", detail=f"up, dashboard {browser_link(cluster.dashboard_url, 'dashboard').href}")
     return Check(
         name="Local cluster", status="warn", detail="recorded but not answering (stale)", fix="hyperpod-rl local start (restarts it)"
     )
@@ -358,11 +384,18 @@ def doctor(
     """
     from hyperpod_rl.jupyter import current_server
 
-    checks = [_python(), *_jupyter(current_server()), _studio(), *_ray(address)]
+    checks = [_python(), *_jupyter(current_server()), _studio(), *_ray(address, cluster, region)]
     if aws if aws is not None else _aws_configured(cluster):
         checks += _aws(cluster, namespace, region, session)
     else:
-        checks.append(Check(name="AWS identity", status="skip", detail="no AWS configuration here (only needed for HyperPod)"))
+        checks.append(
+            Check(
+                name="AWS identity",
+                status="skip",
+                detail="no AWS configuration here (only needed for HyperPod)",
+                fix="for HyperPod: configure AWS credentials (aws sso login, AWS_PROFILE) and AWS_REGION, or pass --cluster",
+            )
+        )
     hyperpod = (
         bool(cluster)
         or (address or "").startswith("sagemaker_ray://")

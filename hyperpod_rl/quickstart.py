@@ -243,6 +243,14 @@ def check_serve_port(port: int) -> None:
     raise ConfigError(f"--serve-port {port} is in use by another program: pass a free port, e.g. --serve-port {find_free_port()}")
 
 
+def _dashboard_link(url: str) -> str:
+    """``url``, plus the path a browser on this JupyterLab opens (``<base_url>proxy/<port>/``) when one runs."""
+    from hyperpod_rl.jupyter import browser_link
+
+    href = browser_link(url, "dashboard").href
+    return url if href == url else f"{url} (in this JupyterLab's browser tab: {href})"
+
+
 def default_run_id() -> str:
     """``quickstart-YYYYMMDD-HHMMSS`` (UTC)."""
     return "quickstart-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -376,7 +384,8 @@ def run(
             "cluster",
             lambda: start_local_cluster(dashboard_port=opts.dashboard_port),
             lambda c: (
-                f"local Ray cluster at {c.dashboard_url}" + (" (a stale cluster was found and restarted)" if c.restarted_stale else "")
+                f"local Ray cluster at {_dashboard_link(c.dashboard_url)}"
+                + (" (a stale cluster was found and restarted)" if c.restarted_stale else "")
             ),
         )
         client, dashboard_url = cluster.job_client(), cluster.dashboard_url

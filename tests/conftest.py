@@ -2,12 +2,45 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import uuid
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+def _leftovers_module():
+    """``.ci/leftovers.py``, the check ``make test`` ends with (one implementation for both)."""
+    import sys
+
+    name = "hprl_ci_leftovers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / ".ci" / "leftovers.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Tag this session: every process a test starts inherits ``HPRL_RUN_TAG`` (``make test``
+    exports one; a bare ``pytest`` gets its own), so what is left can be found at the end."""
+    os.environ.setdefault("HPRL_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12]}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when a process it started is still running after every fixture was torn
+    down (a Ray cluster, Serve replica, JupyterLab or Chromium left behind), listing them."""
+    left = _leftovers_module().wait_for_none(os.environ["HPRL_RUN_TAG"], 30.0)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = [f"{len(left)} process(es) started by this test session are still running:", *(f"  {p}" for p in left)]
+        if reporter is not None:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -68,3 +68,25 @@ def test_studio_metadata_and_a_studio_terminal(monkeypatch: pytest.MonkeyPatch, 
     assert studio_space() is None
     monkeypatch.setenv("HYPERPOD_RL_JUPYTER_BASE_URL", "custom/base")
     assert current_server().base_url == "/custom/base/"
+
+
+@pytest.mark.ray
+def test_every_local_dashboard_line_has_the_proxy_path(local_cluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`local start`, `local status`, doctor's local-cluster line and quickstart's cluster line, in a Studio space."""
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+    from hyperpod_rl.doctor import doctor
+    from hyperpod_rl.quickstart import _dashboard_link
+
+    monkeypatch.setenv("HYPERPOD_RL_JUPYTER_BASE_URL", STUDIO_BASE_URL)
+    port = int(local_cluster.dashboard_url.rsplit(":", 1)[1])
+    proxied = f"/jupyterlab/default/proxy/{port}/"
+    for command in (["local", "start"], ["local", "status"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 0, result.output
+        assert f"in this JupyterLab's browser tab: {proxied}" in " ".join(result.output.split()), result.output
+    assert doctor(aws=False)["Local cluster"].detail == f"up, dashboard {proxied}"
+    assert _dashboard_link(local_cluster.dashboard_url).endswith(f"(in this JupyterLab's browser tab: {proxied})")
+    monkeypatch.delenv("HYPERPOD_RL_JUPYTER_BASE_URL")  # a plain terminal: the address as it is
+    assert _dashboard_link(local_cluster.dashboard_url) == local_cluster.dashboard_url

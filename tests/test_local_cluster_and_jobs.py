@@ -189,6 +189,31 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     stop_run(client, handle.submission_id)
 
 
+def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
+    """Issue 14 item 15: probe jobs that succeeded (the case Ray's job monitor used to write back
+    as FAILED after the delete), failed or still run are all removed, and stay removed."""
+    from ray.job_submission import JobStatus
+
+    from hyperpod_rl.cluster.local import _remove_probe_jobs
+
+    client = local_cluster.job_client()
+    assert not [j.submission_id for j in client.list_jobs() if (j.submission_id or "").startswith("hprl-ready-")]
+    prefix = "hprl-ready-test-"
+    wanted = {
+        client.submit_job(entrypoint="true", submission_id=f"{prefix}1"): JobStatus.SUCCEEDED,
+        client.submit_job(entrypoint="false", submission_id=f"{prefix}2"): JobStatus.FAILED,
+        client.submit_job(entrypoint="sleep 300", submission_id=f"{prefix}3"): JobStatus.RUNNING,
+    }
+    deadline = time.monotonic() + 120
+    while any(client.get_job_status(sid) != status for sid, status in wanted.items()):
+        assert time.monotonic() < deadline, {sid: client.get_job_status(sid) for sid in wanted}
+        time.sleep(0.2)
+    _remove_probe_jobs(client, prefix)
+    for _ in range(10):  # and nothing comes back (the job monitor writes late)
+        assert [(j.submission_id, j.status) for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)] == []
+        time.sleep(1)
+
+
 def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
     """Field report (issue 14, item 16): a cluster started while another was starting failed at
     `ray start`. Two notebooks on one Studio space do exactly this."""
@@ -211,7 +236,10 @@ def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
         assert states[0]["gcs_address"] != states[1]["gcs_address"]
         for state in states:
             headers = {"Authorization": f"Bearer {state['token']}"}
-            assert requests.get(f"{state['dashboard_url']}/api/jobs/", headers=headers, timeout=30).status_code == 200
+            resp = requests.get(f"{state['dashboard_url']}/api/jobs/", headers=headers, timeout=30)
+            assert resp.status_code == 200
+            # issue 14 item 15: `local start` leaves nothing in `ray job list` (no FAILED hprl-ready-... probe)
+            assert [(j["submission_id"], j["status"]) for j in resp.json()] == []
     finally:
         for home in homes:
             subprocess.run(

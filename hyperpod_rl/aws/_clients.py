@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __all__ = ["aws_client", "error_code", "session_of"]
@@ -12,10 +13,14 @@ _CONFIG: dict[str, Any] = {"connect_timeout": 5, "read_timeout": 20, "retries": 
 
 
 def session_of(session: Any = None, region: str | None = None) -> Any:
-    """``session``, or a new ``boto3.Session`` (default credential chain) in ``region``."""
+    """``session``, or a new ``boto3.Session`` (default credential chain) in ``region``.
+
+    ``region`` defaults to ``AWS_REGION`` as well as botocore's own ``AWS_DEFAULT_REGION`` and
+    profile setting: botocore reads only the latter two, while SageMaker sets ``AWS_REGION``.
+    """
     import boto3
 
-    return session or boto3.Session(region_name=region)
+    return session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
 
 
 def aws_client(service: str, *, session: Any = None, region: str | None = None) -> Any:
@@ -31,7 +36,7 @@ def aws_client(service: str, *, session: Any = None, region: str | None = None) 
     session = session_of(session, region)
     region = region or session.region_name
     if not region:
-        raise ConfigError("no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or pass region=")
+        raise ConfigError("no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or pass --region (region= in Python)")
     return session.client(service, region_name=region, config=Config(**_CONFIG))
 
 

@@ -62,7 +62,7 @@ def default_bucket(*, session: Any = None, region: str | None = None, sts: Any =
         raise ConfigError(f"cannot tell the AWS account for the default bucket ({type(exc).__name__}); pass s3_uri=") from None
     name = f"sagemaker-{s3.meta.region_name}-{account}"
     try:
-        s3.head_bucket(Bucket=name)
+        s3.head_bucket(Bucket=name, ExpectedBucketOwner=str(account))  # a bucket of that name in another account is refused
     except ClientError as exc:
         code = error_code(exc)
         if code in ("404", "NoSuchBucket", "NotFound"):

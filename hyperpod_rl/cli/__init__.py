@@ -68,9 +68,13 @@ def local_status() -> None:
     if cluster is None:
         console.print("no local cluster recorded: hyperpod-rl local start")
         raise typer.Exit(code=1)
+    from hyperpod_rl.jupyter import browser_link
+
     alive = cluster.is_alive()
+    link = browser_link(cluster.dashboard_url, "dashboard")
+    via = f" (in this JupyterLab's browser tab: {link.href})" if link.href != cluster.dashboard_url else ""
     console.print(
-        f"{cluster.dashboard_url}: {'[green]up[/]' if alive else '[red]not answering (stale): hyperpod-rl local start restarts it[/]'}"
+        f"{cluster.dashboard_url}{via}: {'[green]up[/]' if alive else '[red]not answering (stale): hyperpod-rl local start restarts it[/]'}"
     )
     raise typer.Exit(code=0 if alive else 1)
 

@@ -49,7 +49,8 @@ Address: Any = typer.Option(
     None,
     "--address",
     envvar="HYPERPOD_RL_ADDRESS",
-    help="cluster address: sagemaker_ray://<raycluster>/<namespace> (HyperPod), a dashboard URL, or the local cluster (default)",
+    help="cluster address: sagemaker_ray://<raycluster>/<namespace> (HyperPod: the kubeconfig, or the HyperPod cluster named by "
+    "HYPERPOD_RL_HYPERPOD_CLUSTER), a dashboard URL, or the local cluster (default)",
 )
 
 

@@ -7,6 +7,7 @@ notebook API uses. Secrets (tokens, cookies) are never printed.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,7 +15,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from hyperpod_rl.cluster.access import HyperPodDashboard, eks_api_client
+from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV, HyperPodDashboard, eks_api_client
 from hyperpod_rl.cluster.crd import DEFAULT_KUBERAY, KUBERAY_VERSIONS
 from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, load_api_client
 from hyperpod_rl.cluster.probe import PROBE_CHOICES, dashboard_probe
@@ -37,9 +38,18 @@ Context = Annotated[str | None, typer.Option(help="kubeconfig context")]
 
 
 def _api_client(eks_cluster: str | None, region: str | None, context: str | None) -> Any:
-    """The Kubernetes client for a command (tests replace this function)."""
+    """The Kubernetes client for a command (tests replace this function).
+
+    ``--eks-cluster``, else ``--context``, else the HyperPod cluster named by
+    ``HYPERPOD_RL_HYPERPOD_CLUSTER`` (IAM credentials only; ``discover --pick`` prints it), else the
+    kubeconfig.
+    """
+    from hyperpod_rl.cluster.access import hyperpod_eks_api_client
+
     if eks_cluster:
         return eks_api_client(eks_cluster, region=region)
+    if not context and os.environ.get(HYPERPOD_CLUSTER_ENV):
+        return hyperpod_eks_api_client(os.environ[HYPERPOD_CLUSTER_ENV], region=region)
     return load_api_client(context=context)
 
 
@@ -189,6 +199,9 @@ def apply(
     """Create or update a RayCluster (server-side apply)."""
     try:
         spec = _build_spec(preset, spec_file, from_manifest, name, namespace)
+        hyperpod = os.environ.get(HYPERPOD_CLUSTER_ENV)
+        if spec.hyperpod_cluster is None and hyperpod and not (eks_cluster or context):
+            spec.hyperpod_cluster = hyperpod  # the label AWS's Ray sidebar lists clusters by
         RayClusterClient(_api_client(eks_cluster, region, context)).apply(spec)
     except HyperpodRLError as exc:
         raise _fail(exc) from None
@@ -339,6 +352,7 @@ def discover(
         if chosen is None:
             _echo_json(out, as_json)
             return
+        out["hyperpod_cluster"] = chosen.name  # export HYPERPOD_RL_HYPERPOD_CLUSTER=<this> for sagemaker_ray:// addresses
         api = hyperpod_api_client(chosen)
         names, note = list_namespaces(api)
         out["namespaces"] = names
@@ -360,7 +374,11 @@ def discover(
                 typer.echo(f"{i:>2}. {r.name} ({'ready' if r.ready else 'not ready'}{who})  {r.address}")
         if pick and rays and not as_json:
             choice = rays[_choose("RayCluster", len(rays)) - 1]
-            typer.echo(f"address: {choice.address}\nnext: hyperpod-rl job list --address {choice.address}")
+            typer.echo(
+                f"address: {choice.address}\n"
+                f"next (no kubeconfig needed): export HYPERPOD_RL_HYPERPOD_CLUSTER={chosen.name}; "
+                f"hyperpod-rl job list --address {choice.address}"
+            )
         _echo_json(out, as_json)
     except HyperpodRLError as exc:
         raise _fail(exc) from None

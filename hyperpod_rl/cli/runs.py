@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail, follow_with_progress, handled, local_client
+from hyperpod_rl.cli._common import Address, console, fail, follow_with_progress, handled, job_client
 
 app = typer.Typer(no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
 
@@ -165,6 +165,7 @@ def reproduce(
     run_id: str,
     new_run_id: str | None = typer.Option(None, "--as", help="run id of the reproduction (default <run_id>-r<N>)"),
     follow: bool = typer.Option(False, help="stream progress until the job ends"),
+    address: str | None = Address,
 ) -> None:
     """Resubmit a recorded run exactly (same resolved config, same data and base model) under a new run id."""
     from hyperpod_rl.jobs import reproduction, submit_run
@@ -173,7 +174,7 @@ def reproduce(
         config, warns = reproduction(run_id, new_run_id=new_run_id)
     for w in warns:
         console.print(f"[yellow]warning:[/] {w}")
-    client = local_client()
+    client = job_client(address)
     with handled():
         handle = submit_run(client, config)
     with _open(None, sync=True) as led:

@@ -65,6 +65,7 @@ __all__ = [
     "job_client_of",
     "eks_api_client",
     "eks_token",
+    "hyperpod_eks_api_client",
     "parse_address",
     "port_forward",
     "read_ray_token",
@@ -137,7 +138,7 @@ def eks_token(cluster_name: str, *, region: str | None = None, session: Any = No
     """
     import boto3
 
-    session = session or boto3.Session(region_name=region)
+    session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     region = region or session.region_name
     sts = session.client("sts", region_name=region, endpoint_url=f"https://sts.{region}.amazonaws.com" if region else None)
 
@@ -168,7 +169,7 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
     """
     import boto3
 
-    session = session or boto3.Session(region_name=region)
+    session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     eks = session.client("eks", region_name=region or session.region_name)
     try:
         info = eks.describe_cluster(name=cluster_name)["cluster"]
@@ -573,6 +574,67 @@ class HyperPodDashboard(_DashboardAccess):
 
 # ----- cluster addresses ---------------------------------------------------------------------------
 SAGEMAKER_RAY_SCHEME = "sagemaker_ray"
+HYPERPOD_CLUSTER_ENV = "HYPERPOD_RL_HYPERPOD_CLUSTER"
+"""Environment variable naming the HyperPod cluster whose EKS API ``sagemaker_ray://`` addresses use
+(IAM credentials only, no kubeconfig); ``hyperpod-rl cluster discover --pick`` prints it."""
+
+
+def hyperpod_eks_api_client(
+    hyperpod_cluster: str, *, region: str | None = None, session: Any = None, sagemaker: Any = None
+) -> k8s.ApiClient:
+    """A ``kubernetes`` ApiClient for a HyperPod cluster's EKS API, from IAM credentials alone.
+
+    SageMaker ``DescribeCluster`` -> ``Orchestrator.Eks.ClusterArn`` -> :func:`eks_api_client` in the
+    EKS cluster's region (from its ARN). ``hyperpod_rl.aws.hyperpod_api_client`` does the same for a
+    cluster picked from ``list_hyperpod_clusters``; this one serves addresses in this layer.
+
+    Args:
+        hyperpod_cluster: the HyperPod cluster's name (or ARN).
+        region: AWS region of the HyperPod cluster (default: the session's).
+        session: a ``boto3.Session``; sagemaker: a boto3 ``sagemaker`` client (tests).
+
+    Raises:
+        ClusterError: no credentials or region, no such cluster, a Slurm-orchestrated cluster, or
+            a cluster that is not ``InService`` (each message says what to do).
+    """
+    import boto3
+    from botocore.config import Config
+
+    try:
+        session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
+        sm = sagemaker or session.client(
+            "sagemaker", region_name=region or session.region_name, config=Config(connect_timeout=5, read_timeout=20)
+        )
+        info = sm.describe_cluster(ClusterName=hyperpod_cluster)
+    except ClientError as exc:
+        code = str((exc.response.get("Error") or {}).get("Code", ""))
+        if code in ("ResourceNotFound", "ValidationException"):
+            raise ClusterError(
+                f"no HyperPod cluster {hyperpod_cluster!r} in {sm.meta.region_name}: check {HYPERPOD_CLUSTER_ENV} and AWS_REGION "
+                "(hyperpod-rl cluster discover lists the clusters)"
+            ) from None
+        raise ClusterError(
+            f"cannot describe HyperPod cluster {hyperpod_cluster!r}: {code}; the role needs sagemaker:DescribeCluster"
+        ) from None
+    except BotoCoreError as exc:  # NoRegionError, NoCredentialsError, endpoint errors
+        raise ClusterError(
+            f"cannot describe HyperPod cluster {hyperpod_cluster!r}: {type(exc).__name__}; "
+            "configure AWS credentials and AWS_REGION (Studio sets both)"
+        ) from None
+    eks_arn = str(((info.get("Orchestrator") or {}).get("Eks") or {}).get("ClusterArn", ""))
+    if not eks_arn:
+        raise ClusterError(
+            f"HyperPod cluster {hyperpod_cluster!r} has no EKS orchestrator (Slurm?): "
+            "sagemaker_ray:// addresses need an EKS-orchestrated cluster with KubeRay"
+        )
+    status = str(info.get("ClusterStatus", ""))
+    if status != "InService":
+        raise ClusterError(f"HyperPod cluster {hyperpod_cluster!r} is {status}: wait until it is InService")
+    parts = eks_arn.split(":")
+    eks_region = parts[3] if len(parts) > 3 and parts[3] else sm.meta.region_name
+    return eks_api_client(eks_arn.rsplit("/", 1)[-1], region=eks_region, session=session)
+
+
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -637,6 +699,8 @@ def cluster_access(
     api_client: k8s.ApiClient | None = None,
     context: str | None = None,
     ray_token: SecretStr | str | None = None,
+    hyperpod_cluster: str | None = None,
+    region: str | None = None,
 ) -> Any:
     """The access object (``job_client()``, ``call``, ``probe``) a cluster address names.
 
@@ -646,10 +710,14 @@ def cluster_access(
 
     Args:
         address: see `parse_address`.
-        api_client: Kubernetes client for ``sagemaker_ray://`` addresses; default: the kubeconfig
-            (``context`` selects one), the way AWS's toolkit resolves them. From IAM alone:
-            ``hyperpod_rl.aws.hyperpod_api_client("<HyperPod cluster>")``.
+        api_client: Kubernetes client for ``sagemaker_ray://`` addresses. Default: when a HyperPod
+            cluster is named (``hyperpod_cluster``, else the ``HYPERPOD_RL_HYPERPOD_CLUSTER``
+            environment variable), its EKS API from IAM credentials alone
+            (:func:`hyperpod_eks_api_client`, what a Studio space without a kubeconfig needs); else
+            the kubeconfig (``context`` selects one), the way AWS's toolkit resolves them.
         ray_token: Ray auth token for an ``http(s)://`` address (default ``RAY_AUTH_TOKEN``).
+        hyperpod_cluster: HyperPod cluster name for ``sagemaker_ray://`` addresses (see ``api_client``).
+        region: AWS region of that HyperPod cluster (default: the environment's).
 
     Returns:
         `HyperPodDashboard` for ``sagemaker_ray://``, the ``LocalCluster`` for ``local`` (or its
@@ -661,10 +729,20 @@ def cluster_access(
     """
     parsed = address if isinstance(address, ClusterAddress) else parse_address(address)
     if parsed.kind == SAGEMAKER_RAY_SCHEME:
-        if api_client is None:
+        hyperpod_cluster = hyperpod_cluster or os.environ.get(HYPERPOD_CLUSTER_ENV) or None
+        if api_client is None and hyperpod_cluster:
+            api_client = hyperpod_eks_api_client(hyperpod_cluster, region=region)
+        elif api_client is None:
             from hyperpod_rl.cluster.kube import load_api_client
 
-            api_client = load_api_client(context=context)
+            try:
+                api_client = load_api_client(context=context)
+            except ClusterError:
+                raise ClusterError(
+                    f"cannot reach {parsed}: no HyperPod cluster named and no kubeconfig; set {HYPERPOD_CLUSTER_ENV}=<HyperPod "
+                    "cluster> (hyperpod-rl cluster discover lists them; IAM credentials suffice), or write a kubeconfig with "
+                    "`aws eks update-kubeconfig --name <EKS cluster>`"
+                ) from None
         return HyperPodDashboard(parsed.raycluster, parsed.namespace, api_client=api_client)
     from hyperpod_rl.cluster.local import current_local_cluster
 

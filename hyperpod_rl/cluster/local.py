@@ -465,10 +465,15 @@ class _NotYet(Exception):
 
 
 def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
-    """Wait until the job API answers with the token, then until a no-op job has run.
+    """Wait until the job API answers with the token, then until a no-op job has succeeded.
 
-    The job API answers before its agent can run jobs ("No available agent to submit job"), so
-    a cluster is only handed out once a job has really run.
+    The job API answers before its agent can run jobs ("No available agent to submit job"), and
+    on a loaded machine the first job's supervisor may not start in time (the job then FAILS), so
+    a cluster is only handed out once a no-op job (``true``) has really SUCCEEDED; a probe that
+    failed is followed by a new one. The probe leaves nothing in ``ray job list``: every attempt
+    has its own id (``hprl-ready-<ms>-<n>``, so a retried submit never dead-ends on "already
+    exists"), and every probe job, whatever its status, is removed before this returns or raises
+    (:func:`_remove_probe_jobs`).
 
     Raises:
         ClusterError: not ready within ``timeout_s`` seconds (each stage).
@@ -488,7 +493,21 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
         )
 
     client = cluster.job_client()
-    submission_id = f"hprl-ready-{int(time.time() * 1000)}"
+    prefix = f"hprl-ready-{int(time.time() * 1000)}-"
+    tries = 0
+
+    def probe() -> None:
+        nonlocal tries
+        tries += 1
+        submission_id = client.submit_job(entrypoint="true", submission_id=f"{prefix}{tries}")
+        deadline = time.monotonic() + timeout_s
+        while not (status := JobStatus(client.get_job_status(submission_id))).is_terminal():
+            if time.monotonic() > deadline:
+                raise _NotYet(f"no-op job {submission_id} still {status.value}")
+            time.sleep(0.5)
+        if status != JobStatus.SUCCEEDED:
+            raise _NotYet(f"no-op job {submission_id} {status.value}: {client.get_job_info(submission_id).message}")
+
     try:
         for attempt in retrying():
             with attempt:
@@ -496,15 +515,50 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
                     raise _NotYet("job API not answering")
         for attempt in retrying():
             with attempt:
-                client.submit_job(entrypoint="true", submission_id=submission_id)
-        for attempt in retrying():
-            with attempt:
-                if not JobStatus(client.get_job_status(submission_id)).is_terminal():
-                    raise _NotYet("no-op job still running")
+                probe()
     except RetryError as err:
         cause = err.last_attempt.exception()
         raise ClusterError(f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({cause})") from None
-    client.delete_job(submission_id)
+    finally:
+        if tries:
+            _remove_probe_jobs(client, prefix)
+
+
+def _remove_probe_jobs(client: Any, prefix: str, *, quiet_s: float = 5.0, timeout_s: float = 60.0) -> None:
+    """Stop and delete every job whose submission id starts with ``prefix`` (the readiness
+    probe's) until ``ray job list`` has shown none of them for ``quiet_s`` seconds.
+
+    Why a quiet period: Ray 2.57's job manager keeps monitoring a job until it sees the job's
+    supervisor actor exit; when the job record was deleted first, it writes the status again
+    (``put_status`` creates a record when none exists, ``dashboard/modules/job/common.py``), so a
+    deleted probe came back as FAILED. Deleting again whatever reappears, until nothing has for
+    ``quiet_s`` seconds, leaves the list clean. Best effort when the job API itself is gone (the
+    cluster is then being stopped anyway); gives up after ``timeout_s`` seconds.
+    """
+    from ray.job_submission import JobStatus
+
+    deadline = time.monotonic() + timeout_s
+    quiet_since: float | None = None
+    while time.monotonic() < deadline:
+        try:
+            jobs = [j for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)]
+        except (RuntimeError, OSError):
+            return
+        if not jobs:
+            quiet_since = quiet_since or time.monotonic()
+            if time.monotonic() - quiet_since >= quiet_s:
+                return
+        else:
+            quiet_since = None
+        for job in jobs:
+            try:
+                if JobStatus(job.status).is_terminal():
+                    client.delete_job(job.submission_id)
+                else:
+                    client.stop_job(job.submission_id)
+            except (RuntimeError, OSError):
+                continue  # not deletable yet (a stop in progress): next round
+        time.sleep(0.5)
 
 
 def current_local_cluster() -> LocalCluster | None:

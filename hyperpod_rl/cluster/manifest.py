@@ -91,6 +91,7 @@ HEAD_PORTS = (("gcs-server", 6379), ("dashboard", 8265), ("client", 10001), ("me
 HEAD_START = {"dashboard-host": "0.0.0.0", "num-cpus": "0", "num-gpus": "0", "metrics-export-port": str(METRICS_PORT)}
 WORKER_START = {"metrics-export-port": str(METRICS_PORT)}
 _CONVENTION_LABELS = (MANAGED_BY_LABEL, CREATED_BY_LABEL, CLUSTER_NAME_LABEL, KUEUE_QUEUE_LABEL, KUEUE_PRIORITY_LABEL)
+_KUEUE_LABELS = (KUEUE_QUEUE_LABEL, KUEUE_PRIORITY_LABEL)
 _SERVER_FIELDS = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink", "deletionTimestamp")
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _OLDER_VERSIONS = ("ray.io/v1alpha1",)  # same fields as v1 (conversion strategy None in the CRD)
@@ -237,10 +238,10 @@ def _cluster_labels(data: Data, *, fresh: bool) -> dict[str, str]:
     if data.get("hyperpod_cluster"):
         labels[CLUSTER_NAME_LABEL] = data["hyperpod_cluster"]
     queue = kueue_queue(data["namespace"])
-    if queue:
+    if queue:  # Kueue labels only where HyperPod task governance runs Kueue: hyperpod-ns-<team>
         labels[KUEUE_QUEUE_LABEL] = queue
-    if data.get("priority_class"):
-        labels[KUEUE_PRIORITY_LABEL] = data["priority_class"]
+        if data.get("priority_class"):
+            labels[KUEUE_PRIORITY_LABEL] = data["priority_class"]
     return labels
 
 
@@ -467,13 +468,16 @@ def read_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
         },
         "worker_groups": [],
         "storage": _read_storage(head_template, head_container),
-        "labels": {k: v for k, v in all_labels.items() if k not in _CONVENTION_LABELS},
+        # outside task-governance namespaces Kueue labels are the user's own: kept as they are
+        "labels": {
+            k: v for k, v in all_labels.items() if k not in _CONVENTION_LABELS or (k in _KUEUE_LABELS and kueue_queue(namespace) is None)
+        },
         "auth_mode": auth.get("mode") or "disabled",
         "auth_secret_name": auth.get("secretName") or None,
         "shm_size_gib": _gib(limit) if limit is not None else None,
         "created_by": all_labels.get(CREATED_BY_LABEL),
         "hyperpod_cluster": all_labels.get(CLUSTER_NAME_LABEL),
-        "priority_class": all_labels.get(KUEUE_PRIORITY_LABEL),
+        "priority_class": all_labels.get(KUEUE_PRIORITY_LABEL) if kueue_queue(namespace) else None,
     }
     for path, group in worker_groups(obj):
         template = group.get("template") or {}

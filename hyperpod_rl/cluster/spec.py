@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -246,7 +247,8 @@ class ClusterSpec(_ClusterModel):
     sidebar lists this RayCluster; None = no label."""
     priority_class: str | None = None
     """Kueue ``kueue.x-k8s.io/priority-class`` label (a task-governance priority class such as
-    ``training-priority``); None = no label."""
+    ``training-priority``); set only in task-governance namespaces ``hyperpod-ns-<team>``, where
+    Kueue runs (elsewhere the value is kept but not written); None = no label."""
     source_manifest: dict[str, Any] | None = Field(default=None, repr=False)
     """The imported RayCluster (server fields removed); export rewrites only what changed in it.
     None for new specs."""
@@ -342,7 +344,17 @@ class ClusterSpec(_ClusterModel):
             kuberay: a supported KubeRay version (``"1.7"`` or ``"1.5"``).
             feature_gates: operator feature gates known to be on or off.
         """
-        return _rules.check_manifest(self._export(), kuberay=kuberay, feature_gates=feature_gates)
+        report = _rules.check_manifest(self._export(), kuberay=kuberay, feature_gates=feature_gates)
+        if self.priority_class and _manifest.kueue_queue(self.namespace) is None:
+            unused = _rules.Violation(
+                "HP-KUEUE-NAMESPACE",
+                f"$.metadata.labels['{_manifest.KUEUE_PRIORITY_LABEL}']",
+                f"priority_class {self.priority_class!r} is not written: Kueue labels are set only in task-governance "
+                f"namespaces hyperpod-ns-<team>, and {self.namespace!r} is not one; use such a namespace or drop priority_class",
+                "warning",
+            )
+            report = dataclasses.replace(report, warnings=(*report.warnings, unused))
+        return report
 
     def to_manifest(self) -> dict[str, Any]:
         """The ``ray.io/v1`` RayCluster for this spec (a fresh dict).

@@ -220,6 +220,11 @@ def _skyrl(cfg: RunConfig) -> list[str]:
         out.append(
             f"lora.rank={lo.rank} is not a rank vLLM can serve (max_lora_rank must be one of {list(VLLM_LORA_RANKS)}): pick one of those"
         )
+    if lo.max_serving_rank not in VLLM_LORA_RANKS:
+        up = next((r for r in VLLM_LORA_RANKS if r >= lo.max_serving_rank), VLLM_LORA_RANKS[-1])
+        out.append(
+            f"lora.max_serving_rank={lo.max_serving_rank} is not a --max-lora-rank vLLM starts with (one of {list(VLLM_LORA_RANKS)}): use {up}"
+        )
     if lo.rank > lo.max_serving_rank:
         out.append(
             f"lora.rank={lo.rank} is above the serving limit lora.max_serving_rank={lo.max_serving_rank} "

@@ -19,7 +19,7 @@ from hyperpod_rl.maze.audit import AUDIT_CASES, AuditReport, run_audit
 from hyperpod_rl.maze.dataset import SPLITS, DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.maze.generate import ALGORITHMS, generate_maze
 from hyperpod_rl.maze.grid import DIRECTIONS, Cell, Maze, default_max_turns
-from hyperpod_rl.maze.messages import SYSTEM_PROMPT, build_prompt, clean_messages, decode_image_part, image_part
+from hyperpod_rl.maze.messages import SYSTEM_PROMPT, build_prompt, clean_messages, decode_image_part, flatten_alpha, image_part
 from hyperpod_rl.maze.registry import ENV_CLASS, make_env, register_env
 from hyperpod_rl.maze.render import (
     RenderStyle,
@@ -60,6 +60,7 @@ __all__ = [
     "default_max_turns",
     "encode_png",
     "fit_style",
+    "flatten_alpha",
     "generate_maze",
     "image_part",
     "image_size_px",

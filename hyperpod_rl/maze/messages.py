@@ -33,6 +33,7 @@ __all__ = [
     "clean_messages",
     "decode_image_part",
     "feedback_text",
+    "flatten_alpha",
     "image_part",
     "instructions",
     "observation_message",
@@ -64,8 +65,41 @@ def image_part(maze: Maze, agent: Cell | None = None, style: RenderStyle | None 
     return {"type": "image_url", "image_url": {"url": _DATA_URI_PREFIX + b64}}
 
 
+#: The background transparent pixels are composited onto (white, as vLLM's ``rgba_to_rgb`` and
+#: qwen-vl-utils' ``to_rgb`` do).
+BACKGROUND_RGB: Final[tuple[int, int, int]] = (255, 255, 255)
+
+
+def flatten_alpha(img: Image.Image) -> Image.Image:
+    """An RGB image with any transparency composited onto white (:data:`BACKGROUND_RGB`).
+
+    The one conversion every image decode point uses (training data, evaluation, the local serve
+    route, the serving client). A plain ``img.convert("RGB")`` drops alpha and keeps the stored
+    colour of transparent pixels, which PNG writers often store as ``(0, 0, 0, 0)``: a maze on a
+    transparent background then comes out black. vLLM (``vllm/multimodal/image.py``,
+    ``rgba_to_rgb``) and qwen-vl-utils (``to_rgb``) composite RGBA onto white; this does the same
+    for every mode with transparency: RGBA, LA, PA, and palette or RGB/L images with a PNG
+    ``tRNS`` chunk (``img.info["transparency"]``). Partly transparent pixels are blended
+    (``out = a * colour + (1 - a) * 255``).
+
+    Args:
+        img: a decoded PIL image of any mode.
+
+    Returns:
+        A new RGB image of the same size (``img`` itself when it is already RGB without
+        transparency).
+    """
+    has_alpha = img.mode in ("RGBA", "LA", "PA", "RGBa", "La") or "transparency" in img.info
+    if not has_alpha:
+        return img if img.mode == "RGB" else img.convert("RGB")
+    rgba = img.convert("RGBA")
+    background = Image.new("RGBA", rgba.size, (*BACKGROUND_RGB, 255))
+    return Image.alpha_composite(background, rgba).convert("RGB")
+
+
 def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
-    """Decode an image content part back to an RGB PIL image.
+    """Decode an image content part back to an RGB PIL image (transparency composited onto
+    white by :func:`flatten_alpha`).
 
     Accepts ``{"type": "image_url", "image_url": {"url": "data:image/...;base64,..."}}`` and
     ``{"type": "image", "image": <PIL image | data URI | PNG bytes>}``.
@@ -81,7 +115,7 @@ def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
     else:
         raise MazeError(f"content part of type {kind!r} is not an image part (expected 'image_url' or 'image')")
     if isinstance(payload, Image.Image):
-        return payload.convert("RGB")
+        return flatten_alpha(payload)
     if isinstance(payload, str):
         if not payload.startswith("data:image/") or ";base64," not in payload:
             raise MazeError("image part URL must be a base64 data URI (data:image/png;base64,...)")
@@ -93,7 +127,8 @@ def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
         raise MazeError(f"image part payload of type {type(payload).__name__} cannot be decoded")
     try:
         with Image.open(io.BytesIO(payload)) as img:
-            return img.convert("RGB")
+            img.load()
+            return flatten_alpha(img)
     except (UnidentifiedImageError, OSError) as e:
         raise MazeError(f"image part bytes are not a readable image: {e}") from e
 

@@ -24,7 +24,16 @@ from hyperpod_rl.model.tiny import (
     directory_revision,
 )
 
-__all__ = ["TINY_PATH", "hub_revision", "load_base_model", "load_processor", "resolve_base_model", "resolve_device", "revision_of", "save_tiny_base_model"]
+__all__ = [
+    "TINY_PATH",
+    "hub_revision",
+    "load_base_model",
+    "load_processor",
+    "resolve_base_model",
+    "resolve_device",
+    "revision_of",
+    "save_tiny_base_model",
+]
 
 #: ``model.path`` value that names the embedded tiny model.
 TINY_PATH = "tiny"

@@ -226,6 +226,11 @@ class MazePolicy:
             self._cache[key] = hit
         return hit
 
+    def prompt_tokens(self, messages: Conversation) -> int:
+        """Tokens of one prompt as the model sees it: chat template text plus vision tokens
+        (the encoding :meth:`act` uses, from the same cache)."""
+        return int(self._encode_prompt(messages)["input_ids"].shape[1])
+
     def collate(self, prompts: Sequence[Conversation], prefixes: Sequence[Sequence[int]]) -> tuple[dict[str, torch.Tensor], list[int]]:
         """Left-pad prompt + response-prefix tokens of B rows into model inputs.
 

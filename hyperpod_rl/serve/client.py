@@ -1,6 +1,8 @@
 """Client of the OpenAI-style ``/v1/chat/completions`` route (local Ray Serve or vLLM).
 
 - :func:`chat`: one request, the answer text and its latency.
+- :func:`image_url_part`: an image of your own (file, bytes or PIL image) as an ``image_url``
+  part, transparency composited onto white first, so every server sees the same pixels.
 - :func:`solve`: play one maze through the served model, turn by turn, with the skyrl-gym maze
   env scoring every move exactly as in training and evaluation.
 """
@@ -13,9 +15,47 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import Maze, make_env
+from hyperpod_rl.maze import Maze, flatten_alpha, make_env
 
-__all__ = ["SolveResult", "chat", "maze_request", "solve"]
+__all__ = ["SolveResult", "chat", "image_url_part", "maze_request", "solve"]
+
+
+def image_url_part(image: Any) -> dict[str, Any]:
+    """An OpenAI ``image_url`` content part (PNG data URL) for an image of your own.
+
+    The image is decoded and flattened with :func:`hyperpod_rl.maze.flatten_alpha` before it is
+    encoded: transparent pixels become white, as in training, evaluation and the local serve
+    route, whatever the server does with alpha (older vLLM releases drop LA and palette alpha).
+
+    Args:
+        image: a path (``str`` or ``Path``), PNG/JPEG bytes, or a PIL image, of any mode.
+
+    Returns:
+        ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`` holding an
+        RGB PNG.
+
+    Raises:
+        ServeError: the file or bytes are not a readable image.
+    """
+    import base64
+    import io
+    from pathlib import Path
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        if isinstance(image, Image.Image):
+            rgb = flatten_alpha(image)
+        else:
+            raw = Path(image).read_bytes() if isinstance(image, (str, Path)) else bytes(image)
+            with Image.open(io.BytesIO(raw)) as img:
+                img.load()
+                rgb = flatten_alpha(img)
+    except (UnidentifiedImageError, OSError) as err:
+        raise ServeError(f"not a readable image ({err.__class__.__name__}): pass a PNG or JPEG file, its bytes, or a PIL image") from None
+    buf = io.BytesIO()
+    rgb.save(buf, format="PNG")
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")}}
 
 
 def maze_request(row: dict[str, Any], *, model: str, temperature: float = 0.0) -> dict[str, Any]:
@@ -49,8 +89,14 @@ def chat(endpoint: str, request: dict[str, Any], *, timeout_s: float = 60.0, ses
     latency = time.perf_counter() - start
     if resp.status_code >= 400:
         try:
-            detail = resp.json().get("detail")
+            body = resp.json()
         except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):  # OpenAI's error shape (this server, vLLM)
+            detail = body["error"].get("message")
+        elif isinstance(body, dict) and "detail" in body:
+            detail = body["detail"]
+        else:
             detail = resp.text[:500]
         raise ServeError(f"{resp.status_code} from {endpoint}: {detail}")
     return resp.json()["choices"][0]["message"]["content"], latency

@@ -30,11 +30,13 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from hyperpod_rl.base import Model, format_validation_error
+from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ConfigError, ServeError
 from hyperpod_rl.serve.preflight import (
     BaseModelRef,
     PreflightReport,
     preflight,
+    vllm_lora_rank_for,
     vllm_server,
 )
 
@@ -52,9 +54,6 @@ __all__ = [
     "vllm_job",
     "vllm_serve_args",
 ]
-
-#: vLLM ``LoRAConfig.max_lora_rank`` choices (``MaxLoRARanks``).
-VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 #: The ``vllm serve`` flags this package generates, with their value kind: ``flag`` (no value),
 #: ``int``, ``float``, ``str``, ``json`` (a JSON object), ``lora`` (``--lora-modules`` items),
@@ -74,13 +73,25 @@ VLLM_FLAGS: dict[str, Any] = {
     "--max-cpu-loras": "int",
     "--lora-modules": "lora",
     "--limit-mm-per-prompt": "json",
-    "--generation-config": "str",
+    "--generation-config": "generation_config",
     "--override-generation-config": "json",
     "--chat-template": "str",
     "--trust-remote-code": "flag",
     "--enforce-eager": "flag",
     "--host": "str",
     "--port": "int",
+}
+
+#: Smallest value of the numeric flags (vLLM: ``LoRAConfig.max_loras`` ``ge=1``,
+#: ``CacheConfig.gpu_memory_utilization`` ``gt=0, le=1``, ``ParallelConfig.tensor_parallel_size``
+#: and ``SchedulerConfig.max_num_seqs`` positive).
+_VLLM_MIN: dict[str, float] = {
+    "--max-loras": 1,
+    "--max-cpu-loras": 1,
+    "--tensor-parallel-size": 1,
+    "--max-num-seqs": 1,
+    "--max-model-len": 1,
+    "--port": 1,
 }
 
 #: ``EngineArgs`` field names accepted in Ray Serve LLM ``engine_kwargs`` (the engine flags above).
@@ -152,7 +163,9 @@ class ClusterServeSpec(Model):
     @classmethod
     def _rank(cls, value: int | None) -> int | None:
         if value is not None and value not in VLLM_LORA_RANKS:
-            raise ValueError(f"max_lora_rank={value} is not one of vLLM's {VLLM_LORA_RANKS}")
+            up = vllm_lora_rank_for(value)
+            hint = f"use {up}, the next one up" if up is not None else f"{VLLM_LORA_RANKS[-1]} is the largest"
+            raise ValueError(f"max_lora_rank={value} is not one of vLLM's {VLLM_LORA_RANKS}: {hint}")
         return value
 
     @property
@@ -184,17 +197,19 @@ def _lora_limits(spec: ClusterServeSpec) -> tuple[int, int]:
     top = max(_adapter_rank(p) for p in spec.adapters.values())
     if spec.max_lora_rank is not None:
         rank = spec.max_lora_rank
+        up = vllm_lora_rank_for(top)
         if top > rank:
             raise ConfigError(
-                f"max_lora_rank={rank} is below the largest adapter rank {top}: set max_lora_rank >= {top} (vLLM --max-lora-rank) or leave it unset"
+                f"max_lora_rank={rank} is below the largest adapter rank {top}: "
+                + (f"set max_lora_rank={up} (vLLM --max-lora-rank {up}) or leave it unset" if up else "train with a smaller lora.rank")
             )
     else:
-        fitting = [r for r in VLLM_LORA_RANKS if r >= top]
-        if not fitting:
+        fitting = vllm_lora_rank_for(top)
+        if fitting is None:
             raise ConfigError(
                 f"adapter rank {top} exceeds vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}: train with a smaller lora.rank"
             )
-        rank = fitting[0]
+        rank = fitting
     return rank, spec.max_loras or len(spec.adapters)
 
 
@@ -280,7 +295,9 @@ def check_vllm_args(args: list[str]) -> None:
         ConfigError: not ``vllm serve MODEL``, an unknown flag, a missing or ill-typed value,
             a ``--lora-modules`` item that is neither ``name=path`` nor JSON with name and path,
             ``--max-cpu-loras`` below ``--max-loras``, ``--max-loras``/``--max-lora-rank``
-            without ``--enable-lora``, or an adapter rank that ``--max-lora-rank`` cannot hold.
+            without ``--enable-lora``, a ``--max-lora-rank`` outside vLLM's accepted set, a
+            numeric value below vLLM's minimum, or a ``--generation-config`` that is neither
+            ``auto``, ``vllm`` nor a folder path.
     """
     if len(args) < 3 or args[:2] != ["vllm", "serve"] or args[2].startswith("-"):
         raise ConfigError(f"the command must start with 'vllm serve MODEL', got {shlex.join(args[:3])!r}")
@@ -302,9 +319,15 @@ def check_vllm_args(args: list[str]) -> None:
             raise ConfigError(f"{flag} {value}: must be one of {list(kind)} (vLLM)")
         if kind in ("int", "float"):
             try:
-                int(value) if kind == "int" else float(value)
+                number = int(value) if kind == "int" else float(value)
             except ValueError:
                 raise ConfigError(f"{flag} {value!r}: must be an {kind}") from None
+            if number < _VLLM_MIN.get(flag, float("-inf")):
+                raise ConfigError(f"{flag} {value}: must be >= {_VLLM_MIN[flag]:g} (vLLM)")
+            if flag == "--gpu-memory-utilization" and not 0 < number <= 1:
+                raise ConfigError(f"{flag} {value}: must be in (0, 1] (vLLM CacheConfig)")
+        if kind == "generation_config" and value not in ("auto", "vllm") and not value.startswith("/"):
+            raise ConfigError(f"{flag} {value!r}: must be 'auto', 'vllm' or an absolute folder path (vLLM ModelConfig.generation_config)")
         if kind == "json":
             try:
                 parsed = json.loads(value)
@@ -511,5 +534,9 @@ def validate_llm_config(config: dict[str, Any]) -> Any:
         if not engine.get("enable_lora"):
             raise ConfigError("lora_config needs engine_kwargs.enable_lora=True")
         if engine.get("max_lora_rank", 16) not in VLLM_LORA_RANKS:
-            raise ConfigError(f"engine_kwargs.max_lora_rank={engine.get('max_lora_rank')} is not one of vLLM's {VLLM_LORA_RANKS}")
+            up = vllm_lora_rank_for(int(engine["max_lora_rank"]))
+            raise ConfigError(
+                f"engine_kwargs.max_lora_rank={engine.get('max_lora_rank')} is not one of vLLM's {VLLM_LORA_RANKS}"
+                + (f": use {up}, the next one up" if up is not None else "")
+            )
     return parsed

@@ -5,11 +5,23 @@ peft (``load_adapter`` under its name); a request picks one with ``model``: the 
 or ``"base"`` for the base model with adapters disabled. Image parts are OpenAI
 ``image_url`` parts carrying ``data:image/png;base64,...`` URLs.
 
+The route speaks OpenAI's chat-completions format, so the official ``openai`` SDK works
+against it unchanged (``tests/serve/test_openai_sdk.py``):
+
+- the answer is an OpenAI ``chat.completion`` with ``usage`` = ``prompt_tokens`` (chat template
+  text plus vision tokens), ``completion_tokens`` and ``total_tokens``;
+- ``stream=True`` answers with server-sent events in OpenAI's ``chat.completion.chunk`` format
+  (a role chunk, the content, a chunk with ``finish_reason``, a ``usage`` chunk when
+  ``stream_options.include_usage`` is set, then ``data: [DONE]``). The move is computed in one
+  forward pass (one token is sampled), so the content arrives in one chunk;
+- every error body is OpenAI's ``{"error": {"message", "type", "code", "param"}}``.
+
 Bad requests get a 4xx with a message that says what to fix, and never take the replica down:
-400 for malformed JSON, bad base64 or a request without an image, 404 for an unknown model,
-413 for an image over :data:`MAX_IMAGE_PX` pixels per side or a body over
-:data:`MAX_BODY_BYTES`. The image size is read from the image header before any pixel is
-decoded.
+400 for malformed JSON, bad base64, a request without an image or ``n`` other than 1, 404 for
+an unknown model (code ``model_not_found``), 413 for an image over :data:`MAX_IMAGE_PX` pixels
+per side or a body over :data:`MAX_BODY_BYTES`. The image size is read from the image header
+before any pixel is decoded. Transparent images are composited onto white
+(:func:`hyperpod_rl.maze.flatten_alpha`), as vLLM does.
 
 Every adapter passes :func:`hyperpod_rl.serve.preflight.preflight` (against
 :data:`~hyperpod_rl.serve.preflight.LOCAL_SERVER`) before the deploy job is even submitted, and
@@ -36,6 +48,7 @@ __all__ = [
     "MAX_IMAGE_PX",
     "SERVE_APP_NAME",
     "ChatRequest",
+    "openai_error",
     "action_constraint_of",
     "build_app",
     "check_adapters",
@@ -76,11 +89,37 @@ class ChatRequest(BaseModel):
     temperature: float = Field(0.0, ge=0.0, description="0 = greedy")
     max_tokens: int | None = Field(None, gt=0)
     seed: int | None = None
+    n: int = Field(1, description="choices per request; only 1 is served")
+    stream: bool = Field(False, description="answer with server-sent events (chat.completion.chunk)")
+    stream_options: dict[str, Any] | None = Field(None, description="{'include_usage': true} adds a usage chunk")
+
+
+#: OpenAI error ``type`` per HTTP status (``openai`` SDK: ``BadRequestError`` 400,
+#: ``NotFoundError`` 404, ``UnprocessableEntityError`` 422, ``InternalServerError`` >= 500).
+_ERROR_TYPES = {400: "invalid_request_error", 404: "invalid_request_error", 413: "invalid_request_error", 422: "invalid_request_error"}
+
+
+def openai_error(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    """The body of an error answer in OpenAI's shape.
+
+    Args:
+        status: the HTTP status (picks ``type``: ``invalid_request_error`` for 4xx,
+            ``server_error`` for 5xx).
+        message: what is wrong and what to change.
+        code: a machine-readable code, e.g. ``"model_not_found"``.
+
+    Returns:
+        ``{"error": {"message", "type", "code", "param"}}`` (``param`` is always ``None``).
+    """
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "code": code, "param": None}}
 
 
 def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
     """Messages in the policy's format, with images decoded and checked (raises ValueError / LookupError)."""
     from PIL import Image, UnidentifiedImageError
+
+    from hyperpod_rl.maze import flatten_alpha
 
     out: list[dict[str, Any]] = []
     images = 0
@@ -114,7 +153,7 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                     raise ValueError(
                         "image_url data is not a readable image (truncated or damaged): send complete PNG or JPEG bytes"
                     ) from None
-                parts.append({"type": "image", "image": img.convert("RGB")})
+                parts.append({"type": "image", "image": flatten_alpha(img)})  # transparency onto white, as vLLM
                 images += 1
             else:
                 raise ValueError(f"unsupported content part type {part.type!r}: use 'text' or 'image_url'")
@@ -171,10 +210,30 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
         A bound ``ray.serve`` application for ``serve.run``.
     """
     from fastapi import FastAPI, HTTPException, Request
-    from fastapi.responses import JSONResponse
+    from fastapi.responses import JSONResponse, StreamingResponse
     from ray import serve
+    from starlette.exceptions import HTTPException as StarletteHTTPException
 
     api = FastAPI(title="hyperpod-rl local serving")
+
+    def fail(status: int, code: str, message: str) -> HTTPException:
+        return HTTPException(status_code=status, detail={"code": code, "message": message})
+
+    @api.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, dict) else {"message": str(exc.detail), "code": None}
+        if detail.get("code") is None and exc.status_code == 404:  # a path this server does not have
+            detail = {
+                "message": f"{request.url.path} is not a route of this server: use /v1/chat/completions or /v1/models",
+                "code": "not_found",
+            }
+        return JSONResponse(openai_error(exc.status_code, detail["message"], detail["code"]), status_code=exc.status_code)
+
+    @api.exception_handler(Exception)
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse(
+            openai_error(500, f"the model failed on this request: {exc.__class__.__name__}: {exc}", "server_error"), status_code=500
+        )
 
     @serve.deployment(
         name="MazeModelServer",
@@ -229,45 +288,70 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
             raw = await request.body()
             if len(raw) > MAX_BODY_BYTES:
-                raise HTTPException(
-                    status_code=413,
-                    detail=f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send one downscaled maze image",
+                raise fail(
+                    413,
+                    "request_too_large",
+                    f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send one downscaled maze image",
                 )
             try:
                 body = json.loads(raw)
             except ValueError:
-                raise HTTPException(status_code=400, detail="the body is not JSON: send an OpenAI chat-completions request") from None
+                raise fail(400, "invalid_json", "the body is not JSON: send an OpenAI chat-completions request") from None
             try:
                 req = ChatRequest.model_validate(body)
             except ValidationError as err:
-                raise HTTPException(
-                    status_code=400, detail=f"invalid request: {err.errors(include_url=False, include_input=False)}"
-                ) from None
+                raise fail(400, "invalid_request", f"invalid request: {err.errors(include_url=False, include_input=False)}") from None
+            if req.n != 1:
+                raise fail(
+                    400, "unsupported_n", f"n={req.n} is not served: this server answers one choice per request; send {req.n} requests"
+                )
             if req.model != "base" and req.model not in self.names:
-                raise HTTPException(status_code=404, detail=f"unknown model {req.model!r}: use one of {['base', *self.names]}")
+                raise fail(404, "model_not_found", f"unknown model {req.model!r}: use one of {['base', *self.names]}")
             try:
                 messages = _decode_images(req)
             except OverflowError as err:
-                raise HTTPException(status_code=413, detail=str(err)) from None
+                raise fail(413, "image_too_large", str(err)) from None
             except ValueError as err:
-                raise HTTPException(status_code=400, detail=str(err)) from None
+                raise fail(400, "invalid_image", str(err)) from None
             start = time.perf_counter()
             # the model runs in a worker thread: the replica's event loop keeps answering
             action = await asyncio.to_thread(self._act, req.model, messages, req.temperature, req.seed)
+            prompt_tokens = await asyncio.to_thread(self.policy.prompt_tokens, messages)
             latency_ms = (time.perf_counter() - start) * 1000
+            ids = action.response_ids
+            finish = "length" if self.policy.action_constraint == "none" and (not ids or ids[-1] != self.policy.eos_id) else "stop"
+            usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(ids), "total_tokens": prompt_tokens + len(ids)}
+            head = {"id": f"chatcmpl-{uuid.uuid4().hex[:16]}", "created": int(time.time()), "model": req.model}
+            if req.stream:
+                return StreamingResponse(_sse_chunks(head, action.text, finish, usage, req.stream_options), media_type="text/event-stream")
             return JSONResponse(
                 {
-                    "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+                    **head,
                     "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": req.model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": "stop"}],
-                    "usage": {"completion_tokens": len(action.response_ids)},
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text}, "finish_reason": finish}],
+                    "usage": usage,
                     "latency_ms": latency_ms,
                 }
             )
 
     return MazeModelServer.bind(model_path, adapters, action_constraint)
+
+
+def _sse_chunks(head: dict[str, Any], text: str, finish: str, usage: dict[str, int], options: dict[str, Any] | None):
+    """Server-sent events of one answer in OpenAI's ``chat.completion.chunk`` format, ending
+    with ``data: [DONE]`` (the format the ``openai`` SDK's ``Stream`` reads)."""
+
+    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
+        return "data: " + json.dumps({**head, "object": "chat.completion.chunk", "choices": choices, **extra}) + "\n\n"
+
+    include_usage = bool((options or {}).get("include_usage"))
+    none = {"usage": None} if include_usage else {}
+    yield event([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}], **none)
+    yield event([{"index": 0, "delta": {"content": text}, "finish_reason": None}], **none)
+    yield event([{"index": 0, "delta": {}, "finish_reason": finish}], **none)
+    if include_usage:
+        yield event([], usage=usage)
+    yield "data: [DONE]\n\n"
 
 
 def check_adapters(model_path: str | Path, adapters: dict[str, str | Path], *, model_id: str | None = None) -> list[Any]:

@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from hyperpod_rl.base import Model
+from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
 
@@ -57,6 +58,7 @@ __all__ = [
     "ServerProfile",
     "preflight",
     "tokenizer_fingerprint",
+    "vllm_lora_rank_for",
     "vllm_server",
 ]
 
@@ -76,6 +78,23 @@ _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 Severity = Literal["error", "warning"]
 
 
+def vllm_lora_rank_for(rank: int) -> int | None:
+    """The smallest ``--max-lora-rank`` vLLM accepts that holds a LoRA rank (the next one up).
+
+    vLLM's ``LoRAConfig.max_lora_rank`` is ``Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]``
+    (``MaxLoRARanks`` in ``vllm/config/lora.py``; docs/references.md §3): any other value is
+    refused at engine start, so a suggestion must be one of those.
+
+    Example:
+        >>> vllm_lora_rank_for(20), vllm_lora_rank_for(32), vllm_lora_rank_for(600)
+        (32, 32, None)
+
+    Returns:
+        The accepted value, or ``None`` when the rank is above vLLM's largest (512).
+    """
+    return next((r for r in VLLM_LORA_RANKS if r >= rank), None)
+
+
 class ServerProfile(Model):
     """What a server can load and how it samples (the target of a preflight).
 
@@ -83,6 +102,8 @@ class ServerProfile(Model):
         name: shown in messages, e.g. ``"local Ray Serve"`` or ``"vLLM"``.
         max_lora_rank: largest LoRA rank the server accepts (vLLM ``--max-lora-rank``, default
             16); ``None``: no limit (peft on CPU).
+        lora_ranks: the only ``max_lora_rank`` values the server starts with (vLLM:
+            :data:`~hyperpod_rl.config.validate.VLLM_LORA_RANKS`); ``None``: any positive value.
         lora_language_model_only: the server applies LoRA to the language model only (vLLM on
             Qwen-VL: vision-tower LoRA weights are dropped or rejected).
         generation_config: ``"auto"``: the base model's ``generation_config.json`` supplies
@@ -93,12 +114,25 @@ class ServerProfile(Model):
             e.g. ``{"temperature": 0.0}`` for greedy decoding.
     """
 
+    error_what = "server profile"
+
     name: str = "server"
     max_lora_rank: int | None = Field(None, gt=0)
+    lora_ranks: tuple[int, ...] | None = None
     lora_language_model_only: bool = False
     generation_config: Literal["auto", "vllm", "ignore"] = "ignore"
     chat_template: str | None = None
     sampling: dict[str, float] = Field(default_factory=lambda: {"temperature": 0.0})
+
+    @model_validator(mode="after")
+    def _accepted_rank(self) -> ServerProfile:
+        if self.max_lora_rank is not None and self.lora_ranks is not None and self.max_lora_rank not in self.lora_ranks:
+            up = next((r for r in self.lora_ranks if r >= self.max_lora_rank), None)
+            hint = f"use {up}, the next accepted value up" if up is not None else f"the largest accepted value is {self.lora_ranks[-1]}"
+            raise ValueError(
+                f"max_lora_rank={self.max_lora_rank} is not a value {self.name} starts with (it accepts only {list(self.lora_ranks)}): {hint}"
+            )
+        return self
 
 
 #: The embedded local server (transformers + peft on CPU): any rank, LoRA anywhere, greedy
@@ -116,13 +150,18 @@ def vllm_server(
 ) -> ServerProfile:
     """The profile of a vLLM OpenAI server (or Ray Serve LLM's vLLM engine) with ``--enable-lora``.
 
-    Facts from vLLM (``vllm/config/lora.py`` ``LoRAConfig.max_lora_rank`` default 16;
-    ``--generation-config`` default ``"auto"`` loads the model's generation config) and
-    docs/references.md §3 (LoRA on the Qwen-VL language model only).
+    Facts from vLLM (``vllm/config/lora.py`` ``LoRAConfig.max_lora_rank`` default 16, one of
+    1, 8, 16, 32, 64, 128, 256, 320, 512; ``--generation-config`` default ``"auto"`` loads the
+    model's generation config) and docs/references.md §3 (LoRA on the Qwen-VL language model only).
+
+    Raises:
+        ConfigError: ``max_lora_rank`` is not a value vLLM accepts (the message names the next
+            accepted one up).
     """
-    return ServerProfile(
+    return ServerProfile.build(
         name="vLLM",
         max_lora_rank=max_lora_rank,
+        lora_ranks=VLLM_LORA_RANKS,
         lora_language_model_only=True,
         generation_config=generation_config,
         chat_template=chat_template,
@@ -463,12 +502,16 @@ class _Checker:
         self.report.rank = rank
         limit = self.server.max_lora_rank
         if limit is not None and rank > limit:
-            self.add(
-                "lora_rank",
-                "error",
-                f"the adapter's LoRA rank is {rank} but {self.server.name} accepts at most {limit}.",
-                f"start the server with max_lora_rank >= {rank} (vLLM --max-lora-rank {rank}), or train with lora.rank <= {limit}",
-            )
+            if self.server.lora_ranks is None:
+                fix = f"start the server with max_lora_rank >= {rank}, or train with lora.rank <= {limit}"
+            else:  # only values the server starts with: the next accepted one up
+                up = next((r for r in self.server.lora_ranks if r >= rank), None)
+                fix = (
+                    f"start the server with --max-lora-rank {up}, or train with lora.rank <= {limit}"
+                    if up is not None
+                    else f"train with lora.rank <= {self.server.lora_ranks[-1]} ({self.server.lora_ranks[-1]} is the largest value of {self.server.name}'s --max-lora-rank)"
+                )
+            self.add("lora_rank", "error", f"the adapter's LoRA rank is {rank} but {self.server.name} accepts at most {limit}.", fix)
 
     def vision_tower(self) -> None:
         if not self.server.lora_language_model_only:

@@ -11,7 +11,10 @@ The dashboard link shown is the address without credentials; tokens and cookies 
 Links open from the browser of this JupyterLab: a local port goes through the server's proxy
 (``<base_url>proxy/<port>/``, :func:`hyperpod_rl.jupyter.browser_link`). In the HyperPod kind a
 :class:`~hyperpod_rl.widgets.hyperpod_picker.HyperPodPicker` offers HyperPod cluster -> namespace ->
-RayCluster; picking one sets the form's name and namespace, the Kubernetes client and the dashboard probe.
+RayCluster; choosing a namespace sets the form's namespace, its ``hyperpod_cluster`` (the
+``sagemaker.amazonaws.com/cluster-name`` label AWS's Ray sidebar reads) and the Kubernetes client, so
+Apply creates a RayCluster there; picking a RayCluster also sets the name and the dashboard probe, and
+hands its access to ``on_cluster`` (``studio()`` points the Run tab at it).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class ClusterPanel(Panel):
         address: dashboard URL for ``via="address"``.
         num_cpus: logical CPUs of the local head (default: all cores).
         wait_timeout_s: Wait gives up after this many seconds.
+        on_cluster: called with the access object (``HyperPodDashboard``) of a picked RayCluster.
 
     Attributes:
         cluster: the running ``LocalCluster`` (local kind), else ``None``.
@@ -61,8 +65,10 @@ class ClusterPanel(Panel):
         address: str | None = None,
         num_cpus: int | None = None,
         wait_timeout_s: float = 900.0,
+        on_cluster: Any = None,
     ) -> None:
         super().__init__()
+        self.on_cluster = on_cluster
         self.kube = kube
         self.dashboard = dashboard
         self.via = via
@@ -92,7 +98,6 @@ class ClusterPanel(Panel):
         self.delete_button = w.Button(description="Delete", icon="trash", button_style="danger")
         self.status_html = w.HTML("")
         self.link = w.HTML("")
-        self.address = ""
         self._picker: Any = None
         self.kind.observe(self.guard(lambda _: self._layout()), names="value")
         self.preset.observe(
@@ -100,7 +105,7 @@ class ClusterPanel(Panel):
                 lambda ch: self.form.set_value(
                     ClusterSpec.from_preset(
                         ch["new"],
-                        **{k: self.form.to_dict()[k] for k in ("name", "namespace")},
+                        **{k: self.form.to_dict()[k] for k in ("name", "namespace", "hyperpod_cluster", "created_by", "priority_class")},
                     )
                 )
             ),
@@ -132,8 +137,15 @@ class ClusterPanel(Panel):
         if self._picker is None:
             from hyperpod_rl.widgets.hyperpod_picker import HyperPodPicker
 
-            self._picker = HyperPodPicker(on_pick=self.guard(self.use_raycluster))
+            self._picker = HyperPodPicker(on_pick=self.guard(self.use_raycluster), on_namespace=self.guard(self.use_namespace))
         return self._picker
+
+    def use_namespace(self, hyperpod_cluster: str, namespace: str, api_client: Any) -> None:
+        """Work in a picked namespace of a HyperPod cluster: form namespace and ``hyperpod_cluster``, Kubernetes client."""
+        from hyperpod_rl.cluster.kube import RayClusterClient
+
+        self.kube = RayClusterClient(api_client)
+        self.form.set_value({"namespace": namespace, "hyperpod_cluster": hyperpod_cluster or None})
 
     def use_raycluster(self, address: str, api_client: Any) -> None:
         """Work on a picked RayCluster: form name/namespace, Kubernetes client, endpoint-operator probe."""
@@ -143,8 +155,11 @@ class ClusterPanel(Panel):
         parsed = parse_address(address)
         self.address = address
         self.kube = RayClusterClient(api_client)
-        self.dashboard = HyperPodDashboard(parsed.raycluster, parsed.namespace, api_client=api_client).probe
+        access = HyperPodDashboard(parsed.raycluster, parsed.namespace, api_client=api_client)
+        self.dashboard = access.probe
         self.form.set_value({"name": parsed.raycluster, "namespace": parsed.namespace})
+        if self.on_cluster is not None:
+            self.on_cluster(access)
         self.refresh()
 
     # ----- actions ----------------------------------------------------------------------------

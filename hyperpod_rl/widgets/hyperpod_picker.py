@@ -26,6 +26,8 @@ class HyperPodPicker(Panel):
     Args:
         region: AWS region (default: the environment's).
         on_pick: called with ``(address, api_client)`` when a RayCluster is chosen.
+        on_namespace: called with ``(hyperpod_cluster, namespace, api_client)`` when a namespace is
+            chosen, before its RayClusters are listed (so a new RayCluster can be created there).
         list_clusters / api_client_for / check / observability: the discovery functions (defaults from
             :mod:`hyperpod_rl.aws`); tests pass functions bound to stubbed clients.
 
@@ -40,6 +42,7 @@ class HyperPodPicker(Panel):
         *,
         region: str | None = None,
         on_pick: Callable[[str, Any], None] | None = None,
+        on_namespace: Callable[[str, str, Any], None] | None = None,
         list_clusters: Callable[..., list[Any]] | None = None,
         api_client_for: Callable[[Any], Any] | None = None,
         check: Callable[..., list[Any]] | None = None,
@@ -50,6 +53,7 @@ class HyperPodPicker(Panel):
 
         self.region = region
         self.on_pick = on_pick
+        self.on_namespace = on_namespace
         self._list = list_clusters or (lambda: list_hyperpod_clusters(region=self.region))
         self._api_for = api_client_for or hyperpod_api_client
         self._check = check or check_access
@@ -144,6 +148,8 @@ class HyperPodPicker(Panel):
         """List the RayClusters of a namespace (ready ones first)."""
         from hyperpod_rl.aws import list_rayclusters
 
+        if self.on_namespace is not None:
+            self.on_namespace(self.hyperpod.value, namespace, self.api_client)
         rays = list_rayclusters(self.api_client, namespace)
         self.raycluster.options = [(f"{r.name} ({'ready' if r.ready else 'not ready'})", r.name) for r in rays]
         self.raycluster.disabled = not rays

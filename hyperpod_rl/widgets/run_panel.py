@@ -155,6 +155,10 @@ class RunPanel(Panel):
         self._client = job_client_of(self._cluster)
         return self._client
 
+    def use_cluster(self, cluster: Any) -> None:
+        """Submit to ``cluster`` from now on (an access object, a ``LocalCluster`` or a cluster address)."""
+        self._cluster, self._client = cluster, None
+
     # ----- actions ----------------------------------------------------------------------------
     def _apply_preset(self, change: dict[str, Any]) -> None:
         if change["new"] == "(form)":

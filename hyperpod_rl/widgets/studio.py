@@ -59,8 +59,8 @@ def studio(
         serve_kwargs: keyword arguments of :class:`ServePanel`.
         **run_kwargs: more keyword arguments of :class:`RunPanel`.
     """
-    cluster_panel = ClusterPanel(kind)  # type: ignore[arg-type]
     metrics = MetricsPanel(hardware=hardware)
     run = RunPanel(config, cluster=cluster, metrics=metrics, **run_kwargs)
+    cluster_panel = ClusterPanel(kind, on_cluster=run.use_cluster)  # type: ignore[arg-type]  # a picked RayCluster feeds the Run tab
     serve = ServePanel(**(serve_kwargs or {}))
     return Studio(cluster_panel, run, metrics, serve)

@@ -52,7 +52,10 @@ def test_discover_lists_with_reasons_and_picks_down_to_an_address(stubbed: None)
     assert " 1. ml-cluster (InService, eks, EKS ml-cluster-eks)" in out
     assert " - slurm-hpc (InService, slurm)" in out and "not offered: orchestrated by Slurm" in out
     assert " 1. hyperpod-ns-team-a" in out and " 1. maze (ready)  sagemaker_ray://maze/hyperpod-ns-team-a" in out
-    assert "next: hyperpod-rl job list --address sagemaker_ray://maze/hyperpod-ns-team-a" in out
+    assert (
+        "next (no kubeconfig needed): export HYPERPOD_RL_HYPERPOD_CLUSTER=ml-cluster; "
+        "hyperpod-rl job list --address sagemaker_ray://maze/hyperpod-ns-team-a"
+    ) in out
 
 
 def test_discover_json(stubbed: None) -> None:
@@ -62,3 +65,4 @@ def test_discover_json(stubbed: None) -> None:
     assert [(c["name"], c["offered"]) for c in data["hyperpod_clusters"]] == [("ml-cluster", True), ("slurm-hpc", False)]
     assert data["namespaces"] == ["hyperpod-ns-team-a"]
     assert data["rayclusters"][0]["address"] == "sagemaker_ray://maze/hyperpod-ns-team-a"
+    assert data["hyperpod_cluster"] == "ml-cluster"

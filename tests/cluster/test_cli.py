@@ -219,3 +219,25 @@ def test_validate_of_a_file_without_ray_io_documents_fails(tmp_path: Path) -> No
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     result = runner.invoke(cli.app, ["validate", str(path)])
     assert result.exit_code == 1 and "no ray.io document to validate" in result.output
+
+
+@pytest.mark.kube
+def test_apply_with_a_named_hyperpod_cluster_labels_it_for_aws_tools(kube: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HYPERPOD_RL_HYPERPOD_CLUSTER (printed by `discover --pick`) also fills the cluster-name label AWS's Ray sidebar reads."""
+    from hyperpod_rl.cluster import validate_manifest
+    from tests.fakes import Request
+
+    sent: list[dict[str, Any]] = []
+
+    def patch(req: Request, _m: Any) -> Response:
+        sent.append(yaml.safe_load(req.body))
+        return Response(200, sent[-1])
+
+    kube.route("PATCH", r"/apis/ray\.io/v1/namespaces/hyperpod-ns-a/rayclusters/maze", patch)
+    monkeypatch.setenv("HYPERPOD_RL_HYPERPOD_CLUSTER", "ml-cluster")
+    result = runner.invoke(cli.app, ["apply", "--name", "maze", "-n", "hyperpod-ns-a"])
+    assert result.exit_code == 0, result.output
+    labels = sent[0]["metadata"]["labels"]
+    assert labels["sagemaker.amazonaws.com/cluster-name"] == "ml-cluster"
+    assert labels["kueue.x-k8s.io/queue-name"] == "hyperpod-ns-a-localqueue"
+    assert validate_manifest(sent[0]).errors == ()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from kubernetes.utils import parse_quantity as k8s_parse_quantity
 
@@ -152,6 +152,25 @@ def test_aws_and_kueue_labels() -> None:
     assert back.to_manifest()["metadata"]["labels"][KUEUE_QUEUE_LABEL] == "hyperpod-ns-robotics-localqueue"
     back.namespace = "team-b"
     assert KUEUE_QUEUE_LABEL not in back.to_manifest()["metadata"]["labels"]
+
+
+def test_kueue_labels_only_in_task_governance_namespaces() -> None:
+    """Outside hyperpod-ns-<team> no Kueue label is written, not even a given priority class; an imported
+    RayCluster of another namespace keeps its own kueue.x-k8s.io labels untouched."""
+    for namespace in ("default", "team-a", "ns-hyperpod-ns-a"):
+        spec = ClusterSpec.from_preset("seed", namespace=namespace, priority_class="training-priority")
+        labels = spec.to_manifest()["metadata"]["labels"]
+        assert not [k for k in labels if k.startswith("kueue.x-k8s.io/")], (namespace, labels)
+        validate_manifest(spec.to_manifest())
+        (warning,) = [w for w in spec.check().warnings if w.rule == "HP-KUEUE-NAMESPACE"]
+        assert f"{namespace!r} is not one; use such a namespace or drop priority_class" in str(warning)
+    governed = ClusterSpec.from_preset("seed", namespace="hyperpod-ns-a", priority_class="training-priority").to_manifest()
+    assert governed["metadata"]["labels"][KUEUE_PRIORITY_LABEL] == "training-priority"
+    own = ClusterSpec.from_preset("seed", namespace="team-a").to_manifest()
+    own["metadata"]["labels"] |= {KUEUE_QUEUE_LABEL: "my-queue", KUEUE_PRIORITY_LABEL: "low"}
+    back = ClusterSpec.from_manifest(own)
+    assert back.priority_class is None and back.labels[KUEUE_QUEUE_LABEL] == "my-queue"
+    assert back.to_manifest()["metadata"]["labels"][KUEUE_PRIORITY_LABEL] == "low"
 
 
 def test_an_email_as_creator_is_refused_with_the_label_rule() -> None:
@@ -393,6 +412,8 @@ _specs = st.fixed_dictionaries(
 @settings(max_examples=40, deadline=None)
 @given(data=_specs)
 def test_spec_to_manifest_to_spec_to_manifest_is_a_fixed_point(data: dict[str, Any]) -> None:
+    # a priority class outside hyperpod-ns-<team> is not written (Kueue labels only there), so it cannot come back
+    assume(data["priority_class"] is None or data["namespace"].startswith("hyperpod-ns-"))
     spec = ClusterSpec.parse(data)
     manifest = spec.to_manifest()
     back = ClusterSpec.from_manifest(copy.deepcopy(manifest))

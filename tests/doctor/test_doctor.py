@@ -75,6 +75,23 @@ def test_doctor_without_jupyter_or_aws_is_clean(no_aws: None, monkeypatch: pytes
     assert "<table>" in page and "hyperpod-rl doctor" in page and page.count("<tr>") == len(report.checks) + 1
 
 
+def test_every_warning_and_failure_names_its_fix(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from hyperpod_rl.checks import Check
+    from hyperpod_rl.doctor import doctor
+
+    for status in ("warn", "fail"):
+        with pytest.raises(ValidationError, match=f"check 'X' is {status} without a fix: every warn/fail says what to do"):
+            Check(name="X", status=status, detail="something")
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "empty-runtime"))
+    report = doctor()
+    # the skipped checks a person can act on say how
+    assert "run hp.doctor() in a notebook" in report["JupyterLab"].fix
+    assert "--address sagemaker_ray://<raycluster>/<namespace>" in report["Ray client vs cluster"].fix
+    assert "AWS_REGION" in report["AWS identity"].fix
+
+
 def test_doctor_flags_the_missing_anywidget_frontend(no_aws: None, jupyter: FakeHTTPServer) -> None:
     from hyperpod_rl.doctor import doctor
 
@@ -213,3 +230,15 @@ def test_cli_doctor_json(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["checks"][0]["name"] == "Python" and all(set(c) == {"name", "status", "detail", "fix"} for c in data["checks"])
+
+
+def test_an_unreachable_sagemaker_ray_address_says_how_once(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hyperpod_rl.doctor import doctor
+
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "empty-runtime"))
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.delenv("HYPERPOD_RL_HYPERPOD_CLUSTER", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    ray = doctor(address="sagemaker_ray://maze/hyperpod-ns-a", aws=False)["Ray client vs cluster"]
+    assert ray.status == "fail" and ray.detail.count("sagemaker_ray://maze/hyperpod-ns-a") == 1, ray.detail
+    assert "no HyperPod cluster named and no kubeconfig" in ray.detail and ray.fix.startswith("pass --cluster <HyperPod cluster>")

@@ -109,3 +109,13 @@ def test_reproduce_checks_inputs_and_keeps_the_config_hash(runs, tiny_setup, tmp
         reproduce_config(tmp_path, run_id="x-r1")
     out = runner.invoke(app, ["reproduce", "never-ran"])
     assert out.exit_code == 2 and "no manifest.json" in out.output
+
+
+def test_reproduce_takes_a_cluster_address(runs, tmp_path, monkeypatch):
+    """`--address sagemaker_ray://...` resolves like the job commands: here no kubeconfig and no HyperPod cluster named."""
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
+    monkeypatch.delenv("HYPERPOD_RL_HYPERPOD_CLUSTER", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    out = runner.invoke(app, ["reproduce", "cli-run-a", "--address", "sagemaker_ray://maze/hyperpod-ns-a"])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert "cannot reach sagemaker_ray://maze/hyperpod-ns-a: no HyperPod cluster named" in " ".join(out.output.split())

@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 import requests
 
+from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.maze import clean_messages, read_rows
 from hyperpod_rl.serve.client import chat, maze_request, solve
 
 pytestmark = pytest.mark.ray
 
-PORT = 8201
+PORT = find_free_port()  # not a fixed port: another engineer's serving test may hold it
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -125,20 +126,21 @@ def test_solve_a_bare_maze(served):
 
 
 @pytest.mark.parametrize(
-    ("case", "status", "detail"),
+    ("case", "status", "code", "detail"),
     [
-        ("bad-base64", 400, r"not valid base64"),
-        ("no-image", 400, r"has no image: add an image_url part"),
-        ("huge-image", 413, r"4096x4096 px; the limit is 2048 px per side"),
-        ("unknown-adapter", 404, r"unknown model 'nope': use one of \['base', 'maze', 'maze2'\]"),
-        ("not-json", 400, r"not JSON"),
-        ("http-url", 400, r"must be a data URL"),
-        ("not-an-image", 400, r"not a readable image"),
-        ("no-messages", 400, r"invalid request"),
-        ("huge-body", 413, r"the request body is \d+ bytes; the limit is"),
+        ("bad-base64", 400, "invalid_image", r"not valid base64"),
+        ("no-image", 400, "invalid_image", r"has no image: add an image_url part"),
+        ("huge-image", 413, "image_too_large", r"4096x4096 px; the limit is 2048 px per side"),
+        ("unknown-adapter", 404, "model_not_found", r"unknown model 'nope': use one of \['base', 'maze', 'maze2'\]"),
+        ("not-json", 400, "invalid_json", r"not JSON"),
+        ("http-url", 400, "invalid_image", r"must be a data URL"),
+        ("not-an-image", 400, "invalid_image", r"not a readable image"),
+        ("no-messages", 400, "invalid_request", r"invalid request"),
+        ("huge-body", 413, "request_too_large", r"the request body is \d+ bytes; the limit is"),
+        ("two-choices", 400, "unsupported_n", r"n=2 is not served"),
     ],
 )
-def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, status, detail):
+def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, status, code, detail):
     url, row = served["url"], served["rows"][0]
     before = requests.get(f"{url}/healthz", timeout=30).json()
     body = {
@@ -151,10 +153,13 @@ def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, statu
         "not-an-image": _with_image(row, "data:image/png;base64," + base64.b64encode(b"plain text").decode()),
         "no-messages": {"model": "maze", "messages": []},
         "huge-body": _with_image(row, "data:image/png;base64," + "A" * (17 * 1024 * 1024)),
+        "two-choices": {**maze_request(row, model="maze"), "n": 2},
     }[case]
     resp = _post(url, body)
     assert resp.status_code == status, resp.text
-    assert re.search(detail, resp.json()["detail"]), resp.json()
+    error = resp.json()["error"]  # OpenAI's error shape
+    assert error["type"] == "invalid_request_error" and error["code"] == code and set(error) == {"message", "type", "code", "param"}
+    assert re.search(detail, error["message"]), error
     if isinstance(body, dict):
         with pytest.raises(ServeError, match=f"{status} from {url}"):
             chat(url, body)
@@ -163,6 +168,97 @@ def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, statu
     assert after == before
     answer, _ = chat(url, maze_request(row, model="maze"))
     assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", answer)
+
+
+def _transparent_url(row: dict) -> str:
+    """The row's maze image as an RGBA PNG whose white floor is transparent and stores
+    (0, 0, 0, 0) (issue 14 item 5's field input)."""
+    import numpy as np
+    from PIL import Image
+
+    from hyperpod_rl.maze import decode_image_part
+
+    part = next(
+        p for m in clean_messages(row["prompt"]) if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"
+    )
+    rgb = np.asarray(decode_image_part(part))
+    floor = (rgb == 255).all(axis=-1)
+    rgba = np.dstack([rgb, np.where(floor, 0, 255).astype(np.uint8)])
+    rgba[floor] = 0
+    buf = io.BytesIO()
+    Image.fromarray(rgba, "RGBA").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def test_transparent_image_gets_the_same_answer_as_the_opaque_one(served):
+    """Issue 14 item 5: the served answer for the RGBA image equals the one for the RGB image."""
+    for row in served["rows"][:8]:
+        for model in ("maze", "maze2"):
+            opaque, _ = chat(served["url"], maze_request(row, model=model))
+            transparent, _ = chat(served["url"], {**_with_image(row, _transparent_url(row)), "model": model, "temperature": 0.0})
+            assert transparent == opaque
+
+
+def _openai_client(url: str):
+    import openai
+
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="not-used", max_retries=0, timeout=120)
+
+
+def test_openai_sdk_answers_with_complete_usage(served):
+    """Issue 14 item 12: through the official SDK, the answers equal the project's client and the
+    in-process policy, and usage counts the prompt (text + vision tokens) and the completion."""
+    from hyperpod_rl.model.adapter import load_policy
+
+    policy = load_policy(served["model_dir"], served["adapter"])
+    sdk = _openai_client(served["url"])
+    for row in served["rows"][:6]:
+        messages = clean_messages(row["prompt"])
+        action = policy.act([messages], greedy=True)[0]
+        got = sdk.chat.completions.create(model="maze", messages=messages, temperature=0)
+        assert got.object == "chat.completion" and got.model == "maze"
+        assert got.choices[0].message.content == action.text == chat(served["url"], maze_request(row, model="maze"))[0]
+        assert got.choices[0].finish_reason == "stop"
+        assert got.usage.prompt_tokens == policy.prompt_tokens(messages) > int(row["image_tokens"])
+        assert got.usage.completion_tokens == len(action.response_ids)
+        assert got.usage.total_tokens == got.usage.prompt_tokens + got.usage.completion_tokens
+
+
+@pytest.mark.parametrize("include_usage", [True, False])
+def test_openai_sdk_streams_chunks(served, include_usage):
+    """stream=True: server-sent chat.completion.chunk events the SDK's Stream reads: the same
+    text as without streaming, a finish reason, and the usage chunk when asked for."""
+    sdk = _openai_client(served["url"])
+    for row in served["rows"][:4]:
+        messages = clean_messages(row["prompt"])
+        whole = sdk.chat.completions.create(model="maze2", messages=messages, temperature=0)
+        options = {"stream_options": {"include_usage": True}} if include_usage else {}
+        chunks = list(sdk.chat.completions.create(model="maze2", messages=messages, temperature=0, stream=True, **options))
+        assert chunks and all(c.object == "chat.completion.chunk" for c in chunks)
+        assert len({c.id for c in chunks}) == 1
+        with_choices = [c for c in chunks if c.choices]
+        assert with_choices[0].choices[0].delta.role == "assistant"
+        assert "".join(c.choices[0].delta.content or "" for c in with_choices) == whole.choices[0].message.content
+        assert with_choices[-1].choices[0].finish_reason == "stop"
+        usage = [c.usage for c in chunks if c.usage is not None]
+        assert usage == ([whole.usage] if include_usage else [])
+
+
+def test_openai_sdk_sees_openai_errors(served):
+    import openai
+
+    sdk = _openai_client(served["url"])
+    row = served["rows"][0]
+    for stream in (False, True):
+        with pytest.raises(openai.NotFoundError, match=r"unknown model 'nope'") as info:
+            sdk.chat.completions.create(model="nope", messages=clean_messages(row["prompt"]), stream=stream)
+        assert (info.value.status_code, info.value.type, info.value.code) == (404, "invalid_request_error", "model_not_found")
+    with pytest.raises(openai.BadRequestError, match=r"has no image") as info:
+        sdk.chat.completions.create(model="maze", messages=[{"role": "user", "content": "which way?"}])
+    assert info.value.code == "invalid_image"
+    with pytest.raises(openai.NotFoundError, match=r"/v1/embeddings is not a route of this server") as info:
+        sdk.embeddings.create(model="maze", input="x")
+    assert info.value.code == "not_found"
 
 
 def test_deploy_refuses_a_bad_adapter_before_submitting_a_job(served, tmp_path):

@@ -166,6 +166,24 @@ BAD: list[tuple[str, Callable[[Path], None], Callable[[Path], None] | None, Serv
         "lora_rank",
         r"LoRA rank is 32 but vLLM accepts at most 16.*--max-lora-rank 32",
     ),
+    (  # issue 14 item 6: vLLM refuses --max-lora-rank 20; the fix names the next accepted value up
+        "rank-between-vllm-values",
+        lambda d: _retrain_rank(d, 20),
+        None,
+        VLLM,
+        "error",
+        "lora_rank",
+        r"LoRA rank is 20 but vLLM accepts at most 16.*--max-lora-rank 32,",
+    ),
+    (
+        "rank-above-vllm-largest",
+        lambda d: _retrain_rank(d, 600),
+        None,
+        vllm_server(max_lora_rank=512),
+        "error",
+        "lora_rank",
+        r"LoRA rank is 600 .* train with lora.rank <= 512 \(512 is the largest value of vLLM's --max-lora-rank\)",
+    ),
     (
         "rank-pattern-above-max",
         lambda d: _config(d, rank_pattern={"q_proj": 64}),
@@ -385,6 +403,24 @@ def test_bad_adapter_is_refused_or_warned(copies, case, mutate, mutate_base, ser
     else:
         assert report.ok, report.summary()
         assert report.raise_for_errors() is report
+
+
+_FLAG = re.compile(r"(--[a-z][a-z-]*)(?:[ =]([^\s,;()]+))?")
+
+
+@pytest.mark.parametrize(("case", "mutate", "mutate_base", "server", "severity", "check", "pattern"), BAD, ids=[c[0] for c in BAD])
+def test_every_vllm_flag_a_fix_suggests_is_one_vllm_accepts(copies, case, mutate, mutate_base, server, severity, check, pattern):
+    """Issue 14 item 6, the whole kind: any ``--flag value`` a finding suggests passes
+    check_vllm_args (vLLM's accepted values: ranks from MaxLoRARanks, --generation-config
+    auto|vllm|folder, ...), and a flag named without a value is a known vLLM flag."""
+    from hyperpod_rl.serve.cluster import VLLM_FLAGS, check_vllm_args
+
+    adapter, base = copies(mutate, mutate_base)
+    for finding in preflight(adapter, base, server).findings:
+        for flag, value in _FLAG.findall(finding.fix):
+            assert flag in VLLM_FLAGS, finding.fix
+            if value:
+                check_vllm_args(["vllm", "serve", "m", "--enable-lora", flag, value])
 
 
 def test_exported_adapter_passes_locally_and_on_vllm(trained_adapter):

@@ -147,3 +147,60 @@ def test_cluster_panel_uses_the_picked_raycluster(world: Any) -> None:
     assert panel.address == "sagemaker_ray://maze/hyperpod-ns-team-a"
     assert panel.spec().name == "maze" and panel.spec().namespace == "hyperpod-ns-team-a"
     assert panel.kube is not None and panel.errors == [], panel.errors
+
+
+def test_apply_in_a_picked_namespace_creates_a_raycluster_aws_tools_list(world: Any) -> None:
+    """A namespace with no RayCluster yet: Apply creates one there, labelled for AWS's Ray sidebar and Kueue,
+    with HyperPod's node-health affinity; the body the API server received validates against the KubeRay CRD."""
+    from hyperpod_rl.cluster import validate_manifest
+    from hyperpod_rl.cluster.manifest import CLUSTER_NAME_LABEL, HEALTH_LABEL, KUEUE_QUEUE_LABEL
+
+    sm, kube = world
+    kube.route(
+        "GET",
+        r"/apis/ray\.io/v1/namespaces/hyperpod-ns-team-a/rayclusters",
+        Response(200, {"apiVersion": "ray.io/v1", "kind": "RayClusterList", "metadata": {}, "items": []}),
+    )
+    applied: list[dict[str, Any]] = []
+
+    def apply(req: Request, _m: Any) -> Response:
+        import yaml
+
+        applied.append(yaml.safe_load(req.body))
+        return Response(200, applied[-1])
+
+    kube.route("PATCH", r"/apis/ray\.io/v1/namespaces/hyperpod-ns-team-a/rayclusters/[a-z0-9-]+", apply)
+    panel = ClusterPanel("hyperpod")
+    panel._picker = picker(world, on_pick=panel.guard(panel.use_raycluster), on_namespace=panel.guard(panel.use_namespace))
+    p = panel.picker
+    p.find()
+    settle(p)
+    p.namespace.value = "hyperpod-ns-team-a"
+    settle(p)
+    assert "no RayCluster in hyperpod-ns-team-a" in p.address_html.value and panel.errors == [], panel.errors
+    panel.apply()
+    assert panel.errors == [] and len(applied) == 1, panel.errors
+    body = applied[0]
+    labels = body["metadata"]["labels"]
+    assert body["metadata"]["namespace"] == "hyperpod-ns-team-a"
+    assert labels[CLUSTER_NAME_LABEL] == "ml-cluster" and labels[KUEUE_QUEUE_LABEL] == "hyperpod-ns-team-a-localqueue"
+    head = body["spec"]["headGroupSpec"]["template"]["spec"]
+    required = head["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required["nodeSelectorTerms"][0]["matchExpressions"][0]["key"] == HEALTH_LABEL
+    assert validate_manifest(body).warnings == ()
+
+
+def test_studio_points_the_run_tab_at_the_picked_raycluster(world: Any) -> None:
+    from hyperpod_rl.cluster.access import HyperPodDashboard
+    from hyperpod_rl.widgets import studio
+
+    tabs = studio(kind="hyperpod", hardware=None)
+    panel = tabs.cluster
+    panel._picker = picker(world, on_pick=panel.guard(panel.use_raycluster), on_namespace=panel.guard(panel.use_namespace))
+    p = panel.picker
+    p.find()
+    settle(p)
+    p.namespace.value = "hyperpod-ns-team-a"
+    settle(p)
+    access = tabs.run._cluster
+    assert isinstance(access, HyperPodDashboard) and (access.cluster_name, access.namespace) == ("maze", "hyperpod-ns-team-a")
