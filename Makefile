@@ -1,6 +1,7 @@
 # Two commands for a newcomer (see README.md):
 #   make quickstart   set up .venv (Python 3.12) and run the local quickstart
 #   make test         set up .venv and run the test suite (CI runs this)
+#   make docs         build the documentation site into site/ (open site/index.html)
 SHELL := /bin/bash
 VENV  ?= .venv
 PY     = $(VENV)/bin/python
@@ -8,7 +9,7 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv chromium labextension labextension-jest quickstart lint test test-fast clean
+.PHONY: venv chromium labextension labextension-jest quickstart lint docs test test-fast clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
 # browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
@@ -58,6 +59,12 @@ lint: venv
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache
 
+# The documentation site (mkdocs.yml) into site/: strict, so a broken link or reference, or a
+# docstring the API reference cannot parse, fails. Open site/index.html. `make test` builds it too
+# (tests/test_docs_site.py), with the notebooks executed by tests/test_notebooks.py.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 # pytest (Python, server extension, browser) and jest (extension frontend), then one closing line
 # with both counts added up, then the check that nothing the run started is left running: every
 # process it starts inherits HPRL_RUN_TAG, and .ci/leftovers.py fails listing any that is still
@@ -73,4 +80,4 @@ test-fast: venv
 	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist
+	rm -rf $(VENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist

@@ -399,7 +399,19 @@ def job_logs(client: Any, submission_id: str) -> str:
 
 
 def stop_run(client: Any, submission_id: str) -> bool:
-    """Ask Ray to stop a job; True if it was running (``client`` as in :func:`submit_run`)."""
+    """Ask Ray to stop a job (its processes get SIGTERM, then SIGKILL); the job stays detached from this process.
+
+    Args:
+        client: the cluster's job client, an access object or a cluster address, as in :func:`submit_run`.
+        submission_id: the job, ``hprl-<run_id>-<n>`` (:func:`latest_submission` finds a run's latest).
+
+    Returns:
+        True if the job was running and is being stopped, False if it had already ended.
+
+    Raises:
+        JobError: the cluster does not know the submission id.
+        ConfigError: a malformed cluster address. ClusterError: the cluster cannot be reached.
+    """
     from hyperpod_rl.cluster.access import job_client_of
 
     client = job_client_of(client)

@@ -78,7 +78,13 @@ def export_adapter(
         s3_uri: destination ``s3://bucket/prefix/<adapter name>``.
         allow_default_bucket: without ``s3_uri``, use ``s3://sagemaker-<region>-<account>/hyperpod-rl/adapters/<run id>``
             (the bucket must exist).
-        session / region / s3 / sts: AWS session, region and clients.
+        session: a ``boto3.Session`` (default: one from the environment).
+        region: AWS region (default: the session's).
+        s3: an S3 client (default: the session's).
+        sts: an STS client (default: the session's), for the default bucket's account.
+
+    Returns:
+        The :class:`AdapterExport`: the adapter's S3 URI and the files with their SHA-256.
 
     Raises:
         ConfigError: no adapter in the run, no destination allowed, a missing default bucket.

@@ -198,7 +198,8 @@ def promote_run(
 
     Args:
         run: run id or run directory.
-        base_label, adapter_label: the saved evaluations ``eval/<label>.json`` to compare.
+        base_label: the saved evaluation ``eval/<base_label>.json`` of the base model.
+        adapter_label: the saved evaluation ``eval/<adapter_label>.json`` of the adapter.
         primary: the metric that must improve significantly (default: the task's primary metric,
             ``solve_rate`` for the maze).
 

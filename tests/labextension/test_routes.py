@@ -251,12 +251,12 @@ def test_every_handler_verb_is_authenticated():
 async def test_tutorial_copies_notebooks_and_docs_once(jp_fetch, jp_root_dir, store):
     resp = await jp_fetch("hyperpod-rl", "tutorial", method="POST", body=json.dumps({"folder": "tut"}))
     data = json.loads(resp.body)
-    assert data["first"] == "tut/01-quickstart.ipynb"
-    assert "tut/01-quickstart.ipynb" in data["copied"] and "tut/docs/labextension.md" in data["copied"]
-    nb = json.loads((jp_root_dir / "tut" / "01-quickstart.ipynb").read_text())
+    assert data["first"] == "tut/01-quickstart-local.ipynb"
+    assert "tut/01-quickstart-local.ipynb" in data["copied"] and "tut/docs/labextension.md" in data["copied"]
+    nb = json.loads((jp_root_dir / "tut" / "01-quickstart-local.ipynb").read_text())
     assert nb["cells"], "the copied notebook is empty"
     again = json.loads((await jp_fetch("hyperpod-rl", "tutorial", method="POST", body=json.dumps({"folder": "tut"}))).body)
-    assert again["copied"] == [] and "tut/01-quickstart.ipynb" in again["existing"]
+    assert again["copied"] == [] and "tut/01-quickstart-local.ipynb" in again["existing"]
     with pytest.raises(tornado.httpclient.HTTPClientError) as err:
         await jp_fetch("hyperpod-rl", "tutorial", method="POST", body=json.dumps({"folder": "../outside"}))
     assert err.value.code == 400
