@@ -35,16 +35,28 @@ def _options(task: Any, text: str | None, **fixed: Any) -> Any:
 
 
 @app.command("list")
-def list_tasks() -> None:
+def list_tasks(as_json: bool = typer.Option(False, "--json", help="one JSON object per task, for scripts")) -> None:
     """Every registered task: name, turns, reward spec version, env class and where it comes from."""
-    table = Table("task", "title", "turns", "reward", "env class", "source")
+    rows = []
     for name, source in task_sources().items():
         try:
             t = get_task(name)
         except HyperpodRLError as err:
-            table.add_row(name, f"[red]broken: {escape(str(err))}[/]", "", "", "", source)
+            rows.append({"name": name, "error": str(err), "source": source})
             continue
-        table.add_row(t.name, t.title, "multi" if t.multi_turn else "single", t.reward_version, t.env_class, source)
+        rows.append(
+            {"name": t.name, "title": t.title, "turns": "multi" if t.multi_turn else "single", "reward_version": t.reward_version}
+            | {"env_class": t.env_class, "source": source}
+        )
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    table = Table("task", "title", "turns", "reward", "env class", "source")
+    for row in rows:
+        if "error" in row:
+            table.add_row(row["name"], f"[red]broken: {escape(row['error'])}[/]", "", "", "", row["source"])
+        else:
+            table.add_row(row["name"], row["title"], row["turns"], row["reward_version"], row["env_class"], row["source"])
     console.print(table)
 
 

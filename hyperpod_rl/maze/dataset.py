@@ -36,19 +36,18 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict, cast
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import Field, field_validator, model_validator
 
-from hyperpod_rl.errors import MazeError
+from hyperpod_rl.errors import MazeError, TaskError
 from hyperpod_rl.maze._model import MazeModel
 from hyperpod_rl.maze.generate import ALGORITHMS, Algorithm, generate_maze
 from hyperpod_rl.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
-from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt, clean_messages
+from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt
 from hyperpod_rl.maze.registry import ENV_CLASS
 from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.maze.reward import REWARD_VERSION
 from hyperpod_rl.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
+from hyperpod_rl.tasks import dataset as _shared
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 
@@ -315,13 +314,10 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
     Raises:
         MazeError: if there are no rows.
     """
-    rows = [dict(r) for r in rows]
-    if not rows:
-        raise MazeError("write_parquet got no rows; build at least one row")
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), target, compression="zstd")
-    return hashlib.sha256(target.read_bytes()).hexdigest()
+    try:
+        return _shared.write_parquet(rows, path)
+    except TaskError as err:
+        raise MazeError(str(err)) from None
 
 
 def read_rows(path: str | Path) -> list[MazeRow]:
@@ -341,18 +337,7 @@ def read_rows(path: str | Path) -> list[MazeRow]:
         MazeError: the file does not exist, is not parquet, or lacks the columns every row
             needs (``prompt``, ``env_class``, ``maze``, ``layout_hash``).
     """
-    source = Path(path).expanduser()
-    if not source.is_file():
-        raise MazeError(f"dataset file {source} does not exist: generate it first (hyperpod-rl maze generate, or the quickstart)")
     try:
-        table = pq.read_table(source)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise MazeError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
-    missing = [c for c in _REQUIRED_COLUMNS if c not in table.column_names]
-    if missing:
-        raise MazeError(f"dataset file {source} lacks the columns {missing}: it was not written by write_parquet; regenerate it")
-    rows = table.to_pylist()
-    for row in rows:
-        if row.get("prompt") is not None:
-            row["prompt"] = clean_messages(row["prompt"])
-    return cast("list[MazeRow]", rows)
+        return cast("list[MazeRow]", _shared.read_rows(path, required=_REQUIRED_COLUMNS))
+    except TaskError as err:
+        raise MazeError(str(err)) from None

@@ -12,7 +12,7 @@ wheel, ``skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 from PIL import Image
@@ -20,6 +20,7 @@ from PIL import Image
 from hyperpod_rl.errors import MazeError, TaskError
 from hyperpod_rl.maze.grid import Cell, Maze
 from hyperpod_rl.maze.render import RenderStyle, render_png
+from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.vision import decode_image_part as _decode_image_part
 from hyperpod_rl.tasks.vision import flatten_alpha
 
@@ -158,23 +159,3 @@ def observation_message(
 ) -> dict[str, Any]:
     """A user message showing the maze with the agent at ``agent`` and ``text`` after the image."""
     return {"role": "user", "content": _content(maze, agent, style, text, observation)}
-
-
-def _clean(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _clean(v) for k, v in value.items() if v is not None}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return _clean(value.tolist())
-    return value
-
-
-def clean_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Drop the ``None`` keys that parquet readers add when they unify part structs.
-
-    pyarrow (and HF ``datasets``) store text and image parts as one struct type, so a text
-    part comes back as ``{"type": "text", "text": ..., "image_url": None}``; chat templates
-    that test ``'image_url' in part`` would then see an image. Numpy arrays become lists.
-    """
-    return [_clean(m) for m in messages]

@@ -14,9 +14,14 @@ runner = CliRunner()
 
 
 def test_list_shows_every_registered_task() -> None:
-    result = runner.invoke(app, ["tasks", "list"], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["tasks", "list", "--json"])
     assert result.exit_code == 0, result.output
-    assert "maze" in result.output and "shapes" in result.output and "hprl_shapes.task:TASK" in result.output
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert {"maze", "ui_nav", "doc_read", "shapes"} <= set(rows), rows
+    assert rows["shapes"]["source"].endswith("hprl_shapes.task:TASK") and rows["ui_nav"]["turns"] == "multi"
+    assert rows["doc_read"]["turns"] == "single" and "error" not in rows["maze"]
+    table = runner.invoke(app, ["tasks", "list"])  # the human table lists the same names
+    assert table.exit_code == 0 and all(name in table.output for name in ("maze", "ui_nav", "doc_read", "shapes"))
 
 
 def test_show_lists_the_options_and_metrics() -> None:
