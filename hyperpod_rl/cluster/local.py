@@ -369,6 +369,9 @@ def start_local_cluster(
 #: Held while a local cluster of this project picks its ports and starts its head (machine-wide).
 START_LOCK = Path(tempfile.gettempdir()) / "hyperpod-rl-local-start.lock"
 _PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
+#: What ``ray start`` says when its dashboard process died or was too slow to come up, which
+#: happens on a loaded machine (seen with load average > 6 per core); a new attempt usually works.
+_DASHBOARD_FAILED = ("Failed to start the dashboard", "dashboard.err", "Failed to read dashboard")
 
 
 @contextmanager
@@ -401,17 +404,20 @@ def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
 
 def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, dashboard_port: int | None) -> LocalCluster:
     """Run ``ray start --head`` on free ports; on a port taken in between (by a Ray cluster that is
-    not ours), try again with new ports, twice at most.
+    not ours) or a dashboard that did not come up (a loaded machine), stop what started and try
+    again with new ports, twice at most.
 
     Raises:
         ClusterError: Ray failed to start; a port conflict says which ports and what to do.
     """
     from tenacity import retry, retry_if_exception, stop_after_attempt
 
-    def port_conflict(err: BaseException) -> bool:
-        return isinstance(err, ClusterError) and any(s in str(err) for s in _PORT_CONFLICT) and dashboard_port is None
+    def transient(err: BaseException) -> bool:
+        if not isinstance(err, ClusterError):
+            return False
+        return (any(s in str(err) for s in _PORT_CONFLICT) and dashboard_port is None) or any(s in str(err) for s in _DASHBOARD_FAILED)
 
-    @retry(retry=retry_if_exception(port_conflict), stop=stop_after_attempt(3), reraise=True)
+    @retry(retry=retry_if_exception(transient), stop=stop_after_attempt(3), reraise=True)
     def attempt() -> LocalCluster:
         dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
         gcs, metrics, client_port = find_free_port(), find_free_port(), find_free_port()
@@ -450,6 +456,12 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
                 raise ClusterError(
                     f"a port this cluster picked (GCS {gcs}, dashboard {dash}, metrics {metrics}) was taken by another program while Ray started; "
                     f"another Ray cluster is probably starting on this machine: try again, or pass another dashboard port. Ray said:\n{err}"
+                ) from None
+            if any(s in str(err) for s in _DASHBOARD_FAILED):
+                load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+                raise ClusterError(
+                    f"Ray's dashboard did not come up (load average {load} on {os.cpu_count()} cores): "
+                    f"the machine is probably overloaded; stop other heavy work and try again. Ray said:\n{err}"
                 ) from None
             raise
         except BaseException:
