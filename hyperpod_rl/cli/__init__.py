@@ -11,7 +11,7 @@ import sys
 import time
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
@@ -144,7 +144,7 @@ def job_list(address: str | None = Address) -> None:
     """hyperpod-rl jobs on the cluster (the local one unless --address)."""
     from hyperpod_rl.jobs import list_runs
 
-    table = Table("run id", "submission id", "status", "started")
+    table = Table(Column("run id", overflow="fold"), Column("submission id", overflow="fold"), "status", "started")
     with handled():
         rows = list_runs(job_client(address))
     for row in rows:

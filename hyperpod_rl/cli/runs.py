@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_rl.cli._common import Address, console, fail, follow_with_progress, handled, job_client
+from hyperpod_rl.errors import HyperpodRLError
 
 app = typer.Typer(no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
 
@@ -45,24 +46,32 @@ def list_cmd(
     limit: int = typer.Option(50, help="most runs shown"),
     ledger: Path | None = LedgerOpt,
 ) -> None:
-    """Runs, most recently updated first, with their adapter's solve rate."""
+    """Runs, most recently updated first, with their adapter's primary metric (the task's)."""
     with _open(ledger) as led:
         runs = led.list_runs(status=status, limit=limit)
         table = Table(title=f"runs in {led.path}")
-        for col in ("run id", "status", "config hash", "updated (UTC)", "adapter solve rate"):
+        table.add_column("run id", overflow="fold")  # never cut: the id is what other commands take
+        for col in ("status", "config hash", "updated (UTC)", "adapter primary metric"):
             table.add_column(col)
         for r in runs:
             ev = (led.get_run(r.run_id) or r).evals.get("adapter") or {}
-            solve = ev.get("metrics", {}).get("solve_rate")
-            ci = (ev.get("ci") or {}).get("solve_rate")
-            table.add_row(
-                r.run_id,
-                r.status,
-                r.config_hash or "",
-                _when(r.updated_at),
-                "" if solve is None else f"{solve:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""),
-            )
+            table.add_row(r.run_id, r.status, r.config_hash or "", _when(r.updated_at), _primary_metric(ev))
     console.print(table)
+
+
+def _primary_metric(ev: dict) -> str:
+    """``"<metric> <value> [<low>, <high>]"`` of an evaluation record, for its task's primary metric."""
+    from hyperpod_rl.tasks import get_task
+
+    try:
+        metric = get_task(ev.get("task") or "maze").primary_metric
+    except HyperpodRLError:
+        metric = "solve_rate"
+    value = (ev.get("metrics") or {}).get(metric)
+    if value is None:
+        return ""
+    ci = (ev.get("ci") or {}).get(metric)
+    return f"{metric} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
 @app.command("show")
