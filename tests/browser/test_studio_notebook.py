@@ -165,9 +165,11 @@ def test_studio_notebook_submit_and_live_reward_chart(jupyterlab, local_cluster,
                     break
                 time.sleep(2)
             page.locator(".widget-tab .lm-TabBar-tab", has_text="Metrics").click()
-            page.wait_for_function(f"() => ({REWARD_POINTS_JS})() >= 2", timeout=150_000)
+            page.wait_for_function(
+                f"() => ({REWARD_POINTS_JS})() >= 2", timeout=360_000
+            )  # a hang guard: training is slow on a loaded machine
             first = page.evaluate(REWARD_POINTS_JS)
-            page.wait_for_function(f"() => ({REWARD_POINTS_JS})() > {first}", timeout=60_000)
+            page.wait_for_function(f"() => ({REWARD_POINTS_JS})() > {first}", timeout=180_000)
             page.screenshot(path=str(shot), full_page=True)
             text = page.locator(".widget-tab").first.inner_text()
         finally:

@@ -85,6 +85,7 @@ def test_every_warning_and_failure_names_its_fix(no_aws: None, monkeypatch: pyte
         with pytest.raises(ValidationError, match=f"check 'X' is {status} without a fix: every warn/fail says what to do"):
             Check(name="X", status=status, detail="something")
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "empty-runtime"))
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "no-local-cluster"))  # the session's cluster would make the Ray check ok
     report = doctor()
     # the skipped checks a person can act on say how
     assert "run hp.doctor() in a notebook" in report["JupyterLab"].fix
