@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -91,9 +90,7 @@ def test_compare_refuses_different_mazes_and_unknown_metrics():
 def test_evaluate_tiny_model_with_intervals_breakdowns_and_text_twins(tiny_setup, tmp_path):
     rows = read_rows(tiny_setup["data"].heldout)
     policy = load_policy(tiny_setup["model_dir"])
-    t0 = time.perf_counter()
     result = evaluate(tiny_setup["model_dir"], rows, policy=policy, label="base", text_twin=True)
-    elapsed = time.perf_counter() - t0
     assert result.num_mazes == len(rows) == len(result.per_maze) and result.split == "heldout"
     for metric in ("solve_rate", "optimal_move_rate", "invalid_move_rate"):
         lo, hi = result.ci[metric]
@@ -108,7 +105,6 @@ def test_evaluate_tiny_model_with_intervals_breakdowns_and_text_twins(tiny_setup
     assert "plotly" in html_view and "stratum" in html_view
     saved = EvalResult.load(result.save(tmp_path / "base.json"))
     assert saved.ci == result.ci and saved.text_twin is not None and saved.text_twin.metrics == twin.metrics
-    assert elapsed < 120, elapsed
 
 
 def test_text_twin_rows_have_no_images_and_keep_the_maze(tiny_setup):
