@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from hyperpod_rl.maze.grid import DIRECTIONS
+from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS, extract_answer
 
 __all__ = [
     "END_TOKENS",
@@ -27,17 +28,6 @@ __all__ = [
     "parse_answer",
 ]
 
-#: Qwen-VL vision special tokens. A completion that contains one would break the next
-#: training forward pass (image-token count mismatch), so it is always a violation.
-VISION_TOKENS: Final[tuple[str, ...]] = (
-    "<|image_pad|>",
-    "<|video_pad|>",
-    "<|vision_start|>",
-    "<|vision_end|>",
-    "<|vision_pad|>",
-)
-#: End-of-turn tokens tolerated at the very end of a completion.
-END_TOKENS: Final[tuple[str, ...]] = ("<|im_end|>", "<|endoftext|>")
 #: Longest completion parsed, in characters; longer ones are a violation ("too_long").
 MAX_COMPLETION_CHARS: Final[int] = 32_768
 #: Longest text inside the answer block, in characters ("answer_too_long").
@@ -61,10 +51,6 @@ VIOLATIONS: Final[tuple[str, ...]] = (
     "too_many_moves",
 )
 
-_TAG = re.compile(r"</?answer>", re.IGNORECASE)
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _SEP = re.compile(r"[\s,]+")
 _DIRECTION_SET: Final[frozenset[str]] = frozenset(DIRECTIONS)
 
@@ -91,20 +77,6 @@ def _fail(code: str) -> ParsedAnswer:
     return ParsedAnswer(moves=(), violation=code)
 
 
-def _strip_reasoning(text: str) -> str:
-    # A completion may start inside a reasoning block opened by the chat template: drop
-    # everything up to a leading unmatched </think>.
-    first_close = _THINK_CLOSE.search(text)
-    first_open = _THINK_OPEN.search(text)
-    if first_close and (first_open is None or first_close.start() < first_open.start()):
-        text = text[first_close.end() :]
-    text = _THINK_BLOCK.sub(" ", text)
-    unclosed = _THINK_OPEN.search(text)
-    if unclosed:  # reasoning never closed: nothing after it counts
-        text = text[: unclosed.start()]
-    return text
-
-
 def parse_answer(text: object, *, max_moves: int | None = None) -> ParsedAnswer:
     """Extract the moves from a completion, or name the format violation.
 
@@ -115,44 +87,10 @@ def parse_answer(text: object, *, max_moves: int | None = None) -> ParsedAnswer:
     Returns:
         ParsedAnswer with ``moves`` or a ``violation`` code. Never raises on bad text.
     """
-    if not isinstance(text, str):
-        return _fail("not_text")
-    if len(text) > MAX_COMPLETION_CHARS:
-        return _fail("too_long")
-    if any(tok in text for tok in VISION_TOKENS):
-        return _fail("vision_token")
-    body = text.rstrip()
-    stripped = True
-    while stripped:
-        stripped = False
-        for tok in END_TOKENS:
-            if body.endswith(tok):
-                body = body[: -len(tok)].rstrip()
-                stripped = True
-    body = _strip_reasoning(body)
-    tags = list(_TAG.finditer(body))
-    if not tags:
-        return _fail("no_answer")
-    opens = sum(1 for t in tags if not t.group(0).startswith("</"))
-    closes = len(tags) - opens
-    depth, max_depth = 0, 0
-    for t in tags:
-        depth += -1 if t.group(0).startswith("</") else 1
-        max_depth = max(max_depth, depth)
-        if depth < 0:
-            return _fail("malformed_tags")
-    if max_depth > 1:
-        return _fail("nested_answer")
-    if opens > closes:
-        return _fail("unclosed_answer")
-    if opens > 1:
-        return _fail("multiple_answers")
-    open_tag, close_tag = tags[0], tags[1]
-    if body[close_tag.end() :].strip():
-        return _fail("text_after_answer")
-    content = body[open_tag.end() : close_tag.start()]
-    if len(content) > MAX_ANSWER_CHARS:
-        return _fail("answer_too_long")
+    content, violation = extract_answer(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
+    if content is None:
+        assert violation is not None  # extract_answer returns exactly one of the two
+        return _fail(violation)
     words = [w for w in _SEP.split(content) if w]
     if not words:
         return _fail("empty_answer")

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Final
 
+from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS
+from hyperpod_rl.tasks.answer import extract_answer as _extract
 from hyperpod_rl.tasks.doc_read.document import Question
 
 __all__ = [
@@ -54,10 +56,6 @@ __all__ = [
     "parse_envelope",
 ]
 
-#: Qwen-VL vision special tokens: a completion containing one is always a violation.
-VISION_TOKENS: Final[tuple[str, ...]] = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")
-#: End-of-turn tokens tolerated at the very end of a completion.
-END_TOKENS: Final[tuple[str, ...]] = ("<|im_end|>", "<|endoftext|>")
 #: Longest completion parsed, in characters ("too_long").
 MAX_COMPLETION_CHARS: Final[int] = 16_384
 #: Longest text inside the answer block, in characters ("answer_too_long").
@@ -77,10 +75,6 @@ VIOLATIONS: Final[tuple[str, ...]] = (
     "empty_answer",
 )
 
-_TAG = re.compile(r"</?answer>", re.IGNORECASE)
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _QUOTES: Final[tuple[tuple[str, str], ...]] = (('"', '"'), ("'", "'"), ("`", "`"))
 
 
@@ -102,55 +96,12 @@ class Envelope:
         return self.violation is None
 
 
-def _strip_reasoning(text: str) -> str:
-    first_close = _THINK_CLOSE.search(text)
-    first_open = _THINK_OPEN.search(text)
-    if first_close and (first_open is None or first_close.start() < first_open.start()):
-        text = text[first_close.end() :]
-    text = _THINK_BLOCK.sub(" ", text)
-    unclosed = _THINK_OPEN.search(text)
-    if unclosed:
-        text = text[: unclosed.start()]
-    return text
-
-
 def parse_envelope(text: object) -> Envelope:
-    """Extract the answer block, or name the format violation. Never raises."""
-    if not isinstance(text, str):
-        return Envelope(None, "not_text")
-    if len(text) > MAX_COMPLETION_CHARS:
-        return Envelope(None, "too_long")
-    if any(tok in text for tok in VISION_TOKENS):
-        return Envelope(None, "vision_token")
-    body = text.rstrip()
-    stripped = True
-    while stripped:
-        stripped = False
-        for tok in END_TOKENS:
-            if body.endswith(tok):
-                body, stripped = body[: -len(tok)].rstrip(), True
-    body = _strip_reasoning(body)
-    tags = list(_TAG.finditer(body))
-    if not tags:
-        return Envelope(None, "no_answer")
-    depth, max_depth = 0, 0
-    for t in tags:
-        depth += -1 if t.group(0).startswith("</") else 1
-        max_depth = max(max_depth, depth)
-        if depth < 0:
-            return Envelope(None, "malformed_tags")
-    opens = sum(1 for t in tags if not t.group(0).startswith("</"))
-    if max_depth > 1:
-        return Envelope(None, "nested_answer")
-    if opens > len(tags) - opens:
-        return Envelope(None, "unclosed_answer")
-    if opens > 1:
-        return Envelope(None, "multiple_answers")
-    if body[tags[1].end() :].strip():
-        return Envelope(None, "text_after_answer")
-    content = body[tags[0].end() : tags[1].start()]
-    if len(content) > MAX_ANSWER_CHARS:
-        return Envelope(None, "answer_too_long")
+    """Extract the answer block, or name the format violation. Never raises
+    (:func:`hyperpod_rl.tasks.answer.extract_answer` with this task's limits, then ``empty_answer``)."""
+    content, violation = _extract(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
+    if content is None:
+        return Envelope(None, violation)
     if not content.strip():
         return Envelope(None, "empty_answer")
     return Envelope(content, None)

@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS
+from hyperpod_rl.tasks.answer import extract_answer as _extract
 from hyperpod_rl.tasks.ui_nav.app import Action
 
 __all__ = [
@@ -35,10 +37,6 @@ __all__ = [
     "parse_action",
 ]
 
-#: Qwen-VL vision special tokens: a completion holding one breaks the next forward pass.
-VISION_TOKENS: Final[tuple[str, ...]] = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")
-#: End-of-turn tokens tolerated at the very end of a completion.
-END_TOKENS: Final[tuple[str, ...]] = ("<|im_end|>", "<|endoftext|>")
 #: Longest completion parsed, in characters ("too_long").
 MAX_COMPLETION_CHARS: Final[int] = 32_768
 #: Longest text inside the answer block, in characters ("answer_too_long").
@@ -63,10 +61,6 @@ VIOLATIONS: Final[tuple[str, ...]] = (
     "bad_arguments",
 )
 
-_TAG = re.compile(r"</?answer>", re.IGNORECASE)
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _VERB = re.compile(r"^(click|type|back)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 _XY = re.compile(r"^\(?\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)?$")
 _QUOTED = re.compile(r'^"([^"]*)"$')
@@ -92,57 +86,10 @@ class ParsedAction:
         return self.violation is None
 
 
-def _strip_reasoning(text: str) -> str:
-    first_close = _THINK_CLOSE.search(text)
-    first_open = _THINK_OPEN.search(text)
-    if first_close and (first_open is None or first_close.start() < first_open.start()):
-        text = text[first_close.end() :]
-    text = _THINK_BLOCK.sub(" ", text)
-    unclosed = _THINK_OPEN.search(text)
-    if unclosed:
-        text = text[: unclosed.start()]
-    return text
-
-
 def extract_answer(text: object) -> tuple[str | None, str | None]:
-    """``(content of the one answer block, None)`` or ``(None, violation code)``. Never raises."""
-    if not isinstance(text, str):
-        return None, "not_text"
-    if len(text) > MAX_COMPLETION_CHARS:
-        return None, "too_long"
-    if any(tok in text for tok in VISION_TOKENS):
-        return None, "vision_token"
-    body = text.rstrip()
-    stripped = True
-    while stripped:
-        stripped = False
-        for tok in END_TOKENS:
-            if body.endswith(tok):
-                body = body[: -len(tok)].rstrip()
-                stripped = True
-    body = _strip_reasoning(body)
-    tags = list(_TAG.finditer(body))
-    if not tags:
-        return None, "no_answer"
-    opens = sum(1 for t in tags if not t.group(0).startswith("</"))
-    depth, max_depth = 0, 0
-    for t in tags:
-        depth += -1 if t.group(0).startswith("</") else 1
-        max_depth = max(max_depth, depth)
-        if depth < 0:
-            return None, "malformed_tags"
-    if max_depth > 1:
-        return None, "nested_answer"
-    if opens > len(tags) - opens:
-        return None, "unclosed_answer"
-    if opens > 1:
-        return None, "multiple_answers"
-    if body[tags[1].end() :].strip():
-        return None, "text_after_answer"
-    content = body[tags[0].end() : tags[1].start()]
-    if len(content) > MAX_ANSWER_CHARS:
-        return None, "answer_too_long"
-    return content, None
+    """``(content of the one answer block, None)`` or ``(None, violation code)``. Never raises
+    (:func:`hyperpod_rl.tasks.answer.extract_answer` with this task's limits)."""
+    return _extract(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
 
 
 def _fail(code: str) -> ParsedAction:
