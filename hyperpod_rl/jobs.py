@@ -169,10 +169,11 @@ def entrypoint_gpus(config: RunConfig) -> int:
     The reference backend trains inside the entrypoint process, so a run with
     ``trainer.device='cuda'`` reserves one GPU: Ray then schedules it on a node with a free GPU
     and sets ``CUDA_VISIBLE_DEVICES`` for it. ``'auto'`` and ``'cpu'`` reserve none (``'auto'``
-    still uses a GPU the process sees). SkyRL's entrypoint only drives Ray actors that reserve
-    their own GPUs, so it reserves none.
+    still uses a GPU the process sees). A data-parallel reference run (``trainer.workers > 1``)
+    reserves none: its entrypoint starts a Ray Train ``TorchTrainer`` whose workers take one GPU
+    each. SkyRL's entrypoint only drives Ray actors that reserve their own GPUs, so it reserves none.
     """
-    return 1 if config.backend == "reference" and config.trainer.device == "cuda" else 0
+    return 1 if config.backend == "reference" and config.trainer.device == "cuda" and config.trainer.workers == 1 else 0
 
 
 class _IdTaken(Exception):
@@ -218,8 +219,9 @@ def submit_run(
         env_vars: extra environment variables for the job.
         entrypoint_num_cpus: CPUs reserved for the entrypoint (Ray default 0).
         entrypoint_num_gpus: GPUs reserved for the entrypoint; default
-            :func:`entrypoint_gpus` of the config (1 for a reference-backend run with
-            ``trainer.device='cuda'``, else 0: SkyRL places its own GPU workers).
+            :func:`entrypoint_gpus` of the config (1 for a one-process reference-backend run with
+            ``trainer.device='cuda'``, else 0: SkyRL and a ``trainer.workers > 1`` run place their
+            own GPU workers).
 
     Returns:
         The :class:`RunHandle`.

@@ -283,6 +283,13 @@ class TrainerConfig(_Section):
         ge=0,
         description="steps between SkyRL evaluations on the held-out set; 0 turns them off",
     )
+    workers: int = Field(
+        1,
+        ge=1,
+        description="reference backend: data-parallel training processes on one node (Ray Train TorchTrainer, DDP); each "
+        "rolls out data.mazes_per_step / workers whole groups and takes one GPU when device='cuda'; 1 trains in the job's "
+        "own process",
+    )
 
 
 class CheckpointConfig(_Section):

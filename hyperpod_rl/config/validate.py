@@ -99,7 +99,7 @@ def is_hub_id(path: str) -> bool:
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg)
+    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg)
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
     return problems
@@ -136,6 +136,30 @@ def _model_path(cfg: RunConfig) -> list[str]:
     if not (is_hub_id(path) or path.startswith("/")):
         return [
             f"model.path={path!r} is neither a hub id (org/name) nor an absolute path on the cluster: pass e.g. Qwen/Qwen3-VL-8B-Instruct or /fsx/models/Qwen3-VL-8B-Instruct"
+        ]
+    return []
+
+
+def _workers(cfg: RunConfig) -> list[str]:
+    """``trainer.workers``: the reference backend's data-parallel processes, each rolling out whole groups.
+
+    GRPO advantages are relative within a group, so a group never crosses workers: every worker
+    takes ``data.mazes_per_step / trainer.workers`` mazes of each step's batch.
+    """
+    workers, mazes = cfg.trainer.workers, cfg.data.mazes_per_step
+    if workers == 1:
+        return []
+    if cfg.backend != "reference":
+        return [
+            f"trainer.workers={workers} sets the reference backend's data-parallel processes; the SkyRL backend places its "
+            "GPUs with placement.nodes and placement.gpus_per_node: set trainer.workers=1"
+        ]
+    if mazes % workers:
+        lower = max(d for d in range(1, workers + 1) if mazes % d == 0)
+        return [
+            f"data.mazes_per_step={mazes} does not split into whole groups over trainer.workers={workers} (each worker rolls "
+            f"out data.mazes_per_step / trainer.workers mazes, grpo.group_size episodes each): set data.mazes_per_step to a "
+            f"multiple of {workers} (e.g. {-(-mazes // workers) * workers}) or trainer.workers to a divisor of {mazes} (e.g. {lower})"
         ]
     return []
 

@@ -14,6 +14,8 @@
 ``eval/<name>.json``   saved evaluations (``base``, ``adapter``, ``comparison``, ...)
 ``promotion.json``     the latest promotion decision
 ``quickstart.json``    the quickstart's summary, when the run came from it
+``ray-train/``         Ray Train's run storage (``trainer.workers > 1``: the ``TorchTrainer``'s
+                       ``storage_path``; its own state, no training results)
 =====================  ===================================================================
 
 Only :mod:`hyperpod_rl.runs` opens these files; everything else asks it.
@@ -108,6 +110,11 @@ class RunPaths:
     @property
     def quickstart(self) -> Path:
         return self.root / "quickstart.json"
+
+    @property
+    def ray_train(self) -> Path:
+        """Ray Train's ``storage_path`` of a data-parallel run (``trainer.workers > 1``)."""
+        return self.root / "ray-train"
 
     @property
     def trainer_lock(self) -> Path:

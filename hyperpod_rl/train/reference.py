@@ -38,6 +38,13 @@ for the same base model; RNG states are restored afterwards, so it changes no tr
 The provenance record (``manifest.json``, :mod:`~hyperpod_rl.runs.provenance`) is updated at
 start, at every checkpoint and at the end. The trainer writes nothing outside the run directory:
 the run ledger is filled from run directories on the notebook/CLI side (``hyperpod-rl runs sync``).
+
+Several GPUs of one node (``trainer.workers = N > 1``): :func:`main` starts N copies of this
+trainer as the workers of a Ray Train ``TorchTrainer`` (:mod:`~hyperpod_rl.train.workers`), each
+given its :class:`~hyperpod_rl.train.parallel.DataParallel` place: data-parallel over whole GRPO
+groups, the loss divided by the global token count, gradients summed by DDP, metrics over the
+whole batch; rank 0 alone writes the run directory. ``workers = 1`` (``parallel=None``) is the
+single-process path, unchanged.
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +90,7 @@ from hyperpod_rl.runs.provenance import eval_summaries, new_provenance, read_pro
 from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.tasks import get_task, read_rows
 from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
+from hyperpod_rl.train.parallel import DataParallel
 
 __all__ = ["ReferenceTrainer"]
 
@@ -125,6 +133,8 @@ class ReferenceTrainer:
         run_dir: ``<storage root>/runs/<run_id>``; created if missing.
         fresh: start from step 0: checkpoints, metrics, the adapter, the manifest and the
             adapter evals of an earlier attempt are deleted first.
+        parallel: this worker's place in a data-parallel group (``trainer.workers > 1``, inside a
+            Ray Train ``TorchTrainer`` worker); ``None``: one process trains alone.
 
     Raises:
         ConfigError: bad paths or model.
@@ -132,7 +142,7 @@ class ReferenceTrainer:
             directory holds a run with another config; another trainer holds the run.
     """
 
-    def __init__(self, config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> None:
+    def __init__(self, config: RunConfig, run_dir: str | Path, *, fresh: bool = False, parallel: DataParallel | None = None) -> None:
         self.config = config
         self.paths = RunPaths(Path(run_dir))
         self.run_dir = self.paths.root
@@ -140,6 +150,27 @@ class ReferenceTrainer:
         self.ckpt_root = self.paths.checkpoints
         self.metrics_path = self.paths.metrics
         self.fresh = fresh
+        if parallel is not None and parallel.world_size != config.trainer.workers:
+            raise ConfigError(
+                f"trainer.workers={config.trainer.workers} but the data-parallel group has {parallel.world_size} workers: "
+                "start one TorchTrainer worker per trainer.workers"
+            )
+        self.parallel = parallel
+        #: DDP over the scoring pass (data-parallel runs only; built in ``_build``)
+        self.ddp: torch.nn.parallel.DistributedDataParallel | None = None
+
+    @property
+    def is_writer(self) -> bool:
+        """True in the one process that writes the run directory (rank 0, or the only process)."""
+        return self.parallel is None or self.parallel.is_writer
+
+    def _rank_seed(self) -> int:
+        """The seed of this worker's sampling and global RNGs: ``trainer.seed`` on rank 0 (and alone),
+        a seed derived from ``(trainer.seed, rank)`` on the other ranks."""
+        seed = self.config.trainer.seed
+        if self.parallel is None or self.parallel.rank == 0:
+            return seed
+        return int(np.random.SeedSequence([seed % (2**32), self.parallel.rank]).generate_state(1)[0])
 
     # ------------------------------------------------------------------ setup
     def _seed_all(self, seed: int) -> None:
@@ -171,6 +202,11 @@ class ReferenceTrainer:
             max_new_tokens=cfg.rollout.max_new_tokens,
             answer_words=self.task.answer_words,
         )
+        if self.parallel is not None:
+            # after the LoRA init (identical on every worker, checked), each worker samples its own rollouts
+            self.ddp = self.parallel.wrap(self.model, self.policy)
+            if self.parallel.rank:
+                self._seed_all(self._rank_seed())
         params = [p for p in self.model.parameters() if p.requires_grad]
         fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
@@ -185,7 +221,7 @@ class ReferenceTrainer:
         self.prompt_filter = {"limit": kept.limit, "kept": len(kept.kept), "dropped": len(kept.dropped)}
         self.rows = [rows[i] for i in kept.kept]
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
-        self.generator = torch.Generator().manual_seed(cfg.trainer.seed)
+        self.generator = torch.Generator().manual_seed(self._rank_seed())
         self.step = 0
 
     def _load_base(self, model_dir: Path, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
@@ -214,9 +250,13 @@ class ReferenceTrainer:
         return rows
 
     # ------------------------------------------------------------------ run directory
+    def _run_lock(self) -> AbstractContextManager[None]:
+        """Hold ``trainer.lock`` (its content: this process's pid) while training; rank 0 holds it
+        for a data-parallel group."""
+        return self._hold_run_lock() if self.is_writer else nullcontext()
+
     @contextmanager
-    def _run_lock(self) -> Iterator[None]:
-        """Hold ``trainer.lock`` (its content: this process's pid) while training."""
+    def _hold_run_lock(self) -> Iterator[None]:
         with open(self.paths.trainer_lock, "a+") as fh:  # closing releases the lock
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -287,6 +327,7 @@ class ReferenceTrainer:
             if resumed_from is not None:
                 fresh["resumes"].append({"from_step": resumed_from, "at": fresh["updated_at"]})
             fresh["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
+            fresh["workers"] = cfg.trainer.workers
             return fresh
 
         update_provenance(self.run_dir, change)
@@ -338,22 +379,21 @@ class ReferenceTrainer:
         from peft import get_peft_model_state_dict
         from safetensors.torch import save_file
 
+        rng = self._rng_states()
+        # every worker's RNG states (a collective: all ranks call this); the optimizer state and the
+        # LoRA weights are the same on every worker (same summed gradients)
+        ranks = self.parallel.gather(rng) if self.parallel is not None else None
+        if not self.is_writer:
+            return self.ckpt_root / f"step_{self.step:06d}"
         lines = sum(1 for _ in self.metrics_path.open()) if self.metrics_path.exists() else 0
 
         def write(tmp: Path) -> None:
             weights = {k: v.detach().contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
             save_file(weights, str(tmp / "adapter_model.safetensors"))
-            torch.save(
-                {
-                    "optimizer": self.optimizer.state_dict(),
-                    "python_rng": random.getstate(),
-                    "numpy_rng": np.random.get_state(),
-                    "torch_rng": torch.get_rng_state(),
-                    "sampling_rng": self.generator.get_state(),
-                    "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
-                },
-                tmp / "training_state.pt",
-            )
+            state: dict[str, Any] = {"optimizer": self.optimizer.state_dict(), **rng}
+            if ranks is not None:
+                state["ranks"] = ranks
+            torch.save(state, tmp / "training_state.pt")
             (tmp / "trainer_state.json").write_text(
                 json.dumps(
                     {"step": self.step, "sampler": self.sampler.state(), "metrics_lines": lines, "config_hash": self.config.config_hash()}
@@ -365,11 +405,18 @@ class ReferenceTrainer:
         self._update_provenance()
         return path
 
-    def _resume(self) -> int | None:
-        """Load the newest valid checkpoint; return its step (``None``: starting at step 0)."""
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
+    def _rng_states(self) -> dict[str, Any]:
+        """This process's Python, NumPy, torch, sampling (and CUDA) RNG states."""
+        return {
+            "python_rng": random.getstate(),
+            "numpy_rng": np.random.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "sampling_rng": self.generator.get_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
+        }
 
+    def _newest_checkpoint(self) -> Path | None:
+        """The checkpoint to resume from (``None``: none, start at step 0)."""
         remove_stale_temporaries(self.ckpt_root)
         has_any = self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*"))
         path = latest_valid_checkpoint(self.ckpt_root)
@@ -379,6 +426,21 @@ class ReferenceTrainer:
                     f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over"
                 )
             self.metrics_path.unlink(missing_ok=True)
+        return path
+
+    def _resume(self) -> int | None:
+        """Load the newest valid checkpoint; return its step (``None``: starting at step 0).
+
+        In a data-parallel group rank 0 picks the checkpoint and every worker loads it, with its
+        own RNG states.
+        """
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        path = self._newest_checkpoint() if self.is_writer else None
+        if self.parallel is not None:
+            path = self.parallel.broadcast(path)
+        if path is None:
             return None
         state = json.loads((path / "trainer_state.json").read_text())
         if state.get("config_hash") != self.config.config_hash():
@@ -388,6 +450,14 @@ class ReferenceTrainer:
         set_peft_model_state_dict(self.model, load_file(str(path / "adapter_model.safetensors")))
         extra = torch.load(path / "training_state.pt", weights_only=False)
         self.optimizer.load_state_dict(extra["optimizer"])
+        if self.parallel is not None:
+            saved = len(extra.get("ranks") or [])
+            if saved != self.parallel.world_size:
+                raise CheckpointError(
+                    f"checkpoint {path} holds the RNG states of {saved} workers, this run has {self.parallel.world_size}: "
+                    "resubmit with --fresh or the original trainer.workers"
+                )
+            extra = {**extra, **extra["ranks"][self.parallel.rank]}
         random.setstate(extra["python_rng"])
         np.random.set_state(extra["numpy_rng"])
         torch.set_rng_state(extra["torch_rng"])
@@ -396,6 +466,8 @@ class ReferenceTrainer:
             torch.cuda.set_rng_state(extra["cuda_rng"], self.device)
         self.sampler.load(state["sampler"])
         self.step = int(state["step"])
+        if not self.is_writer:
+            return self.step
         # Drop metric lines written after the checkpoint: they are produced again.
         if self.metrics_path.exists():
             kept = self.metrics_path.read_text().splitlines(keepends=True)[: state["metrics_lines"]]
@@ -405,10 +477,17 @@ class ReferenceTrainer:
 
     # ------------------------------------------------------------------ one step
     def _update(self, episodes: list[Episode], advantages: list[list[float]]) -> dict[str, float]:
-        """One policy update; ``advantages[i][t]`` is the advantage of turn t of episode i."""
+        """One policy update; ``advantages[i][t]`` is the advantage of turn t of episode i.
+
+        In a data-parallel group ``episodes`` are this worker's; the loss is divided by the loss
+        tokens of all workers, DDP sums the gradients once (the last micro batch), and the
+        returned numbers are over all workers' samples.
+        """
         cfg = self.config
         samples = [(turn, float(advantages[i][t])) for i, ep in enumerate(episodes) for t, turn in enumerate(ep.turns)]
         num_tokens = sum(sum(t.action.loss_mask) for t, _ in samples)
+        if self.parallel is not None:
+            num_tokens = int(self.parallel.sum([num_tokens])[0])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
         totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0}
@@ -417,35 +496,48 @@ class ReferenceTrainer:
         loss_masks = [t.action.loss_mask for t, _ in samples]
         groups = self.policy.group_samples(contexts, responses, loss_masks)
         mb = cfg.trainer.micro_batch_size
+        if self.ddp is not None and not groups:
+            raise RuntimeError("this worker has no samples to train on: every worker needs at least one episode turn")
         for start in range(0, len(groups), mb):
             part = groups[start : start + mb]
-            scored = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
-            ref = None
-            if cfg.grpo.kl_coef > 0:
-                with torch.no_grad(), self.model.disable_adapter():
-                    ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
-            logp = scored.logprobs
-            old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
-            adv = torch.tensor([samples[i][1] for i in scored.indices], device=logp.device)
-            terms = grpo_loss(
-                logp,
-                old,
-                adv,
-                scored.loss_mask,
-                clip_eps=cfg.grpo.clip_eps,
-                entropy=scored.entropy,
-                entropy_coef=cfg.grpo.entropy_coef,
-                ref_logprobs=ref,
-                kl_coef=cfg.grpo.kl_coef,
-                num_tokens=num_tokens,
-            )
-            terms.loss.backward()
+            # DDP sums gradients once per update: every micro batch but the last accumulates locally
+            last = start + mb >= len(groups)
+            with self.ddp.no_sync() if self.ddp is not None and not last else nullcontext():
+                if self.ddp is None:
+                    scored = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
+                    logp, entropy, mask, indices = scored.logprobs, scored.entropy, scored.loss_mask, scored.indices
+                else:
+                    logp, entropy, mask, indices = self.ddp(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
+                ref = None
+                if cfg.grpo.kl_coef > 0:
+                    with torch.no_grad(), self.model.disable_adapter():  # the unwrapped peft model
+                        ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
+                old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
+                adv = torch.tensor([samples[i][1] for i in indices], device=logp.device)
+                terms = grpo_loss(
+                    logp,
+                    old,
+                    adv,
+                    mask,
+                    clip_eps=cfg.grpo.clip_eps,
+                    entropy=entropy,
+                    entropy_coef=cfg.grpo.entropy_coef,
+                    ref_logprobs=ref,
+                    kl_coef=cfg.grpo.kl_coef,
+                    num_tokens=num_tokens,
+                )
+                terms.loss.backward()
             totals["policy_loss"] += terms.policy_loss
             totals["kl"] += terms.kl
             totals["entropy"] += terms.entropy
             totals["clip"] += terms.clip_fraction
-            rollout_lp = torch.tensor([samples[i][0].action.logprob for i in scored.indices])
+            rollout_lp = torch.tensor([samples[i][0].action.logprob for i in indices])
             totals["diff"] += float((logp.detach().sum(-1).cpu() - rollout_lp).abs().sum())
+        num_samples, num_rows = len(samples), len(groups)
+        if self.parallel is not None:  # every worker's share: the loss terms are already over the global token count
+            summed = self.parallel.sum([*totals.values(), num_samples, num_rows])
+            totals = dict(zip(totals, summed[: len(totals)], strict=True))
+            num_samples, num_rows = int(summed[-2]), int(summed[-1])
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
         self.optimizer.step()
         self.model.eval()
@@ -456,9 +548,9 @@ class ReferenceTrainer:
             "policy/ppo_clip_ratio": totals["clip"],
             "policy/grad_norm": float(grad_norm),
             "policy/policy_lr": cfg.grpo.lr,
-            "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(len(samples), 1),
-            "trainer/num_samples": float(len(samples)),
-            "trainer/num_forward_rows": float(len(groups)),
+            "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(num_samples, 1),
+            "trainer/num_samples": float(num_samples),
+            "trainer/num_forward_rows": float(num_rows),
             "trainer/num_tokens": float(num_tokens),
         }
 
@@ -466,6 +558,8 @@ class ReferenceTrainer:
         cfg = self.config
         t0 = time.perf_counter()
         rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
+        if self.parallel is not None:  # every worker draws the same batch and rolls out its share of whole groups
+            rows = self.parallel.share(rows)
         episodes = play_episodes(
             self.policy,
             rows,
@@ -477,24 +571,39 @@ class ReferenceTrainer:
         t_gen = time.perf_counter() - t0
         G = cfg.grpo.group_size
         returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
+        step_rewards = [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))]
         if cfg.grpo.advantage == "process":
-            step_rewards = [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))]
             nested = process_advantages(step_rewards, gamma=cfg.grpo.gamma)
             turn_adv = [adv for group in nested for adv in group]
-            tied_share = float(np.mean([is_tied([r for ep in group for r in ep]) for group in step_rewards]))
         else:
-            tied_share = float(tied_groups(returns).float().mean())
             per_episode = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1).tolist()
             turn_adv = [[per_episode[i]] * len(ep.turns) for i, ep in enumerate(episodes)]
         t1 = time.perf_counter()
         values = self._update(episodes, turn_adv)
         t_train = time.perf_counter() - t1
         self.step += 1
-        solved = torch.tensor([float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))) for ep in episodes]).view(
-            len(rows), cfg.grpo.group_size
-        )
-        values.update({f"environment/{k}": float(v) for k, v in self.task.aggregate_metrics([ep.metrics for ep in episodes]).items()})
-        resp_tokens = [len(t.action.response_ids) for ep in episodes for t in ep.turns]
+        # the batch's episodes (every worker's, in rank order: the order one process would have)
+        summary = [
+            (
+                ep.total_return,
+                [t.reward for t in ep.turns],
+                float(bool(ep.turns and ep.turns[-1].metadata.get("solved"))),
+                ep.metrics,
+                [len(t.action.response_ids) for t in ep.turns],
+            )
+            for ep in episodes
+        ]
+        if self.parallel is not None:
+            summary = [s for part in self.parallel.gather(summary) for s in part]
+            returns = torch.tensor([s[0] for s in summary]).view(-1, G)
+            step_rewards = [[s[1] for s in summary[g * G : (g + 1) * G]] for g in range(len(summary) // G)]
+        if cfg.grpo.advantage == "process":
+            tied_share = float(np.mean([is_tied([r for ep in group for r in ep]) for group in step_rewards]))
+        else:
+            tied_share = float(tied_groups(returns).float().mean())
+        solved = torch.tensor([s[2] for s in summary]).view(-1, G)
+        values.update({f"environment/{k}": float(v) for k, v in self.task.aggregate_metrics([s[3] for s in summary]).items()})
+        resp_tokens = [n for s in summary for n in s[4]]
         step_s = time.perf_counter() - t0
         values.update(
             {
@@ -505,7 +614,7 @@ class ReferenceTrainer:
                 TIED_GROUP_METRIC: tied_share,
                 f"reward/avg_pass_at_{cfg.grpo.group_size}": float((solved.max(dim=1).values > 0).float().mean()),
                 "policy/response_length": float(np.mean(resp_tokens)),
-                "generate/avg_num_turns": float(np.mean([len(ep.turns) for ep in episodes])),
+                "generate/avg_num_turns": float(np.mean([len(s[1]) for s in summary])),
                 "timing/generate": t_gen,
                 "timing/policy_train": t_train,
                 "timing/step": step_s,
@@ -529,39 +638,48 @@ class ReferenceTrainer:
             CheckpointError: see the class docstring.
         """
         with self._run_lock():
-            if self.fresh:
+            writer = self.is_writer  # in a data-parallel group rank 0 does the run-directory work
+            if self.fresh and writer:
                 self._wipe()
-            done = self._check_same_run()
+            done = self._check_same_run() if writer else None
+            if self.parallel is not None:
+                done = self.parallel.broadcast(done)
             if done is not None:
-                print(f"run {self.config.run_id} already finished ({done}); resubmit with --fresh to train it again", flush=True)
+                if writer:
+                    print(f"run {self.config.run_id} already finished ({done}); resubmit with --fresh to train it again", flush=True)
                 return done
             self._build()
             resumed_from = self._resume()
-            self._start_manifest(resumed_from)
+            if writer:
+                self._start_manifest(resumed_from)
             try:
-                self._benchmark_base()
+                if writer:
+                    self._benchmark_base()
                 self._loop()
-                adapter = self.export_adapter()
+                adapter = self.export_adapter() if writer else self.paths.adapter
             except BaseException:
-                try:
-                    self._update_provenance(status="failed")
-                except Exception as err:  # noqa: BLE001 - the training error matters more
-                    log.warning("could not mark the run failed in its provenance record: %s", err)
+                if writer:
+                    try:
+                        self._update_provenance(status="failed")
+                    except Exception as err:  # noqa: BLE001 - the training error matters more
+                        log.warning("could not mark the run failed in its provenance record: %s", err)
                 raise
-            self._update_provenance(
-                status="succeeded",
-                adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step},
-            )
+            if writer:
+                self._update_provenance(
+                    status="succeeded",
+                    adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step},
+                )
             return adapter
 
     def _loop(self) -> None:
         cfg = self.config
-        with self.metrics_path.open("a") as sink:
+        with self.metrics_path.open("a") if self.is_writer else nullcontext() as sink:
             while self.step < cfg.trainer.steps:
                 record = self._step()
-                sink.write(record.model_dump_json() + "\n")
-                sink.flush()
-                print(record.to_line(), flush=True)
+                if sink is not None:
+                    sink.write(record.model_dump_json() + "\n")
+                    sink.flush()
+                    print(record.to_line(), flush=True)
                 if cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps:
                     self._save_checkpoint()
 
@@ -592,6 +710,7 @@ class ReferenceTrainer:
             prov["task"] = cfg.task.name
             prov["lora_matched_modules"] = self.lora_counts
             prov["prompt_filter"] = self.prompt_filter
+            prov["workers"] = cfg.trainer.workers
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)
@@ -606,6 +725,11 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
     paths = RunPaths(source.parent)
     config = read_config(paths)
     run_dir = paths.root
-    adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
+    if config.trainer.workers > 1:
+        from hyperpod_rl.train.workers import train_with_workers
+
+        adapter = train_with_workers(config, run_dir, fresh=fresh)
+    else:
+        adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
     print(f"adapter written to {adapter}", flush=True)
     return adapter
