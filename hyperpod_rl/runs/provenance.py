@@ -24,6 +24,7 @@ name, ``manifest.json``, so runs written before stay readable; in code it is the
 ``adapter``           ``{"path", "sha256", "steps"}`` once exported
 ``eval``              ``{label: {"metrics", "ci", "num_mazes", "path"}}``
 ``resumes``           ``[{"from_step", "at"}]``, one per resume
+``workers``           the trainer's processes (``trainer.workers``; data-parallel when > 1)
 ===================== ====================================================================
 
 Updates take an exclusive ``fcntl`` lock on ``manifest.json.lock`` and replace the file
