@@ -28,6 +28,14 @@ Throughput ratio = samples/s ours / samples/s TRL at equal samples per step; mem
 
 ``adapter sync`` is 0 s for both: the reference backend and TRL (without vLLM) sample from
 the model being trained, so no weights move between a trainer and a rollout engine.
+
+With ``--workers N`` (N > 1) our run goes through the same Ray Train ``TorchTrainer`` path as a
+``trainer.workers = N`` run (:func:`hyperpod_rl.train.workers.torch_trainer`: N data-parallel
+workers on one node, NCCL on GPUs, Gloo on CPU): every worker builds the same model and rows,
+rolls out ``--mazes / N`` mazes a step, and DDP sums the gradients. Rank 0 records the steps:
+samples, generated tokens and samples/s are over all workers; the update's forward rows, FLOPs,
+MFU and peak memory are rank 0's (one GPU's). ``--mazes`` must be a multiple of N. It starts a
+local Ray instance (``ray.init()``) unless ``RAY_ADDRESS`` names one.
 """
 
 from __future__ import annotations
@@ -112,8 +120,10 @@ def build_model(shape_name: str, processor: Any, *, device: torch.device, tiny: 
 class BenchTrainer(ReferenceTrainer):
     """The reference trainer with an in-memory model and rows; records per-phase peaks and FLOPs."""
 
-    def __init__(self, config: RunConfig, run_dir: Path, *, model: Any, processor: Any, rows: list[dict[str, Any]]) -> None:
-        super().__init__(config, run_dir)
+    def __init__(
+        self, config: RunConfig, run_dir: Path, *, model: Any, processor: Any, rows: list[dict[str, Any]], parallel: Any = None
+    ) -> None:
+        super().__init__(config, run_dir, parallel=parallel)
         self._given = (model, processor)
         self._rows = rows
         self.phase_peaks: dict[str, float] = {}
@@ -193,14 +203,17 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "gradient_checkpointing": True,
                 "device": device,
                 "eval_mazes": 1,
+                "workers": args.workers,
             },
             "checkpoint": {"interval": 0},
         }
     )
 
 
-def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device) -> dict[str, Any]:
-    """Warm-up + ``--steps`` measured steps of the reference trainer."""
+def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device, parallel: Any = None) -> dict[str, Any]:
+    """Warm-up + ``--steps`` measured steps of the reference trainer (one worker of ``--workers`` when ``parallel``)."""
+    if args.workers > 1 and parallel is None:
+        return run_ours_workers(args, shape_name, max_turns=max_turns, device=device)
     rows = maze_rows(max(64, args.mazes * (args.steps + args.warmup)), side=args.side, cell_px=args.cell_px, max_turns=max_turns, seed=1)
     _, processor = build_tiny_qwen3vl(seed=0, corpus=[json.dumps(r["prompt"])[:2000] for r in rows[:8]])
     t0 = time.perf_counter()
@@ -208,7 +221,7 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
     build_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp)  # the model is injected, not read
-        trainer = BenchTrainer(cfg, Path(tmp), model=model, processor=processor, rows=rows)
+        trainer = BenchTrainer(cfg, Path(tmp), model=model, processor=processor, rows=rows, parallel=parallel)
         trainer._build()
         enc = trainer.policy._encode_prompt(rows[0]["prompt"])  # patches per image, from one real observation
         patches = int(enc["image_grid_thw"].prod(-1).sum()) if "image_grid_thw" in enc else 0
@@ -260,9 +273,10 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
     }
     samples = measured[0]["samples"]
     out = {
-        "impl": "hyperpod-rl reference",
+        "impl": "hyperpod-rl reference" + (f", {args.workers} workers (TorchTrainer, DDP)" if args.workers > 1 else ""),
         "shape": SHAPES[shape_name],
         "max_turns": max_turns,
+        "workers": args.workers,
         "model_build_s": build_s,
         "image_patches": patches,
         "steps": steps,
@@ -280,6 +294,36 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
     return out
+
+
+def _ours_worker(loop_config: dict[str, Any]) -> None:
+    """One ``TorchTrainer`` worker of :func:`run_ours_workers`; rank 0 writes the result file."""
+    from hyperpod_rl.train.workers import worker_place
+
+    place = worker_place()
+    args = argparse.Namespace(**loop_config["args"])
+    result = run_ours(args, loop_config["shape"], max_turns=loop_config["max_turns"], device=place.device, parallel=place)
+    if place.is_writer:
+        Path(loop_config["out"]).write_text(json.dumps(result))
+
+
+def run_ours_workers(args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device) -> dict[str, Any]:
+    """:func:`run_ours` on ``--workers`` data-parallel workers of a Ray Train ``TorchTrainer``."""
+    import ray
+
+    from hyperpod_rl.train.workers import torch_trainer
+
+    if args.mazes % args.workers:
+        raise SystemExit(f"--mazes {args.mazes} does not split over --workers {args.workers}: use a multiple of {args.workers}")
+    if not ray.is_initialized():
+        # the workers import this module: the repository root on their path
+        ray.init(runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}})
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp)
+        out = Path(tmp) / "result.json"
+        loop_config = {"args": vars(args) | {"out": None}, "shape": shape_name, "max_turns": max_turns, "out": str(out)}
+        torch_trainer(_ours_worker, loop_config, cfg, Path(tmp) / "ray-train", name=f"bench-{shape_name}-{max_turns}").fit()
+        return json.loads(out.read_text())
 
 
 def run_trl(args: argparse.Namespace, shape_name: str, *, device: torch.device) -> dict[str, Any]:
@@ -405,6 +449,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--trl", action="store_true", help="also run TRL GRPOTrainer and ours at one turn")
     p.add_argument("--tiny", action="store_true", help="tiny layers of the same layout (CPU smoke runs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--workers", type=int, default=1, help="data-parallel workers (Ray Train TorchTrainer, one GPU each)")
     p.add_argument("--out", type=Path, default=None, help="result file (default benchmarks/results/h200_grpo_e2e.json)")
     args = p.parse_args(argv)
     device = torch.device(args.device)
@@ -442,6 +487,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     )
             print(json.dumps({k: v for k, v in ours.items() if k != "steps"}), flush=True)
         rec.results = results
+    if args.workers > 1:
+        import ray
+
+        ray.shutdown()  # the Ray instance run_ours_workers started (or joined)
     return results
 
 

@@ -25,6 +25,7 @@ from safetensors.torch import load_file, save_file
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import entrypoint_gpus, submit_run
 from hyperpod_rl.metrics import read_metrics
+from hyperpod_rl.metrics.schema import parse_metric_line
 from hyperpod_rl.quickstart import make_run_config
 
 pytestmark = [pytest.mark.ray]
@@ -76,13 +77,17 @@ def test_two_worker_job_trains_exports_and_resumes_bitwise(tiny_setup, local_clu
         trainer={"workers": 2, "steps": 2, "torch_threads": 1, "eval_mazes": 2},
         checkpoint={"interval": 1, "keep": 2},
     )
-    assert entrypoint_gpus(cfg) == 0 and entrypoint_gpus(cfg.model_copy(update={"trainer": cfg.trainer.model_copy(update={"device": "cuda"})})) == 0
+    assert (
+        entrypoint_gpus(cfg) == 0
+        and entrypoint_gpus(cfg.model_copy(update={"trainer": cfg.trainer.model_copy(update={"device": "cuda"})})) == 0
+    )
     run_dir = tmp_path / "runs" / "dp-two"
     handle = _submit(client, cfg, run_dir)
     status = _wait_terminal(client, handle.submission_id)
     logs = client.get_job_logs(handle.submission_id)
     assert status == "SUCCEEDED", logs[-4000:]
     assert "training with 2 CPU workers (Ray Train TorchTrainer, gloo)" in logs
+    assert any(parse_metric_line(line) for line in logs.splitlines())  # rank 0's metric lines reach the job log
 
     records = list(read_metrics(run_dir / "metrics.jsonl"))
     assert [r.step for r in records] == [1, 2]
