@@ -24,7 +24,8 @@ name, ``manifest.json``, so runs written before stay readable; in code it is the
 ``adapter``           ``{"path", "sha256", "steps"}`` once exported
 ``eval``              ``{label: {"metrics", "ci", "num_mazes", "path"}}``
 ``resumes``           ``[{"from_step", "at"}]``, one per resume
-``workers``           the trainer's processes (``trainer.workers``; data-parallel when > 1)
+``workers``           the training processes: ``trainer.workers`` (reference backend; data-parallel
+                      when > 1) or ``placement.policy_gpus`` (SkyRL's FSDP2 ranks)
 ===================== ====================================================================
 
 Updates take an exclusive ``fcntl`` lock on ``manifest.json.lock`` and replace the file
@@ -152,6 +153,7 @@ def new_provenance(
         "reward_version": reward_version,
         "seeds": {"trainer": config.trainer.seed, **({"dataset": next(iter(data_seeds.values()))} if data_seeds else {})},
         "base_model": {"id": base_model_id, "revision": base_model_revision, "path": config.model.path},
+        "workers": config.trainer.workers if config.backend == "reference" else config.placement.policy_gpus,
         "checkpoints": [],
         "adapter": None,
         "eval": {},

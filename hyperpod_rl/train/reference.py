@@ -182,7 +182,10 @@ class ReferenceTrainer:
         cfg = self.config
         if cfg.trainer.torch_threads:
             torch.set_num_threads(cfg.trainer.torch_threads)
-        model_dir = resolve_base_model(cfg.model, self.run_dir)  # 'tiny' is built here (it seeds torch itself)
+        if self.parallel is None:
+            model_dir = resolve_base_model(cfg.model, self.run_dir)  # 'tiny' is built here (it seeds torch itself)
+        else:  # rank 0 builds 'tiny' into the run directory, the others load what it built
+            model_dir = self.parallel.broadcast(resolve_base_model(cfg.model, self.run_dir) if self.is_writer else None)
         self._seed_all(cfg.trainer.seed)
         self.device, dtype = resolve_device(cfg.trainer.device, cfg.trainer.dtype)
         model, processor, model_id, revision = self._load_base(model_dir, dtype)
@@ -327,7 +330,6 @@ class ReferenceTrainer:
             if resumed_from is not None:
                 fresh["resumes"].append({"from_step": resumed_from, "at": fresh["updated_at"]})
             fresh["checkpoints"] = checkpoint_entries(self.ckpt_root, self.run_dir)
-            fresh["workers"] = cfg.trainer.workers
             return fresh
 
         update_provenance(self.run_dir, change)

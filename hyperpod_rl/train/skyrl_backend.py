@@ -317,6 +317,7 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
         prov["task"] = config.task.name
         prov["lora_matched_modules"] = counts
         prov["prompt_filter"] = _prompt_filter_report(rd)
+        prov["workers"] = config.placement.policy_gpus  # the training processes (FSDP2 ranks)
         write_json_atomic(tmp / "provenance.json", prov)
 
     return write_dir_atomically(RunPaths(rd).adapter, write)

@@ -61,6 +61,7 @@ def test_adapter_files_and_provenance(trained, tiny_setup):
     assert prov["dataset_hashes"]["train"] == file_sha256(tiny_setup["data"].train)
     assert prov["adapter_sha256"] == file_sha256(adapter / "adapter_model.safetensors")
     assert prov["seeds"] == {"trainer": cfg.trainer.seed}
+    assert prov["workers"] == 1  # one process (trainer.workers)
     assert prov["packages"]["peft"] and prov["packages"]["transformers"]
     assert set(prov["git"]) == {"commit", "dirty"}
     config = json.loads((adapter / "adapter_config.json").read_text())
