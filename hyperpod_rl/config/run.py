@@ -119,10 +119,7 @@ class RunConfig(_Section):
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id.
 
         The default task (the maze with default options) is left out too, so a maze config hashes
-        as it did before configs named their task; so is ``trainer.workers`` when it is 1 (one
-        process, as before the field existed), so earlier runs still resume.
+        as it did before configs named their task.
         """
         payload = self.model_dump(mode="json", exclude={"run_id", "task"} if self.task.is_default else {"run_id"})
-        if payload["trainer"]["workers"] == 1:
-            del payload["trainer"]["workers"]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import pytest
 
 from hyperpod_rl.config.run import RunConfig
@@ -51,8 +48,4 @@ def test_workers_split_evenly_and_take_the_gpus_themselves():
     one, two = _build({"device": "cuda"}), _build({"device": "cuda", "workers": 2})
     assert two.trainer.workers == 2 and one.trainer.workers == 1
     assert (entrypoint_gpus(one), entrypoint_gpus(two)) == (1, 0)  # the TorchTrainer workers reserve the GPUs
-    assert one.config_hash() != two.config_hash()
-    # workers=1 hashes as configs did before the field existed, so earlier run directories still resume
-    payload = one.model_dump(mode="json", exclude={"run_id", "task"})
-    del payload["trainer"]["workers"]
-    assert one.config_hash() == hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+    assert one.config_hash() != two.config_hash()  # a checkpoint of one cannot resume the other
