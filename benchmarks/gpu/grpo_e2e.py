@@ -171,7 +171,7 @@ def update_flops(shape_name: str, rows: list[tuple[int, int, int]], *, image_pat
     return total
 
 
-def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir: str) -> RunConfig:
+def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir: str, decode: str | None = None) -> RunConfig:
     return RunConfig.build(
         {
             "run_id": "bench-e2e",
@@ -184,7 +184,13 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "exclude_modules": r".*visual.*",
             },
             "grpo": {"group_size": args.group, "lr": 3e-5, "kl_coef": 0.0, "entropy_coef": 0.0},
-            "rollout": {"max_turns": max_turns, "temperature": 1.0, "action_constraint": "none", "max_new_tokens": args.max_new_tokens},
+            "rollout": {
+                "max_turns": max_turns,
+                "temperature": 1.0,
+                "action_constraint": "none",
+                "max_new_tokens": args.max_new_tokens,
+                "decode": decode or args.decode,
+            },
             "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "mazes_per_step": args.mazes},
             "trainer": {
                 "steps": 1000,
@@ -199,15 +205,17 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
     )
 
 
-def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device) -> dict[str, Any]:
-    """Warm-up + ``--steps`` measured steps of the reference trainer."""
+def run_ours(
+    args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device, decode: str | None = None
+) -> dict[str, Any]:
+    """Warm-up + ``--steps`` measured steps of the reference trainer (``decode`` overrides ``--decode``)."""
     rows = maze_rows(max(64, args.mazes * (args.steps + args.warmup)), side=args.side, cell_px=args.cell_px, max_turns=max_turns, seed=1)
     _, processor = build_tiny_qwen3vl(seed=0, corpus=[json.dumps(r["prompt"])[:2000] for r in rows[:8]])
     t0 = time.perf_counter()
     model = build_model(shape_name, processor, device=device, tiny=args.tiny)
     build_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp)  # the model is injected, not read
+        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp, decode=decode)  # the model is injected, not read
         trainer = BenchTrainer(cfg, Path(tmp), model=model, processor=processor, rows=rows)
         trainer._build()
         enc = trainer.policy._encode_prompt(rows[0]["prompt"])  # patches per image, from one real observation
@@ -263,6 +271,7 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
         "impl": "hyperpod-rl reference",
         "shape": SHAPES[shape_name],
         "max_turns": max_turns,
+        "decode": "compiled" if trainer.policy.compiled_decode else "eager",
         "model_build_s": build_s,
         "image_patches": patches,
         "steps": steps,
@@ -403,6 +412,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--side", type=int, default=7, help="maze side in cells")
     p.add_argument("--cell-px", type=int, default=64, help="pixels per cell (7 x 64 + 1 = 449 px images)")
     p.add_argument("--trl", action="store_true", help="also run TRL GRPOTrainer and ours at one turn")
+    p.add_argument("--decode", default="auto", choices=["auto", "eager", "compiled"], help="rollout.decode of our runs")
+    p.add_argument("--decode-baseline", action="store_true", help="also run ours with eager decoding (the baseline, same run)")
     p.add_argument("--tiny", action="store_true", help="tiny layers of the same layout (CPU smoke runs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", type=Path, default=None, help="result file (default benchmarks/results/h200_grpo_e2e.json)")
@@ -416,6 +427,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for shape in args.shapes:
             ours = run_ours(args, shape, max_turns=args.max_turns, device=device)
             results["runs"].append(ours)
+            if args.decode_baseline:
+                eager = run_ours(args, shape, max_turns=args.max_turns, device=device, decode="eager")
+                results["runs"].append(eager)
+                results["comparisons"].append(
+                    {
+                        "shape": SHAPES[shape],
+                        "max_turns": args.max_turns,
+                        "decode_speedup_compiled_over_eager": eager["median_rollout_decode_s"] / ours["median_rollout_decode_s"],
+                        "step_speedup_compiled_over_eager": eager["median_step_s"] / ours["median_step_s"],
+                        "peak_gib_compiled": ours["peak_gib"],
+                        "peak_gib_eager": eager["peak_gib"],
+                    }
+                )
             if args.trl:
                 ours1 = ours if args.max_turns == 1 else run_ours(args, shape, max_turns=1, device=device)
                 if ours1 is not ours:
