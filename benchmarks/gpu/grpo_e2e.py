@@ -424,49 +424,58 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         os.environ["HPRL_RESULTS_DIR"] = str(args.out.parent)
     with Recording(name, params={k: str(v) for k, v in vars(args).items()}) as rec:
         results: dict[str, Any] = {"runs": [], "comparisons": []}
-        for shape in args.shapes:
-            ours = run_ours(args, shape, max_turns=args.max_turns, device=device)
-            results["runs"].append(ours)
-            if args.decode_baseline:
-                eager = run_ours(args, shape, max_turns=args.max_turns, device=device, decode="eager")
-                results["runs"].append(eager)
+        rec.results = results
+        try:
+            _measure_shapes(args, device, results)
+        except KeyboardInterrupt:  # `timeout -s INT`: keep the runs that finished
+            rec.notes = f"interrupted (SIGINT) after {len(results['runs'])} runs; the runs listed are complete"
+            print(rec.notes, flush=True)
+    return results
+
+
+def _measure_shapes(args: argparse.Namespace, device: torch.device, results: dict[str, Any]) -> None:
+    """Every run of every shape in ``args.shapes``, appended to ``results`` as it finishes."""
+    for shape in args.shapes:
+        ours = run_ours(args, shape, max_turns=args.max_turns, device=device)
+        results["runs"].append(ours)
+        if args.decode_baseline:
+            eager = run_ours(args, shape, max_turns=args.max_turns, device=device, decode="eager")
+            results["runs"].append(eager)
+            results["comparisons"].append(
+                {
+                    "shape": SHAPES[shape],
+                    "max_turns": args.max_turns,
+                    "decode_speedup_compiled_over_eager": eager["median_rollout_decode_s"] / ours["median_rollout_decode_s"],
+                    "step_speedup_compiled_over_eager": eager["median_step_s"] / ours["median_step_s"],
+                    "peak_gib_compiled": ours["peak_gib"],
+                    "peak_gib_eager": eager["peak_gib"],
+                }
+            )
+        if args.trl:
+            ours1 = ours if args.max_turns == 1 else run_ours(args, shape, max_turns=1, device=device)
+            if ours1 is not ours:
+                results["runs"].append(ours1)
+            try:
+                theirs = run_trl(args, shape, device=device)
+            except Exception as err:  # noqa: BLE001 - recorded, the rest of the run goes on
+                theirs = {
+                    "impl": "trl GRPOTrainer",
+                    "shape": SHAPES[shape],
+                    "status": "failed",
+                    "error": f"{type(err).__name__}: {err}"[:2000],
+                }
+            results["runs"].append(theirs)
+            if "samples_per_s" in theirs:
                 results["comparisons"].append(
                     {
                         "shape": SHAPES[shape],
-                        "max_turns": args.max_turns,
-                        "decode_speedup_compiled_over_eager": eager["median_rollout_decode_s"] / ours["median_rollout_decode_s"],
-                        "step_speedup_compiled_over_eager": eager["median_step_s"] / ours["median_step_s"],
-                        "peak_gib_compiled": ours["peak_gib"],
-                        "peak_gib_eager": eager["peak_gib"],
+                        "samples_per_step": ours1["samples_per_step"],
+                        "throughput_ratio_ours_over_trl": ours1["samples_per_s"] / theirs["samples_per_s"],
+                        "peak_gib_ours": ours1["peak_gib"],
+                        "peak_gib_trl": theirs["peak_gib"],
                     }
                 )
-            if args.trl:
-                ours1 = ours if args.max_turns == 1 else run_ours(args, shape, max_turns=1, device=device)
-                if ours1 is not ours:
-                    results["runs"].append(ours1)
-                try:
-                    theirs = run_trl(args, shape, device=device)
-                except Exception as err:  # noqa: BLE001 - recorded, the rest of the run goes on
-                    theirs = {
-                        "impl": "trl GRPOTrainer",
-                        "shape": SHAPES[shape],
-                        "status": "failed",
-                        "error": f"{type(err).__name__}: {err}"[:2000],
-                    }
-                results["runs"].append(theirs)
-                if "samples_per_s" in theirs:
-                    results["comparisons"].append(
-                        {
-                            "shape": SHAPES[shape],
-                            "samples_per_step": ours1["samples_per_step"],
-                            "throughput_ratio_ours_over_trl": ours1["samples_per_s"] / theirs["samples_per_s"],
-                            "peak_gib_ours": ours1["peak_gib"],
-                            "peak_gib_trl": theirs["peak_gib"],
-                        }
-                    )
-            print(json.dumps({k: v for k, v in ours.items() if k != "steps"}), flush=True)
-        rec.results = results
-    return results
+        print(json.dumps({k: v for k, v in ours.items() if k != "steps"}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# One device call on a 2-GPU H200 machine: end-to-end GRPO steps with compiled decoding (static KV cache +
-# CUDA graphs) against eager decoding and TRL's GRPOTrainer, 2B and 4B shapes on GPU 0, 8B on GPU 1.
-# Usage from the repository root: SITE_TAR=.gpu-stage/site.tar.xz bash benchmarks/gpu/run_decode.sh "$OUT"
+# One device call: end-to-end GRPO steps with compiled decoding (static KV cache + CUDA graphs), against eager
+# decoding and TRL's GRPOTrainer, one shape after another on one GPU.
+# Usage from the repository root:
+#   SITE_TAR=.gpu-stage/site.tar.xz RUNS="2B:300:--trl --decode-baseline;8B:270:--trl" bash benchmarks/gpu/run_decode.sh "$OUT"
+# RUNS: ';'-separated SHAPE:SECONDS:ARGS (SECONDS: SIGINT after that long; the runs done by then are kept).
 # Missing packages travel in $SITE_TAR (a tar.xz of a pip --target install; see docs/gpu.md).
 set -u
 out=${1:?output folder}
@@ -12,15 +14,13 @@ if [ -n "${SITE_TAR:-}" ] && [ ! -d $site/trl ]; then mkdir -p $site && tar -xJf
 export PYTHONPATH=$PWD:$site
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   python3 -c "import torch, transformers, peft, trl, pyarrow; print('torch', torch.__version__, 'transformers', transformers.__version__, 'peft', peft.__version__, 'trl', trl.__version__, 'pyarrow', pyarrow.__version__)"
-  nproc; } > "$out/env.txt" 2>&1
+  echo "cpus $(nproc)"; } > "$out/env.txt" 2>&1
 cat "$out/env.txt"
-e2e() {  # GPU, timeout, shape, extra args...
-  local gpu=$1 limit=$2 shape=$3; shift 3
-  CUDA_VISIBLE_DEVICES=$gpu timeout "$limit" python3 -m benchmarks.gpu.grpo_e2e --shapes "$shape" "$@" \
-    --out "$out/h200_grpo_e2e_decode_${shape,,}.json" 2>&1 | grep -v "Warning\|warn(\|^ *$" | sed "s/^/[$shape] /"
-}
-( e2e 0 "${T2B:-330}" 2B --trl --decode-baseline; e2e 0 "${T4B:-200}" 4B ) > "$out/gpu0.log" &
-e2e 1 "${T8B:-540}" 8B --trl --decode-baseline > "$out/gpu1.log" &
-wait
-tail -n 5 "$out"/gpu*.log
+IFS=';' read -ra runs <<< "${RUNS:-2B:300:--trl --decode-baseline;8B:270:--trl}"
+for run in "${runs[@]}"; do
+  IFS=':' read -r shape limit args <<< "$run"
+  # shellcheck disable=SC2086 # ARGS are words
+  timeout -s INT -k 20 "$limit" python3 -m benchmarks.gpu.grpo_e2e --shapes "$shape" $args \
+    --out "$out/h200_grpo_e2e_decode_${shape,,}.json" 2>&1 | grep -v "Warning\|warn(\|^ *$" | tee -a "$out/e2e.log" | grep -v '"warmup"'
+done
 ls -la "$out"
