@@ -284,6 +284,11 @@ class TrainerConfig(_Section):
         True,
         description="recompute activations in backward (SkyRL trainer.gradient_checkpointing)",
     )
+    compile_layers: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="reference backend: torch.compile each language decoder layer (policy update, prefill and scoring); "
+        "'auto' is on for CUDA with gradient checkpointing, where it was measured faster (docs/gpu.md), off elsewhere",
+    )
     eval_interval: int = Field(
         0,
         ge=0,
