@@ -149,6 +149,12 @@ class RolloutConfig(_Section):
         gt=0,
         description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)",
     )
+    decode: Literal["auto", "eager", "compiled"] = Field(
+        "auto",
+        description="free generation on the reference backend: 'compiled' decodes with a static KV cache and a "
+        "torch.compile'd step (CUDA graphs on a GPU; batch and length padded to buckets so shapes repeat), "
+        "'eager' with the dynamic cache; 'auto': compiled on CUDA, eager on the CPU",
+    )
     max_prompt_tokens: int = Field(
         2048,
         gt=0,
@@ -277,6 +283,11 @@ class TrainerConfig(_Section):
     gradient_checkpointing: bool = Field(
         True,
         description="recompute activations in backward (SkyRL trainer.gradient_checkpointing)",
+    )
+    compile_layers: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="reference backend: torch.compile each language decoder layer (policy update, prefill and scoring); "
+        "'auto' is on for CUDA with gradient checkpointing, where it was measured faster (docs/gpu.md), off elsewhere",
     )
     eval_interval: int = Field(
         0,
