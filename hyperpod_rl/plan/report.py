@@ -69,18 +69,20 @@ def plan_tables(plan: Plan) -> list[PlanTable]:
     """The memory, KV-cache and step-time tables of ``plan`` (numbers formatted, units in the labels)."""
     mem = plan.memory
     peak = mem.peak_gib
-    memory_rows = [(label, gib(getattr(mem, field)), f"{getattr(mem, field) / peak:.0%}") for field, label in MEMORY_PARTS.items()]
+    memory_rows: list[tuple[str, ...]] = [
+        (label, gib(getattr(mem, field)), f"{getattr(mem, field) / peak:.0%}") for field, label in MEMORY_PARTS.items()
+    ]
     memory_rows.append(("peak", gib(peak), "100%"))
     memory_rows.append(("GPU memory", gib(plan.gpu_memory_gib), f"peak uses {peak / plan.gpu_memory_gib:.0%}"))
     kv = plan.kv_cache
-    kv_rows = [
+    kv_rows: list[tuple[str, ...]] = [
         ("bytes per token (K and V, all layers)", f"{kv.bytes_per_token:,}"),
         ("KV-cache room (GiB)", gib(kv.capacity_gib)),
         ("tokens", f"{kv.tokens:,}"),
         (f"concurrent {plan.seq_len:,}-token sequences", f"{kv.concurrent_sequences:,}"),
     ]
     step = plan.step
-    step_rows = [
+    step_rows: list[tuple[str, ...]] = [
         ("generate (vLLM, estimate)", seconds(step.generate_s)),
         ("train (policy update)", seconds(step.train_s)),
         ("  of which compute", seconds(step.train_compute_s)),
