@@ -127,3 +127,16 @@ def test_bad_input_exits_2_with_the_fix_and_no_traceback(tmp_path, args, fix):
     assert out.exit_code == 2, out.output
     assert text.startswith("error:") and fix in text, out.output
     assert "Traceback" not in out.output and isinstance(out.exception, SystemExit)
+
+
+def test_the_recorded_sessions_in_the_docs_are_what_the_command_prints_now():
+    """docs/planner.md quotes benchmarks/results/plan_cli.json (tests/test_docs_figures.py checks that);
+    this checks the file against the command, so a planner change asks for ``python -m benchmarks.plan_cli``."""
+    from benchmarks._record import load_result
+    from benchmarks.plan_cli import CASES, run_case
+
+    recorded = load_result("plan_cli")["results"]
+    assert set(recorded) == set(CASES)
+    for name, args in CASES.items():
+        assert run_case(args) == recorded[name], f"{name}: hyperpod-rl plan prints something else now; run python -m benchmarks.plan_cli"
+    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1
