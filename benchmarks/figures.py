@@ -276,15 +276,21 @@ def planner_calibration() -> str:
     v, held = r["planner_values"], r["held"]
     fit = ", ".join(f"`{f}`" for f in r["fit_files"])
     out = ", ".join(f"`{f}`" for f in r["held_out_files"])
+    configs = "; ".join(f"`{f}`: {', '.join(c)}" for f, c in r.get("held_out_configs", {}).items())
+    fitted_memory = ", ".join(f"`{k}={v[k]:g}`" for k in ("activation_scale", "naive_logit_bytes", "chunk_logit_bytes") if k in r["fitted"])
+    e = r["errors_with_planner_values"]["held_out"]
     return (
         f"Fitted by `python -m benchmarks.gpu.calibrate` (least squares on relative error) on the {r['fit_points']} measured points of "
-        f"{fit} only; {out} are held out and never fitted on (`benchmarks/results/planner_calibration.json`). "
-        f"Memory (`hyperpod_rl.plan.memory.CALIBRATION`): `activation_scale={v['activation_scale']:g}`, "
-        f"`naive_logit_bytes={v['naive_logit_bytes']:g}`, `overhead_gib={v['overhead_gib']:g}`; held at their counted values: "
+        f"{fit} only; {out} are held out and never fitted on, and so are these configs of the fitted files ({configs}), so every "
+        f"shape (2B, 4B, 8B) has measurements the fit never saw (`benchmarks/results/planner_calibration.json`). "
+        f"Memory (`hyperpod_rl.plan.memory.CALIBRATION`): {fitted_memory}; held: "
         + ", ".join(f"`{k}={w:g}`" for k, w in held.items())
         + f". Step time (`hyperpod_rl.plan.throughput`): efficiency {v['efficiency_bf16']:.2f} (bf16 adapters) and "
-        f"{v['efficiency_fp32']:.2f} (peft float32 adapters), fixed {v['fixed_plain_s']:.3f} s (plain) and {v['fixed_fsdp_s']:.3f} s "
-        f"(FSDP2) per micro batch, and {v['comm_exposed']:.2f} of the FSDP2 communication time exposed (added to the step)."
+        f"{v['efficiency_fp32']:.2f} (peft float32 adapters) at the 8B shape's hidden size, scaled by (hidden / 4096)^"
+        f"{v['efficiency_hidden_exponent']:g} for smaller shapes, fixed {v['fixed_plain_s']:.3f} s (plain) and {v['fixed_fsdp_s']:.3f} s "
+        f"(FSDP2) per micro batch, and {v['comm_exposed']:.2f} of the FSDP2 communication time exposed (added to the step). "
+        f"Held-out error ({e['points']} points): peak memory max {e['peak_max_abs_err']:.1%}, mean {e['peak_mean_abs_err']:.1%}; "
+        f"tokens/s max {e['tokens_per_s_max_abs_err']:.1%}, mean {e['tokens_per_s_mean_abs_err']:.1%}."
     )
 
 
@@ -363,6 +369,26 @@ def gpu_trl() -> str:
     return "\n".join(rows)
 
 
+# ---------------------------------------------------------------- hyperpod-rl plan (docs/planner.md)
+def _plan_cli(case: str, *, tables: bool) -> Callable[[], str]:
+    """The recorded ``hyperpod-rl plan`` session of ``case`` as a text block (``tables=False``: summary and verdicts only)."""
+
+    def render() -> str:
+        res = load_result("plan_cli")
+        run = res["results"][case]
+        lines = run["output"].rstrip("\n").splitlines()
+        if not tables:
+            verdicts = lines.index("Verdicts")
+            lines = [lines[0], "... (the memory, KV-cache and step-time tables) ...", *lines[verdicts:]]
+        body = "\n".join(line.rstrip() for line in lines)
+        return (
+            f"```text\n$ {run['command']}\n{body}\n$ echo $?\n{run['exit_code']}\n```\n\n"
+            f"Recorded by `python -m benchmarks.plan_cli` {_provenance(res, load=False)} (`benchmarks/results/plan_cli.json`)."
+        )
+
+    return render
+
+
 def _report(fn: str, *args: str) -> Callable[[], str]:
     def render() -> str:
         from benchmarks.gpu import report
@@ -372,7 +398,7 @@ def _report(fn: str, *args: str) -> Callable[[], str]:
     return render
 
 
-_H200 = ("h200_1gpu", "h200_1gpu_fsdp", "h200_2gpu_fsdp", "h200_2gpu_fsdp_run2", "planner_predictions")
+_H200 = ("h200_1gpu", "h200_1gpu_2b", "h200_1gpu_4b", "h200_1gpu_fsdp", "h200_2gpu_fsdp", "h200_2gpu_fsdp_run2", "planner_predictions")
 
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
@@ -399,6 +425,8 @@ PASSAGES: dict[str, Passage] = {
     "scaling-run1": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp.json"), block=True),
     "scaling-run2": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp_run2.json"), block=True),
     "scaling-curve": Passage("docs/scaling.md", ("planner_predictions",), _report("predicted_curve"), block=True),
+    "planner-cli-fits": Passage("docs/planner.md", ("plan_cli",), _plan_cli("fits", tables=True), block=True),
+    "planner-cli-blocked": Passage("docs/planner.md", ("plan_cli",), _plan_cli("blocked", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
 }

@@ -284,10 +284,10 @@ class TrainerConfig(_Section):
         True,
         description="recompute activations in backward (SkyRL trainer.gradient_checkpointing)",
     )
-    compile_layers: Literal["auto", "on", "off"] = Field(
-        "auto",
-        description="reference backend: torch.compile each language decoder layer (policy update, prefill and scoring); "
-        "'auto' is on for CUDA with gradient checkpointing, where it was measured faster (docs/gpu.md), off elsewhere",
+    compile_layers: bool = Field(
+        False,
+        description="reference backend: torch.compile each language decoder layer. Off by default: on one H200 it made the "
+        "8B policy update 1.47x faster but, in the same process, slowed compiled decoding more than that (docs/gpu.md)",
     )
     eval_interval: int = Field(
         0,

@@ -111,7 +111,7 @@ def compile_decoder_layers(model: Any) -> int:
     layers = getattr(getattr(getattr(inner, "model", None), "language_model", None), "layers", None)
     if layers is None:
         raise ConfigError(
-            f"{type(inner).__name__} has no model.language_model.layers: trainer.compile_layers needs a Qwen3-VL model; set it 'off'"
+            f"{type(inner).__name__} has no model.language_model.layers: trainer.compile_layers needs a Qwen3-VL model; set it to false"
         )
     raise_recompile_limit()
     for layer in layers:

@@ -91,12 +91,12 @@ def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
         "checkpoint": {"interval": 0},
     }
     values, weights = [], []
-    for mode in ("off", "on"):
-        cfg = RunConfig.build({**base, "run_id": f"layers-{mode}", "trainer": {**base["trainer"], "compile_layers": mode}})
-        trainer = ReferenceTrainer(cfg, tmp_path / mode)
+    for mode in (False, True):
+        cfg = RunConfig.build({**base, "run_id": f"layers-{str(mode).lower()}", "trainer": {**base["trainer"], "compile_layers": mode}})
+        trainer = ReferenceTrainer(cfg, tmp_path / str(mode))
         trainer._build()
         compiled = [layer for layer in trainer.model.get_base_model().model.language_model.layers if layer._compiled_call_impl]
-        assert len(compiled) == (0 if mode == "off" else len(trainer.model.get_base_model().model.language_model.layers))
+        assert len(compiled) == (0 if not mode else len(trainer.model.get_base_model().model.language_model.layers))
         values.append(trainer._step().values)
         weights.append(torch.cat([p.detach().flatten() for n, p in trainer.model.named_parameters() if "lora_" in n]))
     assert values[1]["policy/policy_loss"] == pytest.approx(values[0]["policy/policy_loss"], abs=1e-5)
