@@ -18,17 +18,20 @@ from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli import tasks as _tasks
-from hyperpod_rl.cli._common import Address, console, follow_with_progress, handled, job_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, follow_with_progress, handled, job_client
 from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.quickstart import quickstart
 
 __all__ = ["app", "follow_with_progress"]
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod."
+    cls=HprlGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.",
 )
-local_app = typer.Typer(no_args_is_help=True, help="The embedded local Ray cluster.")
-job_app = typer.Typer(no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
+local_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The embedded local Ray cluster.")
+job_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)

@@ -13,19 +13,78 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from typer.core import TyperGroup
 
 from hyperpod_rl.errors import HyperpodRLError
 
-__all__ = ["Address", "console", "fail", "follow_with_progress", "handled", "job_client", "local_client", "model_options"]
+__all__ = [
+    "ERROR_PREFIX",
+    "Address",
+    "HprlGroup",
+    "console",
+    "err_console",
+    "fail",
+    "usage_error",
+    "follow_with_progress",
+    "handled",
+    "job_client",
+    "local_client",
+    "model_options",
+]
 
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(err: BaseException | str) -> NoReturn:
-    """Print ``error: <message>`` (markup escaped) and exit with code 2."""
-    console.print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
-    raise typer.Exit(code=2)
+#: Where :func:`fail` writes (standard error, so scripts can parse standard output).
+err_console = Console(stderr=True)
+
+#: The one prefix of every ``hyperpod-rl`` error message.
+ERROR_PREFIX = "error:"
+
+
+def fail(err: BaseException | str, *, code: int = 2) -> NoReturn:
+    """Print ``error: <message>`` (markup escaped) on standard error and exit with ``code``.
+
+    Every error of every ``hyperpod-rl`` command goes through here, command-line usage errors
+    included (:class:`HprlGroup`), so each says ``error:`` once.
+    """
+    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(str(err))}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code=code)
+
+
+def usage_error(param_hint: str, message: str) -> NoReturn:
+    """:func:`fail` for a bad command-line value: ``error: <param_hint>: <message>`` (exit code 2)."""
+    fail(f"{param_hint}: {message}")
+
+
+class HprlGroup(TyperGroup):
+    """A command group whose command-line usage errors (unknown option or command, missing
+    argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box.
+
+    typer 0.29 vendors click, so its exceptions are caught through their public base
+    :class:`typer.TyperException`; ``NoArgsIsHelpError`` (a bare group prints its help) is left alone.
+    """
+
+    @staticmethod
+    def _usage(err: Exception) -> NoReturn:
+        if type(err).__name__ == "NoArgsIsHelpError" or not hasattr(err, "format_message"):
+            raise err
+        ctx = getattr(err, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        fail(f"{err.format_message()}{hint}", code=int(getattr(err, "exit_code", 2)))
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except typer.TyperException as err:
+            self._usage(err)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.TyperException as err:
+            self._usage(err)
 
 
 @contextmanager

@@ -17,10 +17,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import Address, console, fail, follow_with_progress, handled, job_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client
 from hyperpod_rl.errors import HyperpodRLError
 
-app = typer.Typer(no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
+app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
 
 LedgerOpt = typer.Option(None, "--ledger", help="ledger database file (default $HYPERPOD_RL_LEDGER or <data dir>/ledger.sqlite)")
 

@@ -14,11 +14,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail, handled, local_client
+from hyperpod_rl.cli._common import HprlGroup, console, fail, handled, local_client
 
 __all__ = ["app"]
 
-app = typer.Typer(no_args_is_help=True, help="Serve adapters: local Ray Serve, preflight checks, vLLM / Ray Serve LLM configs.")
+app = typer.Typer(
+    cls=HprlGroup, no_args_is_help=True, help="Serve adapters: local Ray Serve, preflight checks, vLLM / Ray Serve LLM configs."
+)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
