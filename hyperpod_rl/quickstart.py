@@ -527,7 +527,7 @@ def _record_evals(paths: RunPaths, **results: Any) -> None:
         record_eval(paths, name, result.to_json())
 
 
-def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int, name: str = "maze") -> dict[str, Any]:
+def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int, name: str) -> dict[str, Any]:
     from hyperpod_rl.serve.client import chat, maze_request
     from hyperpod_rl.serve.local import deploy_local
 

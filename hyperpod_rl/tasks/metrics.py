@@ -7,7 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MetricSpec", "mean_metrics", "metric_spec", "stratum_breakdown"]
+__all__ = ["MetricSpec", "mean_metrics", "metric_spec", "stratum_breakdown", "turn_columns"]
+
+#: Per-turn columns of a task without ``turn_columns``: the answer's format violation code.
+DEFAULT_TURN_COLUMNS = ("violation",)
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,12 @@ def metric_spec(task: Any) -> MetricSpec:
     lower = set(getattr(task, "lower_is_better", ()) or ())
     guards = tuple(g for g in (getattr(task, "guard_metrics", ()) or ()) if g in keys and g != primary)
     return MetricSpec(primary, order, keys, {m: m not in lower for m in order}, guards)
+
+
+def turn_columns(task: Any) -> tuple[str, ...]:
+    """The step-metadata keys a task shows per turn when a served model plays one of its items
+    (its optional ``turn_columns`` member; default ``("violation",)``)."""
+    return tuple(getattr(task, "turn_columns", None) or DEFAULT_TURN_COLUMNS)
 
 
 def mean_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -369,7 +369,8 @@ def test_down_stops_serve_and_frees_the_port(served):
 
     from hyperpod_rl.serve.local import shutdown_local
 
-    shutdown_local(served["client"])
+    assert shutdown_local(served["client"]) is True
+    assert shutdown_local(served["client"]) is False  # a second down finds nothing deployed
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
