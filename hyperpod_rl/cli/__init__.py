@@ -131,15 +131,20 @@ def job_logs(
 
 
 @job_app.command("stop")
-def job_stop(run_id: str, address: str | None = Address) -> None:
-    """Stop a run's job (its checkpoints stay; resubmitting resumes)."""
-    from hyperpod_rl.jobs import latest_job, stop_run
+def job_stop(
+    run_id: str,
+    address: str | None = Address,
+    timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
+) -> None:
+    """Stop a run's job, wait until it has ended, and record ``stopped`` in the run's provenance
+    (its checkpoints stay; resubmitting resumes)."""
+    from hyperpod_rl.jobs import stop_and_record
 
     client = job_client(address)
-    with handled():
-        job = latest_job(client, run_id)
-        stopped = stop_run(client, job.submission_id)
-    console.print(f"{job.submission_id}: {'stop requested' if stopped else 'was not running'}")
+    with handled(), console.status(f"stopping run {run_id}'s job"):
+        job, status = stop_and_record(client, run_id, timeout_s=timeout_s)
+    was = "stopped" if job.alive else f"had already ended ({job.status})"
+    console.print(f"{job.submission_id}: {was}; run {run_id} recorded {status}")
 
 
 @job_app.command("list")
