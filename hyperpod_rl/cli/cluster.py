@@ -168,11 +168,10 @@ def validate(
         else:
             failed = True
             lines = "\n  ".join(str(v) for v in report.errors)
-            typer.secho(
-                f"{path}[{i}] {name}: invalid under {rules}, {len(report.errors)} broken:\n  {lines}", fg=typer.colors.RED, err=True
-            )
+            typer.echo(f"{path}[{i}] {name}: invalid under {rules}, {len(report.errors)} broken:\n  {lines}")
     if failed:
-        raise typer.Exit(code=1)
+        bad = sum(1 for _, _, report in reports if not report.ok)
+        fail(f"{path}: {bad} of {len(reports)} RayCluster document(s) break the rules listed above", code=1)
 
 
 def _is_ray_io(doc: Any) -> bool:

@@ -300,7 +300,10 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             try:
                 req = ChatRequest.model_validate(body)
             except ValidationError as err:
-                raise fail(400, "invalid_request", f"invalid request: {err.errors(include_url=False, include_input=False)}") from None
+                from hyperpod_rl.base import format_validation_error
+
+                message = format_validation_error(err, what="chat-completions request", model=ChatRequest)
+                raise fail(400, "invalid_request", " ".join(message.split())) from None
             if req.n != 1:
                 raise fail(
                     400, "unsupported_n", f"n={req.n} is not served: this server answers one choice per request; send {req.n} requests"

@@ -39,8 +39,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypedDict, cast
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import read_rows as _read
 from hyperpod_rl.tasks.dataset import write_parquet as _write
@@ -305,8 +306,12 @@ def sample_from_row(row: Mapping[str, Any]) -> tuple[Document, Question, PageSty
             raise TaskError(f"row[{column!r}] is required: build rows with hyperpod_rl.tasks.doc_read.build_dataset")
         try:
             out.append(model.model_validate_json(raw) if isinstance(raw, (str, bytes)) else model.model_validate(dict(raw)))
-        except ValueError as e:
-            raise TaskError(f"row[{column!r}] is invalid: {e}") from None
+        except ValidationError as e:
+            raise TaskError(format_validation_error(e, what=f"row[{column!r}]", prefix=f"{column}.", model=model)) from None
+        except ValueError as e:  # malformed JSON text
+            raise TaskError(
+                f"row[{column!r}] is not valid JSON ({e}): rebuild the rows with hyperpod_rl.tasks.doc_read.build_dataset"
+            ) from None
     return out[0], out[1], out[2]
 
 
