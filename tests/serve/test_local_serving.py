@@ -372,7 +372,10 @@ def _doc_read_run(served, tmp_path: Path) -> str:
     task = get_task("doc_read")
     options = task.options_model.build({"seed": 5, "counts": {"train": 2, "heldout": 2}, "prompt_style": "terse"})
     splits = task.build_dataset(options)
-    train, heldout = write_parquet(splits["train"], tmp_path / "train.parquet"), write_parquet(splits["heldout"], tmp_path / "heldout.parquet")
+    train, heldout = (
+        write_parquet(splits["train"], tmp_path / "train.parquet"),
+        write_parquet(splits["heldout"], tmp_path / "heldout.parquet"),
+    )
     data = DatasetPaths(train=Path(train), heldout=Path(heldout), hashes={}, spec={"options": options.model_dump(mode="json")})
     opts = QuickstartOptions.build({"task": "doc_read", "steps": 1})
     config = make_run_config(opts, run_id="serve-doc-read", model_path=served["model_dir"], revision=served["revision"], data=data)
