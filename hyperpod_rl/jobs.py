@@ -444,7 +444,7 @@ def _wait_terminal(client: Any, submission_id: str, timeout_s: float) -> str:
         ) from None
 
 
-def stop_and_record(client: Any, run_id: str, *, timeout_s: float = 120.0) -> tuple[RunJob, str]:
+def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, timeout_s: float = 120.0) -> tuple[RunJob, str]:
     """Stop a run's newest job, wait until Ray reports it ended, and record the end in the run's provenance.
 
     The trainer is killed before it can write its status, so the run's ``manifest.json`` would
@@ -454,6 +454,7 @@ def stop_and_record(client: Any, run_id: str, *, timeout_s: float = 120.0) -> tu
     Args:
         client: the cluster's job client, an access object or a cluster address.
         run_id: the run.
+        run_dir: its run directory (default: under the storage root).
         timeout_s: how long to wait for the job to end, in seconds.
 
     Returns:
@@ -465,13 +466,13 @@ def stop_and_record(client: Any, run_id: str, *, timeout_s: float = 120.0) -> tu
     from hyperpod_rl.cluster.access import job_client_of
 
     client = job_client_of(client)
-    job = latest_job(client, run_id)
+    paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
+    job = latest_job(client, run_id, paths.root)
     if job.status == "LOST":
         raise JobError(f"job {job.submission_id} of run {run_id!r} is not on this cluster: nothing to stop here")
     stop_run(client, job.submission_id)
     ray_status = _wait_terminal(client, job.submission_id, timeout_s)
     status = _ENDED[ray_status]
-    paths = run_paths(run_id)
     record_final_status(
         paths,
         status,
