@@ -74,7 +74,8 @@ def _expected(annotation: Any) -> str | None:
     elif origin in (list, set, frozenset):
         text = f"a list of {_PLURAL.get(args[0], 'values')}" if args else "a list"
     elif origin is dict:
-        text = f"a mapping of {_PLURAL.get(args[0], 'keys')} to {_PLURAL.get(args[1], 'values')}" if len(args) == 2 else "a mapping"
+        keys = "names" if args and args[0] is str else _PLURAL.get(args[0], "keys") if args else "keys"
+        text = f"a mapping of {keys} to {_PLURAL.get(args[1], 'values')}" if len(args) == 2 else "a mapping"
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
         text = f"a mapping of {annotation.__name__} fields"
     if text is not None and optional:
@@ -145,8 +146,10 @@ def _problem(item: Any, info: FieldInfo | None, inner: bool) -> str:
     if kind == "literal_error":
         return f"use {ctx.get('expected', msg.removeprefix('Input should be '))}"
     if kind in ("too_short", "too_long"):
-        what = f"{expected}{hint}" if expected else f"{ctx.get('min_length', '')}..{ctx.get('max_length', '')} items"
-        return f"has {ctx.get('actual_length')} item(s); give {what}{eg}"
+        if expected and expected.split()[0] in _COUNT.values():  # a fixed-length tuple
+            return f"has {ctx.get('actual_length')} item(s); give {expected}{hint}{eg}"
+        bound = f"at least {ctx['min_length']}" if kind == "too_short" else f"at most {ctx.get('max_length')}"
+        return f"has {ctx.get('actual_length')} item(s); give {bound}"
     if kind in ("string_too_short", "string_too_long"):
         return f"must be {ctx.get('min_length', 0)}..{ctx.get('max_length', 'any')} characters long"
     if kind == "string_pattern_mismatch":
@@ -209,7 +212,10 @@ def format_validation_error(err: ValidationError, *, what: str, prefix: str = ""
         msg = str(item["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         nested = _nested(msg) if item["type"] == "value_error" else None
         if not path:
-            lines.extend(nested if nested is not None else msg.splitlines())
+            if nested is None:
+                lines.extend(msg.splitlines())
+            else:
+                lines.extend(f"{prefix}{line}" if _PATH_LINE.match(line) else line for line in nested)
             continue
         if nested is not None:
             lines.extend(f"{prefix}{path}.{line}" if _PATH_LINE.match(line) else f"{prefix}{path}: {line}" for line in nested)

@@ -72,10 +72,10 @@ def test_max_lora_rank_is_raised_to_the_next_vllm_value(spec, tmp_path):
     ("change", "pattern"),
     [
         ({"max_lora_rank": 24}, r"max_lora_rank.*not one of vLLM's"),
-        ({"adapters": {}}, r"invalid cluster serving spec:\n  adapters: Dictionary should have at least 1 item"),
+        ({"adapters": {}}, r"invalid cluster serving spec:\n  adapters: has 0 item\(s\); give at least 1"),
         ({"adapters": {"bad name": "/fsx/a"}}, r"adapter name 'bad name'"),
-        ({"gpu_memory_utilization": 1.5}, r"\n  gpu_memory_utilization: must be <= 1 \(got 1.5\)"),
-        ({"served_model_name": "has space"}, r"\n  served_model_name: String should match pattern"),
+        ({"gpu_memory_utilization": 1.5}, r"\n  gpu_memory_utilization: must be <= 1.0 \(got 1.5\)"),
+        ({"served_model_name": "has space"}, r"\n  served_model_name: must match the pattern"),
         ({"unknown": 1}, r"\n  unknown: not a known field"),
     ],
 )
