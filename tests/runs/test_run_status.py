@@ -24,6 +24,14 @@ from hyperpod_rl.runs import add_submission, read_provenance, record_final_statu
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def _wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One table row per run: the CLI's console is created once per process (80 columns when not a terminal)."""
+    from hyperpod_rl.cli._common import console
+
+    monkeypatch.setattr(console, "width", 300)
+
+
 def _running_run(run_id: str) -> Path:
     """A run directory whose provenance says ``running``, as a trainer leaves it when killed."""
     paths = run_paths(run_id)

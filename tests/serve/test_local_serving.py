@@ -383,15 +383,17 @@ def _doc_read_run(served, tmp_path: Path) -> str:
     return config.run_id
 
 
-def test_solve_shows_the_tasks_columns_for_doc_read(served, tmp_path):
+def test_solve_shows_the_tasks_columns_for_doc_read(served, tmp_path, monkeypatch):
     """``serve solve`` of a doc_read run names the task's columns (answer, expected, correct), not
     the maze's (move, cell), and its default model name is the run's task."""
     from typer.testing import CliRunner
 
     from hyperpod_rl.cli import app
+    from hyperpod_rl.cli._common import console
 
     run_id = _doc_read_run(served, tmp_path)
     runner = CliRunner()
+    monkeypatch.setattr(console, "width", 300)  # one table row per turn (the console is created once per process)
     result = runner.invoke(app, ["serve", "solve", run_id, "--model", "base", "--endpoint", served["url"]], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     header = next(line for line in result.output.splitlines() if "turn" in line and "answer" in line)
