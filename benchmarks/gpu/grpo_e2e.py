@@ -171,7 +171,7 @@ def update_flops(shape_name: str, rows: list[tuple[int, int, int]], *, image_pat
     return total
 
 
-def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir: str) -> RunConfig:
+def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir: str, decode: str | None = None) -> RunConfig:
     return RunConfig.build(
         {
             "run_id": "bench-e2e",
@@ -184,7 +184,13 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "exclude_modules": r".*visual.*",
             },
             "grpo": {"group_size": args.group, "lr": 3e-5, "kl_coef": 0.0, "entropy_coef": 0.0},
-            "rollout": {"max_turns": max_turns, "temperature": 1.0, "action_constraint": "none", "max_new_tokens": args.max_new_tokens},
+            "rollout": {
+                "max_turns": max_turns,
+                "temperature": 1.0,
+                "action_constraint": "none",
+                "max_new_tokens": args.max_new_tokens,
+                "decode": decode or args.decode,
+            },
             "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "mazes_per_step": args.mazes},
             "trainer": {
                 "steps": 1000,
@@ -199,15 +205,17 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
     )
 
 
-def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device) -> dict[str, Any]:
-    """Warm-up + ``--steps`` measured steps of the reference trainer."""
+def run_ours(
+    args: argparse.Namespace, shape_name: str, *, max_turns: int, device: torch.device, decode: str | None = None
+) -> dict[str, Any]:
+    """Warm-up + ``--steps`` measured steps of the reference trainer (``decode`` overrides ``--decode``)."""
     rows = maze_rows(max(64, args.mazes * (args.steps + args.warmup)), side=args.side, cell_px=args.cell_px, max_turns=max_turns, seed=1)
     _, processor = build_tiny_qwen3vl(seed=0, corpus=[json.dumps(r["prompt"])[:2000] for r in rows[:8]])
     t0 = time.perf_counter()
     model = build_model(shape_name, processor, device=device, tiny=args.tiny)
     build_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp)  # the model is injected, not read
+        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp, decode=decode)  # the model is injected, not read
         trainer = BenchTrainer(cfg, Path(tmp), model=model, processor=processor, rows=rows)
         trainer._build()
         enc = trainer.policy._encode_prompt(rows[0]["prompt"])  # patches per image, from one real observation
@@ -263,6 +271,7 @@ def run_ours(args: argparse.Namespace, shape_name: str, *, max_turns: int, devic
         "impl": "hyperpod-rl reference",
         "shape": SHAPES[shape_name],
         "max_turns": max_turns,
+        "decode": "compiled" if trainer.policy.compiled_decode else "eager",
         "model_build_s": build_s,
         "image_patches": patches,
         "steps": steps,
@@ -403,6 +412,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--side", type=int, default=7, help="maze side in cells")
     p.add_argument("--cell-px", type=int, default=64, help="pixels per cell (7 x 64 + 1 = 449 px images)")
     p.add_argument("--trl", action="store_true", help="also run TRL GRPOTrainer and ours at one turn")
+    p.add_argument("--decode", default="auto", choices=["auto", "eager", "compiled"], help="rollout.decode of our runs")
+    p.add_argument("--decode-baseline", action="store_true", help="also run ours with eager decoding (the baseline, same run)")
     p.add_argument("--tiny", action="store_true", help="tiny layers of the same layout (CPU smoke runs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--out", type=Path, default=None, help="result file (default benchmarks/results/h200_grpo_e2e.json)")
@@ -413,36 +424,58 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         os.environ["HPRL_RESULTS_DIR"] = str(args.out.parent)
     with Recording(name, params={k: str(v) for k, v in vars(args).items()}) as rec:
         results: dict[str, Any] = {"runs": [], "comparisons": []}
-        for shape in args.shapes:
-            ours = run_ours(args, shape, max_turns=args.max_turns, device=device)
-            results["runs"].append(ours)
-            if args.trl:
-                ours1 = ours if args.max_turns == 1 else run_ours(args, shape, max_turns=1, device=device)
-                if ours1 is not ours:
-                    results["runs"].append(ours1)
-                try:
-                    theirs = run_trl(args, shape, device=device)
-                except Exception as err:  # noqa: BLE001 - recorded, the rest of the run goes on
-                    theirs = {
-                        "impl": "trl GRPOTrainer",
-                        "shape": SHAPES[shape],
-                        "status": "failed",
-                        "error": f"{type(err).__name__}: {err}"[:2000],
-                    }
-                results["runs"].append(theirs)
-                if "samples_per_s" in theirs:
-                    results["comparisons"].append(
-                        {
-                            "shape": SHAPES[shape],
-                            "samples_per_step": ours1["samples_per_step"],
-                            "throughput_ratio_ours_over_trl": ours1["samples_per_s"] / theirs["samples_per_s"],
-                            "peak_gib_ours": ours1["peak_gib"],
-                            "peak_gib_trl": theirs["peak_gib"],
-                        }
-                    )
-            print(json.dumps({k: v for k, v in ours.items() if k != "steps"}), flush=True)
         rec.results = results
+        try:
+            _measure_shapes(args, device, results)
+        except KeyboardInterrupt:  # `timeout -s INT`: keep the runs that finished
+            rec.notes = f"interrupted (SIGINT) after {len(results['runs'])} runs; the runs listed are complete"
+            print(rec.notes, flush=True)
     return results
+
+
+def _measure_shapes(args: argparse.Namespace, device: torch.device, results: dict[str, Any]) -> None:
+    """Every run of every shape in ``args.shapes``, appended to ``results`` as it finishes."""
+    for shape in args.shapes:
+        ours = run_ours(args, shape, max_turns=args.max_turns, device=device)
+        results["runs"].append(ours)
+        if args.decode_baseline:
+            eager = run_ours(args, shape, max_turns=args.max_turns, device=device, decode="eager")
+            results["runs"].append(eager)
+            results["comparisons"].append(
+                {
+                    "shape": SHAPES[shape],
+                    "max_turns": args.max_turns,
+                    "decode_speedup_compiled_over_eager": eager["median_rollout_decode_s"] / ours["median_rollout_decode_s"],
+                    "step_speedup_compiled_over_eager": eager["median_step_s"] / ours["median_step_s"],
+                    "peak_gib_compiled": ours["peak_gib"],
+                    "peak_gib_eager": eager["peak_gib"],
+                }
+            )
+        if args.trl:
+            ours1 = ours if args.max_turns == 1 else run_ours(args, shape, max_turns=1, device=device)
+            if ours1 is not ours:
+                results["runs"].append(ours1)
+            try:
+                theirs = run_trl(args, shape, device=device)
+            except Exception as err:  # noqa: BLE001 - recorded, the rest of the run goes on
+                theirs = {
+                    "impl": "trl GRPOTrainer",
+                    "shape": SHAPES[shape],
+                    "status": "failed",
+                    "error": f"{type(err).__name__}: {err}"[:2000],
+                }
+            results["runs"].append(theirs)
+            if "samples_per_s" in theirs:
+                results["comparisons"].append(
+                    {
+                        "shape": SHAPES[shape],
+                        "samples_per_step": ours1["samples_per_step"],
+                        "throughput_ratio_ours_over_trl": ours1["samples_per_s"] / theirs["samples_per_s"],
+                        "peak_gib_ours": ours1["peak_gib"],
+                        "peak_gib_trl": theirs["peak_gib"],
+                    }
+                )
+        print(json.dumps({k: v for k, v in ours.items() if k != "steps"}), flush=True)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from hyperpod_rl.plan import PlanInput, model_shape, train_flops_per_sample
 
 GIB = 2**30
 H200_BF16_DENSE_FLOPS = 989.4e12  # NVIDIA H200 SXM datasheet, dense bf16 tensor core
+SHAPES = {"2B": "Qwen/Qwen3-VL-2B-Instruct", "4B": "Qwen/Qwen3-VL-4B-Instruct", "8B": "Qwen/Qwen3-VL-8B-Instruct"}
 
 SINGLE_SUITE = [
     BenchConfig("b8_s551_img448_ckpt", 8, 448, 97, 256, True),
@@ -89,9 +90,23 @@ def _set_checkpointing(root: PolicyLogprobs, on: bool) -> None:
 
 
 def measure(
-    root: PolicyLogprobs, cfg: BenchConfig, path: str, *, device: torch.device, steps: int, profile: bool, vocab: int
+    root: PolicyLogprobs,
+    cfg: BenchConfig,
+    path: str,
+    *,
+    device: torch.device,
+    steps: int,
+    profile: bool,
+    vocab: int,
+    autocast: bool = False,
 ) -> dict[str, Any]:
-    """Warm-up + ``steps`` timed steps; returns step time, tokens/s, peak and (optionally) comm share."""
+    """Warm-up + ``steps`` timed steps; returns step time, tokens/s, peak and (optionally) comm share.
+
+    ``autocast``: forward under ``torch.autocast(bfloat16)`` - bf16 compute for the float32 adapters,
+    as the reference trainer runs on one GPU (no FSDP2).
+    """
+    import contextlib
+
     _set_checkpointing(root, cfg.gradient_checkpointing)
     params = [p for p in root.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-6, foreach=True)
@@ -99,7 +114,8 @@ def measure(
     logprob_path = "naive" if path in ("naive", "fsdp_naive") else "chunked"
 
     def step() -> float:
-        loss = root(batch, logprob_path)
+        with torch.autocast(device.type, dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
+            loss = root(batch, logprob_path)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -134,6 +150,8 @@ def measure(
         return out
     except torch.OutOfMemoryError as exc:
         return {"status": "oom", "error": str(exc).splitlines()[0]}
+    except Exception as exc:  # noqa: BLE001 - a lever that fails to run is recorded, the suite goes on
+        return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]}
     finally:
         opt.zero_grad(set_to_none=True)
         opt.state.clear()
@@ -202,10 +220,10 @@ TUNE_VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def plan_input(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str) -> PlanInput:
+def plan_input(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter_dtype: str, model: str = SHAPES["8B"]) -> PlanInput:
     """The planner's view of one benchmark config."""
     return PlanInput(
-        model="Qwen/Qwen3-VL-8B-Instruct",
+        model=model,
         lora_rank=32,
         micro_train_batch_size_per_gpu=cfg.batch,
         mini_batch_size=cfg.batch * gpus,
@@ -225,12 +243,21 @@ def plan_input(cfg: BenchConfig, *, gpus: int, fsdp: bool, logprob: str, adapter
 
 
 def _record(
-    cfg: BenchConfig, *, gpus: int, device_name: str, res: dict[str, dict[str, Any]], base: str, impl: str, scaling: str | None
+    cfg: BenchConfig,
+    *,
+    gpus: int,
+    device_name: str,
+    res: dict[str, dict[str, Any]],
+    base: str,
+    impl: str,
+    scaling: str | None,
+    model: str = SHAPES["8B"],
 ) -> dict[str, Any]:
     imp, bl = res[impl], res[base]
-    flops = train_flops_per_sample(plan_input(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16")) * cfg.batch
+    pin = plan_input(cfg, gpus=gpus, fsdp=True, logprob="chunked", adapter_dtype="bf16", model=model)
+    flops = train_flops_per_sample(pin) * cfg.batch
     rec: dict[str, Any] = {
-        "config": cfg.to_json(),
+        "config": cfg.to_json() | {"model": model},
         "gpus": gpus,
         "device": device_name,
         "date": dt.date.today().isoformat(),
@@ -247,6 +274,9 @@ def _record(
         "mfu": flops / imp["step_time_s"] / H200_BF16_DENSE_FLOPS if imp.get("status") == "ok" else None,
         "baseline_mfu": flops / bl["step_time_s"] / H200_BF16_DENSE_FLOPS if bl.get("status") == "ok" else None,
         "variants": res,
+        "variant_mfu": {
+            k: flops / r["step_time_s"] / H200_BF16_DENSE_FLOPS for k, r in res.items() if r.get("status") == "ok" and "step_time_s" in r
+        },
     }
     for key in ("comm_share", "allgather_s", "reducescatter_s", "profiled_step_s"):
         if key in imp:
@@ -298,7 +328,7 @@ def check_logprobs(root: PolicyLogprobs, cfg: BenchConfig, *, device: torch.devi
     }
 
 
-def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None) -> list[dict[str, Any]]:
+def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None, shape_name: str = "8B") -> list[dict[str, Any]]:
     """Run one suite; every rank measures, the records are rank 0's."""
     distributed = "RANK" in os.environ
     if distributed:
@@ -311,7 +341,7 @@ def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None) ->
     if device.type == "cuda":
         torch.cuda.set_device(device)
     device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    shape = model_shape("8B")
+    shape = model_shape(SHAPES[shape_name])
     torch.manual_seed(1234)
     t0 = time.perf_counter()
     root: PolicyLogprobs | None = PolicyLogprobs(build_policy(shape, device=device, lora_rank=32, tiny=tiny))
@@ -362,8 +392,22 @@ def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None) ->
             results[cfg.name]["improved"] = measure(root, cfg, "improved", device=device, steps=steps, profile=False, vocab=vocab)
             log(cfg.name, "improved", _short(results[cfg.name]["improved"]))
         records = [
-            _record(c, gpus=1, device_name=device_name, res=results[c.name], base="naive", impl="improved", scaling=None) for c in configs
+            _record(
+                c,
+                gpus=1,
+                device_name=device_name,
+                res=results[c.name],
+                base="naive",
+                impl="improved",
+                scaling=None,
+                model=SHAPES[shape_name],
+            )
+            for c in configs
         ]
+    elif suite == "levers":
+        assert root is not None
+        records = run_levers(root, TINY_SUITE if tiny else LEVER_CONFIGS, device=device, steps=steps, vocab=vocab, log=log)
+        records = [r | {"device": device_name} for r in records]
     else:
         suite_cfgs = [(c, "weak") for c in TINY_SUITE] if tiny else [(c, k) for c, k in FSDP_SUITE if not only or c.name in only]
         _fsdp_wrap(root, world, device)
@@ -375,6 +419,64 @@ def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None) ->
             records.append(_record(cfg, gpus=world, device_name=device_name, res=res, base="fsdp_naive", impl="improved", scaling=kind))
     if distributed:
         dist.destroy_process_group()
+    return records
+
+
+#: Configs of the "levers" suite: the issue's reference batch, a small checkpointed batch and the two
+#: no-checkpointing configs where the FSDP2 path was slower than naive (0.81x at 4 x 551).
+LEVER_CONFIGS = [SINGLE_SUITE[1], SINGLE_SUITE[0], SINGLE_SUITE[4], SINGLE_SUITE[6]]
+
+
+def _compile_layers(root: PolicyLogprobs, on: bool) -> None:
+    """``torch.compile`` each language decoder layer in place (``nn.Module.compile``), or undo it."""
+    for layer in root.hf_model().model.language_model.layers:
+        if on:
+            layer.compile()
+        else:
+            layer._compiled_call_impl = None
+
+
+def run_levers(
+    root: PolicyLogprobs, configs: list[BenchConfig], *, device: torch.device, steps: int, vocab: int, log: Any
+) -> list[dict[str, Any]]:
+    """Update-speed levers on one GPU, each config measured under every variant in one process.
+
+    Variants (same model, batch and optimizer): ``naive`` (baseline); ``autocast_bf16`` (what the
+    reference trainer runs on one GPU: float32 adapters computed in bf16 under autocast, chunked
+    log-probs, no FSDP2); ``+compile`` (each decoder layer ``torch.compile``'d); ``+liger``
+    (Liger-Kernel's RMSNorm, RoPE and SwiGLU for Qwen3-VL, ``apply_liger_kernel_to_qwen3_vl``);
+    ``+liger+compile``. The Liger variants come last: the kernels are patched into the model.
+    """
+    results: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in configs}
+
+    def each(variant: str, path: str, autocast: bool) -> None:
+        for cfg in configs:
+            torch.manual_seed(0)
+            results[cfg.name][variant] = measure(root, cfg, path, device=device, steps=steps, profile=False, vocab=vocab, autocast=autocast)
+            log(cfg.name, variant, _short(results[cfg.name][variant]))
+
+    each("naive", "naive", False)
+    each("autocast_bf16", "chunked", True)
+    _compile_layers(root, True)
+    each("autocast_bf16_compile", "chunked", True)
+    _compile_layers(root, False)
+    try:
+        from liger_kernel.transformers import apply_liger_kernel_to_qwen3_vl
+
+        apply_liger_kernel_to_qwen3_vl(rope=True, rms_norm=True, swiglu=True, fused_linear_cross_entropy=False, model=root.hf_model())
+    except Exception as exc:  # noqa: BLE001 - recorded: the lever could not be applied here
+        for cfg in configs:
+            results[cfg.name]["autocast_bf16_liger"] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    else:
+        each("autocast_bf16_liger", "chunked", True)
+        _compile_layers(root, True)
+        each("autocast_bf16_liger_compile", "chunked", True)
+        _compile_layers(root, False)
+    records = []
+    for cfg in configs:
+        ok = {k: r for k, r in results[cfg.name].items() if r.get("status") == "ok" and k != "naive"}
+        best = min(ok, key=lambda k: ok[k]["step_time_s"]) if ok else "autocast_bf16"
+        records.append(_record(cfg, gpus=1, device_name="", res=results[cfg.name], base="naive", impl=best, scaling=None))
     return records
 
 
@@ -401,13 +503,14 @@ def _short(r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", choices=["single", "fsdp", "check", "tune"], required=True)
+    ap.add_argument("--suite", choices=["single", "fsdp", "check", "tune", "levers"], required=True)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="8B", help="model shape (single, levers)")
     ap.add_argument("--only", nargs="*", help="fsdp suite: run only these config names")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write (rank 0)")
     ap.add_argument("--tiny", action="store_true", help="tiny model on CPU/GPU: a smoke test of the harness itself")
     args = ap.parse_args()
-    kwargs = {"steps": args.steps, "tiny": args.tiny, "only": args.only}
+    kwargs = {"steps": args.steps, "tiny": args.tiny, "only": args.only, "shape_name": args.shape}
     if int(os.environ.get("RANK", "0")) != 0:
         run(args.suite, **kwargs)
         return

@@ -149,6 +149,12 @@ class RolloutConfig(_Section):
         gt=0,
         description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)",
     )
+    decode: Literal["auto", "eager", "compiled"] = Field(
+        "auto",
+        description="free generation on the reference backend: 'compiled' decodes with a static KV cache and a "
+        "torch.compile'd step (CUDA graphs on a GPU; batch and length padded to buckets so shapes repeat), "
+        "'eager' with the dynamic cache; 'auto': compiled on CUDA, eager on the CPU",
+    )
     max_prompt_tokens: int = Field(
         2048,
         gt=0,

@@ -20,6 +20,17 @@ Action formats (``RolloutConfig.action_constraint``):
   taken by one batched scoring pass over prompt + response (the training computation, without
   gradients).
 
+Compiled decoding (``decode="compiled"``, the default on CUDA through ``"auto"``): free generation
+uses transformers' static KV cache, with which ``generate`` runs each decode step through
+``torch.compile(mode="reduce-overhead")`` - CUDA graphs on a GPU, so one step costs a graph replay
+instead of a kernel launch (and a Python call) per operation; peft's LoRA layers are captured with
+the rest. The prefill stays eager. So that shapes repeat across calls, the batch is filled up to a
+bucket (:func:`_batch_bucket`, filler rows are copies of the first observation and are discarded) and
+every row is left-padded to a multiple of ``DECODE_LENGTH_BUCKET`` tokens; transformers keeps the
+cache length at the largest seen so far. The first call of each new shape compiles (tens of
+seconds on a GPU); later calls replay. Sampled tokens and their log-probs are scored afterwards by
+the same eager scoring pass either way.
+
 Devices: the policy runs where the model's parameters are (CPU or one CUDA GPU). Inputs are
 built on the CPU and moved there; with bf16 base weights on CUDA, forward passes run under
 ``torch.autocast(bfloat16)`` so the float32 LoRA weights compute in bf16 (peft keeps adapters in
@@ -53,6 +64,23 @@ from hyperpod_rl.tasks.vision import decode_image_part
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
 
 Conversation = list[dict[str, Any]]
+
+#: Compiled decoding left-pads every row to a multiple of this many tokens.
+DECODE_LENGTH_BUCKET = 256
+
+
+def _batch_bucket(n: int) -> int:
+    """Rows a compiled decode call is filled up to: the next power of two up to 64, then multiples of 64."""
+    return 1 << max(0, (n - 1).bit_length()) if n <= 64 else -(-n // 64) * 64
+
+
+def _compile_config(device: torch.device) -> Any:
+    """transformers ``CompileConfig`` for the decode step; allowed on the CPU too (tests), where no graphs are captured."""
+    from transformers import CompileConfig
+
+    config = CompileConfig(fullgraph=False, dynamic=False, mode="reduce-overhead" if device.type == "cuda" else "default")
+    config._compile_all_devices = device.type != "cuda"  # transformers compiles only on accelerators unless told
+    return config
 
 
 @dataclass
@@ -140,8 +168,10 @@ class MazePolicy:
         action_constraint: Literal["directions", "none"] = "directions",
         max_new_tokens: int = 32,
         answer_words: Sequence[str] = DIRECTION_TOKENS,
+        decode: Literal["auto", "eager", "compiled"] = "auto",
     ) -> None:
         self.model = model
+        self.decode = decode
         self.answer_words = tuple(answer_words)
         self.processor = processor
         self.tokenizer = processor.tokenizer
@@ -180,6 +210,11 @@ class MazePolicy:
         self.timings: dict[str, float] = {"decode_s": 0.0, "rollout_score_s": 0.0}
 
     # ------------------------------------------------------------------ device
+    @property
+    def compiled_decode(self) -> bool:
+        """Whether free generation uses the static KV cache and the compiled decode step (``decode``)."""
+        return self.decode == "compiled" or (self.decode == "auto" and self.device.type == "cuda")
+
     @property
     def device(self) -> torch.device:
         """Where the model's parameters are (inputs are moved there)."""
@@ -237,8 +272,13 @@ class MazePolicy:
         (the encoding :meth:`act` uses, from the same cache)."""
         return int(self._encode_prompt(messages)["input_ids"].shape[1])
 
-    def collate(self, prompts: Sequence[Conversation], prefixes: Sequence[Sequence[int]]) -> tuple[dict[str, torch.Tensor], list[int]]:
+    def collate(
+        self, prompts: Sequence[Conversation], prefixes: Sequence[Sequence[int]], *, length_multiple: int = 1
+    ) -> tuple[dict[str, torch.Tensor], list[int]]:
         """Left-pad prompt + response-prefix tokens of B rows into model inputs.
+
+        ``length_multiple`` pads every row on the left to the next multiple of that many tokens
+        (compiled decoding keeps its shapes few that way).
 
         Returns:
             ``(inputs, starts)``: model inputs (``input_ids``, ``attention_mask``,
@@ -248,7 +288,7 @@ class MazePolicy:
         """
         encs = [self._encode_prompt(p) for p in prompts]
         seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, prefixes, strict=True)]
-        length = max(len(s) for s in seqs)
+        length = -(-max(len(s) for s in seqs) // length_multiple) * length_multiple
         batch = len(seqs)
         input_ids = torch.full((batch, length), self.tokenizer.pad_token_id, dtype=torch.long)
         attention = torch.zeros((batch, length), dtype=torch.long)
@@ -451,7 +491,12 @@ class MazePolicy:
         batch (the vocabulary without vision tokens, as sampled).
         """
         t0 = time.perf_counter()
-        inputs, _ = self.collate(prompts, [[]] * len(prompts))
+        compiled = self.compiled_decode
+        batch = _batch_bucket(len(prompts)) if compiled else len(prompts)
+        # compiled: filler rows (copies of the first observation, discarded) and left padding to a multiple of
+        # DECODE_LENGTH_BUCKET tokens, so the static cache and the captured graphs see few distinct shapes
+        rows = list(prompts) + [prompts[0]] * (batch - len(prompts))
+        inputs, _ = self.collate(rows, [[]] * batch, length_multiple=DECODE_LENGTH_BUCKET if compiled else 1)
         plen = inputs["input_ids"].shape[1]
         gen = explicit_generation_config(
             greedy=greedy,
@@ -461,9 +506,12 @@ class MazePolicy:
             pad_token_id=self.tokenizer.pad_token_id,
             suppress_tokens=self.suppress_ids,
         )
+        if compiled:
+            gen.cache_implementation = "static"
+            gen.compile_config = _compile_config(self.device)
         with self._autocast():
             out = self.model.generate(**self._to(inputs, self.device), generation_config=gen)
-        new = out[:, plen:].cpu().tolist()  # waits for the GPU
+        new = out[: len(prompts), plen:].cpu().tolist()  # waits for the GPU
         t1 = time.perf_counter()
         self.timings["decode_s"] += t1 - t0
         responses = []

@@ -23,6 +23,7 @@ VARIANTS: dict[str, tuple[bool, str, str]] = {
     "chunked": (False, "chunked", "fp32"),  # same model, response_logprobs
     "improved": (True, "chunked", "bf16"),  # FSDP2 mixed precision + response_logprobs
     "fsdp_naive": (True, "naive", "bf16"),  # FSDP2 mixed precision + full logits
+    "autocast_bf16": (False, "chunked", "bf16"),  # one process, float32 adapters computed in bf16 (autocast)
 }
 
 
@@ -38,7 +39,7 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
     px = int(config["image_px"])
     b = int(config["batch"])
     return PlanInput(
-        model="Qwen/Qwen3-VL-8B-Instruct",
+        model=str(config.get("model", "Qwen/Qwen3-VL-8B-Instruct")),
         lora_rank=32,
         micro_train_batch_size_per_gpu=b,
         mini_batch_size=b * gpus,

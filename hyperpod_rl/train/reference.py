@@ -170,6 +170,7 @@ class ReferenceTrainer:
             action_constraint=cfg.rollout.action_constraint,
             max_new_tokens=cfg.rollout.max_new_tokens,
             answer_words=self.task.answer_words,
+            decode=cfg.rollout.decode,
         )
         params = [p for p in self.model.parameters() if p.requires_grad]
         fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
