@@ -372,11 +372,10 @@ def _doc_read_run(served, tmp_path: Path) -> str:
     task = get_task("doc_read")
     options = task.options_model.build({"seed": 5, "counts": {"train": 2, "heldout": 2}, "prompt_style": "terse"})
     splits = task.build_dataset(options)
-    train, heldout = (
-        write_parquet(splits["train"], tmp_path / "train.parquet"),
-        write_parquet(splits["heldout"], tmp_path / "heldout.parquet"),
-    )
-    data = DatasetPaths(train=Path(train), heldout=Path(heldout), hashes={}, spec={"options": options.model_dump(mode="json")})
+    train, heldout = tmp_path / "train.parquet", tmp_path / "heldout.parquet"
+    write_parquet(splits["train"], train)
+    write_parquet(splits["heldout"], heldout)
+    data = DatasetPaths(train=train, heldout=heldout, hashes={}, spec={"options": options.model_dump(mode="json")})
     opts = QuickstartOptions.build({"task": "doc_read", "steps": 1})
     config = make_run_config(opts, run_id="serve-doc-read", model_path=served["model_dir"], revision=served["revision"], data=data)
     write_config(run_paths(config.run_id), config)
@@ -406,7 +405,7 @@ def test_solve_shows_the_tasks_columns_for_doc_read(served, tmp_path, monkeypatc
     assert unnamed.exit_code == 2 and "unknown model 'doc_read'" in unnamed.stderr, unnamed.output
 
 
-def test_down_stops_serve_and_frees_the_port(served):
+def test_down_stops_serve_and_frees_the_port(served, local_cluster):
     """Last in the module: `serve down` deletes the app and stops Serve (the port is free again)."""
     import time
 
@@ -414,6 +413,13 @@ def test_down_stops_serve_and_frees_the_port(served):
 
     assert shutdown_local(served["client"]) is True
     assert shutdown_local(served["client"]) is False  # a second down finds nothing deployed
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+
+    again = CliRunner().invoke(app, ["serve", "down"])  # the CLI says so, and it is not an error
+    assert again.exit_code == 0, again.output
+    assert f"nothing deployed on {local_cluster.dashboard_url}" in " ".join(again.output.split())
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
