@@ -148,7 +148,7 @@ def _problem(item: Any, info: FieldInfo | None, inner: bool) -> str:
     if kind in ("too_short", "too_long"):
         if expected and expected.split()[0] in _COUNT.values():  # a fixed-length tuple
             return f"has {ctx.get('actual_length')} item(s); give {expected}{hint}{eg}"
-        bound = f"at least {ctx['min_length']}" if kind == "too_short" else f"at most {ctx.get('max_length')}"
+        bound = f"at least {ctx.get('min_length')}" if kind == "too_short" else f"at most {ctx.get('max_length')}"
         return f"has {ctx.get('actual_length')} item(s); give {bound}"
     if kind in ("string_too_short", "string_too_long"):
         return f"must be {ctx.get('min_length', 0)}..{ctx.get('max_length', 'any')} characters long"
