@@ -363,6 +363,26 @@ def gpu_trl() -> str:
     return "\n".join(rows)
 
 
+# ---------------------------------------------------------------- hyperpod-rl plan (docs/planner.md)
+def _plan_cli(case: str, *, tables: bool) -> Callable[[], str]:
+    """The recorded ``hyperpod-rl plan`` session of ``case`` as a text block (``tables=False``: summary and verdicts only)."""
+
+    def render() -> str:
+        res = load_result("plan_cli")
+        run = res["results"][case]
+        lines = run["output"].rstrip("\n").splitlines()
+        if not tables:
+            verdicts = lines.index("Verdicts")
+            lines = [lines[0], "... (the memory, KV-cache and step-time tables) ...", *lines[verdicts:]]
+        body = "\n".join(line.rstrip() for line in lines)
+        return (
+            f"```text\n$ {run['command']}\n{body}\n$ echo $?\n{run['exit_code']}\n```\n\n"
+            f"Recorded by `python -m benchmarks.plan_cli` {_provenance(res, load=False)} (`benchmarks/results/plan_cli.json`)."
+        )
+
+    return render
+
+
 def _report(fn: str, *args: str) -> Callable[[], str]:
     def render() -> str:
         from benchmarks.gpu import report
@@ -399,6 +419,8 @@ PASSAGES: dict[str, Passage] = {
     "scaling-run1": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp.json"), block=True),
     "scaling-run2": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp_run2.json"), block=True),
     "scaling-curve": Passage("docs/scaling.md", ("planner_predictions",), _report("predicted_curve"), block=True),
+    "planner-cli-fits": Passage("docs/planner.md", ("plan_cli",), _plan_cli("fits", tables=True), block=True),
+    "planner-cli-blocked": Passage("docs/planner.md", ("plan_cli",), _plan_cli("blocked", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
 }

@@ -53,9 +53,21 @@ def plan_input_for(config: RunConfig, *, gpu: str = "H200", image_px: tuple[int,
     )
 
 
-def plan_run(config: RunConfig, *, gpu: str = "H200") -> Plan:
-    """Predicted per-GPU memory, KV-cache room and step time of a run, with verdicts."""
-    return plan(plan_input_for(config, gpu=gpu))
+def plan_run(config: RunConfig, *, gpu: str = "H200", image_px: tuple[int, int] = (448, 448)) -> Plan:
+    """Predicted per-GPU memory, KV-cache room and step time of a run, with verdicts.
+
+    Args:
+        config: the run.
+        gpu: GPU name known to the planner (``"H200"``, ``"H100"``).
+        image_px: (height, width) of the task's images in pixels.
+
+    Returns:
+        The :class:`~hyperpod_rl.plan.Plan` (in a notebook it shows as HTML tables).
+
+    Raises:
+        ConfigError: unknown GPU, bad image size, or a config the planner rejects.
+    """
+    return plan(plan_input_for(config, gpu=gpu, image_px=image_px))
 
 
 def fit_warnings(config: RunConfig, *, gpu: str = "H200") -> list[str]:

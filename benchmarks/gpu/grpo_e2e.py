@@ -272,6 +272,7 @@ def run_ours(
         "shape": SHAPES[shape_name],
         "max_turns": max_turns,
         "decode": "compiled" if trainer.policy.compiled_decode else "eager",
+        "compiled_layers": sum(1 for m in trainer.model.get_base_model().model.language_model.layers if m._compiled_call_impl),
         "model_build_s": build_s,
         "image_patches": patches,
         "steps": steps,

@@ -21,6 +21,6 @@ for run in "${runs[@]}"; do
   IFS=':' read -r shape limit args <<< "$run"
   # shellcheck disable=SC2086 # ARGS are words
   timeout -s INT -k 20 "$limit" python3 -m benchmarks.gpu.grpo_e2e --shapes "$shape" $args \
-    --out "$out/h200_grpo_e2e_decode_${shape,,}.json" 2>&1 | grep -v "Warning\|warn(\|^ *$" | tee -a "$out/e2e.log" | grep -v '"warmup"'
+    --out "$out/h200_grpo_e2e${TAG:-_decode}_${shape,,}.json" 2>&1 | grep -v "Warning\|warn(\|^ *$" | tee -a "$out/e2e.log" | grep -v '"warmup"'
 done
 ls -la "$out"

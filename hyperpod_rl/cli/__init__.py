@@ -1,6 +1,6 @@
 """``hyperpod-rl``: a thin typer + rich layer over the public API.
 
-Commands: ``quickstart``, ``doctor``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
+Commands: ``quickstart``, ``doctor``, ``plan``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
 ``serve ...``, ``maze ...``, ``tasks list|show|audit|sample``, ``cluster ...``. No logic lives here that the library does not
 expose: each command calls the same functions a notebook calls.
 """
@@ -20,6 +20,7 @@ from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli import tasks as _tasks
 from hyperpod_rl.cli._common import Address, HprlGroup, console, follow_with_progress, handled, job_client
 from hyperpod_rl.cli.doctor import doctor_command
+from hyperpod_rl.cli.plan import plan_command
 from hyperpod_rl.cli.quickstart import quickstart
 
 __all__ = ["app", "follow_with_progress"]
@@ -36,6 +37,7 @@ app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)
 app.command("doctor")(doctor_command)
+app.command("plan")(plan_command)
 app.add_typer(_maze.app, name="maze")
 app.add_typer(_cluster.app, name="cluster")
 app.add_typer(_runs.app, name="runs")

@@ -41,7 +41,7 @@ from typing import Any
 
 from hyperpod_rl.errors import ConfigError
 
-__all__ = ["PLANNER_INPUTS", "PRESETS", "preset_dict", "preset_names"]
+__all__ = ["PLANNER_INPUTS", "PRESETS", "preset_dict", "preset_names", "with_overrides"]
 
 _MODEL = "Qwen/Qwen3-VL-8B-Instruct"
 
@@ -238,7 +238,19 @@ def preset_dict(name: str, overrides: dict[str, Any] | None = None) -> dict[str,
     """
     if name not in PRESETS:
         raise ConfigError(f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}")
-    data = {"run_id": name, **copy.deepcopy(PRESETS[name])}
+    return with_overrides({"run_id": name, **PRESETS[name]}, overrides)
+
+
+def with_overrides(data: dict[str, Any], overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """A deep copy of the config dict ``data`` with ``overrides`` merged in (not yet validated).
+
+    Overrides are section dicts merged into a section (``{"lora": {"rank": 16}}``), top-level
+    fields, or dotted paths (``{"lora.rank": 16}``).
+
+    Raises:
+        ConfigError: a dotted override goes through a field that is not a section.
+    """
+    data = copy.deepcopy(data)
     for key, value in (overrides or {}).items():
         if "." in key:
             _set_dotted(data, key, value)

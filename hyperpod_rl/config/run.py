@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -36,6 +37,7 @@ from hyperpod_rl.config.sections import (
     _Section,
 )
 from hyperpod_rl.config.validate import cross_field_problems
+from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import RUN_ID_PATTERN
 
 __all__ = [
@@ -114,6 +116,40 @@ class RunConfig(_Section):
         from hyperpod_rl.config.presets import preset_dict
 
         return cls.build(preset_dict(name, overrides))
+
+    @classmethod
+    def from_file(cls, path: str | Path, **overrides: Any) -> RunConfig:
+        """A run config from a YAML or JSON file (the dict :meth:`build` takes), with overrides, validated.
+
+        Overrides are as in :meth:`from_preset` (dotted paths with ``**{"trainer.micro_batch_size": 4}``).
+
+        Raises:
+            ConfigError: the file cannot be read, is not YAML/JSON, does not hold a mapping, or the
+                result is invalid (one line per field).
+        """
+        import yaml
+
+        from hyperpod_rl.config.presets import with_overrides
+
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as err:
+            raise ConfigError(
+                f"cannot read run config file {str(path)!r} ({err.strerror or err}): give an existing YAML or JSON file"
+            ) from None
+        try:
+            data = yaml.safe_load(text)  # JSON is YAML
+        except yaml.YAMLError as err:
+            where = getattr(err, "problem_mark", None)
+            at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+            raise ConfigError(f"run config file {str(path)!r} is not valid YAML or JSON{at}: fix its syntax") from None
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"run config file {str(path)!r} holds a {type(data).__name__}, not a mapping: write the RunConfig fields "
+                "(run_id, backend, data, trainer, ...) as keys at the top level"
+            )
+        return cls.build(with_overrides(data, overrides))
 
     def config_hash(self) -> str:
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id.

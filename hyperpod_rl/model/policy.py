@@ -78,6 +78,9 @@ def _compile_config(device: torch.device) -> Any:
     """transformers ``CompileConfig`` for the decode step; allowed on the CPU too (tests), where no graphs are captured."""
     from transformers import CompileConfig
 
+    from hyperpod_rl.model.loading import raise_recompile_limit
+
+    raise_recompile_limit()
     config = CompileConfig(fullgraph=False, dynamic=False, mode="reduce-overhead" if device.type == "cuda" else "default")
     config._compile_all_devices = device.type != "cuda"  # transformers compiles only on accelerators unless told
     return config

@@ -27,7 +27,10 @@ class KVCache(Model):
 
 
 class Plan(Model):
-    """The planner's answer. ``fits`` is False when any verdict is a blocker."""
+    """The planner's answer. ``fits`` is False when any verdict is a blocker (listed again in ``blockers``).
+
+    In a notebook a plan shows as HTML tables (:func:`hyperpod_rl.plan.report.plan_html`).
+    """
 
     input: PlanInput
     seq_len: int
@@ -38,6 +41,13 @@ class Plan(Model):
     step: StepTime
     fits: bool
     verdicts: list[str]
+    blockers: list[str] = []
+    """The verdicts that make the run not fit (a subset of ``verdicts``, same order)."""
+
+    def _repr_html_(self) -> str:
+        from hyperpod_rl.plan.report import plan_html
+
+        return plan_html(self)
 
 
 class ScalingPoint(Model):
@@ -76,18 +86,18 @@ def plan(inp: PlanInput) -> Plan:
     kv = _kv_cache(inp)
     step = step_time(inp, kv_concurrent_sequences=kv.concurrent_sequences)
     verdicts: list[str] = []
-    blockers = 0
+    blockers: list[str] = []
     resident = VLLM_ASLEEP_GIB if inp.placement == "colocated" else 0.0
     budget = g.memory_gib - resident
     where = f" (with {resident:g} GiB held by the sleeping vLLM engine)" if resident else ""
     if mem.peak_gib > budget:
-        blockers += 1
         best = _largest_fitting_micro_batch(inp, budget)
         fix = f"use {best}" if best else "no micro batch fits: " + _no_fit_hint(inp)
         verdicts.append(
             f"micro_train_batch_size_per_gpu={inp.micro_train_batch_size_per_gpu} needs about {mem.peak_gib:.0f} GiB per GPU "
             f"on {g.memory_gib:.0f} GiB{where}: {fix}"
         )
+        blockers.append(verdicts[-1])
     else:
         verdicts.append(f"policy update fits: about {mem.peak_gib:.0f} of {g.memory_gib:.0f} GiB per GPU{where}")
         if not inp.gradient_checkpointing:
@@ -98,7 +108,6 @@ def plan(inp: PlanInput) -> Plan:
     if inp.logprob_impl == "naive":
         verdicts.append(f"naive log-probs materialise full logits ({mem.logits_gib:.0f} GiB); logprob_impl='chunked' needs a few GiB")
     if kv.concurrent_sequences < 1:
-        blockers += 1
         need = (
             (s_w := inp.shape().total_params * 2 / inp.inference_tensor_parallel_size / GIB)
             + VLLM_WORKSPACE_GIB
@@ -109,6 +118,7 @@ def plan(inp: PlanInput) -> Plan:
             f"{s_w:.0f} GiB of weights: not one {inp.seq_len}-token sequence fits; raise it to at least {min(0.95, need / g.memory_gib + 0.02):.2f} "
             "or raise inference_tensor_parallel_size"
         )
+        blockers.append(verdicts[-1])
     else:
         verdicts.append(
             f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences} concurrent {inp.seq_len}-token sequences per engine"
@@ -124,11 +134,11 @@ def plan(inp: PlanInput) -> Plan:
     sequences = inp.train_batch_size * inp.group_size
     per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
     if inp.mini_batch_size % per_step or sequences % inp.mini_batch_size:
-        blockers += 1
         verdicts.append(
             f"mini_batch_size={inp.mini_batch_size} must be a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}, "
             f"and train_batch_size x group_size = {sequences} a multiple of mini_batch_size"
         )
+        blockers.append(verdicts[-1])
     verdicts.append(
         f"step time estimate: generate {step.generate_s:.0f} s, train {step.train_s:.0f} s, sync {step.sync_s:.0f} s "
         f"(train {step.train_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
@@ -141,8 +151,9 @@ def plan(inp: PlanInput) -> Plan:
         gpu_memory_gib=g.memory_gib,
         kv_cache=kv,
         step=step,
-        fits=blockers == 0,
+        fits=not blockers,
         verdicts=verdicts,
+        blockers=blockers,
     )
 
 

@@ -1,6 +1,7 @@
 """RunPanel: edit a RunConfig, validate it, submit it as a detached Ray Job, follow it, stop it.
 
-Thin over :mod:`hyperpod_rl.jobs`: Submit calls ``submit_run``, the status and log tail come from
+Thin over :mod:`hyperpod_rl.jobs`: Plan calls ``run_plan.plan_run`` on the form's values and shows
+its tables and verdicts (blockers in red; Submit shows them too), Submit calls ``submit_run``, the status and log tail come from
 ``follow_run`` iterated on a background thread (never a blocking loop in a cell), Stop calls
 ``stop_and_record``, the runs list is ``overview`` (the run store and the cluster's jobs), and Attach
 needs nothing but a run id (``latest_job``), so a kernel restart loses nothing.
@@ -20,6 +21,9 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import RunHandle, follow_run, latest_job, overview, stop_and_record, submit_run
 from hyperpod_rl.paths import run_dir as default_run_dir
+from hyperpod_rl.plan import GPUS, Plan
+from hyperpod_rl.plan.report import plan_html
+from hyperpod_rl.run_plan import plan_run
 from hyperpod_rl.runs import RunPaths, read_config
 from hyperpod_rl.widgets._base import Panel, escape
 from hyperpod_rl.widgets._form import ModelForm
@@ -44,7 +48,7 @@ def _run_presets() -> list[str]:
 
 
 class RunPanel(Panel):
-    """Form, Validate / Submit / Stop, live status and log tail, and the list of runs.
+    """Form, Validate / Plan / Submit / Stop, live status and log tail, and the list of runs.
 
     Example:
         >>> panel = RunPanel(config, cluster=cluster, metrics=MetricsPanel())  # doctest: +SKIP
@@ -65,6 +69,7 @@ class RunPanel(Panel):
     Attributes:
         status: the followed job's Ray status (``PENDING`` ... ``STOPPED``), ``""`` before any.
         handle: the :class:`~hyperpod_rl.jobs.RunHandle` followed, or ``None``.
+        last_plan: the :class:`~hyperpod_rl.plan.Plan` shown in the Plan section, or ``None``.
         log_tail: the log tail (last ``log_lines`` lines).
     """
 
@@ -89,6 +94,7 @@ class RunPanel(Panel):
         self.poll_s = poll_s
         self.status = ""
         self.handle: RunHandle | None = None
+        self.last_plan: Plan | None = None
         self.log_tail: deque[str] = deque(maxlen=log_lines)
         self._follow_gen = 0
         self._follow_lock = threading.Lock()
@@ -112,10 +118,17 @@ class RunPanel(Panel):
         self.validate_button = w.Button(description="Validate", icon="check")
         self.submit_button = w.Button(description="Submit", icon="play", button_style="primary")
         self.stop_button = w.Button(description="Stop", icon="stop", button_style="danger", disabled=True)
+        self.plan_button = w.Button(
+            description="Plan", icon="calculator", tooltip="predict per-GPU memory, vLLM KV cache and step time for the form's values"
+        )
+        self.plan_gpu = w.Dropdown(options=list(GPUS), value="H200", description="GPU", layout=w.Layout(width="160px"))
+        self.plan_gpu.style.description_width = "40px"
         self.validate_button.on_click(self.guard(lambda _: self.validate()))
+        self.plan_button.on_click(self.guard(lambda _: self.plan()))
         self.submit_button.on_click(self.guard(lambda _: self.submit()))
         self.stop_button.on_click(self.guard(lambda _: self.background(self.stop, name="run-stop")))
         self.validation = w.HTML("")
+        self.plan_view = w.HTML("")
         self.status_html = w.HTML("<i>no run submitted</i>")
         self.log_html = w.HTML(
             "",
@@ -133,8 +146,9 @@ class RunPanel(Panel):
             self.preset,
             task_box,
             form_box,
-            w.HBox([self.validate_button, self.submit_button, self.stop_button, self.fresh]),
+            w.HBox([self.validate_button, self.plan_button, self.plan_gpu, self.submit_button, self.stop_button, self.fresh]),
             self.validation,
+            self.plan_view,
             self.status_html,
             self.log_html,
             w.HTML("<b>Runs</b>"),
@@ -223,13 +237,44 @@ class RunPanel(Panel):
         self.validation.value = f"<span style='color:#2ca02c'>valid</span> · config hash <code>{config.config_hash()}</code>"
         return config
 
+    def plan(self) -> Plan:
+        """Validate the form and show the planner's prediction for it in the Plan section.
+
+        The section shows the per-GPU memory breakdown, the vLLM KV-cache room, the step-time
+        split and the verdicts, blockers in red, for the GPU picked next to the Plan button.
+
+        Returns:
+            The :class:`~hyperpod_rl.plan.Plan` (also kept in :attr:`last_plan`).
+
+        Raises:
+            ConfigError: invalid form, or values the planner rejects (shown in the panel).
+        """
+        config = self.validate()
+        return self._show_plan(config)
+
+    def _show_plan(self, config: RunConfig) -> Plan:
+        result = plan_run(config, gpu=self.plan_gpu.value)
+        self.last_plan = result
+        note = ""
+        if config.backend != "skyrl":
+            note = (
+                f"<i>the {escape(config.backend)} backend is not what the planner models (SkyRL: FSDP2 policy + vLLM engines); "
+                "these are the SkyRL figures at the same sizes</i>"
+            )
+        self.plan_view.value = note + plan_html(result)
+        return result
+
     def submit(self) -> RunHandle:
-        """Validate and submit the run (detached); then follow it in the background.
+        """Validate, show the plan of a SkyRL run (its blockers in red), and submit the run (detached); then follow it.
+
+        A run predicted not to fit is still submitted (``submit_run`` warns with the same verdicts).
 
         Raises:
             ConfigError: invalid form. JobError: no cluster, already running, or refused.
         """
         config = self.validate()
+        if config.backend == "skyrl":
+            self._show_plan(config)
         handle = submit_run(
             self.client(),
             config,

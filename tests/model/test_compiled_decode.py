@@ -73,3 +73,33 @@ def test_compiled_decode_answers_as_eager(lora_model):
         assert [a.text for a in got] == [a.text for a in want]
         assert [a.logprob for a in got] == pytest.approx([a.logprob for a in want], abs=1e-4)
     assert len({tuple(a.response_ids) for a in want}) > 1  # the observations really differ
+
+
+@pytest.mark.slow
+def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
+    """One reference-trainer step with compiled decoder layers gives the eager step's loss and update."""
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.train.reference import ReferenceTrainer
+
+    data = tiny_setup["data"]
+    base = {
+        "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        "model": {"path": str(tiny_setup["model_dir"])},
+        "grpo": {"group_size": 2},
+        "rollout": {"max_turns": 2},
+        "trainer": {"steps": 1, "device": "cpu", "eval_mazes": 1},
+        "checkpoint": {"interval": 0},
+    }
+    values, weights = [], []
+    for mode in (False, True):
+        cfg = RunConfig.build({**base, "run_id": f"layers-{str(mode).lower()}", "trainer": {**base["trainer"], "compile_layers": mode}})
+        trainer = ReferenceTrainer(cfg, tmp_path / str(mode))
+        trainer._build()
+        compiled = [layer for layer in trainer.model.get_base_model().model.language_model.layers if layer._compiled_call_impl]
+        assert len(compiled) == (0 if not mode else len(trainer.model.get_base_model().model.language_model.layers))
+        values.append(trainer._step().values)
+        weights.append(torch.cat([p.detach().flatten() for n, p in trainer.model.named_parameters() if "lora_" in n]))
+    assert values[1]["policy/policy_loss"] == pytest.approx(values[0]["policy/policy_loss"], abs=1e-5)
+    assert values[1]["reward/avg_raw_reward"] == values[0]["reward/avg_raw_reward"]
+    assert torch.allclose(weights[0], weights[1], atol=1e-6)
+    assert float((weights[0] != 0).float().mean()) > 0  # the step changed the adapters

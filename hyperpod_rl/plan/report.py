@@ -1,0 +1,137 @@
+"""What a :class:`~hyperpod_rl.plan.Plan` shows people: its tables as rows of text, and as HTML.
+
+One place for labels, units and number formats, so ``hyperpod-rl plan`` (rich tables), a
+notebook cell (``Plan._repr_html_``) and the RunPanel's Plan section say the same thing.
+Pure: standard library only (the HTML is escaped with :func:`html.escape`).
+
+>>> from hyperpod_rl.plan import PlanInput, plan
+>>> from hyperpod_rl.plan.report import plan_tables
+>>> [t.title for t in plan_tables(plan(PlanInput()))]  # doctest: +NORMALIZE_WHITESPACE
+['Policy update memory per GPU (GiB)', 'vLLM KV cache per engine', 'Step time estimate (one GRPO step)']
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from hyperpod_rl.plan.planner import Plan
+
+__all__ = ["MEMORY_PARTS", "PlanTable", "plan_html", "plan_summary", "plan_tables"]
+
+#: ``MemoryBreakdown`` field -> row label, in the order the tables show them.
+MEMORY_PARTS: dict[str, str] = {
+    "weights_gib": "weights (bf16, sharded)",
+    "fsdp_buffers_gib": "FSDP2 buffers (root unit + gathered layers)",
+    "reference_gib": "reference model",
+    "lora_gib": "LoRA (fp32 master, gradient, AdamW)",
+    "activations_gib": "activations",
+    "logits_gib": "logits (log-prob path)",
+    "overhead_gib": "overhead (CUDA workspaces, allocator)",
+}
+
+
+class PlanTable(NamedTuple):
+    """One table of a plan: a title, column names and rows of formatted cells (first column a label)."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: list[tuple[str, ...]]
+
+
+def gib(value: float) -> str:
+    """GiB with two decimals (``"16.34"``)."""
+    return f"{value:.2f}"
+
+
+def seconds(value: float) -> str:
+    """Seconds with one decimal (``"11.6"``)."""
+    return f"{value:.1f}"
+
+
+def plan_summary(plan: Plan) -> str:
+    """One line: model, GPUs, sequence and micro batch, and whether the run fits.
+
+    E.g. ``"Qwen3-VL-8B on 8 x NVIDIA H200 (1 node): 3,014-token sequences (196 image tokens each image), micro batch 8: fits"``.
+    """
+    inp = plan.input
+    nodes = f"{inp.nodes} node{'s' if inp.nodes > 1 else ''}"
+    verdict = "fits" if plan.fits else f"does NOT fit ({len(plan.blockers)} blocker{'s' if len(plan.blockers) != 1 else ''})"
+    return (
+        f"{inp.shape().name} on {inp.world_size} x {inp.gpu_spec().name} ({nodes}, {inp.placement}): "
+        f"{plan.seq_len:,}-token sequences ({plan.image_tokens} tokens per image), "
+        f"micro batch {inp.micro_train_batch_size_per_gpu} per GPU: {verdict}"
+    )
+
+
+def plan_tables(plan: Plan) -> list[PlanTable]:
+    """The memory, KV-cache and step-time tables of ``plan`` (numbers formatted, units in the labels)."""
+    mem = plan.memory
+    peak = mem.peak_gib
+    memory_rows: list[tuple[str, ...]] = [
+        (label, gib(getattr(mem, field)), f"{getattr(mem, field) / peak:.0%}") for field, label in MEMORY_PARTS.items()
+    ]
+    memory_rows.append(("peak", gib(peak), "100%"))
+    memory_rows.append(("GPU memory", gib(plan.gpu_memory_gib), f"peak uses {peak / plan.gpu_memory_gib:.0%}"))
+    kv = plan.kv_cache
+    kv_rows: list[tuple[str, ...]] = [
+        ("bytes per token (K and V, all layers)", f"{kv.bytes_per_token:,}"),
+        ("KV-cache room (GiB)", gib(kv.capacity_gib)),
+        ("tokens", f"{kv.tokens:,}"),
+        (f"concurrent {plan.seq_len:,}-token sequences", f"{kv.concurrent_sequences:,}"),
+    ]
+    step = plan.step
+    step_rows: list[tuple[str, ...]] = [
+        ("generate (vLLM, estimate)", seconds(step.generate_s)),
+        ("train (policy update)", seconds(step.train_s)),
+        ("  of which compute", seconds(step.train_compute_s)),
+        ("  of which exposed FSDP2 communication", seconds(step.train_comm_exposed_s)),
+        ("sync (weights to vLLM, offload)", seconds(step.sync_s)),
+        ("total", seconds(step.total_s)),
+        ("train tokens/s per GPU", f"{step.train_tokens_per_s_per_gpu:,.0f}"),
+    ]
+    return [
+        PlanTable("Policy update memory per GPU (GiB)", ("part", "GiB", "share"), memory_rows),
+        PlanTable("vLLM KV cache per engine", ("", "value"), kv_rows),
+        PlanTable("Step time estimate (one GRPO step)", ("phase", "seconds"), step_rows),
+    ]
+
+
+_TABLE = "border-collapse:collapse;margin:4px 12px 4px 0;vertical-align:top"
+_CELL = "padding:1px 8px;border-bottom:1px solid #ddd"
+
+
+def _html_table(table: PlanTable) -> str:
+    head = "".join(
+        f"<th style='{_CELL};text-align:{'left' if i == 0 else 'right'}'>{html.escape(c)}</th>" for i, c in enumerate(table.columns)
+    )
+    body = []
+    for row in table.rows:
+        bold = row[0] in ("peak", "total")
+        cells = "".join(
+            f"<td style='{_CELL};text-align:{'left' if i == 0 else 'right'}{';font-weight:bold' if bold else ''}'>{html.escape(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        body.append(f"<tr>{cells}</tr>")
+    caption = f"<caption style='text-align:left;font-weight:bold'>{html.escape(table.title)}</caption>"
+    return f"<table class='hprl-plan-table' style='{_TABLE};display:inline-table'>{caption}<tr>{head}</tr>{''.join(body)}</table>"
+
+
+def plan_html(plan: Plan) -> str:
+    """``plan`` as HTML: the summary line, the three tables side by side and the verdicts, blockers in red.
+
+    Every text is escaped, so a model name or verdict cannot inject markup.
+    """
+    colour = "#2ca02c" if plan.fits else "#d62728"
+    summary = f"<div style='color:{colour};font-weight:bold'>{html.escape(plan_summary(plan))}</div>"
+    tables = "<div>" + "".join(_html_table(t) for t in plan_tables(plan)) + "</div>"
+    blockers = set(plan.blockers)
+    items = []
+    for verdict in plan.verdicts:
+        if verdict in blockers:
+            items.append(f"<li class='hprl-blocker' style='color:#d62728'><b>blocker:</b> {html.escape(verdict)}</li>")
+        else:
+            items.append(f"<li>{html.escape(verdict)}</li>")
+    verdicts = f"<b>Verdicts</b><ul style='margin:2px 0'>{''.join(items)}</ul>"
+    return f"<div class='hprl-plan'>{summary}{tables}{verdicts}</div>"

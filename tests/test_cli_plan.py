@@ -1,0 +1,142 @@
+"""``hyperpod-rl plan``: the planner's tables from a preset or a run config file, exit codes, JSON, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from hyperpod_rl.cli import app
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.plan import Plan
+from hyperpod_rl.plan.report import MEMORY_PARTS
+from hyperpod_rl.run_plan import plan_run
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, ["plan", *args])
+
+
+def _line_with(output: str, label: str) -> str:
+    lines = [line for line in output.splitlines() if label in line]
+    assert lines, f"no line with {label!r} in:\n{output}"
+    return lines[0]
+
+
+def _write_config(path: Path, config: RunConfig) -> Path:
+    path.write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    return path
+
+
+def _assert_tables_show(output: str, expected: Plan) -> None:
+    mem = expected.memory
+    for field, label in MEMORY_PARTS.items():
+        assert f"{getattr(mem, field):.2f}" in _line_with(output, label), field
+    assert f"{mem.peak_gib:.2f}" in _line_with(output, "│ peak")
+    assert f"{expected.gpu_memory_gib:.2f}" in _line_with(output, "GPU memory")
+    kv = expected.kv_cache
+    assert f"{kv.bytes_per_token:,}" in _line_with(output, "bytes per token")
+    assert f"{kv.tokens:,}" in _line_with(output, "│ tokens")
+    assert f"{kv.concurrent_sequences:,}" in _line_with(output, f"concurrent {expected.seq_len:,}-token sequences")
+    step = expected.step
+    assert f"{step.generate_s:.1f}" in _line_with(output, "generate (vLLM")
+    assert f"{step.train_s:.1f}" in _line_with(output, "train (policy update)")
+    assert f"{step.sync_s:.1f}" in _line_with(output, "sync (weights")
+    assert f"{step.train_tokens_per_s_per_gpu:,.0f}" in _line_with(output, "train tokens/s per GPU")
+    for verdict in expected.verdicts:
+        assert verdict in output
+
+
+def test_preset_plan_shows_the_planners_numbers_and_exits_0():
+    out = _invoke("--preset", "single-node-8gpu")
+    expected = plan_run(RunConfig.from_preset("single-node-8gpu"), gpu="H200")
+    assert expected.fits
+    assert out.exit_code == 0, out.output
+    _assert_tables_show(out.output, expected)
+    assert "fits" in out.output.splitlines()[0] and "blocker" not in out.output
+
+
+def test_config_file_with_overrides_matches_plan_run(tmp_path):
+    path = _write_config(tmp_path / "run.yaml", RunConfig.from_preset("single-gpu", run_id="from-file"))
+    out = _invoke("--config", str(path), "--gpu", "H100", "--image-px", "672x448", "--micro-batch", "16")
+    expected = plan_run(RunConfig.from_file(path, **{"trainer.micro_batch_size": 16}), gpu="H100", image_px=(672, 448))
+    assert expected.input.micro_train_batch_size_per_gpu == 16 and expected.input.image_px == (672, 448)
+    assert out.exit_code == (0 if expected.fits else 1), out.output
+    _assert_tables_show(out.output, expected)
+    assert "NVIDIA H100" in out.output
+
+
+def test_json_round_trips_into_a_plan(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(RunConfig.from_preset("hyperpod-6gpu").model_dump_json())  # JSON files are read too
+    out = _invoke("--config", str(path), "--json")
+    assert out.exit_code == 0, out.output
+    assert Plan.model_validate_json(out.stdout) == plan_run(RunConfig.from_preset("hyperpod-6gpu"))
+
+
+def test_a_run_that_does_not_fit_exits_1_with_the_blocker(tmp_path):
+    path = _write_config(tmp_path / "big.yaml", RunConfig.from_preset("single-gpu", run_id="too-big", **{"trainer.micro_batch_size": 64}))
+    expected = plan_run(RunConfig.from_file(path), gpu="H100")
+    assert not expected.fits and len(expected.blockers) == 1
+    out = _invoke("--config", str(path), "--gpu", "H100")
+    assert out.exit_code == 1, out.output
+    assert "does NOT fit (1 blocker)" in out.output
+    assert f"blocker: {expected.blockers[0]}" in out.output
+    assert "micro_train_batch_size_per_gpu=64 needs about" in expected.blockers[0]
+    as_json = _invoke("--config", str(path), "--gpu", "H100", "--json")
+    assert as_json.exit_code == 1
+    assert json.loads(as_json.stdout)["blockers"] == expected.blockers
+
+
+def test_help_states_the_exit_codes():
+    out = _invoke("--help")
+    text = " ".join(out.output.split())
+    assert out.exit_code == 0
+    assert "0 when the run fits its GPUs, 1 when it does not" in text and "2 on bad input" in text
+
+
+BAD_INPUTS = [
+    (["--preset", "nope"], "unknown run preset 'nope': use one of hyperpod-6gpu, single-node-8gpu, single-gpu"),
+    (["--config", "{tmp}/missing.yaml"], "give an existing YAML or JSON file"),
+    (["--config", "{tmp}/broken.yaml"], "is not valid YAML or JSON at line 3, column 1: fix its syntax"),
+    (["--config", "{tmp}/list.yaml"], "holds a list, not a mapping: write the RunConfig fields"),
+    (["--config", "{tmp}/bad-field.yaml"], "lora.rank: Input should be greater than 0"),
+    (["--config", "{tmp}/bad-field.yaml"], "trainer.micro_batchsize: Extra inputs are not permitted"),
+    (["--preset", "single-gpu", "--gpu", "A100"], "gpu 'A100' is not known to the planner; use one of H200, H100"),
+    (["--preset", "single-gpu", "--image-px", "big"], "--image-px takes SIDE or HEIGHTxWIDTH in pixels"),
+    (["--preset", "single-gpu", "--image-px", "0x448"], "--image-px must be positive pixels"),
+    (["--preset", "single-gpu", "--micro-batch", "3"], "trainer.micro_batch_size=3 does not divide"),
+    ([], "give either --preset NAME"),
+    (["--preset", "single-gpu", "--config", "{tmp}/list.yaml"], "not both"),
+]
+
+
+@pytest.mark.parametrize(("args", "fix"), BAD_INPUTS)
+def test_bad_input_exits_2_with_the_fix_and_no_traceback(tmp_path, args, fix):
+    (tmp_path / "broken.yaml").write_text("run_id: x\ndata: [unclosed\n")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    bad_field = RunConfig.from_preset("single-gpu").model_dump(mode="json")
+    bad_field["lora"]["rank"] = -4
+    bad_field["trainer"]["micro_batchsize"] = 2
+    (tmp_path / "bad-field.yaml").write_text(yaml.safe_dump(bad_field))
+    out = _invoke(*(a.format(tmp=tmp_path) for a in args))
+    text = " ".join(out.output.split())
+    assert out.exit_code == 2, out.output
+    assert text.startswith("error:") and fix in text, out.output
+    assert "Traceback" not in out.output and isinstance(out.exception, SystemExit)
+
+
+def test_the_recorded_sessions_in_the_docs_are_what_the_command_prints_now():
+    """docs/planner.md quotes benchmarks/results/plan_cli.json (tests/test_docs_figures.py checks that);
+    this checks the file against the command, so a planner change asks for ``python -m benchmarks.plan_cli``."""
+    from benchmarks._record import load_result
+    from benchmarks.plan_cli import CASES, run_case
+
+    recorded = load_result("plan_cli")["results"]
+    assert set(recorded) == set(CASES)
+    for name, args in CASES.items():
+        assert run_case(args) == recorded[name], f"{name}: hyperpod-rl plan prints something else now; run python -m benchmarks.plan_cli"
+    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1
