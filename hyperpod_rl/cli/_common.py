@@ -25,7 +25,6 @@ __all__ = [
     "console",
     "err_console",
     "fail",
-    "usage_error",
     "follow_with_progress",
     "handled",
     "job_client",
@@ -52,11 +51,6 @@ def fail(err: BaseException | str, *, code: int = 2) -> NoReturn:
     """
     err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(str(err))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code=code)
-
-
-def usage_error(param_hint: str, message: str) -> NoReturn:
-    """:func:`fail` for a bad command-line value: ``error: <param_hint>: <message>`` (exit code 2)."""
-    fail(f"{param_hint}: {message}")
 
 
 #: pydantic's wording in typer's option-type errors -> what to write instead.

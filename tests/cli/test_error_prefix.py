@@ -35,6 +35,7 @@ def _cases(tmp_path: Path) -> list[list[str]]:
         ["cluster", "show", "--preset", "nope"],
         ["runs", "show", "no-such-run", "--ledger", str(tmp_path / "l.sqlite")],
         ["quickstart", "--steps", "0"],
+        ["plan", "--image-px", "wide"],
     ]
 
 
