@@ -88,6 +88,9 @@ def git_state() -> dict[str, Any]:
     docs' figure passages, which must not mark the next run dirty).
     """
     top = _git("rev-parse", "--show-toplevel")
+    if os.environ.get("HPRL_GIT_COMMIT"):
+        # the caller says: a device machine's copy of the checkout may carry an older commit plus the changes as a dirty tree
+        return {"commit": os.environ["HPRL_GIT_COMMIT"], "dirty": None}
     if top is None or Path(top).resolve() != REPO.resolve():
         # a copied working tree (no .git of its own, perhaps inside another checkout): the caller says
         return {"commit": os.environ.get("HPRL_GIT_COMMIT"), "dirty": None}

@@ -276,21 +276,36 @@ def planner_calibration() -> str:
     v, held = r["planner_values"], r["held"]
     fit = ", ".join(f"`{f}`" for f in r["fit_files"])
     out = ", ".join(f"`{f}`" for f in r["held_out_files"])
+    configs = "; ".join(f"`{f}`: {', '.join(c)}" for f, c in r.get("held_out_configs", {}).items())
+    fitted_memory = ", ".join(f"`{k}={v[k]:g}`" for k in ("activation_scale", "naive_logit_bytes", "chunk_logit_bytes") if k in r["fitted"])
+    e = r["errors_with_planner_values"]["held_out"]
     return (
         f"Fitted by `python -m benchmarks.gpu.calibrate` (least squares on relative error) on the {r['fit_points']} measured points of "
-        f"{fit} only; {out} are held out and never fitted on (`benchmarks/results/planner_calibration.json`). "
-        f"Memory (`hyperpod_rl.plan.memory.CALIBRATION`): `activation_scale={v['activation_scale']:g}`, "
-        f"`naive_logit_bytes={v['naive_logit_bytes']:g}`, `overhead_gib={v['overhead_gib']:g}`; held at their counted values: "
+        f"{fit} only; {out} are held out and never fitted on, and so are these configs of the fitted files ({configs}), so every "
+        f"shape (2B, 4B, 8B) has measurements the fit never saw (`benchmarks/results/planner_calibration.json`). "
+        f"Memory (`hyperpod_rl.plan.memory.CALIBRATION`): {fitted_memory}; held: "
         + ", ".join(f"`{k}={w:g}`" for k, w in held.items())
         + f". Step time (`hyperpod_rl.plan.throughput`): efficiency {v['efficiency_bf16']:.2f} (bf16 adapters) and "
-        f"{v['efficiency_fp32']:.2f} (peft float32 adapters), fixed {v['fixed_plain_s']:.3f} s (plain) and {v['fixed_fsdp_s']:.3f} s "
-        f"(FSDP2) per micro batch, and {v['comm_exposed']:.2f} of the FSDP2 communication time exposed (added to the step)."
+        f"{v['efficiency_fp32']:.2f} (peft float32 adapters) at the 8B shape's hidden size, scaled by (hidden / 4096)^"
+        f"{v['efficiency_hidden_exponent']:g} for smaller shapes, fixed {v['fixed_plain_s']:.3f} s (plain) and {v['fixed_fsdp_s']:.3f} s "
+        f"(FSDP2) per micro batch, and {v['comm_exposed']:.2f} of the FSDP2 communication time exposed (added to the step). "
+        f"Held-out error ({e['points']} points): peak memory max {e['peak_max_abs_err']:.1%}, mean {e['peak_mean_abs_err']:.1%}; "
+        f"tokens/s max {e['tokens_per_s_max_abs_err']:.1%}, mean {e['tokens_per_s_mean_abs_err']:.1%}."
     )
 
 
 # ---------------------------------------------------------------- end-to-end GRPO on one GPU
 _E2E = ("h200_grpo_e2e_2b", "h200_grpo_e2e_4b", "h200_grpo_e2e_8b")
-_E2E_TRL = ("h200_grpo_e2e_trl_2b_run1", "h200_grpo_e2e_trl_8b_run1", "h200_grpo_e2e_trl_2b", "h200_grpo_e2e_trl_8b")
+_E2E_TRL = (
+    "h200_grpo_e2e_trl_2b_run1",
+    "h200_grpo_e2e_trl_8b_run1",
+    "h200_grpo_e2e_trl_2b",
+    "h200_grpo_e2e_trl_8b",
+    "h200_grpo_e2e_decode_2b",
+    "h200_grpo_e2e_decode_8b",
+)
+#: Run labels: 1 and 2 decoded eagerly (before compiled decoding), 3 with compiled decoding.
+_TRL_RUN = {n: "3 (compiled decoding)" if "decode" in n else ("1" if n.endswith("_run1") else "2") for n in _E2E_TRL}
 
 
 def _gpu_provenance(res: dict[str, Any]) -> str:
@@ -339,16 +354,16 @@ def gpu_trl() -> str:
     for name in _E2E_TRL:
         res = load_result(name)
         runs = res["results"]["runs"]
-        ours = next(r for r in runs if r["impl"] == "hyperpod-rl reference")
+        ours = next(r for r in runs if r["impl"] == "hyperpod-rl reference" and r["max_turns"] == 1)
         trl = next(r for r in runs if r["impl"].startswith("trl"))
-        (cmp,) = res["results"]["comparisons"]
+        cmp = next(c for c in res["results"]["comparisons"] if "throughput_ratio_ours_over_trl" in c)
         decode = (
             f"{1e3 * ours['median_rollout_decode_s'] / int(res['params']['max_new_tokens']):.0f}"
             if "median_rollout_decode_s" in ours
             else "not split"
         )
         rows.append(
-            f"| {'1' if name.endswith('_run1') else '2'} | {ours['shape'].split('/')[-1]} | {ours['median_step_s']:.1f} "
+            f"| {_TRL_RUN[name]} | {ours['shape'].split('/')[-1]} | {ours['median_step_s']:.1f} "
             f"({ours['median_rollout_s']:.1f} / {ours['median_update_s']:.1f}) | {decode} | {trl['median_step_s']:.1f} | "
             f"{cmp['throughput_ratio_ours_over_trl']:.2f}× | {cmp['peak_gib_ours']:.1f} / {cmp['peak_gib_trl']:.1f} | `{name}.json` |"
         )
@@ -357,10 +372,101 @@ def gpu_trl() -> str:
     rows += [
         "",
         f"{trl['impl']}, {trl['samples_per_step']} samples a step (4 mazes × group 8, one turn, 128-token responses), "
-        f"medians of the measured steps after one warm-up, both in the same process on the same GPU; run 2: {_gpu_provenance(res)}. "
+        f"medians of the measured steps after one warm-up, both in the same process on the same GPU; run 3: {_gpu_provenance(res)}. "
         f"Command: `{_cmd(res)}`.",
     ]
     return "\n".join(rows)
+
+
+_DECODE = ("h200_grpo_e2e_decode_2b", "h200_grpo_e2e_decode_8b")
+
+
+def _ms_per_decode_step(run: dict[str, Any], max_new_tokens: int) -> float:
+    return 1e3 * run["median_rollout_decode_s"] / (run["max_turns"] * max_new_tokens)
+
+
+def gpu_decode() -> str:
+    """Compiled vs eager decoding, end to end, from the decode runs (eager baseline in the same run where measured)."""
+    rows = [
+        "| shape | turns | decoding | step s | rollout s (decode + log-prob pass) | update s | ms per decode step | samples/s | first step s (compiles) | peak GiB | file |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for name in _DECODE:
+        res = load_result(name)
+        tokens = int(res["params"]["max_new_tokens"])
+        for run in res["results"]["runs"]:
+            if run["impl"] != "hyperpod-rl reference":
+                continue
+            first = next(s["step_s"] for s in run["steps"] if s["warmup"])
+            rows.append(
+                f"| {run['shape'].split('/')[-1]} | {run['max_turns']} | {run['decode']} | {run['median_step_s']:.1f} | "
+                f"{run['median_rollout_s']:.1f} ({run['median_rollout_decode_s']:.1f} + {run['median_rollout_logprob_pass_s']:.1f}) | "
+                f"{run['median_update_s']:.1f} | {_ms_per_decode_step(run, tokens):.0f} | {run['samples_per_s']:.2f} | {first:.0f} | "
+                f"{run['peak_gib']:.1f} | `{name}.json` |"
+            )
+        for c in res["results"]["comparisons"]:
+            if "decode_speedup_compiled_over_eager" in c:
+                notes.append(
+                    f"{c['shape'].split('/')[-1]}, {c['max_turns']} turns, same run: compiled decoding is "
+                    f"{c['decode_speedup_compiled_over_eager']:.1f}× faster than eager and the whole step "
+                    f"{c['step_speedup_compiled_over_eager']:.1f}× (peak {c['peak_gib_compiled']:.1f} vs {c['peak_gib_eager']:.1f} GiB)"
+                )
+    res = load_result(_DECODE[0])
+    rows += [
+        "",
+        "; ".join(notes) + f". Medians of 2 measured steps after one warm-up step; {_gpu_provenance(res)}. "
+        f"Command: `{_cmd(res)}` (and `--shapes 8B --trl`).",
+    ]
+    return "\n".join(rows)
+
+
+_LEVER_NAMES = {
+    "naive": "naive (HF + peft, full logits)",
+    "autocast_bf16": "bf16 autocast + chunked (the trainer's path)",
+    "autocast_bf16_compile": "+ torch.compile per layer",
+    "autocast_bf16_liger": "+ Liger kernels",
+    "autocast_bf16_liger_compile": "+ Liger + compile",
+}
+
+
+def gpu_levers() -> str:
+    """Policy-update levers on the 8B shape: tokens/s (× naive), MFU and peak per variant and config."""
+    res = load_result("h200_update_levers")
+    recs = res["results"]
+    head = "| variant | " + " | ".join(f"{r['config']['name']}" for r in recs) + " |"
+    rows = [head, "|---|" + "---|" * len(recs)]
+    for key, label in _LEVER_NAMES.items():
+        cells = []
+        for r in recs:
+            v = r["variants"].get(key, {})
+            if v.get("status") != "ok":
+                cells.append(v.get("status", "not run"))
+                continue
+            ratio = v["tokens_per_s"] / r["variants"]["naive"]["tokens_per_s"]
+            cells.append(f"{v['tokens_per_s']:,.0f} tok/s ({ratio:.2f}×), MFU {100 * r['variant_mfu'][key]:.0f} %, {v['peak_gib']:.1f} GiB")
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    rows += [
+        "",
+        f"One process, one GPU, the same batch for every variant; median of 3 steps after one warm-up; {_gpu_provenance(res)}. Command: `{_cmd(res)}`.",
+    ]
+    return "\n".join(rows)
+
+
+def gpu_compile_layers() -> str:
+    """The e2e effect of trainer.compile_layers, 8B, 3 turns, against the compiled-decoding run without it."""
+    on = load_result("h200_grpo_e2e_levers_8b")
+    off = load_result("h200_grpo_e2e_decode_8b")
+    a = next(r for r in on["results"]["runs"] if r["impl"] == "hyperpod-rl reference" and r["max_turns"] == 3)
+    b = next(r for r in off["results"]["runs"] if r["impl"] == "hyperpod-rl reference" and r["max_turns"] == 3)
+    first = next(s["step_s"] for s in a["steps"] if s["warmup"])
+    return (
+        f"8B, 3 turns, compiled decoding in both: with `trainer.compile_layers` the update took {a['median_update_s']:.1f} s "
+        f"instead of {b['median_update_s']:.1f} s (MFU {100 * a['update_mfu']:.0f} % vs {100 * b['update_mfu']:.0f} %), but decoding "
+        f"{a['median_rollout_decode_s']:.1f} s instead of {b['median_rollout_decode_s']:.1f} s, so the step took {a['median_step_s']:.1f} s "
+        f"instead of {b['median_step_s']:.1f} s, and the first step {first:.0f} s (`h200_grpo_e2e_levers_8b.json` against "
+        f"`h200_grpo_e2e_decode_8b.json`, two device calls; {_gpu_provenance(on)}; {on['notes'] or 'complete'})"
+    )
 
 
 # ---------------------------------------------------------------- hyperpod-rl plan (docs/planner.md)
@@ -392,7 +498,7 @@ def _report(fn: str, *args: str) -> Callable[[], str]:
     return render
 
 
-_H200 = ("h200_1gpu", "h200_1gpu_fsdp", "h200_2gpu_fsdp", "h200_2gpu_fsdp_run2", "planner_predictions")
+_H200 = ("h200_1gpu", "h200_1gpu_2b", "h200_1gpu_4b", "h200_1gpu_fsdp", "h200_2gpu_fsdp", "h200_2gpu_fsdp_run2", "planner_predictions")
 
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
@@ -423,6 +529,9 @@ PASSAGES: dict[str, Passage] = {
     "planner-cli-blocked": Passage("docs/planner.md", ("plan_cli",), _plan_cli("blocked", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
+    "gpu-decode": Passage("docs/gpu.md", _DECODE, gpu_decode, block=True),
+    "gpu-levers": Passage("docs/gpu.md", ("h200_update_levers",), gpu_levers, block=True),
+    "gpu-compile-layers": Passage("docs/gpu.md", ("h200_grpo_e2e_levers_8b", "h200_grpo_e2e_decode_8b"), gpu_compile_layers),
 }
 
 

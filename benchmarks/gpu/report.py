@@ -43,11 +43,14 @@ def prediction_rows() -> list[dict[str, Any]]:
     rows = []
     for name in pred["fit_files"] + pred["held_out_files"]:
         for r in load_records(RESULTS / name):
+            held = name in pred["held_out_files"] or r["config"]["name"] in pred.get("held_out_configs", {}).get(name, [])
             for variant, res in r["variants"].items():
+                if res.get("status") != "ok":
+                    continue
                 p = by_key[(name, r["config"]["name"], variant)]
                 rows.append(
                     {
-                        "set": "fit" if name in pred["fit_files"] else "held out",
+                        "set": "held out" if held else "fit",
                         "file": name,
                         "config": r["config"]["name"],
                         "gpus": r["gpus"],

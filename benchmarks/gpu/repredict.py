@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks._record import RESULTS_DIR, Recording
-from benchmarks.gpu.calibrate import FIT_FILES, HELD_OUT_FILES, planner_constants
+from benchmarks.gpu.calibrate import FIT_FILES, HELD_OUT_CONFIGS, HELD_OUT_FILES, planner_constants
 from hyperpod_rl.plan import policy_update_memory, predict_scaling
 from hyperpod_rl.plan.benchmark import bench_plan_input, load_records
 from hyperpod_rl.plan.throughput import COMM, comm_seconds, train_seconds_per_micro_batch
@@ -83,6 +83,7 @@ def predictions() -> dict[str, Any]:
         "planner_constants": planner_constants(),
         "fit_files": list(FIT_FILES),
         "held_out_files": list(HELD_OUT_FILES),
+        "held_out_configs": {k: list(v) for k, v in HELD_OUT_CONFIGS.items()},
         "points": points,
         "scaling": scaling,
         "curve": {"config": CURVE[1], **curve},

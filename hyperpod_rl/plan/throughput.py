@@ -7,8 +7,10 @@
   Checkpointing runs the forward a second time; the naive path projects every
   position through the output head. Time is executed FLOPs over the GPU's
   dense bf16 rate times an achieved efficiency fitted on the H200
-  (``TRAIN_EFFICIENCY``, by adapter compute dtype), plus a fixed per-micro-batch
-  cost (``FIXED_STEP_S``: kernel launches, FSDP2 hooks, the adapter optimizer step).
+  (``TRAIN_EFFICIENCY``, by adapter compute dtype, for the 8B shape's hidden size of 4,096),
+  scaled by ``(hidden_size / 4096) ** EFFICIENCY_HIDDEN_EXPONENT`` - smaller models' matrix
+  products reach a lower fraction of peak - plus a fixed per-micro-batch cost
+  (``FIXED_STEP_S``: kernel launches, FSDP2 hooks, the adapter optimizer step).
 * **FSDP2 communication** per micro batch: every sharded unit is all-gathered
   in forward and again in backward (``2 * P * 2 bytes * (W-1)/W`` per GPU) and
   the adapter gradients are reduce-scattered in float32. Ring collectives move
@@ -30,6 +32,7 @@ from hyperpod_rl.plan.memory import lora_params
 
 __all__ = [
     "COMM",
+    "EFFICIENCY_HIDDEN_EXPONENT",
     "FIXED_STEP_S",
     "TRAIN_EFFICIENCY",
     "StepTime",
@@ -40,14 +43,17 @@ __all__ = [
 ]
 
 #: Achieved fraction of dense bf16 peak on executed FLOPs, by adapter compute dtype; least-squares fit
-#: over the 29 measured steps of the H200 runs in ``benchmarks.gpu.calibrate.FIT_FILES``
+#: over the 59 measured steps of the H200 runs in ``benchmarks.gpu.calibrate.FIT_FILES`` (8B, 2B and 4B shapes)
 #: (benchmarks/results/planner_calibration.json; the other runs are held out, docs/planner.md).
-TRAIN_EFFICIENCY: dict[str, float] = {"bf16": 0.4, "fp32": 0.28}
+TRAIN_EFFICIENCY: dict[str, float] = {"bf16": 0.43, "fp32": 0.29}
 #: Fixed seconds per micro batch: plain peft process vs FSDP2 (hooks, casts, all-gather launches); fitted.
-FIXED_STEP_S: dict[str, float] = {"plain": 0.077, "fsdp": 0.194}
+FIXED_STEP_S: dict[str, float] = {"plain": 0.111, "fsdp": 0.237}
+#: Efficiency scales as (hidden_size / REFERENCE_HIDDEN) ** this; fitted across the 2B, 4B and 8B shapes.
+EFFICIENCY_HIDDEN_EXPONENT = 0.6
+REFERENCE_HIDDEN = 4096
 COMM: dict[str, float] = {
     "efficiency": 0.6,  # fraction of NVLink bandwidth a ring all-gather reaches (0.061 s per 8.8 GB seen on 2 H200s)
-    "exposed": 0.51,  # fraction of communication time that adds to the step (fitted on the first 1 -> 2 H200 run)
+    "exposed": 0.29,  # fraction of communication time that adds to the step (fitted)
     "inter_node_bytes_per_s": 50e9,  # 4 x 100 Gb/s EFA per GPU-node share, p5/p5e class
     "latency_s": 30e-6,  # per collective
 }
@@ -99,7 +105,7 @@ def _executed_flops(inp: PlanInput) -> float:
 def train_seconds_per_micro_batch(inp: PlanInput) -> float:
     """Compute time of one micro batch's forward + backward on one GPU, seconds."""
     g = inp.gpu_spec()
-    eff = TRAIN_EFFICIENCY[inp.adapter_compute_dtype]
+    eff = TRAIN_EFFICIENCY[inp.adapter_compute_dtype] * (inp.shape().hidden_size / REFERENCE_HIDDEN) ** EFFICIENCY_HIDDEN_EXPONENT
     b = inp.micro_train_batch_size_per_gpu
     return b * _executed_flops(inp) / (g.bf16_flops * eff) + FIXED_STEP_S["fsdp" if inp.fsdp else "plain"]
 
