@@ -35,6 +35,8 @@ _EXPORTS: dict[str, str] = {
     "submit_run": "hyperpod_rl.jobs",
     "follow_run": "hyperpod_rl.jobs",
     "stop_run": "hyperpod_rl.jobs",
+    "stop_and_record": "hyperpod_rl.jobs",
+    "reconcile_statuses": "hyperpod_rl.jobs",
     "list_runs": "hyperpod_rl.jobs",
     "latest_submission": "hyperpod_rl.jobs",
     # quickstart: hp.quickstart.run(opts) is the whole flow; the steps are public too

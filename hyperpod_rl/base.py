@@ -20,15 +20,25 @@ field) overrides ``model_config`` with ``frozen=False, validate_assignment=True`
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Self
+import json
+import re
+from types import UnionType
+from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 
 from hyperpod_rl.errors import ConfigError, HyperpodRLError
 
 __all__ = ["Model", "RaisesOnInit", "format_validation_error"]
 
 _MAX_SHOWN = 80  # characters of a bad value shown in a message
+
+_PATH_LINE = re.compile(r"^[\w.\[\]-]+: ")
+_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "text"}
+_PLURAL = {int: "integers", float: "numbers", bool: "true/false values", str: "texts"}
+_COUNT = {1: "one", 2: "two", 3: "three", 4: "four"}
 
 
 def _shown(value: Any) -> str:
@@ -38,8 +48,149 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
-def format_validation_error(err: ValidationError, *, what: str, prefix: str = "") -> str:
-    """One message for every problem pydantic found, one line each.
+def _strip_optional(annotation: Any) -> tuple[Any, bool]:
+    if get_origin(annotation) in (Union, UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], len(args) < len(get_args(annotation))
+    return annotation, False
+
+
+def _expected(annotation: Any) -> str | None:
+    """What to write for a field of this type, in words (``None`` when there is no plain phrase)."""
+    annotation, optional = _strip_optional(annotation)
+    origin, args = get_origin(annotation), get_args(annotation)
+    text: str | None = None
+    if annotation in _WORDS:
+        text = _WORDS[annotation]
+    elif origin is Literal:
+        text = "one of " + ", ".join(repr(a) for a in args)
+    elif origin is tuple and args and args[-1] is Ellipsis:
+        text = f"a list of {_PLURAL.get(args[0], 'values')}"
+    elif origin is tuple and args and len(set(args)) == 1 and args[0] in _PLURAL:
+        text = f"{_COUNT.get(len(args), str(len(args)))} {_PLURAL[args[0]]}"
+    elif origin is tuple and args:
+        text = f"a list of {len(args)} values"
+    elif origin in (list, set, frozenset):
+        text = f"a list of {_PLURAL.get(args[0], 'values')}" if args else "a list"
+    elif origin is dict:
+        keys = "names" if args and args[0] is str else _PLURAL.get(args[0], "keys") if args else "keys"
+        text = f"a mapping of {keys} to {_PLURAL.get(args[1], 'values')}" if len(args) == 2 else "a mapping"
+    elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        text = f"a mapping of {annotation.__name__} fields"
+    if text is not None and optional:
+        text += " (or null)"
+    return text
+
+
+def _field_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> tuple[FieldInfo | None, int]:
+    """The deepest model field named along ``loc`` and how many parts of ``loc`` lead to it."""
+    found: tuple[FieldInfo | None, int] = (None, 0)
+    current: Any = model
+    for depth, part in enumerate(loc, start=1):
+        if isinstance(current, type) and issubclass(current, BaseModel) and isinstance(part, str) and part in current.model_fields:
+            info = current.model_fields[part]
+            found = (info, depth)
+            current, _ = _strip_optional(info.annotation)
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            continue  # a union branch or validator name pydantic puts in the path
+        else:
+            args = [a for a in get_args(current) if a is not Ellipsis]
+            current = args[-1] if args else None
+    return found
+
+
+def _example(info: FieldInfo) -> str | None:
+    if info.examples:
+        return json.dumps(info.examples[0], default=str)
+    default = info.get_default(call_default_factory=True)
+    if default is None or default is PydanticUndefined or isinstance(default, BaseModel):
+        return None
+    try:
+        return json.dumps(default)
+    except TypeError:
+        return None
+
+
+def _first_clause(text: str) -> str:
+    """The first line of a description up to its first sentence or clause end (a short hint)."""
+    line = text.strip().splitlines()[0]
+    return re.split(r"(?<=[a-z)])[.;] ", line, maxsplit=1)[0].rstrip(".;")
+
+
+def _limit(ctx: dict[str, Any]) -> str:
+    for key, op in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if key in ctx:
+            return f"{op} {ctx[key]}"
+    return ""
+
+
+def _problem(item: Any, info: FieldInfo | None, inner: bool) -> str:
+    """The plain-words problem and fix of one pydantic error item."""
+    kind, ctx = str(item["type"]), item.get("ctx") or {}
+    msg = str(item["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    expected = _expected(info.annotation) if info is not None else None
+    example = _example(info) if info is not None else None
+    hint = ""
+    if info is not None and info.description and not inner:
+        hint = f" ({_first_clause(info.description)})"
+    eg = f", e.g. {example}" if example else ""
+    if kind == "missing":
+        return f"required: write it{f' as {expected}' if expected else ''}{hint}{eg}"
+    if kind == "extra_forbidden":
+        return "not a known field: remove it or check its spelling"
+    if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        return f"must be {_limit(ctx)}"
+    if kind == "multiple_of":
+        return f"must be a multiple of {ctx.get('multiple_of')}"
+    if kind == "literal_error":
+        return f"use {ctx.get('expected', msg.removeprefix('Input should be '))}"
+    if kind in ("too_short", "too_long"):
+        if expected and expected.split()[0] in _COUNT.values():  # a fixed-length tuple
+            return f"has {ctx.get('actual_length')} item(s); give {expected}{hint}{eg}"
+        bound = f"at least {ctx.get('min_length')}" if kind == "too_short" else f"at most {ctx.get('max_length')}"
+        return f"has {ctx.get('actual_length')} item(s); give {bound}"
+    if kind in ("string_too_short", "string_too_long"):
+        return f"must be {ctx.get('min_length', 0)}..{ctx.get('max_length', 'any')} characters long"
+    if kind == "string_pattern_mismatch":
+        return f"must match the pattern {ctx.get('pattern')}"
+    if kind.endswith(("_type", "_parsing")) or kind in ("bool_parsing", "int_from_float", "finite_number"):
+        if inner and isinstance(item["loc"][-1], int):  # an item of a list or tuple field
+            return f"item {item['loc'][-1]} is not {_item_word(kind)}; give {expected or 'valid items'}{eg}"
+        if inner:  # a value of a mapping field
+            return f"give {_item_word(kind)}"
+        if expected:
+            return f"give {expected}{hint}{eg}"
+        return f"give {_item_word(kind)}{eg}"
+    return msg
+
+
+def _item_word(kind: str) -> str:
+    for prefix, word in (("int", "an integer"), ("float", "a number"), ("bool", "true or false"), ("string", "text")):
+        if kind.startswith(prefix):
+            return word
+    for prefix, word in (("dict", "a mapping"), ("model", "a mapping"), ("list", "a list"), ("tuple", "a list"), ("set", "a list")):
+        if kind.startswith(prefix):
+            return word
+    return "a valid value"
+
+
+def _nested(msg: str) -> list[str] | None:
+    """The problem lines of a project error raised by a nested model (its ``invalid <what>:`` header dropped)."""
+    head, _, rest = msg.partition("\n")
+    if not (head.startswith("invalid ") and head.endswith(":") and rest):
+        return None
+    name = head.removeprefix("invalid ").removesuffix(":").strip()
+    return [line.strip().removeprefix(f"{name}.") for line in rest.splitlines() if line.strip()]
+
+
+def format_validation_error(err: ValidationError, *, what: str, prefix: str = "", model: type[BaseModel] | None = None) -> str:
+    """One message for every problem pydantic found, one line each, in plain words.
+
+    Each line says what is wrong and what to write instead, e.g. ``image_px: give two
+    integers ((height, width) of each image, pixels), e.g. [448, 448] (got 'big')``: the expected
+    form comes from the field's type, the words in brackets from its description, the example
+    from its ``examples`` or its default. pydantic's own wording is not shown.
 
     Args:
         err: pydantic's error.
@@ -47,21 +198,35 @@ def format_validation_error(err: ValidationError, *, what: str, prefix: str = ""
             ``invalid <what>:``).
         prefix: put before each dotted path, e.g. ``"cluster."``, so the path names the
             field as the user wrote it.
+        model: the model validated (default: none; then the lines say less about the fix).
 
     Returns:
         ``"invalid <what>:\\n  <prefix><path>: <problem> (got <value>)\\n  ..."``. A cross-field
-        rule (no field path) contributes its own lines unchanged.
+        rule (no field path) contributes its own lines unchanged; a nested model's project error
+        contributes its lines under the nested path, without repeating its header.
     """
     lines: list[str] = []
     for item in err.errors():
+        loc = tuple(item["loc"])
+        path = ".".join(str(p) for p in loc)
         msg = str(item["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        path = ".".join(str(p) for p in item["loc"])
+        nested = _nested(msg) if item["type"] == "value_error" else None
         if not path:
-            lines.extend(msg.splitlines())
+            if nested is None:
+                lines.extend(msg.splitlines())
+            else:
+                lines.extend(f"{prefix}{line}" if _PATH_LINE.match(line) else line for line in nested)
             continue
-        got = f" (got {_shown(item['input'])})" if "input" in item and item["type"] != "missing" else ""
-        lines.append(f"{prefix}{path}: {msg}{got}")
-    return f"invalid {what}:\n  " + "\n  ".join(lines)
+        if nested is not None:
+            lines.extend(f"{prefix}{path}.{line}" if _PATH_LINE.match(line) else f"{prefix}{path}: {line}" for line in nested)
+            continue
+        info, depth = _field_at(model, loc)
+        inner = info is not None and depth < len(loc)
+        shown_path = ".".join(str(p) for p in loc[:depth]) if inner and isinstance(loc[-1], int) else path
+        problem = _problem(item, info, inner)
+        got = f" (got {_shown(item['input'])})" if "input" in item and item["type"] not in ("missing",) else ""
+        lines.append(f"{prefix}{shown_path}: {problem}{got}")
+    return f"invalid {what}:\n  " + "\n  ".join(dict.fromkeys(lines))
 
 
 class Model(BaseModel):
@@ -83,7 +248,7 @@ class Model(BaseModel):
     @classmethod
     def format_error(cls, err: ValidationError) -> str:
         """This model's message for a pydantic error (see :func:`format_validation_error`)."""
-        return format_validation_error(err, what=cls.error_what or cls.__name__, prefix=cls.error_prefix)
+        return format_validation_error(err, what=cls.error_what or cls.__name__, prefix=cls.error_prefix, model=cls)
 
     @classmethod
     def build(cls, data: Any = None, /, **values: Any) -> Self:

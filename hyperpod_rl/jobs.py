@@ -24,7 +24,7 @@ from typing import Any
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
-from hyperpod_rl.runs import RunPaths, add_submission, read_submissions, run_paths, submit_lock, write_config
+from hyperpod_rl.runs import RunPaths, add_submission, read_submissions, record_final_status, run_paths, submit_lock, write_config
 
 __all__ = [
     "RUN_ID_METADATA",
@@ -38,9 +38,11 @@ __all__ = [
     "latest_submission",
     "list_runs",
     "overview",
+    "reconcile_statuses",
     "reproduce_run",
     "reproduction",
     "run_jobs",
+    "stop_and_record",
     "stop_run",
     "submit_run",
 ]
@@ -421,6 +423,108 @@ def stop_run(client: Any, submission_id: str) -> bool:
         return bool(client.stop_job(submission_id))
     except RuntimeError as err:
         raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+
+
+#: Ray's terminal job statuses -> the run status recorded for them.
+_ENDED = {"STOPPED": "stopped", "FAILED": "failed", "SUCCEEDED": "succeeded"}
+
+
+def _wait_terminal(client: Any, submission_id: str, timeout_s: float) -> str:
+    """Poll a job's Ray status until it is terminal; return it (raises JobError after ``timeout_s``)."""
+    from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
+
+    @retry(retry=retry_if_result(lambda s: s not in _ENDED), stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5))
+    def status() -> str:
+        raw = client.get_job_status(submission_id)
+        return str(raw.value if hasattr(raw, "value") else raw)
+
+    try:
+        return status()
+    except RetryError:
+        raise JobError(
+            f"job {submission_id} did not end within {timeout_s:.0f} s of the stop request: check hyperpod-rl job status, then stop it again"
+        ) from None
+
+
+def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, timeout_s: float = 120.0) -> tuple[RunJob, str]:
+    """Stop a run's newest job, wait until Ray reports it ended, and record the end in the run's provenance.
+
+    The trainer is killed before it can write its status, so the run's ``manifest.json`` would
+    keep ``running``; this records ``stopped`` (or ``failed`` / ``succeeded`` when the job ended
+    that way first) through :func:`hyperpod_rl.runs.record_final_status`.
+
+    Args:
+        client: the cluster's job client, an access object or a cluster address.
+        run_id: the run.
+        run_dir: its run directory (default: under the storage root).
+        timeout_s: how long to wait for the job to end, in seconds.
+
+    Returns:
+        ``(job, status)``: the job stopped (its status as before the stop) and the run status recorded.
+
+    Raises:
+        JobError: the run has no job, the cluster cannot be reached, or the job did not end in time.
+    """
+    from hyperpod_rl.cluster.access import job_client_of
+
+    client = job_client_of(client)
+    paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
+    job = latest_job(client, run_id, paths.root)
+    if job.status == "LOST":
+        raise JobError(f"job {job.submission_id} of run {run_id!r} is not on this cluster: nothing to stop here")
+    stop_run(client, job.submission_id)
+    ray_status = _wait_terminal(client, job.submission_id, timeout_s)
+    status = _ENDED[ray_status]
+    record_final_status(
+        paths,
+        status,
+        submission_id=job.submission_id,
+        source=f"hyperpod-rl job stop (Ray job status {ray_status})",
+        only_over_running=status != "stopped",
+    )
+    return job, status
+
+
+def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[str, str]:
+    """Record the end of every run whose provenance says ``running`` but whose newest Ray job has ended.
+
+    A trainer killed from outside (``job stop``, a dashboard stop, an OOM kill) never writes its
+    final status; Ray knows it. Runs whose job the cluster does not know are left alone (their
+    status cannot be confirmed here).
+
+    Args:
+        client: the cluster's job client (or an access object or address).
+        storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
+
+    Returns:
+        ``{run_id: recorded status}`` for each run changed.
+
+    Raises:
+        JobError: the cluster cannot be reached.
+    """
+    from hyperpod_rl.cluster.access import job_client_of
+    from hyperpod_rl.runs import list_runs as store_runs
+
+    client = job_client_of(client)
+    try:
+        details = client.list_jobs()
+    except (RuntimeError, OSError) as err:
+        raise JobError(f"cannot list the cluster's jobs ({type(err).__name__}: {err}); is it up? (hyperpod-rl local status)") from None
+    ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
+    changed: dict[str, str] = {}
+    for run in store_runs(storage):
+        if run.status != "running" or run.submission_id is None or run.submission_id not in ray or ray[run.submission_id] not in _ENDED:
+            continue
+        ray_status = ray[run.submission_id]
+        if record_final_status(
+            RunPaths(run.run_dir),
+            _ENDED[ray_status],
+            submission_id=run.submission_id,
+            source=f"Ray job status {ray_status} (the trainer did not record its end)",
+            only_over_running=True,
+        ):
+            changed[run.run_id] = _ENDED[ray_status]
+    return changed
 
 
 def list_runs(client: Any) -> list[dict[str, Any]]:

@@ -350,6 +350,8 @@ class QuickstartSummary:
         comparison: the paired comparison with the promotion decision.
         served_answer: ``{"endpoint", "model", "answer", "latency_ms"}``, or ``None`` without serving.
         dashboard_url: the local Ray dashboard (``None`` with a caller's job client).
+        warnings: what the user should know about the result, e.g. that no rollout produced
+            a valid answer (:func:`hyperpod_rl.tasks.no_valid_answer_note`).
     """
 
     run_id: str
@@ -363,6 +365,7 @@ class QuickstartSummary:
     served_answer: dict[str, Any] | None = None
     dashboard_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form written to ``<run dir>/quickstart.json`` (figures, not per-maze records)."""
@@ -376,6 +379,7 @@ class QuickstartSummary:
             "adapter": self.adapter.metrics,
             "comparison": self.comparison.to_json(),
             "served_answer": self.served_answer,
+            "warnings": self.warnings,
         }
 
 
@@ -482,6 +486,7 @@ def run(
         return tuned, compare(base, tuned)
 
     tuned, comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
+    warnings = _validity_warnings(opts, paths, base, tuned)
     _record_evals(paths, adapter=tuned, comparison=comparison)
     answer = None
     if opts.serve:
@@ -502,9 +507,26 @@ def run(
         comparison=comparison,
         served_answer=answer,
         dashboard_url=dashboard_url,
+        warnings=warnings,
     )
     write_json(paths.quickstart, summary.to_json())
     return summary
+
+
+def _validity_warnings(opts: QuickstartOptions, paths: RunPaths, base: EvalResult, tuned: EvalResult) -> list[str]:
+    """A warning when no training rollout (or no held-out answer of either model) was well-formed."""
+    from hyperpod_rl.metrics.schema import read_metrics
+    from hyperpod_rl.tasks import never_valid, no_valid_answer_note
+
+    task = get_task(opts.task)
+    records = list(read_metrics(paths.metrics)) if paths.metrics.is_file() else []
+    steps = [r.values for r in records]
+    if steps and never_valid(task, steps, prefix="environment/"):
+        floor = steps[-1].get("reward/max_raw_reward")
+        return [no_valid_answer_note(task, f"{len(steps)} training step(s)", floor=floor)]
+    if never_valid(task, [base.metrics, tuned.metrics]):
+        return [no_valid_answer_note(task, "the held-out evaluation of the base model and the adapter")]
+    return []
 
 
 def _task_name(row: Any) -> str:
@@ -527,7 +549,7 @@ def _record_evals(paths: RunPaths, **results: Any) -> None:
         record_eval(paths, name, result.to_json())
 
 
-def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int, name: str = "maze") -> dict[str, Any]:
+def _serve_and_ask(client: Any, model_dir: Path, paths: RunPaths, row: MazeRow, *, port: int, name: str) -> dict[str, Any]:
     from hyperpod_rl.serve.client import chat, maze_request
     from hyperpod_rl.serve.local import deploy_local
 

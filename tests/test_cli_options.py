@@ -35,6 +35,6 @@ def test_bad_options_are_refused_by_the_model_before_anything_starts(tmp_path, m
     out = CliRunner().invoke(app, ["quickstart", "--steps", "0", "--min-size", "6", "--advantage", "best", "--no-serve"])
     assert out.exit_code == 2
     assert "invalid quickstart options" in out.output
-    for expected in ("steps: Input should be greater than 0", "advantage: Input should be 'outcome' or 'process'"):
+    for expected in ("steps: must be > 0", "advantage: use 'outcome' or 'process'"):
         assert expected in out.output, out.output
     assert not (tmp_path / "local-cluster.json").exists()  # no cluster was started

@@ -37,6 +37,8 @@ EXPECTED = [
     "render_maze",
     "start_local_cluster",
     "stop_run",
+    "stop_and_record",
+    "reconcile_statuses",
     "studio",
     "submit_run",
     "ClusterPanel",

@@ -102,12 +102,45 @@ def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
         (("--group-size", "0"), "group_size must be >= 2"),
         (("--model-path", str(tmp_path / "nope")), "is not a directory"),
         (("--min-size", "6", "--max-size", "4"), "min_size (6) is larger than max_size (4)"),
-        (("--steps", "0"), "steps: Input should be greater than 0 (got 0)"),
+        (("--steps", "0"), "steps: must be > 0 (got 0)"),
         (("--serve-port", str(busy_port)), f"--serve-port {busy_port} is in use by another program"),
     ]:
         proc = _cli("quickstart", "--run-id", "bad-input", *args, timeout=120)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
-        assert message in " ".join(proc.stdout.split()), (args, proc.stdout)
+        assert message in " ".join(proc.stderr.split()), (args, proc.stdout, proc.stderr)
+        assert proc.stderr.lstrip().startswith("error: "), proc.stderr
     blocker.close()
     runs_after = set((env_home / "storage" / "runs").glob("*")) if (env_home / "storage" / "runs").exists() else set()
     assert runs_after == runs_before
+
+
+def test_tiny_ui_nav_quickstart_says_no_rollout_was_valid(local_cluster, tmp_path):
+    """The untrained tiny model cannot write ui_nav's free-form action syntax: the quickstart must
+    say so (and what to do) instead of reporting a flat reward silently."""
+    summary_path = tmp_path / "summary.json"
+    proc = _cli(
+        "quickstart",
+        "--task",
+        "ui_nav",
+        "--run-id",
+        "e2e-ui-nav",
+        "--steps",
+        "2",
+        "--train-mazes",
+        "8",
+        "--heldout-mazes",
+        "4",
+        "--no-serve",
+        "--summary-json",
+        str(summary_path),
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    out = " ".join(proc.stdout.split())
+    assert "warning: no rollout produced a valid free-form ui_nav answer in 2 training step(s)" in out, proc.stdout[-3000:]
+    assert "use the maze task" in out and "--model-path" in out
+    summary = json.loads(summary_path.read_text())
+    assert summary["adapter"]["invalid_action_rate"] == 1.0
+    assert len(summary["warnings"]) == 1 and "invalid floor" in summary["warnings"][0]
+    # following the job log from a new shell says it too
+    logs = _cli("job", "logs", "--follow", "e2e-ui-nav", timeout=300)
+    assert "no rollout produced a valid free-form ui_nav answer" in " ".join(logs.stdout.split()), logs.stdout[-3000:]

@@ -18,7 +18,7 @@ from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli import tasks as _tasks
-from hyperpod_rl.cli._common import Address, console, follow_with_progress, handled, job_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, follow_with_progress, handled, job_client
 from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.plan import plan_command
 from hyperpod_rl.cli.quickstart import quickstart
@@ -26,10 +26,13 @@ from hyperpod_rl.cli.quickstart import quickstart
 __all__ = ["app", "follow_with_progress"]
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod."
+    cls=HprlGroup,
+    add_completion=False,
+    no_args_is_help=True,
+    help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.",
 )
-local_app = typer.Typer(no_args_is_help=True, help="The embedded local Ray cluster.")
-job_app = typer.Typer(no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
+local_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The embedded local Ray cluster.")
+job_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)
@@ -130,15 +133,20 @@ def job_logs(
 
 
 @job_app.command("stop")
-def job_stop(run_id: str, address: str | None = Address) -> None:
-    """Stop a run's job (its checkpoints stay; resubmitting resumes)."""
-    from hyperpod_rl.jobs import latest_job, stop_run
+def job_stop(
+    run_id: str,
+    address: str | None = Address,
+    timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
+) -> None:
+    """Stop a run's job, wait until it has ended, and record ``stopped`` in the run's provenance
+    (its checkpoints stay; resubmitting resumes)."""
+    from hyperpod_rl.jobs import stop_and_record
 
     client = job_client(address)
-    with handled():
-        job = latest_job(client, run_id)
-        stopped = stop_run(client, job.submission_id)
-    console.print(f"{job.submission_id}: {'stop requested' if stopped else 'was not running'}")
+    with handled(), console.status(f"stopping run {run_id}'s job"):
+        job, status = stop_and_record(client, run_id, timeout_s=timeout_s)
+    was = "stopped" if job.alive else f"had already ended ({job.status})"
+    console.print(f"{job.submission_id}: {was}; run {run_id} recorded {status}")
 
 
 @job_app.command("list")

@@ -4,6 +4,7 @@ options generated from a pydantic model, and following a job with a progress bar
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, NoReturn, TypeVar, get_origin
@@ -13,19 +14,84 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from typer.core import TyperGroup
 
 from hyperpod_rl.errors import HyperpodRLError
 
-__all__ = ["Address", "console", "fail", "follow_with_progress", "handled", "job_client", "local_client", "model_options"]
+__all__ = [
+    "ERROR_PREFIX",
+    "Address",
+    "HprlGroup",
+    "console",
+    "err_console",
+    "fail",
+    "follow_with_progress",
+    "handled",
+    "job_client",
+    "local_client",
+    "model_options",
+]
 
 console = Console()
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def fail(err: BaseException | str) -> NoReturn:
-    """Print ``error: <message>`` (markup escaped) and exit with code 2."""
-    console.print(f"[bold red]error:[/] {escape(str(err))}", soft_wrap=True)
-    raise typer.Exit(code=2)
+#: Where :func:`fail` writes (standard error, so scripts can parse standard output).
+err_console = Console(stderr=True)
+
+#: The one prefix of every ``hyperpod-rl`` error message.
+ERROR_PREFIX = "error:"
+
+
+def fail(err: BaseException | str, *, code: int = 2) -> NoReturn:
+    """Print ``error: <message>`` (markup escaped) on standard error and exit with ``code``.
+
+    Every error of every ``hyperpod-rl`` command goes through here, command-line usage errors
+    included (:class:`HprlGroup`), so each says ``error:`` once.
+    """
+    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(str(err))}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code=code)
+
+
+#: pydantic's wording in typer's option-type errors -> what to write instead.
+_PLAIN_WORDS = (
+    (r"Input should be a valid integer[^()]*", "give an integer, e.g. 3"),
+    (r"Input should be a valid number[^()]*", "give a number, e.g. 0.5"),
+    (r"Input should be a valid boolean[^()]*", "give true or false"),
+    (r"Input should be ", "use "),
+)
+
+
+class HprlGroup(TyperGroup):
+    """A command group whose command-line usage errors (unknown option or command, missing
+    argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box.
+
+    typer 0.29 vendors click, so its exceptions are caught through their public base
+    :class:`typer.TyperException`; ``NoArgsIsHelpError`` (a bare group prints its help) is left alone.
+    """
+
+    @staticmethod
+    def _usage(err: Exception) -> NoReturn:
+        if type(err).__name__ == "NoArgsIsHelpError" or not hasattr(err, "format_message"):
+            raise err
+        ctx = getattr(err, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        message = err.format_message()
+        for pattern, plain in _PLAIN_WORDS:  # typer checks option types with pydantic: say it plainly
+            message = re.sub(pattern, plain, message)
+        fail(f"{message}{hint}", code=int(getattr(err, "exit_code", 2)))
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except typer.TyperException as err:
+            self._usage(err)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except typer.TyperException as err:
+            self._usage(err)
 
 
 @contextmanager
@@ -93,7 +159,9 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
     """Show a rich progress bar with reward and loss until the job ends; return its final Ray status.
 
     Ctrl-C detaches: the job keeps running (exit code 130). When stdout is not a terminal (CI
-    logs), a plain line is printed every 10% instead of a live bar.
+    logs), a plain line is printed every 10% instead of a live bar. When the job ends and no
+    rollout of any step produced a valid answer, a warning says so and what to do
+    (:func:`hyperpod_rl.tasks.no_valid_answer_note`).
     """
     from hyperpod_rl.jobs import follow_run
 
@@ -112,11 +180,13 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
     ]
     progress = Progress(*columns, console=console, transient=False, disable=not live)
     task = progress.add_task("train", total=total_steps, reward="-", loss="-")
+    seen: list[dict[str, float]] = []
     try:
         with progress:
             for update in follow_run(client, submission_id, from_start=from_start):
                 status = update.status
                 for rec in update.records:
+                    seen.append(rec.values)
                     reward = f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}"
                     loss = f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}"
                     progress.update(task, completed=rec.step, reward=reward, loss=loss)
@@ -130,4 +200,21 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
     except KeyboardInterrupt:
         console.print(f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {run_id}")
         raise typer.Exit(code=130) from None
+    _warn_if_never_valid(run_id, seen)
     return status
+
+
+def _warn_if_never_valid(run_id: str, steps: list[dict[str, float]]) -> None:
+    """Print the no-valid-answer warning when every followed step had an invalid-answer share of 1."""
+    from hyperpod_rl.runs import read_config
+    from hyperpod_rl.tasks import get_task, never_valid, no_valid_answer_note
+
+    if not steps:
+        return
+    try:
+        task = get_task(read_config(run_id).task.name)
+    except HyperpodRLError:
+        return
+    if never_valid(task, steps, prefix="environment/"):
+        note = no_valid_answer_note(task, f"{len(steps)} training step(s)", floor=steps[-1].get("reward/max_raw_reward"))
+        console.print(f"[bold yellow]warning:[/] {escape(note)}", soft_wrap=True)

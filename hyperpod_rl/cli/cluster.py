@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from hyperpod_rl.cli._common import HprlGroup, fail
 from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV, HyperPodDashboard, eks_api_client
 from hyperpod_rl.cluster.crd import DEFAULT_KUBERAY, KUBERAY_VERSIONS
 from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, load_api_client
@@ -25,7 +26,9 @@ from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError
 
 __all__ = ["app"]
 
-app = typer.Typer(help="Ray clusters on SageMaker HyperPod (KubeRay): presets, manifests, apply, wait, connect.", no_args_is_help=True)
+app = typer.Typer(
+    cls=HprlGroup, help="Ray clusters on SageMaker HyperPod (KubeRay): presets, manifests, apply, wait, connect.", no_args_is_help=True
+)
 
 Name = Annotated[str, typer.Argument(help="RayCluster name")]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Kubernetes namespace")]
@@ -54,8 +57,7 @@ def _api_client(eks_cluster: str | None, region: str | None, context: str | None
 
 
 def _fail(exc: HyperpodRLError) -> typer.Exit:
-    typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=1)
+    fail(exc, code=1)
 
 
 def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None, name: str | None, namespace: str | None) -> ClusterSpec:
@@ -155,7 +157,7 @@ def validate(
         raise _fail(exc) from None
     failed = not reports
     if not reports:
-        typer.secho(f"{path}: no ray.io document to validate", fg=typer.colors.RED, err=True)
+        fail(f"{path}: no ray.io document to validate", code=1)
     for i, doc, report in reports:
         name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc, dict) else "?"
         rules = f"KubeRay {report.kuberay} rules ({report.tag})"
@@ -166,11 +168,10 @@ def validate(
         else:
             failed = True
             lines = "\n  ".join(str(v) for v in report.errors)
-            typer.secho(
-                f"{path}[{i}] {name}: invalid under {rules}, {len(report.errors)} broken:\n  {lines}", fg=typer.colors.RED, err=True
-            )
+            typer.echo(f"{path}[{i}] {name}: invalid under {rules}, {len(report.errors)} broken:\n  {lines}")
     if failed:
-        raise typer.Exit(code=1)
+        bad = sum(1 for _, _, report in reports if not report.ok)
+        fail(f"{path}: {bad} of {len(reports)} RayCluster document(s) break the rules listed above", code=1)
 
 
 def _is_ray_io(doc: Any) -> bool:

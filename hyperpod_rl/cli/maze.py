@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail
+from hyperpod_rl.cli._common import HprlGroup, console, fail
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze import (
     ALGORITHMS,
@@ -27,7 +27,7 @@ from hyperpod_rl.maze.audit import load_reward_fn, run_audit
 
 __all__ = ["app"]
 
-app = typer.Typer(no_args_is_help=True, help="The visual maze task: reward audit, datasets, previews.")
+app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The visual maze task: reward audit, datasets, previews.")
 
 
 @app.command("audit")

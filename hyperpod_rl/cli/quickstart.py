@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options
@@ -85,6 +86,8 @@ def quickstart(
             phases.status.stop()
         fail(err)
     console.print(_table(summary, opts.max_turns))
+    for warning in summary.warnings:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if summary.base.task == "maze":
         console.print(f"optimal-move rate = share of a maze's turns whose move is on a shortest path · {summary.comparison.reason}")
     else:

@@ -17,12 +17,40 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import Address, console, fail, follow_with_progress, handled, job_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client
 from hyperpod_rl.errors import HyperpodRLError
 
-app = typer.Typer(no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
+app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
 
 LedgerOpt = typer.Option(None, "--ledger", help="ledger database file (default $HYPERPOD_RL_LEDGER or <data dir>/ledger.sqlite)")
+
+
+#: What a run recorded ``running`` shows when no cluster can confirm it.
+UNREACHABLE = "unknown (cluster not reachable)"
+
+
+def _reconcile(address: str | None) -> bool:
+    """Record the end of runs recorded ``running`` whose Ray job has ended; False when the
+    cluster (``address``, else the local one) cannot be reached."""
+    from hyperpod_rl.jobs import reconcile_statuses
+
+    try:
+        if address:
+            from hyperpod_rl.cluster.access import job_client_of
+
+            client = job_client_of(address)
+        else:
+            from hyperpod_rl.cluster.local import local_job_client
+
+            client = local_job_client()
+        reconcile_statuses(client)
+    except (HyperpodRLError, OSError, RuntimeError):  # no cluster, refused connection, Ray's client errors
+        return False
+    return True
+
+
+def _shown_status(status: str, reachable: bool) -> str:
+    return UNREACHABLE if status == "running" and not reachable else status
 
 
 def _open(path: Path | None, *, sync: bool = True):
@@ -42,11 +70,17 @@ def _when(ts: float) -> str:
 
 @app.command("list")
 def list_cmd(
-    status: str | None = typer.Option(None, help="only runs with this status (running, succeeded, failed)"),
+    status: str | None = typer.Option(None, help="only runs with this status (running, succeeded, failed, stopped)"),
     limit: int = typer.Option(50, help="most runs shown"),
     ledger: Path | None = LedgerOpt,
+    address: str | None = Address,
 ) -> None:
-    """Runs, most recently updated first, with their adapter's primary metric (the task's)."""
+    """Runs, most recently updated first, with their adapter's primary metric (the task's).
+
+    A run recorded ``running`` whose Ray job has ended is recorded as ended first (the cluster
+    is asked); when the cluster cannot be reached it shows ``unknown (cluster not reachable)``.
+    """
+    reachable = _reconcile(address)
     with _open(ledger) as led:
         runs = led.list_runs(status=status, limit=limit)
         table = Table(title=f"runs in {led.path}")
@@ -55,7 +89,7 @@ def list_cmd(
             table.add_column(col)
         for r in runs:
             ev = (led.get_run(r.run_id) or r).evals.get("adapter") or {}
-            table.add_row(r.run_id, r.status, r.config_hash or "", _when(r.updated_at), _primary_metric(ev))
+            table.add_row(r.run_id, _shown_status(r.status, reachable), r.config_hash or "", _when(r.updated_at), _primary_metric(ev))
     console.print(table)
 
 
@@ -79,10 +113,12 @@ def show(
     run_id: str,
     as_json: bool = typer.Option(False, "--json", help="print the ledger record and manifest as JSON"),
     ledger: Path | None = LedgerOpt,
+    address: str | None = Address,
 ) -> None:
     """One run: status, config, provenance, checkpoints, evals with intervals, notes."""
     from hyperpod_rl.runs import read_provenance
 
+    reachable = _reconcile(address)
     with _open(ledger) as led:
         rec = led.get_run(run_id)
     if rec is None:
@@ -92,7 +128,7 @@ def show(
     if as_json:
         console.print_json(json.dumps({"run": rec.__dict__, "manifest": manifest}, default=str))
         return
-    console.rule(f"run {rec.run_id} · {rec.status}")
+    console.rule(f"run {rec.run_id} · {_shown_status(rec.status, reachable)}")
     console.print(f"run dir: {rec.run_dir}\nconfig hash: {rec.config_hash}\nupdated: {_when(rec.updated_at)} UTC")
     if manifest:
         git, base = manifest.get("git") or {}, manifest.get("base_model") or {}
@@ -199,11 +235,19 @@ def reproduce(
 
 
 @app.command("sync")
-def sync(ledger: Path | None = LedgerOpt) -> None:
-    """Import the run directories under the storage root that changed since the last sync."""
+def sync(ledger: Path | None = LedgerOpt, address: str | None = Address) -> None:
+    """Import the run directories under the storage root that changed since the last sync.
+
+    Runs recorded ``running`` whose Ray job has ended are recorded as ended first (the cluster
+    is asked); when it cannot be reached, their status is said to be unknown.
+    """
     from hyperpod_rl.ledger import Ledger
     from hyperpod_rl.runs import runs_root
 
+    reachable = _reconcile(address)
     with handled(), Ledger(ledger) as led:
         count = led.sync_storage(runs_root())
+        running = [r.run_id for r in led.list_runs(status="running", limit=1000)]
     console.print(f"{count} run(s) imported into {led.path}")
+    if running and not reachable:
+        console.print(f"{len(running)} run(s) recorded running: status {UNREACHABLE}: {', '.join(running)}", soft_wrap=True)

@@ -14,11 +14,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail, handled, local_client
+from hyperpod_rl.cli._common import HprlGroup, console, fail, handled, local_client
 
 __all__ = ["app"]
 
-app = typer.Typer(no_args_is_help=True, help="Serve adapters: local Ray Serve, preflight checks, vLLM / Ray Serve LLM configs.")
+app = typer.Typer(
+    cls=HprlGroup, no_args_is_help=True, help="Serve adapters: local Ray Serve, preflight checks, vLLM / Ray Serve LLM configs."
+)
 
 
 def _pairs(items: list[str], option: str) -> dict[str, str]:
@@ -42,11 +44,19 @@ def _heldout_row(run_id: str, index: int) -> Any:
     return rows[index]
 
 
+def _task_name(run_id: str) -> str:
+    """The run's task name: the default name its adapter is served as."""
+    from hyperpod_rl.runs import read_config
+
+    with handled():
+        return read_config(run_id).task.name
+
+
 @app.command("up")
 def serve_up(
     run_id: str,
     port: int = typer.Option(8000, help="HTTP port on 127.0.0.1"),
-    name: str = typer.Option("maze", help="model name of the run's adapter"),
+    name: str | None = typer.Option(None, help="model name of the run's adapter (default: the run's task, e.g. doc_read)"),
     adapter: Annotated[list[str] | None, typer.Option(help="NAME=PATH of another adapter to serve beside it; repeatable")] = None,
 ) -> None:
     """Serve a run's adapter (and the base model as 'base') with Ray Serve on the local cluster.
@@ -56,6 +66,7 @@ def serve_up(
     from hyperpod_rl.serve.local import serve_run
 
     extra = _pairs(adapter or [], "--adapter")
+    name = name or _task_name(run_id)
     client = local_client()
     with handled(), console.status("checking the adapters and deploying"):
         url, reports = serve_run(client, run_id, port=port, name=name, extra_adapters=dict(extra))
@@ -72,24 +83,34 @@ def serve_up(
 
 @app.command("down")
 def serve_down() -> None:
-    """Remove the serving app from the local cluster (Serve stops when no app is left)."""
+    """Remove the serving app from the local cluster (Serve stops when no app is left).
+
+    Exit code 0 also when nothing was deployed (or no local cluster runs): then it says so.
+    """
+    from hyperpod_rl.cluster.local import current_local_cluster
     from hyperpod_rl.serve.local import shutdown_local
 
-    shutdown_local(local_client())
-    console.print("serving app deleted")
+    cluster = current_local_cluster()
+    if cluster is None or not cluster.is_alive():
+        console.print("nothing deployed on the local cluster: it is not running")
+        return
+    with handled():
+        deleted = shutdown_local(local_client())
+    console.print(f"serving app deleted from {cluster.dashboard_url}" if deleted else f"nothing deployed on {cluster.dashboard_url}")
 
 
 @app.command("ask")
 def serve_ask(
     run_id: str,
     index: int = typer.Option(0, help="held-out maze index"),
-    model: str = typer.Option("maze"),
+    model: str | None = typer.Option(None, help="adapter name, or 'base' (default: the run's task, as serve up names it)"),
     endpoint: str = typer.Option("http://127.0.0.1:8000"),
 ) -> None:
     """Send one held-out maze of a run to the served model and print its move."""
     from hyperpod_rl.serve.client import chat, maze_request
 
     row = _heldout_row(run_id, index)
+    model = model or _task_name(run_id)
     with handled():
         answer, latency = chat(endpoint, maze_request(row, model=model))
     size = f" ({row['rows']}x{row['cols']})" if "rows" in row and "cols" in row else ""
@@ -100,7 +121,7 @@ def serve_ask(
 def serve_solve(
     run_id: str,
     index: int = typer.Option(0, help="held-out maze index"),
-    model: str = typer.Option("maze", help="adapter name, or 'base'"),
+    model: str | None = typer.Option(None, help="adapter name, or 'base' (default: the run's task, as serve up names it)"),
     endpoint: str = typer.Option("http://127.0.0.1:8000"),
     max_turns: int | None = typer.Option(None, help="turn limit (default: the maze's)"),
 ) -> None:
@@ -108,15 +129,32 @@ def serve_solve(
     from hyperpod_rl.serve.client import solve
 
     row = _heldout_row(run_id, index)
+    model = model or _task_name(run_id)
     with handled():
         result = solve(row, endpoint, model, max_turns=max_turns)
-    table = Table("turn", "answer", "move", "cell", "latency ms")
-    for t, (answer, move, cell, lat) in enumerate(
-        zip(result.answers, result.moves, result.path[1:] or [None] * result.turns, result.latencies_s, strict=False), start=1
-    ):
-        table.add_row(str(t), escape(answer), str(move), str(cell), f"{lat * 1000:.0f}")
+    from hyperpod_rl.tasks import get_task, metric_spec, turn_columns
+
+    task = get_task(result.task)
+    columns = turn_columns(task)
+    table = Table("turn", "answer", *columns, "reward", "latency ms", title=f"{task.name} held-out item {index} · model {model}")
+    for t, (answer, step, reward, lat) in enumerate(zip(result.answers, result.steps, result.rewards, result.latencies_s, strict=True), 1):
+        table.add_row(str(t), escape(answer), *(escape(_cell(step.get(c))) for c in columns), f"{reward:+.3f}", f"{lat * 1000:.0f}")
     console.print(table)
-    console.print(f"{'solved' if result.solved else 'not solved'} in {result.turns} turns, reward {result.reward:+.3f}, path {result.path}")
+    spec = metric_spec(task)
+    key = spec.episode_key[spec.primary]
+    path = f", path {result.path}" if result.path else ""
+    console.print(
+        f"{'solved' if result.solved else 'not solved'} ({key} {result.metrics.get(key, 0.0):g}) in {result.turns} turn(s), reward {result.reward:+.3f}{path}"
+    )
+
+
+def _cell(value: Any) -> str:
+    """A step-metadata value as a table cell (``-`` for none)."""
+    if value is None:
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join(str(v) for v in value) + ")"
+    return str(value)
 
 
 @app.command("preflight")

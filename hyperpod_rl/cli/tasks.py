@@ -15,13 +15,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail
+from hyperpod_rl.cli._common import HprlGroup, console, fail
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.tasks import get_task, load_reward_fn, metric_spec, run_audit, task_sources, write_parquet
 
 __all__ = ["app"]
 
-app = typer.Typer(no_args_is_help=True, help="Task plug-ins: list them, show one, audit its reward, render samples.")
+app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Task plug-ins: list them, show one, audit its reward, render samples.")
 
 
 def _options(task: Any, text: str | None, **fixed: Any) -> Any:
@@ -109,8 +109,7 @@ def audit(
     report = run_audit(t, fn, tolerance=tolerance)
     label = reward_fn or f"{t.name} reward"
     if report.total == 0:
-        console.print(f"[red]task {t.name!r} has no audit cases[/]: add them (docs/tasks.md)")
-        raise typer.Exit(code=1)
+        fail(f"task {t.name!r} has no audit cases: add them (docs/tasks.md)", code=1)
     if report.passed:
         console.print(f"[green]{report.total}/{report.total} cases agree[/] ({label}, reward spec {report.reward_version})")
         return

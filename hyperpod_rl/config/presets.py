@@ -13,8 +13,8 @@ planner's sequence is 2,404 tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB 
 ``hyperpod-6gpu`` (the seed topology: CPU head + 3 GPU workers x 2 GPUs, ml.g5.12xlarge, A10G 24 GB)
     FSDP2 over 6 GPUs, colocate_all, 6 vLLM engines at TP1, LoRA r32 on the language linears,
     12 mazes x 8 samples per step, 2 optimizer steps (6 mazes each), micro batch 2 per GPU.
-    Policy update: about 10 GiB of 22 GiB per GPU (weights 2.7 + FSDP2 buffers 2.9 + LoRA 0.2
-    + activations 2.2 + chunked log-prob logits 1.2 + 0.6 overhead, plus 1.5 GiB held by the
+    Policy update: about 9 GiB of 22 GiB per GPU (weights 2.7 + FSDP2 buffers 2.9 + LoRA 0.2
+    + activations 2.2 + chunked log-prob logits 0.5 + 0.5 overhead, plus 1.5 GiB held by the
     sleeping engine), so micro batch 2 fits with room; no KL term, so no reference model copy.
     **Rollout is the tight part**: a TP1 engine holds all 16.3 GiB of bf16 weights on a 22 GiB
     card; at gpu_memory_utilization 0.9 the planner (which reserves 4 GiB of vLLM workspace)
@@ -25,12 +25,12 @@ planner's sequence is 2,404 tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB 
 ``single-node-8gpu`` (one 8 x H200 node, e.g. ml.p5en.48xlarge)
     FSDP2 over 8 GPUs, 8 engines at TP1, 32 mazes x 8 samples per step, 2 optimizer steps,
     micro batch 8, KL 0.001 (a reference model, colocated and offloaded while the policy trains).
-    Policy update about 16 of 140 GiB per GPU (activations 8.9 GiB dominate); vLLM at 0.6 keeps
+    Policy update about 15 of 140 GiB per GPU (activations 8.9 GiB dominate); vLLM at 0.6 keeps
     about 463k KV tokens per engine (192 concurrent 2,404-token episodes), so a step's 256
     episodes decode in one or two waves across the 8 engines.
 ``single-gpu`` (one H200)
     No sharding: all 16.3 GiB of weights plus 1.3 GiB of LoRA state on the one GPU; 8 mazes x 8
-    samples, one optimizer step, micro batch 8; policy update about 29 of 140 GiB. One engine at
+    samples, one optimizer step, micro batch 8; policy update about 28 of 140 GiB. One engine at
     0.6 keeps about 463k KV tokens, so all 64 episodes decode together.
 """
 

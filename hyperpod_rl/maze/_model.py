@@ -24,4 +24,4 @@ class MazeModel(RaisesOnInit):
     def format_error(cls, err: ValidationError) -> str:
         from hyperpod_rl.base import format_validation_error
 
-        return format_validation_error(err, what=cls.__name__, prefix=f"{cls.__name__}.")
+        return format_validation_error(err, what=cls.__name__, prefix=f"{cls.__name__}.", model=cls)

@@ -89,47 +89,45 @@ _STALL_LIMIT: Final[int] = 5000
 class DatasetSpec(MazeModel):
     """What to generate. Construction raises :class:`MazeError` naming any bad field.
 
-    Attributes:
-        seed: Master seed; each maze's seed derives from (seed, split, index).
-        sizes: In-distribution grid sizes ``(rows, cols)`` in cells, drawn uniformly.
-        counts: Rows per split; keys from ``train``, ``heldout``, ``ood``.
-        algorithms: Generator weights, e.g. ``{"backtracker": 2, "prim": 1}``.
-        braid: Fraction of dead ends opened (0 = perfect mazes; > 0 adds loops).
-        mix: Requested stratum mix for train/heldout: mix key (see :mod:`.strata`) -> weight;
-            None draws mazes as they come.
-        path_bins, turn_bins: Bin edges of the stratum labels.
-        min_path_length: Shortest start-goal path accepted in train/heldout, in moves.
-        ood_sizes: Grid sizes of the ``ood`` split.
-        ood_min_path_length: Shortest path accepted in ``ood``; None means one more than the
-            longest in-distribution path built.
-        mode: ``"step"`` or ``"plan"``.
-        max_turns: Step-mode turn limit (>= 1); None uses ``2 * shortest_path_length + 4`` per maze.
-        observation: What each turn shows: ``image``, ``text`` (text-grid twin) or ``both``.
-        prompt_style: ``"full"`` instructions (real VLMs) or ``"terse"`` (image plus one word;
-            for tiny random-init models, see :data:`hyperpod_rl.maze.messages.PromptStyle`).
-        render_style: Drawing style; cell size shrinks per maze to respect ``max_image_tokens``.
-        max_image_tokens: Cap on vision tokens per image (qwen-vl-utils rules, patch 16, merge 2).
-        data_source: Prefix of the ``data_source`` column.
+    Every field's description is the docstring under it.
     """
 
     seed: int = 0
+    """Master seed; each maze's seed derives from (seed, split, index)."""
     sizes: tuple[tuple[int, int], ...] = ((5, 5),)
+    """In-distribution grid sizes (rows, cols) in cells, drawn uniformly."""
     counts: dict[str, int] = Field(default_factory=lambda: {"train": 256, "heldout": 64})
+    """Rows per split; keys from train, heldout, ood."""
     algorithms: dict[str, float] = Field(default_factory=lambda: {"backtracker": 1.0})
+    """Generator weights, e.g. {"backtracker": 2, "prim": 1}."""
     braid: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Fraction of dead ends opened (0 = perfect mazes; > 0 adds loops)."""
     mix: dict[str, float] | None = None
+    """Requested stratum mix for train/heldout: mix key (see .strata) -> weight; None draws mazes as they come."""
     path_bins: tuple[int, ...] = DEFAULT_PATH_BINS
+    """Bin edges of the path-length stratum labels, in moves."""
     turn_bins: tuple[int, ...] = DEFAULT_TURN_BINS
+    """Bin edges of the turn-count stratum labels."""
     min_path_length: int = Field(default=1, ge=1)
+    """Shortest start-goal path accepted in train/heldout, in moves."""
     ood_sizes: tuple[tuple[int, int], ...] = ((9, 9),)
+    """Grid sizes of the ood split."""
     ood_min_path_length: int | None = Field(default=None, ge=1)
+    """Shortest path accepted in ood; None means one more than the longest in-distribution path built."""
     mode: Mode = "step"
+    """Episode mode: 'step' (one move per turn) or 'plan' (the whole path in one answer)."""
     max_turns: int | None = Field(default=None, ge=1)
+    """Step-mode turn limit (>= 1); None uses 2 * shortest_path_length + 4 per maze."""
     observation: Observation = "image"
+    """What each turn shows: image, text (text-grid twin) or both."""
     prompt_style: PromptStyle = "full"
+    """Prompt style: 'full' instructions (real VLMs) or 'terse' (image plus one word; for tiny random-init models)."""
     render_style: RenderStyle = Field(default_factory=RenderStyle)
+    """Drawing style; cell size shrinks per maze to respect max_image_tokens."""
     max_image_tokens: int = Field(default=1024, ge=4)
+    """Cap on vision tokens per image (qwen-vl-utils rules, patch 16, merge 2)."""
     data_source: str = "hyperpod_rl.maze"
+    """Prefix of the data_source column."""
 
     @field_validator("sizes", "ood_sizes")
     @classmethod

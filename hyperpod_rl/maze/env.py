@@ -27,6 +27,7 @@ from typing import Any, Final, cast
 from pydantic import ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
+from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.maze.grid import Maze, default_max_turns
 from hyperpod_rl.maze.messages import (
@@ -100,7 +101,7 @@ class MazeEnv(BaseTextEnv):
             else:
                 self.style = RenderStyle.model_validate(dict(style_raw))
         except ValidationError as e:
-            raise MazeError(f"render_style is invalid: {e}") from e
+            raise MazeError(format_validation_error(e, what="render_style", prefix="render_style.", model=RenderStyle)) from None
         self.agent = self.maze.start
         self._solved = False
         self._moves = 0

@@ -73,25 +73,27 @@ QWEN_VL_MAX_PIXELS: Final[int] = 16384 * 32 * 32
 class RenderStyle(MazeModel):
     """How a maze is drawn. Immutable and hashable (used as a cache key).
 
-    Attributes:
-        cell_px: Cell pitch in pixels, wall included (8..128).
-        wall_px: Wall thickness in pixels (1..cell_px/3); thick walls keep them
-            visible to a small, randomly initialised vision tower.
-        theme: Colour theme, one of :data:`THEMES`.
-        floor, wall, agent, goal: Optional RGB overrides of the theme colours.
-        size_multiple_px: Canvas sides are rounded up to this multiple (32 = patch 16 x merge 2).
-        marker_inset_px: Gap between a marker and the cell's walls, in pixels.
+    Every field's description is the docstring under it.
     """
 
     cell_px: int = Field(default=30, ge=8, le=128)
+    """Cell pitch in pixels, wall included (8..128)."""
     wall_px: int = Field(default=6, ge=1, le=42)
+    """Wall thickness in pixels (1..cell_px/3); thick walls keep them visible to a small, randomly initialised vision tower."""
     theme: Theme = "classic"
+    """Colour theme, one of hyperpod_rl.maze.render.THEMES."""
     floor: RGB | None = None
+    """Optional RGB override of the theme's floor colour, e.g. [255, 255, 255]."""
     wall: RGB | None = None
+    """Optional RGB override of the theme's wall colour, e.g. [255, 255, 255]."""
     agent: RGB | None = None
+    """Optional RGB override of the theme's agent colour, e.g. [255, 255, 255]."""
     goal: RGB | None = None
+    """Optional RGB override of the theme's goal colour, e.g. [255, 255, 255]."""
     size_multiple_px: int = Field(default=32, ge=1, le=256)
+    """Canvas sides are rounded up to this multiple (32 = patch 16 x merge 2)."""
     marker_inset_px: int = Field(default=4, ge=0, le=32)
+    """Gap between a marker and the cell's walls, in pixels."""
 
     @model_validator(mode="after")
     def _check(self) -> RenderStyle:

@@ -76,6 +76,8 @@ class MazeTask(TaskBase):
     }
     lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_move_rate", "steps_over_optimal")
     guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_move_rate", "invalid_move_rate")
+    turn_columns: ClassVar[tuple[str, ...]] = ("move", "agent", "violation")
+    invalid_metric: ClassVar[str | None] = "invalid_move_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.maze.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""

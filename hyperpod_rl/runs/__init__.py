@@ -17,6 +17,7 @@ from hyperpod_rl.runs.provenance import (
     update_provenance,
 )
 from hyperpod_rl.runs.store import (
+    FINAL_STATUSES,
     RunSummary,
     add_submission,
     dataset_rows,
@@ -27,6 +28,7 @@ from hyperpod_rl.runs.store import (
     read_json,
     read_submissions,
     record_eval,
+    record_final_status,
     record_promotion,
     submit_lock,
     summarize,
@@ -35,6 +37,7 @@ from hyperpod_rl.runs.store import (
 )
 
 __all__ = [
+    "FINAL_STATUSES",
     "RUN_ID_PATTERN",
     "RunPaths",
     "RunSummary",
@@ -53,6 +56,7 @@ __all__ = [
     "read_provenance",
     "read_submissions",
     "record_eval",
+    "record_final_status",
     "record_promotion",
     "reproduce_config",
     "run_paths",

@@ -7,7 +7,11 @@ name, ``manifest.json``, so runs written before stay readable; in code it is the
 
 ===================== ====================================================================
 ``run_id``            the run id
-``status``            ``running`` / ``succeeded`` / ``failed`` (a SIGKILLed run stays ``running``)
+``status``            ``running`` / ``succeeded`` / ``failed`` written by the trainer; ``stopped`` (or
+                      ``failed``) recorded from Ray's job status by ``hyperpod-rl job stop`` and
+                      ``runs sync`` / ``runs list`` when the trainer could not write it (killed)
+``ended``             how a run ended that the trainer could not record: ``{"status",
+                      "submission_id", "source", "at"}``
 ``config``            the resolved :class:`~hyperpod_rl.config.run.RunConfig` (JSON form)
 ``config_hash``       :meth:`RunConfig.config_hash` (16 hex chars, run id excluded)
 ``git``               ``{"commit", "dirty"}`` of the checkout the trainer ran from

@@ -34,7 +34,9 @@ __all__ = [
     "read_eval",
     "read_json",
     "read_submissions",
+    "FINAL_STATUSES",
     "record_eval",
+    "record_final_status",
     "record_promotion",
     "submit_lock",
     "summarize",
@@ -186,6 +188,56 @@ def record_promotion(paths: RunPaths, decision: dict[str, Any]) -> Path:
     return path
 
 
+#: Provenance statuses of a run that has ended.
+FINAL_STATUSES = ("succeeded", "failed", "stopped")
+
+
+def record_final_status(
+    paths: RunPaths, status: str, *, submission_id: str, source: str, only_over_running: bool = False
+) -> dict[str, Any] | None:
+    """Record how a run ended in its provenance record (``status``, plus ``ended``).
+
+    The trainer writes ``succeeded`` / ``failed`` itself; a job stopped (or killed) from outside
+    never gets to, so :func:`hyperpod_rl.jobs.stop_and_record` and
+    :func:`hyperpod_rl.jobs.reconcile_statuses` record it here from Ray's job status.
+
+    Args:
+        paths: the run.
+        status: one of :data:`FINAL_STATUSES`.
+        submission_id: the Ray job whose end this is.
+        source: who decided, e.g. ``"hyperpod-rl job stop"`` or ``"Ray job status STOPPED"``.
+        only_over_running: change nothing unless the record says ``running`` (or has no status),
+            so a status the trainer wrote is never overwritten.
+
+    Returns:
+        The record written, or ``None`` when nothing changed.
+
+    Raises:
+        ConfigError: ``status`` is not a final status.
+    """
+    if status not in FINAL_STATUSES:
+        raise ConfigError(f"{status!r} is not a final run status: use one of {list(FINAL_STATUSES)}")
+    changed = False
+
+    def change(current: dict[str, Any] | None) -> dict[str, Any]:
+        nonlocal changed
+        out = dict(current or {"run_id": paths.run_id})
+        if only_over_running and out.get("status") not in (None, "running"):
+            return out
+        changed = True
+        out["status"] = status
+        out["ended"] = {
+            "status": status,
+            "submission_id": submission_id,
+            "source": source,
+            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        return out
+
+    record = update_provenance(paths.root, change)
+    return record if changed else None
+
+
 def dataset_rows(run: str | Path | RunPaths, split: str = "heldout") -> list[Row]:
     """The dataset rows of a run's ``train`` or ``heldout`` split (the paths in its config).
 
@@ -215,7 +267,8 @@ class RunSummary:
     Attributes:
         run_id: the run id.
         run_dir: its directory.
-        status: the provenance record's status (``running`` / ``succeeded`` / ``failed``), or
+        status: the provenance record's status (``running`` / ``succeeded`` / ``failed`` /
+            ``stopped``), or
             ``submitted`` (submitted, trainer not started) or ``created`` (never submitted).
             The Ray job's own status is the cluster's to tell (:func:`hyperpod_rl.jobs.run_status`).
         submission_id: the newest submission id, or ``None``.

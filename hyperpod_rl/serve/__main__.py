@@ -37,20 +37,30 @@ def up(
 
 @app.command()
 def down() -> None:
-    """Delete the serving app; stop Serve (freeing its HTTP port) when no application is left."""
+    """Delete the serving app; stop Serve (freeing its HTTP port) when no application is left.
+
+    The last line printed is ``{"deleted": true|false}`` (JSON), which
+    :func:`hyperpod_rl.serve.local.shutdown_local` reads from the job log.
+    """
+    import json
+
     import ray
     from ray import serve
 
     from hyperpod_rl.serve.local import SERVE_APP_NAME, _serve_http_port
 
     ray.init(logging_level="ERROR")
+    deleted = False
     if _serve_http_port() is None:
         print("Ray Serve is not running", flush=True)
-        return
-    serve.delete(SERVE_APP_NAME)
-    if not serve.status().applications:
-        serve.shutdown()
-        print("Ray Serve stopped", flush=True)
+    else:
+        deleted = SERVE_APP_NAME in serve.status().applications
+        if deleted:
+            serve.delete(SERVE_APP_NAME)
+        if not serve.status().applications:
+            serve.shutdown()
+            print("Ray Serve stopped", flush=True)
+    print(json.dumps({"deleted": deleted}), flush=True)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from typing import Any
 
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.maze import Maze
-from hyperpod_rl.tasks import flatten_alpha, make_env
+from hyperpod_rl.tasks import flatten_alpha, make_env, metric_spec, task_of_row
 
 __all__ = ["SolveResult", "chat", "image_url_part", "maze_request", "solve"]
 
@@ -115,9 +115,14 @@ class SolveResult:
         path: cells ``(row, col)`` the agent occupied: the start, then one per turn (maze;
             empty for tasks without an agent cell).
         reward: the episode return (sum of the env's step rewards).
-        solved: whether the agent reached the goal (other tasks: the episode's ``success``).
+        solved: whether the episode succeeded by the task's primary metric (the maze: reached
+            the goal; doc_read: the answer is correct; see :func:`hyperpod_rl.tasks.metric_spec`).
         latencies_s: seconds per request, one per turn.
         metrics: the env's episode metrics (``solved``, ``optimal_move_rate``, ...).
+        task: the registered task the item belongs to (``maze``, ``doc_read``, ...).
+        steps: the env's step metadata of each turn (task-specific keys; the task's
+            :func:`~hyperpod_rl.tasks.turn_columns` name the ones worth showing).
+        rewards: the env's reward of each turn.
     """
 
     adapter: str
@@ -128,6 +133,9 @@ class SolveResult:
     solved: bool = False
     latencies_s: list[float] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    task: str = "maze"
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
 
     @property
     def turns(self) -> int:
@@ -195,7 +203,8 @@ def solve(
     system = [m for m in conversation if m.get("role") == "system"]
     context = _context(system, conversation)
     start = getattr(getattr(env, "maze", None), "start", None)
-    result = SolveResult(adapter=adapter, path=[tuple(start)] if start is not None else [])
+    task = task_of_row(extras)
+    result = SolveResult(adapter=adapter, path=[tuple(start)] if start is not None else [], task=task.name)
     try:
         while True:
             request: dict[str, Any] = {"model": adapter, "messages": context, "temperature": temperature}
@@ -207,6 +216,8 @@ def solve(
             result.answers.append(answer)
             result.latencies_s.append(latency)
             result.moves.append(meta.get("move"))
+            result.steps.append(dict(meta))
+            result.rewards.append(float(out["reward"]))
             if result.path:
                 result.path.append(tuple(meta.get("agent", result.path[-1])))
             result.reward += float(out["reward"])
@@ -214,7 +225,8 @@ def solve(
                 break
             context = _context(system, out["observations"])
         result.metrics = {k: float(v) for k, v in env.get_metrics().items() if isinstance(v, (int, float))}
-        result.solved = bool(result.metrics.get("solved", result.metrics.get("success", 0.0)))
+        spec = metric_spec(task)
+        result.solved = bool(result.metrics.get(spec.episode_key[spec.primary], 0.0))
     finally:
         env.close()
     return result

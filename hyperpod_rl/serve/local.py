@@ -300,7 +300,10 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             try:
                 req = ChatRequest.model_validate(body)
             except ValidationError as err:
-                raise fail(400, "invalid_request", f"invalid request: {err.errors(include_url=False, include_input=False)}") from None
+                from hyperpod_rl.base import format_validation_error
+
+                message = format_validation_error(err, what="chat-completions request", model=ChatRequest)
+                raise fail(400, "invalid_request", " ".join(message.split())) from None
             if req.n != 1:
                 raise fail(
                     400, "unsupported_n", f"n={req.n} is not served: this server answers one choice per request; send {req.n} requests"
@@ -522,13 +525,23 @@ def deploy_local(
         time.sleep(0.5)
 
 
-def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
+def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
     """Delete the serving app through a short Ray Job; Serve itself stops (freeing its HTTP
-    port) when no other application is left."""
+    port) when no other application is left.
+
+    Returns:
+        True if the serving app was deployed and is now deleted, False if nothing was deployed.
+
+    Raises:
+        ServeError: the delete job did not end within ``timeout_s`` seconds, or failed.
+    """
+    import json
     import shlex
     import sys
 
     from ray.job_submission import JobStatus
+
+    from hyperpod_rl.errors import ServeError
 
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
     client.submit_job(
@@ -537,12 +550,21 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> None:
         metadata={"hyperpod_rl_serve": "delete"},
     )
     deadline = time.monotonic() + timeout_s
-    while not JobStatus(client.get_job_status(submission_id)).is_terminal() and time.monotonic() < deadline:
+    while not JobStatus(client.get_job_status(submission_id)).is_terminal():
+        if time.monotonic() > deadline:
+            raise ServeError(f"the delete job {submission_id} did not end within {timeout_s:.0f} s: see its log in the Ray dashboard")
         time.sleep(0.5)
+    lines = client.get_job_logs(submission_id).strip().splitlines()
+    if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
+        raise ServeError(f"the delete job {submission_id} failed:\n" + "\n".join(lines[-20:]))
+    try:
+        return bool(json.loads(lines[-1])["deleted"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        raise ServeError(f"the delete job {submission_id} did not report what it deleted:\n" + "\n".join(lines[-20:])) from None
 
 
 def serve_run(
-    client: Any, run: str | Path, *, port: int = 8000, name: str = "maze", extra_adapters: dict[str, str | Path] | None = None
+    client: Any, run: str | Path, *, port: int = 8000, name: str | None = None, extra_adapters: dict[str, str | Path] | None = None
 ) -> tuple[str, list[Any]]:
     """Serve a run's adapter (as ``name``, beside the base model as ``"base"``) on the local cluster.
 
@@ -550,7 +572,7 @@ def serve_run(
         client: authenticated ``JobSubmissionClient`` of the local cluster.
         run: run id or run directory; its adapter must exist.
         port: HTTP port on 127.0.0.1.
-        name: model name of the run's adapter.
+        name: model name of the run's adapter (default: the run's task name, e.g. ``doc_read``).
         extra_adapters: more ``{name: adapter directory}`` to serve beside it.
 
     Returns:
@@ -569,7 +591,7 @@ def serve_run(
         raise CheckpointError(f"run {paths.run_id!r} has no adapter yet ({paths.adapter}): train it first")
     from hyperpod_rl.model.loading import resolve_base_model
 
-    adapters: dict[str, str | Path] = {name: paths.adapter, **(extra_adapters or {})}
+    adapters: dict[str, str | Path] = {name or config.task.name: paths.adapter, **(extra_adapters or {})}
     base = resolve_base_model(config.model, paths.root)  # model.path='tiny': the run's built tiny model
     reports = check_adapters(base, adapters, model_id=config.model.model_id)
     url = deploy_local(client, base, adapters, port=port, model_id=config.model.model_id)

@@ -15,7 +15,8 @@ Modules:
         :func:`write_parquet`, :func:`read_rows`, :func:`clean_messages`.
     vision: :func:`image_token_count` (qwen-vl-utils sizing), :func:`image_part`,
         :func:`decode_image_part`, :func:`encode_png`.
-    metrics: :func:`mean_metrics`, :func:`stratum_breakdown`.
+    metrics: :func:`mean_metrics`, :func:`stratum_breakdown`, :func:`metric_spec`, :func:`turn_columns`,
+        :func:`never_valid`, :func:`no_valid_answer_note`.
     audit: :func:`run_audit`, :class:`AuditReport`.
     env: :class:`~hyperpod_rl.tasks.env.SingleTurnTaskEnv` (imports skyrl-gym; import it directly).
 
@@ -36,7 +37,15 @@ from hyperpod_rl.tasks.dataset import (
     write_dataset,
     write_parquet,
 )
-from hyperpod_rl.tasks.metrics import MetricSpec, mean_metrics, metric_spec, stratum_breakdown
+from hyperpod_rl.tasks.metrics import (
+    MetricSpec,
+    mean_metrics,
+    metric_spec,
+    never_valid,
+    no_valid_answer_note,
+    stratum_breakdown,
+    turn_columns,
+)
 from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, AuditCase, Row, Task, TaskBase, TaskOptions
 from hyperpod_rl.tasks.registry import (
     BUILTIN_TASKS,
@@ -83,6 +92,9 @@ __all__ = [
     "load_reward_fn",
     "make_env",
     "mean_metrics",
+    "never_valid",
+    "no_valid_answer_note",
+    "turn_columns",
     "metric_spec",
     "quotas",
     "read_rows",

@@ -7,7 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MetricSpec", "mean_metrics", "metric_spec", "stratum_breakdown"]
+__all__ = ["MetricSpec", "mean_metrics", "metric_spec", "never_valid", "no_valid_answer_note", "stratum_breakdown", "turn_columns"]
+
+#: Per-turn columns of a task without ``turn_columns``: the answer's format violation code.
+DEFAULT_TURN_COLUMNS = ("violation",)
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,8 @@ class MetricSpec:
         episode_key: reported metric -> per-episode metric key it averages.
         higher_is_better: reported metric -> direction.
         guards: metrics that block promotion when significantly worse.
+        invalid: the reported metric that is the share of answers breaking the answer format
+            (``None`` when the task reports none).
     """
 
     primary: str
@@ -27,13 +32,14 @@ class MetricSpec:
     episode_key: dict[str, str]
     higher_is_better: dict[str, bool]
     guards: tuple[str, ...]
+    invalid: str | None = None
 
 
 def metric_spec(task: Any) -> MetricSpec:
     """The :class:`MetricSpec` of a task (defaults for the optional members).
 
     Defaults when a task lacks them: ``reported_metrics`` ``{primary_metric: primary_metric}``,
-    nothing lower-is-better, no guards.
+    nothing lower-is-better, no guards, ``invalid_metric`` ``"invalid"`` when reported.
     """
     primary = str(task.primary_metric)
     keys = dict(getattr(task, "reported_metrics", None) or {primary: primary})
@@ -41,7 +47,51 @@ def metric_spec(task: Any) -> MetricSpec:
     order = (primary, *(k for k in keys if k != primary))
     lower = set(getattr(task, "lower_is_better", ()) or ())
     guards = tuple(g for g in (getattr(task, "guard_metrics", ()) or ()) if g in keys and g != primary)
-    return MetricSpec(primary, order, keys, {m: m not in lower for m in order}, guards)
+    invalid = getattr(task, "invalid_metric", None) or "invalid"
+    return MetricSpec(primary, order, keys, {m: m not in lower for m in order}, guards, invalid if invalid in keys else None)
+
+
+def never_valid(task: Any, aggregates: Sequence[Mapping[str, Any]], *, prefix: str = "") -> bool:
+    """True when every aggregate shows an invalid-answer share of 1: no answer was well-formed.
+
+    Args:
+        task: the task (its :class:`MetricSpec` ``invalid`` names the share).
+        aggregates: aggregated metrics, e.g. an evaluation's ``metrics`` or each training step's values.
+        prefix: put before the metric names, e.g. ``"environment/"`` for training-step values.
+
+    Returns:
+        False when no aggregate holds the share (nothing to judge) or any is below 1.
+    """
+    spec = metric_spec(task)
+    if spec.invalid is None:
+        return False
+    names = (prefix + spec.invalid, prefix + spec.episode_key[spec.invalid])
+    shares = [next((float(a[n]) for n in names if isinstance(a.get(n), (int, float))), None) for a in aggregates]
+    return bool(shares) and all(s is not None and s >= 1.0 for s in shares)
+
+
+def no_valid_answer_note(task: Any, where: str, *, floor: float | None = None) -> str:
+    """The message for :func:`never_valid`: what happened and what to do.
+
+    Args:
+        task: the task.
+        where: what was looked at, e.g. ``"12 training steps"``.
+        floor: the reward every rollout got (the invalid floor), if known.
+    """
+    at = f" ({floor:+.3f})" if floor is not None else ""
+    free = "free-form " if not getattr(task, "answer_words", ()) else ""
+    return (
+        f"no rollout produced a valid {free}{task.name} answer in {where}: every answer broke the answer format, so the reward "
+        f"stayed at the invalid floor{at} and GRPO had nothing to learn from. This is expected for the untrained tiny model"
+        f"{' on a free-form task (it cannot write the action syntax)' if free else ''}; for a learning demo use the maze task "
+        "(hyperpod-rl quickstart, constrained to its four moves) or a real base model (--model-path <Qwen3-VL checkpoint>)."
+    )
+
+
+def turn_columns(task: Any) -> tuple[str, ...]:
+    """The step-metadata keys a task shows per turn when a served model plays one of its items
+    (its optional ``turn_columns`` member; default ``("violation",)``)."""
+    return tuple(getattr(task, "turn_columns", None) or DEFAULT_TURN_COLUMNS)
 
 
 def mean_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:

@@ -50,7 +50,10 @@ Evaluation metrics
     :func:`hyperpod_rl.tasks.metrics.metric_spec`, which supplies the defaults for task objects
     that do not derive from :class:`TaskBase`): ``reported_metrics`` (reported metric -> the
     per-episode key it averages), ``lower_is_better`` and ``guard_metrics`` (metrics that block
-    promotion when the adapter is significantly worse). Evaluation reports each reported metric
+    promotion when the adapter is significantly worse), and ``turn_columns`` (the keys of the
+    env's per-turn step metadata that ``hyperpod-rl serve solve`` shows, one column each; read it
+    through :func:`hyperpod_rl.tasks.metrics.turn_columns`), and ``invalid_metric`` (the reported
+    share of malformed answers; :func:`hyperpod_rl.tasks.metrics.never_valid` reads it). Evaluation reports each reported metric
     with a bootstrap interval, overall and per ``stratum``.
 
 Stability: this surface only grows. New members get defaults in :class:`TaskBase`; nothing is
@@ -287,6 +290,12 @@ class TaskBase:
     lower_is_better: ClassVar[tuple[str, ...]] = ("invalid",)
     #: Reported metrics that block promotion when significantly worse (optional member).
     guard_metrics: ClassVar[tuple[str, ...]] = ("invalid",)
+    #: Keys of the env's per-turn step metadata shown as columns when a served model plays an
+    #: item (``hyperpod-rl serve solve``; optional member).
+    turn_columns: ClassVar[tuple[str, ...]] = ("violation",)
+    #: The reported metric that is the share of answers breaking the answer format (optional
+    #: member); at 1.0 no rollout produced a valid answer and the reward sits at its floor.
+    invalid_metric: ClassVar[str | None] = "invalid"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:  # pragma: no cover - abstract
         raise NotImplementedError(f"task {self.name!r} does not implement build_dataset")

@@ -3,7 +3,7 @@
 Thin over :mod:`hyperpod_rl.jobs`: Plan calls ``run_plan.plan_run`` on the form's values and shows
 its tables and verdicts (blockers in red; Submit shows them too), Submit calls ``submit_run``, the status and log tail come from
 ``follow_run`` iterated on a background thread (never a blocking loop in a cell), Stop calls
-``stop_run``, the runs list is ``overview`` (the run store and the cluster's jobs), and Attach
+``stop_and_record``, the runs list is ``overview`` (the run store and the cluster's jobs), and Attach
 needs nothing but a run id (``latest_job``), so a kernel restart loses nothing.
 """
 
@@ -19,7 +19,7 @@ import ipywidgets as w
 from hyperpod_rl.cluster.local import current_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
-from hyperpod_rl.jobs import RunHandle, follow_run, latest_job, overview, stop_run, submit_run
+from hyperpod_rl.jobs import RunHandle, follow_run, latest_job, overview, stop_and_record, submit_run
 from hyperpod_rl.paths import run_dir as default_run_dir
 from hyperpod_rl.plan import GPUS, Plan
 from hyperpod_rl.plan.report import plan_html
@@ -126,7 +126,7 @@ class RunPanel(Panel):
         self.validate_button.on_click(self.guard(lambda _: self.validate()))
         self.plan_button.on_click(self.guard(lambda _: self.plan()))
         self.submit_button.on_click(self.guard(lambda _: self.submit()))
-        self.stop_button.on_click(self.guard(lambda _: self.stop()))
+        self.stop_button.on_click(self.guard(lambda _: self.background(self.stop, name="run-stop")))
         self.validation = w.HTML("")
         self.plan_view = w.HTML("")
         self.status_html = w.HTML("<i>no run submitted</i>")
@@ -304,14 +304,16 @@ class RunPanel(Panel):
         return handle
 
     def stop(self) -> bool:
-        """Ask Ray to stop the followed run; True if it was running.
+        """Stop the followed run, wait until Ray reports it ended, and record ``stopped`` in its
+        provenance (:func:`hyperpod_rl.jobs.stop_and_record`); True if it was running.
 
         Raises:
-            JobError: no run followed, or the cluster does not know the job.
+            JobError: no run followed, the cluster does not know the job, or it did not end in time.
         """
         if self.handle is None:
             raise JobError("no run to stop: submit or attach one first")
-        return stop_run(self.client(), self.handle.submission_id)
+        job, _ = stop_and_record(self.client(), self.handle.run_id, self.handle.run_dir)
+        return job.alive
 
     def refresh_runs(self) -> list[dict[str, Any]]:
         """Runs from the run store and the cluster (:func:`hyperpod_rl.jobs.overview`), newest first."""

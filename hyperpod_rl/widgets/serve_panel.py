@@ -28,6 +28,19 @@ def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
     return encode_png(render_path(Maze.from_json(row["maze"]), cells, style))
 
 
+def _task_of_adapter(adapter_path: str | Path | None) -> str:
+    """The task an adapter was trained on (its provenance), the default name it is served as."""
+    from hyperpod_rl.errors import HyperpodRLError
+    from hyperpod_rl.model.adapter import task_of_adapters
+
+    if adapter_path is None or not Path(adapter_path).is_dir():
+        return "maze"
+    try:
+        return task_of_adapters({"adapter": adapter_path})
+    except HyperpodRLError:
+        return "maze"
+
+
 class ServePanel(Panel):
     """Deploy an adapter and try it on held-out mazes.
 
@@ -37,7 +50,8 @@ class ServePanel(Panel):
         heldout_path: held-out parquet (the run config's ``data.heldout_path``).
         client: authenticated ``JobSubmissionClient`` (default: the running local cluster's).
         endpoint: an already deployed endpoint (skips Deploy).
-        adapter_name: the served model name of the adapter.
+        adapter_name: the served model name of the adapter (default: the task it was trained on,
+            from its provenance, e.g. ``doc_read``).
         port: HTTP port of the local serving app on 127.0.0.1.
 
     Attributes:
@@ -53,10 +67,12 @@ class ServePanel(Panel):
         heldout_path: str | Path | None = None,
         client: Any = None,
         endpoint: str | None = None,
-        adapter_name: str = "maze",
+        adapter_name: str | None = None,
         port: int = 8000,
     ) -> None:
         super().__init__()
+        if adapter_name is None:
+            adapter_name = _task_of_adapter(adapter_path)
         self._client = client
         self.endpoint = endpoint
         self.port = port

@@ -208,7 +208,7 @@ BAD: list[tuple[str, str, dict, str]] = [
         "unknown-field",
         "single-gpu",
         {"placement": {"gpus": 8}},
-        r"placement.gpus: Extra inputs are not permitted",
+        r"placement.gpus: not a known field",
     ),
     ("zero-nodes", "single-gpu", {"placement": {"nodes": 0}}, r"placement.nodes"),
 ]

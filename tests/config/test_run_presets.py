@@ -43,7 +43,7 @@ def test_planner_inputs_describe_the_preset(name):
 
 
 #: policy-update peak (GiB per GPU) quoted in ``hyperpod_rl.config.presets``' docstring.
-DOCUMENTED_PEAK = {"hyperpod-6gpu": 10, "single-node-8gpu": 16, "single-gpu": 29}
+DOCUMENTED_PEAK = {"hyperpod-6gpu": 9, "single-node-8gpu": 15, "single-gpu": 28}
 
 
 @pytest.mark.parametrize("name", RunConfig.presets())

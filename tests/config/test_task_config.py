@@ -27,9 +27,9 @@ def test_default_task_is_the_maze_and_is_left_out_of_the_hash() -> None:
 def test_unknown_task_and_bad_options_name_the_field() -> None:
     with pytest.raises(ConfigError, match=r"task\.name: unknown task 'nope'; registered tasks: doc_read, maze"):
         RunConfig.build({**BASE, "task": {"name": "nope"}})
-    with pytest.raises(ConfigError, match=r"(?s)task\.options\.counts: unknown split.*task\.options\.braid: Input should be less"):
+    with pytest.raises(ConfigError, match=r"(?s)task\.options\.counts: unknown split.*task\.options\.braid: must be <"):
         RunConfig.build({**BASE, "task": {"name": "maze", "options": {"counts": {"x": 1}, "braid": 3}}})
-    with pytest.raises(ConfigError, match=r"task\.options\.fill: Input should be greater than 0"):
+    with pytest.raises(ConfigError, match=r"task\.options\.fill: must be > 0"):
         RunConfig.build({**BASE, "task": {"name": "shapes", "options": {"fill": 0}}})
 
 

@@ -40,6 +40,7 @@ def test_default_data_dir_is_platformdirs_like_hyperpod_rl(monkeypatch):
         ({"ray_status": "FAILED", "manifest_status": "running", "submitted": True}, "failed"),
         ({"ray_status": "SUCCEEDED", "manifest_status": "succeeded", "submitted": True}, "succeeded"),
         ({"ray_status": None, "manifest_status": "succeeded", "submitted": True}, "succeeded"),
+        ({"ray_status": None, "manifest_status": "stopped", "submitted": True}, "stopped"),
         ({"ray_status": None, "manifest_status": "running", "submitted": True}, "unknown"),
         ({"ray_status": None, "manifest_status": None, "submitted": True}, "unknown"),
         ({"ray_status": None, "manifest_status": None, "submitted": False}, "pending"),
@@ -50,3 +51,21 @@ def test_default_data_dir_is_platformdirs_like_hyperpod_rl(monkeypatch):
 def test_status_rule(kwargs, status):
     got, detail = derive_status(**kwargs)
     assert got == status and detail
+
+
+def test_sidebar_shows_what_the_cli_records(hprl_home):
+    """A run stopped through ``hyperpod-rl job stop`` (or reconciled by ``runs list``) reads
+    ``stopped`` in the sidebar with no cluster to ask; one still recorded ``running`` reads
+    unknown there, as ``runs list`` says ``unknown (cluster not reachable)``."""
+    from hyperpod_rl.cli.runs import UNREACHABLE, _shown_status
+    from hyperpod_rl.runs import read_provenance, record_final_status, run_paths, update_provenance
+
+    paths = run_paths("sidebar-stopped")
+    update_provenance(paths.root, lambda _: {"run_id": paths.run_id, "status": "running"})
+    manifest = read_provenance(paths.root)
+    assert derive_status(ray_status=None, manifest_status=manifest["status"], submitted=True)[0] == "unknown"
+    assert _shown_status(manifest["status"], reachable=False) == UNREACHABLE
+    record_final_status(paths, "stopped", submission_id="hprl-sidebar-stopped-1", source="hyperpod-rl job stop")
+    manifest = read_provenance(paths.root)
+    status, detail = derive_status(ray_status=None, manifest_status=manifest["status"], submitted=True)
+    assert status == "stopped" == _shown_status(manifest["status"], reachable=False) and "manifest" in detail

@@ -122,7 +122,7 @@ def test_not_enough_unique_layouts_raises() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"max_turns": 0}, r"DatasetSpec\.max_turns: Input should be greater than or equal to 1"),
+        ({"max_turns": 0}, r"DatasetSpec\.max_turns: must be >= 1"),
         ({"sizes": [(1, 5)]}, r"DatasetSpec\.sizes: .*out of range"),
         ({"counts": {"test": 3}}, r"DatasetSpec\.counts: .*unknown split"),
         ({"counts": {"train": 0}}, r"DatasetSpec\.counts: .*at least one split"),

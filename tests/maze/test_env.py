@@ -112,7 +112,7 @@ def test_aggregate_metrics() -> None:
         ({"max_turns": 0}, r"max_turns=0 must be >= 1"),
         ({"mode": "chat"}, r"mode='chat' is not supported"),
         ({"observation": "audio"}, r"observation='audio'"),
-        ({"render_style": {"cell_px": 2}}, r"render_style is invalid"),
+        ({"render_style": {"cell_px": 2}}, r"invalid render_style:\n  render_style.cell_px: must be >= 8"),
     ],
 )
 def test_bad_settings_name_the_field(corridor: Maze, extras: dict, match: str) -> None:

@@ -209,7 +209,7 @@ def test_fit_style_caps_tokens() -> None:
         ({"cell_px": 30, "wall_px": 12}, r"wall_px=12 is too thick"),
         ({"theme": "neon"}, r"RenderStyle.theme"),
         ({"agent": (0, 255, 0), "goal": (0, 255, 0)}, r"agent and goal colours must differ"),
-        ({"colour": "red"}, r"RenderStyle.colour: Extra inputs"),
+        ({"colour": "red"}, r"RenderStyle.colour: not a known field"),
     ],
 )
 def test_render_style_errors_name_the_field(kwargs: dict, match: str) -> None:

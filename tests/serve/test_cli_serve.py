@@ -69,3 +69,12 @@ def test_cluster_config_prints_a_vllm_job_and_a_serve_yaml(trained_adapter):
     wrong = runner.invoke(app, ["cluster-config", *common[:4], "--revision", "other", "--base-model-id", "hyperpod-rl/tiny-qwen3-vl"])
     assert wrong.exit_code == 2
     assert "base_model" in wrong.output and "revision" in wrong.output
+
+
+def test_serve_down_without_a_local_cluster_says_nothing_is_deployed(tmp_path, monkeypatch):
+    from hyperpod_rl.cli import app as root
+
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))  # no local cluster recorded here
+    result = runner.invoke(root, ["serve", "down"])
+    assert result.exit_code == 0, result.output
+    assert "nothing deployed on the local cluster: it is not running" in result.output

@@ -363,13 +363,63 @@ def test_load_bar_16_clients_x_50_requests_without_failures(served):
     assert last["p50_ms"] <= last["p95_ms"] <= last["p99_ms"]
 
 
-def test_down_stops_serve_and_frees_the_port(served):
+def _doc_read_run(served, tmp_path: Path) -> str:
+    """A doc_read run directory (config and held-out parquet) on the served tiny base model."""
+    from hyperpod_rl.quickstart import DatasetPaths, QuickstartOptions, make_run_config
+    from hyperpod_rl.runs import run_paths, write_config
+    from hyperpod_rl.tasks import get_task, write_parquet
+
+    task = get_task("doc_read")
+    options = task.options_model.build({"seed": 5, "counts": {"train": 2, "heldout": 2}, "prompt_style": "terse"})
+    splits = task.build_dataset(options)
+    train, heldout = tmp_path / "train.parquet", tmp_path / "heldout.parquet"
+    write_parquet(splits["train"], train)
+    write_parquet(splits["heldout"], heldout)
+    data = DatasetPaths(train=train, heldout=heldout, hashes={}, spec={"options": options.model_dump(mode="json")})
+    opts = QuickstartOptions.build({"task": "doc_read", "steps": 1})
+    config = make_run_config(opts, run_id="serve-doc-read", model_path=served["model_dir"], revision=served["revision"], data=data)
+    write_config(run_paths(config.run_id), config)
+    return config.run_id
+
+
+def test_solve_shows_the_tasks_columns_for_doc_read(served, tmp_path, monkeypatch):
+    """``serve solve`` of a doc_read run names the task's columns (answer, expected, correct), not
+    the maze's (move, cell), and its default model name is the run's task."""
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+    from hyperpod_rl.cli._common import console
+
+    run_id = _doc_read_run(served, tmp_path)
+    runner = CliRunner()
+    monkeypatch.setattr(console, "width", 300)  # one table row per turn (the console is created once per process)
+    result = runner.invoke(app, ["serve", "solve", run_id, "--model", "base", "--endpoint", served["url"]], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.output.splitlines() if "turn" in line and "answer" in line)
+    for column in ("expected", "correct", "violation", "reward"):
+        assert column in header, header
+    assert "move" not in header and "cell" not in header, header
+    assert "doc_read held-out item 0 · model base" in " ".join(result.output.split())
+    # without --model the run's task names the adapter: this app serves 'maze' and 'maze2', not 'doc_read'
+    unnamed = runner.invoke(app, ["serve", "ask", run_id, "--endpoint", served["url"]], env={"COLUMNS": "250"})
+    assert unnamed.exit_code == 2 and "unknown model 'doc_read'" in unnamed.stderr, unnamed.output
+
+
+def test_down_stops_serve_and_frees_the_port(served, local_cluster):
     """Last in the module: `serve down` deletes the app and stops Serve (the port is free again)."""
     import time
 
     from hyperpod_rl.serve.local import shutdown_local
 
-    shutdown_local(served["client"])
+    assert shutdown_local(served["client"]) is True
+    assert shutdown_local(served["client"]) is False  # a second down finds nothing deployed
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+
+    again = CliRunner().invoke(app, ["serve", "down"])  # the CLI says so, and it is not an error
+    assert again.exit_code == 0, again.output
+    assert f"nothing deployed on {local_cluster.dashboard_url}" in " ".join(again.output.split())
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

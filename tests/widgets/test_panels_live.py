@@ -81,7 +81,11 @@ def test_submit_watch_and_stop_a_run_from_the_panels(panels, local_cluster):
     run.stop_button.click()
     _wait(lambda: run.status == "STOPPED", 60, "STOPPED", run)
     assert run.stop_button.disabled
+    assert run.wait_idle(120)
     assert run.errors == [] and metrics.errors == []
+    from hyperpod_rl.runs import read_provenance
+
+    assert read_provenance(run.handle.run_dir)["status"] == "stopped"  # recorded, not left 'running'
 
     # Reattach from the run id alone (what a fresh kernel does).
     again = RunPanel(cluster=local_cluster, run_dir_of=run.run_dir_of)

@@ -67,6 +67,7 @@ def test_submit_without_a_cluster_shows_the_error_in_the_panel(tiny_setup, monke
     assert panel.handle is None
     assert panel.errors and "no cluster: start one in the Cluster panel" in panel.errors[-1]
     panel.stop_button.click()
+    assert panel.wait_idle(30)  # Stop runs off the kernel thread
     assert "no run to stop" in panel.errors[-1]
 
 

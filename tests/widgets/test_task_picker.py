@@ -37,6 +37,6 @@ def test_run_panel_trains_any_task_from_its_picker(tmp_path) -> None:
     assert config.task.name == "shapes" and config.task.options == {"counts": {"train": 6, "heldout": 3}, "grid_sizes": [3]}
     assert config.data.train_path == str(paths["train"])
     panel.tasks.options_form.widget("fill").value = 3.0
-    with pytest.raises(ConfigError, match=r"task\.options\.fill: Input should be less than or equal to 1"):
+    with pytest.raises(ConfigError, match=r"task\.options\.fill: must be <= 1"):
         panel.validate()
     assert "task.options.fill" in panel.validation.value

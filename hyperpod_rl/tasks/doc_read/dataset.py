@@ -39,8 +39,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypedDict, cast
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
+from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import read_rows as _read
 from hyperpod_rl.tasks.dataset import write_parquet as _write
@@ -95,37 +96,37 @@ class DocRow(TypedDict):
 class DatasetSpec(DocModel):
     """What to generate. Construction raises :class:`TaskError` naming any bad field.
 
-    Attributes:
-        seed: Master seed; each sample derives from (seed, split, index).
-        counts: Rows per split; keys from ``train``, ``heldout``, ``ood``.
-        kinds: Document-kind weights, e.g. ``{"invoice": 2, "receipt": 1}``.
-        qtypes: Question types to ask (:data:`~.generate.QTYPES`).
-        mix: Requested stratum mix for train/heldout (mix key -> weight); None: as drawn.
-        items: ``(min, max)`` table rows of train and held-out pages.
-        ood_items: ``(min, max)`` table rows of out-of-distribution pages (denser).
-        ood_font_scale: Text scale of out-of-distribution pages (< 1: smaller text).
-        max_rotation_deg: Pages are rotated uniformly within +- this many degrees.
-        max_noise_sigma: Gaussian noise sigma drawn uniformly in [0, this] grey levels.
-        max_image_tokens: Cap on vision tokens per page (qwen-vl-utils rules, factor 32).
-        observation: ``image``, ``text`` (text twin) or ``both``.
-        prompt_style: ``full`` or ``terse``.
-        data_source: Prefix of the ``data_source`` column.
+    Every field's description is the docstring under it.
     """
 
     seed: int = 0
+    """Master seed; each sample derives from (seed, split, index)."""
     counts: dict[str, int] = Field(default_factory=lambda: {"train": 512, "heldout": 128, "ood": 128})
+    """Rows per split; keys from train, heldout, ood."""
     kinds: dict[str, float] = Field(default_factory=lambda: {k: 1.0 for k in KINDS})
+    """Document-kind weights, e.g. {"invoice": 2, "receipt": 1}."""
     qtypes: tuple[str, ...] = QTYPES
+    """Question types to ask; any of hyperpod_rl.tasks.doc_read.generate.QTYPES."""
     mix: dict[str, float] | None = None
+    """Requested stratum mix for train/heldout (mix key -> weight); None: as drawn."""
     items: tuple[int, int] = (2, 6)
+    """Table rows per train and held-out page: inclusive (min, max)."""
     ood_items: tuple[int, int] = (10, 18)
+    """Table rows per out-of-distribution page: inclusive (min, max); denser pages."""
     ood_font_scale: float = Field(default=0.8, ge=0.5, le=1.0)
+    """Text scale of out-of-distribution pages (< 1: smaller text)."""
     max_rotation_deg: float = Field(default=2.0, ge=0.0, le=10.0)
+    """Pages are rotated uniformly within +- this many degrees."""
     max_noise_sigma: float = Field(default=12.0, ge=0.0, le=64.0)
+    """Gaussian noise sigma drawn uniformly in [0, this] grey levels."""
     max_image_tokens: int = Field(default=512, ge=16, le=16384)
+    """Cap on vision tokens per page (qwen-vl-utils rules, factor 32)."""
     observation: Observation = "image"
+    """What the prompt shows: image, text (the page's text twin) or both."""
     prompt_style: PromptStyle = "full"
+    """Prompt style: full instructions (real VLMs) or terse (tiny random-init model)."""
     data_source: str = "hyperpod_rl.doc_read"
+    """Prefix of the data_source column."""
 
     @field_validator("counts")
     @classmethod
@@ -305,8 +306,12 @@ def sample_from_row(row: Mapping[str, Any]) -> tuple[Document, Question, PageSty
             raise TaskError(f"row[{column!r}] is required: build rows with hyperpod_rl.tasks.doc_read.build_dataset")
         try:
             out.append(model.model_validate_json(raw) if isinstance(raw, (str, bytes)) else model.model_validate(dict(raw)))
-        except ValueError as e:
-            raise TaskError(f"row[{column!r}] is invalid: {e}") from None
+        except ValidationError as e:
+            raise TaskError(format_validation_error(e, what=f"row[{column!r}]", prefix=f"{column}.", model=model)) from None
+        except ValueError as e:  # malformed JSON text
+            raise TaskError(
+                f"row[{column!r}] is not valid JSON ({e}): rebuild the rows with hyperpod_rl.tasks.doc_read.build_dataset"
+            ) from None
     return out[0], out[1], out[2]
 
 

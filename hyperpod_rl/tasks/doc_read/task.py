@@ -57,6 +57,8 @@ class DocReadTask(TaskBase):
     reported_metrics: ClassVar[dict[str, str]] = {"accuracy": "correct", "invalid_rate": "invalid", "unparseable_rate": "unparseable"}
     lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_rate", "unparseable_rate")
     guard_metrics: ClassVar[tuple[str, ...]] = ("invalid_rate",)
+    turn_columns: ClassVar[tuple[str, ...]] = ("answer", "expected", "correct", "violation")
+    invalid_metric: ClassVar[str | None] = "invalid_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`~.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""

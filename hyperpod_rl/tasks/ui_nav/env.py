@@ -21,6 +21,7 @@ from typing import Any, Final, cast
 from pydantic import ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
+from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.ui_nav.app import App, default_max_turns, initial_state
@@ -52,7 +53,7 @@ def parse_style(raw: Any) -> RenderStyle:
             return RenderStyle.model_validate_json(raw)
         return RenderStyle.model_validate(dict(raw))
     except ValidationError as e:
-        raise TaskError(f"render_style is invalid: {e}") from None
+        raise TaskError(format_validation_error(e, what="render_style", prefix="render_style.", model=RenderStyle)) from None
 
 
 class UINavEnv(BaseTextEnv):

@@ -92,6 +92,8 @@ class UINavTask(TaskBase):
     }
     lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_action_rate", "inapplicable_action_rate", "steps_over_optimal")
     guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_action_rate", "invalid_action_rate")
+    turn_columns: ClassVar[tuple[str, ...]] = ("action", "label", "error", "violation")
+    invalid_metric: ClassVar[str | None] = "invalid_action_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.tasks.ui_nav.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""

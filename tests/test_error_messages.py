@@ -1,0 +1,93 @@
+"""Validation errors say once what is wrong and what to write instead, in plain words.
+
+``hyperpod_rl.base.format_validation_error`` builds every model's message: no header twice (a
+nested model's error is folded under its path), none of pydantic's wording ("Input should
+be ..."), and the fix from the field's type, description and example or default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hyperpod_rl.cluster.spec import ClusterSpec
+from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import HyperpodRLError
+from hyperpod_rl.plan.inputs import PlanInput
+from hyperpod_rl.tasks import get_task
+
+PYDANTIC_WORDING = ("Input should", "Extra inputs", "validation error", "For further information", "errors.pydantic.dev")
+
+
+def _message(build: Any, data: dict[str, Any]) -> str:
+    with pytest.raises(HyperpodRLError) as info:
+        build(data)
+    text = str(info.value)
+    for phrase in PYDANTIC_WORDING:
+        assert phrase not in text, text
+    head = text.splitlines()[0]
+    assert head.startswith("invalid ") and text.count(head) == 1, text  # the header once
+    return text
+
+
+@pytest.mark.parametrize(
+    ("build", "data", "expected"),
+    [
+        (
+            PlanInput.build,
+            {"image_px": "big"},
+            "image_px: give two integers ((height, width) of each image, pixels), e.g. [448, 448] (got 'big')",
+        ),
+        (
+            PlanInput.build,
+            {"image_px": [448, "wide"]},
+            "image_px: item 1 is not an integer; give two integers, e.g. [448, 448] (got 'wide')",
+        ),
+        (PlanInput.build, {"image_px": [1, 2, 3]}, "image_px: has 3 item(s); give two integers"),
+        (
+            get_task("doc_read").options_model.build,
+            {"items": "many"},
+            "items: give two integers (Table rows per train and held-out page: inclusive (min, max)), e.g. [2, 6]",
+        ),
+        (get_task("doc_read").options_model.build, {"counts": {"train": "lots"}}, "counts.train: give an integer (got 'lots')"),
+        (get_task("doc_read").options_model.build, {"observation": "smell"}, "observation: use 'image', 'text' or 'both' (got 'smell')"),
+        (get_task("shapes").options_model.build, {"fill": 2}, "fill: must be <= 1.0 (got 2)"),
+        (
+            get_task("shapes").options_model.build,
+            {"grid_sizes": "3"},
+            "grid_sizes: give a list of integers (In-distribution grid sides, in cells (2..12)), e.g. [3, 4]",
+        ),
+        (get_task("shapes").options_model.build, {"colour": "red"}, "colour: not a known field: remove it or check its spelling"),
+        (get_task("maze").options_model.build, {"render_style": {"cell_px": 4}}, "render_style.cell_px: must be >= 8 (got 4)"),
+        (get_task("ui_nav").options_model.build, {"seed": "a"}, "seed: give an integer (Master seed), e.g. 0 (got 'a')"),
+    ],
+)
+def test_field_messages_say_what_to_write(build: Any, data: dict[str, Any], expected: str) -> None:
+    text = _message(build, data)
+    assert expected in text, text
+
+
+def test_run_config_names_the_nested_path() -> None:
+    text = _message(RunConfig.build, {"run_id": "abc", "trainer": {"steps": "many"}})
+    assert "trainer.steps: give an integer (GRPO steps (SkyRL trainer.max_training_steps)), e.g. 120 (got 'many')" in text
+    assert "data: required" in text
+
+
+def test_cluster_spec_hint_is_one_clause() -> None:
+    with pytest.raises(HyperpodRLError) as info:
+        ClusterSpec.from_preset("seed", name="x", namespace=5)
+    text = str(info.value)
+    assert 'namespace: give text (Kubernetes namespace), e.g. "default" (got 5)' in text, text
+    assert "\n" not in text.split("namespace:")[1].split("(got")[0]  # the hint stays on one line
+
+
+def test_a_nested_model_error_is_folded_not_repeated() -> None:
+    """A nested model that raises its own project error (RaisesOnInit) contributes its lines
+    under the parent's path, without its own ``invalid <Model>:`` header."""
+    from hyperpod_rl.maze import DatasetSpec, RenderStyle
+
+    with pytest.raises(HyperpodRLError) as info:
+        DatasetSpec(render_style=RenderStyle.model_construct(cell_px=4), seed=1)  # validated again by the parent
+    text = str(info.value)
+    assert text.count("invalid ") == 1, text
