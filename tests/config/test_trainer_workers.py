@@ -30,7 +30,7 @@ def _build(trainer: dict, mazes_per_step: int = 8, **top) -> RunConfig:
             r"data.mazes_per_step=2 does not split into whole groups over trainer.workers=4 .*multiple of 4 \(e.g. 4\) or "
             r"trainer.workers to a divisor of 2 \(e.g. 2\)",
         ),
-        ({"workers": 0}, 8, r"trainer.workers: Input should be greater than or equal to 1"),
+        ({"workers": 0}, 8, r"trainer.workers: must be >= 1 \(got 0\)"),
     ],
     ids=["not-a-multiple", "more-workers-than-mazes", "zero"],
 )
