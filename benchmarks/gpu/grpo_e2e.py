@@ -54,17 +54,13 @@ from typing import Any
 import torch
 
 from benchmarks._record import Recording
-from benchmarks.gpu.workload import hf_config
+from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.maze import DatasetSpec, build_dataset
 from hyperpod_rl.maze.render import RenderStyle
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
 from hyperpod_rl.plan import model_shape
 from hyperpod_rl.train.reference import ReferenceTrainer
-
-GIB = 2**30
-H200_BF16_DENSE_FLOPS = 989.4e12  # NVIDIA H200 SXM datasheet, dense bf16 tensor core
-SHAPES = {"2B": "Qwen/Qwen3-VL-2B-Instruct", "4B": "Qwen/Qwen3-VL-4B-Instruct", "8B": "Qwen/Qwen3-VL-8B-Instruct"}
 
 
 def _sync() -> None:

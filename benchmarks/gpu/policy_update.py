@@ -39,12 +39,8 @@ import torch
 import torch.distributed as dist
 
 from benchmarks._record import Recording
-from benchmarks.gpu.workload import BenchConfig, PolicyLogprobs, build_policy, make_batch
+from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, BenchConfig, PolicyLogprobs, build_policy, make_batch
 from hyperpod_rl.plan import PlanInput, model_shape, train_flops_per_sample
-
-GIB = 2**30
-H200_BF16_DENSE_FLOPS = 989.4e12  # NVIDIA H200 SXM datasheet, dense bf16 tensor core
-SHAPES = {"2B": "Qwen/Qwen3-VL-2B-Instruct", "4B": "Qwen/Qwen3-VL-4B-Instruct", "8B": "Qwen/Qwen3-VL-8B-Instruct"}
 
 SINGLE_SUITE = [
     BenchConfig("b8_s551_img448_ckpt", 8, 448, 97, 256, True),

@@ -20,7 +20,13 @@ from typing import Literal
 import torch
 
 from hyperpod_rl.model.logprobs import naive_response_logprobs, response_logprobs
-from hyperpod_rl.plan import ModelShape, image_patches
+from hyperpod_rl.plan import GPUS, ModelShape, image_patches
+
+GIB = 2**30
+#: Dense bf16 tensor-core rate of an H200 SXM (NVIDIA datasheet, also ``hyperpod_rl.plan.GPUS``), FLOP/s: the MFU denominator.
+H200_BF16_DENSE_FLOPS = GPUS["H200"].bf16_flops
+#: Short names of the measured shapes -> their Hub ids (the config numbers are in ``hyperpod_rl.plan.shapes``).
+SHAPES = {"2B": "Qwen/Qwen3-VL-2B-Instruct", "4B": "Qwen/Qwen3-VL-4B-Instruct", "8B": "Qwen/Qwen3-VL-8B-Instruct"}
 
 IMAGE_TOKEN_ID = 151655  # Qwen3-VL config.json image_token_id
 VISION_START_ID = 151652  # vision_start_token_id
