@@ -135,7 +135,7 @@ def test_solve_a_bare_maze(served):
         ("not-json", 400, "invalid_json", r"not JSON"),
         ("http-url", 400, "invalid_image", r"must be a data URL"),
         ("not-an-image", 400, "invalid_image", r"not a readable image"),
-        ("no-messages", 400, "invalid_request", r"invalid request"),
+        ("no-messages", 400, "invalid_request", r"invalid chat-completions request: messages: has 0 item\(s\); give at least 1"),
         ("huge-body", 413, "request_too_large", r"the request body is \d+ bytes; the limit is"),
         ("two-choices", 400, "unsupported_n", r"n=2 is not served"),
     ],
