@@ -15,15 +15,13 @@ import dataclasses
 import json
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from hyperpod_rl.errors import JobError
-from hyperpod_rl.jobs import entrypoint_gpus, submit_run
+from hyperpod_rl.jobs import entrypoint_gpus
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.metrics.schema import parse_metric_line
 from hyperpod_rl.quickstart import make_run_config
@@ -41,28 +39,16 @@ def _config(setup, run_id: str, **sections):
     return type(cfg).build(data)
 
 
-def _wait_terminal(client, submission_id: str, timeout_s: float = 600) -> str:
-    from ray.job_submission import JobStatus
+def _wait_terminal(client, submission_id: str) -> str:
+    from tests.ray_jobs import wait_terminal  # here, not at the top: this file is also a job's entrypoint script
 
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = JobStatus(client.get_job_status(submission_id))
-        if status.is_terminal():
-            return status.value
-        time.sleep(0.5)
-    raise AssertionError(f"job {submission_id} did not end within {timeout_s} s")
+    return wait_terminal(client, submission_id, timeout_s=600, poll_s=0.5)
 
 
 def _submit(client, cfg, run_dir: Path):
-    """``submit_run``, waiting out a job agent that is still starting on a loaded machine."""
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            return submit_run(client, cfg, run_dir)
-        except JobError as err:
-            if "No available agent" not in str(err) or time.monotonic() > deadline:
-                raise
-            time.sleep(1)
+    from tests.ray_jobs import submit
+
+    return submit(client, cfg, run_dir)
 
 
 def _numbers(run_dir: Path) -> list[dict[str, float]]:

@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from hyperpod_rl.errors import JobError
-from hyperpod_rl.jobs import submit_run
 from hyperpod_rl.maze import read_rows, write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from tests.ray_jobs import submit, wait_terminal
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -43,28 +42,8 @@ def _config(setup, tmp: Path, run_id: str):
     return type(cfg).build(data)
 
 
-def _wait_terminal(client, submission_id: str, timeout_s: float = 300) -> str:
-    from ray.job_submission import JobStatus
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = JobStatus(client.get_job_status(submission_id))
-        if status.is_terminal():
-            return status.value
-        time.sleep(0.2)
-    raise AssertionError(f"job {submission_id} did not end within {timeout_s} s")
-
-
-def _submit(client, cfg, run_dir: Path):
-    """``submit_run``, waiting out a job agent that is still starting on a loaded machine."""
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            return submit_run(client, cfg, run_dir)
-        except JobError as err:
-            if "No available agent" not in str(err) or time.monotonic() > deadline:
-                raise
-            time.sleep(1)
+def _wait_terminal(client, submission_id: str) -> str:
+    return wait_terminal(client, submission_id, timeout_s=300, poll_s=0.2)
 
 
 def _trainer_pid(run_dir: Path, not_pid: int | None, timeout_s: float = 180) -> int:
@@ -82,7 +61,7 @@ def _trainer_pid(run_dir: Path, not_pid: int | None, timeout_s: float = 180) -> 
 
 def _kill_when(client, cfg, run_dir: Path, ready, last_pid: int | None, what: str) -> int:
     """Submit (resume), wait for ``ready()``, SIGKILL the trainer process; return its pid."""
-    handle = _submit(client, cfg, run_dir)
+    handle = submit(client, cfg, run_dir)
     pid = _trainer_pid(run_dir, last_pid)
     deadline = time.monotonic() + 240
     while not ready():
@@ -115,7 +94,7 @@ def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_
     straight_dir, killed_dir = tmp_path / "runs" / "resume-straight", tmp_path / "runs" / "resume-killed"
     straight_cfg, killed_cfg = _config(tiny_setup, tmp_path, "resume-straight"), _config(tiny_setup, tmp_path, "resume-killed")
     assert straight_cfg.config_hash() == killed_cfg.config_hash()
-    straight = _submit(client, straight_cfg, straight_dir)  # runs alongside the killed one
+    straight = submit(client, straight_cfg, straight_dir)  # runs alongside the killed one
 
     ckpt = killed_dir / "checkpoints"
     # 1. right after the first checkpoint
@@ -133,7 +112,7 @@ def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_
     state = json.loads((ckpt / "step_000006" / "trainer_state.json").read_text())
     assert state["sampler"] == {"epoch": 1, "index": TRAIN_ROWS}  # the epoch is exhausted, the next is not drawn yet
     # 4. resubmit: completes
-    final = _submit(client, killed_cfg, killed_dir)
+    final = submit(client, killed_cfg, killed_dir)
     assert _wait_terminal(client, final.submission_id) == "SUCCEEDED", client.get_job_logs(final.submission_id)[-3000:]
     assert _wait_terminal(client, straight.submission_id) == "SUCCEEDED", client.get_job_logs(straight.submission_id)[-3000:]
 
