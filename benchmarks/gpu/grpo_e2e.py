@@ -289,7 +289,7 @@ def run_ours(
         "max_turns": max_turns,
         "workers": args.workers,
         "decode": "compiled" if trainer.policy.compiled_decode else "eager",
-        "compiled_layers": sum(1 for m in trainer.model.get_base_model().model.language_model.layers if m._compiled_call_impl),
+        "compiled_layers": trainer.compiled.count if trainer.compiled is not None else 0,
         "model_build_s": build_s,
         "image_patches": patches,
         "steps": steps,

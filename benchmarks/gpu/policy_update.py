@@ -26,6 +26,7 @@ the list of records. Measurements only: the planner's predictions for them are w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import gc
 import json
@@ -95,15 +96,15 @@ def measure(
     profile: bool,
     vocab: int,
     autocast: bool = False,
+    hf_checkpointing: bool | None = None,
 ) -> dict[str, Any]:
     """Warm-up + ``steps`` timed steps; returns step time, tokens/s, peak and (optionally) comm share.
 
     ``autocast``: forward under ``torch.autocast(bfloat16)`` - bf16 compute for the float32 adapters,
-    as the reference trainer runs on one GPU (no FSDP2).
+    as the reference trainer runs on one GPU (no FSDP2). ``hf_checkpointing``: transformers' own
+    checkpointing on or off (default: the config's; off when the variant placed its own).
     """
-    import contextlib
-
-    _set_checkpointing(root, cfg.gradient_checkpointing)
+    _set_checkpointing(root, cfg.gradient_checkpointing if hf_checkpointing is None else hf_checkpointing)
     params = [p for p in root.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-6, foreach=True)
     batch = make_batch(cfg, device=device, vocab=vocab, seed=0)
@@ -400,6 +401,10 @@ def run(suite: str, *, steps: int, tiny: bool, only: list[str] | None = None, sh
             )
             for c in configs
         ]
+    elif suite == "ckpt":
+        assert root is not None
+        configs = TINY_SUITE[:1] if tiny else [SINGLE_SUITE[1], SINGLE_SUITE[0]]
+        records = [r | {"device": device_name} for r in run_ckpt(root, configs, device=device, steps=steps, vocab=vocab, log=log)]
     elif suite == "levers":
         assert root is not None
         records = run_levers(root, TINY_SUITE if tiny else LEVER_CONFIGS, device=device, steps=steps, vocab=vocab, log=log)
@@ -476,6 +481,71 @@ def run_levers(
     return records
 
 
+#: Variants of the "ckpt" suite: (name, compiled layers, checkpointing placed by
+#: :func:`hyperpod_rl.model.layers.checkpoint_decoder_layers` as (share of layers, policy), or None for
+#: transformers' own checkpointing around each layer's ``__call__``).
+CKPT_VARIANTS: list[tuple[str, bool, tuple[float, str] | None]] = [
+    ("autocast_bf16_compile", True, None),
+    ("compile_ckpt_inside", True, (1.0, "full")),
+    ("compile_sac", True, (1.0, "save_matmuls")),
+    ("compile_ckpt_half", True, (0.5, "full")),
+    ("compile_ckpt_quarter", True, (0.25, "full")),
+    ("sac", False, (1.0, "save_matmuls")),
+]
+
+
+def run_ckpt(
+    root: PolicyLogprobs, configs: list[BenchConfig], *, device: torch.device, steps: int, vocab: int, log: Any
+) -> list[dict[str, Any]]:
+    """Checkpointing levers with compiled decoder layers, each config under every variant in one process.
+
+    ``naive`` is the baseline. The other variants run the reference trainer's one-GPU path (bf16
+    autocast, chunked log-probs) with the layers compiled or not and activations checkpointed by
+    transformers (around each compiled layer) or inside each layer's forward: all of it, a leading
+    share of the layers, or selectively (``save_matmuls``: matmul and attention outputs kept). Each
+    compiled variant starts from a reset compile cache.
+    """
+    import torch._dynamo
+
+    from hyperpod_rl.model.layers import checkpoint_decoder_layers, compile_decoder_layers, decoder_layers
+
+    results: dict[str, dict[str, dict[str, Any]]] = {c.name: {} for c in configs}
+    for cfg in configs:
+        torch.manual_seed(0)
+        results[cfg.name]["naive"] = measure(root, cfg, "naive", device=device, steps=steps, profile=False, vocab=vocab)
+        log(cfg.name, "naive", _short(results[cfg.name]["naive"]))
+    hf = root.hf_model()
+    for name, compiled, placed in CKPT_VARIANTS:
+        torch._dynamo.reset()
+        checkpoint_decoder_layers(hf, fraction=placed[0] if placed else 0.0, policy=placed[1] if placed else "full")  # type: ignore[arg-type]
+        switch = compile_decoder_layers(hf) if compiled else None
+        for cfg in configs:
+            torch.manual_seed(0)
+            with switch.active() if switch is not None else contextlib.nullcontext():
+                results[cfg.name][name] = measure(
+                    root,
+                    cfg,
+                    "chunked",
+                    device=device,
+                    steps=steps,
+                    profile=False,
+                    vocab=vocab,
+                    autocast=True,
+                    hf_checkpointing=None if placed is None else False,
+                )
+            log(cfg.name, name, _short(results[cfg.name][name]))
+        if switch is not None:
+            for layer in decoder_layers(hf):
+                layer._compiled_call_impl = None
+    checkpoint_decoder_layers(hf, fraction=0.0)
+    records = []
+    for cfg in configs:
+        ok = {k: r for k, r in results[cfg.name].items() if r.get("status") == "ok" and k != "naive"}
+        best = min(ok, key=lambda k: ok[k]["step_time_s"]) if ok else "autocast_bf16_compile"
+        records.append(_record(cfg, gpus=1, device_name="", res=results[cfg.name], base="naive", impl=best, scaling=None))
+    return records
+
+
 def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device, **options: Any) -> None:
     """FSDP2 at world size 1 in a plain process: a one-rank process group on a free local port."""
     import socket
@@ -499,8 +569,8 @@ def _short(r: dict[str, Any]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", choices=["single", "fsdp", "check", "tune", "levers"], required=True)
-    ap.add_argument("--shape", choices=sorted(SHAPES), default="8B", help="model shape (single, levers)")
+    ap.add_argument("--suite", choices=["single", "fsdp", "check", "tune", "levers", "ckpt"], required=True)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="8B", help="model shape (single, levers, ckpt)")
     ap.add_argument("--only", nargs="*", help="fsdp suite: run only these config names")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per variant (after one warm-up)")
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write (rank 0)")

@@ -154,7 +154,7 @@ class PolicyLogprobs(torch.nn.Module):
             logits = self.policy(**inputs).logits
             logp = naive_response_logprobs(logits[:, :-1], targets, mask)
         else:
-            hidden = hf.model(**inputs).last_hidden_state
+            hidden = hf.model(**inputs, use_cache=False).last_hidden_state  # as the trainer scores
             logp = response_logprobs(hidden[:, :-1], hf.lm_head, targets, mask, chunk_tokens=CHUNK_TOKENS)
         adv = batch["advantages"][:, None]
         return -(adv * logp).sum() / mask.sum()

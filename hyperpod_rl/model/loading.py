@@ -26,7 +26,6 @@ from hyperpod_rl.model.tiny import (
 
 __all__ = [
     "TINY_PATH",
-    "compile_decoder_layers",
     "hub_revision",
     "load_base_model",
     "load_processor",
@@ -77,46 +76,6 @@ def resolve_device(
         chosen = torch.bfloat16 if dtype == "bfloat16" or (dtype == "auto" and bf16_ok) else torch.float32
         return dev, chosen
     return torch.device("cpu"), torch.bfloat16 if dtype == "bfloat16" else torch.float32
-
-
-#: torch._dynamo's per-function recompile limit while compiling the policy: its decoder layers and decode
-#: step see several shapes (batch and length buckets, micro batches), and torch's default (8) would
-#: silently fall back to eager for the rest.
-RECOMPILE_LIMIT = 64
-
-
-def raise_recompile_limit() -> None:
-    """Raise ``torch._dynamo.config.recompile_limit`` to at least :data:`RECOMPILE_LIMIT` (process-wide)."""
-    import torch._dynamo
-
-    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, RECOMPILE_LIMIT)
-
-
-def compile_decoder_layers(model: Any) -> int:
-    """``torch.compile`` every language decoder layer of a Qwen3-VL model in place (``nn.Module.compile``).
-
-    Works through a peft wrapper (LoRA layers are compiled with the layer). Shapes may vary from
-    call to call: torch marks a changing dimension dynamic after its first recompile.
-
-    Args:
-        model: ``Qwen3VLForConditionalGeneration`` or a peft model around one.
-
-    Returns:
-        The number of layers compiled.
-
-    Raises:
-        ConfigError: the model has no ``model.language_model.layers`` (not a Qwen3-VL layout).
-    """
-    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
-    layers = getattr(getattr(getattr(inner, "model", None), "language_model", None), "layers", None)
-    if layers is None:
-        raise ConfigError(
-            f"{type(inner).__name__} has no model.language_model.layers: trainer.compile_layers needs a Qwen3-VL model; set it to false"
-        )
-    raise_recompile_limit()
-    for layer in layers:
-        layer.compile()
-    return len(layers)
 
 
 def save_tiny_base_model(

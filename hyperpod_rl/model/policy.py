@@ -78,7 +78,7 @@ def _compile_config(device: torch.device) -> Any:
     """transformers ``CompileConfig`` for the decode step; allowed on the CPU too (tests), where no graphs are captured."""
     from transformers import CompileConfig
 
-    from hyperpod_rl.model.loading import raise_recompile_limit
+    from hyperpod_rl.model.layers import raise_recompile_limit
 
     raise_recompile_limit()
     config = CompileConfig(fullgraph=False, dynamic=False, mode="reduce-overhead" if device.type == "cuda" else "default")

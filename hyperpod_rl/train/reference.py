@@ -72,7 +72,8 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.metrics.schema import MetricRecord
-from hyperpod_rl.model.loading import compile_decoder_layers, load_base_model, resolve_base_model, resolve_device, revision_of
+from hyperpod_rl.model.layers import CompiledLayers, compile_decoder_layers
+from hyperpod_rl.model.loading import load_base_model, resolve_base_model, resolve_device, revision_of
 from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.prompts import filter_rows
@@ -161,6 +162,7 @@ class ReferenceTrainer:
         self.parallel = parallel
         #: DDP over the scoring pass (data-parallel runs only; built in ``_build``)
         self.ddp: torch.nn.parallel.DistributedDataParallel | None = None
+        self.compiled: CompiledLayers | None = None
 
     @property
     def is_writer(self) -> bool:
@@ -200,8 +202,9 @@ class ReferenceTrainer:
         self.base_model_revision = cfg.model.revision or revision
         self.model, self.lora_counts = wrap_lora(model, cfg.lora)
         print("LoRA modules per target_modules entry: " + ", ".join(f"{k} {v}" for k, v in self.lora_counts.items()), flush=True)
-        if cfg.trainer.compile_layers:
-            print(f"torch.compile: {compile_decoder_layers(self.model)} decoder layers (trainer.compile_layers)", flush=True)
+        self.compiled = compile_decoder_layers(self.model) if cfg.trainer.compile_layers else None
+        if self.compiled is not None:
+            print(f"torch.compile: {self.compiled.count} decoder layers, used by the policy update (trainer.compile_layers)", flush=True)
         self.task = get_task(cfg.task.name)
         self.policy = MazePolicy(
             self.model,
@@ -506,41 +509,43 @@ class ReferenceTrainer:
         mb = cfg.trainer.micro_batch_size
         if self.ddp is not None and not groups:
             raise RuntimeError("this worker has no samples to train on: every worker needs at least one episode turn")
-        for start in range(0, len(groups), mb):
-            part = groups[start : start + mb]
-            # DDP sums gradients once per update: every micro batch but the last accumulates locally
-            last = start + mb >= len(groups)
-            with self.ddp.no_sync() if self.ddp is not None and not last else nullcontext():
-                if self.ddp is None:
-                    scored = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
-                    logp, entropy, mask, indices = scored.logprobs, scored.entropy, scored.loss_mask, scored.indices
-                else:
-                    logp, entropy, mask, indices = self.ddp(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
-                ref = None
-                if cfg.grpo.kl_coef > 0:
-                    with torch.no_grad(), self.model.disable_adapter():  # the unwrapped peft model
-                        ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
-                old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
-                adv = torch.tensor([samples[i][1] for i in indices], device=logp.device)
-                terms = grpo_loss(
-                    logp,
-                    old,
-                    adv,
-                    mask,
-                    clip_eps=cfg.grpo.clip_eps,
-                    entropy=entropy,
-                    entropy_coef=cfg.grpo.entropy_coef,
-                    ref_logprobs=ref,
-                    kl_coef=cfg.grpo.kl_coef,
-                    num_tokens=num_tokens,
-                )
-                terms.loss.backward()
-            totals["policy_loss"] += terms.policy_loss
-            totals["kl"] += terms.kl
-            totals["entropy"] += terms.entropy
-            totals["clip"] += terms.clip_fraction
-            rollout_lp = torch.tensor([samples[i][0].action.logprob for i in indices])
-            totals["diff"] += float((logp.detach().sum(-1).cpu() - rollout_lp).abs().sum())
+        # compiled decoder layers (trainer.compile_layers) serve the update only: its shapes repeat, the rollout's do not
+        with self.compiled.active() if self.compiled is not None else nullcontext():
+            for start in range(0, len(groups), mb):
+                part = groups[start : start + mb]
+                # DDP sums gradients once per update: every micro batch but the last accumulates locally
+                last = start + mb >= len(groups)
+                with self.ddp.no_sync() if self.ddp is not None and not last else nullcontext():
+                    if self.ddp is None:
+                        scored = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
+                        logp, entropy, mask, indices = scored.logprobs, scored.entropy, scored.loss_mask, scored.indices
+                    else:
+                        logp, entropy, mask, indices = self.ddp(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature)
+                    ref = None
+                    if cfg.grpo.kl_coef > 0:
+                        with torch.no_grad(), self.model.disable_adapter():  # the unwrapped peft model
+                            ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
+                    old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
+                    adv = torch.tensor([samples[i][1] for i in indices], device=logp.device)
+                    terms = grpo_loss(
+                        logp,
+                        old,
+                        adv,
+                        mask,
+                        clip_eps=cfg.grpo.clip_eps,
+                        entropy=entropy,
+                        entropy_coef=cfg.grpo.entropy_coef,
+                        ref_logprobs=ref,
+                        kl_coef=cfg.grpo.kl_coef,
+                        num_tokens=num_tokens,
+                    )
+                    terms.loss.backward()
+                totals["policy_loss"] += terms.policy_loss
+                totals["kl"] += terms.kl
+                totals["entropy"] += terms.entropy
+                totals["clip"] += terms.clip_fraction
+                rollout_lp = torch.tensor([samples[i][0].action.logprob for i in indices])
+                totals["diff"] += float((logp.detach().sum(-1).cpu() - rollout_lp).abs().sum())
         num_samples, num_rows = len(samples), len(groups)
         if self.parallel is not None:  # every worker's share: the loss terms are already over the global token count
             summed = self.parallel.sum([*totals.values(), num_samples, num_rows])

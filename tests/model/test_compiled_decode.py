@@ -78,6 +78,8 @@ def test_compiled_decode_answers_as_eager(lora_model):
 @pytest.mark.slow
 def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
     """One reference-trainer step with compiled decoder layers gives the eager step's loss and update."""
+    from torch._dynamo.utils import counters
+
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.train.reference import ReferenceTrainer
 
@@ -95,9 +97,13 @@ def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
         cfg = RunConfig.build({**base, "run_id": f"layers-{str(mode).lower()}", "trainer": {**base["trainer"], "compile_layers": mode}})
         trainer = ReferenceTrainer(cfg, tmp_path / str(mode))
         trainer._build()
-        compiled = [layer for layer in trainer.model.get_base_model().model.language_model.layers if layer._compiled_call_impl]
-        assert len(compiled) == (0 if not mode else len(trainer.model.get_base_model().model.language_model.layers))
+        layers = trainer.model.get_base_model().model.language_model.layers
+        assert (trainer.compiled.count if trainer.compiled else 0) == (len(layers) if mode else 0)
+        counters.clear()
         values.append(trainer._step().values)
+        # compiled layers ran in the update (graphs captured) and are eager again after it
+        assert (counters["stats"]["unique_graphs"] > 0) == mode
+        assert all(layer._compiled_call_impl is None for layer in layers)
         weights.append(torch.cat([p.detach().flatten() for n, p in trainer.model.named_parameters() if "lora_" in n]))
     assert values[1]["policy/policy_loss"] == pytest.approx(values[0]["policy/policy_loss"], abs=1e-5)
     assert values[1]["reward/avg_raw_reward"] == values[0]["reward/avg_raw_reward"]
