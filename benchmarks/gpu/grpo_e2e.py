@@ -203,6 +203,9 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "seed": 0,
                 "micro_batch_size": args.micro_batch,
                 "gradient_checkpointing": True,
+                "checkpoint_layers": args.checkpoint_layers,
+                "checkpoint_policy": args.checkpoint_policy,
+                "compile_layers": args.compile_layers,
                 "device": device,
                 "eval_mazes": 1,
                 "workers": args.workers,
@@ -290,6 +293,7 @@ def run_ours(
         "workers": args.workers,
         "decode": "compiled" if trainer.policy.compiled_decode else "eager",
         "compiled_layers": trainer.compiled.count if trainer.compiled is not None else 0,
+        "checkpoint": {"layers": args.checkpoint_layers, "policy": args.checkpoint_policy},
         "model_build_s": build_s,
         "image_patches": patches,
         "steps": steps,
@@ -466,6 +470,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--trl", action="store_true", help="also run TRL GRPOTrainer and ours at one turn")
     p.add_argument("--decode", default="auto", choices=["auto", "eager", "compiled"], help="rollout.decode of our runs")
     p.add_argument("--decode-baseline", action="store_true", help="also run ours with eager decoding (the baseline, same run)")
+    p.add_argument("--compile-layers", action="store_true", help="trainer.compile_layers (compiled decoder layers in the update)")
+    p.add_argument("--checkpoint-policy", default="full", choices=["full", "save_matmuls"], help="trainer.checkpoint_policy")
+    p.add_argument("--checkpoint-layers", type=float, default=1.0, help="trainer.checkpoint_layers (share of layers checkpointed)")
     p.add_argument("--tiny", action="store_true", help="tiny layers of the same layout (CPU smoke runs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--workers", type=int, default=1, help="data-parallel workers (Ray Train TorchTrainer, one GPU each)")

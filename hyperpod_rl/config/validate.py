@@ -99,7 +99,7 @@ def is_hub_id(path: str) -> bool:
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg)
+    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg) + _update_layers(cfg) + _decode(cfg)
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
     return problems
@@ -136,6 +136,44 @@ def _model_path(cfg: RunConfig) -> list[str]:
     if not (is_hub_id(path) or path.startswith("/")):
         return [
             f"model.path={path!r} is neither a hub id (org/name) nor an absolute path on the cluster: pass e.g. Qwen/Qwen3-VL-8B-Instruct or /fsx/models/Qwen3-VL-8B-Instruct"
+        ]
+    return []
+
+
+def _update_layers(cfg: RunConfig) -> list[str]:
+    """``trainer.checkpoint_layers`` / ``checkpoint_policy`` / ``compile_layers``: the reference backend's update knobs."""
+    tr = cfg.trainer
+    changed = [
+        f"trainer.{name}={value!r}"
+        for name, value, default in (
+            ("checkpoint_layers", tr.checkpoint_layers, 1.0),
+            ("checkpoint_policy", tr.checkpoint_policy, "full"),
+            ("compile_layers", tr.compile_layers, False),
+        )
+        if value != default
+    ]
+    if not changed:
+        return []
+    if cfg.backend != "reference":
+        return [f"{', '.join(changed)}: these set the reference backend's policy update; SkyRL's FSDP2 workers ignore them: remove them"]
+    if not tr.gradient_checkpointing and any("checkpoint_" in c for c in changed):
+        return [
+            f"{', '.join(c for c in changed if 'checkpoint_' in c)} shape gradient checkpointing, which is off: set trainer.gradient_checkpointing=true or remove them"
+        ]
+    return []
+
+
+def _decode(cfg: RunConfig) -> list[str]:
+    """``rollout.decode`` picks how the reference backend decodes free generation; it has nothing else to apply to."""
+    ro = cfg.rollout
+    if ro.decode == "auto":
+        return []
+    if cfg.backend != "reference":
+        return [f"rollout.decode={ro.decode!r} sets the reference backend's decoding; SkyRL rolls out with vLLM: remove it"]
+    if ro.action_constraint == "directions":
+        return [
+            f"rollout.decode={ro.decode!r} applies to free generation, but rollout.action_constraint='directions' samples one "
+            "answer word from a single forward pass and decodes no tokens: remove rollout.decode or set action_constraint='none'"
         ]
     return []
 

@@ -218,6 +218,14 @@ class MazePolicy:
         """Whether free generation uses the static KV cache and the compiled decode step (``decode``)."""
         return self.decode == "compiled" or (self.decode == "auto" and self.device.type == "cuda")
 
+    def rollout_path(self) -> str:
+        """One line saying how :meth:`act` produces answers here (the trainer logs it at start)."""
+        if self.action_constraint == "directions":
+            return "constrained: one forward pass per observation samples an answer word (no token-by-token decoding)"
+        if self.compiled_decode:
+            return f"free generation, compiled decoding (static KV cache, torch.compile'd step; rollout.decode={self.decode})"
+        return f"free generation, eager decoding (dynamic KV cache; rollout.decode={self.decode})"
+
     @property
     def device(self) -> torch.device:
         """Where the model's parameters are (inputs are moved there)."""

@@ -72,7 +72,7 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.metrics.schema import MetricRecord
-from hyperpod_rl.model.layers import CompiledLayers, compile_decoder_layers
+from hyperpod_rl.model.layers import CompiledLayers, checkpoint_decoder_layers, compile_decoder_layers
 from hyperpod_rl.model.loading import load_base_model, resolve_base_model, resolve_device, revision_of
 from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
@@ -197,7 +197,8 @@ class ReferenceTrainer:
         where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         print(f"policy on {self.device} ({where}), base weights {str(dtype).removeprefix('torch.')}", flush=True)
         if self.device.type == "cuda" and cfg.trainer.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            n = checkpoint_decoder_layers(model, fraction=cfg.trainer.checkpoint_layers, policy=cfg.trainer.checkpoint_policy)
+            print(f"activation checkpointing: {n} decoder layers, {cfg.trainer.checkpoint_policy}", flush=True)
         self.base_model_id = cfg.model.model_id or model_id
         self.base_model_revision = cfg.model.revision or revision
         self.model, self.lora_counts = wrap_lora(model, cfg.lora)
@@ -214,6 +215,7 @@ class ReferenceTrainer:
             answer_words=self.task.answer_words,
             decode=cfg.rollout.decode,
         )
+        print(f"rollouts: {self.policy.rollout_path()}", flush=True)
         if self.parallel is not None:
             # after the LoRA init (identical on every worker, checked), each worker samples its own rollouts
             self.ddp = self.parallel.wrap(self.model, self.policy)
