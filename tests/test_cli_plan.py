@@ -219,4 +219,4 @@ def test_the_recorded_sessions_in_the_docs_are_what_the_command_prints_now():
     assert set(recorded) == set(CASES)
     for name, args in CASES.items():
         assert run_case(args) == recorded[name], f"{name}: hyperpod-rl plan prints something else now; run python -m benchmarks.plan_cli"
-    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1
+    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1 and recorded["own-gpu"]["exit_code"] == 1
