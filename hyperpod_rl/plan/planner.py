@@ -80,7 +80,10 @@ def plan(inp: PlanInput) -> Plan:
 
     Returns:
         A :class:`Plan`; ``Plan.verdicts`` says in words what to change, e.g.
-        ``"micro_train_batch_size_per_gpu=8 needs about 151 GiB per GPU on 140 GiB: use 4"``.
+        ``"micro_train_batch_size_per_gpu=64 needs about 91 GiB per GPU on 79 GiB (...): use 32 (the largest micro
+        batch that fits and divides the 64 sequences each GPU gets per optimizer step)"``. Every value a verdict
+        suggests is valid for the run: micro batches divide ``mini_batch_size / world_size``, mini batches divide
+        ``train_batch_size * group_size``, tensor-parallel sizes tile the GPUs and split the attention heads.
     """
     g = inp.gpu_spec()
     mem = policy_update_memory(inp)
