@@ -294,6 +294,22 @@ def planner_calibration() -> str:
     )
 
 
+def planner_fit_scope() -> str:
+    """Limits: what the calibration was fitted on (GPU, shapes, points, files)."""
+    from benchmarks.gpu import report
+
+    r = load_result("planner_calibration")["results"]
+    fit = ", ".join(f"`{f}`" for f in r["fit_files"])
+    return (
+        f"the memory and throughput factors are fitted across the {', '.join(report.fit_shapes())} shapes, on the "
+        f"{r['fit_points']} measured points of {fit} (`python -m benchmarks.gpu.calibrate`)"
+    )
+
+
+def comm_exposed() -> str:
+    return f"{load_result('planner_calibration')['results']['planner_values']['comm_exposed']:.2f}"
+
+
 # ---------------------------------------------------------------- end-to-end GRPO on one GPU
 _E2E = ("h200_grpo_e2e_2b", "h200_grpo_e2e_4b", "h200_grpo_e2e_8b")
 _E2E_TRL = (
@@ -525,8 +541,15 @@ PASSAGES: dict[str, Passage] = {
     "scaling-run1": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp.json"), block=True),
     "scaling-run2": Passage("docs/scaling.md", _H200, _report("scaling_table", "h200_2gpu_fsdp_run2.json"), block=True),
     "scaling-curve": Passage("docs/scaling.md", ("planner_predictions",), _report("predicted_curve"), block=True),
+    "planner-held-out-memory": Passage("docs/planner.md", _H200, _report("held_out_memory_evidence")),
+    "planner-held-out-misses": Passage("docs/planner.md", _H200, _report("held_out_misses")),
+    "planner-second-machine": Passage("docs/planner.md", ("h200_2gpu_fsdp", "h200_2gpu_fsdp_run2"), _report("second_machine_comparison")),
+    "scaling-second-machine": Passage("docs/scaling.md", ("h200_2gpu_fsdp", "h200_2gpu_fsdp_run2"), _report("second_machine_comparison")),
+    "scaling-comm-exposed": Passage("docs/scaling.md", ("planner_calibration",), comm_exposed),
+    "planner-fit-scope": Passage("docs/planner.md", (*_H200, "planner_calibration"), planner_fit_scope),
     "planner-cli-fits": Passage("docs/planner.md", ("plan_cli",), _plan_cli("fits", tables=True), block=True),
     "planner-cli-blocked": Passage("docs/planner.md", ("plan_cli",), _plan_cli("blocked", tables=False), block=True),
+    "planner-cli-own-gpu": Passage("docs/planner.md", ("plan_cli",), _plan_cli("own-gpu", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
     "gpu-decode": Passage("docs/gpu.md", _DECODE, gpu_decode, block=True),

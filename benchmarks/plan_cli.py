@@ -1,4 +1,4 @@
-"""``hyperpod-rl plan`` on two run presets, recorded as docs/planner.md quotes it.
+"""``hyperpod-rl plan`` on the run presets, recorded as docs/planner.md quotes it.
 
 Usage (repository root): python -m benchmarks.plan_cli
 
@@ -26,6 +26,7 @@ __all__ = ["CASES", "run_case"]
 CASES: dict[str, list[str]] = {
     "fits": ["--preset", "single-node-8gpu"],
     "blocked": ["--preset", "single-gpu", "--micro-batch", "64", "--gpu", "H100"],
+    "own-gpu": ["--preset", "hyperpod-6gpu"],
 }
 
 

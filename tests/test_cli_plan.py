@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from hyperpod_rl.cli import app
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.plan import Plan
-from hyperpod_rl.plan.report import MEMORY_PARTS
+from hyperpod_rl.plan import Plan, model_shape
+from hyperpod_rl.plan.report import memory_parts
 from hyperpod_rl.run_plan import plan_run
 
 
@@ -31,9 +31,24 @@ def _write_config(path: Path, config: RunConfig) -> Path:
     return path
 
 
+def _hf_config(size: str) -> dict:
+    """A Qwen3-VL ``config.json`` of one of the planner's shapes."""
+    s = model_shape(size)
+    text = {
+        "hidden_size": s.hidden_size,
+        "intermediate_size": s.intermediate_size,
+        "num_hidden_layers": s.num_hidden_layers,
+        "num_attention_heads": s.num_attention_heads,
+        "num_key_value_heads": s.num_key_value_heads,
+        "head_dim": 128,
+        "vocab_size": s.vocab_size,
+    }
+    return {"tie_word_embeddings": s.tie_word_embeddings, "text_config": text, "vision_config": s.vision.model_dump()}
+
+
 def _assert_tables_show(output: str, expected: Plan) -> None:
     mem = expected.memory
-    for field, label in MEMORY_PARTS.items():
+    for field, label in memory_parts(expected).items():
         assert f"{getattr(mem, field):.2f}" in _line_with(output, label), field
     assert f"{mem.peak_gib:.2f}" in _line_with(output, "│ peak")
     assert f"{expected.gpu_memory_gib:.2f}" in _line_with(output, "GPU memory")
@@ -91,6 +106,70 @@ def test_a_run_that_does_not_fit_exits_1_with_the_blocker(tmp_path):
     assert json.loads(as_json.stdout)["blockers"] == expected.blockers
 
 
+def test_a_preset_is_planned_on_its_own_gpu():
+    """Reported: ``--preset hyperpod-6gpu`` (ml.g5.12xlarge, A10G 24 GB) was planned, and said to fit, on H200s."""
+    out = _invoke("--preset", "hyperpod-6gpu")
+    expected = plan_run(RunConfig.from_preset("hyperpod-6gpu"), gpu="A10G")
+    first = out.output.splitlines()[0]
+    assert "6 x NVIDIA A10G" in first and "H200" not in first, first
+    assert not expected.fits and out.exit_code == 1, out.output
+    _assert_tables_show(out.output, expected)
+    assert "step time on NVIDIA A10G is extrapolated" in out.output  # the factors were fitted on H200 only
+
+
+@pytest.mark.parametrize("given", ["H200", "h200", " H200 "])
+def test_gpu_given_overrides_the_presets_and_is_case_insensitive(given):
+    out = _invoke("--preset", "hyperpod-6gpu", "--gpu", given, "--json")
+    assert Plan.model_validate_json(out.stdout) == plan_run(RunConfig.from_preset("hyperpod-6gpu"), gpu="H200")
+    lower = _invoke("--preset", "single-gpu", "--gpu", "a10g", "--json")
+    assert Plan.model_validate_json(lower.stdout).input.gpu_spec().name == "NVIDIA A10G"
+
+
+def test_a_config_file_says_which_gpu_it_is_planned_on(tmp_path):
+    path = _write_config(tmp_path / "run.yaml", RunConfig.from_preset("single-node-8gpu", run_id="from-file"))
+    out = _invoke("--config", str(path))
+    text = " ".join(out.output.split())
+    assert "a run config does not say which GPU its nodes have; planning for NVIDIA H200 (give --gpu to change it)" in text
+    assert "planning for" not in " ".join(_invoke("--config", str(path), "--gpu", "H100").output.split())
+
+
+def test_the_summary_counts_the_presets_real_sequence():
+    """Reported: the CLI said 3,014-token sequences (one image, the whole max_prompt_tokens budget) where the
+    presets' docstring says 2,404 (256 prompt text + one image per turn + 6 turns of 128 + 32 reply)."""
+    first = _invoke("--preset", "single-node-8gpu").output.splitlines()[0]
+    assert "2,404-token sequences (256 prompt text + 6 images x 198 + 6 turns x 160; 196 tokens per image)" in first, first
+
+
+def test_a_blocked_micro_batch_gets_a_valid_suggestion():
+    """Reported: ``--preset single-gpu --micro-batch 64 --gpu H100`` said "use 42", which does not divide the batch of 64."""
+    out = _invoke("--preset", "single-gpu", "--micro-batch", "64", "--gpu", "H100")
+    blocker = _line_with(out.output, "blocker:")
+    suggested = int(blocker.split(": use ")[1].split()[0])
+    assert suggested == 32 and 64 % suggested == 0, blocker
+    fixed = plan_run(RunConfig.from_preset("single-gpu", **{"trainer.micro_batch_size": suggested}), gpu="H100")
+    assert fixed.fits, fixed.verdicts
+
+
+def test_single_gpu_memory_rows_are_labelled_by_what_runs(tmp_path):
+    """Reported: a one-GPU plan labelled its rows "sharded" and "root unit" though nothing is sharded at world size 1."""
+    out = _invoke("--preset", "single-gpu")
+    memory = out.output.split("vLLM KV cache per engine")[0]
+    assert "sharded over" not in memory and "root unit" not in memory
+    assert "weights (bf16, whole model on 1 GPU)" in memory and "FSDP2 buffers (gathered layers)" in memory
+    assert "exposed FSDP2 communication" not in out.output  # no collectives at world size 1
+    # the reference backend's one-GPU path runs no FSDP2 at all: no FSDP2 row
+    checkpoint = tmp_path / "qwen3-vl-2b"  # the reference backend takes a local checkpoint; the planner reads its config.json
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text(json.dumps(_hf_config("2B")))
+    data = {"train_path": "t.parquet", "heldout_path": "h.parquet"}
+    reference = RunConfig.build({"run_id": "ref-run", "model": {"path": str(checkpoint)}, "data": data})
+    assert not plan_run(reference).input.fsdp
+    path = _write_config(tmp_path / "ref.yaml", reference)
+    ref_out = _invoke("--config", str(path))
+    assert "FSDP2 buffers" not in ref_out.output and "whole model, no FSDP2" in ref_out.output, ref_out.output
+    _assert_tables_show(ref_out.output, plan_run(reference))
+
+
 def test_help_states_the_exit_codes():
     out = _invoke("--help")
     text = " ".join(out.output.split())
@@ -105,7 +184,8 @@ BAD_INPUTS = [
     (["--config", "{tmp}/list.yaml"], "holds a list, not a mapping: write the RunConfig fields"),
     (["--config", "{tmp}/bad-field.yaml"], "lora.rank: must be > 0"),
     (["--config", "{tmp}/bad-field.yaml"], "trainer.micro_batchsize: not a known field"),
-    (["--preset", "single-gpu", "--gpu", "A100"], "gpu 'A100' is not known to the planner; use one of H200, H100"),
+    (["--preset", "single-gpu", "--gpu", "A100"], "gpu 'A100' is not known to the planner; use one of H200 (NVIDIA H200, 139.8 GiB), H100"),
+    (["--preset", "single-gpu", "--gpu", "A100"], "A10G (NVIDIA A10G, 22 GiB)"),
     (["--preset", "single-gpu", "--image-px", "big"], "--image-px takes SIDE or HEIGHTxWIDTH in pixels"),
     (["--preset", "single-gpu", "--image-px", "0x448"], "--image-px must be positive pixels"),
     (["--preset", "single-gpu", "--micro-batch", "3"], "trainer.micro_batch_size=3 does not divide"),
@@ -139,4 +219,4 @@ def test_the_recorded_sessions_in_the_docs_are_what_the_command_prints_now():
     assert set(recorded) == set(CASES)
     for name, args in CASES.items():
         assert run_case(args) == recorded[name], f"{name}: hyperpod-rl plan prints something else now; run python -m benchmarks.plan_cli"
-    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1
+    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1 and recorded["own-gpu"]["exit_code"] == 1

@@ -3,7 +3,7 @@
 import pytest
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.run_plan import fit_warnings, plan_run
+from hyperpod_rl.run_plan import PROMPT_TEXT_TOKENS, REPLY_TEXT_TOKENS, fit_warnings, plan_input_for, plan_run
 
 DATA = {"train_path": "t.parquet", "heldout_path": "h.parquet"}
 
@@ -28,3 +28,16 @@ def test_oversized_micro_batch_gets_a_planner_warning():
 def test_reference_runs_are_not_planned():
     config = RunConfig.build({"run_id": "plan-check", "data": DATA})
     assert fit_warnings(config) == []
+
+
+def test_the_sequence_is_sized_from_the_task_and_the_prompt_budget():
+    """Reported: one image per episode and the whole max_prompt_tokens budget (2,048) as prompt text: 3,014 tokens.
+    A multi-turn maze episode shows one image per turn; a single-turn task one image and no environment reply."""
+    maze = plan_input_for(RunConfig.from_preset("single-gpu", run_id="plan-check", data=DATA))
+    assert (maze.turns, maze.images_per_prompt, maze.max_prompt_tokens) == (6, 6, PROMPT_TEXT_TOKENS)
+    assert maze.max_response_tokens == 128 + REPLY_TEXT_TOKENS and maze.seq_len == 2404
+    single = plan_input_for(RunConfig.from_preset("single-gpu", run_id="plan-check", data=DATA, task={"name": "doc_read"}))
+    assert (single.turns, single.images_per_prompt, single.max_response_tokens) == (1, 1, 128)
+    # the prompt (text + first image) never exceeds rollout.max_prompt_tokens, which counts both
+    tight = plan_input_for(RunConfig.from_preset("single-gpu", run_id="plan-check", data=DATA, **{"rollout.max_prompt_tokens": 300}))
+    assert tight.max_prompt_tokens + tight.image_tokens_per_image + 2 == 300

@@ -14,7 +14,7 @@ from typing import Any
 
 from benchmarks._record import RESULTS_DIR as RESULTS
 from benchmarks.gpu.repredict import STRONG_W1
-from hyperpod_rl.plan.benchmark import load_records
+from hyperpod_rl.plan.benchmark import bench_plan_input, load_records
 
 
 def single_gpu_table() -> str:
@@ -52,6 +52,7 @@ def prediction_rows() -> list[dict[str, Any]]:
                     {
                         "set": "held out" if held else "fit",
                         "file": name,
+                        "model": bench_plan_input(r["config"], gpus=r["gpus"], variant=variant).shape().name,
                         "config": r["config"]["name"],
                         "gpus": r["gpus"],
                         "variant": variant,
@@ -91,6 +92,79 @@ def error_summary() -> str:
         lines.append(f"| {which} | {len(rows)} | {max(mem):.1%} | {sum(mem) / len(mem):.1%} | {max(tps):.1%} | {sum(tps) / len(tps):.1%} |")
     head = "| set | points | peak: max abs error | peak: mean abs error | tok/s: max abs error | tok/s: mean abs error |\n|---|---|---|---|---|---|"
     return head + "\n" + "\n".join(lines)
+
+
+#: The planner's held-out bar for tokens/s (``tests/plan/test_plan_against_h200.py``): +-20 %.
+TOKENS_PER_S_BAR = 0.20
+_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
+def _shape(model: str) -> str:
+    return model.removeprefix("Qwen/Qwen3-VL-").removesuffix("-Instruct")
+
+
+def fit_shapes() -> list[str]:
+    """Model shapes of the fitted points, smallest first (``["2B", "4B", "8B"]``)."""
+    shapes = {_shape(r["model"]) for r in prediction_rows() if r["set"] == "fit"}
+    return sorted(shapes, key=lambda s: float(s.removesuffix("B")))
+
+
+def held_out_memory_evidence() -> str:
+    """Inline: the held-out points whose (shape, config, GPUs, variant) the fit never saw, and their largest peak error.
+
+    Peak memory is deterministic, so only those points are new evidence (the same selection as the
+    test ``test_held_out_peak_memory_within_15_percent``).
+    """
+    rows = prediction_rows()
+    fitted = {(r["model"], r["config"], r["gpus"], r["variant"]) for r in rows if r["set"] == "fit"}
+    new = [r for r in rows if r["set"] == "held out" and (r["model"], r["config"], r["gpus"], r["variant"]) not in fitted]
+    worst = max(new, key=lambda r: abs(r["predicted_peak_gib"] / r["peak_gib"] - 1))
+    err = worst["predicted_peak_gib"] / worst["peak_gib"] - 1
+    files = sorted({r["file"] for r in new})
+    groups = "; ".join(f"`{f}`: {', '.join(sorted({r['config'] for r in new if r['file'] == f}))}" for f in files)
+    return (
+        f"{len(new)} points ({groups}), all within {abs(err):.1%} "
+        f"(largest: {_shape(worst['model'])} {worst['config']} {worst['variant']}, {err:+.1%})"
+    )
+
+
+def held_out_misses() -> str:
+    """Inline: the held-out points whose predicted tokens/s misses the measured by more than the bar, with their errors."""
+    miss = [
+        r
+        for r in prediction_rows()
+        if r["set"] == "held out" and abs(r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1) > TOKENS_PER_S_BAR
+    ]
+    parts = [
+        f"{_shape(r['model'])} {r['config']} {r['variant']} on {r['gpus']} GPU{'s' if r['gpus'] > 1 else ''} (`{r['file']}`): "
+        f"{r['predicted_tokens_per_s'] / r['tokens_per_s'] - 1:+.1%}"
+        for r in miss
+    ]
+    return f"{_WORDS.get(len(miss), str(len(miss)))} points: " + "; ".join(parts)
+
+
+def second_machine_comparison(first: str = "h200_2gpu_fsdp.json", second: str = "h200_2gpu_fsdp_run2.json") -> str:
+    """Inline: how the second 2-GPU machine's tokens/s and NCCL all-gather time compare with the first's, same configs."""
+    one = {r["config"]["name"]: r for r in load_records(RESULTS / first)}
+    ratios, gathers = [], []
+    for r2 in load_records(RESULTS / second):
+        r1 = one.get(r2["config"]["name"])
+        if r1 is None:
+            continue
+        for variant, v2 in r2["variants"].items():
+            v1 = r1["variants"].get(variant)
+            if not v1 or v1.get("status") != "ok" or v2.get("status") != "ok":
+                continue
+            ratios.append(v2["tokens_per_s"] / v1["tokens_per_s"] - 1)
+            ag = [sum(op["s"] for op in v.get("top_device_ops", []) if op["name"].startswith("ncclDevKernel_AllGather")) for v in (v1, v2)]
+            if all(ag):
+                gathers.append(ag[1] / ag[0])
+    lo, hi = min(ratios), max(ratios)
+    span = f"from {-lo:.1%} lower to {hi:.1%} higher" if hi > 0 else f"{-hi:.1%} to {-lo:.1%} lower"
+    return (
+        f"its tokens/s on the {len(ratios)} (config, variant) points both machines ran were {span} than the first's, "
+        f"and its NCCL all-gather kernels took up to {max(gathers):.1f}x as long"
+    )
 
 
 def scaling_table(name: str = "h200_2gpu_fsdp.json") -> str:

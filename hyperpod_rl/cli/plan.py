@@ -14,8 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_rl.cli._common import console, fail, handled
+from hyperpod_rl.config.presets import preset_gpu
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.plan import GPUS
+from hyperpod_rl.plan.hardware import CALIBRATION_GPU
 
 __all__ = ["parse_image_px", "plan_command"]
 
@@ -39,7 +41,11 @@ def plan_command(
     config: Path | None = typer.Option(
         None, "--config", help="run config file, YAML or JSON (the RunConfig fields: run_id, backend, data, trainer, ...)"
     ),
-    gpu: str = typer.Option("H200", "--gpu", help=f"GPU of the nodes: {', '.join(GPUS)}"),
+    gpu: str | None = typer.Option(
+        None,
+        "--gpu",
+        help=f"GPU of the nodes, case-insensitive: {', '.join(GPUS)} (default: the preset's own GPU; H200 for --config)",
+    ),
     image_px: str = typer.Option("448", "--image-px", help="image size in pixels: SIDE or HEIGHTxWIDTH"),
     micro_batch: int | None = typer.Option(
         None, "--micro-batch", help="override trainer.micro_batch_size (sequences per GPU per forward/backward)"
@@ -48,7 +54,7 @@ def plan_command(
 ) -> None:
     """Predict a run's per-GPU memory, vLLM KV-cache room and step time, with verdicts.
 
-    Give a run preset (--preset) or a run config file (--config). Exit code: 0 when the run fits its GPUs, 1 when it does not (a blocker verdict says what to change), 2 on bad input.
+    Give a run preset (--preset) or a run config file (--config). A preset is planned on its own GPU (hyperpod-6gpu: A10G), a config file on an H200, unless --gpu says otherwise. Exit code: 0 when the run fits its GPUs, 1 when it does not (a blocker verdict says what to change), 2 on bad input.
     """
     from hyperpod_rl.plan.report import plan_summary, plan_tables
     from hyperpod_rl.run_plan import plan_run
@@ -61,14 +67,21 @@ def plan_command(
     overrides = {} if micro_batch is None else {"trainer.micro_batch_size": micro_batch}
     with handled():
         run = RunConfig.from_preset(preset, **overrides) if preset is not None else RunConfig.from_file(config, **overrides)  # type: ignore[arg-type]
-        result = plan_run(run, gpu=gpu, image_px=px)
+        planned_gpu = gpu if gpu is not None else (preset_gpu(preset) if preset is not None else CALIBRATION_GPU)
+        result = plan_run(run, gpu=planned_gpu, image_px=px)
     if as_json:
         typer.echo(result.model_dump_json(indent=1))
         raise typer.Exit(code=0 if result.fits else 1)
+    if gpu is None and preset is None:
+        console.print(
+            f"[yellow]note:[/] a run config does not say which GPU its nodes have; planning for {escape(result.input.gpu_spec().name)} "
+            "(give --gpu to change it)"
+        )
     if run.backend != "skyrl":
         console.print(
-            f"[yellow]note:[/] run {escape(run.run_id)} uses the {escape(run.backend)} backend; the planner models the SkyRL backend "
-            "(FSDP2 policy + vLLM engines) at the same sizes"
+            f"[yellow]note:[/] run {escape(run.run_id)} uses the {escape(run.backend)} backend: the planner models its policy update "
+            "as one plain process per worker (no FSDP2) and its rollouts as vLLM engines (the reference backend samples with "
+            "Hugging Face generate, so its rollout figures do not apply)"
         )
     console.print(f"[bold {'green' if result.fits else 'red'}]{escape(plan_summary(result))}[/]", soft_wrap=True)
     for t in plan_tables(result):

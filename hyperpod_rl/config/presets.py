@@ -2,13 +2,16 @@
 
 Every preset is a plain dict that :meth:`RunConfig.from_preset` validates; overrides are merged
 in first, so an override that breaks a rule fails with the same field-naming message as any
-other config. ``tests/config`` loads each preset through SkyRL 0.4's own loader and validator,
-and recomputes the memory figures below with :mod:`hyperpod_rl.plan` (from
-:data:`PLANNER_INPUTS`), so the numbers in these docstrings cannot drift from the planner.
+other config. Each preset names the GPU of its nodes (:data:`PRESET_GPUS`). ``tests/config``
+loads each preset through SkyRL 0.4's own loader and validator, and recomputes the figures below
+with the planner on exactly the input ``hyperpod-rl plan --preset NAME`` uses
+(:func:`hyperpod_rl.run_plan.plan_input_for` on the preset's GPU), so the numbers in these
+docstrings cannot drift from the planner or the command.
 
-Shared sizing: a maze episode is at most 6 turns, each turn one 448x448 px image
-(196 image tokens + 2) and at most 128 generated tokens, after a 256-token text prompt; the
-planner's sequence is 2,404 tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB in bf16.
+Shared sizing (:func:`hyperpod_rl.run_plan.plan_input_for`): a maze episode is at most 6 turns,
+each turn one 448x448 px image (196 image tokens + 2) and at most 128 generated tokens plus a
+32-token environment reply, after a 256-token text prompt; the planner's sequence is 2,404
+tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB in bf16.
 
 ``hyperpod-6gpu`` (the seed topology: CPU head + 3 GPU workers x 2 GPUs, ml.g5.12xlarge, A10G 24 GB)
     FSDP2 over 6 GPUs, colocate_all, 6 vLLM engines at TP1, LoRA r32 on the language linears,
@@ -18,7 +21,8 @@ planner's sequence is 2,404 tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB 
     sleeping engine), so micro batch 2 fits with room; no KL term, so no reference model copy.
     **Rollout is the tight part**: a TP1 engine holds all 16.3 GiB of bf16 weights on a 22 GiB
     card; at gpu_memory_utilization 0.9 the planner (which reserves 4 GiB of vLLM workspace)
-    leaves no KV cache at all and flags it as a blocker. vLLM's real workspace on a 24 GB card is
+    leaves no KV cache at all and flags it as a blocker (``hyperpod-rl plan --preset hyperpod-6gpu``,
+    planned on the A10G, exits 1 and suggests tensor parallel size 2). vLLM's real workspace on a 24 GB card is
     smaller, but expect only a few thousand KV tokens per engine. If engines fail to start or
     preempt constantly, use ``placement={"num_engines": 3, "tensor_parallel_size": 2}``
     (111k KV tokens per engine by the planner) or a 48 GB GPU (ml.g6e).
@@ -41,7 +45,7 @@ from typing import Any
 
 from hyperpod_rl.errors import ConfigError
 
-__all__ = ["PLANNER_INPUTS", "PRESETS", "preset_dict", "preset_names", "with_overrides"]
+__all__ = ["PRESETS", "PRESET_GPUS", "preset_dict", "preset_gpu", "preset_names", "with_overrides"]
 
 _MODEL = "Qwen/Qwen3-VL-8B-Instruct"
 
@@ -156,62 +160,24 @@ PRESETS: dict[str, dict[str, Any]] = {
     ),
 }
 
-_PLAN_COMMON: dict[str, Any] = {
-    "model": _MODEL,
-    "lora_rank": 32,
-    "group_size": 8,
-    "turns": 6,
-    "max_prompt_tokens": 256,
-    "max_response_tokens": 160,  # 128 generated + the environment's text reply
-    "image_px": (448, 448),
-    "images_per_prompt": 6,
+#: name -> the GPU the preset's nodes have (a name of ``hyperpod_rl.plan.GPUS``): what
+#: ``hyperpod-rl plan --preset NAME`` plans for unless ``--gpu`` says otherwise.
+PRESET_GPUS: dict[str, str] = {
+    "hyperpod-6gpu": "A10G",  # ml.g5.12xlarge: 4 x A10G 24 GB, 2 used per node
+    "single-node-8gpu": "H200",  # ml.p5en.48xlarge
+    "single-gpu": "H200",
 }
 
-#: name -> ``hyperpod_rl.plan.PlanInput`` fields behind the memory figures in this module's
-#: docstring. ``gpu`` is a GPU name known to the planner or a dict of ``GPUSpec`` fields
-#: (the A10G is not in the planner's table; datasheet: 24 GB GDDR6, 600 GB/s, 70 TFLOP/s dense bf16).
-PLANNER_INPUTS: dict[str, dict[str, Any]] = {
-    "hyperpod-6gpu": {
-        **_PLAN_COMMON,
-        "gpu": {
-            "name": "NVIDIA A10G",
-            "memory_gib": 22.0,
-            "bf16_flops": 70e12,
-            "hbm_bytes_per_s": 600e9,
-            "nvlink_bytes_per_s": 16e9,
-            "host_bytes_per_s": 16e9,
-        },
-        "gpus_per_node": 2,
-        "nodes": 3,
-        "train_batch_size": 12,
-        "mini_batch_size": 48,
-        "micro_train_batch_size_per_gpu": 2,
-        "gpu_memory_utilization": 0.9,
-        "use_kl": False,
-    },
-    "single-node-8gpu": {
-        **_PLAN_COMMON,
-        "gpu": "H200",
-        "gpus_per_node": 8,
-        "nodes": 1,
-        "train_batch_size": 32,
-        "mini_batch_size": 128,
-        "micro_train_batch_size_per_gpu": 8,
-        "gpu_memory_utilization": 0.6,
-        "use_kl": True,
-    },
-    "single-gpu": {
-        **_PLAN_COMMON,
-        "gpu": "H200",
-        "gpus_per_node": 1,
-        "nodes": 1,
-        "train_batch_size": 8,
-        "mini_batch_size": 64,
-        "micro_train_batch_size_per_gpu": 8,
-        "gpu_memory_utilization": 0.6,
-        "use_kl": False,
-    },
-}
+
+def preset_gpu(name: str) -> str:
+    """The GPU (a short name of ``hyperpod_rl.plan.GPUS``) the preset ``name`` runs on.
+
+    Raises:
+        ConfigError: unknown preset name.
+    """
+    if name not in PRESET_GPUS:
+        raise ConfigError(f"unknown run preset {name!r}: use one of {', '.join(PRESETS)}")
+    return PRESET_GPUS[name]
 
 
 def preset_names() -> list[str]:

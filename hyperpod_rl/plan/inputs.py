@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from hyperpod_rl.base import RaisesOnInit
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.plan.hardware import GPUSpec, gpu_spec
+from hyperpod_rl.plan.hardware import GPUS, GPUSpec, gpu_spec
 from hyperpod_rl.plan.images import image_tokens
 from hyperpod_rl.plan.shapes import ModelShape, model_shape, shape_from_hf_config
 
@@ -52,7 +52,15 @@ class PlanInput(RaisesOnInit):
     logprob_impl: Literal["chunked", "naive"] = "chunked"
     adapter_compute_dtype: Literal["bf16", "fp32"] = Field(default="bf16", description="bf16: FSDP2 mixed precision; fp32: peft default")
     chunk_tokens: int = Field(default=1024, gt=0, description="response_logprobs chunk size")
-    gpu: str | GPUSpec = "H200"
+    gpu: str | GPUSpec = Field(default="H200", description="a short name of GPUS (case-insensitive) or the GPU's figures")
+
+    @field_validator("gpu")
+    @classmethod
+    def _canonical_gpu(cls, value: str | GPUSpec) -> str | GPUSpec:
+        """``"h200"`` -> ``"H200"``; an unknown name is left for :meth:`gpu_spec` to reject with the list of known GPUs."""
+        if isinstance(value, str):
+            return next((key for key in GPUS if key.casefold() == value.strip().casefold()), value)
+        return value
 
     def model_post_init(self, context: Any, /) -> None:
         """Cross-field checks; raises :class:`ConfigError` naming the field (not wrapped by pydantic)."""

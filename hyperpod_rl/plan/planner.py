@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from hyperpod_rl.base import Model
+from hyperpod_rl.plan.hardware import CALIBRATION_GPU, GPUS
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import GIB, MemoryBreakdown, policy_update_memory
 from hyperpod_rl.plan.throughput import StepTime, comm_seconds, step_time, train_seconds_per_micro_batch
@@ -79,7 +80,10 @@ def plan(inp: PlanInput) -> Plan:
 
     Returns:
         A :class:`Plan`; ``Plan.verdicts`` says in words what to change, e.g.
-        ``"micro_train_batch_size_per_gpu=8 needs about 151 GiB per GPU on 140 GiB: use 4"``.
+        ``"micro_train_batch_size_per_gpu=64 needs about 91 GiB per GPU on 79 GiB (...): use 32 (the largest micro
+        batch that fits and divides the 64 sequences each GPU gets per optimizer step)"``. Every value a verdict
+        suggests is valid for the run: micro batches divide ``mini_batch_size / world_size``, mini batches divide
+        ``train_batch_size * group_size``, tensor-parallel sizes tile the GPUs and split the attention heads.
     """
     g = inp.gpu_spec()
     mem = policy_update_memory(inp)
@@ -92,7 +96,12 @@ def plan(inp: PlanInput) -> Plan:
     where = f" (with {resident:g} GiB held by the sleeping vLLM engine)" if resident else ""
     if mem.peak_gib > budget:
         best = _largest_fitting_micro_batch(inp, budget)
-        fix = f"use {best}" if best else "no micro batch fits: " + _no_fit_hint(inp)
+        if best:
+            fix = f"use {best} (the largest micro batch that fits and divides the {inp.mini_batch_size // inp.world_size} sequences each GPU gets per optimizer step)"
+        elif inp.mini_batch_size % inp.world_size:
+            fix = f"mini_batch_size={inp.mini_batch_size} does not split over {inp.world_size} GPUs: make it a multiple of {inp.world_size}"
+        else:
+            fix = "no micro batch fits: " + _no_fit_hint(inp)
         verdicts.append(
             f"micro_train_batch_size_per_gpu={inp.micro_train_batch_size_per_gpu} needs about {mem.peak_gib:.0f} GiB per GPU "
             f"on {g.memory_gib:.0f} GiB{where}: {fix}"
@@ -115,13 +124,12 @@ def plan(inp: PlanInput) -> Plan:
         )
         verdicts.append(
             f"gpu_memory_utilization={inp.gpu_memory_utilization} leaves {kv.capacity_gib:.1f} GiB for vLLM's KV cache after "
-            f"{s_w:.0f} GiB of weights: not one {inp.seq_len}-token sequence fits; raise it to at least {min(0.95, need / g.memory_gib + 0.02):.2f} "
-            "or raise inference_tensor_parallel_size"
+            f"{s_w:.0f} GiB of weights: not one {inp.seq_len:,}-token sequence fits; {_kv_fix(inp, need / g.memory_gib + 0.02)}"
         )
         blockers.append(verdicts[-1])
     else:
         verdicts.append(
-            f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences} concurrent {inp.seq_len}-token sequences per engine"
+            f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences:,} concurrent {inp.seq_len:,}-token sequences per engine"
         )
     if inp.placement == "colocated" and inp.gpu_memory_utilization > 0.85:
         verdicts.append(
@@ -133,12 +141,23 @@ def plan(inp: PlanInput) -> Plan:
         )
     sequences = inp.train_batch_size * inp.group_size
     per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
-    if inp.mini_batch_size % per_step or sequences % inp.mini_batch_size:
+    if inp.mini_batch_size % per_step:
         verdicts.append(
-            f"mini_batch_size={inp.mini_batch_size} must be a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}, "
-            f"and train_batch_size x group_size = {sequences} a multiple of mini_batch_size"
+            f"mini_batch_size={inp.mini_batch_size} must be a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}: "
+            + _batch_fix(inp, budget)
         )
         blockers.append(verdicts[-1])
+    if sequences % inp.mini_batch_size:
+        verdicts.append(
+            f"train_batch_size x group_size = {sequences} sequences must be a multiple of mini_batch_size={inp.mini_batch_size}: "
+            + _mini_batch_fix(inp, sequences)
+        )
+        blockers.append(verdicts[-1])
+    if not g.fitted:
+        verdicts.append(
+            f"step time on {g.name} is extrapolated: the planner's efficiency factors were fitted on {GPUS[CALIBRATION_GPU].name} "
+            "measurements only and are applied here to this GPU's datasheet rates"
+        )
     verdicts.append(
         f"step time estimate: generate {step.generate_s:.0f} s, train {step.train_s:.0f} s, sync {step.sync_s:.0f} s "
         f"(train {step.train_tokens_per_s_per_gpu:,.0f} tokens/s per GPU)"
@@ -157,12 +176,63 @@ def plan(inp: PlanInput) -> Plan:
     )
 
 
-def _largest_fitting_micro_batch(inp: PlanInput, budget_gib: float) -> int:
+def valid_micro_batches(inp: PlanInput) -> list[int]:
+    """Micro batches per GPU that split an optimizer step evenly, ascending: the divisors of
+    ``mini_batch_size / world_size`` (empty when ``mini_batch_size`` does not split over the GPUs)."""
+    if inp.mini_batch_size % inp.world_size:
+        return []
+    per_gpu = inp.mini_batch_size // inp.world_size
+    return [b for b in range(1, per_gpu + 1) if per_gpu % b == 0]
+
+
+def _largest_fitting_micro_batch(inp: PlanInput, budget_gib: float, *, below: int | None = None) -> int:
+    """The largest valid micro batch (:func:`valid_micro_batches`) below ``below`` (default: the
+    input's) whose policy update fits ``budget_gib``; 0 when none does."""
+    limit = inp.micro_train_batch_size_per_gpu if below is None else below
     best = 0
-    for b in range(1, inp.micro_train_batch_size_per_gpu):
-        if policy_update_memory(inp.model_copy(update={"micro_train_batch_size_per_gpu": b})).peak_gib <= budget_gib:
+    for b in valid_micro_batches(inp):
+        if b < limit and policy_update_memory(inp.model_copy(update={"micro_train_batch_size_per_gpu": b})).peak_gib <= budget_gib:
             best = b
     return best
+
+
+def _batch_fix(inp: PlanInput, budget_gib: float) -> str:
+    """What to set when the micro batch does not divide the mini batch: a valid micro batch that fits, if any."""
+    if inp.mini_batch_size % inp.world_size:
+        return f"make mini_batch_size a multiple of the {inp.world_size} GPUs"
+    best = _largest_fitting_micro_batch(inp, budget_gib, below=inp.mini_batch_size + 1)
+    if best:
+        return f"use micro_train_batch_size_per_gpu={best} (a divisor of the {inp.mini_batch_size // inp.world_size} sequences per GPU that fits)"
+    return f"pick a divisor of the {inp.mini_batch_size // inp.world_size} sequences per GPU"
+
+
+def _mini_batch_fix(inp: PlanInput, sequences: int) -> str:
+    """A mini batch that divides the step's sequences and splits into whole micro batches on every GPU."""
+    per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
+    valid = [m for m in range(per_step, sequences + 1, per_step) if sequences % m == 0]
+    if not valid:
+        return f"make train_batch_size x group_size a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}"
+    below = [m for m in valid if m <= inp.mini_batch_size]
+    return f"use mini_batch_size={max(below) if below else min(valid)}"
+
+
+def _kv_fix(inp: PlanInput, utilization_needed: float) -> str:
+    """What to change when vLLM has no KV-cache room: a utilization that fits, and/or a valid larger TP."""
+    fixes = []
+    if utilization_needed <= 0.95:
+        fixes.append(f"raise gpu_memory_utilization to at least {utilization_needed:.2f}")
+    s = inp.shape()
+    gpus = inp.world_size if inp.placement == "colocated" else (inp.inference_gpus or inp.world_size)
+    for tp in range(inp.inference_tensor_parallel_size + 1, min(gpus, inp.gpus_per_node) + 1):
+        # vLLM needs the attention heads to split over TP ranks, and the engines to tile the GPUs.
+        if gpus % tp or s.num_attention_heads % tp or s.num_key_value_heads % tp:
+            continue
+        if _kv_cache(inp.model_copy(update={"inference_tensor_parallel_size": tp})).concurrent_sequences >= 1:
+            fixes.append(f"set inference_tensor_parallel_size={tp} ({gpus // tp} engines of {tp} GPUs)")
+            break
+    if not fixes:
+        return "no utilization or tensor-parallel size that fits this GPU count: use GPUs with more memory or a smaller model"
+    return " or ".join(fixes)
 
 
 def _no_fit_hint(inp: PlanInput) -> str:
@@ -170,6 +240,8 @@ def _no_fit_hint(inp: PlanInput) -> str:
         return "turn gradient_checkpointing on"
     if inp.logprob_impl == "naive":
         return "use logprob_impl='chunked'"
+    if not inp.fsdp:
+        return "without FSDP2 every GPU holds the whole model: shard it (FSDP2), shorten max_response_tokens or downscale images"
     return "add GPUs (more FSDP shards), shorten max_response_tokens or downscale images"
 
 

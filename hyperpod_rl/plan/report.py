@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from hyperpod_rl.plan.planner import Plan
 
-__all__ = ["MEMORY_PARTS", "PlanTable", "plan_html", "plan_summary", "plan_tables"]
+__all__ = ["MEMORY_PARTS", "PlanTable", "memory_parts", "plan_html", "plan_summary", "plan_tables", "sequence_breakdown"]
 
-#: ``MemoryBreakdown`` field -> row label, in the order the tables show them.
+#: ``MemoryBreakdown`` field -> row label of a sharded (FSDP2, more than one GPU) policy, in the
+#: order the tables show them; :func:`memory_parts` gives the labels of a given plan.
 MEMORY_PARTS: dict[str, str] = {
     "weights_gib": "weights (bf16, sharded)",
     "fsdp_buffers_gib": "FSDP2 buffers (root unit + gathered layers)",
@@ -30,6 +31,38 @@ MEMORY_PARTS: dict[str, str] = {
     "logits_gib": "logits (log-prob path)",
     "overhead_gib": "overhead (CUDA workspaces, allocator)",
 }
+
+
+def memory_parts(plan: Plan) -> dict[str, str]:
+    """``MemoryBreakdown`` field -> row label for ``plan``, labelled by what runs.
+
+    FSDP2 over several GPUs: :data:`MEMORY_PARTS`. FSDP2 at world size 1: nothing is sharded, so
+    the weights are the whole model and the FSDP2 row holds only its gathered-layer copies. No
+    FSDP2 (``PlanInput.fsdp=False``: a plain process per GPU, as the reference backend runs): the
+    FSDP2 row is left out.
+    """
+    inp = plan.input
+    parts = dict(MEMORY_PARTS)
+    if not inp.fsdp:
+        parts["weights_gib"] = "weights (bf16, whole model, no FSDP2)"
+        del parts["fsdp_buffers_gib"]
+    elif inp.world_size == 1:
+        parts["weights_gib"] = "weights (bf16, whole model on 1 GPU)"
+        parts["fsdp_buffers_gib"] = "FSDP2 buffers (gathered layers)"
+    else:
+        parts["weights_gib"] = f"weights (bf16, sharded over {inp.world_size} GPUs)"
+    return parts
+
+
+def sequence_breakdown(plan: Plan) -> str:
+    """How the planned sequence length adds up, e.g. ``"256 prompt text + 6 images x 198 + 6 turns x 160"``."""
+    inp = plan.input
+    parts = [f"{inp.max_prompt_tokens:,} prompt text"]
+    if inp.images_per_prompt:
+        n = inp.images_per_prompt
+        parts.append(f"{n} image{'s' if n != 1 else ''} x {inp.image_tokens_per_image + 2}")
+    parts.append(f"{inp.turns} turn{'s' if inp.turns != 1 else ''} x {inp.max_response_tokens}")
+    return " + ".join(parts)
 
 
 class PlanTable(NamedTuple):
@@ -53,14 +86,15 @@ def seconds(value: float) -> str:
 def plan_summary(plan: Plan) -> str:
     """One line: model, GPUs, sequence and micro batch, and whether the run fits.
 
-    E.g. ``"Qwen3-VL-8B on 8 x NVIDIA H200 (1 node): 3,014-token sequences (196 image tokens each image), micro batch 8: fits"``.
+    E.g. ``"Qwen/Qwen3-VL-8B-Instruct on 8 x NVIDIA H200 (1 node, colocated): 2,404-token sequences
+    (256 prompt text + 6 images x 198 + 6 turns x 160; 196 tokens per image), micro batch 8 per GPU: fits"``.
     """
     inp = plan.input
     nodes = f"{inp.nodes} node{'s' if inp.nodes > 1 else ''}"
     verdict = "fits" if plan.fits else f"does NOT fit ({len(plan.blockers)} blocker{'s' if len(plan.blockers) != 1 else ''})"
     return (
         f"{inp.shape().name} on {inp.world_size} x {inp.gpu_spec().name} ({nodes}, {inp.placement}): "
-        f"{plan.seq_len:,}-token sequences ({plan.image_tokens} tokens per image), "
+        f"{plan.seq_len:,}-token sequences ({sequence_breakdown(plan)}; {plan.image_tokens} tokens per image), "
         f"micro batch {inp.micro_train_batch_size_per_gpu} per GPU: {verdict}"
     )
 
@@ -70,7 +104,7 @@ def plan_tables(plan: Plan) -> list[PlanTable]:
     mem = plan.memory
     peak = mem.peak_gib
     memory_rows: list[tuple[str, ...]] = [
-        (label, gib(getattr(mem, field)), f"{getattr(mem, field) / peak:.0%}") for field, label in MEMORY_PARTS.items()
+        (label, gib(getattr(mem, field)), f"{getattr(mem, field) / peak:.0%}") for field, label in memory_parts(plan).items()
     ]
     memory_rows.append(("peak", gib(peak), "100%"))
     memory_rows.append(("GPU memory", gib(plan.gpu_memory_gib), f"peak uses {peak / plan.gpu_memory_gib:.0%}"))
@@ -86,7 +120,11 @@ def plan_tables(plan: Plan) -> list[PlanTable]:
         ("generate (vLLM, estimate)", seconds(step.generate_s)),
         ("train (policy update)", seconds(step.train_s)),
         ("  of which compute", seconds(step.train_compute_s)),
-        ("  of which exposed FSDP2 communication", seconds(step.train_comm_exposed_s)),
+        *(
+            [("  of which exposed FSDP2 communication", seconds(step.train_comm_exposed_s))]
+            if plan.input.fsdp and plan.input.world_size > 1
+            else []
+        ),
         ("sync (weights to vLLM, offload)", seconds(step.sync_s)),
         ("total", seconds(step.total_s)),
         ("train tokens/s per GPU", f"{step.train_tokens_per_s_per_gpu:,.0f}"),

@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets as w
 
 from hyperpod_rl.cluster.local import current_local_cluster
+from hyperpod_rl.config.presets import preset_gpu
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import RunHandle, follow_run, latest_job, overview, stop_and_record, submit_run
@@ -197,6 +198,7 @@ class RunPanel(Panel):
         overrides = {k: v for k, v in overrides.items() if v}
         config = RunConfig.from_preset(change["new"], **overrides)  # type: ignore[attr-defined]
         self.form.set_value(config)
+        self.plan_gpu.value = preset_gpu(change["new"])  # plan a preset on its own GPU (the picker can still change it)
 
     def config_dict(self) -> dict[str, Any]:
         """The form's run config as a dict (the task section from the task picker), unvalidated."""

@@ -96,7 +96,7 @@ def test_oversized_micro_batch_gets_a_verdict_with_a_fix() -> None:
     assert p.memory.peak_gib > 141
     verdict = p.verdicts[0]
     assert verdict.startswith("micro_train_batch_size_per_gpu=64 needs about")
-    fix = int(verdict.rsplit("use ", 1)[1])
+    fix = int(verdict.split(": use ", 1)[1].split()[0])
     assert 1 <= fix < 64
     smaller = plan(
         PlanInput(
@@ -124,7 +124,7 @@ def test_small_run_fits_and_reports_kv_cache_and_step_split() -> None:
 def test_low_gpu_memory_utilization_leaves_no_kv_cache() -> None:
     p = plan(PlanInput(model="32B", gpu_memory_utilization=0.3, gpus_per_node=8, micro_train_batch_size_per_gpu=1, mini_batch_size=8))
     assert not p.fits
-    assert any("gpu_memory_utilization=0.3" in v and "raise it" in v for v in p.verdicts)
+    assert any("gpu_memory_utilization=0.3" in v and "raise gpu_memory_utilization to at least 0." in v for v in p.blockers)
 
 
 def test_kl_reference_model_costs_memory_only_when_resident() -> None:
@@ -175,3 +175,98 @@ def test_scaling_model_shapes() -> None:
 def test_planner_imports_no_torch() -> None:
     code = "import sys, hyperpod_rl.plan; sys.exit(1 if 'torch' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# ---- suggestions are valid values (reported: "use 42" for a batch of 64) -------------------------
+def _suggested_micro_batch(verdict: str) -> int:
+    return int(verdict.split(": use ")[1].split()[0].removeprefix("micro_train_batch_size_per_gpu="))
+
+
+@pytest.mark.parametrize(
+    ("gpu", "gpus", "mini", "micro"),
+    [("H100", 1, 64, 64), ("H100", 1, 48, 48), ("H200", 1, 96, 96), ("A10G", 2, 48, 24), ("A10G", 6, 48, 8), ("H100", 3, 144, 48)],
+)
+def test_a_too_large_micro_batch_gets_a_suggestion_that_divides_the_batch(gpu: str, gpus: int, mini: int, micro: int) -> None:
+    inp = PlanInput(
+        gpu=gpu,
+        gpus_per_node=gpus,
+        micro_train_batch_size_per_gpu=micro,
+        mini_batch_size=mini,
+        train_batch_size=mini // 8,
+        max_response_tokens=2048,
+        turns=2,
+        images_per_prompt=2,
+    )
+    p = plan(inp)
+    memory = [v for v in p.blockers if v.startswith(f"micro_train_batch_size_per_gpu={micro} needs")]
+    assert memory, p.verdicts
+    b = _suggested_micro_batch(memory[0])
+    assert (mini // gpus) % b == 0, f"suggested {b} does not divide the {mini // gpus} sequences per GPU"
+    fixed = plan(inp.model_copy(update={"micro_train_batch_size_per_gpu": b}))
+    assert not any("needs about" in v or "must be a multiple" in v for v in fixed.blockers), fixed.blockers
+
+
+def test_reported_single_gpu_h100_case_suggests_32_not_42() -> None:
+    p = plan(
+        PlanInput(
+            gpu="H100",
+            gpus_per_node=1,
+            micro_train_batch_size_per_gpu=64,
+            mini_batch_size=64,
+            train_batch_size=8,
+            turns=6,
+            images_per_prompt=6,
+            max_prompt_tokens=256,
+            max_response_tokens=160,
+        )
+    )
+    assert _suggested_micro_batch(p.blockers[0]) == 32, p.blockers
+
+
+def test_an_indivisible_micro_batch_gets_a_valid_one() -> None:
+    p = plan(PlanInput(gpus_per_node=8, micro_train_batch_size_per_gpu=3, mini_batch_size=64))
+    [blocker] = p.blockers
+    b = _suggested_micro_batch(blocker)
+    assert 8 % b == 0 and plan(PlanInput(gpus_per_node=8, micro_train_batch_size_per_gpu=b, mini_batch_size=64)).fits
+
+
+def test_a_mini_batch_that_does_not_divide_the_step_gets_a_valid_one() -> None:
+    inp = PlanInput(gpus_per_node=3, micro_train_batch_size_per_gpu=4, mini_batch_size=36, train_batch_size=4, group_size=8)
+    [blocker] = plan(inp).blockers
+    assert blocker.startswith("train_batch_size x group_size = 32 sequences must be a multiple of mini_batch_size=36"), blocker
+    assert blocker.endswith("make train_batch_size x group_size a multiple of micro_train_batch_size_per_gpu x GPUs = 12")
+    inp = PlanInput(gpus_per_node=2, micro_train_batch_size_per_gpu=4, mini_batch_size=48, train_batch_size=8, group_size=8)
+    [blocker] = plan(inp).blockers
+    m = int(blocker.rsplit("mini_batch_size=", 1)[1])
+    assert 64 % m == 0 and m % 8 == 0 and plan(inp.model_copy(update={"mini_batch_size": m})).fits
+
+
+def test_no_kv_room_suggests_a_tensor_parallel_size_that_tiles_the_gpus_and_splits_the_heads() -> None:
+    inp = PlanInput(
+        gpu="A10G",
+        gpus_per_node=2,
+        nodes=3,
+        micro_train_batch_size_per_gpu=2,
+        mini_batch_size=48,
+        train_batch_size=12,
+        gpu_memory_utilization=0.9,
+    )
+    [blocker] = [v for v in plan(inp).blockers if "KV cache" in v]
+    assert blocker.endswith("set inference_tensor_parallel_size=2 (3 engines of 2 GPUs)"), blocker
+    assert plan(inp.model_copy(update={"inference_tensor_parallel_size": 2})).kv_cache.concurrent_sequences >= 1
+
+
+def test_gpu_names_are_case_insensitive_and_the_error_lists_the_known_gpus() -> None:
+    assert PlanInput(gpu="a10g").gpu == "A10G" and PlanInput(gpu=" h100 ").gpu_spec().name.startswith("NVIDIA H100")
+    with pytest.raises(ConfigError, match=r"gpu 'A100' is not known to the planner; use one of H200 .*H100 .*A10G \(NVIDIA A10G, 22 GiB\)"):
+        PlanInput(gpu="A100")
+
+
+def test_gpus_other_than_the_calibration_gpu_say_their_step_time_is_extrapolated() -> None:
+    from hyperpod_rl.plan import GPUS
+
+    assert [k for k, g in GPUS.items() if g.fitted] == ["H200"]
+    assert all(g.source for g in GPUS.values())
+    assert not any("extrapolated" in v for v in plan(PlanInput(gpu="H200")).verdicts)
+    for gpu in ("H100", "A10G"):
+        assert any(v.startswith(f"step time on {GPUS[gpu].name} is extrapolated") for v in plan(PlanInput(gpu=gpu)).verdicts)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import html
 
 from hyperpod_rl.plan import PlanInput, plan
-from hyperpod_rl.plan.report import MEMORY_PARTS, plan_html, plan_summary, plan_tables
+from hyperpod_rl.plan.report import MEMORY_PARTS, memory_parts, plan_html, plan_summary, plan_tables
 
 
 def test_html_has_every_memory_part_number_and_verdict() -> None:
     p = plan(PlanInput(micro_train_batch_size_per_gpu=8, mini_batch_size=64))
     text = p._repr_html_()
     assert text == plan_html(p)
-    for field, label in MEMORY_PARTS.items():
+    for field, label in memory_parts(p).items():
         assert html.escape(label) in text, field
         assert f">{getattr(p.memory, field):.2f}<" in text, field
     assert set(MEMORY_PARTS) == set(type(p.memory).model_fields)  # no part of the breakdown left out
@@ -40,8 +40,29 @@ def test_tables_are_the_plans_numbers() -> None:
     p = plan(PlanInput(gpus_per_node=2, image_px=(896, 896)))
     memory, kv, step = plan_tables(p)
     rows = {r[0]: r[1] for r in memory.rows}
-    assert [rows[label] for label in MEMORY_PARTS.values()] == [f"{getattr(p.memory, f):.2f}" for f in MEMORY_PARTS]
+    parts = memory_parts(p)
+    assert [rows[label] for label in parts.values()] == [f"{getattr(p.memory, f):.2f}" for f in parts]
+    assert parts["weights_gib"] == "weights (bf16, sharded over 2 GPUs)"
     assert rows["peak"] == f"{p.memory.peak_gib:.2f}"
     assert dict(kv.rows)["tokens"] == f"{p.kv_cache.tokens:,}"
     assert dict(step.rows)["total"] == f"{p.step.total_s:.1f}"
-    assert f"{p.seq_len:,}-token sequences ({p.image_tokens} tokens per image)" in plan_summary(p)
+    assert (
+        f"{p.seq_len:,}-token sequences (128 prompt text + 1 image x {p.image_tokens + 2} + 1 turn x 512; {p.image_tokens} tokens per image)"
+        in plan_summary(p)
+    )
+    assert p.seq_len == 128 + p.image_tokens + 2 + 512
+
+
+def test_memory_rows_are_labelled_by_what_runs() -> None:
+    """Reported: one-GPU plans said "sharded" and "FSDP2 buffers (root unit ...)" though nothing is sharded at world size 1."""
+    one = plan(PlanInput(gpus_per_node=1, mini_batch_size=8))
+    labels = [r[0] for r in plan_tables(one)[0].rows]
+    assert "weights (bf16, whole model on 1 GPU)" in labels and "FSDP2 buffers (gathered layers)" in labels
+    assert not any("sharded" in label or "root unit" in label for label in labels)
+    assert not any("FSDP2 communication" in r[0] for r in plan_tables(one)[2].rows)
+    plain = plan(PlanInput(gpus_per_node=1, mini_batch_size=8, fsdp=False))  # one plain process, as the reference backend runs
+    labels = [r[0] for r in plan_tables(plain)[0].rows]
+    assert "weights (bf16, whole model, no FSDP2)" in labels and not any("FSDP2" in label and "no FSDP2" not in label for label in labels)
+    eight = plan(PlanInput(gpus_per_node=8))
+    assert memory_parts(eight) == {**MEMORY_PARTS, "weights_gib": "weights (bf16, sharded over 8 GPUs)"}
+    assert any("FSDP2 communication" in r[0] for r in plan_tables(eight)[2].rows)

@@ -49,3 +49,14 @@ def test_invalid_form_is_reported_and_not_planned() -> None:
     panel.plan_button.click()
     assert panel.last_plan is None and panel.plan_view.value == ""
     assert "lora.rank" in panel.errors[-1] and "lora.rank" in panel.validation.value
+
+
+def test_a_preset_picks_its_own_gpu_for_the_plan() -> None:
+    """The CLI's reported defect, in the panel: hyperpod-6gpu (A10G nodes) must not be planned on an H200 by default."""
+    panel = RunPanel(RunConfig.from_preset("single-node-8gpu"))
+    panel.preset.value = "hyperpod-6gpu"
+    assert panel.plan_gpu.value == "A10G" and "A10G" in panel.plan_gpu.options
+    result = panel.plan()
+    assert result.input.gpu_spec().name == "NVIDIA A10G" and not result.fits
+    panel.plan_gpu.value = "H200"  # the picker still overrides the preset's GPU
+    assert panel.plan().input.gpu == "H200"
