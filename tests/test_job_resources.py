@@ -70,7 +70,9 @@ def test_runs_the_cluster_can_never_hold_are_refused_before_submitting(local_clu
     assert "set trainer.device to 'auto'" in str(err.value)
     workers = int(totals["CPU"]) + 1
     cfg = _config(tiny_setup, "fit-workers", trainer={"workers": workers}, data={"mazes_per_step": workers})
-    with pytest.raises(ConfigError, match=rf"needs trainer.workers={workers} workers of 1 CPU each on one node .* set trainer.workers to at most"):
+    with pytest.raises(
+        ConfigError, match=rf"needs trainer.workers={workers} workers of 1 CPU each on one node .* set trainer.workers to at most"
+    ):
         submit(client, cfg, run_dir("fit-workers"))
     assert not [j for j in list_runs(client) if j["run_id"] in ("fit-cuda", "fit-workers")]  # nothing was submitted
     assert not run_dir("fit-cuda").joinpath("submissions.json").exists()

@@ -55,7 +55,9 @@ def run_resources(config: RunConfig) -> RunResources:
     """The :class:`RunResources` of a run (see the module docstring for the rules)."""
     if config.backend == "skyrl":
         pl = config.placement
-        return RunResources(gpus=max(pl.policy_gpus, pl.rollout_gpus) if pl.colocate_all else pl.policy_gpus + pl.rollout_gpus, one_node=False)
+        return RunResources(
+            gpus=max(pl.policy_gpus, pl.rollout_gpus) if pl.colocate_all else pl.policy_gpus + pl.rollout_gpus, one_node=False
+        )
     cuda = config.trainer.device == "cuda"
     if config.trainer.workers == 1:
         return RunResources(entrypoint_gpus=int(cuda), gpus=int(cuda))

@@ -71,7 +71,9 @@ def test_job_submit_refuses_a_cuda_run_on_a_cluster_without_gpus(local_cluster, 
 
     if any(n.get("GPU") for n in node_resources(local_cluster.job_client()) or []):
         pytest.skip("this check needs a cluster without GPUs")
-    result = runner.invoke(app, ["job", "submit", str(_config_file(tiny_setup, tmp_path, "cli-cuda", device="cuda"))], env={"COLUMNS": "200"})
+    result = runner.invoke(
+        app, ["job", "submit", str(_config_file(tiny_setup, tmp_path, "cli-cuda", device="cuda"))], env={"COLUMNS": "200"}
+    )
     assert result.exit_code == 2, result.output
     assert result.output.count(ERROR_PREFIX) == 1
     assert "needs 1 GPU(s) but the cluster has 0 GPU(s)" in result.stderr and "set trainer.device to 'auto'" in result.stderr

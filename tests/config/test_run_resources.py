@@ -59,7 +59,12 @@ def test_skyrl_gpus_are_checked_too():
 
 @pytest.mark.parametrize(
     ("trainer", "entrypoint", "per_worker"),
-    [({"device": "cuda"}, 1, {}), ({"device": "auto"}, 0, {}), ({"workers": 2}, 0, {"CPU": 1.0}), ({"device": "cuda", "workers": 2}, 0, {"GPU": 1.0})],
+    [
+        ({"device": "cuda"}, 1, {}),
+        ({"device": "auto"}, 0, {}),
+        ({"workers": 2}, 0, {"CPU": 1.0}),
+        ({"device": "cuda", "workers": 2}, 0, {"GPU": 1.0}),
+    ],
 )
 def test_one_owner_for_the_entrypoint_and_the_workers(trainer, entrypoint, per_worker):
     from hyperpod_rl.jobs import entrypoint_gpus
