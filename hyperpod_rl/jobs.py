@@ -501,11 +501,14 @@ def _cancel_pending(client: Any, submission_id: str) -> bool:
         words = []
     words = words[1:] if words[:1] == ["exec"] else words
     python = words[0] if words and "python" in Path(words[0]).name else sys.executable
-    helper = client.submit_job(
-        entrypoint=f"exec {shlex.quote(python)} -c {shlex.quote(_CANCEL_SCRIPT)} {shlex.quote(submission_id)}",
-        submission_id=f"hprl-cancel-{submission_id}-{int(time.time() * 1000)}",
-        entrypoint_num_cpus=0,
-    )
+    try:
+        helper = client.submit_job(
+            entrypoint=f"exec {shlex.quote(python)} -c {shlex.quote(_CANCEL_SCRIPT)} {shlex.quote(submission_id)}",
+            submission_id=f"hprl-cancel-{submission_id}-{int(time.time() * 1000)}",
+            entrypoint_num_cpus=0,
+        )
+    except RuntimeError:  # the cluster refused the helper: the stop request stays queued
+        return False
     ended = _wait_terminal(client, helper, 120.0)
     out = str(client.get_job_logs(helper)) if ended else ""
     remove_jobs(client, helper)
@@ -550,7 +553,7 @@ def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s
 
 
 def _run_dir_of(client: Any, submission_id: str) -> RunPaths | None:
-    """The run directory under the storage root that records ``submission_id``, if any."""
+    """The run directory under the storage root whose newest recorded submission is ``submission_id``, if any."""
     try:
         run_id = (client.get_job_info(submission_id).metadata or {}).get(RUN_ID_METADATA)
     except RuntimeError:
@@ -561,7 +564,7 @@ def _run_dir_of(client: Any, submission_id: str) -> RunPaths | None:
         paths = run_paths(run_id)
     except HyperpodRLError:
         return None
-    return paths if submission_id in read_submissions(paths) else None
+    return paths if read_submissions(paths)[-1:] == [submission_id] else None
 
 
 def stop_run(client: Any, submission_id: str, *, run_dir: Path | None = None, timeout_s: float = 120.0) -> bool:
@@ -571,7 +574,7 @@ def stop_run(client: Any, submission_id: str, *, run_dir: Path | None = None, ti
     entrypoint's resources) is cancelled: Ray alone would keep it PENDING until it gets them.
     The trainer is killed before it can write its status, so this records ``stopped`` in the run
     directory (``run_dir``, else the one under the storage root that lists the submission) through
-    :func:`hyperpod_rl.runs.record_final_status`; :func:`stop_and_record` (``hyperpod-rl job stop``)
+    :func:`hyperpod_rl.runs.record_final_status`, when the job is the run's newest submission; :func:`stop_and_record` (``hyperpod-rl job stop``)
     takes the same path.
 
     Args:
@@ -591,6 +594,8 @@ def stop_run(client: Any, submission_id: str, *, run_dir: Path | None = None, ti
 
     client = job_client_of(client)
     paths = RunPaths(Path(run_dir)) if run_dir is not None else _run_dir_of(client, submission_id)
+    if paths is not None and read_submissions(paths)[-1:] != [submission_id]:
+        paths = None  # an older submission of the run: its end says nothing about the run now
     before, _ = _stop_job(client, submission_id, paths, timeout_s, source="hyperpod_rl.stop_run")
     return before not in _ENDED
 

@@ -37,7 +37,7 @@ from typing import Any
 from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ClusterError
-from hyperpod_rl.runs import RunPaths, read_config
+from hyperpod_rl.runs import RunPaths, read_config, read_submissions, record_final_status
 from hyperpod_rl.runs.provenance import read_provenance, update_provenance
 
 __all__ = ["WORKER_START_TIMEOUT_S", "scaling", "train_loop_per_worker", "train_with_workers"]
@@ -150,6 +150,15 @@ def train_with_workers(config: RunConfig, run_dir: str | Path, *, fresh: bool = 
     except Exception as err:
         _mark_failed(paths)
         if _startup_timed_out(err):
+            # No worker ever ran, so the run may have no provenance record yet: record the end anyway.
+            submissions = read_submissions(paths)
+            record_final_status(
+                paths,
+                "failed",
+                submission_id=submissions[-1] if submissions else "",
+                source="the trainer: its Ray Train workers could not get their resources",
+                only_over_running=True,
+            )
             need = " + ".join(f"{v:g} {k}" for k, v in s["resources_per_worker"].items())
             raise ClusterError(
                 f"the {s['num_workers']} workers of run {config.run_id!r} ({need} each, on one node) could not start within "
