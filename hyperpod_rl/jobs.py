@@ -190,7 +190,8 @@ def check_fits(client: Any, config: RunConfig, *, entrypoint_num_cpus: float = 0
     Args:
         client: a connected ``JobSubmissionClient``.
         config: the run.
-        entrypoint_num_cpus / entrypoint_num_gpus: what the job's entrypoint reserves, as given to :func:`submit_run`.
+        entrypoint_num_cpus: CPUs the job's entrypoint reserves, as given to :func:`submit_run`.
+        entrypoint_num_gpus: GPUs it reserves; None: the run's own (:func:`entrypoint_gpus`).
 
     Raises:
         ConfigError: the run needs more than the cluster has; the message says what the cluster
