@@ -33,7 +33,7 @@ app = typer.Typer(
     help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.",
 )
 local_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The embedded local Ray cluster.")
-job_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
+job_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: submit a run config file; reattach from any shell by run id.")
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)
@@ -178,8 +178,8 @@ def job_stop(
     address: str | None = Address,
     timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
 ) -> None:
-    """Stop a run's job, wait until it has ended, and record ``stopped`` in the run's provenance
-    (its checkpoints stay; resubmitting resumes)."""
+    """Stop a run's job (cancelling it while it is still PENDING), wait until it has ended, and record
+    ``stopped`` in the run's provenance (its checkpoints stay; resubmitting resumes)."""
     from hyperpod_rl.jobs import stop_and_record
 
     client = job_client(address)
