@@ -33,7 +33,9 @@ app = typer.Typer(
     help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.",
 )
 local_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The embedded local Ray cluster.")
-job_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: submit a run config file; reattach from any shell by run id.")
+job_app = typer.Typer(
+    cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: submit a run config file; reattach from any shell by run id."
+)
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)
