@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import JobError
+from hyperpod_rl.errors import HyperpodRLError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
 from hyperpod_rl.runs import RunPaths, add_submission, read_submissions, record_final_status, run_paths, submit_lock, write_config
 
@@ -31,6 +32,7 @@ __all__ = [
     "JobUpdate",
     "RunHandle",
     "RunJob",
+    "check_fits",
     "entrypoint_gpus",
     "follow_run",
     "job_logs",
@@ -174,8 +176,37 @@ def entrypoint_gpus(config: RunConfig) -> int:
     still uses a GPU the process sees). A data-parallel reference run (``trainer.workers > 1``)
     reserves none: its entrypoint starts a Ray Train ``TorchTrainer`` whose workers take one GPU
     each. SkyRL's entrypoint only drives Ray actors that reserve their own GPUs, so it reserves none.
+    (:func:`hyperpod_rl.config.resources.run_resources` owns these rules.)
     """
-    return 1 if config.backend == "reference" and config.trainer.device == "cuda" and config.trainer.workers == 1 else 0
+    return run_resources(config).entrypoint_gpus
+
+
+def check_fits(client: Any, config: RunConfig, *, entrypoint_num_cpus: float = 0, entrypoint_num_gpus: float | None = None) -> None:
+    """Refuse a run that its cluster can never start (it would stay PENDING, or wait for its
+    workers, forever): its GPUs, or its ``trainer.workers`` on one node, against the cluster's
+    total resources (:func:`hyperpod_rl.config.resources.fit_problems`). Skipped when the
+    dashboard does not answer Ray's state API.
+
+    Args:
+        client: a connected ``JobSubmissionClient``.
+        config: the run.
+        entrypoint_num_cpus: CPUs the job's entrypoint reserves, as given to :func:`submit_run`.
+        entrypoint_num_gpus: GPUs it reserves; None: the run's own (:func:`entrypoint_gpus`).
+
+    Raises:
+        ConfigError: the run needs more than the cluster has; the message says what the cluster
+            has and what to change.
+    """
+    from hyperpod_rl.cluster.resources import node_resources
+    from hyperpod_rl.config.resources import fit_problems
+    from hyperpod_rl.errors import ConfigError
+
+    nodes = node_resources(client)
+    if nodes is None:
+        return
+    problems = fit_problems(config, nodes, entrypoint_num_cpus=entrypoint_num_cpus, entrypoint_num_gpus=entrypoint_num_gpus)
+    if problems:
+        raise ConfigError("; ".join(problems))
 
 
 class _IdTaken(Exception):
@@ -234,7 +265,9 @@ def submit_run(
             major.minor differs from the cluster's, with the fix (:mod:`hyperpod_rl.cluster.versions`).
 
     Raises:
-        ConfigError: the config fails validation (checked again here).
+        ConfigError: the config fails validation (checked again here), or the cluster can never
+            hold the run: fewer GPUs than it needs, or too few CPUs/GPUs on one node for its
+            ``trainer.workers`` (:func:`check_fits`; the message says what the cluster has).
         JobError: a job of the run is alive (the message names it), the run already finished
             (without ``fresh``), another submit held the run for 60 s, or the cluster refused.
     """
@@ -249,6 +282,7 @@ def submit_run(
     config = config.validated()  # a copy edited with model_copy(update=...) is checked again
     for verdict in fit_warnings(config):
         warnings.warn(f"run {config.run_id!r} may not fit its GPUs: {verdict}", UserWarning, stacklevel=2)
+    check_fits(client, config, entrypoint_num_cpus=entrypoint_num_cpus, entrypoint_num_gpus=entrypoint_num_gpus)
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(config.run_id)
     with submit_lock(paths):
         jobs = run_jobs(client, config.run_id, paths.root)
@@ -402,48 +436,169 @@ def job_logs(client: Any, submission_id: str) -> str:
         ) from None
 
 
-def stop_run(client: Any, submission_id: str) -> bool:
-    """Ask Ray to stop a job (its processes get SIGTERM, then SIGKILL); the job stays detached from this process.
+#: Ray's terminal job statuses -> the run status recorded for them.
+_ENDED = {"STOPPED": "stopped", "FAILED": "failed", "SUCCEEDED": "succeeded"}
+
+#: Seconds a PENDING job gets to take the stop request (it starts, or ends) before its
+#: never-started supervisor is cancelled (:func:`_cancel_pending`).
+PENDING_GRACE_S = 5.0
+
+#: The driver of the short Ray Job that cancels a job whose supervisor never started: Ray's
+#: ``stop_job`` only queues a stop for it, so the job would stay PENDING until it gets its
+#: resources or Ray's start timeout (``RAY_JOB_START_TIMEOUT_SECONDS``, 15 min) fails it.
+#: It kills the supervisor only while it is still waiting to be created (a started job is
+#: stopped by the queued request instead, so no trainer is orphaned).
+_CANCEL_SCRIPT = """
+import sys
+import ray
+from ray.dashboard.modules.job.common import JOB_ACTOR_NAME_TEMPLATE, SUPERVISOR_ACTOR_RAY_NAMESPACE
+from ray.util.state import list_actors
+ray.init(logging_level="ERROR")
+name = JOB_ACTOR_NAME_TEMPLATE.format(job_id=sys.argv[1])
+states = [a.state for a in list_actors(filters=[("name", "=", name)])]
+if states and all(s in ("PENDING_CREATION", "DEPENDENCIES_UNREADY") for s in states):
+    ray.kill(ray.get_actor(name, namespace=SUPERVISOR_ACTOR_RAY_NAMESPACE), no_restart=True)
+    print("cancelled", sys.argv[1])
+else:
+    print("not pending", sys.argv[1], states)
+"""
+
+
+def _ray_status(client: Any, submission_id: str) -> str:
+    try:
+        raw = client.get_job_status(submission_id)
+    except RuntimeError as err:
+        raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+    return str(raw.value if hasattr(raw, "value") else raw)
+
+
+def _wait_terminal(client: Any, submission_id: str, timeout_s: float) -> str | None:
+    """Poll a job's Ray status until it is terminal; return it, or None after ``timeout_s`` seconds."""
+    from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
+
+    @retry(retry=retry_if_result(lambda s: s not in _ENDED), stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5))
+    def status() -> str:
+        return _ray_status(client, submission_id)
+
+    try:
+        return status()
+    except RetryError:
+        return None
+
+
+def _cancel_pending(client: Any, submission_id: str) -> bool:
+    """Cancel a job whose supervisor actor is still waiting for its entrypoint's resources,
+    through a short Ray Job that needs none (:data:`_CANCEL_SCRIPT`); True when it cancelled it.
+
+    The helper runs under the cancelled job's own interpreter (from its entrypoint) and is deleted afterwards.
+    """
+    from hyperpod_rl.cluster.resources import remove_jobs, supervisor_state
+
+    if supervisor_state(client, submission_id) not in (None, "PENDING_CREATION", "DEPENDENCIES_UNREADY"):
+        return False
+    try:
+        words = shlex.split(client.get_job_info(submission_id).entrypoint or "")
+    except (RuntimeError, ValueError):
+        words = []
+    words = words[1:] if words[:1] == ["exec"] else words
+    python = words[0] if words and "python" in Path(words[0]).name else sys.executable
+    try:
+        helper = client.submit_job(
+            entrypoint=f"exec {shlex.quote(python)} -c {shlex.quote(_CANCEL_SCRIPT)} {shlex.quote(submission_id)}",
+            submission_id=f"hprl-cancel-{submission_id}-{int(time.time() * 1000)}",
+            entrypoint_num_cpus=0,
+        )
+    except RuntimeError:  # the cluster refused the helper: the stop request stays queued
+        return False
+    ended = _wait_terminal(client, helper, 120.0)
+    out = str(client.get_job_logs(helper)) if ended else ""
+    remove_jobs(client, helper)
+    return f"cancelled {submission_id}" in out
+
+
+def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s: float, *, source: str) -> tuple[str, str | None]:
+    """The one stop path: ask Ray to stop a job, cancel it while it is still PENDING, wait until it
+    has ended, and record the run's end in ``paths`` (when given).
+
+    Returns:
+        ``(status before the stop, run status recorded or None)``.
+    """
+    before = _ray_status(client, submission_id)
+    cancelled = False
+    if before not in _ENDED:
+        try:
+            client.stop_job(submission_id)
+        except RuntimeError as err:
+            raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+        ray_status = _wait_terminal(client, submission_id, min(PENDING_GRACE_S, timeout_s))
+        if ray_status is None and _ray_status(client, submission_id) == "PENDING":
+            cancelled = _cancel_pending(client, submission_id)
+        ray_status = ray_status or _wait_terminal(client, submission_id, timeout_s)
+    else:
+        ray_status = before
+    if ray_status is None:
+        raise JobError(
+            f"job {submission_id} did not end within {timeout_s:.0f} s of the stop request: check hyperpod-rl job status, then stop it again"
+        )
+    status = "stopped" if cancelled else _ENDED[ray_status]
+    if paths is None:
+        return before, None
+    record_final_status(
+        paths,
+        status,
+        submission_id=submission_id,
+        source=f"{source} (Ray job status {ray_status}{', cancelled while PENDING' if cancelled else ''})",
+        only_over_running=status != "stopped",
+    )
+    return before, status
+
+
+def _run_dir_of(client: Any, submission_id: str) -> RunPaths | None:
+    """The run directory under the storage root whose newest recorded submission is ``submission_id``, if any."""
+    try:
+        run_id = (client.get_job_info(submission_id).metadata or {}).get(RUN_ID_METADATA)
+    except RuntimeError:
+        run_id = None
+    if not run_id:
+        return None
+    try:
+        paths = run_paths(run_id)
+    except HyperpodRLError:
+        return None
+    return paths if read_submissions(paths)[-1:] == [submission_id] else None
+
+
+def stop_run(client: Any, submission_id: str, *, run_dir: Path | None = None, timeout_s: float = 120.0) -> bool:
+    """Stop a job, wait until Ray reports it ended, and record ``stopped`` in its run's provenance.
+
+    Ray's processes of the job get SIGTERM, then SIGKILL. A job still PENDING (waiting for its
+    entrypoint's resources) is cancelled: Ray alone would keep it PENDING until it gets them.
+    The trainer is killed before it can write its status, so this records ``stopped`` in the run
+    directory (``run_dir``, else the one under the storage root that lists the submission) through
+    :func:`hyperpod_rl.runs.record_final_status`, when the job is the run's newest submission; :func:`stop_and_record` (``hyperpod-rl job stop``)
+    takes the same path.
 
     Args:
         client: the cluster's job client, an access object or a cluster address, as in :func:`submit_run`.
         submission_id: the job, ``hprl-<run_id>-<n>`` (:func:`latest_submission` finds a run's latest).
+        run_dir: the run directory to record the end in; default: found from the job's run id.
+        timeout_s: how long to wait for the job to end, in seconds.
 
     Returns:
-        True if the job was running and is being stopped, False if it had already ended.
+        True if the job was pending or running and has been stopped, False if it had already ended.
 
     Raises:
-        JobError: the cluster does not know the submission id.
+        JobError: the cluster does not know the submission id, or the job did not end within ``timeout_s``.
         ConfigError: a malformed cluster address. ClusterError: the cluster cannot be reached.
     """
     from hyperpod_rl.cluster.access import job_client_of
 
     client = job_client_of(client)
-    try:
-        return bool(client.stop_job(submission_id))
-    except RuntimeError as err:
-        raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
-
-
-#: Ray's terminal job statuses -> the run status recorded for them.
-_ENDED = {"STOPPED": "stopped", "FAILED": "failed", "SUCCEEDED": "succeeded"}
-
-
-def _wait_terminal(client: Any, submission_id: str, timeout_s: float) -> str:
-    """Poll a job's Ray status until it is terminal; return it (raises JobError after ``timeout_s``)."""
-    from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
-
-    @retry(retry=retry_if_result(lambda s: s not in _ENDED), stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5))
-    def status() -> str:
-        raw = client.get_job_status(submission_id)
-        return str(raw.value if hasattr(raw, "value") else raw)
-
-    try:
-        return status()
-    except RetryError:
-        raise JobError(
-            f"job {submission_id} did not end within {timeout_s:.0f} s of the stop request: check hyperpod-rl job status, then stop it again"
-        ) from None
+    paths = RunPaths(Path(run_dir)) if run_dir is not None else _run_dir_of(client, submission_id)
+    if paths is not None and read_submissions(paths)[-1:] != [submission_id]:
+        paths = None  # an older submission of the run: its end says nothing about the run now
+    before, _ = _stop_job(client, submission_id, paths, timeout_s, source="hyperpod_rl.stop_run")
+    return before not in _ENDED
 
 
 def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, timeout_s: float = 120.0) -> tuple[RunJob, str]:
@@ -451,7 +606,8 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
 
     The trainer is killed before it can write its status, so the run's ``manifest.json`` would
     keep ``running``; this records ``stopped`` (or ``failed`` / ``succeeded`` when the job ended
-    that way first) through :func:`hyperpod_rl.runs.record_final_status`.
+    that way first) through :func:`hyperpod_rl.runs.record_final_status`. A job still PENDING
+    (waiting for resources) is cancelled and recorded ``stopped`` too. Same path as :func:`stop_run`.
 
     Args:
         client: the cluster's job client, an access object or a cluster address.
@@ -472,16 +628,8 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     job = latest_job(client, run_id, paths.root)
     if job.status == "LOST":
         raise JobError(f"job {job.submission_id} of run {run_id!r} is not on this cluster: nothing to stop here")
-    stop_run(client, job.submission_id)
-    ray_status = _wait_terminal(client, job.submission_id, timeout_s)
-    status = _ENDED[ray_status]
-    record_final_status(
-        paths,
-        status,
-        submission_id=job.submission_id,
-        source=f"hyperpod-rl job stop (Ray job status {ray_status})",
-        only_over_running=status != "stopped",
-    )
+    _, status = _stop_job(client, job.submission_id, paths, timeout_s, source="hyperpod-rl job stop")
+    assert status is not None
     return job, status
 
 

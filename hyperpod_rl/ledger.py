@@ -289,9 +289,15 @@ class Ledger:
         config: dict[str, Any] | None = None,
         config_hash: str | None = None,
         run_dir: str | Path | None = None,
+        updated_at: float | None = None,
     ) -> None:
-        """Insert or update a run: its status and, when given, its config (indexed for search)."""
-        now = time.time()
+        """Insert or update a run: its status and, when given, its config (indexed for search).
+
+        ``updated_at`` is the run's last change (Unix seconds; :meth:`sync_storage` passes the
+        newest modification time of its ``metrics.jsonl``, ``manifest.json`` and ``config.json``);
+        default now.
+        """
+        now = time.time() if updated_at is None else updated_at
         with self._write() as cur:
             cur.execute(
                 "INSERT INTO runs (run_id, status, run_dir, config_json, config_hash, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -523,8 +529,11 @@ class Ledger:
         return {"runs": run_ids, "config": config, "eval": dict(sorted(figures.items()))}
 
     # ------------------------------------------------------------------ run directories
-    def import_manifest(self, manifest: dict[str, Any], run_dir: str | Path | None = None) -> None:
-        """Record a run from its ``manifest.json`` content: config, status, checkpoints, adapter, evals."""
+    def import_manifest(self, manifest: dict[str, Any], run_dir: str | Path | None = None, *, updated_at: float | None = None) -> None:
+        """Record a run from its ``manifest.json`` content: config, status, checkpoints, adapter, evals.
+
+        ``updated_at``: the run's last change (Unix seconds), as in :meth:`record_run`.
+        """
         rid = manifest["run_id"]
         self.record_run(
             rid,
@@ -532,6 +541,7 @@ class Ledger:
             config=manifest.get("config"),
             config_hash=manifest.get("config_hash"),
             run_dir=run_dir,
+            updated_at=updated_at,
         )
         for ck in manifest.get("checkpoints") or []:
             self.add_artifact(rid, "checkpoint", ck["path"], (ck.get("files") or {}).get("adapter_model.safetensors"))
@@ -550,10 +560,13 @@ class Ledger:
                 self.add_artifact(rid, "promoted_adapter", promotion.get("adapter", "adapter"), promotion.get("adapter_sha256"))
 
     def sync_storage(self, runs_root: str | Path) -> int:
-        """Import every run directory under ``runs_root`` that changed since the ledger's row.
+        """Import every run directory under ``runs_root`` that changed since the ledger's row (its
+        ``manifest.json``, ``config.json`` or ``metrics.jsonl`` is newer than the row's ``updated_at``).
 
         A run with a provenance record (``manifest.json``) is imported from it; a submitted run
         whose trainer has not started yet (``config.json`` only) is recorded as ``submitted``.
+        A run's ``updated_at`` is its own last change (the newest modification time of its
+        ``metrics.jsonl``, ``manifest.json`` and ``config.json``), not the time of the sync.
 
         Returns:
             How many runs were (re)imported.
@@ -569,17 +582,20 @@ class Ledger:
         for run_dir in sorted(p for p in root.iterdir() if p.is_dir()):
             paths = RunPaths(run_dir)
             try:
-                newest = max((f.stat().st_mtime for f in (paths.provenance, paths.config) if f.exists()), default=None)
-                if newest is None or newest <= known.get(run_dir.name, -1.0):
+                if not (paths.provenance.exists() or paths.config.exists()):
+                    continue
+                # the run's own last change, taken before reading (a write during the sync is newer)
+                changed = max(f.stat().st_mtime for f in (paths.provenance, paths.config, paths.metrics) if f.exists())
+                if changed <= known.get(run_dir.name, -1.0):
                     continue
                 manifest = read_provenance(run_dir)
                 config = read_json(paths.config) if manifest is None else None
             except (OSError, CheckpointError):
                 continue
             if manifest is not None:
-                self.import_manifest(manifest, run_dir)
+                self.import_manifest(manifest, run_dir, updated_at=changed)
             elif isinstance(config, dict):
-                self.record_run(run_dir.name, status="submitted", config=config, run_dir=run_dir)
+                self.record_run(run_dir.name, status="submitted", config=config, run_dir=run_dir, updated_at=changed)
             else:
                 continue
             count += 1

@@ -116,6 +116,18 @@ class QuickstartOptions(Model):
     dashboard_port: int | None = Field(None, gt=0, lt=65536)
     """local dashboard / job API port (default 8265 or a free one)"""
 
+    @field_validator("run_id")
+    @classmethod
+    def _run_id(cls, v: str | None) -> str | None:
+        from hyperpod_rl.runs import check_run_id
+
+        if v is not None:
+            try:
+                check_run_id(v)
+            except ConfigError as err:
+                raise ValueError(str(err)) from None
+        return v
+
     @field_validator("group_size")
     @classmethod
     def _group(cls, v: int) -> int:

@@ -38,3 +38,13 @@ def test_bad_options_are_refused_by_the_model_before_anything_starts(tmp_path, m
     for expected in ("steps: must be > 0", "advantage: use 'outcome' or 'process'"):
         assert expected in out.output, out.output
     assert not (tmp_path / "local-cluster.json").exists()  # no cluster was started
+
+
+def test_a_bad_run_id_is_refused_before_the_banner(tmp_path, monkeypatch):
+    """Field report (new-user trial): the quickstart printed its banner, then failed on the run id."""
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
+    out = CliRunner().invoke(app, ["quickstart", "--run-id", "My_Run", "--no-serve"])
+    assert out.exit_code == 2
+    assert "run_id: run id 'My_Run' is invalid: use 3-63 lower-case letters" in out.stderr
+    assert "hyperpod-rl quickstart" not in out.stdout  # no banner
+    assert not (tmp_path / "local-cluster.json").exists()

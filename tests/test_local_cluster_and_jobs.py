@@ -194,7 +194,7 @@ def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
     as FAILED after the delete), failed or still run are all removed, and stay removed."""
     from ray.job_submission import JobStatus
 
-    from hyperpod_rl.cluster.local import _remove_probe_jobs
+    from hyperpod_rl.cluster.resources import remove_jobs
 
     client = local_cluster.job_client()
     assert not [j.submission_id for j in client.list_jobs() if (j.submission_id or "").startswith("hprl-ready-")]
@@ -208,7 +208,7 @@ def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
     while any(client.get_job_status(sid) != status for sid, status in wanted.items()):
         assert time.monotonic() < deadline, {sid: client.get_job_status(sid) for sid in wanted}
         time.sleep(0.2)
-    _remove_probe_jobs(client, prefix)
+    remove_jobs(client, prefix)
     for _ in range(10):  # and nothing comes back (the job monitor writes late)
         assert [(j.submission_id, j.status) for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)] == []
         time.sleep(1)

@@ -1,6 +1,6 @@
 """``hyperpod-rl``: a thin typer + rich layer over the public API.
 
-Commands: ``quickstart``, ``doctor``, ``plan``, ``local start|status|stop``, ``job status|logs|stop|list``, ``runs ...``,
+Commands: ``quickstart``, ``doctor``, ``plan``, ``local start|status|stop``, ``job submit|status|logs|stop|list``, ``runs ...``,
 ``serve ...``, ``maze ...``, ``tasks list|show|audit|sample``, ``cluster ...``. No logic lives here that the library does not
 expose: each command calls the same functions a notebook calls.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import typer
 from rich.table import Column, Table
@@ -32,7 +33,9 @@ app = typer.Typer(
     help="Train Qwen3-VL with GRPO + LoRA on Ray: locally or on SageMaker HyperPod.",
 )
 local_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The embedded local Ray cluster.")
-job_app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: reattach from any shell by run id.")
+job_app = typer.Typer(
+    cls=HprlGroup, no_args_is_help=True, help="Detached training jobs: submit a run config file; reattach from any shell by run id."
+)
 app.add_typer(local_app, name="local")
 app.add_typer(job_app, name="job")
 app.command("quickstart")(quickstart)
@@ -100,6 +103,45 @@ def local_stop() -> None:
 
 
 # ---------------------------------------------------------------------------- jobs
+@job_app.command("submit")
+def job_submit(
+    config: Path = typer.Argument(..., help="run config file, YAML or JSON (the RunConfig fields: run_id, backend, data, trainer, ...)"),
+    follow: bool = typer.Option(False, "--follow", "-f", help="stream progress until the job ends (Ctrl-C detaches)"),
+    fresh: bool = typer.Option(False, "--fresh", help="discard the run's checkpoints and train it from step 0"),
+    python: str | None = typer.Option(
+        None, "--python", help="the interpreter the job runs under on the cluster (default: this one; HyperPod: the image's python)"
+    ),
+    address: str | None = Address,
+) -> None:
+    """Submit a run config file as a detached Ray Job (resubmitting a run id resumes it).
+
+    The config is validated, and checked against the cluster's resources, before anything is
+    submitted. Exit code: 0 when submitted (with --follow: when the job succeeded), 1 when a
+    followed job did not succeed, 2 on bad input.
+    """
+    import warnings
+
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.jobs import submit_run
+
+    with handled():
+        run = RunConfig.from_file(config)
+    client = job_client(address)
+    with handled(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        handle = submit_run(client, run, python=python, fresh=fresh)
+    for w in caught:
+        console.print(f"[bold yellow]warning:[/] {w.message}", soft_wrap=True, highlight=False)
+    console.print(
+        f"submitted {handle.submission_id}: run {handle.run_id} in {handle.run_dir}; hyperpod-rl job logs --follow {handle.run_id}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    if follow:
+        status = follow_with_progress(client, handle.submission_id, run.trainer.steps)
+        raise typer.Exit(code=0 if status == "SUCCEEDED" else 1)
+
+
 @job_app.command("status")
 def job_status(run_id: str, address: str | None = Address) -> None:
     """Status of a run's newest job (found in its run directory or on the cluster)."""
@@ -138,8 +180,8 @@ def job_stop(
     address: str | None = Address,
     timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
 ) -> None:
-    """Stop a run's job, wait until it has ended, and record ``stopped`` in the run's provenance
-    (its checkpoints stay; resubmitting resumes)."""
+    """Stop a run's job (cancelling it while it is still PENDING), wait until it has ended, and record
+    ``stopped`` in the run's provenance (its checkpoints stay; resubmitting resumes)."""
     from hyperpod_rl.jobs import stop_and_record
 
     client = job_client(address)

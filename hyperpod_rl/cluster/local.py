@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.cluster.resources import remove_jobs
 from hyperpod_rl.errors import ClusterError, ClusterTimeout
 from hyperpod_rl.paths import data_dir
 
@@ -485,7 +486,7 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
     failed is followed by a new one. The probe leaves nothing in ``ray job list``: every attempt
     has its own id (``hprl-ready-<ms>-<n>``, so a retried submit never dead-ends on "already
     exists"), and every probe job, whatever its status, is removed before this returns or raises
-    (:func:`_remove_probe_jobs`).
+    (:func:`hyperpod_rl.cluster.resources.remove_jobs`).
 
     Raises:
         ClusterError: not ready within ``timeout_s`` seconds (each stage).
@@ -533,44 +534,7 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
         raise ClusterError(f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({cause})") from None
     finally:
         if tries:
-            _remove_probe_jobs(client, prefix)
-
-
-def _remove_probe_jobs(client: Any, prefix: str, *, quiet_s: float = 5.0, timeout_s: float = 60.0) -> None:
-    """Stop and delete every job whose submission id starts with ``prefix`` (the readiness
-    probe's) until ``ray job list`` has shown none of them for ``quiet_s`` seconds.
-
-    Why a quiet period: Ray 2.57's job manager keeps monitoring a job until it sees the job's
-    supervisor actor exit; when the job record was deleted first, it writes the status again
-    (``put_status`` creates a record when none exists, ``dashboard/modules/job/common.py``), so a
-    deleted probe came back as FAILED. Deleting again whatever reappears, until nothing has for
-    ``quiet_s`` seconds, leaves the list clean. Best effort when the job API itself is gone (the
-    cluster is then being stopped anyway); gives up after ``timeout_s`` seconds.
-    """
-    from ray.job_submission import JobStatus
-
-    deadline = time.monotonic() + timeout_s
-    quiet_since: float | None = None
-    while time.monotonic() < deadline:
-        try:
-            jobs = [j for j in client.list_jobs() if (j.submission_id or "").startswith(prefix)]
-        except (RuntimeError, OSError):
-            return
-        if not jobs:
-            quiet_since = quiet_since or time.monotonic()
-            if time.monotonic() - quiet_since >= quiet_s:
-                return
-        else:
-            quiet_since = None
-        for job in jobs:
-            try:
-                if JobStatus(job.status).is_terminal():
-                    client.delete_job(job.submission_id)
-                else:
-                    client.stop_job(job.submission_id)
-            except (RuntimeError, OSError):
-                continue  # not deletable yet (a stop in progress): next round
-        time.sleep(0.5)
+            remove_jobs(client, prefix)
 
 
 def current_local_cluster() -> LocalCluster | None:

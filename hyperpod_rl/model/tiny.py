@@ -32,6 +32,21 @@ from transformers import (
 
 from hyperpod_rl.errors import ConfigError
 
+
+def quiet_transformers() -> None:
+    """Turn off transformers' tqdm progress bars ("Loading weights", "Writing model shards", and
+    the Hub's download bars): they would leak into the CLI's output and every job log.
+
+    The one place that does it: called when this module is imported, which every loader and saver
+    of a model in this package does (:mod:`hyperpod_rl.model.loading` imports it).
+    """
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+quiet_transformers()
+
 __all__ = [
     "ANSWER_TOKENS",
     "DIRECTION_TOKENS",

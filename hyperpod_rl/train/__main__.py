@@ -48,5 +48,20 @@ def main(
     run(config, fresh=fresh)
 
 
+def run() -> None:
+    """Run :data:`app`; a project error that ends the job is printed as one ``error: <message>``
+    line on standard error (the end of the job log, and of Ray's message for a failed job)
+    instead of a traceback, with exit code 1. Other exceptions keep their traceback."""
+    import sys
+
+    from hyperpod_rl.errors import HyperpodRLError
+
+    try:
+        app()
+    except HyperpodRLError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
 if __name__ == "__main__":
-    app()
+    run()

@@ -17,30 +17,51 @@ the base model are read from the node's disk by every worker, and DDP's all-redu
 node's NVLink. Ray Train's own checkpointing and restarts are not used (``max_failures=0``): a
 failed worker fails the job, and resubmitting the run resumes it from its newest checkpoint, as
 a one-process run does.
+
+The workers' resources come from :func:`hyperpod_rl.config.resources.run_resources` (the same
+rules ``submit_run`` checks against the cluster's totals before submitting). When the cluster has
+them in total but not free (other jobs, Serve replicas), the workers wait at most
+``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S`` seconds (default :data:`WORKER_START_TIMEOUT_S`) and the
+job fails once with :class:`~hyperpod_rl.errors.ClusterError` saying so: Ray Train's controller
+would otherwise retry the worker group's start forever (``controller_failure_limit=0`` here).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.runs import RunPaths, read_config
+from hyperpod_rl.errors import ClusterError
+from hyperpod_rl.runs import RunPaths, read_config, read_submissions, record_final_status
 from hyperpod_rl.runs.provenance import read_provenance, update_provenance
 
-__all__ = ["scaling", "train_loop_per_worker", "train_with_workers"]
+__all__ = ["WORKER_START_TIMEOUT_S", "scaling", "train_loop_per_worker", "train_with_workers"]
+
+#: Seconds the workers may wait for their resources before the run fails, unless the job's
+#: environment sets Ray Train's ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S``.
+WORKER_START_TIMEOUT_S = 120.0
+_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 
 
 def scaling(config: RunConfig) -> dict[str, Any]:
-    """The ``TorchTrainer`` settings of a run: ``{"num_workers", "use_gpu", "backend"}``.
+    """The ``TorchTrainer`` settings of a run: ``{"num_workers", "use_gpu", "resources_per_worker", "backend"}``.
 
     ``use_gpu`` only for ``trainer.device='cuda'`` (``'auto'`` workers reserve no GPU, so Ray
-    hides the GPUs from them and they train on CPU); NCCL on GPUs, Gloo on CPUs.
+    hides the GPUs from them and they train on CPU); NCCL on GPUs, Gloo on CPUs. Each worker's
+    resources are :func:`~hyperpod_rl.config.resources.run_resources`'s ``per_worker``.
     """
     use_gpu = config.trainer.device == "cuda"
-    return {"num_workers": config.trainer.workers, "use_gpu": use_gpu, "backend": "nccl" if use_gpu else "gloo"}
+    return {
+        "num_workers": config.trainer.workers,
+        "use_gpu": use_gpu,
+        "resources_per_worker": dict(run_resources(config).per_worker),
+        "backend": "nccl" if use_gpu else "gloo",
+    }
 
 
 def worker_place() -> Any:
@@ -79,9 +100,18 @@ def torch_trainer(loop: Any, loop_config: dict[str, Any], config: RunConfig, sto
     return TorchTrainer(
         loop,
         train_loop_config=loop_config,
-        scaling_config=ScalingConfig(num_workers=s["num_workers"], use_gpu=s["use_gpu"], placement_strategy="STRICT_PACK"),
+        scaling_config=ScalingConfig(
+            num_workers=s["num_workers"],
+            use_gpu=s["use_gpu"],
+            resources_per_worker=s["resources_per_worker"] or None,
+            placement_strategy="STRICT_PACK",
+        ),
         torch_config=TorchConfig(backend=s["backend"]),
-        run_config=RayRunConfig(name=name, storage_path=str(storage), failure_config=FailureConfig(max_failures=0)),
+        # No retries: a failed worker fails the run (resubmit resumes it), and workers that cannot
+        # get their resources within the start timeout fail it too instead of retrying forever.
+        run_config=RayRunConfig(
+            name=name, storage_path=str(storage), failure_config=FailureConfig(max_failures=0, controller_failure_limit=0)
+        ),
     )
 
 
@@ -94,10 +124,14 @@ def train_with_workers(config: RunConfig, run_dir: str | Path, *, fresh: bool = 
     Raises:
         ray.train.TrainingFailedError: a worker failed (its error is in the message); the run's
             provenance record is marked ``failed``.
+        ClusterError: the workers could not get their resources within
+            ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S`` seconds (default :data:`WORKER_START_TIMEOUT_S`);
+            the run is marked ``failed``.
     """
     import ray
 
     paths = RunPaths(Path(run_dir))
+    os.environ.setdefault(_TIMEOUT_ENV, f"{WORKER_START_TIMEOUT_S:g}")  # Ray Train passes it on to its controller
     if not ray.is_initialized():
         ray.init(logging_level=logging.ERROR)
     s = scaling(config)
@@ -113,10 +147,33 @@ def train_with_workers(config: RunConfig, run_dir: str | Path, *, fresh: bool = 
     )
     try:
         trainer.fit()
-    except Exception:
+    except Exception as err:
         _mark_failed(paths)
+        if _startup_timed_out(err):
+            # No worker ever ran, so the run may have no provenance record yet: record the end anyway.
+            submissions = read_submissions(paths)
+            record_final_status(
+                paths,
+                "failed",
+                submission_id=submissions[-1] if submissions else "",
+                source="the trainer: its Ray Train workers could not get their resources",
+                only_over_running=True,
+            )
+            need = " + ".join(f"{v:g} {k}" for k, v in s["resources_per_worker"].items())
+            raise ClusterError(
+                f"the {s['num_workers']} workers of run {config.run_id!r} ({need} each, on one node) could not start within "
+                f"{os.environ[_TIMEOUT_ENV]} s: the cluster has the resources in total but not free (other jobs or Serve replicas "
+                "hold them). Free them (hyperpod-rl job list; hyperpod-rl serve down) or set trainer.workers lower, then "
+                f"resubmit the run; {_TIMEOUT_ENV} (job env) sets the wait"
+            ) from None
         raise
     return paths.adapter
+
+
+def _startup_timed_out(err: BaseException) -> bool:
+    """Ray Train gave up starting the worker group: its resources never became free."""
+    cause = getattr(err, "controller_failure", None)
+    return type(cause).__name__ == "WorkerGroupStartupTimeoutError" or "worker group startup timed out" in str(err)
 
 
 def _mark_failed(paths: RunPaths) -> None:

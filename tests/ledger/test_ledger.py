@@ -177,3 +177,26 @@ def test_four_processes_writing_at_once_lose_nothing(tmp_path):
     assert conn.execute("SELECT count(DISTINCT run_id) FROM facts WHERE key = 'worker'").fetchone()[0] == WRITERS * WRITES // 2
     conn.close()
     print(f"{WRITERS * WRITES} writes from {WRITERS} processes in {time.perf_counter() - t0:.1f} s")
+
+
+def test_updated_is_the_runs_last_change_not_the_sync_time(tmp_path):
+    """Field report (new-user trial): ``runs list``'s "updated" column showed when the ledger
+    synced, so every run looked updated a moment ago."""
+    import json
+    import os
+
+    runs = tmp_path / "runs"
+    for rid, when in (("old-run", 1_700_000_000.0), ("new-run", 1_700_000_600.0)):
+        (runs / rid).mkdir(parents=True)
+        (runs / rid / "manifest.json").write_text(json.dumps({"run_id": rid, "status": "succeeded", "config": {}}))
+        (runs / rid / "metrics.jsonl").write_text("{}\n")
+        os.utime(runs / rid / "manifest.json", (when, when))
+        os.utime(runs / rid / "metrics.jsonl", (when + 60, when + 60))  # its last metric
+    with Ledger(tmp_path / "l.sqlite") as led:
+        assert led.sync_storage(runs) == 2
+        listed = led.list_runs()
+        assert [r.run_id for r in listed] == ["new-run", "old-run"]  # most recently changed first
+        assert [r.updated_at for r in listed] == [1_700_000_660.0, 1_700_000_060.0]
+        assert led.sync_storage(runs) == 0
+        os.utime(runs / "old-run" / "metrics.jsonl", (1_700_001_000.0, 1_700_001_000.0))  # a new metric line
+        assert led.sync_storage(runs) == 1 and led.get_run("old-run").updated_at == 1_700_001_000.0

@@ -105,3 +105,20 @@ def test_example_trains_a_few_steps_and_evaluates(tmp_path) -> None:
     assert task_of_adapters({"shapes": adapter}) == "shapes"
     served = load_policy(model_dir, {"shapes": adapter})  # what the local server loads: the adapter's task's words
     assert served.answer_words == ("red", "green", "blue") and served.action_constraint == "directions"
+
+
+def test_example_metadata_builds_without_setuptools_warnings() -> None:
+    """Field report (new-user trial): ``pip install -e examples/shapes-task`` warned that
+    ``project.license`` as a TOML table is deprecated; it is the SPDX string form now."""
+    import warnings
+    from pathlib import Path
+
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    pyproject = Path(__file__).resolve().parents[2] / "examples" / "shapes-task" / "pyproject.toml"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dist = apply_configuration(Distribution(), pyproject)
+    assert [str(w.message) for w in caught] == []
+    assert dist.metadata.license_expression == "Apache-2.0"
