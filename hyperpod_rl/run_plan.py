@@ -83,6 +83,8 @@ def plan_input_for(
         gradient_checkpointing=config.trainer.gradient_checkpointing,
         use_kl=config.grpo.kl_coef > 0,
         fsdp=skyrl,
+        rollout_engine="vllm" if skyrl else "hf_compiled",
+        generated_tokens_per_turn=config.rollout.max_new_tokens,
         gpu=gpu,
     )
 

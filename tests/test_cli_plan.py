@@ -52,14 +52,18 @@ def _assert_tables_show(output: str, expected: Plan) -> None:
         assert f"{getattr(mem, field):.2f}" in _line_with(output, label), field
     assert f"{mem.peak_gib:.2f}" in _line_with(output, "│ peak")
     assert f"{expected.gpu_memory_gib:.2f}" in _line_with(output, "GPU memory")
-    kv = expected.kv_cache
-    assert f"{kv.bytes_per_token:,}" in _line_with(output, "bytes per token")
-    assert f"{kv.tokens:,}" in _line_with(output, "│ tokens")
-    assert f"{kv.concurrent_sequences:,}" in _line_with(output, f"concurrent {expected.seq_len:,}-token sequences")
+    vllm = expected.input.rollout_engine == "vllm"
+    if vllm:
+        kv = expected.kv_cache
+        assert f"{kv.bytes_per_token:,}" in _line_with(output, "bytes per token")
+        assert f"{kv.tokens:,}" in _line_with(output, "│ tokens")
+        assert f"{kv.concurrent_sequences:,}" in _line_with(output, f"concurrent {expected.seq_len:,}-token sequences")
+    else:  # the reference backend decodes in-process: no vLLM engine to size
+        assert "bytes per token" not in output and "KV cache per engine" not in output
     step = expected.step
-    assert f"{step.generate_s:.1f}" in _line_with(output, "generate (vLLM")
+    assert f"{step.generate_s:.1f}" in _line_with(output, "generate (vLLM" if vllm else "generate (compiled decoding")
     assert f"{step.train_s:.1f}" in _line_with(output, "train (policy update)")
-    assert f"{step.sync_s:.1f}" in _line_with(output, "sync (weights")
+    assert f"{step.sync_s:.1f}" in _line_with(output, "sync (weights" if vllm else "sync (none")
     assert f"{step.train_tokens_per_s_per_gpu:,.0f}" in _line_with(output, "train tokens/s per GPU")
     for verdict in expected.verdicts:
         assert verdict in output

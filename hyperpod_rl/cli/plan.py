@@ -80,8 +80,8 @@ def plan_command(
     if run.backend != "skyrl":
         console.print(
             f"[yellow]note:[/] run {escape(run.run_id)} uses the {escape(run.backend)} backend: the planner models its policy update "
-            "as one plain process per worker (no FSDP2) and its rollouts as vLLM engines (the reference backend samples with "
-            "Hugging Face generate, so its rollout figures do not apply)"
+            "as one plain process per worker (no FSDP2) and its rollouts as compiled transformers decoding in that process "
+            "(no vLLM engine, no weight sync; decode time fitted on H200 runs, docs/gpu.md)"
         )
     console.print(f"[bold {'green' if result.fits else 'red'}]{escape(plan_summary(result))}[/]", soft_wrap=True)
     for t in plan_tables(result):

@@ -49,6 +49,13 @@ class PlanInput(RaisesOnInit):
     use_kl: bool = Field(default=False, description="KL to a reference model (a second, frozen copy of the base model)")
     offload_reference: bool = Field(default=True, description="reference model sits on the CPU during the policy update")
     fsdp: bool = Field(default=True, description="FSDP2 policy (False: one plain process, the benchmark baseline)")
+    rollout_engine: Literal["vllm", "hf_compiled"] = Field(
+        default="vllm",
+        description="who generates: vLLM engines (SkyRL) or the reference backend's compiled transformers decoding, in-process",
+    )
+    generated_tokens_per_turn: int | None = Field(
+        default=None, gt=0, description="generated tokens per turn (rollout.max_new_tokens); None: max_response_tokens"
+    )
     logprob_impl: Literal["chunked", "naive"] = "chunked"
     adapter_compute_dtype: Literal["bf16", "fp32"] = Field(default="bf16", description="bf16: FSDP2 mixed precision; fp32: peft default")
     chunk_tokens: int = Field(default=1024, gt=0, description="response_logprobs chunk size")

@@ -91,7 +91,8 @@ def plan(inp: PlanInput) -> Plan:
     step = step_time(inp, kv_concurrent_sequences=kv.concurrent_sequences)
     verdicts: list[str] = []
     blockers: list[str] = []
-    resident = VLLM_ASLEEP_GIB if inp.placement == "colocated" else 0.0
+    vllm = inp.rollout_engine == "vllm"
+    resident = VLLM_ASLEEP_GIB if vllm and inp.placement == "colocated" else 0.0
     budget = g.memory_gib - resident
     where = f" (with {resident:g} GiB held by the sleeping vLLM engine)" if resident else ""
     if mem.peak_gib > budget:
@@ -116,7 +117,12 @@ def plan(inp: PlanInput) -> Plan:
             )
     if inp.logprob_impl == "naive":
         verdicts.append(f"naive log-probs materialise full logits ({mem.logits_gib:.0f} GiB); logprob_impl='chunked' needs a few GiB")
-    if kv.concurrent_sequences < 1:
+    if not vllm:
+        verdicts.append(
+            f"rollouts: compiled decoding in the training process, about {step.generate_s:.0f} s a step (decode steps of "
+            "the fitted H200 model; no vLLM engine, no weight sync)"
+        )
+    elif kv.concurrent_sequences < 1:
         need = (
             (s_w := inp.shape().total_params * 2 / inp.inference_tensor_parallel_size / GIB)
             + VLLM_WORKSPACE_GIB
@@ -131,7 +137,7 @@ def plan(inp: PlanInput) -> Plan:
         verdicts.append(
             f"vLLM KV cache: {kv.tokens:,} tokens, about {kv.concurrent_sequences:,} concurrent {inp.seq_len:,}-token sequences per engine"
         )
-    if inp.placement == "colocated" and inp.gpu_memory_utilization > 0.85:
+    if vllm and inp.placement == "colocated" and inp.gpu_memory_utilization > 0.85:
         verdicts.append(
             f"gpu_memory_utilization={inp.gpu_memory_utilization} is high for colocated training: vLLM must sleep fully before the update"
         )

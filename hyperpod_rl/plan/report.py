@@ -116,8 +116,11 @@ def plan_tables(plan: Plan) -> list[PlanTable]:
         (f"concurrent {plan.seq_len:,}-token sequences", f"{kv.concurrent_sequences:,}"),
     ]
     step = plan.step
+    vllm = plan.input.rollout_engine == "vllm"
+    generate_label = "generate (vLLM, estimate)" if vllm else "generate (compiled decoding, fitted)"
+    sync_label = "sync (weights to vLLM, offload)" if vllm else "sync (none: adapter in-process)"
     step_rows: list[tuple[str, ...]] = [
-        ("generate (vLLM, estimate)", seconds(step.generate_s)),
+        (generate_label, seconds(step.generate_s)),
         ("train (policy update)", seconds(step.train_s)),
         ("  of which compute", seconds(step.train_compute_s)),
         *(
@@ -125,13 +128,13 @@ def plan_tables(plan: Plan) -> list[PlanTable]:
             if plan.input.fsdp and plan.input.world_size > 1
             else []
         ),
-        ("sync (weights to vLLM, offload)", seconds(step.sync_s)),
+        (sync_label, seconds(step.sync_s)),
         ("total", seconds(step.total_s)),
         ("train tokens/s per GPU", f"{step.train_tokens_per_s_per_gpu:,.0f}"),
     ]
     return [
         PlanTable("Policy update memory per GPU (GiB)", ("part", "GiB", "share"), memory_rows),
-        PlanTable("vLLM KV cache per engine", ("", "value"), kv_rows),
+        *([PlanTable("vLLM KV cache per engine", ("", "value"), kv_rows)] if vllm else []),
         PlanTable("Step time estimate (one GRPO step)", ("phase", "seconds"), step_rows),
     ]
 

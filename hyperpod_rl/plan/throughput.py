@@ -20,6 +20,11 @@
   bandwidth-bound, one read of the weights plus the KV cache per step.
 * **Sync**: LoRA weights to vLLM, and (colocated) offloading and reloading the
   policy shard over the host link.
+* **Generate, reference backend** (``rollout_engine="hf_compiled"``: transformers' ``generate``
+  with a static KV cache and a compiled decode step, all episodes of a worker in one batch per turn):
+  ``turns x generated tokens per turn`` decode steps of ``layers x (layer_s + head_s x attention
+  heads)`` seconds each (``HF_DECODE``, fitted on the 2B and 8B shapes, 4B held out:
+  ``python -m benchmarks.gpu.decode_fit``); no sync (the adapter is in the same process).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "COMM",
     "EFFICIENCY_HIDDEN_EXPONENT",
     "FIXED_STEP_S",
+    "HF_DECODE",
     "TRAIN_EFFICIENCY",
     "StepTime",
     "comm_seconds",
@@ -57,6 +63,10 @@ COMM: dict[str, float] = {
     "inter_node_bytes_per_s": 50e9,  # 4 x 100 Gb/s EFA per GPU-node share, p5/p5e class
     "latency_s": 30e-6,  # per collective
 }
+#: Seconds per decode step of the reference backend's compiled decoding, per decoder layer and per attention head of a
+#: layer: the exact fit to the 2B and 8B shapes' median step on one H200 at 32 episodes a batch (4B held out; within 4 %):
+#: ``benchmarks.gpu.decode_fit`` (results ``h200_grpo_e2e_*.json``, docs/gpu.md).
+HF_DECODE: dict[str, float] = {"layer_s": 0.444e-3, "head_s": 0.014e-3}
 PREFILL_EFFICIENCY = 0.4
 DECODE_BW_EFFICIENCY = 0.6
 FIXED_SYNC_S = 2.0  # vLLM sleep/wake and adapter load, observed order of magnitude in SkyRL logs
@@ -135,6 +145,17 @@ def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
     comm = micro_per_gpu * comm_seconds(inp)
     exposed = COMM["exposed"] * comm
     train = compute + exposed
+    if inp.rollout_engine == "hf_compiled":  # every worker decodes its episodes in one batch per turn, in-process
+        gen_tokens = inp.generated_tokens_per_turn or inp.max_response_tokens
+        generate = inp.turns * gen_tokens * s.num_hidden_layers * (HF_DECODE["layer_s"] + HF_DECODE["head_s"] * s.num_attention_heads)
+        return StepTime(
+            generate_s=generate,
+            train_s=train,
+            sync_s=0.0,
+            train_compute_s=compute,
+            train_comm_exposed_s=exposed,
+            train_tokens_per_s_per_gpu=sequences * inp.seq_len / w / train,
+        )
     # generation
     tp = inp.inference_tensor_parallel_size
     inf_gpus = w if inp.placement == "colocated" else (inp.inference_gpus or w)
