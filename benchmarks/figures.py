@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks._record import REPO, load_result, results_dir
+from benchmarks.gpu import decode_fit
 
 __all__ = ["PASSAGES", "Passage", "check", "render", "update"]
 
@@ -319,9 +320,13 @@ _E2E_TRL = (
     "h200_grpo_e2e_trl_8b",
     "h200_grpo_e2e_decode_2b",
     "h200_grpo_e2e_decode_8b",
+    "h200_grpo_e2e_trl_mb8_2b",
 )
-#: Run labels: 1 and 2 decoded eagerly (before compiled decoding), 3 with compiled decoding.
-_TRL_RUN = {n: "3 (compiled decoding)" if "decode" in n else ("1" if n.endswith("_run1") else "2") for n in _E2E_TRL}
+#: Run labels: 1 and 2 decoded eagerly (before compiled decoding), 3 with compiled decoding, 4 also with micro batch 8.
+_TRL_RUN = {
+    n: "4 (compiled, micro batch 8)" if "mb8" in n else "3 (compiled decoding)" if "decode" in n else ("1" if n.endswith("_run1") else "2")
+    for n in _E2E_TRL
+}
 
 
 def _gpu_provenance(res: dict[str, Any]) -> str:
@@ -388,7 +393,7 @@ def gpu_trl() -> str:
     rows += [
         "",
         f"{trl['impl']}, {trl['samples_per_step']} samples a step (4 mazes × group 8, one turn, 128-token responses), "
-        f"medians of the measured steps after one warm-up, both in the same process on the same GPU; run 3: {_gpu_provenance(res)}. "
+        f"medians of the measured steps after one warm-up, both in the same process on the same GPU; run 4: {_gpu_provenance(res)}. "
         f"Command: `{_cmd(res)}`.",
     ]
     return "\n".join(rows)
@@ -485,6 +490,93 @@ def gpu_compile_layers() -> str:
     )
 
 
+_CKPT_NAMES = {
+    "naive": "naive (HF + peft, full logits)",
+    "autocast_bf16_compile": "compiled layers, transformers' checkpointing around each",
+    "compile_ckpt_inside": "compiled layers, checkpoint inside each (full)",
+    "compile_ckpt_half": "compiled layers, first half of the layers checkpointed",
+    "compile_ckpt_quarter": "compiled layers, first quarter checkpointed",
+    "compile_sac": "compiled layers, selective (`save_matmuls`)",
+    "sac": "eager layers, selective (`save_matmuls`)",
+}
+
+
+def gpu_ckpt() -> str:
+    """Checkpointing levers with compiled decoder layers, 8B: tokens/s (x naive), MFU and peak."""
+    res = load_result("h200_update_ckpt")
+    recs = res["results"]
+    rows = ["| variant | " + " | ".join(r["config"]["name"] for r in recs) + " |", "|---|" + "---|" * len(recs)]
+    for key, label in _CKPT_NAMES.items():
+        cells = []
+        for r in recs:
+            v = r["variants"].get(key, {})
+            if v.get("status") != "ok":
+                cells.append(v.get("status", "not run"))
+                continue
+            ratio = v["tokens_per_s"] / r["variants"]["naive"]["tokens_per_s"]
+            cells.append(f"{v['tokens_per_s']:,.0f} tok/s ({ratio:.2f}×), MFU {100 * r['variant_mfu'][key]:.0f} %, {v['peak_gib']:.1f} GiB")
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    rows += [
+        "",
+        f"One process, one GPU, the same batch for every variant (bf16 autocast, chunked log-probs but for naive); median of 3 "
+        f"steps after one warm-up; {_gpu_provenance(res)}. Command: `{_cmd(res)}`.",
+    ]
+    return "\n".join(rows)
+
+
+def _three_turn(name: str) -> dict[str, Any]:
+    return next(
+        r
+        for r in load_result(name)["results"]["runs"]
+        if r["impl"] == "hyperpod-rl reference" and r["max_turns"] == 3 and r["decode"] == "compiled"
+    )
+
+
+def gpu_e2e_sac() -> str:
+    """End to end with compile_layers + save_matmuls against the same shapes' compiled-decoding runs without them."""
+    rows = [
+        "| shape | step s (default → knobs) | update s | decode s | update MFU | peak GiB | files |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for shape, base_name, knob_name in (
+        ("2B", "h200_grpo_e2e_decode_2b", "h200_grpo_e2e_sac_2b"),
+        ("8B", "h200_grpo_e2e_decode_8b", "h200_grpo_e2e_sac_8b"),
+    ):
+        b, k = _three_turn(base_name), _three_turn(knob_name)
+        rows.append(
+            f"| Qwen3-VL-{shape} | {b['median_step_s']:.1f} → {k['median_step_s']:.1f} ({b['median_step_s'] / k['median_step_s']:.2f}×) | "
+            f"{b['median_update_s']:.1f} → {k['median_update_s']:.1f} | {b['median_rollout_decode_s']:.1f} → {k['median_rollout_decode_s']:.1f} | "
+            f"{100 * b['update_mfu']:.0f} % → {100 * k['update_mfu']:.0f} % | {b['peak_gib']:.1f} → {k['peak_gib']:.1f} | "
+            f"`{base_name}.json`, `{knob_name}.json` |"
+        )
+    res = load_result("h200_grpo_e2e_sac_8b")
+    rows += [
+        "",
+        f"96 samples a step (4 mazes × group 8, 3 turns, 128-token responses), medians of 2 steps after one warm-up; each pair from two "
+        f"device calls; knobs: {_gpu_provenance(res)}. Command: `{_cmd(res)}` (and `--shapes 2B`).",
+    ]
+    return "\n".join(rows)
+
+
+def gpu_decode_fit() -> str:
+    """The planner's decode model of compiled decoding against every shape's measured step (4B held out)."""
+    data = decode_fit.points()
+    constants = decode_fit.fit(data)
+    rows = ["| shape | runs | measured ms per decode step | predicted | error | |", "|---|---|---|---|---|---|"]
+    for shape, measured in decode_fit.per_shape(data).items():
+        pred = decode_fit.predicted_step_s(shape, constants)
+        split = "held out" if shape in decode_fit.HELD_OUT_SHAPES else "fitted"
+        n = sum(p["shape"] == shape for p in data)
+        rows.append(f"| {shape.split('/')[-1]} | {n} | {1e3 * measured:.1f} | {1e3 * pred:.1f} | {pred / measured - 1:+.1%} | {split} |")
+    rows += [
+        "",
+        f"`layer_s` = {1e3 * constants['layer_s']:.3f} ms, `head_s` = {1e3 * constants['head_s']:.3f} ms; medians over the compiled-decoding "
+        f"runs of {', '.join(f'`{f}`' for f in decode_fit.FILES)} (32 episodes a batch, 128 new tokens a turn). "
+        "Command: `python -m benchmarks.gpu.decode_fit`.",
+    ]
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- hyperpod-rl plan (docs/planner.md)
 def _plan_cli(case: str, *, tables: bool) -> Callable[[], str]:
     """The recorded ``hyperpod-rl plan`` session of ``case`` as a text block (``tables=False``: summary and verdicts only)."""
@@ -554,6 +646,14 @@ PASSAGES: dict[str, Passage] = {
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
     "gpu-decode": Passage("docs/gpu.md", _DECODE, gpu_decode, block=True),
     "gpu-levers": Passage("docs/gpu.md", ("h200_update_levers",), gpu_levers, block=True),
+    "gpu-ckpt": Passage("docs/gpu.md", ("h200_update_ckpt",), gpu_ckpt, block=True),
+    "gpu-e2e-knobs": Passage(
+        "docs/gpu.md",
+        ("h200_grpo_e2e_decode_2b", "h200_grpo_e2e_sac_2b", "h200_grpo_e2e_decode_8b", "h200_grpo_e2e_sac_8b"),
+        gpu_e2e_sac,
+        block=True,
+    ),
+    "gpu-decode-fit": Passage("docs/gpu.md", tuple(f.removesuffix(".json") for f in decode_fit.FILES), gpu_decode_fit, block=True),
     "gpu-compile-layers": Passage("docs/gpu.md", ("h200_grpo_e2e_levers_8b", "h200_grpo_e2e_decode_8b"), gpu_compile_layers),
 }
 
