@@ -451,13 +451,12 @@ _LEVER_NAMES = {
 }
 
 
-def gpu_levers() -> str:
-    """Policy-update levers on the 8B shape: tokens/s (× naive), MFU and peak per variant and config."""
-    res = load_result("h200_update_levers")
+def _variant_table(name: str, labels: dict[str, str], note: str) -> str:
+    """One row per variant of ``labels``, one column per config of result ``name``: tokens/s (× naive), MFU, peak."""
+    res = load_result(name)
     recs = res["results"]
-    head = "| variant | " + " | ".join(f"{r['config']['name']}" for r in recs) + " |"
-    rows = [head, "|---|" + "---|" * len(recs)]
-    for key, label in _LEVER_NAMES.items():
+    rows = ["| variant | " + " | ".join(r["config"]["name"] for r in recs) + " |", "|---|" + "---|" * len(recs)]
+    for key, label in labels.items():
         cells = []
         for r in recs:
             v = r["variants"].get(key, {})
@@ -469,9 +468,14 @@ def gpu_levers() -> str:
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
     rows += [
         "",
-        f"One process, one GPU, the same batch for every variant; median of 3 steps after one warm-up; {_gpu_provenance(res)}. Command: `{_cmd(res)}`.",
+        f"One process, one GPU, the same batch for every variant{note}; median of 3 steps after one warm-up; {_gpu_provenance(res)}. Command: `{_cmd(res)}`.",
     ]
     return "\n".join(rows)
+
+
+def gpu_levers() -> str:
+    """Policy-update levers on the 8B shape: tokens/s (× naive), MFU and peak per variant and config."""
+    return _variant_table("h200_update_levers", _LEVER_NAMES, "")
 
 
 def gpu_compile_layers() -> str:
@@ -503,25 +507,7 @@ _CKPT_NAMES = {
 
 def gpu_ckpt() -> str:
     """Checkpointing levers with compiled decoder layers, 8B: tokens/s (x naive), MFU and peak."""
-    res = load_result("h200_update_ckpt")
-    recs = res["results"]
-    rows = ["| variant | " + " | ".join(r["config"]["name"] for r in recs) + " |", "|---|" + "---|" * len(recs)]
-    for key, label in _CKPT_NAMES.items():
-        cells = []
-        for r in recs:
-            v = r["variants"].get(key, {})
-            if v.get("status") != "ok":
-                cells.append(v.get("status", "not run"))
-                continue
-            ratio = v["tokens_per_s"] / r["variants"]["naive"]["tokens_per_s"]
-            cells.append(f"{v['tokens_per_s']:,.0f} tok/s ({ratio:.2f}×), MFU {100 * r['variant_mfu'][key]:.0f} %, {v['peak_gib']:.1f} GiB")
-        rows.append(f"| {label} | " + " | ".join(cells) + " |")
-    rows += [
-        "",
-        f"One process, one GPU, the same batch for every variant (bf16 autocast, chunked log-probs but for naive); median of 3 "
-        f"steps after one warm-up; {_gpu_provenance(res)}. Command: `{_cmd(res)}`.",
-    ]
-    return "\n".join(rows)
+    return _variant_table("h200_update_ckpt", _CKPT_NAMES, " (bf16 autocast, chunked log-probs but for naive)")
 
 
 def _three_turn(name: str) -> dict[str, Any]:

@@ -473,10 +473,15 @@ def run_levers(
         _compile_layers(root, True)
         each("autocast_bf16_liger_compile", "chunked", True)
         _compile_layers(root, False)
+    return _best_records(configs, results, fallback="autocast_bf16")
+
+
+def _best_records(configs: list[BenchConfig], results: dict[str, dict[str, dict[str, Any]]], *, fallback: str) -> list[dict[str, Any]]:
+    """One record per config against ``naive``, its improved variant the fastest that ran (``fallback`` if none did)."""
     records = []
     for cfg in configs:
         ok = {k: r for k, r in results[cfg.name].items() if r.get("status") == "ok" and k != "naive"}
-        best = min(ok, key=lambda k: ok[k]["step_time_s"]) if ok else "autocast_bf16"
+        best = min(ok, key=lambda k: ok[k]["step_time_s"]) if ok else fallback
         records.append(_record(cfg, gpus=1, device_name="", res=results[cfg.name], base="naive", impl=best, scaling=None))
     return records
 
@@ -538,12 +543,7 @@ def run_ckpt(
             for layer in decoder_layers(hf):
                 layer._compiled_call_impl = None
     checkpoint_decoder_layers(hf, fraction=0.0)
-    records = []
-    for cfg in configs:
-        ok = {k: r for k, r in results[cfg.name].items() if r.get("status") == "ok" and k != "naive"}
-        best = min(ok, key=lambda k: ok[k]["step_time_s"]) if ok else "autocast_bf16_compile"
-        records.append(_record(cfg, gpus=1, device_name="", res=results[cfg.name], base="naive", impl=best, scaling=None))
-    return records
+    return _best_records(configs, results, fallback="autocast_bf16_compile")
 
 
 def _fsdp_wrap_single(root: PolicyLogprobs, device: torch.device, **options: Any) -> None:
