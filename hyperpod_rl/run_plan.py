@@ -81,6 +81,8 @@ def plan_input_for(
         inference_tensor_parallel_size=config.placement.tensor_parallel_size,
         gpu_memory_utilization=config.rollout.gpu_memory_utilization,
         gradient_checkpointing=config.trainer.gradient_checkpointing,
+        checkpoint_layers=config.trainer.checkpoint_layers,
+        checkpoint_policy=config.trainer.checkpoint_policy,
         use_kl=config.grpo.kl_coef > 0,
         fsdp=skyrl,
         rollout_engine="vllm" if skyrl else "hf_compiled",

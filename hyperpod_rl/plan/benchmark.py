@@ -15,7 +15,7 @@ from typing import Any
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan.inputs import PlanInput
 
-__all__ = ["VARIANTS", "bench_plan_input", "load_records"]
+__all__ = ["CHECKPOINTING", "VARIANTS", "bench_plan_input", "load_records"]
 
 #: variant name -> (FSDP2?, log-prob path, adapter compute dtype)
 VARIANTS: dict[str, tuple[bool, str, str]] = {
@@ -24,6 +24,20 @@ VARIANTS: dict[str, tuple[bool, str, str]] = {
     "improved": (True, "chunked", "bf16"),  # FSDP2 mixed precision + response_logprobs
     "fsdp_naive": (True, "naive", "bf16"),  # FSDP2 mixed precision + full logits
     "autocast_bf16": (False, "chunked", "bf16"),  # one process, float32 adapters computed in bf16 (autocast)
+    # the "ckpt" suite: autocast_bf16 with compiled layers and checkpointing placed by hyperpod_rl.model.layers
+    "autocast_bf16_compile": (False, "chunked", "bf16"),
+    "compile_ckpt_inside": (False, "chunked", "bf16"),
+    "compile_ckpt_half": (False, "chunked", "bf16"),
+    "compile_ckpt_quarter": (False, "chunked", "bf16"),
+    "compile_sac": (False, "chunked", "bf16"),
+    "sac": (False, "chunked", "bf16"),
+}
+#: variant -> (checkpoint_layers, checkpoint_policy) where it is not (1.0, "full")
+CHECKPOINTING: dict[str, tuple[float, str]] = {
+    "compile_ckpt_half": (0.5, "full"),
+    "compile_ckpt_quarter": (0.25, "full"),
+    "compile_sac": (1.0, "save_matmuls"),
+    "sac": (1.0, "save_matmuls"),
 }
 
 
@@ -36,6 +50,7 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
     if variant not in VARIANTS:
         raise ConfigError(f"unknown harness variant {variant!r}; use one of {sorted(VARIANTS)}")
     fsdp, logprob, adapter = VARIANTS[variant]
+    layers, policy = CHECKPOINTING.get(variant, (1.0, "full"))
     px = int(config["image_px"])
     b = int(config["batch"])
     return PlanInput(
@@ -51,6 +66,8 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
         gpus_per_node=gpus,
         nodes=1,
         gradient_checkpointing=bool(config["gradient_checkpointing"]),
+        checkpoint_layers=layers,
+        checkpoint_policy=policy,
         fsdp=fsdp,
         logprob_impl=logprob,
         adapter_compute_dtype=adapter,

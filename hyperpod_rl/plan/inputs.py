@@ -46,6 +46,15 @@ class PlanInput(RaisesOnInit):
     inference_tensor_parallel_size: int = Field(default=1, gt=0)
     gpu_memory_utilization: float = Field(default=0.6, gt=0, le=1.0, description="vLLM's fraction of GPU memory")
     gradient_checkpointing: bool = True
+    checkpoint_layers: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="share of the decoder layers checkpointed, with gradient_checkpointing (trainer.checkpoint_layers)",
+    )
+    checkpoint_policy: Literal["full", "save_matmuls"] = Field(
+        default="full", description="what a checkpointed layer keeps: its input only, or also matmul and attention outputs"
+    )
     use_kl: bool = Field(default=False, description="KL to a reference model (a second, frozen copy of the base model)")
     offload_reference: bool = Field(default=True, description="reference model sits on the CPU during the policy update")
     fsdp: bool = Field(default=True, description="FSDP2 policy (False: one plain process, the benchmark baseline)")

@@ -15,7 +15,11 @@ gradient) or, with gradient checkpointing, the backward of one decoder layer:
   copy, flash attention keeps q, k, v and its output, the SwiGLU MLP keeps four
   intermediate tensors; peft's float32 adapters add float32 copies of every
   adapter input). With checkpointing only each layer's input is kept, plus one
-  layer recomputed during its backward.
+  layer recomputed during its backward; ``checkpoint_layers`` below 1 keeps the
+  full activations of the layers not checkpointed, and ``checkpoint_policy=
+  "save_matmuls"`` (selective checkpointing) keeps, per checkpointed layer, its
+  input and the output of every matrix product (base linears, both LoRA factors)
+  and of attention, in bf16 (counted, not fitted).
 * **logits**: naive path, (B, T, V) bf16 logits plus float32 ``log_softmax`` and its
   gradient; chunked path, one (chunk, V) float32 block and its gradient.
 
@@ -28,7 +32,14 @@ from __future__ import annotations
 from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 
-__all__ = ["CALIBRATION", "MemoryBreakdown", "activation_bytes_per_token_layer", "lora_params", "policy_update_memory"]
+__all__ = [
+    "CALIBRATION",
+    "MemoryBreakdown",
+    "activation_bytes_per_token_layer",
+    "lora_params",
+    "policy_update_memory",
+    "saved_bytes_per_token_checkpointed_layer",
+]
 
 GIB = 2**30
 
@@ -93,6 +104,22 @@ def activation_bytes_per_token_layer(inp: PlanInput) -> float:
     return float(total)
 
 
+def saved_bytes_per_token_checkpointed_layer(inp: PlanInput) -> float:
+    """Bytes a checkpointed decoder layer keeps per token until its backward.
+
+    ``"full"``: its input (bf16 hidden state). ``"save_matmuls"``: also the bf16 output of every
+    matrix product - the seven base linears, each targeted linear's ``lora_A`` (rank wide) and
+    ``lora_B`` (as wide as the linear's output) - and attention's output.
+    """
+    s = inp.shape()
+    kept = s.hidden_size
+    if inp.checkpoint_policy == "save_matmuls":
+        dims = s.linear_dims()
+        kept += sum(out for _, out in dims.values()) + s.q_dim
+        kept += sum(inp.lora_rank + dims[m][1] for m in inp.lora_target_modules)
+    return 2.0 * kept
+
+
 def policy_update_memory(inp: PlanInput) -> MemoryBreakdown:
     """Per-GPU memory of one micro batch of the policy update; see the module docstring."""
     s = inp.shape()
@@ -112,8 +139,10 @@ def policy_update_memory(inp: PlanInput) -> MemoryBreakdown:
     lora = lora_params(inp) * 16 / w
     tokens = inp.micro_train_batch_size_per_gpu * inp.seq_len
     per_layer = activation_bytes_per_token_layer(inp) * c["activation_scale"] * tokens
-    if inp.gradient_checkpointing:
-        activations = s.num_hidden_layers * tokens * s.hidden_size * 2 + c["ckpt_layers_live"] * per_layer
+    checkpointed = round(inp.checkpoint_layers * s.num_hidden_layers) if inp.gradient_checkpointing else 0
+    if checkpointed:
+        kept = saved_bytes_per_token_checkpointed_layer(inp) * tokens
+        activations = checkpointed * kept + (s.num_hidden_layers - checkpointed) * per_layer + c["ckpt_layers_live"] * per_layer
     else:
         activations = s.num_hidden_layers * per_layer
     activations += _vision_outputs_bytes(inp)

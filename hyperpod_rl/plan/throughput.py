@@ -4,7 +4,8 @@
   backward), the language model's forward and input-gradient backward
   (``2 + 2`` FLOPs per frozen weight per token; adapter weight gradients are
   negligible), causal attention, and the output head over response tokens.
-  Checkpointing runs the forward a second time; the naive path projects every
+  Checkpointing runs the forward of the checkpointed layers a second time (its
+  matrix products: none with ``checkpoint_policy="save_matmuls"``); the naive path projects every
   position through the output head. Time is executed FLOPs over the GPU's
   dense bf16 rate times an achieved efficiency fitted on the H200
   (``TRAIN_EFFICIENCY``, by adapter compute dtype, for the 8B shape's hidden size of 4,096),
@@ -105,8 +106,8 @@ def _executed_flops(inp: PlanInput) -> float:
     s = inp.shape()
     t = inp.seq_len
     f = train_flops_per_sample(inp)
-    if inp.gradient_checkpointing:
-        f += 2.0 * s.num_hidden_layers * sum(a * b for a, b in s.linear_dims().values()) * t
+    if inp.gradient_checkpointing and inp.checkpoint_policy == "full":  # save_matmuls recomputes no matrix product
+        f += 2.0 * round(inp.checkpoint_layers * s.num_hidden_layers) * sum(a * b for a, b in s.linear_dims().values()) * t
     if inp.logprob_impl == "naive":
         f += 6.0 * s.hidden_size * s.vocab_size * (t - inp.response_len)
     return f
