@@ -25,12 +25,15 @@ an ``fcntl`` lock the kernel releases when the process dies, even by SIGKILL).
 Devices (``trainer.device``, ``trainer.dtype``; :func:`~hyperpod_rl.model.loading.resolve_device`):
 on CPU everything is float32, as before. On one CUDA GPU the base model is loaded in bfloat16
 (where the GPU supports it), LoRA weights and AdamW state stay float32 and compute in bf16 under
-autocast, activations are recomputed in backward when ``trainer.gradient_checkpointing`` is on,
+autocast, activations are recomputed in backward when ``trainer.gradient_checkpointing`` is on
+(all layers or ``trainer.checkpoint_layers`` of them; ``trainer.checkpoint_policy='save_matmuls'``
+keeps matmul outputs: :mod:`~hyperpod_rl.model.layers`),
 rollouts decode all episodes of a turn in one batch with the KV cache, and the log-probs of the
 update go through the chunked response-only path (:mod:`~hyperpod_rl.model.logprobs`).
 Decoding is compiled there by default (``rollout.decode``: static KV cache + CUDA graphs, measured
-2.8x faster on an H200, docs/gpu.md); ``trainer.compile_layers`` compiles each decoder layer too
-(a faster update but slower decoding in the same process: off by default). The
+2.8x faster on an H200, docs/gpu.md); ``trainer.compile_layers`` compiles each decoder layer for
+the policy update only (with selective checkpointing the 8B update reached 47 % MFU on an H200, at
+more memory: off by default). The
 reference model of the KL term is the base model with the adapter disabled: the same weights on
 the same GPU, so KL adds one forward pass and no memory for a second copy (the planner's
 ``offload_reference=True`` budget: no reference weights on the GPU during the update).
