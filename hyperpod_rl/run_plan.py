@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan import Plan, PlanInput, image_tokens, plan
 from hyperpod_rl.tasks import get_task
 
@@ -53,13 +54,28 @@ def plan_input_for(
         reply_text_tokens: text tokens of each environment reply besides its image.
 
     Raises:
-        ConfigError: the config maps to planner inputs the planner rejects (e.g. an unknown GPU).
+        ConfigError: the config maps to planner inputs the planner rejects (e.g. an unknown GPU), model.path is
+            'tiny', or its config.json is not a JSON object.
     """
     model: str | dict = config.model.path
+    if model == "tiny":
+        raise ConfigError(
+            "model.path='tiny' is the embedded CPU model, which the planner has no figures for: set model.path to a Qwen3-VL "
+            "checkpoint directory or hub id (e.g. Qwen/Qwen3-VL-8B-Instruct)"
+        )
     local = Path(config.model.path).expanduser() / "config.json"
     if local.is_file():
-        model = json.loads(local.read_text())
+        try:
+            model = json.loads(local.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ConfigError(
+                f"{local} is not valid JSON ({err}): point model.path at a checkpoint directory with a valid config.json"
+            ) from err
+        if not isinstance(model, dict):
+            raise ConfigError(f"{local} holds a JSON {type(model).__name__}, not an object: point model.path at a Qwen3-VL checkpoint")
     micro = config.trainer.micro_batch_size
+    if config.backend != "skyrl":  # the reference trainer's micro batches never exceed a worker's sequences
+        micro = min(micro, max(1, config.data.mazes_per_step * config.grpo.group_size // config.trainer.workers))
     multi_turn = get_task(config.task.name).multi_turn
     turns = config.rollout.max_turns if multi_turn else 1
     first_image = image_tokens(*image_px) + 2

@@ -25,7 +25,7 @@ uses transformers' static KV cache, with which ``generate`` runs each decode ste
 ``torch.compile(mode="reduce-overhead")`` - CUDA graphs on a GPU, so one step costs a graph replay
 instead of a kernel launch (and a Python call) per operation; peft's LoRA layers are captured with
 the rest. The prefill stays eager. So that shapes repeat across calls, the batch is filled up to a
-bucket (:func:`_batch_bucket`, filler rows are copies of the first observation and are discarded) and
+bucket (:func:`~hyperpod_rl.config.decoding.decode_batch_rows`, filler rows are copies of the first observation and are discarded) and
 every row is left-padded to a multiple of ``DECODE_LENGTH_BUCKET`` tokens; transformers keeps the
 cache length at the largest seen so far. The first call of each new shape compiles (tens of
 seconds on a GPU); later calls replay. Sampled tokens and their log-probs are scored afterwards by
@@ -55,6 +55,7 @@ from typing import Any, Literal
 import torch
 from PIL import Image
 
+from hyperpod_rl.config.decoding import DECODE_LENGTH_BUCKET, decode_batch_rows
 from hyperpod_rl.errors import ConfigError, LogprobInputError
 from hyperpod_rl.model.logprobs import response_entropy, response_logprobs
 from hyperpod_rl.model.sampling import explicit_generation_config
@@ -64,14 +65,6 @@ from hyperpod_rl.tasks.vision import decode_image_part
 __all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
 
 Conversation = list[dict[str, Any]]
-
-#: Compiled decoding left-pads every row to a multiple of this many tokens.
-DECODE_LENGTH_BUCKET = 256
-
-
-def _batch_bucket(n: int) -> int:
-    """Rows a compiled decode call is filled up to: the next power of two up to 64, then multiples of 64."""
-    return 1 << max(0, (n - 1).bit_length()) if n <= 64 else -(-n // 64) * 64
 
 
 def _compile_config(device: torch.device) -> Any:
@@ -503,7 +496,7 @@ class MazePolicy:
         """
         t0 = time.perf_counter()
         compiled = self.compiled_decode
-        batch = _batch_bucket(len(prompts)) if compiled else len(prompts)
+        batch = decode_batch_rows(len(prompts)) if compiled else len(prompts)
         # compiled: filler rows (copies of the first observation, discarded) and left padding to a multiple of
         # DECODE_LENGTH_BUCKET tokens, so the static cache and the captured graphs see few distinct shapes
         rows = list(prompts) + [prompts[0]] * (batch - len(prompts))

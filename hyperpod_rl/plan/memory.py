@@ -30,6 +30,7 @@ gradient) or, with gradient checkpointing, the backward of one decoder layer:
 from __future__ import annotations
 
 from hyperpod_rl.base import Model
+from hyperpod_rl.config.decoding import decode_batch_rows, decode_cache_tokens
 from hyperpod_rl.plan.inputs import PlanInput
 
 __all__ = [
@@ -37,7 +38,9 @@ __all__ = [
     "MemoryBreakdown",
     "activation_bytes_per_token_layer",
     "lora_params",
+    "RolloutMemory",
     "policy_update_memory",
+    "rollout_memory",
     "saved_bytes_per_token_checkpointed_layer",
 ]
 
@@ -173,3 +176,41 @@ def _vision_outputs_bytes(inp: PlanInput) -> float:
     s = inp.shape()
     n = inp.micro_train_batch_size_per_gpu * inp.images_per_prompt * inp.image_tokens_per_image
     return n * s.hidden_size * 2 * (1 + len(s.vision.deepstack_visual_indexes))
+
+
+class RolloutMemory(Model):
+    """Predicted per-GPU memory of the reference backend's compiled decoding at its last turn, GiB."""
+
+    rows: int
+    tokens_per_row: int
+    weights_gib: float
+    lora_gib: float
+    kv_cache_gib: float
+    overhead_gib: float
+
+    @property
+    def peak_gib(self) -> float:
+        return self.weights_gib + self.lora_gib + self.kv_cache_gib + self.overhead_gib
+
+
+def rollout_memory(inp: PlanInput) -> RolloutMemory:
+    """Memory of one worker's compiled decoding (``rollout_engine="hf_compiled"``), counted, not fitted.
+
+    The whole model (bf16), the adapters with their AdamW state (float32 weights and two moments),
+    and the static KV cache of the last turn: every episode of the worker in one batch filled up to
+    :func:`~hyperpod_rl.config.decoding.decode_batch_rows` rows, each the longest prompt padded to
+    the length bucket plus the new tokens (K and V, bf16, all layers).
+    """
+    s = inp.shape()
+    gen = inp.generated_tokens_per_turn or inp.max_response_tokens
+    rows = decode_batch_rows(max(1, -(-inp.train_batch_size * inp.group_size // inp.world_size)))
+    tokens = decode_cache_tokens(inp.seq_len - gen, gen)
+    kv = rows * tokens * 2 * s.num_hidden_layers * s.kv_dim * 2
+    return RolloutMemory(
+        rows=rows,
+        tokens_per_row=tokens,
+        weights_gib=s.total_params * 2 / GIB,
+        lora_gib=lora_params(inp) * 12 / GIB,
+        kv_cache_gib=kv / GIB,
+        overhead_gib=CALIBRATION["overhead_gib"],
+    )

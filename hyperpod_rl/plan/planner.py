@@ -7,7 +7,7 @@ from typing import Literal
 from hyperpod_rl.base import Model
 from hyperpod_rl.plan.hardware import CALIBRATION_GPU, GPUS
 from hyperpod_rl.plan.inputs import PlanInput
-from hyperpod_rl.plan.memory import GIB, MemoryBreakdown, policy_update_memory
+from hyperpod_rl.plan.memory import GIB, MemoryBreakdown, RolloutMemory, policy_update_memory, rollout_memory
 from hyperpod_rl.plan.throughput import StepTime, comm_seconds, step_time, train_seconds_per_micro_batch
 
 __all__ = ["KVCache", "Plan", "ScalingPoint", "plan", "predict_scaling"]
@@ -39,6 +39,8 @@ class Plan(Model):
     memory: MemoryBreakdown
     gpu_memory_gib: float
     kv_cache: KVCache
+    rollout: RolloutMemory | None = None
+    """Compiled decoding's memory (reference backend only: ``rollout_engine="hf_compiled"``)."""
     step: StepTime
     fits: bool
     verdicts: list[str]
@@ -124,11 +126,24 @@ def plan(inp: PlanInput) -> Plan:
             )
     if inp.logprob_impl == "naive":
         verdicts.append(f"naive log-probs materialise full logits ({mem.logits_gib:.0f} GiB); logprob_impl='chunked' needs a few GiB")
-    if not vllm:
-        verdicts.append(
-            f"rollouts: compiled decoding in the training process, about {step.generate_s:.0f} s a step (decode steps of "
-            "the fitted H200 model; no vLLM engine, no weight sync)"
+    rollout = None if vllm else rollout_memory(inp)
+    if rollout is not None:
+        cache = (
+            f"the static KV cache of the last turn ({rollout.rows} rows x {rollout.tokens_per_row:,} tokens) takes about "
+            f"{rollout.kv_cache_gib:.0f} GiB, {rollout.peak_gib:.0f} GiB with the model"
         )
+        if rollout.peak_gib > budget:
+            verdicts.append(
+                f"rollouts: {cache}, more than the GPU's {g.memory_gib:.0f} GiB: lower data.mazes_per_step or grpo.group_size "
+                "(episodes per worker), rollout.max_new_tokens or rollout.max_turns, or add trainer.workers"
+            )
+            blockers.append(verdicts[-1])
+        else:
+            measured = "measured at 32 episodes a batch" + (f"; {rollout.rows} rows may take longer" if rollout.rows > 64 else "")
+            verdicts.append(
+                f"rollouts: compiled decoding in the training process, about {step.generate_s:.0f} s a step (the decode model "
+                f"fitted on one H200, {measured}; no vLLM engine, no weight sync); {cache}"
+            )
     elif kv.concurrent_sequences < 1:
         need = (
             (s_w := inp.shape().total_params * 2 / inp.inference_tensor_parallel_size / GIB)
@@ -154,13 +169,14 @@ def plan(inp: PlanInput) -> Plan:
         )
     sequences = inp.train_batch_size * inp.group_size
     per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
-    if inp.mini_batch_size % per_step:
+    # SkyRL's batch rules; the reference backend takes any micro batch (its last one may be smaller)
+    if vllm and inp.mini_batch_size % per_step:
         verdicts.append(
             f"mini_batch_size={inp.mini_batch_size} must be a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}: "
             + _batch_fix(inp, budget)
         )
         blockers.append(verdicts[-1])
-    if sequences % inp.mini_batch_size:
+    if vllm and sequences % inp.mini_batch_size:
         verdicts.append(
             f"train_batch_size x group_size = {sequences} sequences must be a multiple of mini_batch_size={inp.mini_batch_size}: "
             + _mini_batch_fix(inp, sequences)
@@ -170,6 +186,7 @@ def plan(inp: PlanInput) -> Plan:
         verdicts.append(
             f"step time on {g.name} is extrapolated: the planner's efficiency factors were fitted on {GPUS[CALIBRATION_GPU].name} "
             "measurements only and are applied here to this GPU's datasheet rates"
+            + ("" if vllm else "; the compiled-decoding time is the H200's, not scaled")
         )
     verdicts.append(
         f"step time estimate: generate {step.generate_s:.0f} s, train {step.train_s:.0f} s, sync {step.sync_s:.0f} s "
@@ -182,6 +199,7 @@ def plan(inp: PlanInput) -> Plan:
         memory=mem,
         gpu_memory_gib=g.memory_gib,
         kv_cache=kv,
+        rollout=rollout,
         step=step,
         fits=not blockers,
         verdicts=verdicts,

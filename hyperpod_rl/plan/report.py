@@ -16,6 +16,7 @@ import html
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from hyperpod_rl.plan.memory import RolloutMemory
     from hyperpod_rl.plan.planner import Plan
 
 __all__ = ["MEMORY_PARTS", "PlanTable", "memory_parts", "plan_html", "plan_summary", "plan_tables", "sequence_breakdown"]
@@ -93,7 +94,8 @@ def plan_summary(plan: Plan) -> str:
     nodes = f"{inp.nodes} node{'s' if inp.nodes > 1 else ''}"
     verdict = "fits" if plan.fits else f"does NOT fit ({len(plan.blockers)} blocker{'s' if len(plan.blockers) != 1 else ''})"
     return (
-        f"{inp.shape().name} on {inp.world_size} x {inp.gpu_spec().name} ({nodes}, {inp.placement}): "
+        f"{inp.shape().name} on {inp.world_size} x {inp.gpu_spec().name} "
+        f"({nodes}, {inp.placement if inp.rollout_engine == 'vllm' else 'rollouts in the training process'}): "
         f"{plan.seq_len:,}-token sequences ({sequence_breakdown(plan)}; {plan.image_tokens} tokens per image), "
         f"micro batch {inp.micro_train_batch_size_per_gpu} per GPU: {verdict}"
     )
@@ -135,8 +137,21 @@ def plan_tables(plan: Plan) -> list[PlanTable]:
     return [
         PlanTable("Policy update memory per GPU (GiB)", ("part", "GiB", "share"), memory_rows),
         *([PlanTable("vLLM KV cache per engine", ("", "value"), kv_rows)] if vllm else []),
+        *([_rollout_table(plan.rollout)] if plan.rollout is not None else []),
         PlanTable("Step time estimate (one GRPO step)", ("phase", "seconds"), step_rows),
     ]
+
+
+def _rollout_table(r: RolloutMemory) -> PlanTable:
+    """Compiled decoding's memory at the last turn (reference backend)."""
+    rows: list[tuple[str, ...]] = [
+        ("whole model (bf16)", gib(r.weights_gib)),
+        ("LoRA (fp32 weights, AdamW state)", gib(r.lora_gib)),
+        (f"static KV cache ({r.rows} rows x {r.tokens_per_row:,} tokens)", gib(r.kv_cache_gib)),
+        ("overhead", gib(r.overhead_gib)),
+        ("peak", gib(r.peak_gib)),
+    ]
+    return PlanTable("Rollout memory per GPU (compiled decoding, last turn)", ("part", "GiB"), rows)
 
 
 _TABLE = "border-collapse:collapse;margin:4px 12px 4px 0;vertical-align:top"

@@ -10,10 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from hyperpod_rl.config.decoding import DECODE_LENGTH_BUCKET, decode_batch_rows
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.lora import wrap_lora
-from hyperpod_rl.model.policy import DECODE_LENGTH_BUCKET, MazePolicy, _batch_bucket
+from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
 
 
@@ -40,7 +41,7 @@ def lora_model():
 
 
 def test_batch_buckets():
-    assert [_batch_bucket(n) for n in (1, 2, 3, 5, 8, 9, 33, 64, 65, 96, 129)] == [1, 2, 4, 8, 8, 16, 64, 64, 128, 128, 192]
+    assert [decode_batch_rows(n) for n in (1, 2, 3, 5, 8, 9, 33, 64, 65, 96, 129)] == [1, 2, 4, 8, 8, 16, 64, 64, 128, 128, 192]
 
 
 def test_collate_pads_to_a_length_multiple(lora_model):

@@ -55,7 +55,12 @@ def test_reference_runs_are_planned_with_compiled_decoding_and_no_vllm(tmp_path)
     steps = 3 * 128
     assert result.step.generate_s == pytest.approx(steps * decode_fit.predicted_step_s("Qwen/Qwen3-VL-8B-Instruct", HF_DECODE))
     assert result.step.sync_s == 0.0
-    assert [t.title for t in plan_tables(result)] == ["Policy update memory per GPU (GiB)", "Step time estimate (one GRPO step)"]
+    assert [t.title for t in plan_tables(result)] == [
+        "Policy update memory per GPU (GiB)",
+        "Rollout memory per GPU (compiled decoding, last turn)",
+        "Step time estimate (one GRPO step)",
+    ]
+    assert result.rollout is not None and result.rollout.rows == 32
     assert not any(v.startswith(("vLLM KV cache", "gpu_memory_utilization")) for v in result.verdicts)
     assert any(v.startswith("rollouts: compiled decoding in the training process") for v in result.verdicts)
 
@@ -66,3 +71,85 @@ def test_skyrl_runs_keep_the_vllm_model(tmp_path):
     assert result.input.rollout_engine == "vllm"
     assert "vLLM KV cache per engine" in [t.title for t in plan_tables(result)]
     assert result.step.sync_s > 0
+
+
+RUNS = {"2B": "h200_grpo_e2e_decode_2b", "4B": "h200_grpo_e2e_decode_4b", "8B": "h200_grpo_e2e_decode_8b"}
+
+
+@pytest.mark.parametrize("shape", sorted(RUNS))
+def test_rollout_memory_against_the_measured_rollout_peaks(shape):
+    """Counted, not fitted: within 5 % under and 20 % over the rollout peaks of the 3-turn runs (32 episodes)."""
+    import json
+
+    from hyperpod_rl.plan import PlanInput
+    from hyperpod_rl.plan.memory import rollout_memory
+
+    doc = json.loads((decode_fit.RESULTS_DIR / f"{RUNS[shape]}.json").read_text())
+    run = next(r for r in doc["results"]["runs"] if r.get("decode") == "compiled" and r["max_turns"] == 3)
+    measured = max(s["peak_rollout_gib"] for s in run["steps"] if not s["warmup"])
+    # the benchmark's episode: a 376-token first prompt (image included), then 3 turns of 128 generated tokens
+    # and a reply of one image and about 32 tokens of text
+    inp = PlanInput(
+        model=shape,
+        turns=3,
+        max_prompt_tokens=178,
+        max_response_tokens=160,
+        generated_tokens_per_turn=128,
+        images_per_prompt=3,
+        train_batch_size=4,
+        group_size=8,
+        mini_batch_size=32,
+        micro_train_batch_size_per_gpu=16,
+        gpus_per_node=1,
+        fsdp=False,
+        rollout_engine="hf_compiled",
+    )
+    predicted = rollout_memory(inp).peak_gib
+    assert -0.05 <= predicted / measured - 1 <= 0.20, (predicted, measured)
+
+
+def test_a_rollout_that_cannot_fit_is_a_blocker_saying_what_to_lower(tmp_path):
+    result = plan(
+        plan_input_for(
+            _config("reference", tmp_path, data={"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet", "mazes_per_step": 64}),
+            gpu="H100",
+        )
+    )
+    assert not result.fits
+    assert any(
+        b.startswith("rollouts: the static KV cache of the last turn (512 rows") and "lower data.mazes_per_step" in b
+        for b in result.blockers
+    ), result.blockers
+
+
+def test_bad_model_paths_are_config_errors(tmp_path):
+    from hyperpod_rl.errors import ConfigError
+
+    ck = tmp_path / "bad"
+    ck.mkdir()
+    (ck / "config.json").write_text("")
+    cfg = RunConfig.build(
+        {
+            "run_id": "bad-ck",
+            "backend": "reference",
+            "model": {"path": str(ck)},
+            "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet"},
+        }
+    )
+    with pytest.raises(ConfigError, match=r"config.json is not valid JSON .*point model.path at a checkpoint directory"):
+        plan_input_for(cfg)
+    tiny = RunConfig.build({"run_id": "tiny-ck", "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet"}})
+    with pytest.raises(ConfigError, match=r"model.path='tiny' is the embedded CPU model.*Qwen/Qwen3-VL-8B-Instruct"):
+        plan_input_for(tiny)
+
+
+@pytest.mark.parametrize(("micro", "planned"), [(5, 5), (64, 32)])
+def test_reference_micro_batches_follow_the_reference_trainer(tmp_path, micro, planned):
+    """Any micro batch runs (no SkyRL divisibility blockers); one above a worker's 32 sequences is planned as 32."""
+    from hyperpod_rl.plan.report import plan_summary
+
+    cfg = _config("reference", tmp_path, trainer={"micro_batch_size": micro})
+    result = plan(plan_input_for(cfg))
+    assert result.input.micro_train_batch_size_per_gpu == planned
+    assert result.fits and not result.blockers
+    assert "rollouts in the training process" in plan_summary(result) and "colocated" not in plan_summary(result)
