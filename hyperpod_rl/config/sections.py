@@ -288,6 +288,7 @@ class TrainerConfig(_Section):
         1.0,
         ge=0,
         le=1,
+        allow_inf_nan=False,
         description="reference backend on a GPU, with gradient_checkpointing: share of the language decoder layers (the first "
         "ones) whose activations are recomputed in backward; the others keep theirs (faster, more memory)",
     )

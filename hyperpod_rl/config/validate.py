@@ -155,7 +155,8 @@ def _update_layers(cfg: RunConfig) -> list[str]:
     if not changed:
         return []
     if cfg.backend != "reference":
-        return [f"{', '.join(changed)}: these set the reference backend's policy update; SkyRL's FSDP2 workers ignore them: remove them"]
+        these, them = ("these set", "them") if len(changed) > 1 else ("this sets", "it")
+        return [f"{', '.join(changed)}: {these} the reference backend's policy update; SkyRL's FSDP2 workers ignore {them}: remove {them}"]
     if not tr.gradient_checkpointing and any("checkpoint_" in c for c in changed):
         return [
             f"{', '.join(c for c in changed if 'checkpoint_' in c)} shape gradient checkpointing, which is off: set trainer.gradient_checkpointing=true or remove them"

@@ -202,6 +202,8 @@ class ReferenceTrainer:
         if self.device.type == "cuda" and cfg.trainer.gradient_checkpointing:
             n = checkpoint_decoder_layers(model, fraction=cfg.trainer.checkpoint_layers, policy=cfg.trainer.checkpoint_policy)
             print(f"activation checkpointing: {n} decoder layers, {cfg.trainer.checkpoint_policy}", flush=True)
+        elif cfg.trainer.gradient_checkpointing:
+            print("activation checkpointing: off on the CPU (trainer.gradient_checkpointing and checkpoint_* apply on a GPU)", flush=True)
         self.base_model_id = cfg.model.model_id or model_id
         self.base_model_revision = cfg.model.revision or revision
         self.model, self.lora_counts = wrap_lora(model, cfg.lora)

@@ -34,6 +34,7 @@ def _build(**sections) -> RunConfig:
             r"trainer.checkpoint_layers=0.5 shape gradient checkpointing, which is off",
         ),
         ({"trainer": {"checkpoint_layers": 1.5}}, r"trainer.checkpoint_layers: .*1"),
+        ({"trainer": {"checkpoint_layers": float("nan")}}, r"trainer.checkpoint_layers: give a number .*e.g. 1.0 \(got nan\)"),
         ({"trainer": {"checkpoint_policy": "some"}}, r"trainer.checkpoint_policy: .*'full'.*'save_matmuls'"),
         (
             {"rollout": {"decode": "compiled"}},
@@ -41,7 +42,14 @@ def _build(**sections) -> RunConfig:
             r"answer word .*: remove rollout.decode or set action_constraint='none'",
         ),
     ],
-    ids=["policy-without-checkpointing", "share-without-checkpointing", "share-above-1", "unknown-policy", "decode-with-directions"],
+    ids=[
+        "policy-without-checkpointing",
+        "share-without-checkpointing",
+        "share-above-1",
+        "share-nan",
+        "unknown-policy",
+        "decode-with-directions",
+    ],
 )
 def test_knobs_where_they_do_nothing_are_refused(sections, message):
     with pytest.raises(ConfigError, match=message):
@@ -51,8 +59,11 @@ def test_knobs_where_they_do_nothing_are_refused(sections, message):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"trainer": {"compile_layers": True}}, r"trainer.compile_layers=True: these set the reference backend's policy update"),
-        ({"trainer": {"checkpoint_policy": "save_matmuls"}}, r"SkyRL's FSDP2 workers ignore them: remove them"),
+        (
+            {"trainer": {"compile_layers": True}},
+            r"trainer.compile_layers=True: this sets the reference backend's policy update; .*ignore it: remove it",
+        ),
+        ({"trainer": {"checkpoint_policy": "save_matmuls"}}, r"SkyRL's FSDP2 workers ignore it: remove it"),
         ({"rollout": {"decode": "eager"}}, r"rollout.decode='eager' sets the reference backend's decoding; SkyRL rolls out with vLLM"),
     ],
 )
