@@ -557,10 +557,15 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
     lines = client.get_job_logs(submission_id).strip().splitlines()
     if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
         raise ServeError(f"the delete job {submission_id} failed:\n" + "\n".join(lines[-20:]))
-    try:
-        return bool(json.loads(lines[-1])["deleted"])
-    except (IndexError, ValueError, KeyError, TypeError):
-        raise ServeError(f"the delete job {submission_id} did not report what it deleted:\n" + "\n".join(lines[-20:])) from None
+    # the report is the job's last JSON line: Ray may append its own driver messages (autoscaler events) after it
+    for line in reversed(lines):
+        try:
+            report = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(report, dict) and "deleted" in report:
+            return bool(report["deleted"])
+    raise ServeError(f"the delete job {submission_id} did not report what it deleted:\n" + "\n".join(lines[-20:]))
 
 
 def serve_run(
