@@ -535,7 +535,6 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
     Raises:
         ServeError: the delete job did not end within ``timeout_s`` seconds, or failed.
     """
-    import json
     import shlex
     import sys
 
@@ -557,7 +556,16 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
     lines = client.get_job_logs(submission_id).strip().splitlines()
     if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
         raise ServeError(f"the delete job {submission_id} failed:\n" + "\n".join(lines[-20:]))
-    # the report is the job's last JSON line: Ray may append its own driver messages (autoscaler events) after it
+    deleted = _deleted_report(lines)
+    if deleted is None:
+        raise ServeError(f"the delete job {submission_id} did not report what it deleted:\n" + "\n".join(lines[-20:]))
+    return deleted
+
+
+def _deleted_report(lines: list[str]) -> bool | None:
+    """``deleted`` of the delete job's report, its last JSON line (Ray may append driver messages, such as
+    autoscaler events, after it); None when there is none."""
+
     for line in reversed(lines):
         try:
             report = json.loads(line)
@@ -565,7 +573,7 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
             continue
         if isinstance(report, dict) and "deleted" in report:
             return bool(report["deleted"])
-    raise ServeError(f"the delete job {submission_id} did not report what it deleted:\n" + "\n".join(lines[-20:]))
+    return None
 
 
 def serve_run(
