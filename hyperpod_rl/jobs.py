@@ -13,6 +13,7 @@ reattach is explicit and complete.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -25,7 +26,17 @@ from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import HyperpodRLError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
-from hyperpod_rl.runs import RunPaths, add_submission, read_submissions, record_final_status, run_paths, submit_lock, write_config
+from hyperpod_rl.runs import (
+    FINAL_STATUSES,
+    RunPaths,
+    add_submission,
+    config_conflict,
+    read_submissions,
+    record_final_status,
+    run_paths,
+    submit_lock,
+    write_config,
+)
 
 __all__ = [
     "RUN_ID_METADATA",
@@ -34,10 +45,12 @@ __all__ = [
     "RunJob",
     "check_fits",
     "entrypoint_gpus",
+    "error_line",
     "follow_run",
     "job_logs",
     "latest_job",
     "latest_submission",
+    "local_problems",
     "list_runs",
     "overview",
     "reconcile_statuses",
@@ -46,6 +59,7 @@ __all__ = [
     "run_jobs",
     "stop_and_record",
     "stop_run",
+    "strip_ansi",
     "submit_run",
 ]
 
@@ -209,6 +223,43 @@ def check_fits(client: Any, config: RunConfig, *, entrypoint_num_cpus: float = 0
         raise ConfigError("; ".join(problems))
 
 
+def _is_local(client: Any) -> bool:
+    """The client talks to the local cluster recorded on this machine (its dashboard URL), so
+    paths the job reads are this machine's. A port-forwarded remote cluster is on 127.0.0.1 too,
+    hence the comparison with the recorded local cluster rather than with loopback."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    local = current_local_cluster()
+    get_address = getattr(client, "get_address", None)
+    if local is None or get_address is None:
+        return False
+    return str(get_address()).rstrip("/") == local.dashboard_url.rstrip("/")
+
+
+def local_problems(config: RunConfig, python: str | None = None) -> list[str]:
+    """What keeps a run from starting on this machine, checked before submitting to the local cluster.
+
+    Args:
+        config: the run.
+        python: the interpreter the job would run under (``None``: this one, always present).
+
+    Returns:
+        One sentence per problem, each saying what to fix; empty when none.
+    """
+    import shutil
+
+    problems = []
+    for field_name in ("train_path", "heldout_path"):
+        path = Path(getattr(config.data, field_name))
+        if not path.is_file():
+            problems.append(
+                f"data.{field_name} {path} does not exist: point it at the dataset file, or generate one (hyperpod-rl tasks sample, or the quickstart)"
+            )
+    if python is not None and shutil.which(python) is None:
+        problems.append(f"--python {python} is not an executable on this machine: pass an existing interpreter, or leave --python out")
+    return problems
+
+
 class _IdTaken(Exception):
     """The cluster already holds the submission id we chose (raced by a submitter we cannot lock out)."""
 
@@ -268,8 +319,13 @@ def submit_run(
         ConfigError: the config fails validation (checked again here), or the cluster can never
             hold the run: fewer GPUs than it needs, or too few CPUs/GPUs on one node for its
             ``trainer.workers`` (:func:`check_fits`; the message says what the cluster has).
+        ConfigError: on the local cluster (this machine), ``data.train_path`` /
+            ``data.heldout_path`` or ``python`` do not exist (:func:`local_problems`; a remote
+            cluster's paths are its own and are not checked here).
         JobError: a job of the run is alive (the message names it), the run already finished
-            (without ``fresh``), another submit held the run for 60 s, or the cluster refused.
+            (without ``fresh``), its run directory holds the run trained with another config
+            (without ``fresh``; :func:`hyperpod_rl.runs.config_conflict`), another submit held
+            the run for 60 s, or the cluster refused.
     """
     import warnings
 
@@ -282,8 +338,17 @@ def submit_run(
     config = config.validated()  # a copy edited with model_copy(update=...) is checked again
     for verdict in fit_warnings(config):
         warnings.warn(f"run {config.run_id!r} may not fit its GPUs: {verdict}", UserWarning, stacklevel=2)
+    if _is_local(client):
+        problems = local_problems(config, python)
+        if problems:
+            from hyperpod_rl.errors import ConfigError
+
+            raise ConfigError(f"run {config.run_id!r} cannot start on the local cluster: " + "; ".join(problems))
     check_fits(client, config, entrypoint_num_cpus=entrypoint_num_cpus, entrypoint_num_gpus=entrypoint_num_gpus)
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(config.run_id)
+    conflict = None if fresh else config_conflict(paths.root, config.config_hash())
+    if conflict is not None:
+        raise JobError(conflict)
     with submit_lock(paths):
         jobs = run_jobs(client, config.run_id, paths.root)
         live = [j for j in jobs if j.alive]
@@ -434,6 +499,28 @@ def job_logs(client: Any, submission_id: str) -> str:
         raise JobError(
             f"cannot reach the cluster to read {submission_id}'s log ({type(err).__name__}); is it up? (hyperpod-rl local status)"
         ) from None
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without ANSI escape codes (colours, cursor moves)."""
+    return _ANSI.sub("", text)
+
+
+def error_line(log: str) -> str | None:
+    """The last ``error: ...`` line of a job log, ANSI codes stripped, or ``None``.
+
+    The trainer prints a project error (bad input, a run it cannot resume, ...) as that one
+    line before it exits, so it says what went wrong better than Ray's log tail.
+    """
+    found = None
+    for raw in log.splitlines():
+        line = strip_ansi(raw).strip()
+        if line.startswith("error: "):
+            found = line
+    return found
 
 
 #: Ray's terminal job statuses -> the run status recorded for them.
@@ -634,10 +721,12 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
 
 
 def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[str, str]:
-    """Record the end of every run whose provenance says ``running`` but whose newest Ray job has ended.
+    """Record the end of every run not recorded as ended (``submitted`` or ``running``) whose newest Ray job has ended.
 
     A trainer killed from outside (``job stop``, a dashboard stop, an OOM kill) never writes its
-    final status; Ray knows it. Runs whose job the cluster does not know are left alone (their
+    final status, and a job that failed before its trainer started (missing data, a bad
+    interpreter, workers that never got resources) leaves the run ``submitted``; Ray knows
+    how it ended. Runs whose job the cluster does not know are left alone (their
     status cannot be confirmed here).
 
     Args:
@@ -661,7 +750,12 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[s
     ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
     changed: dict[str, str] = {}
     for run in store_runs(storage):
-        if run.status != "running" or run.submission_id is None or run.submission_id not in ray or ray[run.submission_id] not in _ENDED:
+        if (
+            run.status in FINAL_STATUSES
+            or run.submission_id is None
+            or run.submission_id not in ray
+            or ray[run.submission_id] not in _ENDED
+        ):
             continue
         ray_status = ray[run.submission_id]
         if record_final_status(

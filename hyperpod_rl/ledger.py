@@ -395,7 +395,19 @@ class Ledger:
 
     # ------------------------------------------------------------------ reads
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunRecord]:
-        """Runs, most recently updated first."""
+        """Runs, most recently updated first.
+
+        Args:
+            status: only runs with this status, one of :data:`hyperpod_rl.runs.RUN_STATUSES`; ``None``: all.
+            limit: most runs returned.
+
+        Raises:
+            ConfigError: ``status`` is not a run status (the message lists them).
+        """
+        from hyperpod_rl.runs import RUN_STATUSES
+
+        if status is not None and status not in RUN_STATUSES:
+            raise ConfigError(f"{status!r} is not a run status: use one of {', '.join(RUN_STATUSES)}")
         sql = "SELECT * FROM runs" + (" WHERE status = ?" if status else "") + " ORDER BY updated_at DESC LIMIT ?"
         rows = self._conn.execute(sql, ((status,) if status else ()) + (limit,)).fetchall()
         return [

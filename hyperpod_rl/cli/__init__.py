@@ -144,12 +144,20 @@ def job_submit(
 
 @job_app.command("status")
 def job_status(run_id: str, address: str | None = Address) -> None:
-    """Status of a run's newest job (found in its run directory or on the cluster)."""
+    """Status of a run's newest job (found in its run directory or on the cluster).
+
+    Exit code: 0 when the job is PENDING, RUNNING or SUCCEEDED; 1 when it FAILED, was STOPPED
+    or is LOST (the cluster no longer knows it), so a script can test it; 2 when the status
+    cannot be read (no such run, cluster unreachable). Unlike ``ray job status``, which exits 0
+    whatever the job did, this matches ``job submit --follow`` and ``job logs --follow``.
+    """
     from hyperpod_rl.jobs import latest_job
 
     with handled():
         job = latest_job(job_client(address), run_id)
-    console.print(f"{run_id} ({job.submission_id}): {job.status} {job.message}")
+    console.print(f"{run_id} ({job.submission_id}): {job.status} {job.message}", soft_wrap=True, highlight=False)
+    if job.status in ("FAILED", "STOPPED", "LOST"):
+        raise typer.Exit(code=1)
 
 
 @job_app.command("logs")

@@ -195,13 +195,27 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
                         shown = decile
                         console.print(f"train {rec.step}/{total_steps} reward {reward} loss {loss}")
                 if update.terminal and status != "SUCCEEDED":
-                    tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-25:])
-                    console.print(f"[red]job {submission_id} ended {status}[/]: {escape(update.message)}\n{escape(tail)}")
+                    _print_failure(client, submission_id, run_id, status, update.message)
     except KeyboardInterrupt:
         console.print(f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {run_id}")
         raise typer.Exit(code=130) from None
     _warn_if_never_valid(run_id, seen)
     return status
+
+
+def _print_failure(client: Any, submission_id: str, run_id: str, status: str, message: str) -> None:
+    """Say why a followed job did not succeed: the trainer's own ``error: ...`` line when its log
+    has one (:func:`hyperpod_rl.jobs.error_line`), else Ray's message and the log's last lines."""
+    from hyperpod_rl.jobs import error_line, strip_ansi
+
+    log = str(client.get_job_logs(submission_id))
+    line = error_line(log)
+    if line is not None:
+        console.print(f"[red]job {submission_id} ended {status}[/]: {escape(line)}", soft_wrap=True, highlight=False)
+    else:
+        tail = strip_ansi("\n".join(log.splitlines()[-25:]))
+        console.print(f"[red]job {submission_id} ended {status}[/]: {escape(message)}\n{escape(tail)}", soft_wrap=True, highlight=False)
+    console.print(f"the whole log: hyperpod-rl job logs {run_id}", soft_wrap=True, highlight=False)
 
 
 def _warn_if_never_valid(run_id: str, steps: list[dict[str, float]]) -> None:

@@ -30,7 +30,7 @@ UNREACHABLE = "unknown (cluster not reachable)"
 
 
 def _reconcile(address: str | None) -> bool:
-    """Record the end of runs recorded ``running`` whose Ray job has ended; False when the
+    """Record the end of runs not recorded as ended whose Ray job has ended; False when the
     cluster (``address``, else the local one) cannot be reached."""
     from hyperpod_rl.jobs import reconcile_statuses
 
@@ -70,19 +70,20 @@ def _when(ts: float) -> str:
 
 @app.command("list")
 def list_cmd(
-    status: str | None = typer.Option(None, help="only runs with this status (running, succeeded, failed, stopped)"),
+    status: str | None = typer.Option(None, help="only runs with this status (created, submitted, running, succeeded, failed, stopped)"),
     limit: int = typer.Option(50, help="most runs shown"),
     ledger: Path | None = LedgerOpt,
     address: str | None = Address,
 ) -> None:
     """Runs, most recently updated first, with their adapter's primary metric (the task's).
 
-    A run recorded ``running`` whose Ray job has ended is recorded as ended first (the cluster
-    is asked); when the cluster cannot be reached it shows ``unknown (cluster not reachable)``.
+    A run recorded ``submitted`` or ``running`` whose Ray job has ended is recorded as ended
+    first (the cluster is asked); a bad ``--status`` is an error listing the statuses; when the cluster cannot be reached it shows ``unknown (cluster not reachable)``.
     """
     reachable = _reconcile(address)
     with _open(ledger) as led:
-        runs = led.list_runs(status=status, limit=limit)
+        with handled():
+            runs = led.list_runs(status=status, limit=limit)
         table = Table(title=f"runs in {led.path}")
         table.add_column("run id", overflow="fold")  # never cut: the id is what other commands take
         for col in ("status", "config hash", "updated (UTC)", "adapter primary metric"):

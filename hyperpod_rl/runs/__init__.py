@@ -10,6 +10,7 @@ side (:meth:`hyperpod_rl.ledger.Ledger.sync_storage`, ``hyperpod-rl runs sync``)
 from hyperpod_rl.runs.files import checkpoint_entries, file_sha256, write_dir_atomically, write_json_atomic
 from hyperpod_rl.runs.layout import RUN_ID_PATTERN, RunPaths, check_run_id, run_paths, runs_root
 from hyperpod_rl.runs.provenance import (
+    config_conflict,
     config_from_provenance,
     new_provenance,
     read_provenance,
@@ -18,6 +19,7 @@ from hyperpod_rl.runs.provenance import (
 )
 from hyperpod_rl.runs.store import (
     FINAL_STATUSES,
+    RUN_STATUSES,
     RunSummary,
     add_submission,
     dataset_rows,
@@ -38,6 +40,7 @@ from hyperpod_rl.runs.store import (
 
 __all__ = [
     "FINAL_STATUSES",
+    "RUN_STATUSES",
     "RUN_ID_PATTERN",
     "RunPaths",
     "RunSummary",
@@ -45,6 +48,7 @@ __all__ = [
     "check_run_id",
     "dataset_rows",
     "checkpoint_entries",
+    "config_conflict",
     "config_from_provenance",
     "file_sha256",
     "last_record",

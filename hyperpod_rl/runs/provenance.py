@@ -57,6 +57,7 @@ from hyperpod_rl.runs.versions import git_state, package_versions
 
 __all__ = [
     "PROVENANCE_FILE",
+    "config_conflict",
     "config_from_provenance",
     "eval_summaries",
     "image_info",
@@ -69,6 +70,33 @@ __all__ = [
 #: The provenance record's file name in the run directory.
 PROVENANCE_FILE = "manifest.json"
 SCHEMA_VERSION = 1
+
+
+def config_conflict(run_dir: Path, config_hash: str) -> str | None:
+    """Why ``run_dir`` cannot take a run with ``config_hash`` without ``--fresh``, or ``None``.
+
+    Only a recorded config hash that differs counts: a provenance record without one (an
+    attempt that failed before its trainer started writes only how it ended) holds no other
+    config, so the same config resubmits and resumes.
+
+    Args:
+        run_dir: the run directory.
+        config_hash: :meth:`hyperpod_rl.config.run.RunConfig.config_hash` of the run to submit.
+
+    Returns:
+        The refusal (what the directory holds and what to do), or ``None`` when it may resume.
+
+    Raises:
+        CheckpointError: ``manifest.json`` exists but is not JSON.
+    """
+    manifest = read_provenance(Path(run_dir))
+    recorded = (manifest or {}).get("config_hash")
+    if not recorded or recorded == config_hash:
+        return None
+    return (
+        f"run directory {run_dir} holds run {manifest.get('run_id')!r} trained with another config "  # type: ignore[union-attr]
+        f"(hash {recorded}, this one {config_hash}): resubmit with --fresh to overwrite it, or pick a new run id"
+    )
 
 
 def _now() -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "read_json",
     "read_submissions",
     "FINAL_STATUSES",
+    "RUN_STATUSES",
     "record_eval",
     "record_final_status",
     "record_promotion",
@@ -190,6 +191,9 @@ def record_promotion(paths: RunPaths, decision: dict[str, Any]) -> Path:
 
 #: Provenance statuses of a run that has ended.
 FINAL_STATUSES = ("succeeded", "failed", "stopped")
+
+#: Every status a run of the store can have (:attr:`RunSummary.status`).
+RUN_STATUSES = ("created", "submitted", "running", *FINAL_STATUSES)
 
 
 def record_final_status(

@@ -93,7 +93,7 @@ from hyperpod_rl.runs.files import (
     write_json_atomic,
     write_text_atomic,
 )
-from hyperpod_rl.runs.provenance import eval_summaries, new_provenance, read_provenance, update_provenance
+from hyperpod_rl.runs.provenance import config_conflict, eval_summaries, new_provenance, update_provenance
 from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.tasks import get_task, read_rows
 from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
@@ -303,12 +303,9 @@ class ReferenceTrainer:
 
     def _check_same_run(self) -> Path | None:
         """Refuse a run directory written with another config; the adapter if the run is done."""
-        manifest = read_provenance(self.run_dir)
-        if manifest is not None and manifest.get("config_hash") != self.config.config_hash():
-            raise CheckpointError(
-                f"run directory {self.run_dir} holds run {manifest.get('run_id')!r} trained with another config "
-                f"(hash {manifest.get('config_hash')}, this one {self.config.config_hash()}): resubmit with --fresh to overwrite it, or pick a new run id"
-            )
+        conflict = config_conflict(self.run_dir, self.config.config_hash())
+        if conflict is not None:
+            raise CheckpointError(conflict)
         adapter = self.paths.adapter
         prov = adapter / "provenance.json"
         if prov.is_file() and verify_checksums(adapter) is None:
