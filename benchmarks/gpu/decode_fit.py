@@ -22,6 +22,7 @@ from typing import Any
 
 from benchmarks._record import RESULTS_DIR
 from hyperpod_rl.plan import model_shape
+from hyperpod_rl.plan.throughput import hf_decode_step_s
 
 FILES = (
     "h200_grpo_e2e_decode_2b.json",
@@ -76,8 +77,7 @@ def fit(data: list[dict[str, Any]]) -> dict[str, float]:
 
 def predicted_step_s(shape: str, constants: dict[str, float]) -> float:
     """Seconds per decode step the model gives ``shape``."""
-    s = model_shape(shape)
-    return s.num_hidden_layers * (constants["layer_s"] + constants["head_s"] * s.num_attention_heads)
+    return hf_decode_step_s(model_shape(shape), constants)
 
 
 def main() -> None:

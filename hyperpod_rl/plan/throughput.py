@@ -35,6 +35,7 @@ import math
 from hyperpod_rl.base import Model
 from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.memory import lora_params
+from hyperpod_rl.plan.shapes import ModelShape
 
 __all__ = [
     "COMM",
@@ -44,6 +45,7 @@ __all__ = [
     "TRAIN_EFFICIENCY",
     "StepTime",
     "comm_seconds",
+    "hf_decode_step_s",
     "step_time",
     "train_flops_per_sample",
     "train_seconds_per_micro_batch",
@@ -135,29 +137,16 @@ def comm_seconds(inp: PlanInput) -> float:
     return volume / (bw * COMM["efficiency"]) + n_collectives * COMM["latency_s"] * math.log2(max(w, 2))
 
 
-def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
-    """Estimate one GRPO step; ``kv_concurrent_sequences`` is per inference engine."""
+def hf_decode_step_s(shape: ModelShape, constants: dict[str, float] = HF_DECODE) -> float:
+    """Seconds of one compiled decode step of the reference backend: ``layers x (layer_s + head_s x attention heads)``."""
+    return shape.num_hidden_layers * (constants["layer_s"] + constants["head_s"] * shape.num_attention_heads)
+
+
+def _vllm_generate_and_sync(inp: PlanInput, sequences: int, kv_concurrent_sequences: int) -> tuple[float, float]:
+    """vLLM's generate and weight-sync seconds of one step (estimates; the SkyRL backend)."""
     s = inp.shape()
     g = inp.gpu_spec()
     w = inp.world_size
-    sequences = inp.train_batch_size * inp.group_size
-    micro_per_gpu = math.ceil(sequences / (inp.micro_train_batch_size_per_gpu * w))
-    compute = micro_per_gpu * train_seconds_per_micro_batch(inp)
-    comm = micro_per_gpu * comm_seconds(inp)
-    exposed = COMM["exposed"] * comm
-    train = compute + exposed
-    if inp.rollout_engine == "hf_compiled":  # every worker decodes its episodes in one batch per turn, in-process
-        gen_tokens = inp.generated_tokens_per_turn or inp.max_response_tokens
-        generate = inp.turns * gen_tokens * s.num_hidden_layers * (HF_DECODE["layer_s"] + HF_DECODE["head_s"] * s.num_attention_heads)
-        return StepTime(
-            generate_s=generate,
-            train_s=train,
-            sync_s=0.0,
-            train_compute_s=compute,
-            train_comm_exposed_s=exposed,
-            train_tokens_per_s_per_gpu=sequences * inp.seq_len / w / train,
-        )
-    # generation
     tp = inp.inference_tensor_parallel_size
     inf_gpus = w if inp.placement == "colocated" else (inp.inference_gpus or w)
     engines = max(1, inf_gpus // tp)
@@ -173,12 +162,28 @@ def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
     sync = FIXED_SYNC_S + lora_params(inp) * 2 / g.host_bytes_per_s
     if inp.placement == "colocated":
         sync += 2 * s.total_params * 2 / (w if inp.fsdp else 1) / g.host_bytes_per_s
-    tokens_per_gpu = sequences * inp.seq_len / w / train
+    return generate, sync
+
+
+def step_time(inp: PlanInput, *, kv_concurrent_sequences: int) -> StepTime:
+    """Estimate one GRPO step; ``kv_concurrent_sequences`` is per inference engine."""
+    w = inp.world_size
+    sequences = inp.train_batch_size * inp.group_size
+    micro_per_gpu = math.ceil(sequences / (inp.micro_train_batch_size_per_gpu * w))
+    compute = micro_per_gpu * train_seconds_per_micro_batch(inp)
+    comm = micro_per_gpu * comm_seconds(inp)
+    exposed = COMM["exposed"] * comm
+    train = compute + exposed
+    if inp.rollout_engine == "hf_compiled":  # every worker decodes its episodes in one batch per turn, in-process: no sync
+        gen_tokens = inp.generated_tokens_per_turn or inp.max_response_tokens
+        generate, sync = inp.turns * gen_tokens * hf_decode_step_s(inp.shape()), 0.0
+    else:
+        generate, sync = _vllm_generate_and_sync(inp, sequences, kv_concurrent_sequences)
     return StepTime(
         generate_s=generate,
         train_s=train,
         sync_s=sync,
         train_compute_s=compute,
         train_comm_exposed_s=exposed,
-        train_tokens_per_s_per_gpu=tokens_per_gpu,
+        train_tokens_per_s_per_gpu=sequences * inp.seq_len / w / train,
     )
