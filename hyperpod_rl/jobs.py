@@ -59,6 +59,7 @@ __all__ = [
     "run_jobs",
     "stop_and_record",
     "stop_run",
+    "wait_terminal",
     "strip_ansi",
     "submit_run",
 ]
@@ -559,8 +560,12 @@ def _ray_status(client: Any, submission_id: str) -> str:
     return str(raw.value if hasattr(raw, "value") else raw)
 
 
-def _wait_terminal(client: Any, submission_id: str, timeout_s: float) -> str | None:
-    """Poll a job's Ray status until it is terminal; return it, or None after ``timeout_s`` seconds."""
+def wait_terminal(client: Any, submission_id: str, timeout_s: float) -> str | None:
+    """Poll a job's Ray status every 0.5 s until it is terminal; return it (``"SUCCEEDED"``, ``"FAILED"``, ``"STOPPED"``), or None after ``timeout_s`` seconds.
+
+    Raises:
+        JobError: the cluster does not know the submission id.
+    """
     from tenacity import RetryError, retry, retry_if_result, stop_after_delay, wait_fixed
 
     @retry(retry=retry_if_result(lambda s: s not in _ENDED), stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5))
@@ -597,7 +602,7 @@ def _cancel_pending(client: Any, submission_id: str) -> bool:
         )
     except RuntimeError:  # the cluster refused the helper: the stop request stays queued
         return False
-    ended = _wait_terminal(client, helper, 120.0)
+    ended = wait_terminal(client, helper, 120.0)
     out = str(client.get_job_logs(helper)) if ended else ""
     remove_jobs(client, helper)
     return f"cancelled {submission_id}" in out
@@ -617,10 +622,10 @@ def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s
             client.stop_job(submission_id)
         except RuntimeError as err:
             raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
-        ray_status = _wait_terminal(client, submission_id, min(PENDING_GRACE_S, timeout_s))
+        ray_status = wait_terminal(client, submission_id, min(PENDING_GRACE_S, timeout_s))
         if ray_status is None and _ray_status(client, submission_id) == "PENDING":
             cancelled = _cancel_pending(client, submission_id)
-        ray_status = ray_status or _wait_terminal(client, submission_id, timeout_s)
+        ray_status = ray_status or wait_terminal(client, submission_id, timeout_s)
     else:
         ray_status = before
     if ray_status is None:

@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda", help="trainer.device (cpu: a smoke run of this script without a GPU)")
     args = ap.parse_args()
     from hyperpod_rl.cluster.local import start_local_cluster
-    from hyperpod_rl.jobs import entrypoint_gpus, submit_run
+    from hyperpod_rl.jobs import entrypoint_gpus, submit_run, wait_terminal
     from hyperpod_rl.maze import read_rows
     from hyperpod_rl.metrics import read_metrics
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
@@ -46,11 +46,7 @@ def main() -> None:
             client = cluster.job_client()
             t0 = time.monotonic()
             submission = submit_run(client, cfg, storage / "runs" / cfg.run_id)
-            from ray.job_submission import JobStatus
-
-            while not JobStatus(client.get_job_status(submission.submission_id)).is_terminal():
-                time.sleep(1)
-            status = client.get_job_status(submission.submission_id).value
+            status = wait_terminal(client, submission.submission_id, 900.0) or "did not end within 900 s"
             wall = time.monotonic() - t0
             logs = client.get_job_logs(submission.submission_id)
             run_dir = Path(submission.run_dir)
