@@ -125,6 +125,13 @@ class GRPOConfig(_Section):
         "token_mean",
         description="SkyRL trainer.algorithm.loss_reduction (the reference backend always uses token_mean)",
     )
+    is_correction: Literal["token_truncate", "none"] = Field(
+        "token_truncate",
+        description="off-policy correction when a separate engine (vLLM) sampled the rollouts: 'token_truncate' weights "
+        "each token's policy-gradient term by min(pi_train / pi_engine, is_cap) (truncated importance sampling, "
+        "Yao et al. 2025; SkyRL/verl 'tis'); 'none' trusts the engine's samples as on-policy",
+    )
+    is_cap: float = Field(2.0, ge=1.0, description="upper bound C of the truncated importance weight min(ratio, C)")
 
     @field_validator("group_size")
     @classmethod
@@ -148,6 +155,12 @@ class RolloutConfig(_Section):
         32,
         gt=0,
         description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)",
+    )
+    engine: Literal["auto", "hf", "vllm"] = Field(
+        "auto",
+        description="the reference backend's rollout engine: 'vllm' one colocated vLLM engine on the training GPU "
+        "(sleeps during the update; the adapter reloaded every step), 'hf' transformers generate in the trainer; "
+        "'auto': vLLM on a CUDA GPU where vllm imports and action_constraint='none', else hf",
     )
     decode: Literal["auto", "eager", "compiled"] = Field(
         "auto",

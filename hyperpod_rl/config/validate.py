@@ -99,7 +99,7 @@ def is_hub_id(path: str) -> bool:
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg) + _update_layers(cfg) + _decode(cfg)
+    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg) + _update_layers(cfg) + _decode(cfg) + _engine(cfg)
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
     return problems
@@ -162,6 +162,20 @@ def _update_layers(cfg: RunConfig) -> list[str]:
             f"{', '.join(c for c in changed if 'checkpoint_' in c)} shape gradient checkpointing, which is off: set trainer.gradient_checkpointing=true or remove them"
         ]
     return []
+
+
+def _engine(cfg: RunConfig) -> list[str]:
+    """``rollout.engine`` picks the reference backend's rollout engine; SkyRL always rolls out with vLLM."""
+    ro = cfg.rollout
+    problems = []
+    if ro.engine != "auto" and cfg.backend == "skyrl":
+        problems.append(f"rollout.engine={ro.engine!r} picks the reference backend's rollout engine; SkyRL rolls out with vLLM: remove it")
+    if ro.engine == "vllm" and ro.action_constraint != "none":
+        problems.append(
+            "rollout.engine='vllm' decodes free text, but rollout.action_constraint='directions' samples one answer word from a "
+            "single forward pass: set action_constraint='none' or rollout.engine='auto'"
+        )
+    return problems
 
 
 def _decode(cfg: RunConfig) -> list[str]:

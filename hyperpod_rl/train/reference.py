@@ -81,6 +81,7 @@ from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.prompts import filter_rows
 from hyperpod_rl.model.rollout import Episode, play_episodes
+from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine
 from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     checkpoint_entries,
@@ -96,12 +97,20 @@ from hyperpod_rl.runs.files import (
 from hyperpod_rl.runs.provenance import config_conflict, eval_summaries, new_provenance, update_provenance
 from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.tasks import get_task, read_rows
-from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
+from hyperpod_rl.plan.memory import vllm_rollout_fraction
+from hyperpod_rl.plan.shapes import shape_from_hf_config
+from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, engine_gap, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
 from hyperpod_rl.train.parallel import DataParallel
 
 __all__ = ["ReferenceTrainer"]
 
 log = logging.getLogger(__name__)
+
+#: Mean |trainer - engine| log-prob gap (nats per sampled token) above which the trainer warns. bf16
+#: noise between vLLM and transformers on the same weights measured 0.017-0.027 nats/token on an H200
+#: (docs/gpu.md, the vLLM log-prob check); a stale or misapplied adapter, LoRA on modules vLLM does
+#: not serve, or a sampling setting that differs moves it by tenths of a nat.
+LOGPROB_GAP_WARN = 0.1
 
 
 class _Sampler:
@@ -220,7 +229,19 @@ class ReferenceTrainer:
             answer_words=self.task.answer_words,
             decode=cfg.rollout.decode,
         )
-        print(f"rollouts: {self.policy.rollout_path()}", flush=True)
+        self.engine: VLLMEngine | None = None
+        choice = choose_engine(cfg.rollout.engine, device=self.device, action_constraint=cfg.rollout.action_constraint)
+        if choice.engine == "vllm" and self.parallel is not None:
+            if cfg.rollout.engine == "vllm":
+                raise ConfigError("rollout.engine=vllm runs one colocated engine in a single-process run: set trainer.workers=1 or rollout.engine=auto")
+            print("rollouts: rollout.engine=auto: transformers in-process, because trainer.workers > 1", flush=True)
+            choice = type(choice)("hf", "trainer.workers > 1")
+        if choice.engine == "vllm":
+            self.engine = self._start_engine(model_dir, processor)
+            print(f"rollouts: {choice.reason} (started in {self.engine.start_s:.1f} s)", flush=True)
+        else:
+            print(f"rollouts: {self.policy.rollout_path()}", flush=True)
+        self._engine_step = -1  # the step whose adapter the engine holds
         if self.parallel is not None:
             # after the LoRA init (identical on every worker, checked), each worker samples its own rollouts
             self.ddp = self.parallel.wrap(self.model, self.policy)
@@ -242,6 +263,34 @@ class ReferenceTrainer:
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
         self.generator = torch.Generator().manual_seed(self._rank_seed())
         self.step = 0
+
+    def _start_engine(self, model_dir: Path, processor: Any) -> VLLMEngine:
+        """The colocated vLLM engine, asking for the memory :func:`vllm_rollout_fraction` counts."""
+        cfg = self.config
+        shape = shape_from_hf_config(json.loads((Path(model_dir) / "config.json").read_text()))
+        free, total = torch.cuda.mem_get_info(self.device)
+        sequences = cfg.data.mazes_per_step * cfg.grpo.group_size
+        max_len = cfg.rollout.max_model_len or cfg.rollout.max_input_tokens + cfg.rollout.max_new_tokens
+        fraction = vllm_rollout_fraction(
+            shape,
+            sequences=sequences,
+            tokens_per_sequence=min(max_len, cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens),
+            gpu_total_bytes=total,
+            free_bytes=free,
+            cap=cfg.rollout.gpu_memory_utilization,
+        )
+        print(f"rollouts: vLLM engine asks for {fraction:.3f} of the GPU ({fraction * total / 2**30:.1f} GiB; free {free / 2**30:.1f} GiB)", flush=True)
+        return VLLMEngine.create(
+            model_dir,
+            processor,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            max_model_len=max_len,
+            gpu_memory_utilization=fraction,
+            lora_rank=cfg.lora.rank,
+            max_num_seqs=max(cfg.rollout.max_num_seqs, sequences),
+            seed=cfg.trainer.seed,
+            sync_dir=self.run_dir / "lora-sync",
+        )
 
     def _load_base(self, model_dir: Path, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
         """``(model, processor, model_id, revision)`` of the base model directory, on ``self.device`` in ``dtype``.
@@ -505,7 +554,10 @@ class ReferenceTrainer:
             num_tokens = int(self.parallel.sum([num_tokens])[0])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0}
+        totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0, "gap_sum": 0.0, "gap_tokens": 0.0, "truncated": 0.0}
+        gap_max = 0.0
+        # importance weights only where another engine sampled: the transformers path samples from these very weights
+        correct = self.engine is not None and cfg.grpo.is_correction == "token_truncate"
         contexts = [t.context for t, _ in samples]
         responses = [t.action.response_ids for t, _ in samples]
         loss_masks = [t.action.loss_mask for t, _ in samples]
@@ -529,7 +581,8 @@ class ReferenceTrainer:
                     if cfg.grpo.kl_coef > 0:
                         with torch.no_grad(), self.model.disable_adapter():  # the unwrapped peft model
                             ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
-                    old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
+                    old = logp.detach()  # one update per batch: the proximal policy is this one
+                    gap = engine_gap(old, self._engine_logprobs([samples[i][0] for i in indices], mask), mask, cap=cfg.grpo.is_cap)
                     adv = torch.tensor([samples[i][1] for i in indices], device=logp.device)
                     terms = grpo_loss(
                         logp,
@@ -542,8 +595,13 @@ class ReferenceTrainer:
                         ref_logprobs=ref,
                         kl_coef=cfg.grpo.kl_coef,
                         num_tokens=num_tokens,
+                        is_weights=gap.weights if correct else None,
                     )
                     terms.loss.backward()
+                totals["gap_sum"] += gap.gap_sum
+                totals["gap_tokens"] += gap.tokens
+                totals["truncated"] += gap.truncated if correct else 0
+                gap_max = max(gap_max, gap.gap_max)
                 totals["policy_loss"] += terms.policy_loss
                 totals["kl"] += terms.kl
                 totals["entropy"] += terms.entropy
@@ -555,6 +613,16 @@ class ReferenceTrainer:
             summed = self.parallel.sum([*totals.values(), num_samples, num_rows])
             totals = dict(zip(totals, summed[: len(totals)], strict=True))
             num_samples, num_rows = int(summed[-2]), int(summed[-1])
+            gap_max = max(self.parallel.gather(gap_max))
+        gap_mean = totals["gap_sum"] / max(totals["gap_tokens"], 1.0)
+        if gap_mean > LOGPROB_GAP_WARN and self.is_writer:
+            print(
+                f"warning: step {self.step + 1}: the rollout engine's log-probs are {gap_mean:.3f} nats/token (max {gap_max:.2f}) from "
+                f"the trainer's (expected under {LOGPROB_GAP_WARN}: bf16 noise is about 0.02). Likely causes: the engine serves a "
+                "stale or misapplied adapter, LoRA on modules the engine does not serve (set lora.exclude_modules to the vision "
+                "tower), or sampling settings that differ (a generation_config.json, top-k/top-p)",
+                flush=True,
+            )
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
         self.optimizer.step()
         self.model.eval()
@@ -566,10 +634,26 @@ class ReferenceTrainer:
             "policy/grad_norm": float(grad_norm),
             "policy/policy_lr": cfg.grpo.lr,
             "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(num_samples, 1),
+            "rollout/logprob_gap_mean": gap_mean,
+            "rollout/logprob_gap_max": gap_max,
+            "rollout/is_truncated_fraction": totals["truncated"] / max(totals["gap_tokens"], 1.0),
             "trainer/num_samples": float(num_samples),
             "trainer/num_forward_rows": float(num_rows),
             "trainer/num_tokens": float(num_tokens),
         }
+
+    @staticmethod
+    def _engine_logprobs(turns: list[Any], mask: torch.Tensor) -> torch.Tensor:
+        """(M, L) the rollout engine's log-probs of each sample's sampled tokens, at ``mask``'s positions."""
+        out = torch.zeros(mask.shape, dtype=torch.float32)
+        cpu_mask = mask.cpu()
+        for k, turn in enumerate(turns):
+            lps = turn.action.token_logprobs
+            if lps is None:  # only the sum is known: spread evenly (one sampled token in the constrained path)
+                n = int(cpu_mask[k].sum())
+                lps = [turn.action.logprob / max(n, 1)] * n
+            out[k][cpu_mask[k]] = torch.tensor(lps, dtype=torch.float32)
+        return out.to(mask.device)
 
     def _step(self) -> MetricRecord:
         cfg = self.config
@@ -577,14 +661,25 @@ class ReferenceTrainer:
         rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
         if self.parallel is not None:  # every worker draws the same batch and rolls out its share of whole groups
             rows = self.parallel.share(rows)
+        engine_s: dict[str, float] = {}
+        if self.engine is not None:
+            self.engine.timings.update(generate_s=0.0, sync_s=0.0, sleep_s=0.0, wake_s=0.0)
+            self.engine.generated_tokens = 0
+            if self._engine_step != self.step:  # the adapter of this step (after an update, or a resume)
+                self.engine.sync_adapter(self.model)
+                self._engine_step = self.step
         episodes = play_episodes(
-            self.policy,
+            self.engine if self.engine is not None else self.policy,
             rows,
             group_size=cfg.grpo.group_size,
             temperature=cfg.rollout.temperature,
             max_turns=cfg.rollout.max_turns,
             generator=self.generator,
+            batch_size=10**9 if self.engine is not None else 128,  # vLLM schedules a whole turn at once
         )
+        if self.engine is not None:
+            self.engine.sleep()  # the update gets the GPU
+            engine_s = dict(self.engine.timings)
         t_gen = time.perf_counter() - t0
         G = cfg.grpo.group_size
         returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
@@ -634,6 +729,16 @@ class ReferenceTrainer:
                 "generate/avg_num_turns": float(np.mean([len(s[1]) for s in summary])),
                 "timing/generate": t_gen,
                 "timing/policy_train": t_train,
+                **(
+                    {
+                        "timing/sync_weights": engine_s["sync_s"],
+                        "timing/engine_sleep": engine_s["sleep_s"],
+                        "timing/engine_wake": engine_s["wake_s"],
+                        "generate/tokens_per_second": (sum(resp_tokens) / engine_s["generate_s"]) if engine_s["generate_s"] else 0.0,
+                    }
+                    if engine_s
+                    else {}
+                ),
                 "timing/step": step_s,
                 "trainer/tokens_per_second": values["trainer/num_tokens"] / step_s,
                 "trainer/epoch": float(self.sampler.epoch),

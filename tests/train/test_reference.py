@@ -151,6 +151,9 @@ def test_free_generation_run_with_kl_on_the_device_path(tiny_setup, tmp_path):
         assert v["policy/policy_kl"] >= 0.0
         # rollout log-probs come from the batched decode's scoring pass: the update agrees on CPU
         assert v["policy/rollout_train_logprobs_abs_diff_mean"] < 1e-3
+        # the transformers engine samples from the trained weights: per-token gap ~0, no importance weight cut
+        assert 0.0 <= v["rollout/logprob_gap_mean"] <= v["rollout/logprob_gap_max"] < 1e-3
+        assert v["rollout/is_truncated_fraction"] == 0.0
     assert records[0].values["policy/policy_kl"] == pytest.approx(0.0, abs=1e-6)  # step 1: adapter B = 0
     assert (adapter / "adapter_model.safetensors").is_file()
 
