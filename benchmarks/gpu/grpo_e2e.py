@@ -223,6 +223,21 @@ class BenchTrainer(ReferenceTrainer):
         return rows
 
 
+def standalone_generate(trainer: BenchTrainer, repeats: int = 3) -> dict[str, Any]:
+    """The last step's first-turn requests through the same engine outside the training loop (awake, the same
+    adapter and sampling), timed alone: the throughput the in-loop rollout is compared with."""
+    engine = trainer.engine
+    prompts = [ep.turns[0].context for ep in trainer.last_episodes]
+    times, tokens = [], 0
+    for _ in range(repeats):
+        engine.timings["generate_s"] = 0.0
+        engine.generated_tokens = 0
+        engine.act(prompts, temperature=trainer.config.rollout.temperature, generator=torch.Generator().manual_seed(1))
+        times.append(engine.timings["generate_s"])
+        tokens = engine.generated_tokens
+    return {"requests": len(prompts), "generated_tokens": tokens, "generate_s": statistics.median(times), "tokens_per_s": tokens / statistics.median(times)}
+
+
 def learning_check(losses: list[float], grad_norms: list[float], token_logprobs: list[float | None]) -> dict[str, Any]:
     """Whether the policy moved over the steps: non-zero loss and gradient norm, and the trend of the mean
     sampled-token log-prob of its own rollouts (last step minus first; None where it was not recorded)."""
@@ -390,6 +405,7 @@ def run_ours(
             print(json.dumps({"shape": shape_name, "turns": max_turns, **steps[-1]}), flush=True)
         meter.close()
         engine_start_s = trainer.engine.start_s if trainer.engine is not None else None
+        standalone = standalone_generate(trainer) if trainer.engine is not None else None
     measured = [s for s in steps if not s["warmup"]] or steps
     med = {
         k: statistics.median(s[k] for s in measured)
@@ -403,6 +419,7 @@ def run_ours(
         "workers": args.workers,
         "engine": "vllm" if trainer.engine is not None else "hf",
         "engine_start_s": engine_start_s,
+        "standalone_vllm": standalone,
         "trainer_build_s": build_trainer_s,
         "decode": "compiled" if trainer.policy.compiled_decode else "eager",
         "compiled_layers": trainer.compiled.count if trainer.compiled is not None else 0,
