@@ -397,6 +397,7 @@ def run_ours(
                     "policy_loss": v["policy/policy_loss"],
                     "grad_norm": v["policy/grad_norm"],
                     "engine_sync_s": v.get("timing/sync_weights", 0.0),
+                    "engine_generate_tokens_per_s": v.get("generate/tokens_per_second"),
                     "engine_sleep_s": v.get("timing/engine_sleep", 0.0),
                     "engine_wake_s": v.get("timing/engine_wake", 0.0),
                     "peak_device_gib": device_peak,
