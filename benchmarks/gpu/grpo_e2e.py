@@ -58,9 +58,9 @@ from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_confi
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.maze import DatasetSpec, build_dataset
 from hyperpod_rl.maze.render import RenderStyle
+from hyperpod_rl.model.rollout import play_episodes as play_episodes_original
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
 from hyperpod_rl.plan import model_shape
-from hyperpod_rl.model.rollout import play_episodes as play_episodes_original
 from hyperpod_rl.train.reference import ReferenceTrainer
 
 
@@ -235,7 +235,12 @@ def standalone_generate(trainer: BenchTrainer, repeats: int = 3) -> dict[str, An
         engine.act(prompts, temperature=trainer.config.rollout.temperature, generator=torch.Generator().manual_seed(1))
         times.append(engine.timings["generate_s"])
         tokens = engine.generated_tokens
-    return {"requests": len(prompts), "generated_tokens": tokens, "generate_s": statistics.median(times), "tokens_per_s": tokens / statistics.median(times)}
+    return {
+        "requests": len(prompts),
+        "generated_tokens": tokens,
+        "generate_s": statistics.median(times),
+        "tokens_per_s": tokens / statistics.median(times),
+    }
 
 
 def learning_check(losses: list[float], grad_norms: list[float], token_logprobs: list[float | None]) -> dict[str, Any]:
@@ -602,7 +607,9 @@ def run_trl(
     st = statistics.median(measured)
     samples = args.mazes * args.group
     meter.close()
-    mode = "use_vllm=False" if vllm_fraction is None else f"vllm colocate {vllm_fraction}" + ("" if is_correction else ", IS correction off")
+    mode = (
+        "use_vllm=False" if vllm_fraction is None else f"vllm colocate {vllm_fraction}" + ("" if is_correction else ", IS correction off")
+    )
     learn_keys = [k for k in ("loss", "grad_norm", "entropy") if logs and k in logs[0]]
     sampling_keys = sorted({k for h in logs for k in h if k.startswith("sampling/")})
     out = {

@@ -99,7 +99,16 @@ def is_hub_id(path: str) -> bool:
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg) + _update_layers(cfg) + _decode(cfg) + _engine(cfg)
+    problems = (
+        _model_path(cfg)
+        + _task(cfg)
+        + _lora_targets(cfg)
+        + _prompt_budget(cfg)
+        + _workers(cfg)
+        + _update_layers(cfg)
+        + _decode(cfg)
+        + _engine(cfg)
+    )
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
     return problems

@@ -104,7 +104,9 @@ def choose_engine(
     if not found:
         problems.append("vllm is not installed in the job's environment")
     if action_constraint != "none":
-        problems.append(f"rollout.action_constraint={action_constraint!r} samples one answer word per forward pass (no decoding to speed up)")
+        problems.append(
+            f"rollout.action_constraint={action_constraint!r} samples one answer word per forward pass (no decoding to speed up)"
+        )
     if requested == "vllm" and problems:
         raise ConfigError(
             "rollout.engine=vllm cannot run here: " + "; ".join(problems) + ". Use rollout.engine=auto (or hf), "

@@ -82,6 +82,8 @@ from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.prompts import filter_rows
 from hyperpod_rl.model.rollout import Episode, play_episodes
 from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine
+from hyperpod_rl.plan.memory import vllm_rollout_fraction
+from hyperpod_rl.plan.shapes import shape_from_hf_config
 from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     checkpoint_entries,
@@ -97,8 +99,6 @@ from hyperpod_rl.runs.files import (
 from hyperpod_rl.runs.provenance import config_conflict, eval_summaries, new_provenance, update_provenance
 from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.tasks import get_task, read_rows
-from hyperpod_rl.plan.memory import vllm_rollout_fraction
-from hyperpod_rl.plan.shapes import shape_from_hf_config
 from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, engine_gap, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
 from hyperpod_rl.train.parallel import DataParallel
 
@@ -233,7 +233,9 @@ class ReferenceTrainer:
         choice = choose_engine(cfg.rollout.engine, device=self.device, action_constraint=cfg.rollout.action_constraint)
         if choice.engine == "vllm" and self.parallel is not None:
             if cfg.rollout.engine == "vllm":
-                raise ConfigError("rollout.engine=vllm runs one colocated engine in a single-process run: set trainer.workers=1 or rollout.engine=auto")
+                raise ConfigError(
+                    "rollout.engine=vllm runs one colocated engine in a single-process run: set trainer.workers=1 or rollout.engine=auto"
+                )
             print("rollouts: rollout.engine=auto: transformers in-process, because trainer.workers > 1", flush=True)
             choice = type(choice)("hf", "trainer.workers > 1")
         if choice.engine == "vllm":
@@ -279,7 +281,10 @@ class ReferenceTrainer:
             free_bytes=free,
             cap=cfg.rollout.gpu_memory_utilization,
         )
-        print(f"rollouts: vLLM engine asks for {fraction:.3f} of the GPU ({fraction * total / 2**30:.1f} GiB; free {free / 2**30:.1f} GiB)", flush=True)
+        print(
+            f"rollouts: vLLM engine asks for {fraction:.3f} of the GPU ({fraction * total / 2**30:.1f} GiB; free {free / 2**30:.1f} GiB)",
+            flush=True,
+        )
         return VLLMEngine.create(
             model_dir,
             processor,
@@ -554,7 +559,16 @@ class ReferenceTrainer:
             num_tokens = int(self.parallel.sum([num_tokens])[0])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0, "gap_sum": 0.0, "gap_tokens": 0.0, "truncated": 0.0}
+        totals = {
+            "policy_loss": 0.0,
+            "kl": 0.0,
+            "entropy": 0.0,
+            "clip": 0.0,
+            "diff": 0.0,
+            "gap_sum": 0.0,
+            "gap_tokens": 0.0,
+            "truncated": 0.0,
+        }
         gap_max = 0.0
         # importance weights only where another engine sampled: the transformers path samples from these very weights
         correct = self.engine is not None and cfg.grpo.is_correction == "token_truncate"

@@ -129,7 +129,10 @@ def test_requests_carry_the_trainers_template_and_the_image(policy):
     enc = policy._encode_prompt(prompts[0])
     # the same text the trainer tokenizes, so prompt ids match once the placeholder is expanded
     text = policy.processor.apply_chat_template(
-        [{"role": "system", "content": "You solve mazes."}, {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Move."}]}],
+        [
+            {"role": "system", "content": "You solve mazes."},
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Move."}]},
+        ],
         add_generation_prompt=True,
         tokenize=False,
     )
@@ -144,6 +147,7 @@ def test_trainer_logprobs_do_not_depend_on_the_engine_that_sampled(policy):
     vllm_actions = [
         to_action(a.response_ids, [{t: _Logprob(-1.0)} for t in a.response_ids], a.text, eos_id=policy.eos_id) for a in hf_actions
     ]
+
     def scored(actions):
         with torch.no_grad():
             return policy.score(prompts, [a.response_ids for a in actions], [a.loss_mask for a in actions], [[i] for i in range(3)])
