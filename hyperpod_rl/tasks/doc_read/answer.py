@@ -37,7 +37,7 @@ import datetime as dt
 import re
 import unicodedata
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Final
 
 from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS

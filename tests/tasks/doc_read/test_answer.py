@@ -160,7 +160,9 @@ def test_grouped_numbers_of_the_spec_grammar_parse(text: str, value: str) -> Non
         assert score(f"<answer>${text}</answer>", _money(value, "USD")).correct, text
 
 
-@pytest.mark.parametrize("text", ["1234,567.89", "1,234,5", "1 234 5", "12345 678", "1.234,567.8", "1,234.567,8", "--1", "1.234.56", "1,234 567"])
+@pytest.mark.parametrize(
+    "text", ["1234,567.89", "1,234,5", "1 234 5", "12345 678", "1.234,567.8", "1,234.567,8", "--1", "1.234.56", "1,234 567"]
+)
 def test_numbers_outside_the_grammar_do_not_parse(text: str) -> None:
     assert parse_number(text) is None
     q = Question(qtype="t", kind="sum", text="t", answer_type="number", expected="1")
