@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks._record import REPO, load_result, results_dir
+from benchmarks._record import REPO, code_commit, load_result, results_dir
 from benchmarks.gpu import decode_fit
 
 __all__ = ["PASSAGES", "Passage", "check", "render", "update"]
@@ -38,7 +38,7 @@ class Passage:
 def _provenance(res: dict[str, Any], *, load: bool = True) -> str:
     """``on <date> at commit <sha>, <cpu> (<n> cores)[, a shared machine: load average a at start, b at end]``."""
     m = res["machine"]
-    text = f"on {res['date'][:10]} at commit `{(res['git_commit'] or 'unknown')[:10]}`"
+    text = f"on {res['date'][:10]} at commit `{(code_commit(res) or 'unknown')[:10]}`"
     if m.get("cpu_model"):
         text += f", {m['cpu_model']} ({m['cpu_cores']} cores"
         if m.get("cpu_cores_usable") and m["cpu_cores_usable"] != m["cpu_cores"]:
@@ -331,7 +331,7 @@ _TRL_RUN = {
 
 def _gpu_provenance(res: dict[str, Any]) -> str:
     gpu = (res["machine"].get("gpus") or ["unknown GPU"])[0].split(",")[0]
-    return f"{gpu}, {res['date'][:10]}, commit `{(res['git_commit'] or 'unknown')[:10]}`"
+    return f"{gpu}, {res['date'][:10]}, commit `{(code_commit(res) or 'unknown')[:10]}`"
 
 
 def gpu_e2e() -> str:
