@@ -798,8 +798,8 @@ _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 
 
 def _blank(text: str, pattern: re.Pattern[str]) -> str:
-    """``text`` with every match of ``pattern`` replaced by its newlines only (line numbers stay)."""
-    return pattern.sub(lambda m: "\n" * m.group(0).count("\n") + " ", text)
+    """``text`` with every match of ``pattern`` blanked to spaces, newlines kept (offsets and line numbers stay)."""
+    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def _figures(text: str) -> list[tuple[int, str, str, str]]:
@@ -883,7 +883,7 @@ def unrendered(doc: str, text: str | None = None) -> list[str]:
     or a difference of two (``+13 GiB``, ``+3.7 %``) at its printed precision: a check that it comes from
     those files, weaker than a rendered passage, which is the way for any figure that will change.
     """
-    text = (REPO / doc).read_text() if text is None else text
+    text = _blank((REPO / doc).read_text() if text is None else text, _CODE)  # a marker shown as code is no marker
     problems = []
     for m in QUOTED.finditer(text):
         if why := _source_problem(m.group("source")):

@@ -129,3 +129,8 @@ def test_the_readme_gpu_sentence_is_rendered_from_the_named_results() -> None:
         r for r in json.loads((REPO / "benchmarks" / "results" / f"{name}.json").read_text())["results"] if r["config"]["name"] == config
     )
     assert f"{100 * rec['variant_mfu'][variant]:.0f} % MFU" in body
+
+
+def test_a_marker_shown_as_code_is_not_a_marker() -> None:
+    text = "write `<!-- measured: FILE -->` then\n12.3 s here <!-- /measured -->"
+    assert [p.split(": ", 1)[0] for p in unrendered("docs/x.md", text)] == ["docs/x.md:2"]
