@@ -437,6 +437,23 @@ def gpu_trl() -> str:
     return "\n".join(rows)
 
 
+#: The project's bar for the reference backend against TRL's GRPOTrainer: this many times its samples/s, at no more memory.
+GPU_TRL_BAR = 1.5
+
+
+def gpu_trl_verdict() -> str:
+    """Inline (docs/gpu.md): the TRL bar, whether each shape of :data:`README_GPU_TRL` meets it, with ratio and peaks."""
+    parts, met = [], []
+    for shape, name in README_GPU_TRL.items():
+        cmp = next(c for c in load_result(name)["results"]["comparisons"] if "throughput_ratio_ours_over_trl" in c)
+        ratio, ours, trl = cmp["throughput_ratio_ours_over_trl"], cmp["peak_gib_ours"], cmp["peak_gib_trl"]
+        met.append(ratio >= GPU_TRL_BAR and ours <= trl)
+        parts.append(f"{shape}: {ratio:.2f}× at {ours:.1f} vs {trl:.1f} GiB (run {_TRL_RUN[name]}, `{name}.json`)")
+    good = [s for s, ok in zip(README_GPU_TRL, met, strict=True) if ok]
+    verdict = f"met at {'both' if len(met) == 2 else 'all'} shapes" if all(met) else f"met at {', '.join(good)} only" if good else "not met"
+    return f"**Throughput ≥ {GPU_TRL_BAR:g}× TRL's at no more memory: {verdict}.** " + "; ".join(parts)
+
+
 _DECODE = ("h200_grpo_e2e_decode_2b", "h200_grpo_e2e_decode_8b")
 
 
@@ -710,6 +727,7 @@ PASSAGES: dict[str, Passage] = {
     "planner-cli-own-gpu": Passage("docs/planner.md", ("plan_cli",), _plan_cli("own-gpu", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
+    "gpu-trl-verdict": Passage("docs/gpu.md", tuple(README_GPU_TRL.values()), gpu_trl_verdict),
     "gpu-decode": Passage("docs/gpu.md", _DECODE, gpu_decode, block=True),
     "gpu-levers": Passage("docs/gpu.md", ("h200_update_levers",), gpu_levers, block=True),
     "gpu-ckpt": Passage("docs/gpu.md", ("h200_update_ckpt",), gpu_ckpt, block=True),
