@@ -14,8 +14,8 @@ inside ``<think>...</think>`` is reasoning and never counts. Actions (ASCII, ver
 * ``type "Ada"``: replace the focused text field's text (double quotes required, no quote inside);
 * ``back``: go back one screen (closes an open dialog).
 
-The grammar is written out in the spec ("Answer grammar"). Every deviation is a *format violation*: :class:`ParsedAction` then has no action and a code from
-:data:`VIOLATIONS`. Whether the action applies to the screen (a label that exists, a focused
+The grammar is written out in the spec ("Answer grammar"). Every deviation is a *format
+violation*: :class:`ParsedAction` then has no action and a code from :data:`VIOLATIONS`. Whether the action applies to the screen (a label that exists, a focused
 field) is the reward's business, not the parser's.
 """
 
