@@ -1,7 +1,7 @@
 """The reward audit: adversarial completions, each with the reward the spec says it must get.
 
 Every expected value is written out by hand from reward spec
-:data:`~hyperpod_rl.tasks.doc_read.reward.REWARD_VERSION` 1.0 (``docs/doc-read-task.md``):
+:data:`~hyperpod_rl.tasks.doc_read.reward.REWARD_VERSION` 1.1 (``docs/doc-read-task.md``):
 1.0 for an answer that matches after normalisation, 0.0 for a well-formed wrong or unparseable
 answer, -0.1 for a format violation. The cases probe the normalisation rules (currencies,
 separators, date orders, homoglyphs, hedged answers) as much as the answer envelope.
