@@ -4,30 +4,35 @@
 
 ``DIR`` is the trimmed vLLM 0.25.0 kit (``vllm/*.part00``, ``*.part01``, ``SHA256SUMS``,
 ``wheels/``, ``stubs/``; see docs/gpu.md). This script copies what it needs from there into
-``--out`` (git-ignored); nothing in the package ever reads DIR. What travels (each a tar.xz of a
-``pip install --target`` tree, made here, so the GPU side only unpacks):
+``--out`` (git-ignored); nothing in the package ever reads DIR. What travels:
 
-========================  ==============  ================================================================
-payload                   installs into   what
-========================  ==============  ================================================================
-``vllm-0.25.0-trim``      site            vLLM 0.25.0 (DIR's trimmed build, re-verified here)
-``vllm-extras``           site            DIR's wheels (pydantic, msgspec, pyzmq, openai, fastapi, ...) + stubs
-``ray-2.57.0-trim``       site            Ray 2.57.0 without Java jars, RLlib, Serve, LLM, the dashboard's
-                                          source maps; binaries stripped of symbol tables
-``common``                site            TRL 1.16.0 + datasets 5.2.0 + dill + multiprocess; Ray's dashboard
-                                          and job-agent needs; vLLM's OpenAI-server needs; skyrl-gym; ours
-``skyrl``                 site-skyrl      SkyRL 0.4.0, transformers 5.16.1, peft 0.18.1 (SkyRL's pins) and the
-                                          rest SkyRL's trainer, FSDP worker, vLLM servers and router import
-========================  ==============  ================================================================
+================================  ==============  ==========================================================
+payload                           installs into   what
+================================  ==============  ==========================================================
+``vllm-0.25.0-trim.tar.xz``       site            vLLM 0.25.0 (DIR's trimmed build; its parts re-joined and
+                                                  checked against DIR's SHA256SUMS here, then cut again)
+``vllm-stubs.tar.gz``             site            DIR's ``llguidance`` / ``xgrammar`` import stubs
+Ray 2.57.0 wheel, trimmed         site            without Java jars, RLlib, Serve, LLM, the dashboard's source
+                                                  map; raylet, GCS server, ``_raylet.so`` stripped; RECORD redone
+DIR's wheels                      site            pydantic, msgspec, pyzmq, openai, fastapi, ... (offline vLLM)
+:data:`TRL_NEEDS` ... wheels      site            TRL's GRPOTrainer, Ray's dashboard/job agent, vLLM's OpenAI
+                                                  server, ours (:data:`RAY_NEEDS`, :data:`VLLM_SERVER_NEEDS`,
+                                                  :data:`OWN_NEEDS`)
+:data:`SKYRL_NEEDS` wheels        site-skyrl      SkyRL 0.4.0 + its pins (transformers 5.16.1, peft 0.18.1) and
+                                                  what its trainer, FSDP worker, vLLM servers and router import
+``flash-attn-standin.tar.gz``     site-skyrl      :data:`FLASH_ATTN_STANDIN`
+================================  ==============  ==========================================================
 
 Payload files are laid end to end and cut into ``callK/`` folders of at most ``--call-mib``
 (default: 55 MiB, less if the checkout is large: one call carries 64 MiB with the checkout);
 ``MANIFEST.tsv`` (in every folder) names each payload, its sha256, size, target and parts.
-``benchmarks/gpu/stage.sh K`` on the GPU machine stages call K and unpacks every payload whose
-parts have all arrived; the last call writes ``$HOME/stage/env.sh``.
+``benchmarks/gpu/stage.sh K`` on the GPU machine stages call K, joins and checks every payload whose
+parts have all arrived, unpacks the tars, pip-installs a target's wheels in one run once all are
+there; the last call writes ``$HOME/stage/env.sh``.
 
 Image packages (``/work/.library/device/KINDS.md``, "Python packages already there") are not
-carried. Downloads are cached under ``<out>/cache``; a second run only re-packs what changed.
+carried. Downloads and the trimmed Ray wheel are cached under ``<out>/cache`` (a second run takes
+seconds; copying another checkout's ``.gpu-kit/cache`` reuses its downloads).
 """
 
 from __future__ import annotations
