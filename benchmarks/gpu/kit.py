@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import gzip
 import hashlib
 import io
 import os
@@ -251,8 +252,12 @@ def small_tar(files: dict[str, bytes], out: Path) -> Path:
     """A ``tar.gz`` of ``{relative path: bytes}`` (sorted, fixed mtime and owner)."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
-        for rel in sorted(files):
+    with (
+        tmp.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
+        for rel in sorted(files):  # same bytes every build: a rebuilt kit keeps its MANIFEST.tsv
             info = tarfile.TarInfo(rel)
             info.size, info.mtime, info.mode = len(files[rel]), 0, 0o644
             tar.addfile(info, io.BytesIO(files[rel]))

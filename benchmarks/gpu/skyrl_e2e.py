@@ -213,6 +213,30 @@ def build_checkpoint(args: argparse.Namespace, storage: Path, rows: list[dict[st
     root = storage / "models" / f"qwen3-vl-{args.shape.lower()}-random"
     model.save_pretrained(root, safe_serialization=True)
     processor.save_pretrained(root)
+    # The tiny processor saves as "ImageOnlyQwen3VLProcessor" (no video part, for CPUs without
+    # torchvision); SkyRL's get_processor (AutoProcessor) cannot resolve that name and falls back to
+    # the bare tokenizer. The GPU image has torchvision: name the stock class, as real checkpoints do.
+    for name in ("processor_config.json", "tokenizer_config.json"):
+        cfg = json.loads((root / name).read_text())
+        if cfg.get("processor_class") == "ImageOnlyQwen3VLProcessor":
+            cfg["processor_class"] = "Qwen3VLProcessor"
+            (root / name).write_text(json.dumps(cfg, indent=2) + "\n")
+    video = root / "video_preprocessor_config.json"  # Qwen3VLProcessor loads a video processor too (torchvision)
+    if not video.exists():
+        video.write_text(
+            json.dumps(
+                {
+                    "video_processor_type": "Qwen3VLVideoProcessor",
+                    "patch_size": 16,
+                    "temporal_patch_size": 2,
+                    "merge_size": 2,
+                    "image_mean": [0.5, 0.5, 0.5],
+                    "image_std": [0.5, 0.5, 0.5],
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     (root / "hyperpod_rl_model.json").write_text(json.dumps({"model_id": f"random-init Qwen3-VL-{args.shape} shape", "seed": 0}))
     del model
     if device.type == "cuda":
