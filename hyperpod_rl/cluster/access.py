@@ -45,15 +45,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from botocore.exceptions import BotoCoreError, ClientError
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 from pydantic import SecretStr
 
 from hyperpod_rl.errors import ClusterError
 
 if TYPE_CHECKING:
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
     from ray.job_submission import JobSubmissionClient
+
+# botocore and kubernetes are imported where they are used: the local cluster's job API (the
+# embedded Ray cluster, e.g. on a GPU machine that has neither) goes through this module too.
 
 __all__ = [
     "CONNECTION_GROUP",
@@ -137,6 +139,7 @@ def eks_token(cluster_name: str, *, region: str | None = None, session: Any = No
         ClusterError: no AWS credentials.
     """
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
 
     session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     region = region or session.region_name
@@ -168,6 +171,8 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
         ClusterError: the cluster cannot be described (name, region or permissions).
     """
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+    from kubernetes import client as k8s
 
     session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     eks = session.client("eks", region_name=region or session.region_name)
@@ -330,6 +335,9 @@ def read_ray_token(
     Raises:
         ClusterError: Secret missing, key missing, or reading Secrets is forbidden.
     """
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+
     name = secret_name or cluster_name
     try:
         secret = k8s.CoreV1Api(api_client).read_namespaced_secret(name, namespace, _preload_content=False)
@@ -425,6 +433,8 @@ class HyperPodDashboard(_DashboardAccess):
         poll_interval_s: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        from kubernetes import client as k8s
+
         self.cluster_name, self.namespace = cluster_name, namespace
         self.custom = k8s.CustomObjectsApi(api_client)
         self.verify = verify
@@ -448,6 +458,8 @@ class HyperPodDashboard(_DashboardAccess):
             ClusterError: 403 (only the cluster creator may connect), endpoint operator not
                 installed, RayCluster or namespace not found, or no URL within ``wait_s`` seconds.
         """
+        from kubernetes.client.exceptions import ApiException
+
         body = {
             "apiVersion": f"{CONNECTION_GROUP}/{CONNECTION_VERSION}",
             "kind": "RayDashboardConnection",
@@ -531,6 +543,8 @@ class HyperPodDashboard(_DashboardAccess):
 
     def cluster_image(self) -> str | None:
         """The RayCluster's head container image (for the Python version check), None when unreadable."""
+        from kubernetes.client.exceptions import ApiException
+
         try:
             raw = self.custom.get_namespaced_custom_object(
                 "ray.io", "v1", self.namespace, "rayclusters", self.cluster_name, _preload_content=False
@@ -599,6 +613,7 @@ def hyperpod_eks_api_client(
     """
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)

@@ -57,6 +57,7 @@ __all__ = [
     "export_adapter",
     "filter_datasets",
     "final_adapter_dir",
+    "flash_attn_installed",
     "main",
     "prepare_run",
 ]
@@ -136,8 +137,10 @@ def _prompt_filter_report(run_dir: Path) -> dict[str, Any] | None:
 
 
 def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> dict[str, object]:
-    """Make the run directory ready and return the SkyRL overrides for it.
+    """Make the run directory ready and return the SkyRL overrides for it in this environment.
 
+    Without flash-attn installed (:func:`flash_attn_installed`) the overrides add
+    ``trainer.flash_attn=false`` (sdpa attention): SkyRL's default would fail to load the policy.
     ``fresh`` deletes this run's checkpoints and metrics first. Otherwise an existing checkpoint
     directory must have been written with the same config (``config_hash``), so a resubmission
     resumes only its own run.
@@ -163,7 +166,11 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
         )
     marker.write_text(config.config_hash())
     _trim_metrics(RunPaths(rd).metrics, _latest_step(ckpt))
-    return to_skyrl_overrides(config, rd)
+    overrides = to_skyrl_overrides(config, rd)
+    if not flash_attn_installed():
+        overrides["trainer.flash_attn"] = False
+        print("flash-attn is not installed here: SkyRL's policy uses sdpa attention (trainer.flash_attn=false)", flush=True)
+    return overrides
 
 
 def _latest_step(ckpt: Path) -> int:
@@ -190,6 +197,24 @@ def _step_of(line: str) -> int | None:
         return int(json.loads(line)["step"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def flash_attn_installed() -> bool:
+    """Whether flash-attn 2 is installed: its distribution and its compiled ``flash_attn_2_cuda`` extension.
+
+    SkyRL 0.4's ``trainer.flash_attn`` (default true) loads the policy with
+    ``attn_implementation="flash_attention_2"`` (``skyrl/backends/skyrl_train/workers/model_wrapper.py``),
+    which transformers refuses without flash-attn; the production image pins flash-attn 2.8.3,
+    an image without it trains with sdpa attention instead (:func:`main`).
+    """
+    import importlib.util
+    from importlib import metadata
+
+    try:
+        metadata.version("flash-attn")
+    except metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("flash_attn_2_cuda") is not None
 
 
 def base_model_revision(config: RunConfig) -> str:
