@@ -54,7 +54,7 @@ from typing import Any
 import torch
 
 from benchmarks._record import Recording
-from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config
+from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config, save_for_vllm
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.maze import DatasetSpec, build_dataset
 from hyperpod_rl.maze.render import RenderStyle
@@ -120,8 +120,7 @@ def model_on_disk(shape_name: str, model: Any, processor: Any, *, tiny: bool) ->
     root = Path(os.environ.get("HPRL_MODEL_CACHE", "/tmp/hprl-models")) / (shape_name + ("-tiny" if tiny else ""))
     if not (root / ".complete").exists():
         root.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(root, safe_serialization=True)
-        processor.save_pretrained(root)
+        save_for_vllm(root, model, processor)
         (root / ".complete").write_text("ok")
     return root
 
@@ -515,7 +514,9 @@ def run_trl(
     _, processor = build_tiny_qwen3vl(seed=0, corpus=[json.dumps(r["prompt"])[:2000] for r in rows[:8]])
     model = build_model(shape_name, processor, device=device, tiny=args.tiny)
     if vllm_fraction is not None:  # TRL's colocated engine loads model.name_or_path
-        model.config._name_or_path = str(model_on_disk(shape_name, model, processor, tiny=args.tiny))
+        path = str(model_on_disk(shape_name, model, processor, tiny=args.tiny))
+        model.config._name_or_path = path
+        model.name_or_path = path  # what TRL's VLLMGeneration passes to vllm.LLM
 
     def as_trl(row: dict[str, Any]) -> dict[str, Any]:
         # TRL's conversational VLM format: the images go in an "images" column, "image" parts in the prompt

@@ -202,6 +202,7 @@ def build_checkpoint(args: argparse.Namespace, storage: Path, rows: list[dict[st
     import torch
 
     from benchmarks.gpu.grpo_e2e import build_model
+    from benchmarks.gpu.workload import save_for_vllm
     from hyperpod_rl.model.tiny import build_tiny_qwen3vl
     from hyperpod_rl.tasks import get_task
 
@@ -211,32 +212,7 @@ def build_checkpoint(args: argparse.Namespace, storage: Path, rows: list[dict[st
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = build_model(args.shape, processor, device=device, tiny=args.tiny)
     root = storage / "models" / f"qwen3-vl-{args.shape.lower()}-random"
-    model.save_pretrained(root, safe_serialization=True)
-    processor.save_pretrained(root)
-    # The tiny processor saves as "ImageOnlyQwen3VLProcessor" (no video part, for CPUs without
-    # torchvision); SkyRL's get_processor (AutoProcessor) cannot resolve that name and falls back to
-    # the bare tokenizer. The GPU image has torchvision: name the stock class, as real checkpoints do.
-    for name in ("processor_config.json", "tokenizer_config.json"):
-        cfg = json.loads((root / name).read_text())
-        if cfg.get("processor_class") == "ImageOnlyQwen3VLProcessor":
-            cfg["processor_class"] = "Qwen3VLProcessor"
-            (root / name).write_text(json.dumps(cfg, indent=2) + "\n")
-    video = root / "video_preprocessor_config.json"  # Qwen3VLProcessor loads a video processor too (torchvision)
-    if not video.exists():
-        video.write_text(
-            json.dumps(
-                {
-                    "video_processor_type": "Qwen3VLVideoProcessor",
-                    "patch_size": 16,
-                    "temporal_patch_size": 2,
-                    "merge_size": 2,
-                    "image_mean": [0.5, 0.5, 0.5],
-                    "image_std": [0.5, 0.5, 0.5],
-                },
-                indent=2,
-            )
-            + "\n"
-        )
+    save_for_vllm(root, model, processor)
     (root / "hyperpod_rl_model.json").write_text(json.dumps({"model_id": f"random-init Qwen3-VL-{args.shape} shape", "seed": 0}))
     del model
     if device.type == "cuda":

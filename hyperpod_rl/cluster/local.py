@@ -433,7 +433,8 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             f"--ray-client-server-port={client_port}",
             "--include-dashboard=true",
             f"--num-cpus={num_cpus or os.cpu_count() or 1}",
-            "--num-gpus=0",
+            # no --num-gpus: Ray counts the machine's GPUs (CUDA_VISIBLE_DEVICES / NVML), so a single-GPU
+            # machine's head can hold a trainer.device=cuda or SkyRL job (0 on a CPU machine, as before)
             "--disable-usage-stats",
             f"--temp-dir={temp_dir}",
             *_node_port_flags(),
