@@ -60,7 +60,7 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     import psutil
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
         QuickstartOptions,

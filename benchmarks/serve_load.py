@@ -106,7 +106,7 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     import torch
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
         make_run_config,
@@ -157,7 +157,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.endpoint:
-        from hyperpod_rl.maze import read_rows
+        from hyperpod_rl.tasks.maze import read_rows
 
         if not args.heldout:
             parser.error("--endpoint needs --heldout (the maze images to send)")

@@ -72,11 +72,11 @@ _EXPORTS: dict[str, str] = {
     "ClusterPanel": "hyperpod_rl.widgets",
     "ServePanel": "hyperpod_rl.widgets",
     # task
-    "DatasetSpec": "hyperpod_rl.maze",
-    "Maze": "hyperpod_rl.maze",
-    "MazeEnv": "hyperpod_rl.maze",
-    "generate_maze": "hyperpod_rl.maze",
-    "render_maze": "hyperpod_rl.maze",
+    "DatasetSpec": "hyperpod_rl.tasks.maze",
+    "Maze": "hyperpod_rl.tasks.maze",
+    "MazeEnv": "hyperpod_rl.tasks.maze",
+    "generate_maze": "hyperpod_rl.tasks.maze",
+    "render_maze": "hyperpod_rl.tasks.maze",
 }
 
 #: Sub-modules reachable as attributes without an explicit import (``hp.quickstart.run(...)``).

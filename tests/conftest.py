@@ -55,7 +55,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_setup(tmp_path_factory: pytest.TempPathFactory):
     """A small maze dataset and the tiny base model, built once per session."""
-    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model, prepare_dataset
 
     storage = tmp_path_factory.mktemp("storage")

@@ -1,6 +1,6 @@
 """``hyperpod-rl maze ...``: audit the reward, build datasets, look at a maze.
 
-A typer sub-app (``app``) over :mod:`hyperpod_rl.maze`; no task logic lives here.
+A typer sub-app (``app``) over :mod:`hyperpod_rl.tasks.maze`; no task logic lives here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rich.table import Table
 
 from hyperpod_rl.cli._common import HprlGroup, console, fail
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.tasks.maze import (
     ALGORITHMS,
     REWARD_VERSION,
     DatasetSpec,
@@ -23,7 +23,7 @@ from hyperpod_rl.maze import (
     render_maze,
     write_parquet,
 )
-from hyperpod_rl.maze.audit import load_reward_fn, run_audit
+from hyperpod_rl.tasks.maze.audit import load_reward_fn, run_audit
 
 __all__ = ["app"]
 
@@ -46,7 +46,7 @@ def audit(
     except MazeError as err:
         fail(err)
     report = run_audit(fn, tolerance=tolerance)
-    name = reward_fn or "hyperpod_rl.maze.reward:score_completion"
+    name = reward_fn or "hyperpod_rl.tasks.maze.reward:score_completion"
     if report.passed:
         console.print(f"[green]{report.total}/{report.total} cases agree[/] ({name}, reward spec {REWARD_VERSION})")
         return

@@ -187,7 +187,7 @@ class TaskConfig(_Section):
     """The task the run trains on: a registered task plug-in (:mod:`hyperpod_rl.tasks`) and its options.
 
     ``options`` is the JSON form of the task's options model (for the maze:
-    :class:`~hyperpod_rl.maze.DatasetSpec`), the settings its dataset was generated with; it is
+    :class:`~hyperpod_rl.tasks.maze.DatasetSpec`), the settings its dataset was generated with; it is
     validated against that model, and every bad option is named as ``task.options.<field>``.
     """
 

@@ -6,7 +6,7 @@ that names the task::
     class ReceiptEnv(SingleTurnTaskEnv):
         task_name = "receipts"
 
-Multi-turn tasks write their own ``BaseTextEnv`` (the maze's :class:`hyperpod_rl.maze.env.MazeEnv`
+Multi-turn tasks write their own ``BaseTextEnv`` (the maze's :class:`hyperpod_rl.tasks.maze.env.MazeEnv`
 is the worked example). This module imports skyrl-gym; the rest of :mod:`hyperpod_rl.tasks` does not.
 """
 

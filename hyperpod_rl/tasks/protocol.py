@@ -3,7 +3,7 @@
 A *task* is everything the trainer, evaluation, serving and the front-ends need to know about one
 kind of problem: how to generate its dataset, draw its images, phrase its prompts, parse and score
 an answer, play it as a skyrl-gym env, summarise episodes, and audit its reward. The maze
-(:mod:`hyperpod_rl.maze`) is the first plug-in; ``docs/tasks.md`` walks through writing one and
+(:mod:`hyperpod_rl.tasks.maze`) is the first plug-in; ``docs/tasks.md`` walks through writing one and
 ``examples/`` holds a complete small package.
 
 The surface is deliberately small and mirrors how SkyRL's skyrl-gym registers environments

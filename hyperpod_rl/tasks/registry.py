@@ -52,7 +52,7 @@ __all__ = [
 ENTRY_POINT_GROUP: Final[str] = "hyperpod_rl.tasks"
 #: Tasks shipped in this package: name -> ``"module:attribute"`` (also declared as entry points).
 BUILTIN_TASKS: Final[dict[str, str]] = {
-    "maze": "hyperpod_rl.maze.task:TASK",
+    "maze": "hyperpod_rl.tasks.maze.task:TASK",
     "ui_nav": "hyperpod_rl.tasks.ui_nav.task:TASK",
     "doc_read": "hyperpod_rl.tasks.doc_read.task:TASK",
 }

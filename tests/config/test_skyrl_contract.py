@@ -21,7 +21,7 @@ from hyperpod_rl.config.presets import preset_dict
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, TIE_SAFE_ESTIMATOR, VISION_BAD_WORDS, require_vlm_keys, to_skyrl_overrides
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze.registry import ENV_CLASS
+from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.train.skyrl_advantage import register_tie_safe_estimator
 
 

@@ -16,7 +16,7 @@ from hyperpod_rl.eval import (
     ood_rows,
     text_twin_rows,
 )
-from hyperpod_rl.maze import read_rows
+from hyperpod_rl.tasks.maze import read_rows
 from hyperpod_rl.model.adapter import load_policy
 
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from hyperpod_rl.cli import runs as runs_cli
 from hyperpod_rl.cli.runs import app
 from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.maze import REWARD_VERSION
+from hyperpod_rl.tasks.maze import REWARD_VERSION
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.runs.files import file_sha256

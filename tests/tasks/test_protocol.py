@@ -7,7 +7,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze.render import image_token_count as maze_tokens
+from hyperpod_rl.tasks.maze.render import image_token_count as maze_tokens
 from hyperpod_rl.tasks import (
     ENTRY_POINT_GROUP,
     SPLITS,
@@ -39,7 +39,7 @@ class _Tiny(TaskBase):
 
 def test_maze_is_registered_through_the_entry_point_group() -> None:
     names = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    assert names.get("maze") == "hyperpod_rl.maze.task:TASK"
+    assert names.get("maze") == "hyperpod_rl.tasks.maze.task:TASK"
     task = get_task("maze")
     assert isinstance(task, Task)
     assert (task.env_class, task.primary_metric, task.multi_turn) == ("hyperpod_rl.maze", "solve_rate", True)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from hyperpod_rl.maze import read_rows, write_parquet
+from hyperpod_rl.tasks.maze import read_rows, write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
 from tests.ray_jobs import submit, wait_terminal

@@ -237,7 +237,7 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch, tiny_set
     from skyrl.backends.skyrl_train.utils import ppo_utils
     from skyrl.train.config import SkyRLTrainConfig
 
-    from hyperpod_rl.maze.registry import ENV_CLASS
+    from hyperpod_rl.tasks.maze.registry import ENV_CLASS
     from hyperpod_rl.train.skyrl_backend import _trainer_task
 
     data = tiny_setup["data"]

@@ -1,6 +1,6 @@
 """The interface-navigation env's id in SkyRL's env registry, and the one place that builds env objects.
 
-skyrl-gym is imported only inside these functions (as :mod:`hyperpod_rl.maze.registry`).
+skyrl-gym is imported only inside these functions (as :mod:`hyperpod_rl.tasks.maze.registry`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A stratum label has four ``|``-separated parts, e.g. ``"depth2|settings|small|dark"``: menu depth of
 the goal page, goal kind (``settings`` toggles or ``form`` fields), window size and theme.
 A *mix key* selects strata by any subset of the parts (``"depth2"``, ``"form|large"``), as the
-maze's (:func:`hyperpod_rl.maze.strata.matches`).
+maze's (:func:`hyperpod_rl.tasks.maze.strata.matches`).
 """
 
 from __future__ import annotations

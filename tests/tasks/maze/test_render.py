@@ -16,7 +16,7 @@ import pytest
 from PIL import Image
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.tasks.maze import (
     Maze,
     RenderStyle,
     decode_image_part,
@@ -28,7 +28,7 @@ from hyperpod_rl.maze import (
     render_maze,
     render_png,
 )
-from hyperpod_rl.maze.render import THEMES, encode_png
+from hyperpod_rl.tasks.maze.render import THEMES, encode_png
 
 
 def _centre(maze: Maze, cell: tuple[int, int], style: RenderStyle, img: Image.Image) -> tuple[int, int]:
@@ -95,14 +95,14 @@ def test_walls_are_drawn_where_the_layout_has_them(corridor: Maze) -> None:
 
 
 _PNG_SCRIPT = (
-    "import hashlib; from hyperpod_rl.maze import generate_maze, render_png\n"
+    "import hashlib; from hyperpod_rl.tasks.maze import generate_maze, render_png\n"
     "m = generate_maze(6, 6, seed=9, algorithm='prim', braid=0.5)\n"
     "print(m.layout_hash(), hashlib.sha256(render_png(m, (1, 1))).hexdigest())\n"
 )
 
 
 def test_png_bytes_identical_across_processes() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     out = subprocess.run(
         [sys.executable, "-c", _PNG_SCRIPT],
         capture_output=True,
@@ -218,8 +218,8 @@ def test_render_style_errors_name_the_field(kwargs: dict, match: str) -> None:
 
 
 def test_prompt_legend_matches_the_theme() -> None:
-    from hyperpod_rl.maze import build_prompt
-    from hyperpod_rl.maze.render import THEME_WORDS
+    from hyperpod_rl.tasks.maze import build_prompt
+    from hyperpod_rl.tasks.maze.render import THEME_WORDS
 
     assert set(THEME_WORDS) == set(THEMES)
     maze = generate_maze(4, 4, seed=1)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.maze.grid import DIRECTIONS
+from hyperpod_rl.tasks.maze.grid import DIRECTIONS
 from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS, extract_answer
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Render a :class:`~hyperpod_rl.maze.grid.Maze` as a PIL image, and size it in vision tokens.
+"""Render a :class:`~hyperpod_rl.tasks.maze.grid.Maze` as a PIL image, and size it in vision tokens.
 
 Geometry (pixels): every cell takes a ``cell_px`` x ``cell_px`` pitch that includes one
 ``wall_px`` wall on its top and left side; the closing walls at the bottom/right add
@@ -24,8 +24,8 @@ from PIL import Image, ImageDraw
 from pydantic import Field, model_validator
 
 from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze._model import MazeModel
-from hyperpod_rl.maze.grid import OPEN_BITS, Cell, Maze
+from hyperpod_rl.tasks.maze._model import MazeModel
+from hyperpod_rl.tasks.maze.grid import OPEN_BITS, Cell, Maze
 from hyperpod_rl.tasks import vision as _vision
 from hyperpod_rl.tasks.vision import encode_png
 
@@ -81,7 +81,7 @@ class RenderStyle(MazeModel):
     wall_px: int = Field(default=6, ge=1, le=42)
     """Wall thickness in pixels (1..cell_px/3); thick walls keep them visible to a small, randomly initialised vision tower."""
     theme: Theme = "classic"
-    """Colour theme, one of hyperpod_rl.maze.render.THEMES."""
+    """Colour theme, one of hyperpod_rl.tasks.maze.render.THEMES."""
     floor: RGB | None = None
     """Optional RGB override of the theme's floor colour, e.g. [255, 255, 255]."""
     wall: RGB | None = None
@@ -164,7 +164,7 @@ def image_token_count(
     The image is first resized by qwen-vl-utils' ``smart_resize`` rules with
     ``factor = patch * merge``; the model then emits one token per merged patch:
     ``(h / factor) * (w / factor)``. (qwen-vl-utils itself is not imported: it pulls in
-    torch and torchvision; ``tests/maze`` checks these rules against its source.) The one
+    torch and torchvision; ``tests/tasks/maze`` checks these rules against its source.) The one
     implementation is :func:`hyperpod_rl.tasks.vision.image_token_count`.
 
     Args:

@@ -1,6 +1,6 @@
 """The maze as a skyrl-gym ``BaseTextEnv``: sequences turns, delegates scoring to :mod:`.reward`.
 
-Build envs with :func:`hyperpod_rl.maze.registry.make_env` (it registers the string entry point
+Build envs with :func:`hyperpod_rl.tasks.maze.registry.make_env` (it registers the string entry point
 first, as SkyRL's generator expects). This module imports skyrl-gym; nothing else in the task does
 at import time.
 
@@ -14,7 +14,7 @@ Settings come from the dataset row (``extras``) first, then ``env_config``, then
 * ``render_style``: :class:`RenderStyle` fields as a dict or JSON text.
 * ``observation``: ``"image"`` (default), ``"text"`` (the text-grid twin) or ``"both"``.
 
-Observation parts follow SkyRL's VLM format (see :mod:`hyperpod_rl.maze.messages`):
+Observation parts follow SkyRL's VLM format (see :mod:`hyperpod_rl.tasks.maze.messages`):
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``.
 """
 
@@ -29,8 +29,8 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, Con
 
 from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Maze, default_max_turns
-from hyperpod_rl.maze.messages import (
+from hyperpod_rl.tasks.maze.grid import Maze, default_max_turns
+from hyperpod_rl.tasks.maze.messages import (
     Mode,
     Observation,
     PromptStyle,
@@ -39,8 +39,8 @@ from hyperpod_rl.maze.messages import (
     feedback_text,
     observation_message,
 )
-from hyperpod_rl.maze.render import RenderStyle
-from hyperpod_rl.maze.reward import REWARD_VERSION, aggregate_metrics, score_plan, score_step
+from hyperpod_rl.tasks.maze.render import RenderStyle
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, aggregate_metrics, score_plan, score_step
 
 __all__ = ["MazeEnv"]
 _MODES: Final[tuple[str, ...]] = ("step", "plan")
@@ -131,7 +131,7 @@ class MazeEnv(BaseTextEnv):
 
         Returns:
             ``observations`` (one user message with the new image, empty when done),
-            ``reward`` (see :mod:`hyperpod_rl.maze.reward`), ``done`` and ``metadata`` with
+            ``reward`` (see :mod:`hyperpod_rl.tasks.maze.reward`), ``done`` and ``metadata`` with
             ``move``, ``blocked``, ``invalid``, ``violation``, ``optimal``, ``distance_before``,
             ``distance_after``, ``solved``, ``agent``, ``turn`` and ``reward_version``.
         """
@@ -219,5 +219,5 @@ class MazeEnv(BaseTextEnv):
 
     @staticmethod
     def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-        """Average episode metrics (SkyRL's env hook): :func:`hyperpod_rl.maze.reward.aggregate_metrics`."""
+        """Average episode metrics (SkyRL's env hook): :func:`hyperpod_rl.tasks.maze.reward.aggregate_metrics`."""
         return aggregate_metrics(metrics)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Maze
+from hyperpod_rl.tasks.maze.grid import Maze
 
 __all__ = ["DEFAULT_PATH_BINS", "DEFAULT_TURN_BINS", "bin_label", "check_edges", "matches", "stratum_of"]
 

@@ -16,11 +16,11 @@ __all__ = ["ENTRY_POINT", "ENV_CLASS", "make_env", "register_env"]
 #: Env id used in dataset rows' ``env_class`` and in the skyrl_gym registry.
 ENV_CLASS: Final[str] = "hyperpod_rl.maze"
 #: String entry point, so registering does not import the env module.
-ENTRY_POINT: Final[str] = "hyperpod_rl.maze.env:MazeEnv"
+ENTRY_POINT: Final[str] = "hyperpod_rl.tasks.maze.env:MazeEnv"
 
 
 def register_env() -> None:
-    """Register :class:`~hyperpod_rl.maze.env.MazeEnv` with skyrl_gym under :data:`ENV_CLASS`; safe to call repeatedly."""
+    """Register :class:`~hyperpod_rl.tasks.maze.env.MazeEnv` with skyrl_gym under :data:`ENV_CLASS`; safe to call repeatedly."""
     import skyrl_gym
 
     if ENV_CLASS not in skyrl_gym.registry:
@@ -35,7 +35,7 @@ def make_env(extras: Mapping[str, Any], env_config: Mapping[str, Any] | None = N
         env_config: env settings that the row does not carry.
 
     Returns:
-        A :class:`~hyperpod_rl.maze.env.MazeEnv`.
+        A :class:`~hyperpod_rl.tasks.maze.env.MazeEnv`.
 
     Raises:
         MazeError: the row does not describe a valid maze (raised by the env).

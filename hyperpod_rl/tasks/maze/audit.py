@@ -1,12 +1,12 @@
 """The reward audit: adversarial completions, each with the reward the spec says it must get.
 
 Every expected value is written out by hand from the constants of reward spec
-:data:`~hyperpod_rl.maze.reward.REWARD_VERSION` 1.0 (``docs/maze-task.md``): a closer move
+:data:`~hyperpod_rl.tasks.maze.reward.REWARD_VERSION` 1.0 (``docs/maze-task.md``): a closer move
 0.09, a move away -0.11, the goal move 1.09, a blocked move -0.1, a format violation -0.2,
 each plan move after the goal -0.1, plans floored at -1.0.
 
 Run it on the built-in reward (``run_audit()``), on any function with the signature of
-:func:`~hyperpod_rl.maze.reward.score_completion` (``run_audit(my_fn)``), or from the shell:
+:func:`~hyperpod_rl.tasks.maze.reward.score_completion` (``run_audit(my_fn)``), or from the shell:
 ``hyperpod-rl maze audit [--reward-fn package.module:function]``.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Cell, Maze
-from hyperpod_rl.maze.reward import REWARD_VERSION, score_completion
+from hyperpod_rl.tasks.maze.grid import Cell, Maze
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, score_completion
 
 __all__ = [
     "AUDIT_CASES",
@@ -235,7 +235,7 @@ def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-6) -> 
 
     Args:
         reward_fn: ``fn(completion, maze, *, mode, agent) -> float``; default
-            :func:`~hyperpod_rl.maze.reward.score_completion`.
+            :func:`~hyperpod_rl.tasks.maze.reward.score_completion`.
         tolerance: Largest accepted absolute difference.
 
     Returns:

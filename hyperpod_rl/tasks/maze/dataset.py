@@ -5,21 +5,21 @@ every other column reaches the env as ``extras``; ``data_source`` keys eval metr
 
 ============================ =============================================================
 ``prompt``                   system message + first user message (start image, instructions)
-``env_class``                :data:`~hyperpod_rl.maze.registry.ENV_CLASS`
+``env_class``                :data:`~hyperpod_rl.tasks.maze.registry.ENV_CLASS`
 ``data_source``              ``"{spec.data_source}/{split}"``
 ``maze``                     :meth:`Maze.to_json` text
 ``layout_hash``              :meth:`Maze.layout_hash` (unique across all splits; checked)
 ``rows``, ``cols``           grid size in cells
 ``shortest_path_length``     BFS moves from start to goal
 ``num_turns``                direction changes along the canonical shortest path
-``stratum``                  :func:`~hyperpod_rl.maze.strata.stratum_of` label
+``stratum``                  :func:`~hyperpod_rl.tasks.maze.strata.stratum_of` label
 ``split``                    ``train`` / ``heldout`` / ``ood``
 ``mode``, ``max_turns``      env settings (plan mode: ``max_turns`` 1)
 ``observation``              ``image`` / ``text`` / ``both``
 ``render_style``             :class:`RenderStyle` JSON (cell size shrunk to fit the token cap)
 ``image_tokens``             vision tokens per image (0 for text observations), <= the cap
 ``algorithm``, ``braid``     generator settings; ``seed``: the maze's seed
-``reward_version``           :data:`~hyperpod_rl.maze.reward.REWARD_VERSION`
+``reward_version``           :data:`~hyperpod_rl.tasks.maze.reward.REWARD_VERSION`
 ============================ =============================================================
 
 Splits: ``train`` and ``heldout`` come from the same distribution (``sizes``, ``mix``) with
@@ -39,14 +39,14 @@ from typing import Any, Final, NotRequired, TypedDict, cast
 from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze._model import MazeModel
-from hyperpod_rl.maze.generate import ALGORITHMS, Algorithm, generate_maze
-from hyperpod_rl.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
-from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt
-from hyperpod_rl.maze.registry import ENV_CLASS
-from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
-from hyperpod_rl.maze.reward import REWARD_VERSION
-from hyperpod_rl.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
+from hyperpod_rl.tasks.maze._model import MazeModel
+from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
+from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
+from hyperpod_rl.tasks.maze.messages import Mode, Observation, PromptStyle, build_prompt
+from hyperpod_rl.tasks.maze.registry import ENV_CLASS
+from hyperpod_rl.tasks.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION
+from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
 from hyperpod_rl.tasks import dataset as _shared
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
@@ -322,7 +322,7 @@ def read_rows(path: str | Path) -> list[MazeRow]:
     """Read dataset rows written by :func:`write_parquet` (the one reader of maze datasets).
 
     Parquet stores every chat part with every part key, so the ``None`` keys it adds are dropped
-    from ``prompt`` (:func:`~hyperpod_rl.maze.messages.clean_messages`): the rows come back as
+    from ``prompt`` (:func:`~hyperpod_rl.tasks.maze.messages.clean_messages`): the rows come back as
     they were written.
 
     Args:

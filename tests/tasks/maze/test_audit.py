@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import Maze, score_completion
-from hyperpod_rl.maze.audit import AUDIT_CASES, AUDIT_MAZES, load_reward_fn, run_audit
+from hyperpod_rl.tasks.maze import Maze, score_completion
+from hyperpod_rl.tasks.maze.audit import AUDIT_CASES, AUDIT_MAZES, load_reward_fn, run_audit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cli_app():
@@ -66,13 +66,13 @@ def test_run_audit_reports_every_disagreement() -> None:
 
 
 def test_load_reward_fn_errors() -> None:
-    assert load_reward_fn("hyperpod_rl.maze.reward:score_completion") is score_completion
+    assert load_reward_fn("hyperpod_rl.tasks.maze.reward:score_completion") is score_completion
     with pytest.raises(MazeError, match="must look like 'package.module:function'"):
         load_reward_fn("no_colon")
     with pytest.raises(MazeError, match="cannot be imported"):
         load_reward_fn("not_a_module_xyz:fn")
     with pytest.raises(MazeError, match="has no callable 'nope'"):
-        load_reward_fn("hyperpod_rl.maze.reward:nope")
+        load_reward_fn("hyperpod_rl.tasks.maze.reward:nope")
 
 
 def test_cli_audit_builtin_and_user_function(monkeypatch: pytest.MonkeyPatch) -> None:
