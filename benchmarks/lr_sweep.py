@@ -74,8 +74,8 @@ def main() -> int:
 
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     name = "lr_sweep_quick" if args.quick else "lr_sweep"

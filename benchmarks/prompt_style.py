@@ -65,11 +65,11 @@ def run_style(style: str, args: argparse.Namespace, storage: Path) -> dict[str, 
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
     from hyperpod_rl.model.loading import load_base_model
     from hyperpod_rl.model.policy import MazePolicy
     from hyperpod_rl.model.tiny import DIRECTION_TOKENS
     from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model
+    from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
 
     opts = QuickstartOptions.build(seed=args.seed)
     spec = DatasetSpec(

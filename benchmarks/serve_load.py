@@ -106,13 +106,13 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     import torch
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
         make_run_config,
         prepare_base_model,
         prepare_dataset,
     )
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     storage = home / "storage"

@@ -33,12 +33,12 @@ from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError, JobError
-from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
+from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 
 if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult

@@ -56,10 +56,10 @@ import torch
 from benchmarks._record import Recording
 from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
-from hyperpod_rl.tasks.maze.render import RenderStyle
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
 from hyperpod_rl.plan import model_shape
+from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
+from hyperpod_rl.tasks.maze.render import RenderStyle
 from hyperpod_rl.train.reference import ReferenceTrainer
 
 

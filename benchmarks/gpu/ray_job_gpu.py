@@ -28,9 +28,9 @@ def main() -> None:
     args = ap.parse_args()
     from hyperpod_rl.cluster.local import start_local_cluster
     from hyperpod_rl.jobs import entrypoint_gpus, submit_run, wait_terminal
-    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.metrics import read_metrics
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
 
     storage = Path(tempfile.mkdtemp(prefix="ray-job-gpu-"))
     opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=16, max_turns=3, steps=args.steps, group_size=4, mazes_per_step=4)

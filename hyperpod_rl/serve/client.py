@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.tasks.maze import Maze
 from hyperpod_rl.tasks import flatten_alpha, make_env, metric_spec, task_of_row
+from hyperpod_rl.tasks.maze import Maze
 
 __all__ = ["SolveResult", "chat", "image_url_part", "maze_request", "solve"]
 

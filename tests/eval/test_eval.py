@@ -16,8 +16,8 @@ from hyperpod_rl.eval import (
     ood_rows,
     text_twin_rows,
 )
-from hyperpod_rl.tasks.maze import read_rows
 from hyperpod_rl.model.adapter import load_policy
+from hyperpod_rl.tasks.maze import read_rows
 
 
 def _synthetic(label: str, solved: list[int], invalid: list[float] | None = None) -> EvalResult:

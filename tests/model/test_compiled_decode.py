@@ -12,10 +12,10 @@ import torch
 
 from hyperpod_rl.config.decoding import DECODE_LENGTH_BUCKET, decode_batch_rows
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.tasks.maze import generate_maze, image_part
 from hyperpod_rl.model.lora import wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 
 
 def _prompt(seed: int, side: int = 3, words: int = 0):

@@ -9,9 +9,9 @@ import pytest
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.tasks.maze import read_rows
 from hyperpod_rl.model.loading import load_processor
 from hyperpod_rl.model.prompts import filter_rows, prompt_token_count
+from hyperpod_rl.tasks.maze import read_rows
 
 
 def _data(tiny_setup):

@@ -16,8 +16,8 @@ import requests
 
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.tasks.maze import clean_messages, read_rows
 from hyperpod_rl.serve.client import chat, maze_request, solve
+from hyperpod_rl.tasks.maze import clean_messages, read_rows
 
 pytestmark = pytest.mark.ray
 

@@ -32,9 +32,9 @@ import pytest
 import torch
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.tasks.maze import read_rows
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.tasks.maze import read_rows
 from hyperpod_rl.train.reference import ReferenceTrainer
 from hyperpod_rl.train.skyrl_backend import _trainer_task, prepare_run
 from hyperpod_rl.train.skyrl_metrics import core_metric_names

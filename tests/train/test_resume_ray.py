@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from hyperpod_rl.tasks.maze import read_rows, write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.tasks.maze import read_rows, write_parquet
 from tests.ray_jobs import submit, wait_terminal
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

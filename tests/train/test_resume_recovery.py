@@ -12,9 +12,9 @@ from safetensors.torch import load_file
 
 from hyperpod_rl.errors import CheckpointError
 from hyperpod_rl.ledger import Ledger
-from hyperpod_rl.tasks.maze import write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.tasks.maze import write_parquet
 from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
 
 STEPS = 4

@@ -32,7 +32,15 @@ from hyperpod_rl.tasks.maze.render import (
     render_path,
     render_png,
 )
-from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, aggregate_metrics, max_return, score_completion, score_move, score_plan, score_step
+from hyperpod_rl.tasks.maze.reward import (
+    REWARD_VERSION,
+    aggregate_metrics,
+    max_return,
+    score_completion,
+    score_move,
+    score_plan,
+    score_step,
+)
 from hyperpod_rl.tasks.maze.strata import stratum_of
 
 __all__ = [

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.tasks.maze.grid import DIRECTIONS
 from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS, extract_answer
+from hyperpod_rl.tasks.maze.grid import DIRECTIONS
 
 __all__ = [
     "END_TOKENS",

@@ -39,6 +39,7 @@ from typing import Any, Final, NotRequired, TypedDict, cast
 from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import MazeError, TaskError
+from hyperpod_rl.tasks import dataset as _shared
 from hyperpod_rl.tasks.maze._model import MazeModel
 from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
 from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
@@ -47,7 +48,6 @@ from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.tasks.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.tasks.maze.reward import REWARD_VERSION
 from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
-from hyperpod_rl.tasks import dataset as _shared
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 

@@ -18,9 +18,9 @@ from typing import Any, Final, Literal
 from PIL import Image
 
 from hyperpod_rl.errors import MazeError, TaskError
+from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.maze.grid import Cell, Maze
 from hyperpod_rl.tasks.maze.render import RenderStyle, render_png
-from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.vision import decode_image_part as _decode_image_part
 from hyperpod_rl.tasks.vision import flatten_alpha
 

@@ -24,9 +24,9 @@ from PIL import Image, ImageDraw
 from pydantic import Field, model_validator
 
 from hyperpod_rl.errors import MazeError, TaskError
+from hyperpod_rl.tasks import vision as _vision
 from hyperpod_rl.tasks.maze._model import MazeModel
 from hyperpod_rl.tasks.maze.grid import OPEN_BITS, Cell, Maze
-from hyperpod_rl.tasks import vision as _vision
 from hyperpod_rl.tasks.vision import encode_png
 
 __all__ = [
