@@ -89,9 +89,16 @@ def _entry_points() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _sources() -> dict[str, str]:
+    """Entry points, with the built-in names taken from :data:`BUILTIN_TASKS` (installed metadata older
+    than a move of a built-in task, such as ``hyperpod_rl.maze`` -> ``hyperpod_rl.tasks.maze``, cannot
+    point a built-in name at a stale path)."""
+    return {**_entry_points(), **BUILTIN_TASKS}
+
+
 def task_sources() -> dict[str, str]:
     """Every known task name -> where it comes from (``"module:attribute"`` or ``"registered in-process"``), sorted by name."""
-    out = {**BUILTIN_TASKS, **_entry_points()}
+    out = _sources()
     out.update({name: "registered in-process" for name in _registered})
     return dict(sorted(out.items()))
 
@@ -171,7 +178,7 @@ def get_task(name: str | Task | None = None) -> Task:
         return _registered[name]
     if name in _loaded:
         return _loaded[name]
-    sources = {**BUILTIN_TASKS, **_entry_points()}
+    sources = _sources()
     if name not in sources:
         raise TaskError(f"unknown task {name!r}; registered tasks: {', '.join(task_names())} (install the package that provides it)")
     _loaded[name] = _load(name, sources[name])
