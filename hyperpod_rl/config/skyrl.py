@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.tasks.maze import VISION_TOKENS
+from hyperpod_rl.tasks.answer import VISION_TOKENS
 
 __all__ = [
     "REQUIRED_VLM_KEYS",
@@ -48,7 +48,7 @@ REQUIRED_VLM_KEYS: dict[str, object] = {
 #: turns the float32 residue of a tied group's mean into full-size advantages.
 TIE_SAFE_ESTIMATOR = "hprl_grpo_tie_safe"
 
-#: Qwen-VL vision special tokens (:data:`hyperpod_rl.tasks.maze.VISION_TOKENS`), passed to vLLM as
+#: Qwen-VL vision special tokens (:data:`hyperpod_rl.tasks.answer.VISION_TOKENS`), passed to vLLM as
 #: ``bad_words`` through ``generator.sampling_params.additional_kwargs`` (SkyRL 0.4
 #: ``get_vllm_sampling_params`` forwards the extra keys; vLLM ``SamplingParams.bad_words``) so
 #: sampled responses never contain one.

@@ -126,8 +126,16 @@ def test_generic_token_count_equals_the_maze_one(w: int, h: int) -> None:
 def test_token_count_errors_are_task_errors() -> None:
     with pytest.raises(TaskError, match="aspect ratio"):
         image_token_count(1, 500)
-    with pytest.raises(MazeError, match="aspect ratio"):
-        maze_tokens(1, 500)
+    assert maze_tokens is image_token_count  # the maze re-exports the one implementation: no converting wrapper
+
+
+def test_every_task_error_is_a_task_error() -> None:
+    """One error tree: a task's own error is a TaskError, so ``except TaskError`` catches every task."""
+    assert issubclass(MazeError, TaskError)
+    from hyperpod_rl.tasks.maze import DatasetSpec
+
+    with pytest.raises(TaskError, match="rows"):
+        DatasetSpec(rows=1)
 
 
 def test_quotas_and_content_hash_are_deterministic() -> None:

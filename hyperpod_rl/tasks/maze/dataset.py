@@ -32,14 +32,15 @@ from __future__ import annotations
 import hashlib
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict, cast
 
 from pydantic import Field, field_validator, model_validator
 
-from hyperpod_rl.errors import MazeError, TaskError
+from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks import dataset as _shared
+from hyperpod_rl.tasks.dataset import write_parquet
 from hyperpod_rl.tasks.maze._model import MazeModel
 from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
 from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
@@ -303,20 +304,6 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[MazeRow]]:
     return out
 
 
-def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
-    """Write rows to one parquet file (created with parent folders).
-
-    Returns:
-        sha256 hex digest of the file bytes (deterministic for a given pyarrow version).
-
-    Raises:
-        MazeError: if there are no rows.
-    """
-    try:
-        return _shared.write_parquet(rows, path)
-    except TaskError as err:
-        raise MazeError(str(err)) from None
-
 
 def read_rows(path: str | Path) -> list[MazeRow]:
     """Read dataset rows written by :func:`write_parquet` (the one reader of maze datasets).
@@ -335,7 +322,4 @@ def read_rows(path: str | Path) -> list[MazeRow]:
         MazeError: the file does not exist, is not parquet, or lacks the columns every row
             needs (``prompt``, ``env_class``, ``maze``, ``layout_hash``).
     """
-    try:
-        return cast("list[MazeRow]", _shared.read_rows(path, required=_REQUIRED_COLUMNS))
-    except TaskError as err:
-        raise MazeError(str(err)) from None
+    return cast("list[MazeRow]", _shared.read_rows(path, required=_REQUIRED_COLUMNS))

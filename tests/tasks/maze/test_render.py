@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from hyperpod_rl.errors import MazeError
+from hyperpod_rl.errors import MazeError, TaskError
 from hyperpod_rl.tasks.maze import (
     Maze,
     RenderStyle,
@@ -146,7 +146,7 @@ def test_image_part_round_trip() -> None:
     ],
 )
 def test_decode_image_part_errors(part: dict, match: str) -> None:
-    with pytest.raises(MazeError, match=match):
+    with pytest.raises(TaskError, match=match):
         decode_image_part(part)
 
 
@@ -156,9 +156,9 @@ def test_token_count_resize_rules() -> None:
     assert image_token_count(10, 10) == 4  # below min_pixels: grows to 64x64
     assert image_token_count(4000, 4000, max_pixels=1024 * 1024) <= 1024
     assert image_token_count(160, 160, min_pixels=65536) == 64  # Qwen3-VL hub processor's shortest_edge
-    with pytest.raises(MazeError, match="min_pixels=.* must be <= max_pixels"):
+    with pytest.raises(TaskError, match="min_pixels=.* must be <= max_pixels"):
         image_token_count(160, 160, min_pixels=10, max_pixels=5)
-    with pytest.raises(MazeError, match="aspect ratio"):
+    with pytest.raises(TaskError, match="aspect ratio"):
         image_token_count(10_000, 10)
 
 
