@@ -304,7 +304,6 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[MazeRow]]:
     return out
 
 
-
 def read_rows(path: str | Path) -> list[MazeRow]:
     """Read dataset rows written by :func:`write_parquet` (the one reader of maze datasets).
 

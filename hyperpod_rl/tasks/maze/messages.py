@@ -61,7 +61,6 @@ def image_part(maze: Maze, agent: Cell | None = None, style: RenderStyle | None 
     return {"type": "image_url", "image_url": {"url": _DATA_URI_PREFIX + b64}}
 
 
-
 def instructions(maze: Maze, mode: Mode, max_turns: int, *, style: RenderStyle | None = None, observation: Observation = "image") -> str:
     """The task text of the first user turn (the legend matches the style's colours and the observation)."""
     if observation == "text":

@@ -134,8 +134,6 @@ def image_size_px(rows: int, cols: int, style: RenderStyle | None = None) -> tup
     return (-(-w // m) * m, -(-h // m) * m)
 
 
-
-
 def fit_style(rows: int, cols: int, style: RenderStyle, *, max_image_tokens: int, patch: int = 16, merge: int = 2) -> RenderStyle:
     """The largest-cell copy of ``style`` whose image needs at most ``max_image_tokens`` tokens.
 
