@@ -83,10 +83,10 @@ def main() -> int:
         opts = QuickstartOptions.build(
             seed=args.seed,
             max_turns=1,
-            mazes_per_step=args.mazes_per_step,
+            prompts_per_step=args.mazes_per_step,
             group_size=args.group_size,
-            train_mazes=args.train_mazes,
-            heldout_mazes=args.heldout,
+            train_rows=args.train_mazes,
+            heldout_rows=args.heldout,
             steps=args.steps,
             serve=False,
         )
@@ -106,7 +106,7 @@ def main() -> int:
                 data=data,
             )
             raw = cfg.model_dump(mode="json")
-            raw["trainer"]["eval_mazes"] = 1  # the base model is evaluated once, above, on every held-out maze
+            raw["trainer"]["eval_rows"] = 1  # the base model is evaluated once, above, on every held-out maze
             raw["checkpoint"]["interval"] = args.steps  # no checkpoint before the end
             cfg = RunConfig.build(raw)
             run_dir = storage / "runs" / cfg.run_id

@@ -75,10 +75,10 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     try:
         opts = QuickstartOptions.build(
             steps=args.steps,
-            train_mazes=64,
-            heldout_mazes=16,
+            train_rows=64,
+            heldout_rows=16,
             group_size=2,
-            mazes_per_step=2,
+            prompts_per_step=2,
             max_turns=3,
         )
         storage = storage_root()

@@ -116,7 +116,7 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     storage = home / "storage"
-    opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=32, max_turns=3, steps=1, group_size=2, mazes_per_step=2)
+    opts = QuickstartOptions.build(train_rows=64, heldout_rows=32, max_turns=3, steps=1, group_size=2, prompts_per_step=2)
     data = prepare_dataset(opts, storage)
     model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
     trainer = ReferenceTrainer(

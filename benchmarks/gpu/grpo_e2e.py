@@ -197,7 +197,7 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "max_new_tokens": args.max_new_tokens,
                 "decode": decode or args.decode,
             },
-            "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "mazes_per_step": args.mazes},
+            "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "prompts_per_step": args.mazes},
             "trainer": {
                 "steps": 1000,
                 "seed": 0,
@@ -207,7 +207,7 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "checkpoint_policy": args.checkpoint_policy,
                 "compile_layers": args.compile_layers,
                 "device": device,
-                "eval_mazes": 1,
+                "eval_rows": 1,
                 "workers": args.workers,
             },
             "checkpoint": {"interval": 0},

@@ -189,8 +189,8 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         "trainer.placement.ref_num_gpus_per_node": pl.gpus_per_node,
         "trainer.policy.fsdp_config.cpu_offload": pl.cpu_offload,
         # batches and schedule
-        "trainer.train_batch_size": cfg.data.mazes_per_step,
-        "trainer.policy_mini_batch_size": tr.mini_batch_size or cfg.data.mazes_per_step,
+        "trainer.train_batch_size": cfg.data.prompts_per_step,
+        "trainer.policy_mini_batch_size": tr.mini_batch_size or cfg.data.prompts_per_step,
         "trainer.micro_train_batch_size_per_gpu": tr.micro_batch_size,
         "trainer.micro_forward_batch_size_per_gpu": tr.micro_batch_size,
         "trainer.max_prompt_length": ro.max_prompt_tokens,

@@ -134,7 +134,7 @@ def plan(inp: PlanInput) -> Plan:
         )
         if rollout.peak_gib > budget:
             verdicts.append(
-                f"rollouts: {cache}, more than the GPU's {g.memory_gib:.0f} GiB: lower data.mazes_per_step or grpo.group_size "
+                f"rollouts: {cache}, more than the GPU's {g.memory_gib:.0f} GiB: lower data.prompts_per_step or grpo.group_size "
                 "(episodes per worker), rollout.max_new_tokens or rollout.max_turns, or add trainer.workers"
             )
             blockers.append(verdicts[-1])

@@ -6,7 +6,7 @@ adapter (``adapter/adapter_model.safetensors`` + ``adapter_config.json`` + ``pro
 
 One step (SkyRL's ``trainer.train`` loop, reduced to one mini-batch and one epoch):
 
-1. sample ``data.mazes_per_step`` mazes; play ``grpo.group_size`` episodes of each
+1. sample ``data.prompts_per_step`` rows (mazes); play ``grpo.group_size`` episodes of each
    (:func:`~hyperpod_rl.model.rollout.play_episodes`);
 2. episode return = sum of the env's step rewards; group-relative advantages
    (:func:`~hyperpod_rl.train.grpo.group_advantages`), shared by every turn of the episode;
@@ -39,7 +39,7 @@ the same GPU, so KL adds one forward pass and no memory for a second copy (the p
 ``offload_reference=True`` budget: no reference weights on the GPU during the update).
 
 Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
-``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
+``trainer.eval_rows`` held-out rows into ``eval/base.json``, unless that file already exists
 for the same base model; RNG states are restored afterwards, so it changes no training number.
 The provenance record (``manifest.json``, :mod:`~hyperpod_rl.runs.provenance`) is updated at
 start, at every checkpoint and at the end. The trainer writes nothing outside the run directory:
@@ -232,9 +232,9 @@ class ReferenceTrainer:
         rows = self._load_rows()
         kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
         print(kept.summary("train"), flush=True)
-        if len(kept.kept) < cfg.data.mazes_per_step:
+        if len(kept.kept) < cfg.data.prompts_per_step:
             raise ConfigError(
-                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.mazes_per_step={cfg.data.mazes_per_step}; "
+                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.prompts_per_step={cfg.data.prompts_per_step}; "
                 "raise rollout.max_prompt_tokens or use smaller mazes"
             )
         self.prompt_filter = {"limit": kept.limit, "kept": len(kept.kept), "dropped": len(kept.dropped)}
@@ -360,12 +360,12 @@ class ReferenceTrainer:
     def _benchmark_base(self) -> None:
         """Greedy base-model benchmark into ``eval/base.json`` (RNG states restored after)."""
         cfg = self.config
-        if self.step != 0 or not cfg.trainer.eval_mazes:
+        if self.step != 0 or not cfg.trainer.eval_rows:
             return
         prev = read_eval(self.paths, "base")
         if prev and prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
             return
-        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_mazes]
+        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_rows]
         states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
         try:
             with torch.no_grad(), self.model.disable_adapter():
@@ -574,7 +574,7 @@ class ReferenceTrainer:
     def _step(self) -> MetricRecord:
         cfg = self.config
         t0 = time.perf_counter()
-        rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
+        rows = [self.rows[i] for i in self.sampler.take(cfg.data.prompts_per_step)]
         if self.parallel is not None:  # every worker draws the same batch and rolls out its share of whole groups
             rows = self.parallel.share(rows)
         episodes = play_episodes(

@@ -168,7 +168,7 @@ def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_pa
         revision=tiny_setup["revision"],
         data=tiny_setup["data"],
     )
-    cfg = type(cfg).build({**cfg.model_dump(mode="json"), "trainer": {**cfg.trainer.model_dump(mode="json"), "steps": 1, "eval_mazes": 2}})
+    cfg = type(cfg).build({**cfg.model_dump(mode="json"), "trainer": {**cfg.trainer.model_dump(mode="json"), "steps": 1, "eval_rows": 2}})
     adapter = ReferenceTrainer(cfg, tmp_path / "run").train()
     rows = read_rows(tiny_setup["data"].heldout)
     base = evaluate(tiny_setup["model_dir"], rows, label="base")

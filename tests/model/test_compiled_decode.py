@@ -86,11 +86,11 @@ def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
 
     data = tiny_setup["data"]
     base = {
-        "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": 2},
         "model": {"path": str(tiny_setup["model_dir"])},
         "grpo": {"group_size": 2},
         "rollout": {"max_turns": 2},
-        "trainer": {"steps": 1, "device": "cpu", "eval_mazes": 1},
+        "trainer": {"steps": 1, "device": "cpu", "eval_rows": 1},
         "checkpoint": {"interval": 0},
     }
     values, weights = [], []

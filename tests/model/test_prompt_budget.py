@@ -16,7 +16,7 @@ from hyperpod_rl.tasks.maze import read_rows
 
 def _data(tiny_setup):
     d = tiny_setup["data"]
-    return {"train_path": str(d.train), "heldout_path": str(d.heldout), "mazes_per_step": 2}
+    return {"train_path": str(d.train), "heldout_path": str(d.heldout), "prompts_per_step": 2}
 
 
 @pytest.mark.parametrize("backend", ["reference", "skyrl"])

@@ -166,7 +166,7 @@ def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
         data={
             "train_path": str(tiny_setup["data"].train),
             "heldout_path": str(tiny_setup["data"].heldout),
-            "mazes_per_step": 2,
+            "prompts_per_step": 2,
         },
         trainer={"mini_batch_size": 2, "micro_batch_size": 4},
         # an absolute directory on "the cluster": the task's prompt filter loads its processor

@@ -244,7 +244,7 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch, tiny_set
     cfg = _config(
         tmp_path,
         model={"path": str(tiny_setup["model_dir"]), "revision": "rev-123"},
-        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": 2},
         grpo={"group_size": 8},
         trainer={"micro_batch_size": 2, "mini_batch_size": 2},
     )
