@@ -66,7 +66,7 @@ _EXPORTS: dict[str, str] = {
     "Ledger": "hyperpod_rl.ledger",
     # notebook panels and readiness
     "studio": "hyperpod_rl.widgets",
-    "doctor": "hyperpod_rl.doctor",
+    "doctor": "hyperpod_rl.readiness",
     "MetricsPanel": "hyperpod_rl.widgets",
     "RunPanel": "hyperpod_rl.widgets",
     "ClusterPanel": "hyperpod_rl.widgets",
