@@ -109,7 +109,7 @@ def test_aggregate_metrics() -> None:
     ("extras", "match"),
     [
         ({}, r"extras\['maze'\] is required"),
-        ({"max_turns": 0}, r"max_turns=0 must be >= 1"),
+        ({"max_turns": 0}, r"max_turns=0 must be an int >= 1 \(zero turns"),
         ({"mode": "chat"}, r"mode='chat' is not supported"),
         ({"observation": "audio"}, r"observation='audio'"),
         ({"render_style": {"cell_px": 2}}, r"invalid render_style:\n  render_style.cell_px: must be >= 8"),
