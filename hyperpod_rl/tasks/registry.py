@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final
@@ -37,7 +37,9 @@ __all__ = [
     "DEFAULT_TASK",
     "ENTRY_POINT_GROUP",
     "check_task",
+    "env_functions",
     "get_task",
+    "lazy_attributes",
     "make_env",
     "register_env",
     "register_task",
@@ -275,3 +277,48 @@ def make_env(task: str | Task | None, extras: Mapping[str, Any], env_config: Map
     _env_module_ok(t.env_entry_point)
     register_env(t)
     return skyrl_gym.make(t.env_class, env_config=dict(env_config or {}), extras=dict(extras))
+
+
+def env_functions(env_class: str, entry_point: str) -> tuple[Callable[[], None], Callable[..., Any]]:
+    """A task's own ``(register_env, make_env)`` for one skyrl-gym env id (each task's ``registry`` module).
+
+    ``register_env()`` registers ``entry_point`` (``"module:Class"``, not imported until an env is
+    built) under ``env_class``, safe to call repeatedly; ``make_env(extras, env_config=None)``
+    builds one env exactly as SkyRL's generator does:
+    ``skyrl_gym.make(env_class, env_config=..., extras=row)``. skyrl-gym is imported only when
+    they are called; SkyRL's registry is per process, so register inside the process that plays
+    episodes (skyrl-gym's ``entrypoint.py`` examples).
+    """
+
+    def register_env() -> None:
+        import skyrl_gym
+
+        if env_class not in skyrl_gym.registry:
+            skyrl_gym.register(id=env_class, entry_point=entry_point)
+
+    def make_env(extras: Mapping[str, Any], env_config: Mapping[str, Any] | None = None) -> Any:
+        import skyrl_gym
+
+        register_env()
+        return skyrl_gym.make(env_class, env_config=dict(env_config or {}), extras=dict(extras))
+
+    register_env.__doc__ = f"Register {entry_point} with skyrl-gym under {env_class!r}; safe to call repeatedly."
+    make_env.__doc__ = f"Build one {env_class!r} env from a dataset row (``extras``) as SkyRL's generator does."
+    return register_env, make_env
+
+
+def lazy_attributes(module: str, lazy: Mapping[str, str]) -> Callable[[str], object]:
+    """A module ``__getattr__`` (PEP 562) that imports ``lazy[name]`` (``"module:attribute"``) on first use.
+
+    A task package exports its env class this way, so importing the package does not import
+    skyrl-gym. Other names raise ``AttributeError`` naming ``module``.
+    """
+
+    def __getattr__(name: str) -> object:
+        target = lazy.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        where, _, attr = target.partition(":")
+        return getattr(importlib.import_module(where), attr)
+
+    return __getattr__

@@ -42,6 +42,7 @@ from hyperpod_rl.tasks.maze.reward import (
     score_step,
 )
 from hyperpod_rl.tasks.maze.strata import stratum_of
+from hyperpod_rl.tasks.registry import lazy_attributes
 
 __all__ = [
     "ALGORITHMS",
@@ -92,10 +93,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``MazeEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need."""
-    if name == "MazeEnv":
-        from hyperpod_rl.tasks.maze.env import MazeEnv
-
-        return MazeEnv
-    raise AttributeError(f"module 'hyperpod_rl.tasks.maze' has no attribute {name!r}")
+#: ``MazeEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need.
+__getattr__ = lazy_attributes(__name__, {"MazeEnv": "hyperpod_rl.tasks.maze.env:MazeEnv"})

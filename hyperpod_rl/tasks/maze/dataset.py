@@ -30,9 +30,7 @@ path (or ``ood_min_path_length``). Same spec -> same hashes and identical PNG by
 from __future__ import annotations
 
 import hashlib
-import math
 import random
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict, cast
 
@@ -40,7 +38,7 @@ from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks import dataset as _shared
-from hyperpod_rl.tasks.dataset import write_parquet
+from hyperpod_rl.tasks.dataset import check_weights, quotas, take_quota, write_parquet
 from hyperpod_rl.tasks.maze._model import MazeModel
 from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
 from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
@@ -48,7 +46,8 @@ from hyperpod_rl.tasks.maze.messages import Mode, Observation, PromptStyle, buil
 from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.tasks.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.tasks.maze.reward import REWARD_VERSION
-from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
+from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, stratum_of
+from hyperpod_rl.tasks.protocol import check_counts
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 
@@ -143,24 +142,12 @@ class DatasetSpec(MazeModel):
     @field_validator("counts")
     @classmethod
     def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = sorted(set(v) - set(SPLITS))
-        if bad:
-            raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
-        if any(n < 0 for n in v.values()):
-            raise ValueError("row counts must be >= 0")
-        if sum(v.values()) == 0:
-            raise ValueError("at least one split needs rows")
-        return v
+        return check_counts(v)
 
     @field_validator("algorithms")
     @classmethod
     def _algorithms(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = sorted(set(v) - set(ALGORITHMS))
-        if bad:
-            raise ValueError(f"unknown algorithm(s) {bad}; use {list(ALGORITHMS)}")
-        if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
-            raise ValueError("weights must be >= 0 with a positive sum")
-        return v
+        return check_weights(v, ALGORITHMS, "algorithm")
 
     @field_validator("mix")
     @classmethod
@@ -185,19 +172,6 @@ class DatasetSpec(MazeModel):
         if self.min_path_length > longest:
             raise ValueError(f"min_path_length={self.min_path_length} exceeds the longest possible path ({longest}) in sizes")
         return self
-
-
-def _quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
-    """Split ``count`` rows over mix keys by largest remainder (deterministic tie order)."""
-    if not mix:
-        return {"": count}
-    total = sum(mix.values())
-    exact = {k: count * w / total for k, w in mix.items()}
-    out = {k: math.floor(x) for k, x in exact.items()}
-    rest = count - sum(out.values())
-    for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[:rest]:
-        out[k] += 1
-    return out
 
 
 def _candidate(spec: DatasetSpec, split: str, index: int, sizes: tuple[tuple[int, int], ...]) -> tuple[Maze, str, int]:
@@ -244,8 +218,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
     count = spec.counts.get(split, 0)
     in_dist = split != "ood"
     sizes = spec.sizes if in_dist else spec.ood_sizes
-    quotas = _quotas(count, spec.mix if in_dist else None)
-    need = dict(quotas)
+    need = quotas(count, spec.mix if in_dist else None)
     rows: list[MazeRow] = []
     attempts, last_accept = _ATTEMPTS_PER_ROW * count + 1000, 0
     for index in range(attempts):
@@ -258,12 +231,9 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
         if h in seen:
             continue
         stratum = stratum_of(maze, path_bins=spec.path_bins, turn_bins=spec.turn_bins)
-        open_keys = [k for k, n in need.items() if n > 0 and matches(k, stratum)]
-        if not open_keys:
+        if not take_quota(need, stratum):
             continue
         last_accept = index
-        key = max(open_keys, key=lambda k: (need[k], k))
-        need[key] -= 1
         seen.add(h)
         rows.append(_row(spec, maze, split, stratum, algorithm, seed))
     if len(rows) < count:

@@ -8,8 +8,9 @@ without it. SkyRL's registry is per process: register inside the process that pl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
+
+from hyperpod_rl.tasks.registry import env_functions
 
 __all__ = ["ENTRY_POINT", "ENV_CLASS", "make_env", "register_env"]
 
@@ -19,28 +20,4 @@ ENV_CLASS: Final[str] = "hyperpod_rl.maze"
 ENTRY_POINT: Final[str] = "hyperpod_rl.tasks.maze.env:MazeEnv"
 
 
-def register_env() -> None:
-    """Register :class:`~hyperpod_rl.tasks.maze.env.MazeEnv` with skyrl_gym under :data:`ENV_CLASS`; safe to call repeatedly."""
-    import skyrl_gym
-
-    if ENV_CLASS not in skyrl_gym.registry:
-        skyrl_gym.register(id=ENV_CLASS, entry_point=ENTRY_POINT)
-
-
-def make_env(extras: Mapping[str, Any], env_config: Mapping[str, Any] | None = None) -> Any:
-    """Build one maze env exactly as SkyRL's generator does: ``skyrl_gym.make(ENV_CLASS, ...)``.
-
-    Args:
-        extras: the dataset row (its non-``prompt`` columns reach the env as extras).
-        env_config: env settings that the row does not carry.
-
-    Returns:
-        A :class:`~hyperpod_rl.tasks.maze.env.MazeEnv`.
-
-    Raises:
-        MazeError: the row does not describe a valid maze (raised by the env).
-    """
-    import skyrl_gym
-
-    register_env()
-    return skyrl_gym.make(ENV_CLASS, env_config=dict(env_config or {}), extras=dict(extras))
+register_env, make_env = env_functions(ENV_CLASS, ENTRY_POINT)
