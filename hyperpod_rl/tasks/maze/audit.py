@@ -12,13 +12,11 @@ Run it on the built-in reward (``run_audit()``), on any function with the signat
 
 from __future__ import annotations
 
-import importlib
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-from hyperpod_rl.errors import MazeError
+from hyperpod_rl.tasks.audit import AuditReport, Disagreement, audit_table, load_reward_fn
 from hyperpod_rl.tasks.maze.grid import Cell, Maze
 from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, score_completion
 
@@ -195,41 +193,6 @@ AUDIT_CASES: Final[tuple[AuditCase, ...]] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    """A case where the reward function under test differs from the table.
-
-    Attributes:
-        case: The audit case.
-        got: The reward returned, or None if the function raised.
-        error: ``"ExceptionType: message"`` when the function raised, else None.
-    """
-
-    case: AuditCase
-    got: float | None
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditReport:
-    """Outcome of :func:`run_audit`.
-
-    Attributes:
-        reward_version: Spec version the table encodes.
-        total: Number of cases run.
-        disagreements: Every case whose reward differs by more than the tolerance.
-    """
-
-    reward_version: str
-    total: int
-    disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
-
-    @property
-    def passed(self) -> bool:
-        """True when the function agrees with every case."""
-        return not self.disagreements
-
-
 def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-6) -> AuditReport:
     """Run every :data:`AUDIT_CASES` row through ``reward_fn`` and collect disagreements.
 
@@ -243,36 +206,9 @@ def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-6) -> 
         reported as disagreements, never re-raised.
     """
     fn = score_completion if reward_fn is None else reward_fn
-    bad: list[Disagreement] = []
-    for case in AUDIT_CASES:
+
+    def score(case: AuditCase) -> Any:
         maze = AUDIT_MAZES[case.maze]
-        agent = maze.start if case.agent is None else case.agent
-        try:
-            got: Any = fn(case.completion, maze, mode=case.mode, agent=agent)
-            value = float(got)
-        except Exception as e:  # noqa: BLE001 - a user function may raise anything; it is reported, not hidden
-            bad.append(Disagreement(case, None, f"{type(e).__name__}: {e}"))
-            continue
-        if not math.isfinite(value) or abs(value - case.expected) > tolerance:
-            bad.append(Disagreement(case, value))
-    return AuditReport(REWARD_VERSION, len(AUDIT_CASES), tuple(bad))
+        return fn(case.completion, maze, mode=case.mode, agent=maze.start if case.agent is None else case.agent)
 
-
-def load_reward_fn(spec: str) -> RewardFn:
-    """Import ``"package.module:function"`` and return the function.
-
-    Raises:
-        MazeError: if the spec has no ``:``, the module cannot be imported, or the attribute
-            is missing or not callable.
-    """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise MazeError(f"reward_fn={spec!r} must look like 'package.module:function'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise MazeError(f"reward_fn module {module_name!r} cannot be imported: {e}") from e
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise MazeError(f"reward_fn: {module_name!r} has no callable {attr!r}")
-    return fn
+    return audit_table("maze", REWARD_VERSION, AUDIT_CASES, score, tolerance=tolerance)
