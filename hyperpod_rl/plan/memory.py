@@ -34,6 +34,7 @@ from hyperpod_rl.config.decoding import decode_batch_rows, decode_cache_tokens
 from hyperpod_rl.plan.inputs import PlanInput
 
 __all__ = [
+    "KVCache",
     "CALIBRATION",
     "MemoryBreakdown",
     "activation_bytes_per_token_layer",
@@ -214,3 +215,12 @@ def rollout_memory(inp: PlanInput) -> RolloutMemory:
         kv_cache_gib=kv / GIB,
         overhead_gib=CALIBRATION["overhead_gib"],
     )
+
+
+class KVCache(Model):
+    """vLLM KV-cache room on one inference engine."""
+
+    bytes_per_token: int
+    capacity_gib: float
+    tokens: int
+    concurrent_sequences: int

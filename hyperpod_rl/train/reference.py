@@ -45,7 +45,7 @@ The provenance record (``manifest.json``, :mod:`~hyperpod_rl.runs.provenance`) i
 start, at every checkpoint and at the end. The trainer writes nothing outside the run directory:
 the run ledger is filled from run directories on the notebook/CLI side (``hyperpod-rl runs sync``).
 
-Several GPUs of one node (``trainer.workers = N > 1``): :func:`main` starts N copies of this
+Several GPUs of one node (``trainer.workers = N > 1``): :func:`hyperpod_rl.train.workers.main` starts N copies of this
 trainer as the workers of a Ray Train ``TorchTrainer`` (:mod:`~hyperpod_rl.train.workers`), each
 given its :class:`~hyperpod_rl.train.parallel.DataParallel` place: data-parallel over whole GRPO
 groups, the loss divided by the global token count, gradients summed by DDP, metrics over the
@@ -61,7 +61,6 @@ import logging
 import os
 import random
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -81,7 +80,7 @@ from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.prompts import filter_rows
 from hyperpod_rl.model.rollout import Episode, play_episodes
-from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
+from hyperpod_rl.runs import RunPaths, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     checkpoint_entries,
     file_sha256,
@@ -731,22 +730,3 @@ class ReferenceTrainer:
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)
-
-
-def main(config_path: str, *, fresh: bool = False) -> Path:
-    """Entry used by ``python -m hyperpod_rl.train``: read ``config.json`` and train."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
-    source = Path(config_path).resolve()
-    if source.name != "config.json":
-        raise ConfigError(f"--config must be a run directory's config.json, got {source}")
-    paths = RunPaths(source.parent)
-    config = read_config(paths)
-    run_dir = paths.root
-    if config.trainer.workers > 1:
-        from hyperpod_rl.train.workers import train_with_workers
-
-        adapter = train_with_workers(config, run_dir, fresh=fresh)
-    else:
-        adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
-    print(f"adapter written to {adapter}", flush=True)
-    return adapter
