@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 import base64
 import hashlib
-import importlib.util
 import io
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +26,7 @@ from hyperpod_rl.tasks.maze import (
     render_png,
 )
 from hyperpod_rl.tasks.maze.render import THEMES, encode_png
+from tests.tasks.upstream import upstream_smart_resize as _upstream_smart_resize
 
 
 def _centre(maze: Maze, cell: tuple[int, int], style: RenderStyle, img: Image.Image) -> tuple[int, int]:
@@ -160,27 +158,6 @@ def test_token_count_resize_rules() -> None:
         image_token_count(160, 160, min_pixels=10, max_pixels=5)
     with pytest.raises(TaskError, match="aspect ratio"):
         image_token_count(10_000, 10)
-
-
-def _upstream_smart_resize():
-    """Load qwen-vl-utils' own smart_resize from its source without importing torch/torchvision."""
-    spec = importlib.util.find_spec("qwen_vl_utils")  # a hard dependency (pyproject.toml)
-    assert spec is not None and spec.submodule_search_locations, "qwen-vl-utils is a dependency: reinstall the package"
-    source = Path(next(iter(spec.submodule_search_locations))) / "vision_process.py"
-    tree = ast.parse(source.read_text())
-    keep = {"round_by_factor", "ceil_by_factor", "floor_by_factor", "smart_resize"}
-    body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in keep]
-    body += [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
-    ns: dict = {"math": math, "Optional": object, "Tuple": object, "os": __import__("os")}
-    exec(
-        compile(
-            ast.Module(body=sorted(body, key=lambda n: isinstance(n, ast.FunctionDef)), type_ignores=[]),
-            str(source),
-            "exec",
-        ),
-        ns,
-    )
-    return ns["smart_resize"]
 
 
 def test_token_count_agrees_with_qwen_vl_utils_source() -> None:
