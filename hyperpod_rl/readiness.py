@@ -402,4 +402,3 @@ def doctor(
     )  # a HyperPod cluster is in play: its jobs must read the run directory
     checks += [_storage(hyperpod=hyperpod), _local_cluster()]
     return DoctorReport(checks)
-
