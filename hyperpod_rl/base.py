@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
+from collections.abc import Mapping
 from types import UnionType
 from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
@@ -237,6 +239,10 @@ class Model(BaseModel):
             :class:`~hyperpod_rl.errors.ConfigError`).
         error_what: the noun in the message (default: the class name).
         error_prefix: put before each field path in the message.
+        renamed_fields: ``{old name: new name}`` of fields that were renamed. Input under an old
+            name is moved to the new one with a :class:`FutureWarning` that names the new one (so
+            files and code written before the rename keep loading); giving both names is an error.
+        renamed_prefix: put before the names in that warning (``"data."`` for a run-config section).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
@@ -244,6 +250,25 @@ class Model(BaseModel):
     error_class: ClassVar[type[HyperpodRLError]] = ConfigError
     error_what: ClassVar[str | None] = None
     error_prefix: ClassVar[str] = ""
+    renamed_fields: ClassVar[Mapping[str, str]] = {}
+    renamed_prefix: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """Move values given under a deprecated field name to its new name (see :attr:`renamed_fields`)."""
+        if not cls.renamed_fields or not isinstance(data, Mapping) or not any(old in data for old in cls.renamed_fields):
+            return data
+        out = dict(data)
+        for old, new in cls.renamed_fields.items():
+            if old not in out:
+                continue
+            p = cls.renamed_prefix
+            if new in out:
+                raise ValueError(f"{p}{old} is the deprecated name of {p}{new}: give only {p}{new}")
+            warnings.warn(f"{p}{old} is deprecated: call it {p}{new}", FutureWarning, stacklevel=2)
+            out[new] = out.pop(old)
+        return out
 
     @classmethod
     def format_error(cls, err: ValidationError) -> str:

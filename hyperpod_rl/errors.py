@@ -5,8 +5,8 @@
     HyperpodRLError
     ├── ConfigError          bad RunConfig / option / path / request setting; names the field and the fix
     │   └── LogprobInputError    tensors given to the log-prob functions disagree in shape or type
-    ├── MazeError            bad maze, generator or dataset settings, or an unreadable dataset file
-    ├── TaskError            unknown or broken task plug-in, bad task options or task data
+    ├── TaskError            unknown or broken task plug-in, bad task options or task data (any task)
+    │   └── MazeError            bad maze, generator or dataset settings
     ├── ClusterError         Ray cluster could not be reached, started or used
     │   ├── ClusterNotReady
     │   ├── ClusterTimeout
@@ -17,7 +17,7 @@
     │   └── PromotionRefused     the promotion gate refused an adapter (``.decision``)
     └── AWSError             an AWS or Studio call failed or is not allowed (names the fix)
 
-``ConfigError``, ``MazeError``, ``TaskError`` and ``LogprobInputError`` are also ``ValueError`` s. Every message
+``ConfigError``, ``TaskError`` (so ``MazeError``) and ``LogprobInputError`` are also ``ValueError`` s. Every message
 says what to change. No message ever contains a token or cookie.
 """
 
@@ -56,12 +56,16 @@ class LogprobInputError(ConfigError):
     cannot be scored (it holds a vision token, or a token outside the policy's vocabulary)."""
 
 
-class MazeError(HyperpodRLError, ValueError):
-    """A maze, generator or dataset setting is invalid, or a dataset file is unreadable."""
-
-
 class TaskError(HyperpodRLError, ValueError):
-    """A task is not registered or its plug-in is broken, or task options or task data are invalid."""
+    """A task is not registered or its plug-in is broken, or task options or task data are invalid.
+
+    The one error of the task layer: every task's own error subclasses it (:class:`MazeError`), so
+    ``except TaskError`` catches any task's failure and no layer converts between them.
+    """
+
+
+class MazeError(TaskError):
+    """A maze, generator or dataset setting is invalid, or a dataset file is unreadable (a :class:`TaskError`)."""
 
 
 class ClusterError(HyperpodRLError):

@@ -22,10 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+import warnings as _warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -33,12 +34,12 @@ from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError, JobError
-from hyperpod_rl.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
+from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 
 if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult
@@ -71,9 +72,19 @@ PHASES: dict[str, str] = {
 
 
 class QuickstartOptions(Model):
-    """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields."""
+    """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields.
+
+    A row is one prompt of the task's dataset (for the maze: one maze). ``train_mazes``,
+    ``heldout_mazes`` and ``mazes_per_step`` are the deprecated names of ``train_rows``,
+    ``heldout_rows`` and ``prompts_per_step`` (accepted with a warning; CLI: ``--train-mazes`` ...).
+    """
 
     error_what = "quickstart options"
+    renamed_fields: ClassVar[Mapping[str, str]] = {
+        "train_mazes": "train_rows",
+        "heldout_mazes": "heldout_rows",
+        "mazes_per_step": "prompts_per_step",
+    }
 
     run_id: str | None = None
     """run id; default quickstart-<UTC time>"""
@@ -85,16 +96,16 @@ class QuickstartOptions(Model):
     """smallest maze side (cells)"""
     max_size: int = Field(5, ge=2)
     """largest maze side (cells)"""
-    train_mazes: int = Field(2000, gt=0)
-    """train mazes"""
-    heldout_mazes: int = Field(200, gt=0)
-    """held-out mazes (evaluated before and after)"""
+    train_rows: int = Field(2000, gt=0)
+    """train rows (mazes for the maze task)"""
+    heldout_rows: int = Field(200, gt=0)
+    """held-out rows, evaluated before and after"""
     max_turns: int = Field(6, gt=0)
     """turn limit per episode"""
     group_size: int = 8
-    """episodes per maze (GRPO group size)"""
-    mazes_per_step: int = Field(8, gt=0)
-    """mazes per GRPO step"""
+    """episodes per row (GRPO group size)"""
+    prompts_per_step: int = Field(8, gt=0)
+    """rows (prompts) per GRPO step"""
     steps: int = Field(200, gt=0)
     """GRPO steps"""
     lr: float = Field(5e-4, gt=0)
@@ -110,7 +121,7 @@ class QuickstartOptions(Model):
     task: str = "maze"
     """registered task to train on (hyperpod-rl tasks list)"""
     task_options: dict[str, Any] = Field(default_factory=dict)
-    """the task's own options (its options model); seed and counts come from seed, train_mazes and heldout_mazes"""
+    """the task's own options (its options model); seed and counts come from seed, train_rows and heldout_rows"""
     serve_port: int = Field(8000, gt=0, lt=65536)
     """Ray Serve HTTP port on 127.0.0.1"""
     dashboard_port: int | None = Field(None, gt=0, lt=65536)
@@ -171,7 +182,7 @@ def _task_problems(opts: QuickstartOptions) -> list[str]:
 
 
 def _task_options_data(opts: QuickstartOptions, task: Any) -> dict[str, Any]:
-    data = {**opts.task_options, "seed": opts.seed, "counts": {"train": opts.train_mazes, "heldout": opts.heldout_mazes}}
+    data = {**opts.task_options, "seed": opts.seed, "counts": {"train": opts.train_rows, "heldout": opts.heldout_rows}}
     if "prompt_style" in task.options_model.model_fields and "prompt_style" not in opts.task_options:
         # The embedded tiny model gets terse prompts; a real checkpoint gets the full instructions.
         data["prompt_style"] = "terse" if opts.model_path is None else "full"
@@ -195,7 +206,7 @@ def _spec(opts: QuickstartOptions) -> DatasetSpec:
     return DatasetSpec(
         seed=opts.seed,
         sizes=sizes,
-        counts={"train": opts.train_mazes, "heldout": opts.heldout_mazes},
+        counts={"train": opts.train_rows, "heldout": opts.heldout_rows},
         max_turns=opts.max_turns,
         prompt_style=style,
     )
@@ -292,8 +303,8 @@ def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, r
             "lora": {"rank": opts.lora_rank, "alpha": 2.0 * opts.lora_rank},
             "grpo": {"group_size": opts.group_size, "lr": opts.lr, "advantage": opts.advantage, "gamma": opts.gamma},
             "rollout": rollout,
-            "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": opts.mazes_per_step},
-            "trainer": {"steps": opts.steps, "seed": opts.seed, "eval_mazes": opts.heldout_mazes},
+            "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": opts.prompts_per_step},
+            "trainer": {"steps": opts.steps, "seed": opts.seed, "eval_rows": opts.heldout_rows},
             "checkpoint": {"interval": max(opts.steps // 4, 1)},
         }
     )
@@ -357,7 +368,7 @@ class QuickstartSummary:
     Attributes:
         run_id, run_dir, submission_id: the run and its Ray Job.
         wall_s: seconds per phase (keys of :data:`PHASES`) and ``total``.
-        heldout_mazes: held-out mazes evaluated.
+        heldout_rows: held-out rows evaluated (``heldout_mazes``: its deprecated name, a property).
         base, adapter: the two evaluations (same mazes).
         comparison: the paired comparison with the promotion decision.
         served_answer: ``{"endpoint", "model", "answer", "latency_ms"}``, or ``None`` without serving.
@@ -370,7 +381,7 @@ class QuickstartSummary:
     run_dir: Path
     submission_id: str
     wall_s: dict[str, float]
-    heldout_mazes: int
+    heldout_rows: int
     base: EvalResult
     adapter: EvalResult
     comparison: Comparison
@@ -379,6 +390,12 @@ class QuickstartSummary:
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def heldout_mazes(self) -> int:
+        """Deprecated name of :attr:`heldout_rows` (warns)."""
+        _warnings.warn("QuickstartSummary.heldout_mazes is deprecated: call it heldout_rows", FutureWarning, stacklevel=2)
+        return self.heldout_rows
+
     def to_json(self) -> dict[str, Any]:
         """The JSON form written to ``<run dir>/quickstart.json`` (figures, not per-maze records)."""
         return {
@@ -386,7 +403,8 @@ class QuickstartSummary:
             "run_dir": str(self.run_dir),
             "submission_id": self.submission_id,
             "wall_s": self.wall_s,
-            "heldout_mazes": self.heldout_mazes,
+            "heldout_rows": self.heldout_rows,
+            "heldout_mazes": self.heldout_rows,  # the key before the rename, for readers of older summaries
             "base": self.base.metrics,
             "adapter": self.adapter.metrics,
             "comparison": self.comparison.to_json(),
@@ -513,7 +531,7 @@ def run(
         run_dir=paths.root,
         submission_id=handle.submission_id,
         wall_s=timings,
-        heldout_mazes=len(heldout_rows),
+        heldout_rows=len(heldout_rows),
         base=base,
         adapter=tuned,
         comparison=comparison,

@@ -85,7 +85,7 @@ def test_cluster_spec_hint_is_one_clause() -> None:
 def test_a_nested_model_error_is_folded_not_repeated() -> None:
     """A nested model that raises its own project error (RaisesOnInit) contributes its lines
     under the parent's path, without its own ``invalid <Model>:`` header."""
-    from hyperpod_rl.maze import DatasetSpec, RenderStyle
+    from hyperpod_rl.tasks.maze import DatasetSpec, RenderStyle
 
     with pytest.raises(HyperpodRLError) as info:
         DatasetSpec(render_style=RenderStyle.model_construct(cell_px=4), seed=1)  # validated again by the parent

@@ -35,10 +35,10 @@ CI_PARAMETERS: dict[str, dict[str, object]] = {
     "01-quickstart-local": {
         "RUN_ID": "nb-quickstart",
         "STEPS": 3,
-        "TRAIN_MAZES": 48,
-        "HELDOUT_MAZES": 6,
+        "TRAIN_ROWS": 48,
+        "HELDOUT_ROWS": 6,
         "GROUP_SIZE": 2,
-        "MAZES_PER_STEP": 2,
+        "PROMPTS_PER_STEP": 2,
         "MAX_TURNS": 3,
         "SERVE": False,  # 05-evaluate-and-serve serves and plays in CI; one Serve deployment is enough
     },

@@ -35,9 +35,9 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
             "e2e",
             "--steps",
             "80",
-            "--train-mazes",
+            "--train-rows",
             "400",
-            "--heldout-mazes",
+            "--heldout-rows",
             "60",
             "--serve-port",
             "8123",
@@ -61,7 +61,7 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
             "adapter/provenance.json",
         ):
             assert (run_dir / rel).is_file(), rel
-        assert summary["heldout_mazes"] == 60
+        assert summary["heldout_rows"] == 60
         assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
         # one metric record per step, and the reward trend goes up
         rewards = [r.values["reward/avg_raw_reward"] for r in read_metrics(run_dir / "metrics.jsonl")]
@@ -126,9 +126,9 @@ def test_tiny_ui_nav_quickstart_says_no_rollout_was_valid(local_cluster, tmp_pat
         "e2e-ui-nav",
         "--steps",
         "2",
-        "--train-mazes",
+        "--train-rows",
         "8",
-        "--heldout-mazes",
+        "--heldout-rows",
         "4",
         "--no-serve",
         "--summary-json",

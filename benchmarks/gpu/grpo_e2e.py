@@ -9,7 +9,7 @@ downloaded here) it runs full GRPO steps of :class:`hyperpod_rl.train.reference.
 and records per phase: seconds, peak GPU memory, tokens/s and samples/s, and the model-FLOP
 utilisation (MFU) of the update. Only the model and the rows are injected (``_load_base`` and
 ``_load_rows``): the model is built on the GPU instead of read from disk, the rows come from
-:func:`hyperpod_rl.maze.build_dataset` instead of a parquet file.
+:func:`hyperpod_rl.tasks.maze.build_dataset` instead of a parquet file.
 
 Workload (each flag below): LoRA rank 32 (alpha 32) on every language-model linear, groups of 8,
 free generation (``action_constraint='none'``) up to ``--max-new-tokens`` tokens, ``--max-turns``
@@ -56,11 +56,11 @@ import torch
 from benchmarks._record import Recording
 from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config, save_for_vllm
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.maze import DatasetSpec, build_dataset
-from hyperpod_rl.maze.render import RenderStyle
 from hyperpod_rl.model.rollout import play_episodes as play_episodes_original
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
 from hyperpod_rl.plan import model_shape
+from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
+from hyperpod_rl.tasks.maze.render import RenderStyle
 from hyperpod_rl.train.reference import ReferenceTrainer
 
 
@@ -302,7 +302,7 @@ def _config(
                 "max_prompt_tokens": 4096,
                 "gpu_memory_utilization": args.vllm_fraction_cap,
             },
-            "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "mazes_per_step": args.mazes},
+            "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "prompts_per_step": args.mazes},
             "trainer": {
                 "steps": 1000,
                 "seed": 0,
@@ -312,7 +312,7 @@ def _config(
                 "checkpoint_policy": args.checkpoint_policy,
                 "compile_layers": args.compile_layers,
                 "device": device,
-                "eval_mazes": 1,
+                "eval_rows": 1,
                 "workers": args.workers,
             },
             "checkpoint": {"interval": 0},
@@ -507,7 +507,7 @@ def run_trl(
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from hyperpod_rl.maze import decode_image_part
+    from hyperpod_rl.tasks.maze import decode_image_part
 
     n_steps = args.warmup + args.steps
     rows = maze_rows(max(64, args.mazes * n_steps), side=args.side, cell_px=args.cell_px, max_turns=1, seed=1)

@@ -227,7 +227,7 @@ def run_config(args: argparse.Namespace, storage: Path, model_dir: Path, data: A
         "single-gpu",
         run_id=f"skyrl-e2e-{args.shape.lower()}",
         model={"path": str(model_dir), "model_id": f"random-init-qwen3-vl-{args.shape.lower()}", "revision": "random-init"},
-        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": args.mazes},
+        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": args.mazes},
         grpo={"group_size": args.group},
         rollout={
             "max_turns": args.max_turns,
@@ -412,12 +412,12 @@ def main(argv: list[str] | None = None) -> None:
         from hyperpod_rl.tasks import read_rows
 
         opts = QuickstartOptions.build(
-            train_mazes=64,
-            heldout_mazes=max(args.heldout, 16),
+            train_rows=64,
+            heldout_rows=max(args.heldout, 16),
             max_turns=args.max_turns,
             steps=args.steps,
             group_size=args.group,
-            mazes_per_step=args.mazes,
+            prompts_per_step=args.mazes,
         )
         state["data"] = prepare_dataset(opts, storage)
         state["train_rows"] = read_rows(state["data"].train)

@@ -136,8 +136,10 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
 
     The decorated function receives the option values as keyword arguments; its own parameters
     (keyword-only, with typer defaults) come after them. So a model's defaults and descriptions
-    are written once, in the model.
+    are written once, in the model. A field renamed in the model (its ``renamed_fields``) also
+    takes its old flag, marked deprecated in the help (``--train-rows`` / ``--train-mazes``).
     """
+    old_names = {new: old for old, new in getattr(model, "renamed_fields", {}).items()}
 
     def decorate(fn: F) -> F:
         params = []
@@ -145,7 +147,11 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
             if name in exclude:
                 continue
             default = info.get_default(call_default_factory=True)
-            option = typer.Option(default, help=info.description or "", show_default=default is not None)
+            flags, help_text = [], info.description or ""
+            if name in old_names:
+                old = "--" + old_names[name].replace("_", "-")
+                flags, help_text = ["--" + name.replace("_", "-"), old], f"{help_text} ({old}: deprecated name)"
+            option = typer.Option(default, *flags, help=help_text, show_default=default is not None)
             annotation = str if get_origin(info.annotation) is Literal else info.annotation  # the model checks the choice
             params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
         own = [p for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]

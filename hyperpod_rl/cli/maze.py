@@ -1,6 +1,6 @@
 """``hyperpod-rl maze ...``: audit the reward, build datasets, look at a maze.
 
-A typer sub-app (``app``) over :mod:`hyperpod_rl.maze`; no task logic lives here.
+A typer sub-app (``app``) over :mod:`hyperpod_rl.tasks.maze`; no task logic lives here.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import typer
 from rich.table import Table
 
 from hyperpod_rl.cli._common import HprlGroup, console, fail
-from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.maze import (
     ALGORITHMS,
     REWARD_VERSION,
     DatasetSpec,
@@ -23,7 +23,7 @@ from hyperpod_rl.maze import (
     render_maze,
     write_parquet,
 )
-from hyperpod_rl.maze.audit import load_reward_fn, run_audit
+from hyperpod_rl.tasks.maze.audit import load_reward_fn, run_audit
 
 __all__ = ["app"]
 
@@ -43,10 +43,10 @@ def audit(
     """
     try:
         fn = None if reward_fn is None else load_reward_fn(reward_fn)
-    except MazeError as err:
+    except TaskError as err:
         fail(err)
     report = run_audit(fn, tolerance=tolerance)
-    name = reward_fn or "hyperpod_rl.maze.reward:score_completion"
+    name = reward_fn or "hyperpod_rl.tasks.maze.reward:score_completion"
     if report.passed:
         console.print(f"[green]{report.total}/{report.total} cases agree[/] ({name}, reward spec {REWARD_VERSION})")
         return
@@ -99,7 +99,7 @@ def build(
                 mode=mode,
             )
         splits = build_dataset(spec)
-    except (MazeError, OSError, json.JSONDecodeError) as err:
+    except (TaskError, OSError, json.JSONDecodeError) as err:
         fail(err)
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(spec.model_dump_json(indent=2))
@@ -124,7 +124,7 @@ def show(
     """Print a maze's text-grid twin, its shortest path and layout hash; optionally save the image."""
     try:
         maze = generate_maze(rows, cols, seed=seed, algorithm=algorithm, braid=braid)  # type: ignore[arg-type]
-    except MazeError as err:
+    except TaskError as err:
         fail(err)
     console.print(maze.to_text(), markup=False, highlight=False)
     console.print(f"shortest path ({maze.shortest_path_length}): {' '.join(maze.shortest_path())}")

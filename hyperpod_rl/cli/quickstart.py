@@ -43,7 +43,7 @@ def _table(summary: QuickstartSummary, max_turns: int) -> Table:
     maze = summary.base.task == "maze"
     items = "mazes" if maze else f"{summary.base.task} items"
     turns = f"≤{max_turns} turns" if maze else "the task's turn limit"
-    table = Table(title=f"held-out {items}: {summary.heldout_mazes} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
+    table = Table(title=f"held-out {items}: {summary.heldout_rows} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
     for column in ("metric", "base", "adapter", "Δ (paired)"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for row in summary.comparison.table_rows():

@@ -142,10 +142,6 @@ class LocalCluster:
 
         return JobSubmissionClient(self.dashboard_url, headers=self.auth_headers())
 
-    def ray_env(self) -> dict[str, str]:
-        """Environment variables a process needs to join this cluster with ``ray.init``."""
-        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.state.token, "RAY_ADDRESS": self.address}
-
     def is_alive(self, *, timeout_s: float = 5.0) -> bool:
         """True when the job API answers with this cluster's token within ``timeout_s`` seconds."""
         import requests

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -155,7 +156,23 @@ class RunConfig(_Section):
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id.
 
         The default task (the maze with default options) is left out too, so a maze config hashes
-        as it did before configs named their task.
+        as it did before configs named their task. A renamed field (a section's
+        ``renamed_fields``, e.g. ``data.mazes_per_step`` -> ``data.prompts_per_step``) is hashed
+        under the name the hash first saw, so a config keeps its hash across renames: a file
+        written with the old names and one with the new names hash the same, and so do the
+        hashes recorded in run directories before the rename (resume still matches them).
         """
         payload = self.model_dump(mode="json", exclude={"run_id", "task"} if self.task.is_default else {"run_id"})
+        for section, value in payload.items():
+            renamed = getattr(type(getattr(self, section)), "renamed_fields", None)
+            if renamed and isinstance(value, dict):
+                payload[section] = {_hashed_name(renamed, key): v for key, v in value.items()}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _hashed_name(renamed: Mapping[str, str], name: str) -> str:
+    """The name a field is hashed under: its first name if it was renamed (``renamed``: old -> new)."""
+    for old, new in renamed.items():
+        if new == name:
+            return old
+    return name

@@ -6,7 +6,8 @@ which the notebook forms show as tooltips).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -200,7 +201,7 @@ class TaskConfig(_Section):
     """The task the run trains on: a registered task plug-in (:mod:`hyperpod_rl.tasks`) and its options.
 
     ``options`` is the JSON form of the task's options model (for the maze:
-    :class:`~hyperpod_rl.maze.DatasetSpec`), the settings its dataset was generated with; it is
+    :class:`~hyperpod_rl.tasks.maze.DatasetSpec`), the settings its dataset was generated with; it is
     validated against that model, and every bad option is named as ``task.options.<field>``.
     """
 
@@ -249,23 +250,33 @@ class TaskConfig(_Section):
 
 
 class DataConfig(_Section):
-    """Dataset paths (SkyRL: ``data.train_data`` / ``data.val_data``)."""
+    """Dataset paths and the batch (SkyRL: ``data.train_data`` / ``data.val_data``, ``trainer.train_batch_size``).
+
+    A row is one prompt of the task's dataset (one maze, one screen, one document); each is played
+    ``grpo.group_size`` times. ``mazes_per_step`` is the deprecated name of ``prompts_per_step``.
+    """
+
+    renamed_fields: ClassVar[Mapping[str, str]] = {"mazes_per_step": "prompts_per_step"}
+    renamed_prefix: ClassVar[str] = "data."
 
     train_path: str = Field(..., description="parquet of train rows (SkyRL dataset format)")
     heldout_path: str = Field(..., description="parquet of held-out rows")
-    mazes_per_step: int = Field(
+    prompts_per_step: int = Field(
         8,
         gt=0,
-        description="mazes per GRPO step (train batch = mazes_per_step * group_size episodes)",
+        description="dataset rows (prompts) per GRPO step (train batch = prompts_per_step * group_size episodes)",
     )
 
 
 class TrainerConfig(_Section):
-    """Optimisation schedule."""
+    """Optimisation schedule. ``eval_mazes`` is the deprecated name of ``eval_rows``."""
+
+    renamed_fields: ClassVar[Mapping[str, str]] = {"eval_mazes": "eval_rows"}
+    renamed_prefix: ClassVar[str] = "trainer."
 
     steps: int = Field(120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)")
     seed: int = Field(0, description="seed for Python, NumPy and torch")
-    eval_mazes: int = Field(200, gt=0, description="held-out mazes evaluated before and after training")
+    eval_rows: int = Field(200, gt=0, description="held-out rows evaluated before and after training")
     micro_batch_size: int = Field(
         64,
         gt=0,
@@ -286,7 +297,7 @@ class TrainerConfig(_Section):
     mini_batch_size: int | None = Field(
         None,
         gt=0,
-        description="mazes per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.mazes_per_step, one update per step",
+        description="rows (prompts) per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.prompts_per_step, one update per step",
     )
     epochs: int = Field(
         100,
@@ -326,7 +337,7 @@ class TrainerConfig(_Section):
         1,
         ge=1,
         description="reference backend: data-parallel training processes on one node (Ray Train TorchTrainer, DDP); each "
-        "rolls out data.mazes_per_step / workers whole groups and takes one GPU when device='cuda'; 1 trains in the job's "
+        "rolls out data.prompts_per_step / workers whole groups and takes one GPU when device='cuda'; 1 trains in the job's "
         "own process",
     )
 

@@ -206,9 +206,9 @@ def _workers(cfg: RunConfig) -> list[str]:
     """``trainer.workers``: the reference backend's data-parallel processes, each rolling out whole groups.
 
     GRPO advantages are relative within a group, so a group never crosses workers: every worker
-    takes ``data.mazes_per_step / trainer.workers`` mazes of each step's batch.
+    takes ``data.prompts_per_step / trainer.workers`` rows of each step's batch.
     """
-    workers, mazes = cfg.trainer.workers, cfg.data.mazes_per_step
+    workers, mazes = cfg.trainer.workers, cfg.data.prompts_per_step
     if workers == 1:
         return []
     if cfg.backend != "reference":
@@ -219,8 +219,8 @@ def _workers(cfg: RunConfig) -> list[str]:
     if mazes % workers:
         lower = max(d for d in range(1, workers + 1) if mazes % d == 0)
         return [
-            f"data.mazes_per_step={mazes} does not split into whole groups over trainer.workers={workers} (each worker rolls "
-            f"out data.mazes_per_step / trainer.workers mazes, grpo.group_size episodes each): set data.mazes_per_step to a "
+            f"data.prompts_per_step={mazes} does not split into whole groups over trainer.workers={workers} (each worker rolls "
+            f"out data.prompts_per_step / trainer.workers rows, grpo.group_size episodes each): set data.prompts_per_step to a "
             f"multiple of {workers} (e.g. {-(-mazes // workers) * workers}) or trainer.workers to a divisor of {mazes} (e.g. {lower})"
         ]
     return []
@@ -372,13 +372,13 @@ def _skyrl(cfg: RunConfig) -> list[str]:
         )
 
     # batch sizes (SkyRL validate_batch_sizes, with this package's names)
-    mazes = cfg.data.mazes_per_step
+    mazes = cfg.data.prompts_per_step
     mini = tr.mini_batch_size or mazes
     dp = pl.policy_gpus
     if mini > mazes:
-        out.append(f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}")
+        out.append(f"trainer.mini_batch_size={mini} exceeds data.prompts_per_step={mazes}: use at most {mazes}")
     elif mazes % mini:
-        out.append(f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
+        out.append(f"data.prompts_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
     elif (mini * group) % dp:
         out.append(
             f"trainer.mini_batch_size x grpo.group_size = {mini * group} episodes do not split evenly over {dp} policy GPUs: "

@@ -35,6 +35,7 @@ from hyperpod_rl.plan.inputs import PlanInput
 from hyperpod_rl.plan.shapes import ModelShape
 
 __all__ = [
+    "KVCache",
     "CALIBRATION",
     "MemoryBreakdown",
     "activation_bytes_per_token_layer",
@@ -247,3 +248,12 @@ def vllm_rollout_fraction(
     kv = 2 * sequences * tokens_per_sequence * 2 * shape.num_hidden_layers * shape.kv_dim * 2
     need = shape.total_params * 2 + kv + VLLM_ENGINE_OVERHEAD_GIB * GIB
     return float(min(cap, 0.95 * free_bytes / gpu_total_bytes, need / gpu_total_bytes))
+
+
+class KVCache(Model):
+    """vLLM KV-cache room on one inference engine."""
+
+    bytes_per_token: int
+    capacity_gib: float
+    tokens: int
+    concurrent_sequences: int

@@ -26,8 +26,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from hyperpod_rl.errors import CheckpointError
-
 __all__ = [
     "checkpoint_entries",
     "file_sha256",
@@ -177,13 +175,6 @@ def prune_checkpoints(ckpt_root: Path, keep: int) -> None:
     steps = sorted(p for p in ckpt_root.glob("step_*") if p.is_dir() and not _is_temporary(p))
     for path in steps[:-keep]:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def require_file(path: Path, what: str) -> Path:
-    """Raise :class:`CheckpointError` unless ``path`` is a file."""
-    if not path.is_file():
-        raise CheckpointError(f"{what} not found at {path}")
-    return path
 
 
 def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 A *task* is everything the trainer, evaluation, serving and the front-ends need to know about one
 kind of problem: how to generate its dataset, draw its images, phrase its prompts, parse and score
 an answer, play it as a skyrl-gym env, summarise episodes, and audit its reward. The maze
-(:mod:`hyperpod_rl.maze`) is the first plug-in; ``docs/tasks.md`` walks through writing one and
+(:mod:`hyperpod_rl.tasks.maze`) is the first plug-in; ``docs/tasks.md`` walks through writing one and
 ``examples/`` holds a complete small package.
 
 The surface is deliberately small and mirrors how SkyRL's skyrl-gym registers environments
@@ -134,14 +134,23 @@ class TaskOptions(RaisesOnInit):
     @field_validator("counts")
     @classmethod
     def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = sorted(set(v) - set(SPLITS))
-        if bad:
-            raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
-        if any(n < 0 for n in v.values()):
-            raise ValueError("row counts must be >= 0")
-        if sum(v.values()) == 0:
-            raise ValueError("at least one split needs rows")
-        return v
+        return check_counts(v)
+
+
+def check_counts[C: Mapping[str, int]](counts: C) -> C:
+    """Check an options model's ``counts`` (rows per split); for a pydantic field validator.
+
+    Raises:
+        ValueError: an unknown split (the message lists :data:`SPLITS`), a negative count, or no rows at all.
+    """
+    bad = sorted(set(counts) - set(SPLITS))
+    if bad:
+        raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
+    if any(n < 0 for n in counts.values()):
+        raise ValueError("row counts must be >= 0")
+    if sum(counts.values()) == 0:
+        raise ValueError("at least one split needs rows")
+    return counts
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,7 +43,7 @@ def main(
 
         run_skyrl(config, fresh=fresh)
         return
-    from hyperpod_rl.train.reference import main as run
+    from hyperpod_rl.train.workers import main as run
 
     run(config, fresh=fresh)
 

@@ -6,7 +6,7 @@ adapter (``adapter/adapter_model.safetensors`` + ``adapter_config.json`` + ``pro
 
 One step (SkyRL's ``trainer.train`` loop, reduced to one mini-batch and one epoch):
 
-1. sample ``data.mazes_per_step`` mazes; play ``grpo.group_size`` episodes of each
+1. sample ``data.prompts_per_step`` rows (mazes); play ``grpo.group_size`` episodes of each
    (:func:`~hyperpod_rl.model.rollout.play_episodes`);
 2. episode return = sum of the env's step rewards; group-relative advantages
    (:func:`~hyperpod_rl.train.grpo.group_advantages`), shared by every turn of the episode;
@@ -39,13 +39,13 @@ the same GPU, so KL adds one forward pass and no memory for a second copy (the p
 ``offload_reference=True`` budget: no reference weights on the GPU during the update).
 
 Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
-``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
+``trainer.eval_rows`` held-out rows into ``eval/base.json``, unless that file already exists
 for the same base model; RNG states are restored afterwards, so it changes no training number.
 The provenance record (``manifest.json``, :mod:`~hyperpod_rl.runs.provenance`) is updated at
 start, at every checkpoint and at the end. The trainer writes nothing outside the run directory:
 the run ledger is filled from run directories on the notebook/CLI side (``hyperpod-rl runs sync``).
 
-Several GPUs of one node (``trainer.workers = N > 1``): :func:`main` starts N copies of this
+Several GPUs of one node (``trainer.workers = N > 1``): :func:`hyperpod_rl.train.workers.main` starts N copies of this
 trainer as the workers of a Ray Train ``TorchTrainer`` (:mod:`~hyperpod_rl.train.workers`), each
 given its :class:`~hyperpod_rl.train.parallel.DataParallel` place: data-parallel over whole GRPO
 groups, the loss divided by the global token count, gradients summed by DDP, metrics over the
@@ -61,7 +61,6 @@ import logging
 import os
 import random
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -84,7 +83,7 @@ from hyperpod_rl.model.rollout import Episode, play_episodes
 from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine
 from hyperpod_rl.plan.memory import vllm_rollout_fraction
 from hyperpod_rl.plan.shapes import shape_from_hf_config
-from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
+from hyperpod_rl.runs import RunPaths, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     checkpoint_entries,
     file_sha256,
@@ -255,9 +254,9 @@ class ReferenceTrainer:
         rows = self._load_rows()
         kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
         print(kept.summary("train"), flush=True)
-        if len(kept.kept) < cfg.data.mazes_per_step:
+        if len(kept.kept) < cfg.data.prompts_per_step:
             raise ConfigError(
-                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.mazes_per_step={cfg.data.mazes_per_step}; "
+                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.prompts_per_step={cfg.data.prompts_per_step}; "
                 "raise rollout.max_prompt_tokens or use smaller mazes"
             )
         self.prompt_filter = {"limit": kept.limit, "kept": len(kept.kept), "dropped": len(kept.dropped)}
@@ -271,7 +270,7 @@ class ReferenceTrainer:
         cfg = self.config
         shape = shape_from_hf_config(json.loads((Path(model_dir) / "config.json").read_text()))
         free, total = torch.cuda.mem_get_info(self.device)
-        sequences = cfg.data.mazes_per_step * cfg.grpo.group_size
+        sequences = cfg.data.prompts_per_step * cfg.grpo.group_size
         max_len = cfg.rollout.max_model_len or cfg.rollout.max_input_tokens + cfg.rollout.max_new_tokens
         fraction = vllm_rollout_fraction(
             shape,
@@ -414,12 +413,12 @@ class ReferenceTrainer:
     def _benchmark_base(self) -> None:
         """Greedy base-model benchmark into ``eval/base.json`` (RNG states restored after)."""
         cfg = self.config
-        if self.step != 0 or not cfg.trainer.eval_mazes:
+        if self.step != 0 or not cfg.trainer.eval_rows:
             return
         prev = read_eval(self.paths, "base")
         if prev and prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
             return
-        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_mazes]
+        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_rows]
         states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
         try:
             with torch.no_grad(), self.model.disable_adapter():
@@ -672,7 +671,7 @@ class ReferenceTrainer:
     def _step(self) -> MetricRecord:
         cfg = self.config
         t0 = time.perf_counter()
-        rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
+        rows = [self.rows[i] for i in self.sampler.take(cfg.data.prompts_per_step)]
         if self.parallel is not None:  # every worker draws the same batch and rolls out its share of whole groups
             rows = self.parallel.share(rows)
         engine_s: dict[str, float] = {}
@@ -850,22 +849,3 @@ class ReferenceTrainer:
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)
-
-
-def main(config_path: str, *, fresh: bool = False) -> Path:
-    """Entry used by ``python -m hyperpod_rl.train``: read ``config.json`` and train."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
-    source = Path(config_path).resolve()
-    if source.name != "config.json":
-        raise ConfigError(f"--config must be a run directory's config.json, got {source}")
-    paths = RunPaths(source.parent)
-    config = read_config(paths)
-    run_dir = paths.root
-    if config.trainer.workers > 1:
-        from hyperpod_rl.train.workers import train_with_workers
-
-        adapter = train_with_workers(config, run_dir, fresh=fresh)
-    else:
-        adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
-    print(f"adapter written to {adapter}", flush=True)
-    return adapter

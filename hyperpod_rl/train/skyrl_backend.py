@@ -94,7 +94,7 @@ def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> d
 
     Raises:
         ConfigError: every row of a split is too long, or fewer train rows than
-            ``data.mazes_per_step`` are left.
+            ``data.prompts_per_step`` are left.
         TaskError: a dataset file is missing or unreadable, or lacks the run's task's columns.
     """
     import pyarrow.parquet as pq
@@ -113,10 +113,10 @@ def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> d
         rows = read_rows(source, required=required)
         result = filter_rows(rows, processor, limit, what=split)
         print(result.summary(split), flush=True)
-        if split == "train" and len(result.kept) < config.data.mazes_per_step:
+        if split == "train" and len(result.kept) < config.data.prompts_per_step:
             raise ConfigError(
-                f"{result.summary(split)}: {len(result.kept)} rows are left, fewer than data.mazes_per_step="
-                f"{config.data.mazes_per_step}; raise rollout.max_prompt_tokens or use smaller mazes"
+                f"{result.summary(split)}: {len(result.kept)} rows are left, fewer than data.prompts_per_step="
+                f"{config.data.prompts_per_step}; raise rollout.max_prompt_tokens or use smaller mazes"
             )
         target = out_dir / f"{split}.parquet"
         tmp = target.with_suffix(".parquet.tmp")

@@ -21,8 +21,8 @@ __all__ = ["ServePanel", "draw_path"]
 
 
 def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
-    """PNG bytes of a dataset row's maze with the agent's path (:func:`hyperpod_rl.maze.render_path`)."""
-    from hyperpod_rl.maze import Maze, RenderStyle, encode_png, render_path
+    """PNG bytes of a dataset row's maze with the agent's path (:func:`hyperpod_rl.tasks.maze.render_path`)."""
+    from hyperpod_rl.tasks.maze import Maze, RenderStyle, encode_png, render_path
 
     style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else None
     return encode_png(render_path(Maze.from_json(row["maze"]), cells, style))
@@ -188,7 +188,7 @@ class ServePanel(Panel):
             self.image.value = encode_png(task.render(row))
             self.answer_html.value = f"{escape(task.name)} item, stratum {escape(row.get('stratum'))}"
             return
-        from hyperpod_rl.maze import Maze
+        from hyperpod_rl.tasks.maze import Maze
 
         self.image.value = draw_path(row, [Maze.from_json(row["maze"]).start])
         self.answer_html.value = f"{row['rows']}x{row['cols']} maze, shortest path {row['shortest_path_length']} moves"

@@ -15,6 +15,9 @@ def test_default_task_is_the_maze_and_is_left_out_of_the_hash() -> None:
     cfg = RunConfig.build(BASE)
     assert (cfg.task.name, cfg.task.options, cfg.task.is_default) == ("maze", {}, True)
     payload = cfg.model_dump(mode="json", exclude={"run_id", "task"})
+    # renamed fields are hashed under their first names (config_hash), so hashes survive the rename
+    payload["data"]["mazes_per_step"] = payload["data"].pop("prompts_per_step")
+    payload["trainer"]["eval_mazes"] = payload["trainer"].pop("eval_rows")
     import hashlib
     import json
 

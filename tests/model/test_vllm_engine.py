@@ -17,11 +17,11 @@ from PIL import Image
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.lora import wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS, build_tiny_qwen3vl
 from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine, sampling_kwargs, to_action
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 from hyperpod_rl.train.grpo import engine_gap
 
 CPU, GPU = torch.device("cpu"), torch.device("cuda", 0)

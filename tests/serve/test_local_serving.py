@@ -16,8 +16,8 @@ import requests
 
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import clean_messages, read_rows
 from hyperpod_rl.serve.client import chat, maze_request, solve
+from hyperpod_rl.tasks.maze import clean_messages, read_rows
 
 pytestmark = pytest.mark.ray
 
@@ -116,7 +116,7 @@ def test_solve_plays_the_maze_like_in_process_evaluation(served):
 
 
 def test_solve_a_bare_maze(served):
-    from hyperpod_rl.maze import generate_maze
+    from hyperpod_rl.tasks.maze import generate_maze
 
     maze = generate_maze(3, 3, seed=1)
     result = solve(maze, served["url"], "maze", max_turns=2, env_config={"prompt_style": "terse"})
@@ -176,7 +176,7 @@ def _transparent_url(row: dict) -> str:
     import numpy as np
     from PIL import Image
 
-    from hyperpod_rl.maze import decode_image_part
+    from hyperpod_rl.tasks.maze import decode_image_part
 
     part = next(
         p for m in clean_messages(row["prompt"]) if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"

@@ -32,9 +32,9 @@ import pytest
 import torch
 
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.maze import read_rows
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.tasks.maze import read_rows
 from hyperpod_rl.train.reference import ReferenceTrainer
 from hyperpod_rl.train.skyrl_backend import _trainer_task, prepare_run
 from hyperpod_rl.train.skyrl_metrics import core_metric_names
@@ -166,7 +166,7 @@ def skyrl_run(reference_run, tiny_setup, tmp_path_factory):
         data={
             "train_path": str(tiny_setup["data"].train),
             "heldout_path": str(tiny_setup["data"].heldout),
-            "mazes_per_step": 2,
+            "prompts_per_step": 2,
         },
         trainer={"mini_batch_size": 2, "micro_batch_size": 4},
         # an absolute directory on "the cluster": the task's prompt filter loads its processor

@@ -12,9 +12,9 @@ from safetensors.torch import load_file
 
 from hyperpod_rl.errors import CheckpointError
 from hyperpod_rl.ledger import Ledger
-from hyperpod_rl.maze import write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.tasks.maze import write_parquet
 from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
 
 STEPS = 4
@@ -27,7 +27,7 @@ def _config(setup, tmp, run_id: str, **grpo):
     cfg = make_run_config(setup["opts"], run_id=run_id, model_path=setup["model_dir"], revision=setup["revision"], data=setup["data"])
     data = cfg.model_dump(mode="json")
     data["data"]["train_path"] = str(train)
-    data["trainer"].update(steps=STEPS, eval_mazes=4, torch_threads=1)
+    data["trainer"].update(steps=STEPS, eval_rows=4, torch_threads=1)
     data["checkpoint"].update(interval=1, keep=3)
     data["grpo"].update(grpo)
     return type(cfg).build(data)

@@ -265,14 +265,14 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch, tiny_set
     from skyrl.backends.skyrl_train.utils import ppo_utils
     from skyrl.train.config import SkyRLTrainConfig
 
-    from hyperpod_rl.maze.registry import ENV_CLASS
+    from hyperpod_rl.tasks.maze.registry import ENV_CLASS
     from hyperpod_rl.train.skyrl_backend import _trainer_task
 
     data = tiny_setup["data"]
     cfg = _config(
         tmp_path,
         model={"path": str(tiny_setup["model_dir"]), "revision": "rev-123"},
-        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": 2},
         grpo={"group_size": 8},
         trainer={"micro_batch_size": 2, "mini_batch_size": 2},
     )

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS
+from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS
 from hyperpod_rl.tasks.answer import extract_answer as _extract
 from hyperpod_rl.tasks.doc_read.document import Question
 
@@ -62,19 +62,7 @@ MAX_COMPLETION_CHARS: Final[int] = 16_384
 #: Longest text inside the answer block, in characters ("answer_too_long").
 MAX_ANSWER_CHARS: Final[int] = 256
 #: Violation codes, in the order they are checked.
-VIOLATIONS: Final[tuple[str, ...]] = (
-    "not_text",
-    "too_long",
-    "vision_token",
-    "no_answer",
-    "malformed_tags",
-    "unclosed_answer",
-    "nested_answer",
-    "multiple_answers",
-    "text_after_answer",
-    "answer_too_long",
-    "empty_answer",
-)
+VIOLATIONS: Final[tuple[str, ...]] = ENVELOPE_VIOLATIONS
 
 _QUOTES: Final[tuple[tuple[str, str], ...]] = (('"', '"'), ("'", "'"), ("`", "`"))
 

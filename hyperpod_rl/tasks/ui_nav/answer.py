@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS
+from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS
 from hyperpod_rl.tasks.answer import extract_answer as _extract
 from hyperpod_rl.tasks.ui_nav.app import LABEL_PATTERN, RESERVED_WORD_PATTERN, Action
 
@@ -47,17 +47,7 @@ MAX_ANSWER_CHARS: Final[int] = 256
 
 #: Violation codes, in the order they are checked.
 VIOLATIONS: Final[tuple[str, ...]] = (
-    "not_text",
-    "too_long",
-    "vision_token",
-    "no_answer",
-    "malformed_tags",
-    "unclosed_answer",
-    "nested_answer",
-    "multiple_answers",
-    "text_after_answer",
-    "answer_too_long",
-    "empty_answer",
+    *ENVELOPE_VIOLATIONS,
     "non_ascii",
     "multiple_actions",
     "unknown_action",

@@ -18,11 +18,11 @@ def test_doc_read_trains_a_few_steps_and_evaluates(tmp_path) -> None:
     opts = QuickstartOptions.build(
         task="doc_read",
         task_options={"qtypes": ["field.kind"], "max_image_tokens": 64},
-        train_mazes=24,
-        heldout_mazes=8,
+        train_rows=24,
+        heldout_rows=8,
         steps=2,
         group_size=4,
-        mazes_per_step=4,
+        prompts_per_step=4,
     )
     data = prepare_dataset(opts, tmp_path)
     assert data.spec["task"] == "doc_read"

@@ -20,7 +20,7 @@ import random
 from typing import Final, Literal, get_args
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import DELTAS, DIRECTIONS, OPEN_BITS, OPPOSITE, Cell, Maze, _check_side
+from hyperpod_rl.tasks.maze.grid import DELTAS, DIRECTIONS, OPEN_BITS, OPPOSITE, Cell, Maze, _check_side
 
 __all__ = ["ALGORITHMS", "Algorithm", "generate_maze"]
 

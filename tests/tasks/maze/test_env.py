@@ -6,7 +6,7 @@ import pytest
 import skyrl_gym
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.tasks.maze import (
     ENV_CLASS,
     REWARD_VERSION,
     Maze,
@@ -18,7 +18,7 @@ from hyperpod_rl.maze import (
     register_env,
     render_maze,
 )
-from hyperpod_rl.maze.reward import BLOCKED_PENALTY, FORMAT_PENALTY
+from hyperpod_rl.tasks.maze.reward import BLOCKED_PENALTY, FORMAT_PENALTY
 
 
 def _make(maze: Maze, **extras: object) -> MazeEnv:
@@ -31,7 +31,7 @@ def _make(maze: Maze, **extras: object) -> MazeEnv:
 def test_register_env_is_idempotent() -> None:
     register_env()
     register_env()
-    assert skyrl_gym.registry[ENV_CLASS].entry_point == "hyperpod_rl.maze.env:MazeEnv"
+    assert skyrl_gym.registry[ENV_CLASS].entry_point == "hyperpod_rl.tasks.maze.env:MazeEnv"
 
 
 def test_optimal_episode_reaches_goal_and_scores_max(corridor: Maze) -> None:
@@ -109,7 +109,7 @@ def test_aggregate_metrics() -> None:
     ("extras", "match"),
     [
         ({}, r"extras\['maze'\] is required"),
-        ({"max_turns": 0}, r"max_turns=0 must be >= 1"),
+        ({"max_turns": 0}, r"max_turns=0 must be an int >= 1 \(zero turns"),
         ({"mode": "chat"}, r"mode='chat' is not supported"),
         ({"observation": "audio"}, r"observation='audio'"),
         ({"render_style": {"cell_px": 2}}, r"invalid render_style:\n  render_style.cell_px: must be >= 8"),
@@ -133,8 +133,8 @@ def test_env_config_supplies_defaults(corridor: Maze) -> None:
 def test_terse_prompt_style_keeps_the_image_and_drops_the_instructions():
     import skyrl_gym
 
-    from hyperpod_rl.maze import ENV_CLASS, DatasetSpec, build_dataset, register_env
-    from hyperpod_rl.maze.messages import TERSE_TEXT
+    from hyperpod_rl.tasks.maze import ENV_CLASS, DatasetSpec, build_dataset, register_env
+    from hyperpod_rl.tasks.maze.messages import TERSE_TEXT
 
     rows = build_dataset(DatasetSpec(seed=1, sizes=((3, 3),), counts={"train": 4, "heldout": 2}, max_turns=3, prompt_style="terse"))[
         "train"

@@ -12,17 +12,12 @@ wheel, ``skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from PIL import Image
-
-from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze.grid import Cell, Maze
-from hyperpod_rl.maze.render import RenderStyle, render_png
 from hyperpod_rl.tasks.dataset import clean_messages
-from hyperpod_rl.tasks.vision import decode_image_part as _decode_image_part
-from hyperpod_rl.tasks.vision import flatten_alpha
+from hyperpod_rl.tasks.maze.grid import Cell, Maze
+from hyperpod_rl.tasks.maze.render import RenderStyle, render_png
+from hyperpod_rl.tasks.vision import decode_image_part, flatten_alpha
 
 __all__ = [
     "Mode",
@@ -64,23 +59,6 @@ def image_part(maze: Maze, agent: Cell | None = None, style: RenderStyle | None 
     """An ``image_url`` content part holding the PNG of the maze with the agent at ``agent``."""
     b64 = base64.b64encode(render_png(maze, agent, style)).decode("ascii")
     return {"type": "image_url", "image_url": {"url": _DATA_URI_PREFIX + b64}}
-
-
-def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
-    """Decode an image content part back to an RGB PIL image (transparency composited onto
-    white by :func:`hyperpod_rl.tasks.vision.flatten_alpha`): the maze's name for
-    :func:`hyperpod_rl.tasks.vision.decode_image_part`.
-
-    Accepts ``{"type": "image_url", "image_url": {"url": "data:image/...;base64,..."}}`` and
-    ``{"type": "image", "image": <PIL image | data URI | PNG bytes>}``.
-
-    Raises:
-        MazeError: if the part is not an image part or its data cannot be decoded.
-    """
-    try:
-        return _decode_image_part(part)
-    except TaskError as err:
-        raise MazeError(str(err)) from None
 
 
 def instructions(maze: Maze, mode: Mode, max_turns: int, *, style: RenderStyle | None = None, observation: Observation = "image") -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import ALGORITHMS, DIRECTIONS, Maze, generate_maze
+from hyperpod_rl.tasks.maze import ALGORITHMS, DIRECTIONS, Maze, generate_maze
 
 
 def _edges(maze: Maze) -> int:

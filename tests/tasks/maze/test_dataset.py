@@ -12,7 +12,7 @@ import pytest
 import skyrl_gym
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.tasks.maze import (
     ENV_CLASS,
     REWARD_VERSION,
     DatasetSpec,
@@ -81,7 +81,7 @@ def test_parquet_round_trip_and_env_from_row(dataset: dict[str, list[dict]], tmp
 
 
 _BUILD_SCRIPT = (
-    "import sys, hashlib; from hyperpod_rl.maze import DatasetSpec, build_dataset, write_parquet\n"
+    "import sys, hashlib; from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset, write_parquet\n"
     "ds = build_dataset(DatasetSpec(seed=7, sizes=[(4, 4), (5, 5)], counts={'train': 40, 'heldout': 12, 'ood': 6}))\n"
     "print(write_parquet(ds['train'], sys.argv[1]))\n"
     "print(hashlib.sha256(''.join(r['layout_hash'] for s in ds.values() for r in s).encode()).hexdigest())\n"
@@ -89,7 +89,7 @@ _BUILD_SCRIPT = (
 
 
 def test_same_seed_same_hashes_and_png_bytes_across_processes(dataset: dict[str, list[dict]], tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     out = subprocess.run(
         [sys.executable, "-c", _BUILD_SCRIPT, str(tmp_path / "other.parquet")],
         capture_output=True,

@@ -1,4 +1,4 @@
-"""hyperpod_rl.maze sits on the task API: only hyperpod_rl.tasks, .errors and .base from the package; no Ray, torch or skyrl-gym at import time."""
+"""hyperpod_rl.tasks.maze sits on the task API: only hyperpod_rl.tasks, .errors and .base from the package; no Ray, torch or skyrl-gym at import time."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import hyperpod_rl.maze
+import hyperpod_rl.tasks.maze
 
-ROOT = Path(__file__).resolve().parents[2]
-MAZE = ROOT / "hyperpod_rl" / "maze"
+ROOT = Path(__file__).resolve().parents[3]
+MAZE = ROOT / "hyperpod_rl" / "tasks" / "maze"
 FORBIDDEN_ROOTS = {"torch", "ray", "transformers", "peft", "vllm", "typer", "ipywidgets", "kubernetes"}
 
 
@@ -33,7 +33,7 @@ def test_maze_modules_import_only_the_task_api_and_errors_from_the_package() -> 
                 allowed = (
                     name in ("hyperpod_rl.errors", "hyperpod_rl.base")
                     or name == "hyperpod_rl.tasks"
-                    or name.startswith(("hyperpod_rl.maze", "hyperpod_rl.tasks."))
+                    or name.startswith(("hyperpod_rl.tasks.maze", "hyperpod_rl.tasks."))
                 )
                 assert allowed, (path.name, name)
             assert name.split(".")[0] not in FORBIDDEN_ROOTS, (path.name, name)
@@ -43,7 +43,7 @@ def test_import_does_not_load_heavy_frameworks() -> None:
     """The task and the planner import without torch, Ray, transformers or skyrl-gym (the GPU
     harness runs the planner on a machine that has none of Ray or skyrl-gym)."""
     code = (
-        "import sys, hyperpod_rl.maze, hyperpod_rl.plan, hyperpod_rl.tasks; hyperpod_rl.maze.build_dataset; "
+        "import sys, hyperpod_rl.tasks.maze, hyperpod_rl.plan, hyperpod_rl.tasks; hyperpod_rl.tasks.maze.build_dataset; "
         "hyperpod_rl.tasks.get_task('maze').build_dataset; "
         "print(sorted(m for m in ('torch', 'ray', 'transformers', 'skyrl_gym') if m in sys.modules))"
     )
@@ -59,6 +59,6 @@ def test_import_does_not_load_heavy_frameworks() -> None:
 
 
 def test_public_names_are_exported() -> None:
-    assert hyperpod_rl.maze.__all__ == sorted(hyperpod_rl.maze.__all__, key=lambda n: (not n.isupper(), n))
-    for name in hyperpod_rl.maze.__all__:
-        assert hasattr(hyperpod_rl.maze, name), name
+    assert hyperpod_rl.tasks.maze.__all__ == sorted(hyperpod_rl.tasks.maze.__all__, key=lambda n: (not n.isupper(), n))
+    for name in hyperpod_rl.tasks.maze.__all__:
+        assert hasattr(hyperpod_rl.tasks.maze, name), name

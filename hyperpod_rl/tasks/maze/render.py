@@ -1,4 +1,4 @@
-"""Render a :class:`~hyperpod_rl.maze.grid.Maze` as a PIL image, and size it in vision tokens.
+"""Render a :class:`~hyperpod_rl.tasks.maze.grid.Maze` as a PIL image, and size it in vision tokens.
 
 Geometry (pixels): every cell takes a ``cell_px`` x ``cell_px`` pitch that includes one
 ``wall_px`` wall on its top and left side; the closing walls at the bottom/right add
@@ -23,11 +23,10 @@ from typing import Final, Literal
 from PIL import Image, ImageDraw
 from pydantic import Field, model_validator
 
-from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze._model import MazeModel
-from hyperpod_rl.maze.grid import OPEN_BITS, Cell, Maze
-from hyperpod_rl.tasks import vision as _vision
-from hyperpod_rl.tasks.vision import encode_png
+from hyperpod_rl.errors import MazeError
+from hyperpod_rl.tasks.maze._model import MazeModel
+from hyperpod_rl.tasks.maze.grid import OPEN_BITS, Cell, Maze
+from hyperpod_rl.tasks.vision import encode_png, image_token_count
 
 __all__ = [
     "render_path",
@@ -81,7 +80,7 @@ class RenderStyle(MazeModel):
     wall_px: int = Field(default=6, ge=1, le=42)
     """Wall thickness in pixels (1..cell_px/3); thick walls keep them visible to a small, randomly initialised vision tower."""
     theme: Theme = "classic"
-    """Colour theme, one of hyperpod_rl.maze.render.THEMES."""
+    """Colour theme, one of hyperpod_rl.tasks.maze.render.THEMES."""
     floor: RGB | None = None
     """Optional RGB override of the theme's floor colour, e.g. [255, 255, 255]."""
     wall: RGB | None = None
@@ -133,54 +132,6 @@ def image_size_px(rows: int, cols: int, style: RenderStyle | None = None) -> tup
     w = cols * s.cell_px + s.wall_px
     h = rows * s.cell_px + s.wall_px
     return (-(-w // m) * m, -(-h // m) * m)
-
-
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """qwen-vl-utils ``smart_resize`` rules (qwen_vl_utils/vision_process.py, v0.0.14), re-derived.
-
-    Sides are rounded to the nearest multiple of ``factor`` (at least ``factor``); if the area then
-    exceeds ``max_pixels`` both sides shrink by sqrt(area / max_pixels) and are floored to the
-    factor; if it is below ``min_pixels`` they grow and are ceiled. Python's round() is banker's
-    rounding, as upstream. The one implementation is :func:`hyperpod_rl.tasks.vision.smart_resize`
-    (shared by every task); here its errors are :class:`MazeError`.
-    """
-    try:
-        return _vision.smart_resize(height, width, factor, min_pixels, max_pixels)
-    except TaskError as err:
-        raise MazeError(str(err)) from None
-
-
-def image_token_count(
-    width_px: int,
-    height_px: int,
-    *,
-    patch: int = 16,
-    merge: int = 2,
-    min_pixels: int | None = None,
-    max_pixels: int | None = None,
-) -> int:
-    """Vision tokens a Qwen-VL model spends on one image of this size.
-
-    The image is first resized by qwen-vl-utils' ``smart_resize`` rules with
-    ``factor = patch * merge``; the model then emits one token per merged patch:
-    ``(h / factor) * (w / factor)``. (qwen-vl-utils itself is not imported: it pulls in
-    torch and torchvision; ``tests/maze`` checks these rules against its source.) The one
-    implementation is :func:`hyperpod_rl.tasks.vision.image_token_count`.
-
-    Args:
-        width_px, height_px: Image size in pixels (>= 1).
-        patch: Vision patch size in pixels (Qwen3-VL: 16; Qwen2.5-VL: 14).
-        merge: Spatial merge size (2 for Qwen-VL).
-        min_pixels, max_pixels: Pixel-area bounds; default to qwen-vl-utils' defaults
-            (4 and 16384 tokens' worth of area for this factor).
-
-    Raises:
-        MazeError: on non-positive sizes, min_pixels > max_pixels or an aspect ratio >= 200.
-    """
-    try:
-        return _vision.image_token_count(width_px, height_px, patch=patch, merge=merge, min_pixels=min_pixels, max_pixels=max_pixels)
-    except TaskError as err:
-        raise MazeError(str(err)) from None
 
 
 def fit_style(rows: int, cols: int, style: RenderStyle, *, max_image_tokens: int, patch: int = 16, merge: int = 2) -> RenderStyle:

@@ -6,7 +6,7 @@ here. Terms (per move, both modes):
 * valid move:   ``PROGRESS_PER_CELL * (d_before - d_after) - STEP_COST``, plus
   ``SUCCESS_BONUS`` on the move that reaches the goal. ``d`` is the BFS distance to the goal.
 * blocked move (into a wall): ``-BLOCKED_PENALTY``; the agent stays.
-* format violation (see :mod:`hyperpod_rl.maze.answer`): ``-FORMAT_PENALTY``; the agent stays.
+* format violation (see :mod:`hyperpod_rl.tasks.maze.answer`): ``-FORMAT_PENALTY``; the agent stays.
 * plan mode only: each move after the goal was reached costs ``-OVERSHOOT_PENALTY`` (the
   agent stays on the goal); a plan's total is floored at ``PLAN_REWARD_FLOOR``.
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.answer import parse_answer
-from hyperpod_rl.maze.grid import Cell, Maze
+from hyperpod_rl.tasks.maze.answer import parse_answer
+from hyperpod_rl.tasks.maze.grid import Cell, Maze
 
 __all__ = [
     "aggregate_metrics",
@@ -74,7 +74,7 @@ class MoveOutcome:
         optimal: The move is in ``maze.optimal_moves(cell_before)``.
         distance_before, distance_after: BFS distances to the goal, in moves.
         solved: The agent is on the goal after this move.
-        violation: Violation code from :data:`hyperpod_rl.maze.answer.VIOLATIONS`, or None.
+        violation: Violation code from :data:`hyperpod_rl.tasks.maze.answer.VIOLATIONS`, or None.
     """
 
     reward: float
@@ -182,7 +182,7 @@ def step_reward_bounds() -> tuple[float, float]:
 def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: Cell | None = None) -> float:
     """Reward of one completion: a step-mode turn or a whole plan, from ``agent`` (default start).
 
-    This is the reference reward function of the audit (:func:`hyperpod_rl.maze.audit.run_audit`);
+    This is the reference reward function of the audit (:func:`hyperpod_rl.tasks.maze.audit.run_audit`);
     a user-supplied function must have the same signature.
 
     Raises:

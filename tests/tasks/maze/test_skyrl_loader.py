@@ -35,7 +35,7 @@ def test_prompt_dataset_loads_rows_and_env_runs(tmp_path: Path, tokenizer, monke
     import skyrl_gym
     from skyrl.train.dataset.dataset import PromptDataset
 
-    from hyperpod_rl.maze import ENV_CLASS, DatasetSpec, Maze, build_dataset, register_env, write_parquet
+    from hyperpod_rl.tasks.maze import ENV_CLASS, DatasetSpec, Maze, build_dataset, register_env, write_parquet
 
     rows = build_dataset(DatasetSpec(seed=3, counts={"train": 6}))["train"]
     path = tmp_path / "train.parquet"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import Maze, score_completion
-from hyperpod_rl.maze.audit import AUDIT_CASES, AUDIT_MAZES, load_reward_fn, run_audit
+from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.maze import Maze, score_completion
+from hyperpod_rl.tasks.maze.audit import AUDIT_CASES, AUDIT_MAZES, load_reward_fn, run_audit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cli_app():
@@ -66,13 +66,13 @@ def test_run_audit_reports_every_disagreement() -> None:
 
 
 def test_load_reward_fn_errors() -> None:
-    assert load_reward_fn("hyperpod_rl.maze.reward:score_completion") is score_completion
-    with pytest.raises(MazeError, match="must look like 'package.module:function'"):
+    assert load_reward_fn("hyperpod_rl.tasks.maze.reward:score_completion") is score_completion
+    with pytest.raises(TaskError, match="must look like 'package.module:function'"):
         load_reward_fn("no_colon")
-    with pytest.raises(MazeError, match="cannot be imported"):
+    with pytest.raises(TaskError, match="cannot be imported"):
         load_reward_fn("not_a_module_xyz:fn")
-    with pytest.raises(MazeError, match="has no callable 'nope'"):
-        load_reward_fn("hyperpod_rl.maze.reward:nope")
+    with pytest.raises(TaskError, match="has no callable 'nope'"):
+        load_reward_fn("hyperpod_rl.tasks.maze.reward:nope")
 
 
 def test_cli_audit_builtin_and_user_function(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -102,3 +102,13 @@ def test_cli_build_and_show(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "DatasetSpec.sizes" in bad.output
     shown = runner.invoke(app, ["show", "--rows", "3", "--cols", "4", "--png", str(tmp_path / "m.png")])
     assert shown.exit_code == 0 and "layout hash" in shown.output and (tmp_path / "m.png").is_file()
+
+
+def test_the_maze_audit_uses_the_shared_runner_and_report() -> None:
+    """One audit runner and report for every task (hyperpod_rl.tasks.audit), none of the maze's own."""
+    import hyperpod_rl.tasks.audit as shared
+    import hyperpod_rl.tasks.maze.audit as maze_audit
+
+    assert maze_audit.AuditReport is shared.AuditReport and maze_audit.Disagreement is shared.Disagreement
+    report = run_audit(lambda *a, **k: 0.0)
+    assert isinstance(report, shared.AuditReport) and report.task == "maze" and not report.passed

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.maze.grid import DIRECTIONS
-from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS, extract_answer
+from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS, extract_answer
+from hyperpod_rl.tasks.maze.grid import DIRECTIONS
 
 __all__ = [
     "END_TOKENS",
@@ -35,17 +35,7 @@ MAX_ANSWER_CHARS: Final[int] = 2_048
 
 #: Violation codes, in the order they are checked.
 VIOLATIONS: Final[tuple[str, ...]] = (
-    "not_text",
-    "too_long",
-    "vision_token",
-    "no_answer",
-    "malformed_tags",
-    "unclosed_answer",
-    "nested_answer",
-    "multiple_answers",
-    "text_after_answer",
-    "answer_too_long",
-    "empty_answer",
+    *ENVELOPE_VIOLATIONS,
     "non_ascii",
     "unknown_move",
     "too_many_moves",

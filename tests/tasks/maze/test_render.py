@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import ast
 import base64
 import hashlib
-import importlib.util
 import io
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +12,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.errors import MazeError, TaskError
+from hyperpod_rl.tasks.maze import (
     Maze,
     RenderStyle,
     decode_image_part,
@@ -28,7 +25,8 @@ from hyperpod_rl.maze import (
     render_maze,
     render_png,
 )
-from hyperpod_rl.maze.render import THEMES, encode_png
+from hyperpod_rl.tasks.maze.render import THEMES, encode_png
+from tests.tasks.upstream import upstream_smart_resize as _upstream_smart_resize
 
 
 def _centre(maze: Maze, cell: tuple[int, int], style: RenderStyle, img: Image.Image) -> tuple[int, int]:
@@ -95,14 +93,14 @@ def test_walls_are_drawn_where_the_layout_has_them(corridor: Maze) -> None:
 
 
 _PNG_SCRIPT = (
-    "import hashlib; from hyperpod_rl.maze import generate_maze, render_png\n"
+    "import hashlib; from hyperpod_rl.tasks.maze import generate_maze, render_png\n"
     "m = generate_maze(6, 6, seed=9, algorithm='prim', braid=0.5)\n"
     "print(m.layout_hash(), hashlib.sha256(render_png(m, (1, 1))).hexdigest())\n"
 )
 
 
 def test_png_bytes_identical_across_processes() -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     out = subprocess.run(
         [sys.executable, "-c", _PNG_SCRIPT],
         capture_output=True,
@@ -146,7 +144,7 @@ def test_image_part_round_trip() -> None:
     ],
 )
 def test_decode_image_part_errors(part: dict, match: str) -> None:
-    with pytest.raises(MazeError, match=match):
+    with pytest.raises(TaskError, match=match):
         decode_image_part(part)
 
 
@@ -156,31 +154,10 @@ def test_token_count_resize_rules() -> None:
     assert image_token_count(10, 10) == 4  # below min_pixels: grows to 64x64
     assert image_token_count(4000, 4000, max_pixels=1024 * 1024) <= 1024
     assert image_token_count(160, 160, min_pixels=65536) == 64  # Qwen3-VL hub processor's shortest_edge
-    with pytest.raises(MazeError, match="min_pixels=.* must be <= max_pixels"):
+    with pytest.raises(TaskError, match="min_pixels=.* must be <= max_pixels"):
         image_token_count(160, 160, min_pixels=10, max_pixels=5)
-    with pytest.raises(MazeError, match="aspect ratio"):
+    with pytest.raises(TaskError, match="aspect ratio"):
         image_token_count(10_000, 10)
-
-
-def _upstream_smart_resize():
-    """Load qwen-vl-utils' own smart_resize from its source without importing torch/torchvision."""
-    spec = importlib.util.find_spec("qwen_vl_utils")  # a hard dependency (pyproject.toml)
-    assert spec is not None and spec.submodule_search_locations, "qwen-vl-utils is a dependency: reinstall the package"
-    source = Path(next(iter(spec.submodule_search_locations))) / "vision_process.py"
-    tree = ast.parse(source.read_text())
-    keep = {"round_by_factor", "ceil_by_factor", "floor_by_factor", "smart_resize"}
-    body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in keep]
-    body += [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
-    ns: dict = {"math": math, "Optional": object, "Tuple": object, "os": __import__("os")}
-    exec(
-        compile(
-            ast.Module(body=sorted(body, key=lambda n: isinstance(n, ast.FunctionDef)), type_ignores=[]),
-            str(source),
-            "exec",
-        ),
-        ns,
-    )
-    return ns["smart_resize"]
 
 
 def test_token_count_agrees_with_qwen_vl_utils_source() -> None:
@@ -218,8 +195,8 @@ def test_render_style_errors_name_the_field(kwargs: dict, match: str) -> None:
 
 
 def test_prompt_legend_matches_the_theme() -> None:
-    from hyperpod_rl.maze import build_prompt
-    from hyperpod_rl.maze.render import THEME_WORDS
+    from hyperpod_rl.tasks.maze import build_prompt
+    from hyperpod_rl.tasks.maze.render import THEME_WORDS
 
     assert set(THEME_WORDS) == set(THEMES)
     maze = generate_maze(4, 4, seed=1)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hyperpod_rl.maze import ALGORITHMS, DIRECTIONS, Maze, generate_maze, max_return, score_plan, score_step
-from hyperpod_rl.maze.reward import PLAN_REWARD_FLOOR, step_reward_bounds
+from hyperpod_rl.tasks.maze import ALGORITHMS, DIRECTIONS, Maze, generate_maze, max_return, score_plan, score_step
+from hyperpod_rl.tasks.maze.reward import PLAN_REWARD_FLOOR, step_reward_bounds
 
 mazes = st.builds(
     generate_maze,

@@ -5,21 +5,21 @@ every other column reaches the env as ``extras``; ``data_source`` keys eval metr
 
 ============================ =============================================================
 ``prompt``                   system message + first user message (start image, instructions)
-``env_class``                :data:`~hyperpod_rl.maze.registry.ENV_CLASS`
+``env_class``                :data:`~hyperpod_rl.tasks.maze.registry.ENV_CLASS`
 ``data_source``              ``"{spec.data_source}/{split}"``
 ``maze``                     :meth:`Maze.to_json` text
 ``layout_hash``              :meth:`Maze.layout_hash` (unique across all splits; checked)
 ``rows``, ``cols``           grid size in cells
 ``shortest_path_length``     BFS moves from start to goal
 ``num_turns``                direction changes along the canonical shortest path
-``stratum``                  :func:`~hyperpod_rl.maze.strata.stratum_of` label
+``stratum``                  :func:`~hyperpod_rl.tasks.maze.strata.stratum_of` label
 ``split``                    ``train`` / ``heldout`` / ``ood``
 ``mode``, ``max_turns``      env settings (plan mode: ``max_turns`` 1)
 ``observation``              ``image`` / ``text`` / ``both``
 ``render_style``             :class:`RenderStyle` JSON (cell size shrunk to fit the token cap)
 ``image_tokens``             vision tokens per image (0 for text observations), <= the cap
 ``algorithm``, ``braid``     generator settings; ``seed``: the maze's seed
-``reward_version``           :data:`~hyperpod_rl.maze.reward.REWARD_VERSION`
+``reward_version``           :data:`~hyperpod_rl.tasks.maze.reward.REWARD_VERSION`
 ============================ =============================================================
 
 Splits: ``train`` and ``heldout`` come from the same distribution (``sizes``, ``mix``) with
@@ -30,24 +30,24 @@ path (or ``ood_min_path_length``). Same spec -> same hashes and identical PNG by
 from __future__ import annotations
 
 import hashlib
-import math
 import random
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, NotRequired, TypedDict, cast
 
 from pydantic import Field, field_validator, model_validator
 
-from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze._model import MazeModel
-from hyperpod_rl.maze.generate import ALGORITHMS, Algorithm, generate_maze
-from hyperpod_rl.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
-from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt
-from hyperpod_rl.maze.registry import ENV_CLASS
-from hyperpod_rl.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
-from hyperpod_rl.maze.reward import REWARD_VERSION
-from hyperpod_rl.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, matches, stratum_of
+from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks import dataset as _shared
+from hyperpod_rl.tasks.dataset import check_weights, quotas, take_quota, write_parquet
+from hyperpod_rl.tasks.maze._model import MazeModel
+from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
+from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
+from hyperpod_rl.tasks.maze.messages import Mode, Observation, PromptStyle, build_prompt
+from hyperpod_rl.tasks.maze.registry import ENV_CLASS
+from hyperpod_rl.tasks.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION
+from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, stratum_of
+from hyperpod_rl.tasks.protocol import check_counts
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 
@@ -142,24 +142,12 @@ class DatasetSpec(MazeModel):
     @field_validator("counts")
     @classmethod
     def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = sorted(set(v) - set(SPLITS))
-        if bad:
-            raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
-        if any(n < 0 for n in v.values()):
-            raise ValueError("row counts must be >= 0")
-        if sum(v.values()) == 0:
-            raise ValueError("at least one split needs rows")
-        return v
+        return check_counts(v)
 
     @field_validator("algorithms")
     @classmethod
     def _algorithms(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = sorted(set(v) - set(ALGORITHMS))
-        if bad:
-            raise ValueError(f"unknown algorithm(s) {bad}; use {list(ALGORITHMS)}")
-        if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
-            raise ValueError("weights must be >= 0 with a positive sum")
-        return v
+        return check_weights(v, ALGORITHMS, "algorithm")
 
     @field_validator("mix")
     @classmethod
@@ -184,19 +172,6 @@ class DatasetSpec(MazeModel):
         if self.min_path_length > longest:
             raise ValueError(f"min_path_length={self.min_path_length} exceeds the longest possible path ({longest}) in sizes")
         return self
-
-
-def _quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
-    """Split ``count`` rows over mix keys by largest remainder (deterministic tie order)."""
-    if not mix:
-        return {"": count}
-    total = sum(mix.values())
-    exact = {k: count * w / total for k, w in mix.items()}
-    out = {k: math.floor(x) for k, x in exact.items()}
-    rest = count - sum(out.values())
-    for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[:rest]:
-        out[k] += 1
-    return out
 
 
 def _candidate(spec: DatasetSpec, split: str, index: int, sizes: tuple[tuple[int, int], ...]) -> tuple[Maze, str, int]:
@@ -243,8 +218,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
     count = spec.counts.get(split, 0)
     in_dist = split != "ood"
     sizes = spec.sizes if in_dist else spec.ood_sizes
-    quotas = _quotas(count, spec.mix if in_dist else None)
-    need = dict(quotas)
+    need = quotas(count, spec.mix if in_dist else None)
     rows: list[MazeRow] = []
     attempts, last_accept = _ATTEMPTS_PER_ROW * count + 1000, 0
     for index in range(attempts):
@@ -257,12 +231,9 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
         if h in seen:
             continue
         stratum = stratum_of(maze, path_bins=spec.path_bins, turn_bins=spec.turn_bins)
-        open_keys = [k for k, n in need.items() if n > 0 and matches(k, stratum)]
-        if not open_keys:
+        if not take_quota(need, stratum):
             continue
         last_accept = index
-        key = max(open_keys, key=lambda k: (need[k], k))
-        need[key] -= 1
         seen.add(h)
         rows.append(_row(spec, maze, split, stratum, algorithm, seed))
     if len(rows) < count:
@@ -303,26 +274,11 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[MazeRow]]:
     return out
 
 
-def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | Path) -> str:
-    """Write rows to one parquet file (created with parent folders).
-
-    Returns:
-        sha256 hex digest of the file bytes (deterministic for a given pyarrow version).
-
-    Raises:
-        MazeError: if there are no rows.
-    """
-    try:
-        return _shared.write_parquet(rows, path)
-    except TaskError as err:
-        raise MazeError(str(err)) from None
-
-
 def read_rows(path: str | Path) -> list[MazeRow]:
     """Read dataset rows written by :func:`write_parquet` (the one reader of maze datasets).
 
     Parquet stores every chat part with every part key, so the ``None`` keys it adds are dropped
-    from ``prompt`` (:func:`~hyperpod_rl.maze.messages.clean_messages`): the rows come back as
+    from ``prompt`` (:func:`~hyperpod_rl.tasks.maze.messages.clean_messages`): the rows come back as
     they were written.
 
     Args:
@@ -335,7 +291,4 @@ def read_rows(path: str | Path) -> list[MazeRow]:
         MazeError: the file does not exist, is not parquet, or lacks the columns every row
             needs (``prompt``, ``env_class``, ``maze``, ``layout_hash``).
     """
-    try:
-        return cast("list[MazeRow]", _shared.read_rows(path, required=_REQUIRED_COLUMNS))
-    except TaskError as err:
-        raise MazeError(str(err)) from None
+    return cast("list[MazeRow]", _shared.read_rows(path, required=_REQUIRED_COLUMNS))

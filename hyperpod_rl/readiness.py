@@ -22,7 +22,6 @@ import html
 import json
 import os
 import sys
-import types
 import uuid
 from pathlib import Path
 from typing import Any
@@ -403,13 +402,3 @@ def doctor(
     )  # a HyperPod cluster is in play: its jobs must read the run directory
     checks += [_storage(hyperpod=hyperpod), _local_cluster()]
     return DoctorReport(checks)
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``hyperpod_rl.doctor()`` work after ``import hyperpod_rl.doctor`` bound the name to this module."""
-
-    def __call__(self, **kwargs: Any) -> DoctorReport:
-        return doctor(**kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_rl.maze import AUDIT_CASES, REWARD_VERSION, VIOLATIONS, answer, reward
+from hyperpod_rl.tasks.maze import AUDIT_CASES, REWARD_VERSION, VIOLATIONS, answer, reward
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "maze-task.md").read_text()
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "maze-task.md").read_text()
 
 
 def test_version_is_stated() -> None:

@@ -1,26 +1,24 @@
 """The reward audit: adversarial completions, each with the reward the spec says it must get.
 
 Every expected value is written out by hand from the constants of reward spec
-:data:`~hyperpod_rl.maze.reward.REWARD_VERSION` 1.0 (``docs/maze-task.md``): a closer move
+:data:`~hyperpod_rl.tasks.maze.reward.REWARD_VERSION` 1.0 (``docs/maze-task.md``): a closer move
 0.09, a move away -0.11, the goal move 1.09, a blocked move -0.1, a format violation -0.2,
 each plan move after the goal -0.1, plans floored at -1.0.
 
 Run it on the built-in reward (``run_audit()``), on any function with the signature of
-:func:`~hyperpod_rl.maze.reward.score_completion` (``run_audit(my_fn)``), or from the shell:
+:func:`~hyperpod_rl.tasks.maze.reward.score_completion` (``run_audit(my_fn)``), or from the shell:
 ``hyperpod-rl maze audit [--reward-fn package.module:function]``.
 """
 
 from __future__ import annotations
 
-import importlib
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
-from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Cell, Maze
-from hyperpod_rl.maze.reward import REWARD_VERSION, score_completion
+from hyperpod_rl.tasks.audit import AuditReport, Disagreement, audit_table, load_reward_fn
+from hyperpod_rl.tasks.maze.grid import Cell, Maze
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, score_completion
 
 __all__ = [
     "AUDIT_CASES",
@@ -195,47 +193,12 @@ AUDIT_CASES: Final[tuple[AuditCase, ...]] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    """A case where the reward function under test differs from the table.
-
-    Attributes:
-        case: The audit case.
-        got: The reward returned, or None if the function raised.
-        error: ``"ExceptionType: message"`` when the function raised, else None.
-    """
-
-    case: AuditCase
-    got: float | None
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditReport:
-    """Outcome of :func:`run_audit`.
-
-    Attributes:
-        reward_version: Spec version the table encodes.
-        total: Number of cases run.
-        disagreements: Every case whose reward differs by more than the tolerance.
-    """
-
-    reward_version: str
-    total: int
-    disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
-
-    @property
-    def passed(self) -> bool:
-        """True when the function agrees with every case."""
-        return not self.disagreements
-
-
 def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-6) -> AuditReport:
     """Run every :data:`AUDIT_CASES` row through ``reward_fn`` and collect disagreements.
 
     Args:
         reward_fn: ``fn(completion, maze, *, mode, agent) -> float``; default
-            :func:`~hyperpod_rl.maze.reward.score_completion`.
+            :func:`~hyperpod_rl.tasks.maze.reward.score_completion`.
         tolerance: Largest accepted absolute difference.
 
     Returns:
@@ -243,36 +206,9 @@ def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-6) -> 
         reported as disagreements, never re-raised.
     """
     fn = score_completion if reward_fn is None else reward_fn
-    bad: list[Disagreement] = []
-    for case in AUDIT_CASES:
+
+    def score(case: AuditCase) -> Any:
         maze = AUDIT_MAZES[case.maze]
-        agent = maze.start if case.agent is None else case.agent
-        try:
-            got: Any = fn(case.completion, maze, mode=case.mode, agent=agent)
-            value = float(got)
-        except Exception as e:  # noqa: BLE001 - a user function may raise anything; it is reported, not hidden
-            bad.append(Disagreement(case, None, f"{type(e).__name__}: {e}"))
-            continue
-        if not math.isfinite(value) or abs(value - case.expected) > tolerance:
-            bad.append(Disagreement(case, value))
-    return AuditReport(REWARD_VERSION, len(AUDIT_CASES), tuple(bad))
+        return fn(case.completion, maze, mode=case.mode, agent=maze.start if case.agent is None else case.agent)
 
-
-def load_reward_fn(spec: str) -> RewardFn:
-    """Import ``"package.module:function"`` and return the function.
-
-    Raises:
-        MazeError: if the spec has no ``:``, the module cannot be imported, or the attribute
-            is missing or not callable.
-    """
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise MazeError(f"reward_fn={spec!r} must look like 'package.module:function'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise MazeError(f"reward_fn module {module_name!r} cannot be imported: {e}") from e
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise MazeError(f"reward_fn: {module_name!r} has no callable {attr!r}")
-    return fn
+    return audit_table("maze", REWARD_VERSION, AUDIT_CASES, score, tolerance=tolerance)

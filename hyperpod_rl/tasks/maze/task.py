@@ -2,7 +2,7 @@
 
 A thin adapter: every member delegates to the maze modules that already existed (generate, grid,
 strata, render, messages, answer, reward, env, audit, dataset), so the maze behaves exactly as
-before. Options are :class:`~hyperpod_rl.maze.dataset.DatasetSpec` (errors: :class:`MazeError`).
+before. Options are :class:`~hyperpod_rl.tasks.maze.dataset.DatasetSpec` (errors: :class:`MazeError`).
 States (``state`` arguments) are ``{"agent": [row, col]}``; the mode comes from the row's ``mode``.
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
 
-from hyperpod_rl.maze.answer import parse_answer
-from hyperpod_rl.maze.audit import AUDIT_CASES, AUDIT_MAZES
-from hyperpod_rl.maze.dataset import DatasetSpec, build_dataset
-from hyperpod_rl.maze.grid import DIRECTIONS, Cell, Maze, default_max_turns
-from hyperpod_rl.maze.messages import Mode, Observation, PromptStyle, build_prompt
-from hyperpod_rl.maze.registry import ENTRY_POINT, ENV_CLASS
-from hyperpod_rl.maze.render import RenderStyle, render_maze
-from hyperpod_rl.maze.reward import REWARD_VERSION, aggregate_metrics, score_completion
+from hyperpod_rl.tasks.maze.answer import parse_answer
+from hyperpod_rl.tasks.maze.audit import AUDIT_CASES, AUDIT_MAZES
+from hyperpod_rl.tasks.maze.dataset import DatasetSpec, build_dataset
+from hyperpod_rl.tasks.maze.grid import DIRECTIONS, Cell, Maze, default_max_turns
+from hyperpod_rl.tasks.maze.messages import Mode, Observation, PromptStyle, build_prompt
+from hyperpod_rl.tasks.maze.registry import ENTRY_POINT, ENV_CLASS
+from hyperpod_rl.tasks.maze.render import RenderStyle, render_maze
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, aggregate_metrics, score_completion
 from hyperpod_rl.tasks.protocol import AuditCase, Row, TaskBase
 
 if TYPE_CHECKING:
@@ -80,17 +80,17 @@ class MazeTask(TaskBase):
     invalid_metric: ClassVar[str | None] = "invalid_move_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
-        """:func:`hyperpod_rl.maze.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
+        """:func:`hyperpod_rl.tasks.maze.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
         spec = options if isinstance(options, DatasetSpec) else DatasetSpec.build(options)
         return cast("dict[str, list[Row]]", build_dataset(spec))
 
     def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:
-        """:func:`hyperpod_rl.maze.render.render_maze` with the row's style and the agent at ``state``."""
+        """:func:`hyperpod_rl.tasks.maze.render.render_maze` with the row's style and the agent at ``state``."""
         maze = maze_of(row)
         return render_maze(maze, _agent(maze, state), _style(row))
 
     def build_prompt(self, row: Mapping[str, Any], *, prompt_style: str | None = None, observation: str = "image") -> list[dict[str, Any]]:
-        """:func:`hyperpod_rl.maze.messages.build_prompt` with the row's mode, turn limit and style."""
+        """:func:`hyperpod_rl.tasks.maze.messages.build_prompt` with the row's mode, turn limit and style."""
         maze = maze_of(row)
         mode = str(row.get("mode") or "step")
         max_turns = 1 if mode == "plan" else int(row.get("max_turns") or default_max_turns(maze))
@@ -104,21 +104,21 @@ class MazeTask(TaskBase):
         )
 
     def parse_answer(self, text: str) -> Any:
-        """:func:`hyperpod_rl.maze.answer.parse_answer` (``.moves``, ``.violation``)."""
+        """:func:`hyperpod_rl.tasks.maze.answer.parse_answer` (``.moves``, ``.violation``)."""
         return parse_answer(text)
 
     def score(self, row: Mapping[str, Any], completion: str, state: Mapping[str, Any] | None = None) -> float:
-        """:func:`hyperpod_rl.maze.reward.score_completion` in the row's mode from the agent cell of ``state``."""
+        """:func:`hyperpod_rl.tasks.maze.reward.score_completion` in the row's mode from the agent cell of ``state``."""
         maze = maze_of(row)
         mode = str((state or {}).get("mode") or row.get("mode") or "step")
         return score_completion(completion, maze, mode=mode, agent=_agent(maze, state))
 
     def aggregate_metrics(self, metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-        """:func:`hyperpod_rl.maze.reward.aggregate_metrics` (``solve_rate``, ``optimal_move_rate``, ...)."""
+        """:func:`hyperpod_rl.tasks.maze.reward.aggregate_metrics` (``solve_rate``, ``optimal_move_rate``, ...)."""
         return aggregate_metrics([dict(m) for m in metrics])
 
     def audit_cases(self) -> Sequence[AuditCase]:
-        """The maze audit table (:data:`hyperpod_rl.maze.audit.AUDIT_CASES`) in the generic form."""
+        """The maze audit table (:data:`hyperpod_rl.tasks.maze.audit.AUDIT_CASES`) in the generic form."""
         return _AUDIT
 
     def text_twin(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
@@ -139,5 +139,5 @@ _AUDIT: Final[tuple[AuditCase, ...]] = tuple(
     for c in AUDIT_CASES
 )
 
-#: The entry-point object (``hyperpod_rl.maze.task:TASK``).
+#: The entry-point object (``hyperpod_rl.tasks.maze.task:TASK``).
 TASK: Final[MazeTask] = MazeTask()

@@ -1,6 +1,6 @@
 """The maze as a skyrl-gym ``BaseTextEnv``: sequences turns, delegates scoring to :mod:`.reward`.
 
-Build envs with :func:`hyperpod_rl.maze.registry.make_env` (it registers the string entry point
+Build envs with :func:`hyperpod_rl.tasks.maze.registry.make_env` (it registers the string entry point
 first, as SkyRL's generator expects). This module imports skyrl-gym; nothing else in the task does
 at import time.
 
@@ -14,7 +14,7 @@ Settings come from the dataset row (``extras``) first, then ``env_config``, then
 * ``render_style``: :class:`RenderStyle` fields as a dict or JSON text.
 * ``observation``: ``"image"`` (default), ``"text"`` (the text-grid twin) or ``"both"``.
 
-Observation parts follow SkyRL's VLM format (see :mod:`hyperpod_rl.maze.messages`):
+Observation parts follow SkyRL's VLM format (see :mod:`hyperpod_rl.tasks.maze.messages`):
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``.
 """
 
@@ -24,13 +24,12 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, cast
 
-from pydantic import ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Maze, default_max_turns
-from hyperpod_rl.maze.messages import (
+from hyperpod_rl.tasks.env import OBSERVATIONS, PROMPT_STYLES, EnvSettings
+from hyperpod_rl.tasks.maze.grid import Maze, default_max_turns
+from hyperpod_rl.tasks.maze.messages import (
     Mode,
     Observation,
     PromptStyle,
@@ -39,19 +38,11 @@ from hyperpod_rl.maze.messages import (
     feedback_text,
     observation_message,
 )
-from hyperpod_rl.maze.render import RenderStyle
-from hyperpod_rl.maze.reward import REWARD_VERSION, aggregate_metrics, score_plan, score_step
+from hyperpod_rl.tasks.maze.render import RenderStyle
+from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, aggregate_metrics, score_plan, score_step
 
 __all__ = ["MazeEnv"]
 _MODES: Final[tuple[str, ...]] = ("step", "plan")
-_OBSERVATIONS: Final[tuple[str, ...]] = ("image", "text", "both")
-
-
-def _setting(name: str, extras: Mapping[str, Any], env_config: Any, default: Any) -> Any:
-    value = extras.get(name)
-    if value is None and env_config is not None:
-        value = env_config.get(name) if hasattr(env_config, "get") else getattr(env_config, name, None)
-    return default if value is None else value
 
 
 class MazeEnv(BaseTextEnv):
@@ -74,34 +65,13 @@ class MazeEnv(BaseTextEnv):
         if raw is None:
             raise MazeError("extras['maze'] is required: put Maze.to_json() in the dataset row's 'maze' column")
         self.maze: Maze = Maze.from_json(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
-        mode = str(_setting("mode", extras, env_config, "step"))
-        if mode not in _MODES:
-            raise MazeError(f"mode={mode!r} is not supported; use one of {_MODES}")
-        self.mode = cast(Mode, mode)
-        prompt_style = str(_setting("prompt_style", extras, env_config, "full"))
-        if prompt_style not in ("full", "terse"):
-            raise MazeError(f"prompt_style={prompt_style!r} is not supported; use 'full' or 'terse'")
-        self.prompt_style = cast(PromptStyle, prompt_style)
-        observation = str(_setting("observation", extras, env_config, "image"))
-        if observation not in _OBSERVATIONS:
-            raise MazeError(f"observation={observation!r} is not supported; use one of {_OBSERVATIONS}")
-        self.observation = cast(Observation, observation)
-        max_turns = _setting("max_turns", extras, env_config, default_max_turns(self.maze))
-        if isinstance(max_turns, bool) or not isinstance(max_turns, (int, float)) or int(max_turns) != max_turns:
-            raise MazeError(f"max_turns={max_turns!r} must be an int >= 1")
-        if max_turns < 1:
-            raise MazeError(f"max_turns={max_turns} must be >= 1 (zero turns leaves no move to make)")
-        self.max_turns = 1 if self.mode == "plan" else int(max_turns)
-        style_raw = _setting("render_style", extras, env_config, None)
-        try:
-            if style_raw is None:
-                self.style = RenderStyle()
-            elif isinstance(style_raw, (str, bytes)):
-                self.style = RenderStyle.model_validate_json(style_raw)
-            else:
-                self.style = RenderStyle.model_validate(dict(style_raw))
-        except ValidationError as e:
-            raise MazeError(format_validation_error(e, what="render_style", prefix="render_style.", model=RenderStyle)) from None
+        settings = EnvSettings(extras, env_config, MazeError)
+        self.mode = cast(Mode, settings.choice("mode", "step", _MODES))
+        self.prompt_style = cast(PromptStyle, settings.choice("prompt_style", "full", PROMPT_STYLES))
+        self.observation = cast(Observation, settings.choice("observation", "image", OBSERVATIONS))
+        max_turns = settings.count("max_turns", default_max_turns(self.maze), why="zero turns leaves no move to make")
+        self.max_turns = 1 if self.mode == "plan" else max_turns
+        self.style = settings.model("render_style", RenderStyle)
         self.agent = self.maze.start
         self._solved = False
         self._moves = 0
@@ -131,7 +101,7 @@ class MazeEnv(BaseTextEnv):
 
         Returns:
             ``observations`` (one user message with the new image, empty when done),
-            ``reward`` (see :mod:`hyperpod_rl.maze.reward`), ``done`` and ``metadata`` with
+            ``reward`` (see :mod:`hyperpod_rl.tasks.maze.reward`), ``done`` and ``metadata`` with
             ``move``, ``blocked``, ``invalid``, ``violation``, ``optimal``, ``distance_before``,
             ``distance_after``, ``solved``, ``agent``, ``turn`` and ``reward_version``.
         """
@@ -219,5 +189,5 @@ class MazeEnv(BaseTextEnv):
 
     @staticmethod
     def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
-        """Average episode metrics (SkyRL's env hook): :func:`hyperpod_rl.maze.reward.aggregate_metrics`."""
+        """Average episode metrics (SkyRL's env hook): :func:`hyperpod_rl.tasks.maze.reward.aggregate_metrics`."""
         return aggregate_metrics(metrics)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperpod_rl.maze import VISION_TOKENS, parse_answer
+from hyperpod_rl.tasks.maze import VISION_TOKENS, parse_answer
 
 
 @pytest.mark.parametrize(

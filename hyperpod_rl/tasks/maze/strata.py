@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from typing import Final
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze.grid import Maze
+from hyperpod_rl.tasks.dataset import stratum_matches as matches
+from hyperpod_rl.tasks.maze.grid import Maze
 
 __all__ = ["DEFAULT_PATH_BINS", "DEFAULT_TURN_BINS", "bin_label", "check_edges", "matches", "stratum_of"]
 
@@ -63,9 +64,3 @@ def stratum_of(
             bin_label(maze.num_turns(), turn_bins, "turns"),
         )
     )
-
-
-def matches(key: str, stratum: str) -> bool:
-    """True if every ``|``-part of the mix ``key`` is a part of ``stratum``."""
-    parts = set(stratum.split("|"))
-    return all(p in parts for p in key.split("|") if p)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperpod_rl.maze import Maze
+from hyperpod_rl.tasks.maze import Maze
 
 # A 2x3 maze with one corridor: (0,0) > (0,1) > (0,2) v (1,2) < (1,1) < (1,0).
 #   +---+---+---+

@@ -7,7 +7,7 @@ from collections import deque
 import pytest
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import DIRECTIONS, Maze, generate_maze
+from hyperpod_rl.tasks.maze import DIRECTIONS, Maze, generate_maze
 
 CORRIDOR_SIDES = (8, 12, 6, 8, 12, 5)  # same layout as the `corridor` fixture in conftest.py
 
