@@ -127,7 +127,7 @@ class RunJob:
 def _number(submission_id: str, run_id: str) -> int | None:
     prefix = f"hprl-{run_id}-"
     tail = submission_id.removeprefix(prefix)
-    return int(tail) if submission_id.startswith(prefix) and tail.isdigit() else None
+    return int(tail) if submission_id.startswith(prefix) and re.fullmatch(r"[0-9]+", tail) else None
 
 
 def run_jobs(client: Any, run_id: str, run_dir: Path | None = None) -> list[RunJob]:

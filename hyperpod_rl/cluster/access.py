@@ -677,7 +677,7 @@ def parse_address(address: str) -> ClusterAddress:
     if text.startswith(prefix):  # "_" is not a URL scheme character, so urlsplit would not see it
         raycluster, _, namespace = text.removeprefix(prefix).rstrip("/").partition("/")
         namespace = namespace or "default"
-        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.match(n) or len(n) > 63]
+        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.fullmatch(n) or len(n) > 63]
         if not raycluster or bad:
             raise ConfigError(
                 f"bad cluster address {address!r}: expected sagemaker_ray://<raycluster>/<namespace> "

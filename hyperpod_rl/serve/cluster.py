@@ -35,6 +35,7 @@ from hyperpod_rl.errors import ConfigError, ServeError
 from hyperpod_rl.serve.preflight import (
     BaseModelRef,
     PreflightReport,
+    adapter_name_problem,
     preflight,
     vllm_lora_rank_for,
     vllm_server,
@@ -153,10 +154,8 @@ class ClusterServeSpec(Model):
     @classmethod
     def _names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not name or any(c in name for c in " =,:/\"'"):
-                raise ValueError(
-                    f"adapter name {name!r} must be non-empty without spaces, '=', ',', ':', '/' or quotes (vLLM --lora-modules name=path)"
-                )
+            if problem := adapter_name_problem(name):
+                raise ValueError(f"{problem} (vLLM --lora-modules name=path)")
         return value
 
     @field_validator("max_lora_rank")

@@ -370,14 +370,18 @@ def check_adapters(model_path: str | Path, adapters: dict[str, str | Path], *, m
         One :class:`~hyperpod_rl.serve.preflight.PreflightReport` per adapter (warnings only).
 
     Raises:
-        ServeError: an adapter name is ``"base"`` (reserved) or any adapter fails a check; the
+        ServeError: an adapter name is ``"base"`` (reserved) or not a valid name
+            (:data:`~hyperpod_rl.serve.preflight.ADAPTER_NAME`), or any adapter fails a check; the
             message lists every finding of every failing adapter.
     """
     from hyperpod_rl.errors import ServeError
-    from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, preflight
+    from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, adapter_name_problem, preflight
 
     if "base" in adapters:
         raise ServeError("adapter name 'base' is reserved for the base model: pick another name (NAME=PATH)")
+    bad = [problem for name in adapters if (problem := adapter_name_problem(name))]
+    if bad:
+        raise ServeError("; ".join(bad) + ": rename it (NAME=PATH)")
     base = BaseModelRef.from_dir(model_path, model_id=model_id)
     reports = [preflight(path, base, LOCAL_SERVER) for path in adapters.values()]
     failed = [r for r in reports if not r.ok]
