@@ -44,6 +44,7 @@ __all__ = [
     "RunHandle",
     "RunJob",
     "check_fits",
+    "dataset_problems",
     "entrypoint_gpus",
     "error_line",
     "follow_run",
@@ -261,6 +262,33 @@ def local_problems(config: RunConfig, python: str | None = None) -> list[str]:
     return problems
 
 
+def dataset_problems(config: RunConfig) -> list[str]:
+    """What in the run's training set keeps it from training, checked before any submit.
+
+    Only a ``data.train_path`` this machine can read is checked (a remote cluster's own path
+    is checked by the job). Counted from the parquet footer (:func:`hyperpod_rl.tasks.count_rows`).
+
+    Returns:
+        One sentence per problem, each saying what to fix; empty when none: a training set with
+        fewer rows than ``data.mazes_per_step`` (one step draws that many distinct rows).
+    """
+    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.tasks import count_rows
+
+    path = Path(config.data.train_path)
+    per_step = config.data.mazes_per_step
+    try:
+        rows = count_rows(path) if path.is_file() else None
+    except (TaskError, OSError):
+        return []  # the local checks and the job report an unreadable file with its own fix
+    if rows is not None and rows < per_step:
+        return [
+            f"data.mazes_per_step={per_step} is more than the {rows} rows of data.train_path {path} (each step draws "
+            f"{per_step} distinct rows): set data.mazes_per_step to at most {rows}, or generate a larger training set"
+        ]
+    return []
+
+
 class _IdTaken(Exception):
     """The cluster already holds the submission id we chose (raced by a submitter we cannot lock out)."""
 
@@ -323,6 +351,8 @@ def submit_run(
         ConfigError: on the local cluster (this machine), ``data.train_path`` /
             ``data.heldout_path`` or ``python`` do not exist (:func:`local_problems`; a remote
             cluster's paths are its own and are not checked here).
+        ConfigError: ``data.train_path`` (when this machine can read it) has fewer rows than
+            ``data.mazes_per_step`` (:func:`dataset_problems`).
         JobError: a job of the run is alive (the message names it), the run already finished
             (without ``fresh``), its run directory holds the run trained with another config
             (without ``fresh``; :func:`hyperpod_rl.runs.config_conflict`), another submit held
@@ -345,6 +375,11 @@ def submit_run(
             from hyperpod_rl.errors import ConfigError
 
             raise ConfigError(f"run {config.run_id!r} cannot start on the local cluster: " + "; ".join(problems))
+    problems = dataset_problems(config)
+    if problems:
+        from hyperpod_rl.errors import ConfigError
+
+        raise ConfigError(f"run {config.run_id!r} cannot train: " + "; ".join(problems))
     check_fits(client, config, entrypoint_num_cpus=entrypoint_num_cpus, entrypoint_num_gpus=entrypoint_num_gpus)
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(config.run_id)
     conflict = None if fresh else config_conflict(paths.root, config.config_hash())

@@ -306,6 +306,11 @@ class ReferenceTrainer:
         fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
         rows = self._load_rows()
+        if len(rows) < cfg.data.mazes_per_step:
+            raise ConfigError(
+                f"data.mazes_per_step={cfg.data.mazes_per_step} is more than the {len(rows)} rows of data.train_path "
+                f"{cfg.data.train_path}: set data.mazes_per_step to at most {len(rows)}, or generate a larger training set"
+            )
         kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
         print(kept.summary("train"), flush=True)
         if len(kept.kept) < cfg.data.mazes_per_step:
