@@ -472,7 +472,8 @@ def _submit_once(
 
 
 def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_start: bool = True) -> Iterator[JobUpdate]:
-    """Poll a job until it ends, yielding its new log lines and metric records.
+    """Poll a job until it ends, yielding its new log lines (secrets masked, as :func:`job_logs`)
+    and metric records.
 
     Stopping the iteration (or Ctrl-C in the caller) detaches without stopping the job.
 
@@ -486,7 +487,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
     import requests
     from ray.job_submission import JobStatus
 
-    from hyperpod_rl.cluster.access import job_client_of
+    from hyperpod_rl.cluster.access import job_client_of, redact
 
     client = job_client_of(client)
     seen = 0
@@ -501,7 +502,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
             raise JobError(
                 f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)"
             ) from None
-        lines = logs.splitlines()
+        lines = redact(logs).splitlines()
         if not from_start and last_status is None:
             seen = len(lines)
         new = lines[seen:]
@@ -518,15 +519,18 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
 
 
 def job_logs(client: Any, submission_id: str) -> str:
-    """The whole log of a job so far.
+    """The whole log of a job so far, secrets masked (:func:`hyperpod_rl.cluster.access.redact`:
+    AWS credentials, presigned-URL signatures, the cluster tokens in their encodings).
 
     Raises:
         JobError: the cluster does not know the job (restarted, or another cluster), or cannot be reached.
     """
     import requests
 
+    from hyperpod_rl.cluster.access import redact
+
     try:
-        return str(client.get_job_logs(submission_id))
+        return redact(str(client.get_job_logs(submission_id)))
     except RuntimeError as err:
         raise JobError(
             f"job {submission_id} is not on this cluster ({err}): it was restarted or the job ran elsewhere; resubmit the run to resume it"

@@ -335,7 +335,9 @@ def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None
     }
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=300)
     if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr).replace(token, "***")[-2000:]
+        from hyperpod_rl.redact import redact
+
+        tail = redact(proc.stdout + proc.stderr, [token])[-2000:]
         raise ClusterError(f"`{' '.join(cmd[:2])}` failed (exit {proc.returncode}):\n{tail}")
 
 

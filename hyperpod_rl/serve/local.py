@@ -612,7 +612,9 @@ def deploy_local(
             raise ServeError(f"deploy job {submission_id} did not finish within {timeout_s:.0f} s")
         time.sleep(0.5)
     if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
-        tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-20:])
+        from hyperpod_rl.cluster.access import redact
+
+        tail = "\n".join(redact(client.get_job_logs(submission_id)).splitlines()[-20:])
         raise ServeError(f"deploy job {submission_id} failed:\n{tail}")
     url = f"http://127.0.0.1:{port}"
     while True:
@@ -654,7 +656,9 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
         if time.monotonic() > deadline:
             raise ServeError(f"the delete job {submission_id} did not end within {timeout_s:.0f} s: see its log in the Ray dashboard")
         time.sleep(0.5)
-    lines = client.get_job_logs(submission_id).strip().splitlines()
+    from hyperpod_rl.cluster.access import redact
+
+    lines = redact(client.get_job_logs(submission_id)).strip().splitlines()
     if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
         raise ServeError(f"the delete job {submission_id} failed:\n" + "\n".join(lines[-20:]))
     deleted = _deleted_report(lines)

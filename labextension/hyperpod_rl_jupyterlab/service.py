@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _redact
 from .models import AdapterInfo, ClusterInfo, LogsResponse, RunsResponse, RunSummary, ServerStatus, StopResponse
 from .ray_api import RayAPIError, RayJobAPI, hprl_jobs
 from .status import derive_status
@@ -54,11 +55,10 @@ class ClusterEntry:
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every secret kind masked (AWS credentials, presigned-URL signatures, the
+    given tokens verbatim, base64-encoded or split across lines): :func:`._redact.redact`, the
+    identical copy of ``hyperpod_rl.redact``."""
+    return _redact.redact(text, secrets)
 
 
 def proxy_available() -> bool:
@@ -112,6 +112,10 @@ class RunsService:
                 "(or HYPERPOD_RL_STORAGE for the server) to where your runs are, e.g. /fsx/hyperpod-rl"
             )
         return root / "runs"
+
+    def secrets(self) -> list[str]:
+        """Every secret this server reads: every route's answer is redacted with them (:mod:`._redact`)."""
+        return self._secrets()
 
     def _secrets(self) -> list[str]:
         """Every secret this server reads (redacted from whatever it returns)."""
