@@ -171,7 +171,7 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                     img = Image.open(io.BytesIO(raw))  # reads the header only
                 except Image.DecompressionBombError:  # PIL's own check, from the header: far above our limit
                     raise OverflowError(
-                        f"image declares more than {Image.MAX_IMAGE_PIXELS} pixels; the limit is {MAX_IMAGE_PIXELS} pixels "
+                        f"image declares more than {2 * (Image.MAX_IMAGE_PIXELS or 0)} pixels; the limit is {MAX_IMAGE_PIXELS} pixels "
                         f"({MAX_IMAGE_PX} px per side): downscale it"
                     ) from None
                 except (UnidentifiedImageError, OSError):
