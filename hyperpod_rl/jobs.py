@@ -44,6 +44,7 @@ __all__ = [
     "RunHandle",
     "RunJob",
     "check_fits",
+    "dataset_problems",
     "entrypoint_gpus",
     "error_line",
     "follow_run",
@@ -127,7 +128,7 @@ class RunJob:
 def _number(submission_id: str, run_id: str) -> int | None:
     prefix = f"hprl-{run_id}-"
     tail = submission_id.removeprefix(prefix)
-    return int(tail) if submission_id.startswith(prefix) and tail.isdigit() else None
+    return int(tail) if submission_id.startswith(prefix) and re.fullmatch(r"[0-9]+", tail) else None
 
 
 def run_jobs(client: Any, run_id: str, run_dir: Path | None = None) -> list[RunJob]:
@@ -261,6 +262,33 @@ def local_problems(config: RunConfig, python: str | None = None) -> list[str]:
     return problems
 
 
+def dataset_problems(config: RunConfig) -> list[str]:
+    """What in the run's training set keeps it from training, checked before any submit.
+
+    Only a ``data.train_path`` this machine can read is checked (a remote cluster's own path
+    is checked by the job). Counted from the parquet footer (:func:`hyperpod_rl.tasks.count_rows`).
+
+    Returns:
+        One sentence per problem, each saying what to fix; empty when none: a training set with
+        fewer rows than ``data.mazes_per_step`` (one step draws that many distinct rows).
+    """
+    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.tasks import count_rows
+
+    path = Path(config.data.train_path)
+    per_step = config.data.mazes_per_step
+    try:
+        rows = count_rows(path) if path.is_file() else None
+    except (TaskError, OSError):
+        return []  # the local checks and the job report an unreadable file with its own fix
+    if rows is not None and rows < per_step:
+        return [
+            f"data.mazes_per_step={per_step} is more than the {rows} rows of data.train_path {path} (each step draws "
+            f"{per_step} distinct rows): set data.mazes_per_step to at most {rows}, or generate a larger training set"
+        ]
+    return []
+
+
 class _IdTaken(Exception):
     """The cluster already holds the submission id we chose (raced by a submitter we cannot lock out)."""
 
@@ -323,6 +351,8 @@ def submit_run(
         ConfigError: on the local cluster (this machine), ``data.train_path`` /
             ``data.heldout_path`` or ``python`` do not exist (:func:`local_problems`; a remote
             cluster's paths are its own and are not checked here).
+        ConfigError: ``data.train_path`` (when this machine can read it) has fewer rows than
+            ``data.mazes_per_step`` (:func:`dataset_problems`).
         JobError: a job of the run is alive (the message names it), the run already finished
             (without ``fresh``), its run directory holds the run trained with another config
             (without ``fresh``; :func:`hyperpod_rl.runs.config_conflict`), another submit held
@@ -345,6 +375,11 @@ def submit_run(
             from hyperpod_rl.errors import ConfigError
 
             raise ConfigError(f"run {config.run_id!r} cannot start on the local cluster: " + "; ".join(problems))
+    problems = dataset_problems(config)
+    if problems:
+        from hyperpod_rl.errors import ConfigError
+
+        raise ConfigError(f"run {config.run_id!r} cannot train: " + "; ".join(problems))
     check_fits(client, config, entrypoint_num_cpus=entrypoint_num_cpus, entrypoint_num_gpus=entrypoint_num_gpus)
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(config.run_id)
     conflict = None if fresh else config_conflict(paths.root, config.config_hash())
@@ -437,7 +472,8 @@ def _submit_once(
 
 
 def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_start: bool = True) -> Iterator[JobUpdate]:
-    """Poll a job until it ends, yielding its new log lines and metric records.
+    """Poll a job until it ends, yielding its new log lines (secrets masked, as :func:`job_logs`)
+    and metric records.
 
     Stopping the iteration (or Ctrl-C in the caller) detaches without stopping the job.
 
@@ -451,7 +487,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
     import requests
     from ray.job_submission import JobStatus
 
-    from hyperpod_rl.cluster.access import job_client_of
+    from hyperpod_rl.cluster.access import job_client_of, redact
 
     client = job_client_of(client)
     seen = 0
@@ -466,7 +502,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
             raise JobError(
                 f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)"
             ) from None
-        lines = logs.splitlines()
+        lines = redact(logs).splitlines()
         if not from_start and last_status is None:
             seen = len(lines)
         new = lines[seen:]
@@ -483,15 +519,18 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
 
 
 def job_logs(client: Any, submission_id: str) -> str:
-    """The whole log of a job so far.
+    """The whole log of a job so far, secrets masked (:func:`hyperpod_rl.cluster.access.redact`:
+    AWS credentials, presigned-URL signatures, the cluster tokens in their encodings).
 
     Raises:
         JobError: the cluster does not know the job (restarted, or another cluster), or cannot be reached.
     """
     import requests
 
+    from hyperpod_rl.cluster.access import redact
+
     try:
-        return str(client.get_job_logs(submission_id))
+        return redact(str(client.get_job_logs(submission_id)))
     except RuntimeError as err:
         raise JobError(
             f"job {submission_id} is not on this cluster ({err}): it was restarted or the job ran elsewhere; resubmit the run to resume it"

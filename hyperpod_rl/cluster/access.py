@@ -71,6 +71,7 @@ __all__ = [
     "parse_address",
     "port_forward",
     "read_ray_token",
+    "known_secrets",
     "redact",
 ]
 
@@ -87,7 +88,6 @@ _HELP = "see docs/hyperpod-setup.md"
 
 # ----- redaction ---------------------------------------------------------------------------------
 _SECRETS: set[str] = set()
-_TOKEN_QUERY = re.compile(r"((?:token|X-Amz-Signature|X-Amz-Security-Token)=)[^&\s\"']+", re.IGNORECASE)
 
 
 def _remember(secret: str) -> SecretStr:
@@ -96,16 +96,21 @@ def _remember(secret: str) -> SecretStr:
     return SecretStr(secret)
 
 
-_SIGV4_SIGNATURE = re.compile(r"(Signature:\s*)[0-9a-f]{64}")
+def known_secrets() -> tuple[str, ...]:
+    """Every secret this process handed out or holds: the EKS and Ray tokens this module made,
+    and the local cluster's token (from its state file); what :func:`redact` masks verbatim."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    local = current_local_cluster()
+    return (*_SECRETS, *((local.state.token,) if local is not None and local.state.token else ()))
 
 
 def redact(text: str) -> str:
-    """Mask ``token=`` query values, SigV4 signatures and every secret this module handed out."""
-    text = _TOKEN_QUERY.sub(r"\1***", text)
-    text = _SIGV4_SIGNATURE.sub(r"\1***", text)
-    for secret in _SECRETS:
-        text = text.replace(secret, "***")
-    return text
+    """Mask every secret kind :func:`hyperpod_rl.redact.redact` knows (AWS keys, presigned-URL
+    signatures, ``token=`` query values, ...) and every secret this module handed out."""
+    from hyperpod_rl.redact import redact as redact_kinds
+
+    return redact_kinds(text, known_secrets())
 
 
 class _RedactingFilter(logging.Filter):
@@ -692,7 +697,7 @@ def parse_address(address: str) -> ClusterAddress:
     if text.startswith(prefix):  # "_" is not a URL scheme character, so urlsplit would not see it
         raycluster, _, namespace = text.removeprefix(prefix).rstrip("/").partition("/")
         namespace = namespace or "default"
-        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.match(n) or len(n) > 63]
+        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.fullmatch(n) or len(n) > 63]
         if not raycluster or bad:
             raise ConfigError(
                 f"bad cluster address {address!r}: expected sagemaker_ray://<raycluster>/<namespace> "

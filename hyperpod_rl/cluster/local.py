@@ -44,7 +44,10 @@ __all__ = [
     "LocalClusterState",
     "current_local_cluster",
     "find_free_port",
+    "free_ports",
+    "head_ports",
     "local_job_client",
+    "private_tmp_dir",
     "start_local_cluster",
     "wait_for_local_cluster",
 ]
@@ -60,6 +63,22 @@ def find_free_port(preferred: int | None = None) -> int:
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports that are free on 127.0.0.1 now.
+
+    Every socket stays bound until all are picked, so the kernel never hands out one port
+    twice (separate :func:`find_free_port` calls may).
+    """
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def _port_free(port: int) -> bool:
@@ -90,6 +109,11 @@ class LocalClusterState:
         gcs_address: ``127.0.0.1:<port>`` for ``ray.init`` / ``ray start --address``.
         dashboard_url: ``http://127.0.0.1:<port>``, the dashboard and job API.
         metrics_export_port: the head's Prometheus metrics port (Ray's ``ray_*`` gauges).
+        dashboard_metrics_port: the dashboard's own Prometheus port (Ray's
+            ``DASHBOARD_METRIC_PORT``, a fixed 44227 unless set); 0 in state files written before
+            it was picked per cluster.
+        autoscaler_metrics_port: the autoscaler monitor's Prometheus port (Ray's
+            ``AUTOSCALER_METRIC_PORT``, a fixed 44217 unless set); 0 likewise.
         started_at: Unix time in seconds.
         python: the interpreter of the environment that started it (jobs run under it).
         temp_dir: the cluster's Ray temp dir (``--temp-dir``); every process of the cluster has it
@@ -105,6 +129,8 @@ class LocalClusterState:
     temp_dir: str
     worker_nodes: int = 0
     token: str = field(default="", repr=False)
+    dashboard_metrics_port: int = 0
+    autoscaler_metrics_port: int = 0
 
 
 class LocalCluster:
@@ -277,9 +303,25 @@ def _node_port_flags() -> list[str]:
     ]
 
 
-def _run_ray(cmd: list[str], token: str) -> None:
+def head_ports(dashboard_port: int | None = None) -> dict[str, int]:
+    """The ports a new head node listens on, all distinct and free on 127.0.0.1 now.
+
+    Keys: ``dashboard`` (``dashboard_port``, else 8265 when free, else any free port), ``gcs``,
+    ``metrics_export``, ``client_server``, ``dashboard_metrics`` and ``autoscaler_metrics``.
+    Nothing is left to Ray's fixed defaults, so two local clusters on one machine (two
+    ``HYPERPOD_RL_HOME`` dirs) never share a port; the start lock
+    (:func:`start_lock_path`) keeps two starts from picking at the same moment.
+    """
+    dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
+    names = ("gcs", "metrics_export", "client_server", "dashboard_metrics", "autoscaler_metrics")
+    picked = [p for p in free_ports(len(names) + 1) if p != dash][: len(names)]
+    return {"dashboard": dash, **dict(zip(names, picked, strict=True))}
+
+
+def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
     env = {
         **os.environ,
+        **(extra_env or {}),
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
         "RAY_USAGE_STATS_ENABLED": "0",
@@ -289,7 +331,9 @@ def _run_ray(cmd: list[str], token: str) -> None:
     }
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=300)
     if proc.returncode != 0:
-        tail = (proc.stdout + proc.stderr).replace(token, "***")[-2000:]
+        from hyperpod_rl.redact import redact
+
+        tail = redact(proc.stdout + proc.stderr, [token])[-2000:]
         raise ClusterError(f"`{' '.join(cmd[:2])}` failed (exit {proc.returncode}):\n{tail}")
 
 
@@ -350,8 +394,9 @@ def start_local_cluster(
             f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, or omit it to pick a free one"
         )
     token = secrets.token_hex(32)
-    # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit).
-    temp_dir = f"/tmp/hprl-{hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10]}"
+    # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit); inside this
+    # user's private directory, so no other user can plant or read anything there.
+    temp_dir = str(private_tmp_dir() / hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10])
     with _machine_start_lock():  # our clusters on this machine pick and bind their ports one at a time
         cluster = _start_head(path, token=token, temp_dir=temp_dir, num_cpus=num_cpus, dashboard_port=dashboard_port)
     try:
@@ -363,8 +408,41 @@ def start_local_cluster(
     return cluster
 
 
-#: Held while a local cluster of this project picks its ports and starts its head (machine-wide).
-START_LOCK = Path(tempfile.gettempdir()) / "hyperpod-rl-local-start.lock"
+def private_tmp_dir() -> Path:
+    """This user's private directory under the system temp dir, ``<tmp>/hprl-<uid>``, mode 0700.
+
+    The local clusters' Ray temp dirs and the start lock live in it, so their paths are short
+    (Ray's Unix sockets) and shared by every data dir of this user, yet no other user can
+    create, replace or read them: it is created with mode 0700, and an existing one must be a
+    real directory (not a symlink) owned by this user; a wider mode is narrowed to 0700.
+
+    Raises:
+        ClusterError: the path exists and is not a directory of this user (someone else made
+            it): remove it, or point ``TMPDIR`` at a private directory.
+    """
+    import stat
+
+    root = Path(tempfile.gettempdir()) / f"hprl-{os.getuid()}"
+    try:
+        root.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise ClusterError(
+            f"{root} is not a directory owned by you (uid {os.getuid()}): another user or program made it; "
+            "remove it, or set TMPDIR to a private directory"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(root, 0o700)
+    return root
+
+
+def start_lock_path() -> Path:
+    """The lock held while one of this user's local clusters picks its ports and starts its head."""
+    return private_tmp_dir() / "local-start.lock"
+
+
 _PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
 #: What ``ray start`` says when its dashboard process died or was too slow to come up, which
 #: happens on a loaded machine (seen with load average > 6 per core); a new attempt usually works.
@@ -373,7 +451,7 @@ _DASHBOARD_FAILED = ("Failed to start the dashboard", "dashboard.err", "Failed t
 
 @contextmanager
 def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
-    """Serialise local-cluster starts on this machine (``fcntl`` lock, released if the process dies).
+    """Serialise this user's local-cluster starts on this machine (``fcntl`` lock, released if the process dies).
 
     Two notebooks, or a notebook and a terminal, that start clusters at the same moment would
     otherwise both see the same port free and one ``ray start`` would fail.
@@ -382,7 +460,8 @@ def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
         ClusterError: another start held the lock for ``timeout_s`` seconds.
     """
     deadline = time.monotonic() + timeout_s
-    with open(START_LOCK, "a+") as fh:
+    lock = start_lock_path()
+    with open(lock, "a+") as fh:
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -390,7 +469,7 @@ def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise ClusterError(
-                        f"another local cluster has been starting for {timeout_s:.0f} s (lock {START_LOCK}): wait for it or stop it"
+                        f"another local cluster has been starting for {timeout_s:.0f} s (lock {lock}): wait for it or stop it"
                     ) from None
                 time.sleep(0.2)
         try:
@@ -416,8 +495,8 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
 
     @retry(retry=retry_if_exception(transient), stop=stop_after_attempt(3), reraise=True)
     def attempt() -> LocalCluster:
-        dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
-        gcs, metrics, client_port = find_free_port(), find_free_port(), find_free_port()
+        ports = head_ports(dashboard_port)
+        dash, gcs, metrics, client_port = ports["dashboard"], ports["gcs"], ports["metrics_export"], ports["client_server"]
         cmd = [
             _ray_executable(),
             "start",
@@ -435,6 +514,10 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             f"--temp-dir={temp_dir}",
             *_node_port_flags(),
         ]
+        # Ray reads these two from the environment only (ray/dashboard/consts.py,
+        # ray/autoscaler/_private/constants.py); their fixed defaults would make a second cluster
+        # on this machine start without its dashboard and autoscaler metrics, silently.
+        metric_env = {"DASHBOARD_METRIC_PORT": str(ports["dashboard_metrics"]), "AUTOSCALER_METRIC_PORT": str(ports["autoscaler_metrics"])}
         state = LocalClusterState(
             gcs_address=f"127.0.0.1:{gcs}",
             dashboard_url=f"http://127.0.0.1:{dash}",
@@ -443,10 +526,12 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             python=sys.executable,
             temp_dir=temp_dir,
             token=token,
+            dashboard_metrics_port=ports["dashboard_metrics"],
+            autoscaler_metrics_port=ports["autoscaler_metrics"],
         )
         cluster = LocalCluster(state, state_path=path)
         try:
-            _run_ray(cmd, token)
+            _run_ray(cmd, token, metric_env)
             _write_state(path, state)
         except ClusterError as err:
             cluster.stop()

@@ -94,7 +94,7 @@ _NODE_LOCAL_PREFIXES = ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home")
 
 def is_hub_id(path: str) -> bool:
     """True when ``path`` reads as a hub id (``Qwen/Qwen3-VL-8B-Instruct``) rather than a path."""
-    return bool(HUB_ID.match(path)) and not path.startswith((".", "~"))
+    return bool(HUB_ID.fullmatch(path)) and not path.startswith((".", "~"))
 
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:

@@ -227,12 +227,12 @@ def hub_revision(path: str | Path) -> str | None:
         The 40-hex commit, or ``None`` (a directory written by ``save_pretrained``, say).
     """
     root = Path(path).expanduser().resolve()
-    if root.parent.name == "snapshots" and _COMMIT.match(root.name):
+    if root.parent.name == "snapshots" and _COMMIT.fullmatch(root.name):
         return root.name
     meta = root / ".cache" / "huggingface" / "download"
     for file in sorted(meta.glob("*.metadata")) if meta.is_dir() else []:
         first = file.read_text().splitlines()[:1]
-        if first and _COMMIT.match(first[0].strip()):
+        if first and _COMMIT.fullmatch(first[0].strip()):
             return first[0].strip()
     return None
 

@@ -51,11 +51,13 @@ from hyperpod_rl.errors import ServeError
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
 
 __all__ = [
+    "ADAPTER_NAME",
     "LOCAL_SERVER",
     "BaseModelRef",
     "Finding",
     "PreflightReport",
     "ServerProfile",
+    "adapter_name_problem",
     "preflight",
     "tokenizer_fingerprint",
     "vllm_lora_rank_for",
@@ -63,6 +65,10 @@ __all__ = [
 ]
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: A served adapter's name, matched whole (``fullmatch``): a peft adapter name (peft keeps
+#: adapters in a ``torch.nn.ModuleDict``, which refuses ``.``) and a vLLM ``--lora-modules``
+#: name (vLLM splits ``name=path`` on ``=``); no whitespace, so ``"maze\n"`` is refused.
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 ADAPTER_CONFIG = "adapter_config.json"
 PROVENANCE = "provenance.json"
 #: Keys every provenance.json must carry (written by ``ReferenceTrainer.export_adapter``).
@@ -76,6 +82,13 @@ _TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "added_tokens.
 _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 Severity = Literal["error", "warning"]
+
+
+def adapter_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a served adapter (:data:`ADAPTER_NAME`), or ``None`` when it can."""
+    if isinstance(name, str) and ADAPTER_NAME.fullmatch(name):
+        return None
+    return f"adapter name {name!r} must be 1-64 letters, digits, '_' or '-', starting with a letter or digit"
 
 
 def vllm_lora_rank_for(rank: int) -> int | None:

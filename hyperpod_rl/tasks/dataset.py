@@ -204,6 +204,21 @@ def write_dataset(task: Task, options: Any, folder: str | Path) -> dict[str, Pat
     return paths
 
 
+def count_rows(path: str | Path) -> int:
+    """Rows of a dataset file written by :func:`write_parquet`, from its parquet footer (no row is read).
+
+    Raises:
+        TaskError: the file does not exist or is not parquet.
+    """
+    source = Path(path).expanduser()
+    if not source.is_file():
+        raise TaskError(f"dataset file {source} does not exist: generate it first (hyperpod-rl tasks sample, or the quickstart)")
+    try:
+        return int(pq.read_metadata(source).num_rows)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise TaskError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
+
+
 def read_rows(path: str | Path, *, required: Sequence[str] = ("prompt", "env_class")) -> list[Row]:
     """Read rows written by :func:`write_parquet`, with ``prompt`` cleaned (:func:`clean_messages`).
 

@@ -132,7 +132,7 @@ def check_task(obj: Any, *, source: str = "") -> Task:
     if missing:
         raise TaskError(f"task object{where} lacks {missing}: implement hyperpod_rl.tasks.Task (docs/tasks.md)")
     problems: list[str] = []
-    if not isinstance(obj.name, str) or not _NAME.match(obj.name):
+    if not isinstance(obj.name, str) or not _NAME.fullmatch(obj.name):
         problems.append(f"name={obj.name!r} must match [a-z][a-z0-9_-]* (at most 40 characters)")
     if not isinstance(obj.env_entry_point, str) or ":" not in obj.env_entry_point:
         problems.append(f"env_entry_point={obj.env_entry_point!r} must be 'package.module:EnvClass'")

@@ -51,15 +51,22 @@ def main(
 def run() -> None:
     """Run :data:`app`; a project error that ends the job is printed as one ``error: <message>``
     line on standard error (the end of the job log, and of Ray's message for a failed job)
-    instead of a traceback, with exit code 1. Other exceptions keep their traceback."""
+    instead of a traceback, with exit code 1. So is a storage failure (an ``OSError`` naming a
+    file: a read-only, full or forbidden run directory), with its path and the fix
+    (:func:`hyperpod_rl.errors.storage_error`). Other exceptions keep their traceback."""
     import sys
 
-    from hyperpod_rl.errors import HyperpodRLError
+    from hyperpod_rl.errors import HyperpodRLError, storage_error
 
     try:
         app()
     except HyperpodRLError as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    except OSError as err:
+        if err.filename is None:
+            raise
+        print(f"error: {storage_error(err)}", file=sys.stderr, flush=True)
         sys.exit(1)
 
 

@@ -140,6 +140,82 @@ class _Sampler:
         self._order = self._perm()
 
 
+def _numpy_array_globals() -> list[Any]:
+    """What ``training_state.pt`` may hold besides tensors, numbers, strings and containers.
+
+    The globals of a NumPy ``uint32`` array, which checkpoints written before the NumPy RNG
+    state was stored as a tensor hold (``np.random.get_state()``'s key). Rebuilding an array
+    calls no user code. ``torch.load(weights_only=True)`` refuses every other global, so a pickle
+    planted in a run directory (they live on shared storage) cannot run code in the trainer.
+    """
+    from numpy.dtypes import UInt32DType
+
+    return [np._core.multiarray._reconstruct, np.ndarray, np.dtype, UInt32DType]
+
+
+def numpy_rng_state() -> dict[str, Any]:
+    """NumPy's global RNG state (``np.random.get_state()``) with the key array as an int64 tensor.
+
+    Returns:
+        ``{"bit_generator": "MT19937", "key": int64 tensor [624], "pos": int, "has_gauss": int,
+        "cached_gaussian": float}``.
+    """
+    name, key, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "bit_generator": str(name),
+        "key": torch.from_numpy(np.asarray(key, dtype=np.int64)),
+        "pos": int(pos),
+        "has_gauss": int(has_gauss),
+        "cached_gaussian": float(cached),
+    }
+
+
+def set_numpy_rng_state(state: Any) -> None:
+    """Restore :func:`numpy_rng_state`'s dict (or the tuple older checkpoints hold)."""
+    if isinstance(state, dict):
+        key = state["key"].numpy().astype(np.uint32)
+        state = (state["bit_generator"], key, state["pos"], state["has_gauss"], state["cached_gaussian"])
+    np.random.set_state(state)
+
+
+def load_training_state(path: Path) -> dict[str, Any]:
+    """Read a checkpoint's ``training_state.pt`` without unpickling code.
+
+    ``torch.load(weights_only=True)``: tensors, numbers, strings and containers only, plus the
+    NumPy array globals of checkpoints written before the NumPy RNG state was a tensor
+    (:func:`_numpy_array_globals`; those still resume).
+
+    Returns:
+        ``{"optimizer": AdamW state dict, "python_rng", "numpy_rng", "torch_rng",
+        "sampling_rng", "cuda_rng"[, "ranks"]}``.
+
+    Raises:
+        CheckpointError: the file holds anything else (a pickle that would import or call
+            something: not written by hyperpod-rl), or is not a torch file. Nothing in it is run.
+    """
+    import pickle
+    import re
+
+    try:
+        with torch.serialization.safe_globals(_numpy_array_globals()):
+            state = torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)|got <class '([^']+)'>", str(err))
+        refused = f"it names {found.group(1) or found.group(2)}" if found else "it is not a plain tensor file"
+        raise CheckpointError(
+            f"{path} holds objects a checkpoint never holds and was refused unread ({refused}): it was not written by "
+            f"hyperpod-rl, or was tampered with; delete {path.parent} to resume from an earlier checkpoint, "
+            "or resubmit with --fresh"
+        ) from None
+    except (RuntimeError, EOFError, OSError) as err:
+        raise CheckpointError(
+            f"{path} is not a readable training state ({type(err).__name__}): delete {path.parent} or resubmit with --fresh"
+        ) from None
+    if not isinstance(state, dict) or "optimizer" not in state:
+        raise CheckpointError(f"{path} is not a training state (no optimizer state): delete {path.parent} or resubmit with --fresh")
+    return state
+
+
 class ReferenceTrainer:
     """Train one run with the reference backend.
 
@@ -252,6 +328,11 @@ class ReferenceTrainer:
         fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
         rows = self._load_rows()
+        if len(rows) < cfg.data.mazes_per_step:
+            raise ConfigError(
+                f"data.mazes_per_step={cfg.data.mazes_per_step} is more than the {len(rows)} rows of data.train_path "
+                f"{cfg.data.train_path}: set data.mazes_per_step to at most {len(rows)}, or generate a larger training set"
+            )
         kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
         print(kept.summary("train"), flush=True)
         if len(kept.kept) < cfg.data.prompts_per_step:
@@ -474,10 +555,11 @@ class ReferenceTrainer:
         return path
 
     def _rng_states(self) -> dict[str, Any]:
-        """This process's Python, NumPy, torch, sampling (and CUDA) RNG states."""
+        """This process's Python, NumPy, torch, sampling (and CUDA) RNG states, as tensors,
+        numbers and tuples only (what ``torch.load(weights_only=True)`` reads back)."""
         return {
             "python_rng": random.getstate(),
-            "numpy_rng": np.random.get_state(),
+            "numpy_rng": numpy_rng_state(),
             "torch_rng": torch.get_rng_state(),
             "sampling_rng": self.generator.get_state(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
@@ -485,7 +567,9 @@ class ReferenceTrainer:
 
     def _newest_checkpoint(self) -> Path | None:
         """The checkpoint to resume from (``None``: none, start at step 0)."""
-        remove_stale_temporaries(self.ckpt_root)
+        for directory in (self.paths.root, self.ckpt_root, self.paths.eval_dir):
+            for name in remove_stale_temporaries(directory):
+                print(f"removed {directory / name}, left by a write that was interrupted", flush=True)
         has_any = self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*"))
         path = latest_valid_checkpoint(self.ckpt_root)
         if path is None:
@@ -516,7 +600,7 @@ class ReferenceTrainer:
                 f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config"
             )
         set_peft_model_state_dict(self.model, load_file(str(path / "adapter_model.safetensors")))
-        extra = torch.load(path / "training_state.pt", weights_only=False)
+        extra = load_training_state(path / "training_state.pt")
         self.optimizer.load_state_dict(extra["optimizer"])
         if self.parallel is not None:
             saved = len(extra.get("ranks") or [])
@@ -527,7 +611,7 @@ class ReferenceTrainer:
                 )
             extra = {**extra, **extra["ranks"][self.parallel.rank]}
         random.setstate(extra["python_rng"])
-        np.random.set_state(extra["numpy_rng"])
+        set_numpy_rng_state(extra["numpy_rng"])
         torch.set_rng_state(extra["torch_rng"])
         self.generator.set_state(extra["sampling_rng"])
         if self.device.type == "cuda" and extra.get("cuda_rng") is not None:

@@ -25,6 +25,7 @@ from hyperpod_rl.jobs import entrypoint_gpus
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.metrics.schema import parse_metric_line
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.train.reference import load_training_state
 
 pytestmark = [pytest.mark.ray]
 
@@ -91,7 +92,7 @@ def test_two_worker_job_trains_exports_and_resumes_bitwise(tiny_setup, local_clu
     assert manifest["status"] == "succeeded" and manifest["workers"] == 2
     assert manifest["config"]["trainer"]["workers"] == 2
     assert (run_dir / "ray-train").is_dir()
-    training_state = torch.load(run_dir / "checkpoints" / "step_000001" / "training_state.pt", weights_only=False)
+    training_state = load_training_state(run_dir / "checkpoints" / "step_000001" / "training_state.pt")  # weights_only=True
     ranks = training_state["ranks"]
     assert len(ranks) == 2 and not torch.equal(ranks[0]["sampling_rng"], ranks[1]["sampling_rng"])  # each worker samples its own
 
