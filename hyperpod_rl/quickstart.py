@@ -35,6 +35,7 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError, JobError
 from hyperpod_rl.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
+from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
@@ -140,10 +141,11 @@ class QuickstartOptions(Model):
         problems = []
         if self.min_size > self.max_size:
             problems.append(f"min_size ({self.min_size}) is larger than max_size ({self.max_size})")
-        if self.model_path is not None and not Path(self.model_path).expanduser().is_dir():
-            problems.append(
-                f"model_path {self.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
-            )
+        if self.model_path is not None:
+            try:  # checked before anything runs, so no step is reported done before it fails
+                check_model_dir(self.model_path, "model_path")
+            except ConfigError as err:
+                problems.append(f"{err} (or omit it for the embedded tiny model)")
         problems += _task_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
@@ -266,9 +268,13 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
     With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (tokenizer trained on
     the env's own texts) and saves it under ``storage/models/``; the same seed gives the same
     revision.
+
+    Raises:
+        ConfigError: ``model_path`` is not a Qwen3-VL checkpoint directory
+            (:func:`hyperpod_rl.model.revision.check_model_dir`).
     """
     if opts.model_path:
-        path = Path(opts.model_path).expanduser().resolve()
+        path = check_model_dir(opts.model_path, "model_path")
         return path, revision_of(path)
     words = get_task(opts.task).answer_words
     return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows), answer_words=words)

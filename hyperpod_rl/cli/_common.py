@@ -7,6 +7,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar, get_origin
 
 import typer
@@ -30,6 +31,9 @@ __all__ = [
     "job_client",
     "local_client",
     "model_options",
+    "output_dir",
+    "output_file",
+    "writing",
 ]
 
 console = Console()
@@ -64,7 +68,9 @@ _PLAIN_WORDS = (
 
 class HprlGroup(TyperGroup):
     """A command group whose command-line usage errors (unknown option or command, missing
-    argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box.
+    argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box; so does
+    a ``UnicodeDecodeError`` from a file that is not UTF-8 (the commands read user files with
+    :func:`hyperpod_rl.base.read_user_text`, which names the file; this is the net under it).
 
     typer 0.29 vendors click, so its exceptions are caught through their public base
     :class:`typer.TyperException`; ``NoArgsIsHelpError`` (a bare group prints its help) is left alone.
@@ -92,6 +98,8 @@ class HprlGroup(TyperGroup):
             return super().invoke(ctx)
         except typer.TyperException as err:
             self._usage(err)
+        except UnicodeDecodeError as err:  # a user's file read without hyperpod_rl.base.read_user_text
+            fail(f"a file this command read is not UTF-8 text ({err.reason} at byte {err.start}): save it as UTF-8")
 
 
 @contextmanager
@@ -101,6 +109,34 @@ def handled() -> Iterator[None]:
         yield
     except HyperpodRLError as err:
         fail(err)
+
+
+def output_dir(path: Path, option: str) -> Path:
+    """Create the folder an ``--out`` option names (parents too) or exit 2 saying why it cannot be:
+    it is an existing file, a parent is a file, or it is not writable."""
+    if path.exists() and not path.is_dir():
+        fail(f"{option} {path} is an existing file: give a folder (it is created when missing)")
+    with writing(path, option, what="folder"):
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def output_file(path: Path, option: str) -> Path:
+    """Check the file an output option names can be written (not a folder; its folder exists or is created), or exit 2."""
+    if path.is_dir():
+        fail(f"{option} {path} is a folder: give a file name")
+    with writing(path.parent, option, what="folder"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def writing(path: Path, option: str, *, what: str = "file") -> Iterator[None]:
+    """Turn an ``OSError`` while writing an output into ``error: cannot write ...`` (exit 2)."""
+    try:
+        yield
+    except OSError as err:
+        fail(f"cannot write the {what} {err.filename or path} of {option} ({err.strerror or err}): give a path you can write to")
 
 
 def local_client() -> Any:

@@ -272,6 +272,10 @@ def load_reward_fn(spec: str) -> RewardFn:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise MazeError(f"reward_fn module {module_name!r} cannot be imported: {e}") from e
+    except SyntaxError as e:  # not Python, or not UTF-8 (PEP 3120) without a coding declaration
+        raise MazeError(
+            f"reward_fn module {module_name!r} cannot be imported: {e.msg} ({e.filename}, line {e.lineno}): fix its source"
+        ) from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise MazeError(f"reward_fn: {module_name!r} has no callable {attr!r}")
