@@ -725,7 +725,7 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     return job, status
 
 
-def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[str, str]:
+def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None) -> dict[str, str]:
     """Record the end of every run not recorded as ended (``submitted`` or ``running``) whose newest Ray job has ended.
 
     A trainer killed from outside (``job stop``, a dashboard stop, an OOM kill) never writes its
@@ -737,6 +737,12 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[s
     Args:
         client: the cluster's job client (or an access object or address).
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
+        run_ids: only these runs (default: every run of the store).
+
+    A run's status is that of its newest submission (:func:`hyperpod_rl.runs.current_status`):
+    after a resubmission, an end recorded for an earlier job is not the run's, so a resubmitted
+    run whose new job failed is recorded ``failed``, as ``job status`` says. ``hyperpod-rl job
+    status``, ``runs list``, ``runs show`` and ``runs sync`` all reconcile through here.
 
     Returns:
         ``{run_id: recorded status}`` for each run changed.
@@ -755,6 +761,8 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[s
     ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
     changed: dict[str, str] = {}
     for run in store_runs(storage):
+        if run_ids is not None and run.run_id not in run_ids:
+            continue
         if (
             run.status in FINAL_STATUSES
             or run.submission_id is None
