@@ -52,9 +52,12 @@ __all__ = [
     "QuickstartSummary",
     "check_serve_port",
     "default_run_id",
+    "follow_quietly",
+    "follow_with_tqdm",
     "make_run_config",
     "prepare_base_model",
     "prepare_dataset",
+    "print_phase",
     "run",
     "start_local_cluster",
 ]
@@ -414,6 +417,52 @@ def follow_quietly(client: Any, submission_id: str, total_steps: int) -> str:
     return status
 
 
+def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
+    """Follow a job with a ``tqdm.auto`` bar (a widget in a notebook, text elsewhere) until it ends.
+
+    The bar shows the step, reward, loss and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
+    (from the steps' own finish times); trainer notices (a corrupt checkpoint skipped, the step a
+    job resumed from) are written above it as they come. :func:`run`'s default ``follow``.
+
+    Returns:
+        The job's final Ray status (``"SUCCEEDED"``, ``"FAILED"``, ``"STOPPED"``).
+    """
+    from tqdm.auto import tqdm
+
+    from hyperpod_rl.jobs import RunProgress, follow_run, format_duration
+
+    status = "PENDING"
+    state = RunProgress(total_steps)
+    # tqdm's own remaining-time estimate is left out: it is taken from when steps were seen
+    with tqdm(total=total_steps, desc="train", unit="step", bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]") as bar:
+        for update in follow_run(client, submission_id):
+            status = update.status
+            for notice in state.add(update):
+                bar.write(f"note: {notice}")
+            if update.records:
+                eta = state.eta_s
+                bar.n = state.step
+                bar.set_postfix_str(
+                    f"reward {state.reward()}, loss {state.loss()}" + ("" if eta is None else f", ETA {format_duration(eta)}"),
+                    refresh=False,
+                )
+                bar.refresh()
+    return status
+
+
+def print_phase(phase: Phase) -> None:
+    """Print a phase as it starts (``2/7 generating maze data ...``) and ends (``✓ 2/7 <message> (3 s)``).
+
+    :func:`run`'s default ``on_phase``: plain ``print`` lines, which a notebook cell, a terminal
+    and a piped log all show as they come.
+    """
+    n = f"{list(PHASES).index(phase.name) + 1}/{len(PHASES)}"
+    if phase.done:
+        print(f"✓ {n} {phase.message} ({phase.seconds:.0f} s)", flush=True)
+    else:
+        print(f"{n} {PHASES[phase.name]} ...", flush=True)
+
+
 def run(
     opts: QuickstartOptions,
     *,
@@ -429,10 +478,12 @@ def run(
         client: a ``JobSubmissionClient`` of the cluster to train on; default: the embedded
             local cluster, started (or reused) here.
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
-        on_phase: called with a :class:`Phase` when each step starts and ends.
+        on_phase: called with a :class:`Phase` when each step starts and ends (default:
+            :func:`print_phase`, a line per start and end; ``lambda phase: None`` for silence).
         follow: ``follow(client, submission_id, total_steps) -> final status``, called while the
-            job trains (default: :func:`follow_quietly`). Raising ``KeyboardInterrupt`` in it
-            detaches: the job keeps running.
+            job trains (default: :func:`follow_with_tqdm`, a ``tqdm.auto`` bar;
+            :func:`follow_quietly` for none). Raising ``KeyboardInterrupt`` in it detaches: the
+            job keeps running.
 
     Returns:
         The :class:`QuickstartSummary`, also written to ``<run dir>/quickstart.json``.
@@ -446,7 +497,7 @@ def run(
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.jobs import submit_run
 
-    notify = on_phase or (lambda _phase: None)
+    notify = on_phase or print_phase
     storage = storage or storage_root()
     rid = opts.run_id or default_run_id()
     paths = run_paths(rid, storage=storage)
@@ -493,7 +544,7 @@ def run(
     handle = submit_run(client, config, paths.root)
 
     def train() -> str:
-        return (follow or follow_quietly)(client, handle.submission_id, config.trainer.steps)
+        return (follow or follow_with_tqdm)(client, handle.submission_id, config.trainer.steps)
 
     status = step("train", train, lambda st: f"job {handle.submission_id} ended {st}")
     if status != "SUCCEEDED":
