@@ -35,6 +35,7 @@ from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError, JobError
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
+from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
@@ -52,9 +53,12 @@ __all__ = [
     "QuickstartSummary",
     "check_serve_port",
     "default_run_id",
+    "follow_quietly",
+    "follow_with_tqdm",
     "make_run_config",
     "prepare_base_model",
     "prepare_dataset",
+    "print_phase",
     "run",
     "start_local_cluster",
 ]
@@ -151,10 +155,11 @@ class QuickstartOptions(Model):
         problems = []
         if self.min_size > self.max_size:
             problems.append(f"min_size ({self.min_size}) is larger than max_size ({self.max_size})")
-        if self.model_path is not None and not Path(self.model_path).expanduser().is_dir():
-            problems.append(
-                f"model_path {self.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
-            )
+        if self.model_path is not None:
+            try:  # checked before anything runs, so no step is reported done before it fails
+                check_model_dir(self.model_path, "model_path")
+            except ConfigError as err:
+                problems.append(f"{err} (or omit it for the embedded tiny model)")
         problems += _task_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
@@ -277,9 +282,13 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
     With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (tokenizer trained on
     the env's own texts) and saves it under ``storage/models/``; the same seed gives the same
     revision.
+
+    Raises:
+        ConfigError: ``model_path`` is not a Qwen3-VL checkpoint directory
+            (:func:`hyperpod_rl.model.revision.check_model_dir`).
     """
     if opts.model_path:
-        path = Path(opts.model_path).expanduser().resolve()
+        path = check_model_dir(opts.model_path, "model_path")
         return path, revision_of(path)
     words = get_task(opts.task).answer_words
     return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows), answer_words=words)
@@ -426,6 +435,52 @@ def follow_quietly(client: Any, submission_id: str, total_steps: int) -> str:
     return status
 
 
+def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
+    """Follow a job with a ``tqdm.auto`` bar (a widget in a notebook, text elsewhere) until it ends.
+
+    The bar shows the step, reward, loss and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
+    (from the steps' own finish times); trainer notices (a corrupt checkpoint skipped, the step a
+    job resumed from) are written above it as they come. :func:`run`'s default ``follow``.
+
+    Returns:
+        The job's final Ray status (``"SUCCEEDED"``, ``"FAILED"``, ``"STOPPED"``).
+    """
+    from tqdm.auto import tqdm
+
+    from hyperpod_rl.jobs import RunProgress, follow_run, format_duration
+
+    status = "PENDING"
+    state = RunProgress(total_steps)
+    # tqdm's own remaining-time estimate is left out: it is taken from when steps were seen
+    with tqdm(total=total_steps, desc="train", unit="step", bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]") as bar:
+        for update in follow_run(client, submission_id):
+            status = update.status
+            for notice in state.add(update):
+                bar.write(f"note: {notice}")
+            if update.records:
+                eta = state.eta_s
+                bar.n = state.step
+                bar.set_postfix_str(
+                    f"reward {state.reward()}, loss {state.loss()}" + ("" if eta is None else f", ETA {format_duration(eta)}"),
+                    refresh=False,
+                )
+                bar.refresh()
+    return status
+
+
+def print_phase(phase: Phase) -> None:
+    """Print a phase as it starts (``2/7 generating maze data ...``) and ends (``✓ 2/7 <message> (3 s)``).
+
+    :func:`run`'s default ``on_phase``: plain ``print`` lines, which a notebook cell, a terminal
+    and a piped log all show as they come.
+    """
+    n = f"{list(PHASES).index(phase.name) + 1}/{len(PHASES)}"
+    if phase.done:
+        print(f"✓ {n} {phase.message} ({phase.seconds:.0f} s)", flush=True)
+    else:
+        print(f"{n} {PHASES[phase.name]} ...", flush=True)
+
+
 def run(
     opts: QuickstartOptions,
     *,
@@ -441,10 +496,12 @@ def run(
         client: a ``JobSubmissionClient`` of the cluster to train on; default: the embedded
             local cluster, started (or reused) here.
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
-        on_phase: called with a :class:`Phase` when each step starts and ends.
+        on_phase: called with a :class:`Phase` when each step starts and ends (default:
+            :func:`print_phase`, a line per start and end; ``lambda phase: None`` for silence).
         follow: ``follow(client, submission_id, total_steps) -> final status``, called while the
-            job trains (default: :func:`follow_quietly`). Raising ``KeyboardInterrupt`` in it
-            detaches: the job keeps running.
+            job trains (default: :func:`follow_with_tqdm`, a ``tqdm.auto`` bar;
+            :func:`follow_quietly` for none). Raising ``KeyboardInterrupt`` in it detaches: the
+            job keeps running.
 
     Returns:
         The :class:`QuickstartSummary`, also written to ``<run dir>/quickstart.json``.
@@ -458,7 +515,7 @@ def run(
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.jobs import submit_run
 
-    notify = on_phase or (lambda _phase: None)
+    notify = on_phase or print_phase
     storage = storage or storage_root()
     rid = opts.run_id or default_run_id()
     paths = run_paths(rid, storage=storage)
@@ -505,7 +562,7 @@ def run(
     handle = submit_run(client, config, paths.root)
 
     def train() -> str:
-        return (follow or follow_quietly)(client, handle.submission_id, config.trainer.steps)
+        return (follow or follow_with_tqdm)(client, handle.submission_id, config.trainer.steps)
 
     status = step("train", train, lambda st: f"job {handle.submission_id} ended {st}")
     if status != "SUCCEEDED":

@@ -12,8 +12,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from hyperpod_rl.cli._common import HprlGroup, console, fail
-from hyperpod_rl.errors import TaskError
+from hyperpod_rl.base import read_user_text
+from hyperpod_rl.cli._common import HprlGroup, console, fail, output_dir, output_file, writing
+from hyperpod_rl.errors import HyperpodRLError, TaskError
 from hyperpod_rl.tasks.maze import (
     ALGORITHMS,
     REWARD_VERSION,
@@ -85,9 +86,12 @@ def build(
     mode: str = typer.Option("step", help="step or plan"),
 ) -> None:
     """Build train / heldout / ood parquet files and print their sha256 and strata."""
+    output_dir(out, "--out")
     try:
         if spec_file is not None:
-            spec = DatasetSpec(**json.loads(spec_file.read_text()))
+            spec = DatasetSpec(
+                **json.loads(read_user_text(spec_file, "dataset spec file", fix="give an existing JSON file of DatasetSpec fields"))
+            )
         else:
             spec = DatasetSpec(
                 seed=seed,
@@ -99,15 +103,15 @@ def build(
                 mode=mode,
             )
         splits = build_dataset(spec)
-    except (TaskError, OSError, json.JSONDecodeError) as err:
-        fail(err)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spec.json").write_text(spec.model_dump_json(indent=2))
+    except (HyperpodRLError, json.JSONDecodeError) as err:
+        fail(err if not isinstance(err, json.JSONDecodeError) else f"dataset spec file {spec_file} is not JSON ({err}): fix its syntax")
     table = Table("split", "rows", "sha256", "strata (count)")
-    for split, rows in splits.items():
-        sha = write_parquet(rows, out / f"{split}.parquet")
-        strata = Counter(r["stratum"] for r in rows).most_common(4)
-        table.add_row(split, str(len(rows)), sha[:16], ", ".join(f"{s} ({n})" for s, n in strata))
+    with writing(out, "--out"):
+        (out / "spec.json").write_text(spec.model_dump_json(indent=2))
+        for split, rows in splits.items():
+            sha = write_parquet(rows, out / f"{split}.parquet")
+            strata = Counter(r["stratum"] for r in rows).most_common(4)
+            table.add_row(split, str(len(rows)), sha[:16], ", ".join(f"{s} ({n})" for s, n in strata))
     console.print(table)
     console.print(f"written to {out} (reward spec {REWARD_VERSION})")
 
@@ -130,5 +134,6 @@ def show(
     console.print(f"shortest path ({maze.shortest_path_length}): {' '.join(maze.shortest_path())}")
     console.print(f"layout hash: {maze.layout_hash()}")
     if png is not None:
-        render_maze(maze).save(png)
+        with writing(output_file(png, "--png"), "--png"):
+            render_maze(maze).save(png)
         console.print(f"image: {png}")

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options
+from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
 
@@ -95,5 +95,6 @@ def quickstart(
     if summary.served_answer:
         console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
     if summary_json:
-        summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
+        with writing(summary_json, "--summary-json"):
+            summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
     console.print(f"[bold green]done[/] in {summary.wall_s['total']:.0f} s · run dir {summary.run_dir}")

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from hyperpod_rl.base import read_user_text
 from hyperpod_rl.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -125,7 +126,7 @@ class RunConfig(_Section):
         Overrides are as in :meth:`from_preset` (dotted paths with ``**{"trainer.micro_batch_size": 4}``).
 
         Raises:
-            ConfigError: the file cannot be read, is not YAML/JSON, does not hold a mapping, or the
+            ConfigError: the file cannot be read or is not UTF-8 (:func:`hyperpod_rl.base.read_user_text`), is not YAML/JSON, does not hold a mapping, or the
                 result is invalid (one line per field).
         """
         import yaml
@@ -133,12 +134,7 @@ class RunConfig(_Section):
         from hyperpod_rl.config.presets import with_overrides
 
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as err:
-            raise ConfigError(
-                f"cannot read run config file {str(path)!r} ({err.strerror or err}): give an existing YAML or JSON file"
-            ) from None
+        text = read_user_text(path, "run config file", fix="give an existing YAML or JSON file")
         try:
             data = yaml.safe_load(text)  # JSON is YAML
         except yaml.YAMLError as err:

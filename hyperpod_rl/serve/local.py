@@ -45,6 +45,7 @@ import binascii
 import io
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -59,6 +60,7 @@ __all__ = [
     "MAX_IMAGE_PIXELS",
     "MAX_IMAGE_PX",
     "MAX_PROMPT_TOKENS",
+    "APP_NAME_PATTERN",
     "SERVE_APP_NAME",
     "ChatRequest",
     "openai_error",
@@ -68,12 +70,32 @@ __all__ = [
     "deploy_local",
     "REPLICA_ENV",
     "bind_replica_grpc_to_loopback",
+    "route_prefix",
     "run_app",
     "serve_run",
     "shutdown_local",
 ]
 
 SERVE_APP_NAME = "hyperpod-rl"
+#: What an application name may be (it is also its route prefix, ``/<name>``, unless the default).
+APP_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
+
+def route_prefix(app_name: str = SERVE_APP_NAME) -> str:
+    """The HTTP route prefix of a serving app: ``/`` for :data:`SERVE_APP_NAME` (``hyperpod-rl serve up``),
+    ``/<app_name>`` for any other, so apps of different owners (a notebook's, the CLI's) run side by
+    side on one Serve instance (Ray Serve requires a distinct prefix per application).
+
+    Raises:
+        ConfigError: ``app_name`` is not lowercase letters, digits and ``-`` (at most 63).
+    """
+    from hyperpod_rl.errors import ConfigError
+
+    if not APP_NAME_PATTERN.fullmatch(app_name):
+        raise ConfigError(f"serving app name {app_name!r} must be lowercase letters, digits and '-' (at most 63), e.g. 'tutorial-01'")
+    return "/" if app_name == SERVE_APP_NAME else f"/{app_name}"
+
+
 #: Largest image side accepted, in pixels (maze images are 160-480 px).
 MAX_IMAGE_PX = 2048
 #: Most pixels of one image (width x height), checked from the image header before any pixel is
@@ -512,7 +534,13 @@ def _serve_http_port() -> int | None:
 
 
 def run_app(
-    model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, model_id: str | None = None
+    model_path: str | Path,
+    adapters: dict[str, str | Path],
+    *,
+    port: int = 8000,
+    num_cpus: float = 1.0,
+    model_id: str | None = None,
+    app_name: str = SERVE_APP_NAME,
 ) -> None:
     """Deploy (or redeploy) the app from a driver already joined to the cluster.
 
@@ -541,7 +569,7 @@ def run_app(
         serve.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus, action_constraint=constraint)
-    serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
+    serve.run(app, name=app_name, route_prefix=route_prefix(app_name), blocking=False)
 
 
 def deploy_local(
@@ -553,6 +581,7 @@ def deploy_local(
     num_cpus: float = 1.0,
     timeout_s: float = 300.0,
     model_id: str | None = None,
+    app_name: str = SERVE_APP_NAME,
 ) -> str:
     """Deploy the serving app on the cluster through a short Ray Job and wait until it answers.
 
@@ -568,9 +597,14 @@ def deploy_local(
         timeout_s: seconds to wait for the deploy job and the first healthy answer.
         model_id: the base model id the adapters' provenance must name, when the run config
             sets ``model.model_id``; default: read from the model directory.
+        app_name: the Serve application; redeploying a name replaces only that application,
+            and :func:`shutdown_local` with the same name deletes only it (default
+            :data:`SERVE_APP_NAME`, what ``hyperpod-rl serve up`` deploys, at ``/``; another name
+            is served at ``/<app_name>``, :func:`route_prefix`).
 
     Returns:
-        ``http://127.0.0.1:<port>``; POST chat completions to ``<url>/v1/chat/completions``.
+        ``http://127.0.0.1:<port>`` (plus ``/<app_name>`` for another app name); POST chat
+        completions to ``<url>/v1/chat/completions``.
 
     Raises:
         ServeError: an adapter fails preflight (nothing is deployed), the deploy job failed
@@ -584,6 +618,7 @@ def deploy_local(
 
     from hyperpod_rl.errors import ServeError
 
+    prefix = route_prefix(app_name)
     check_adapters(model_path, adapters, model_id=model_id)
     action_constraint_of(adapters)
     args = [
@@ -600,6 +635,8 @@ def deploy_local(
     ]
     if model_id:
         args += ["--model-id", model_id]
+    if app_name != SERVE_APP_NAME:
+        args += ["--app-name", app_name]
     for name, path in adapters.items():
         args += ["--adapter", f"{name}={path}"]
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
@@ -616,7 +653,7 @@ def deploy_local(
 
         tail = "\n".join(redact(client.get_job_logs(submission_id)).splitlines()[-20:])
         raise ServeError(f"deploy job {submission_id} failed:\n{tail}")
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}" + ("" if prefix == "/" else prefix)
     while True:
         try:
             if requests.get(f"{url}/healthz", timeout=5).status_code == 200:
@@ -628,12 +665,12 @@ def deploy_local(
         time.sleep(0.5)
 
 
-def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
-    """Delete the serving app through a short Ray Job; Serve itself stops (freeing its HTTP
-    port) when no other application is left.
+def shutdown_local(client: Any, *, timeout_s: float = 120.0, app_name: str = SERVE_APP_NAME) -> bool:
+    """Delete one serving app (``app_name``, default :data:`SERVE_APP_NAME`) through a short Ray
+    Job, and no other; Serve itself stops (freeing its HTTP port) when no application is left.
 
     Returns:
-        True if the serving app was deployed and is now deleted, False if nothing was deployed.
+        True if that app was deployed and is now deleted, False if it was not deployed.
 
     Raises:
         ServeError: the delete job did not end within ``timeout_s`` seconds, or failed.
@@ -647,7 +684,7 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
 
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
     client.submit_job(
-        entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down",
+        entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down --app-name {shlex.quote(app_name)}",
         submission_id=submission_id,
         metadata={"hyperpod_rl_serve": "delete"},
     )

@@ -108,7 +108,7 @@ def load_reward_fn(spec: str) -> Callable[..., float]:
     """Import ``"package.module:function"`` and return the function.
 
     Raises:
-        TaskError: the spec has no ``:``, the module cannot be imported, or the attribute is
+        TaskError: the spec has no ``:``, the module cannot be imported (or is not valid UTF-8 Python), or the attribute is
             missing or not callable.
     """
     module_name, sep, attr = spec.partition(":")
@@ -118,6 +118,10 @@ def load_reward_fn(spec: str) -> Callable[..., float]:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise TaskError(f"reward_fn module {module_name!r} cannot be imported: {e}") from e
+    except SyntaxError as e:  # not Python, or not UTF-8 (PEP 3120) without a coding declaration
+        raise TaskError(
+            f"reward_fn module {module_name!r} cannot be imported: {e.msg} ({e.filename}, line {e.lineno}): fix its source"
+        ) from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise TaskError(f"reward_fn: {module_name!r} has no callable {attr!r}")
