@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def main() -> None:
-    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.tasks import read_rows
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
     from hyperpod_rl.runs import run_paths, write_config
