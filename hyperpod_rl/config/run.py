@@ -36,6 +36,7 @@ from hyperpod_rl.config.sections import (
     TrainerConfig,
     _Section,
 )
+from hyperpod_rl.config.sft import SFTConfig, Stage, sft_problems
 from hyperpod_rl.config.validate import cross_field_problems
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import RUN_ID_PATTERN
@@ -50,6 +51,7 @@ __all__ = [
     "PlacementConfig",
     "RolloutConfig",
     "RunConfig",
+    "SFTConfig",
     "StorageConfig",
     "TaskConfig",
     "TrainerConfig",
@@ -67,6 +69,11 @@ class RunConfig(_Section):
 
     run_id: str = Field(..., pattern=RUN_ID_PATTERN, description="run id: 3-63 lower-case letters, digits, '-'")
     backend: Literal["reference", "skyrl"] = "reference"
+    stage: Stage = Field(
+        "grpo",
+        description="'grpo': reinforcement learning on the task's reward; 'sft': supervised fine-tuning on the task's "
+        "demonstrations (its own solver), the warm start a GRPO run continues with model.init_adapter",
+    )
     task: TaskConfig = TaskConfig()
     model: ModelConfig = ModelConfig()
     lora: LoRAConfig = LoRAConfig()
@@ -78,10 +85,11 @@ class RunConfig(_Section):
     placement: PlacementConfig = PlacementConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    sft: SFTConfig = SFTConfig()
 
     @model_validator(mode="after")
     def _cross_field(self) -> RunConfig:
-        problems = cross_field_problems(self)
+        problems = cross_field_problems(self) + sft_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -155,7 +163,16 @@ class RunConfig(_Section):
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id.
 
         The default task (the maze with default options) is left out too, so a maze config hashes
-        as it did before configs named their task.
+        as it did before configs named their task; so are ``stage``/``sft`` for a GRPO run with the
+        default SFT section and ``model.init_adapter`` when unset.
         """
-        payload = self.model_dump(mode="json", exclude={"run_id", "task"} if self.task.is_default else {"run_id"})
+        exclude: dict[str, Any] = {"run_id": True}
+        if self.task.is_default:
+            exclude["task"] = True
+        # fields added with the SFT stage are left out at their defaults, so GRPO configs hash as before
+        if self.stage == "grpo" and self.sft == SFTConfig():
+            exclude.update(stage=True, sft=True)
+        if self.model.init_adapter is None:
+            exclude["model"] = {"init_adapter"}
+        payload = self.model_dump(mode="json", exclude=exclude)
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
