@@ -44,8 +44,8 @@ class SFTConfig(_Section):
     rows_per_step: int = Field(
         16,
         gt=0,
-        description="dataset rows (mazes) per SFT step; every turn of each row's demonstration enters the loss "
-        "(SkyRL batch_size counts the turns)",
+        description="reference backend: dataset rows (mazes) per SFT step, every turn of each row's demonstration "
+        "in the loss; SkyRL: demonstration turns per step (its batch_size counts examples)",
     )
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
@@ -115,6 +115,15 @@ def sft_problems(cfg: Any) -> list[str]:
             f"stage='sft' trains on the task's demonstrations, but task {task.name!r} has none (no Task.demonstration member): "
             "use stage='grpo', or give the task a demonstration(row) solver (docs/tasks.md)"
         )
+    if cfg.backend == "skyrl":
+        dp = cfg.placement.policy_gpus
+        per_gpu, rest = divmod(cfg.sft.rows_per_step, dp)
+        if rest or per_gpu % cfg.trainer.micro_batch_size:
+            out.append(
+                f"sft.rows_per_step={cfg.sft.rows_per_step} must split into {dp} policy GPUs x a multiple of "
+                f"trainer.micro_batch_size={cfg.trainer.micro_batch_size} (SkyRL SFT batch_size rule): "
+                f"use a multiple of {dp * cfg.trainer.micro_batch_size}"
+            )
     if cfg.backend == "reference" and cfg.trainer.workers > 1:
         out.append(
             f"stage='sft' trains in one process on the reference backend, but trainer.workers={cfg.trainer.workers}: set trainer.workers=1"

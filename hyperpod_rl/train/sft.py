@@ -93,9 +93,13 @@ class ScriptedPolicy:
         TaskError: the env asks for more turns than the demonstration has.
     """
 
-    def __init__(self, policy: MazePolicy, completions: Sequence[str]) -> None:
+    def __init__(self, policy: MazePolicy | None, completions: Sequence[str]) -> None:
         self.policy = policy
-        self.actions = [demo_action(policy, t) for t in completions]
+        # policy None: text-only actions (no token ids), for datasets another trainer tokenizes (SkyRL's SFT)
+        self.actions = [
+            demo_action(policy, t) if policy is not None else Action(text=t, response_ids=[], loss_mask=[], logprob=0.0)
+            for t in completions
+        ]
         self.turn = 0
 
     def act(self, prompts: Sequence[Any], **_: Any) -> list[Action]:
@@ -107,10 +111,11 @@ class ScriptedPolicy:
         return [self.actions[self.turn - 1]]
 
 
-def demonstration_episode(policy: MazePolicy, task: Any, row: dict[str, Any], *, max_turns: int | None) -> Episode | None:
+def demonstration_episode(policy: MazePolicy | None, task: Any, row: dict[str, Any], *, max_turns: int | None) -> Episode | None:
     """The row's demonstration replayed through the task's env as a rollout :class:`Episode`, or
     None when the task has none for the row or the replay does not reach success (the task's
-    primary metric at its best, 1) within ``max_turns``."""
+    primary metric at its best, 1) within ``max_turns``. With ``policy=None`` the turns' actions
+    hold the completion text only (no token ids)."""
     completions = demonstration_of(task, row)
     if completions is None:
         return None
