@@ -188,7 +188,8 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
                 for rec in update.records:
                     seen.append(rec.values)
                     reward = f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}"
-                    loss = f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}"
+                    # an SFT run (stage='sft') has no reward; its loss is sft/loss
+                    loss = f"{rec.values.get('policy/policy_loss', rec.values.get('sft/loss', float('nan'))):+.4f}"
                     progress.update(task, completed=rec.step, reward=reward, loss=loss)
                     decile = rec.step * 10 // max(total_steps, 1)
                     if not live and decile > shown:

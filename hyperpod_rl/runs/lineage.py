@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["adapter_lineage", "init_adapter_entry", "lineage_text"]
+__all__ = ["adapter_lineage", "finished_adapter", "init_adapter_entry", "lineage_text"]
 
 
 def init_adapter_entry(path: str | Path, record: dict[str, Any] | None) -> dict[str, Any]:
@@ -75,3 +75,23 @@ def lineage_text(lineage: list[dict[str, Any]]) -> str:
         else:
             parts.append(f"{e.get('stage')} {e.get('run_id')} ({e.get('steps')} steps)")
     return " -> ".join(parts)
+
+
+def finished_adapter(run_id: str, *, storage: Path | None = None) -> Path:
+    """The exported adapter directory of the finished run ``run_id`` (what ``--from-run RUN_ID`` starts from).
+
+    Raises:
+        ConfigError: the run id is invalid, or the run has no exported adapter (not finished, or
+            not a run of this storage root).
+    """
+    from hyperpod_rl.errors import ConfigError
+    from hyperpod_rl.runs.layout import run_paths
+
+    paths = run_paths(run_id, storage=storage)
+    adapter = paths.adapter
+    if not (adapter / "adapter_config.json").is_file() or not (adapter / "provenance.json").is_file():
+        raise ConfigError(
+            f"--from-run {run_id}: {adapter} holds no finished adapter; wait for that run to finish "
+            f"(hyperpod-rl job status {run_id}), or check HYPERPOD_RL_STORAGE points at its storage root"
+        )
+    return adapter

@@ -75,7 +75,7 @@ def load_init_adapter(model: Any, path: str | Path, *, base_revision: str, lora:
 
     record = check_init_adapter(path, base_revision=base_revision, lora=lora)
     weights = load_file(str(Path(path).expanduser() / "adapter_model.safetensors"))
-    result = set_peft_model_state_dict(model, weights)
+    result: Any = set_peft_model_state_dict(model, weights)  # peft returns the load result (its annotation says None)
     unexpected = list(getattr(result, "unexpected_keys", []) or [])
     if unexpected:
         raise ConfigError(

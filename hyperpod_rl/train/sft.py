@@ -136,8 +136,7 @@ class SFTTrainer(ReferenceTrainer):
         super()._build()
         cfg = self.config
         params = [p for p in self.model.parameters() if p.requires_grad]
-        fused = {"fused": True} if self.device.type == "cuda" else {}
-        self.optimizer = torch.optim.AdamW(params, lr=cfg.sft.lr, weight_decay=cfg.sft.weight_decay, **fused)
+        self.optimizer = torch.optim.AdamW(params, lr=cfg.sft.lr, weight_decay=cfg.sft.weight_decay, fused=self.device.type == "cuda")
         self._demos: dict[int, Episode | None] = {}
 
     def _demo(self, index: int) -> Episode | None:
@@ -151,7 +150,8 @@ class SFTTrainer(ReferenceTrainer):
         Raises:
             ConfigError: a whole pass over the train rows found no usable demonstration.
         """
-        want, episodes, skipped, misses = self.config.sft.rows_per_step, [], 0, 0
+        want, skipped, misses = self.config.sft.rows_per_step, 0, 0
+        episodes: list[Episode] = []
         while len(episodes) < want:
             (index,) = self.sampler.take(1)
             episode = self._demo(index)
