@@ -355,21 +355,21 @@ def dataset_problems(config: RunConfig) -> list[str]:
 
     Returns:
         One sentence per problem, each saying what to fix; empty when none: a training set with
-        fewer rows than ``data.mazes_per_step`` (one step draws that many distinct rows).
+        fewer rows than ``data.prompts_per_step`` (one step draws that many distinct rows).
     """
     from hyperpod_rl.errors import TaskError
     from hyperpod_rl.tasks import count_rows
 
     path = Path(config.data.train_path)
-    per_step = config.data.mazes_per_step
+    per_step = config.data.prompts_per_step
     try:
         rows = count_rows(path) if path.is_file() else None
     except (TaskError, OSError):
         return []  # the local checks and the job report an unreadable file with its own fix
     if rows is not None and rows < per_step:
         return [
-            f"data.mazes_per_step={per_step} is more than the {rows} rows of data.train_path {path} (each step draws "
-            f"{per_step} distinct rows): set data.mazes_per_step to at most {rows}, or generate a larger training set"
+            f"data.prompts_per_step={per_step} is more than the {rows} rows of data.train_path {path} (each step draws "
+            f"{per_step} distinct rows): set data.prompts_per_step to at most {rows}, or generate a larger training set"
         ]
     return []
 
@@ -437,7 +437,7 @@ def submit_run(
             ``data.heldout_path`` or ``python`` do not exist (:func:`local_problems`; a remote
             cluster's paths are its own and are not checked here).
         ConfigError: ``data.train_path`` (when this machine can read it) has fewer rows than
-            ``data.mazes_per_step`` (:func:`dataset_problems`).
+            ``data.prompts_per_step`` (:func:`dataset_problems`).
         JobError: a job of the run is alive (the message names it), the run already finished
             (without ``fresh``), its run directory holds the run trained with another config
             (without ``fresh``; :func:`hyperpod_rl.runs.config_conflict`), another submit held

@@ -8,10 +8,17 @@
    visual maze unless ``task`` names another registered task);
 3. base_model: :func:`prepare_base_model`, the tiny random-init Qwen3-VL (or a local checkpoint);
 4. eval_base: :func:`hyperpod_rl.eval.evaluate` of the base model on the held-out mazes;
-5. train: :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run`, a detached Ray Job
-   running the reference GRPO backend, followed until it ends;
-6. eval_adapter: the adapter on the same held-out mazes, and the paired comparison;
-7. serve: :func:`hyperpod_rl.serve.local.deploy_local` and one held-out maze asked.
+5. sft: the supervised warm start (``stage='sft'``): a detached Ray Job training a LoRA adapter
+   on the task's own demonstrations (the maze's shortest paths) as run ``<run id>-sft``;
+6. eval_sft: the SFT adapter on the same held-out mazes, compared with the base;
+7. train: :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run`, a detached Ray Job
+   running the reference GRPO backend from the SFT adapter (``model.init_adapter``), followed
+   until it ends;
+8. eval_adapter: the adapter on the same held-out mazes, and the paired comparisons: against
+   its SFT start (the promotion decision) and against the base;
+9. serve: :func:`hyperpod_rl.serve.local.deploy_local` and one held-out maze asked.
+
+``sft=False`` (``--no-sft``) skips steps 5 and 6: GRPO starts from the base model, as before.
 
 Front-ends watch it through two callbacks: ``on_phase`` gets a :class:`Phase` when a step starts
 and when it ends, ``follow`` follows the training job (a progress bar, a tqdm bar, or nothing).
@@ -55,6 +62,7 @@ __all__ = [
     "default_run_id",
     "follow_quietly",
     "follow_with_tqdm",
+    "sft_run_id",
     "make_run_config",
     "prepare_base_model",
     "prepare_dataset",
@@ -69,6 +77,8 @@ PHASES: dict[str, str] = {
     "dataset": "generating maze data",
     "base_model": "preparing the base model",
     "eval_base": "evaluating the base model on the held-out mazes",
+    "sft": "supervised warm start (SFT on the task's demonstrations): detached Ray Job",
+    "eval_sft": "evaluating the SFT adapter on the same held-out mazes",
     "train": "training: detached Ray Job",
     "eval_adapter": "evaluating the adapter on the same held-out mazes",
     "serve": "serving the adapter with Ray Serve and asking it one held-out maze",
@@ -120,6 +130,14 @@ class QuickstartOptions(Model):
     """discount over turns for advantage='process'"""
     lora_rank: int = Field(16, gt=0)
     """LoRA rank of the adapter"""
+    sft: bool = True
+    """warm-start GRPO from an SFT adapter trained on the task's demonstrations (--no-sft: GRPO from the base model)"""
+    sft_steps: int = Field(40, gt=0)
+    """SFT steps of the warm start"""
+    sft_lr: float = Field(3e-3, gt=0)
+    """AdamW learning rate of the SFT warm start"""
+    sft_rows_per_step: int = Field(8, gt=0)
+    """mazes per SFT step (every turn of each maze's demonstration is a training example)"""
     serve: bool = True
     """serve the adapter with Ray Serve and ask it one maze"""
     task: str = "maze"
@@ -294,8 +312,23 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
     return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows), answer_words=words)
 
 
-def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, revision: str, data: DatasetPaths) -> RunConfig:
-    """The :class:`RunConfig` of the quickstart run (reference backend)."""
+def sft_run_id(run_id: str) -> str:
+    """The run id of a quickstart's SFT warm start: ``<run id>-sft`` (the run id cut to fit 63 characters)."""
+    return f"{run_id[:59].rstrip('-')}-sft"
+
+
+def make_run_config(
+    opts: QuickstartOptions,
+    *,
+    run_id: str,
+    model_path: Path,
+    revision: str,
+    data: DatasetPaths,
+    stage: Literal["grpo", "sft"] = "grpo",
+    init_adapter: Path | None = None,
+) -> RunConfig:
+    """The :class:`RunConfig` of a quickstart run (reference backend): the GRPO run (from
+    ``init_adapter`` when given) or, with ``stage='sft'``, its SFT warm start (``opts.sft_*``)."""
     task = get_task(opts.task)
     extra: dict[str, Any] = {}
     if opts.task != "maze":  # the maze keeps the default task section (its options live in dataset.json)
@@ -303,18 +336,25 @@ def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, r
     rollout: dict[str, Any] = {"max_turns": opts.max_turns}
     if not task.answer_words:
         rollout["action_constraint"] = "none"
+    if stage == "sft":
+        extra["stage"] = "sft"
+        extra["sft"] = {"lr": opts.sft_lr, "rows_per_step": opts.sft_rows_per_step}
+    steps = opts.sft_steps if stage == "sft" else opts.steps
+    model: dict[str, Any] = {"path": str(model_path), "revision": revision}
+    if init_adapter is not None:
+        model["init_adapter"] = str(init_adapter)
     return RunConfig.build(
         {
             "run_id": run_id,
             "backend": "reference",
             **extra,
-            "model": {"path": str(model_path), "revision": revision},
+            "model": model,
             "lora": {"rank": opts.lora_rank, "alpha": 2.0 * opts.lora_rank},
             "grpo": {"group_size": opts.group_size, "lr": opts.lr, "advantage": opts.advantage, "gamma": opts.gamma},
             "rollout": rollout,
             "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": opts.prompts_per_step},
-            "trainer": {"steps": opts.steps, "seed": opts.seed, "eval_rows": opts.heldout_rows},
-            "checkpoint": {"interval": max(opts.steps // 4, 1)},
+            "trainer": {"steps": steps, "seed": opts.seed, "eval_rows": opts.heldout_rows},
+            "checkpoint": {"interval": max(steps // 4, 1)},
         }
     )
 
@@ -378,8 +418,13 @@ class QuickstartSummary:
         run_id, run_dir, submission_id: the run and its Ray Job.
         wall_s: seconds per phase (keys of :data:`PHASES`) and ``total``.
         heldout_rows: held-out rows evaluated (``heldout_mazes``: its deprecated name, a property).
-        base, adapter: the two evaluations (same mazes).
-        comparison: the paired comparison with the promotion decision.
+        base, adapter: the base model's and the GRPO adapter's evaluations (same mazes).
+        comparison: the GRPO adapter against its start (the SFT adapter, or the base model with
+            ``sft=False``), paired, with the promotion decision.
+        sft: the SFT warm start's evaluation (None with ``sft=False``).
+        sft_comparison: the SFT adapter against the base (None with ``sft=False``).
+        base_comparison: the GRPO adapter against the base (the same as ``comparison`` with ``sft=False``).
+        sft_run_id: the SFT warm start's run id (None with ``sft=False``).
         served_answer: ``{"endpoint", "model", "answer", "latency_ms"}``, or ``None`` without serving.
         dashboard_url: the local Ray dashboard (``None`` with a caller's job client).
         warnings: what the user should know about the result, e.g. that no rollout produced
@@ -394,6 +439,10 @@ class QuickstartSummary:
     base: EvalResult
     adapter: EvalResult
     comparison: Comparison
+    sft: EvalResult | None = None
+    sft_comparison: Comparison | None = None
+    base_comparison: Comparison | None = None
+    sft_run_id: str | None = None
     served_answer: dict[str, Any] | None = None
     dashboard_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -417,6 +466,10 @@ class QuickstartSummary:
             "base": self.base.metrics,
             "adapter": self.adapter.metrics,
             "comparison": self.comparison.to_json(),
+            "sft_run_id": self.sft_run_id,
+            "sft": None if self.sft is None else self.sft.metrics,
+            "sft_comparison": None if self.sft_comparison is None else self.sft_comparison.to_json(),
+            "base_comparison": (self.base_comparison or self.comparison).to_json(),
             "served_answer": self.served_answer,
             "warnings": self.warnings,
         }
@@ -558,23 +611,49 @@ def run(
         lambda r: _base_message(opts, r),
     )
     _record_evals(paths, base=base)  # before the job starts: its trainer then skips its own base benchmark
-    config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data)
-    handle = submit_run(client, config, paths.root)
 
-    def train() -> str:
-        return (follow or follow_with_tqdm)(client, handle.submission_id, config.trainer.steps)
+    def submit_and_follow(config: RunConfig, root: Path, phase: str) -> str:
+        handle = submit_run(client, config, root)
 
-    status = step("train", train, lambda st: f"job {handle.submission_id} ended {st}")
-    if status != "SUCCEEDED":
-        raise JobError(f"training job {handle.submission_id} ended {status}; its log: hyperpod-rl job logs {rid}")
+        def train() -> str:
+            return (follow or follow_with_tqdm)(client, handle.submission_id, config.trainer.steps)
 
-    def eval_adapter() -> tuple[EvalResult, Comparison]:
+        status = step(phase, train, lambda st: f"job {handle.submission_id} ended {st}")
+        if status != "SUCCEEDED":
+            raise JobError(f"training job {handle.submission_id} ended {status}; its log: hyperpod-rl job logs {config.run_id}")
+        return handle.submission_id
+
+    start, sft_result, sft_comparison, sft_id, init_adapter = base, None, None, None, None
+    if opts.sft:
+        sft_id = sft_run_id(rid)
+        sft_paths = run_paths(sft_id, storage=storage)
+        if sft_paths.submissions.exists() or sft_paths.config.exists():
+            raise ConfigError(f"run {sft_id!r} already exists at {sft_paths.root}: pick another run id (or omit it)")
+        _record_evals(sft_paths, base=base)
+        sft_config = make_run_config(opts, run_id=sft_id, model_path=model_dir, revision=revision, data=data, stage="sft")
+        submit_and_follow(sft_config, sft_paths.root, "sft")
+
+        def eval_sft() -> tuple[EvalResult, Comparison]:
+            result = evaluate(model_dir, heldout_rows, adapter_path=sft_paths.adapter, label="sft")
+            return result, compare(base, result)
+
+        sft_result, sft_comparison = step("eval_sft", eval_sft, lambda out: f"SFT adapter: {out[1].reason}")
+        _record_evals(sft_paths, adapter=sft_result, comparison=sft_comparison)
+        _record_evals(paths, start=sft_result)
+        start, init_adapter = sft_result, sft_paths.adapter
+    config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data, init_adapter=init_adapter)
+    submission_id = submit_and_follow(config, paths.root, "train")
+
+    def eval_adapter() -> tuple[EvalResult, Comparison, Comparison]:
         tuned = evaluate(model_dir, heldout_rows, adapter_path=paths.adapter, label="adapter")
-        return tuned, compare(base, tuned)
+        # promotion compares the adapter with where its training started (the SFT adapter), not only the base
+        return tuned, compare(start, tuned), compare(base, tuned)
 
-    tuned, comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
+    tuned, comparison, base_comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
     warnings = _validity_warnings(opts, paths, base, tuned)
     _record_evals(paths, adapter=tuned, comparison=comparison)
+    if opts.sft:
+        _record_evals(paths, base_comparison=base_comparison)
     answer = None
     if opts.serve:
         answer = step(
@@ -586,12 +665,16 @@ def run(
     summary = QuickstartSummary(
         run_id=rid,
         run_dir=paths.root,
-        submission_id=handle.submission_id,
+        submission_id=submission_id,
         wall_s=timings,
         heldout_rows=len(heldout_rows),
         base=base,
         adapter=tuned,
         comparison=comparison,
+        sft=sft_result,
+        sft_comparison=sft_comparison,
+        base_comparison=base_comparison,
+        sft_run_id=sft_id,
         served_answer=answer,
         dashboard_url=dashboard_url,
         warnings=warnings,

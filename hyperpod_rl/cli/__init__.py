@@ -111,6 +111,11 @@ def job_submit(
     python: str | None = typer.Option(
         None, "--python", help="the interpreter the job runs under on the cluster (default: this one; HyperPod: the image's python)"
     ),
+    from_run: str | None = typer.Option(
+        None,
+        "--from-run",
+        help="start from this finished run's adapter (sets model.init_adapter; e.g. GRPO from an SFT run); same base model required",
+    ),
     address: str | None = Address,
 ) -> None:
     """Submit a run config file as a detached Ray Job (resubmitting a run id resumes it).
@@ -125,7 +130,12 @@ def job_submit(
     from hyperpod_rl.jobs import submit_run
 
     with handled():
-        run = RunConfig.from_file(config)
+        overrides = {}
+        if from_run is not None:
+            from hyperpod_rl.runs.lineage import finished_adapter
+
+            overrides["model.init_adapter"] = str(finished_adapter(from_run))
+        run = RunConfig.from_file(config, **overrides)
     client = job_client(address)
     with handled(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

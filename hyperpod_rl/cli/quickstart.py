@@ -29,7 +29,7 @@ class _Phases:
     def __call__(self, phase: Phase) -> None:
         n = f"{_STEPS[phase.name]}/{len(PHASES)}"
         if not phase.done:
-            if phase.name != "train":  # training shows its own progress bar
+            if phase.name not in ("train", "sft"):  # training shows its own progress bar
                 self.status = console.status(f"{n} {PHASES[phase.name]}")
                 self.status.start()
             return
@@ -44,6 +44,23 @@ def _table(summary: QuickstartSummary, max_turns: int) -> Table:
     items = "mazes" if maze else f"{summary.base.task} items"
     turns = f"≤{max_turns} turns" if maze else "the task's turn limit"
     table = Table(title=f"held-out {items}: {summary.heldout_rows} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
+    if summary.sft is not None and summary.sft_comparison is not None:
+        for column in ("metric", "base", "SFT", "SFT → GRPO", "Δ SFT−base (paired)", "Δ GRPO−SFT (paired)"):
+            table.add_column(column, justify="left" if column == "metric" else "right")
+        grpo = {r["metric"]: r for r in summary.comparison.table_rows()}
+        for row in summary.sft_comparison.table_rows():
+            if row["metric"] in _LABELS or not maze:
+                after = grpo.get(row["metric"], {})
+                table.add_row(
+                    _LABELS.get(row["metric"], row["metric"]),
+                    row["base"],
+                    row["candidate"],
+                    after.get("candidate", ""),
+                    row["delta"],
+                    after.get("delta", ""),
+                )
+        table.add_row(items, str(summary.base.num_mazes), str(summary.sft.num_mazes), str(summary.adapter.num_mazes), "", "")
+        return table
     for column in ("metric", "base", "adapter", "Δ (paired)"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for row in summary.comparison.table_rows():

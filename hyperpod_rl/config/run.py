@@ -38,6 +38,7 @@ from hyperpod_rl.config.sections import (
     TrainerConfig,
     _Section,
 )
+from hyperpod_rl.config.sft import SFTConfig, Stage, sft_problems
 from hyperpod_rl.config.validate import cross_field_problems
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import RUN_ID_PATTERN
@@ -52,6 +53,7 @@ __all__ = [
     "PlacementConfig",
     "RolloutConfig",
     "RunConfig",
+    "SFTConfig",
     "StorageConfig",
     "TaskConfig",
     "TrainerConfig",
@@ -69,6 +71,11 @@ class RunConfig(_Section):
 
     run_id: str = Field(..., pattern=RUN_ID_PATTERN, description="run id: 3-63 lower-case letters, digits, '-'")
     backend: Literal["reference", "skyrl"] = "reference"
+    stage: Stage = Field(
+        "grpo",
+        description="'grpo': reinforcement learning on the task's reward; 'sft': supervised fine-tuning on the task's "
+        "demonstrations (its own solver), the warm start a GRPO run continues with model.init_adapter",
+    )
     task: TaskConfig = TaskConfig()
     model: ModelConfig = ModelConfig()
     lora: LoRAConfig = LoRAConfig()
@@ -80,10 +87,11 @@ class RunConfig(_Section):
     placement: PlacementConfig = PlacementConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    sft: SFTConfig = SFTConfig()
 
     @model_validator(mode="after")
     def _cross_field(self) -> RunConfig:
-        problems = cross_field_problems(self)
+        problems = cross_field_problems(self) + sft_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -157,13 +165,40 @@ class RunConfig(_Section):
         under the name the hash first saw, so a config keeps its hash across renames: a file
         written with the old names and one with the new names hash the same, and so do the
         hashes recorded in run directories before the rename (resume still matches them).
+        Fields added later (:data:`ADDED_FIELDS`: the SFT stage, ``model.init_adapter``, the
+        rollout engine and its importance correction) are left out while at their defaults, so a
+        config written before them hashes as it did.
         """
-        payload = self.model_dump(mode="json", exclude={"run_id", "task"} if self.task.is_default else {"run_id"})
+        exclude: dict[str, Any] = {"run_id": True}
+        if self.task.is_default:
+            exclude["task"] = True
+        # the SFT stage's fields are left out at their defaults, so GRPO configs hash as before
+        if self.stage == "grpo" and self.sft == SFTConfig():
+            exclude.update(stage=True, sft=True)
+        payload = self.model_dump(mode="json", exclude=exclude)
+        for section, name in ADDED_FIELDS:
+            part = payload.get(section)
+            if isinstance(part, dict) and name in part and part[name] == _field_default(type(getattr(self, section)), name):
+                del part[name]
         for section, value in payload.items():
             renamed = getattr(type(getattr(self, section)), "renamed_fields", None)
             if renamed and isinstance(value, dict):
                 payload[section] = {_hashed_name(renamed, key): v for key, v in value.items()}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+#: (section, field) pairs added after configs were first hashed: left out of :meth:`RunConfig.config_hash`
+#: while at their defaults, so configs written before them keep their hash (and their runs resume).
+ADDED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("model", "init_adapter"),
+    ("rollout", "engine"),
+    ("grpo", "is_correction"),
+    ("grpo", "is_cap"),
+)
+
+
+def _field_default(model: Any, name: str) -> Any:
+    return model.model_fields[name].get_default(call_default_factory=True)
 
 
 def _hashed_name(renamed: Mapping[str, str], name: str) -> str:

@@ -47,6 +47,11 @@ class ModelConfig(_Section):
         None,
         description="base model revision; filled with the directory's content hash when the run starts",
     )
+    init_adapter: str | None = Field(
+        None,
+        description="LoRA adapter directory the run starts from (e.g. an SFT run's adapter/; --from-run RUN_ID fills it); "
+        "None: a fresh adapter. It must have been trained on the same base model revision and LoRA rank",
+    )
     tiny_hidden_size: int = Field(128, gt=0, description="text hidden size of the tiny model (multiple of 32)")
     tiny_layers: int = Field(2, gt=0, description="decoder layers of the tiny model")
 

@@ -56,6 +56,11 @@ Evaluation metrics
     share of malformed answers; :func:`hyperpod_rl.tasks.metrics.never_valid` reads it). Evaluation reports each reported metric
     with a bootstrap interval, overall and per ``stratum``.
 
+Demonstrations
+    Optional member ``demonstration(row)`` (:mod:`hyperpod_rl.tasks.demonstrations`): the task's
+    own solver's completions turn by turn, for the SFT stage (``RunConfig.stage='sft'``); the
+    default says "no demonstrations".
+
 Stability: this surface only grows. New members get defaults in :class:`TaskBase`; nothing is
 renamed or removed without a deprecation.
 """
@@ -276,7 +281,8 @@ class TaskBase:
 
     Defaults: ``multi_turn=False``, ``options_model=TaskOptions``, ``hash_column="content_hash"``,
     ``primary_metric="success"`` (the mean of the episodes' ``success``), ``prompt_styles=("full", "terse")``, ``answer_words=()``,
-    :meth:`text_twin` returns None, :meth:`aggregate_metrics` averages every numeric key
+    :meth:`text_twin` and :meth:`demonstration` return None (no text twin, no SFT demonstrations:
+    :mod:`hyperpod_rl.tasks.demonstrations`), :meth:`aggregate_metrics` averages every numeric key
     (:func:`hyperpod_rl.tasks.metrics.mean_metrics`), :meth:`audit_cases` is empty; the optional
     metric members fit :class:`hyperpod_rl.tasks.env.SingleTurnTaskEnv`'s episode metrics
     (``success``, ``reward``, ``invalid``).
@@ -332,6 +338,11 @@ class TaskBase:
         return ()
 
     def text_twin(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
+        return None
+
+    def demonstration(self, row: Mapping[str, Any]) -> Sequence[str] | None:
+        """No demonstrations (the default): an SFT run on this task is refused
+        (:mod:`hyperpod_rl.tasks.demonstrations` says how to add them)."""
         return None
 
     def __repr__(self) -> str:

@@ -28,6 +28,12 @@ def check_config_hash(config_path: str, expected: str | None) -> None:
         )
 
 
+def _stage(config_path: str) -> str:
+    from hyperpod_rl.runs import RunPaths, read_config
+
+    return read_config(RunPaths(Path(config_path).resolve().parent)).stage
+
+
 @app.command()
 def main(
     config: str = typer.Option(..., help="path of the run's config.json (in its run directory)"),
@@ -38,6 +44,11 @@ def main(
     if backend not in ("reference", "skyrl"):
         raise typer.BadParameter(f"unknown backend {backend!r}: use 'reference' or 'skyrl'", param_hint="--backend")
     check_config_hash(config, config_hash)
+    if backend == "skyrl" and _stage(config) == "sft":
+        from hyperpod_rl.train.skyrl_sft import main as run_skyrl_sft
+
+        run_skyrl_sft(config, fresh=fresh)
+        return
     if backend == "skyrl":
         from hyperpod_rl.train.skyrl_backend import main as run_skyrl
 

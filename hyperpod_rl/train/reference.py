@@ -292,6 +292,12 @@ class ReferenceTrainer:
         self.base_model_revision = cfg.model.revision or revision
         self.model, self.lora_counts = wrap_lora(model, cfg.lora)
         print("LoRA modules per target_modules entry: " + ", ".join(f"{k} {v}" for k, v in self.lora_counts.items()), flush=True)
+        #: the adapter this run started from (model.init_adapter; None: a fresh adapter)
+        self.init_adapter: dict[str, Any] | None = None
+        if cfg.model.init_adapter is not None:
+            from hyperpod_rl.train.init_adapter import load_init_adapter
+
+            self.init_adapter = load_init_adapter(self.model, cfg.model.init_adapter, base_revision=self.base_model_revision, lora=cfg.lora)
         self.compiled = compile_decoder_layers(self.model) if cfg.trainer.compile_layers else None
         if self.compiled is not None:
             print(f"torch.compile: {self.compiled.count} decoder layers, used by the policy update (trainer.compile_layers)", flush=True)
@@ -328,10 +334,10 @@ class ReferenceTrainer:
         fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
         rows = self._load_rows()
-        if len(rows) < cfg.data.mazes_per_step:
+        if len(rows) < cfg.data.prompts_per_step:
             raise ConfigError(
-                f"data.mazes_per_step={cfg.data.mazes_per_step} is more than the {len(rows)} rows of data.train_path "
-                f"{cfg.data.train_path}: set data.mazes_per_step to at most {len(rows)}, or generate a larger training set"
+                f"data.prompts_per_step={cfg.data.prompts_per_step} is more than the {len(rows)} rows of data.train_path "
+                f"{cfg.data.train_path}: set data.prompts_per_step to at most {len(rows)}, or generate a larger training set"
             )
         kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
         print(kept.summary("train"), flush=True)
@@ -930,6 +936,25 @@ class ReferenceTrainer:
             prov["lora_matched_modules"] = self.lora_counts
             prov["prompt_filter"] = self.prompt_filter
             prov["workers"] = cfg.trainer.workers
+            prov.update(self._lineage_fields(prov))
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)
+
+    def _lineage_fields(self, prov: dict[str, Any]) -> dict[str, Any]:
+        """``stage``, ``init_adapter`` and ``lineage`` (:mod:`hyperpod_rl.runs.lineage`) of the exported adapter."""
+        from hyperpod_rl.runs.lineage import adapter_lineage
+
+        init = getattr(self, "init_adapter", None)
+        entry = {k: prov.get(k) for k in ("run_id", "steps", "adapter_sha256", "config_hash")}
+        lineage = adapter_lineage(
+            base_model_id=self.base_model_id,
+            base_model_revision=self.base_model_revision,
+            init_record=None if init is None else init["record"],
+            run={"stage": self.config.stage, **entry},
+        )
+        return {
+            "stage": self.config.stage,
+            "init_adapter": None if init is None else {k: v for k, v in init.items() if k != "record"},
+            "lineage": lineage,
+        }

@@ -111,10 +111,10 @@ def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> d
     limit = config.rollout.max_prompt_tokens
     for split, source in (("train", config.data.train_path), ("heldout", config.data.heldout_path)):
         rows = read_rows(source, required=required)
-        if split == "train" and len(rows) < config.data.mazes_per_step:
+        if split == "train" and len(rows) < config.data.prompts_per_step:
             raise ConfigError(
-                f"data.mazes_per_step={config.data.mazes_per_step} is more than the {len(rows)} rows of data.train_path "
-                f"{source}: set data.mazes_per_step to at most {len(rows)}, or generate a larger training set"
+                f"data.prompts_per_step={config.data.prompts_per_step} is more than the {len(rows)} rows of data.train_path "
+                f"{source}: set data.prompts_per_step to at most {len(rows)}, or generate a larger training set"
             )
         result = filter_rows(rows, processor, limit, what=split)
         print(result.summary(split), flush=True)

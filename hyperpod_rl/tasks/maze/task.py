@@ -121,6 +121,12 @@ class MazeTask(TaskBase):
         """The maze audit table (:data:`hyperpod_rl.tasks.maze.audit.AUDIT_CASES`) in the generic form."""
         return _AUDIT
 
+    def demonstration(self, row: Mapping[str, Any]) -> list[str] | None:
+        """The shortest path as completions, one move per turn (:func:`hyperpod_rl.maze.demos.maze_demonstration`)."""
+        from hyperpod_rl.maze.demos import maze_demonstration
+
+        return maze_demonstration(row)
+
     def text_twin(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
         """The text grid (``#`` wall, ``.`` open, ``A`` agent, ``G`` goal): :meth:`Maze.to_text`."""
         maze = maze_of(row)

@@ -23,10 +23,10 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def main() -> None:
-    from hyperpod_rl.tasks import read_rows
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
     from hyperpod_rl.runs import run_paths, write_config
+    from hyperpod_rl.tasks import read_rows
 
     storage = storage_root()
     opts = QuickstartOptions.build(
@@ -36,7 +36,7 @@ def main() -> None:
             "train_mazes": 24,
             "heldout_mazes": 4,
             "group_size": 2,
-            "mazes_per_step": 2,
+            "prompts_per_step": 2,
             "max_turns": 3,
         }
     )
@@ -44,7 +44,7 @@ def main() -> None:
     model_dir, revision = prepare_base_model(opts, storage, list(read_rows(data.train)))
     config = make_run_config(opts, run_id="recorded-follow", model_path=model_dir, revision=revision, data=data)
     dumped = config.model_dump(mode="json")
-    config = type(config).build({**dumped, "checkpoint": {"interval": 3, "keep": 5}, "trainer": {**dumped["trainer"], "eval_mazes": 2}})
+    config = type(config).build({**dumped, "checkpoint": {"interval": 3, "keep": 5}, "trainer": {**dumped["trainer"], "eval_rows": 2}})
     paths = run_paths("recorded-follow", storage=storage)
     shutil.rmtree(paths.root, ignore_errors=True)
     cmd = [sys.executable, "-m", "hyperpod_rl.train", "--config", str(write_config(paths, config)), "--config-hash", config.config_hash()]
