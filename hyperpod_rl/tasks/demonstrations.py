@@ -15,7 +15,7 @@ completion is the right answer in the state the previous ones lead to; the train
 replayed demonstration reaches the task's success (``solved``/``success`` metric of the env) and
 refuses the row otherwise, naming it.
 
-The shipped solvers: the maze's shortest path (:mod:`hyperpod_rl.maze.demos`), ui_nav's
+The shipped solvers: the maze's shortest path (:mod:`hyperpod_rl.tasks.maze.demos`), ui_nav's
 breadth-first search over its app's state graph (:mod:`hyperpod_rl.tasks.ui_nav.demos`),
 doc_read's ground-truth answer (:mod:`hyperpod_rl.tasks.doc_read.demos`).
 """

@@ -47,7 +47,7 @@ def test_every_shipped_demonstration_solves_its_row_through_the_env(name: str, o
 
 
 def test_maze_demonstration_is_the_shortest_path_one_move_per_turn() -> None:
-    from hyperpod_rl.maze.task import maze_of
+    from hyperpod_rl.tasks.maze.task import maze_of
 
     task = get_task("maze")
     row = task.build_dataset(task.options_model.build({"counts": {"train": 4}, "sizes": [[4, 4]], "max_turns": 20}))["train"][0]

@@ -1,6 +1,6 @@
 """The maze's demonstrations for SFT: its shortest path, one move per turn (the Task ``demonstration`` member).
 
-Step mode: one ``<answer>MOVE</answer>`` per turn along :meth:`~hyperpod_rl.maze.grid.Maze.shortest_path`
+Step mode: one ``<answer>MOVE</answer>`` per turn along :meth:`~hyperpod_rl.tasks.maze.grid.Maze.shortest_path`
 from the start (ties broken by direction order, so the demonstration is deterministic). Plan mode:
 one answer with the whole path, ``<answer>up right right</answer>``. A maze already solved at its
 start has no demonstration (None).
@@ -20,7 +20,7 @@ def maze_demonstration(row: Mapping[str, Any]) -> list[str] | None:
     Raises:
         MazeError: the row's ``maze`` column is not a valid maze.
     """
-    from hyperpod_rl.maze.task import maze_of
+    from hyperpod_rl.tasks.maze.task import maze_of
 
     maze = maze_of(row)
     path = maze.shortest_path()

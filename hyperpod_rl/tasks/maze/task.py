@@ -122,8 +122,8 @@ class MazeTask(TaskBase):
         return _AUDIT
 
     def demonstration(self, row: Mapping[str, Any]) -> list[str] | None:
-        """The shortest path as completions, one move per turn (:func:`hyperpod_rl.maze.demos.maze_demonstration`)."""
-        from hyperpod_rl.maze.demos import maze_demonstration
+        """The shortest path as completions, one move per turn (:func:`hyperpod_rl.tasks.maze.demos.maze_demonstration`)."""
+        from hyperpod_rl.tasks.maze.demos import maze_demonstration
 
         return maze_demonstration(row)
 
