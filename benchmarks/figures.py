@@ -731,7 +731,10 @@ def gpu_vllm_verdict() -> str:
     ours = [r for r in runs if r["side"] == "ours-vllm"]
     trl = [r for r in runs if r["side"] == "trl-vllm-0.3"]
     steps = _ours_steps()
-    st = {k: statistics.median(s[k] for s in steps) for k in ("step_s", "rollout_s", "update_s", "engine_sync_s", "engine_sleep_s", "engine_wake_s")}
+    st = {
+        k: statistics.median(s[k] for s in steps)
+        for k in ("step_s", "rollout_s", "update_s", "engine_sync_s", "engine_sleep_s", "engine_wake_s")
+    }
     loop = statistics.median(s["engine_generate_tokens_per_s"] for s in steps)
     alone = statistics.median(r["standalone_vllm"]["tokens_per_s"] for r in ours)
     whole = statistics.median(r["generated_tokens_per_s"] for r in ours)
