@@ -48,8 +48,8 @@ def test_grpo_configs_do_not_translate_to_sft(tmp_path):
 def test_demonstration_dataset_passes_skyrls_own_tokenizer(tiny_setup, tmp_path):
     import datasets
 
-    from hyperpod_rl.tasks import read_rows
     from hyperpod_rl.model.loading import load_base_model
+    from hyperpod_rl.tasks import read_rows
     from hyperpod_rl.train.skyrl_sft import write_sft_dataset
 
     rows = list(read_rows(tiny_setup["data"].train))[:12]
