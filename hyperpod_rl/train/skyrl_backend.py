@@ -305,6 +305,28 @@ def _lora_counts(source: Path, config: RunConfig) -> dict[str, int]:
     return counts
 
 
+def _lineage_fields(config: RunConfig, prov: dict[str, Any]) -> dict[str, Any]:
+    """``stage``, ``init_adapter`` and ``lineage`` of the exported adapter, as the reference backend records them."""
+
+    from hyperpod_rl.runs.lineage import adapter_lineage
+
+    init = config.model.init_adapter
+    record = None
+    if init is not None and (Path(init) / "provenance.json").is_file():
+        record = json.loads((Path(init) / "provenance.json").read_text())
+    entry = {k: prov.get(k) for k in ("run_id", "steps", "adapter_sha256", "config_hash")}
+    return {
+        "stage": config.stage,
+        "init_adapter": None if init is None else {"path": str(init)},
+        "lineage": adapter_lineage(
+            base_model_id=prov["base_model_id"],
+            base_model_revision=prov["base_model_revision"],
+            init_record=record,
+            run={"stage": config.stage, **entry},
+        ),
+    }
+
+
 def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None) -> Path:
     """Copy the final checkpoint's adapter to ``<run dir>/adapter`` with ``provenance.json``.
 
@@ -348,6 +370,7 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
         prov["lora_matched_modules"] = counts
         prov["prompt_filter"] = _prompt_filter_report(rd)
         prov["workers"] = config.placement.policy_gpus  # the training processes (FSDP2 ranks)
+        prov.update(_lineage_fields(config, prov))
         write_json_atomic(tmp / "provenance.json", prov)
 
     return write_dir_atomically(RunPaths(rd).adapter, write)

@@ -8,24 +8,17 @@ start has no demonstration (None).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from hyperpod_rl.tasks.maze.grid import Maze
 
 __all__ = ["maze_demonstration"]
 
 
-def maze_demonstration(row: Mapping[str, Any]) -> list[str] | None:
-    """The shortest-path completions of one maze row (columns ``maze`` and ``mode``), or None.
-
-    Raises:
-        MazeError: the row's ``maze`` column is not a valid maze.
-    """
-    from hyperpod_rl.tasks.maze.task import maze_of
-
-    maze = maze_of(row)
+def maze_demonstration(maze: Maze, mode: str = "step") -> list[str] | None:
+    """The shortest-path completions of one maze (a row's ``maze``, parsed, and its ``mode``), or None
+    when the start is the goal."""
     path = maze.shortest_path()
     if not path:
         return None
-    if str(row.get("mode") or "step") == "plan":
+    if mode == "plan":
         return [f"<answer>{' '.join(path)}</answer>"]
     return [f"<answer>{move}</answer>" for move in path]

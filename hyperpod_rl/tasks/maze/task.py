@@ -125,7 +125,7 @@ class MazeTask(TaskBase):
         """The shortest path as completions, one move per turn (:func:`hyperpod_rl.tasks.maze.demos.maze_demonstration`)."""
         from hyperpod_rl.tasks.maze.demos import maze_demonstration
 
-        return maze_demonstration(row)
+        return maze_demonstration(maze_of(row), str(row.get("mode") or "step"))
 
     def text_twin(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
         """The text grid (``#`` wall, ``.`` open, ``A`` agent, ``G`` goal): :meth:`Maze.to_text`."""

@@ -9,24 +9,21 @@ shortest action sequence, deterministic for a given app.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["ui_nav_demonstration"]
 
 
-def ui_nav_demonstration(row: Mapping[str, Any]) -> list[str] | None:
-    """The shortest action sequence of one ui_nav row (its ``app`` column) as completions, or None
+def ui_nav_demonstration(app: Any) -> list[str] | None:
+    """The shortest action sequence of one ui_nav app (a row's ``app``, parsed) as completions, or None
     when the goal holds at the start.
 
     Raises:
-        TaskError: the row has no valid app, or the search finds no way to the goal.
+        TaskError: the search finds no way to the goal.
     """
     from hyperpod_rl.errors import TaskError
     from hyperpod_rl.tasks.ui_nav.app import apply_action, initial_state, is_solved, optimal_actions
-    from hyperpod_rl.tasks.ui_nav.task import app_of
 
-    app = app_of(row)
     state = initial_state(app)
     out: list[str] = []
     while not is_solved(app, state):

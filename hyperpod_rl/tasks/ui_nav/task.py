@@ -134,7 +134,7 @@ class UINavTask(TaskBase):
         """SFT demonstration (:func:`hyperpod_rl.tasks.ui_nav.demos.ui_nav_demonstration`)."""
         from hyperpod_rl.tasks.ui_nav.demos import ui_nav_demonstration
 
-        return ui_nav_demonstration(row)
+        return ui_nav_demonstration(app_of(row))
 
     def audit_cases(self) -> Sequence[AuditCase]:
         """:data:`hyperpod_rl.tasks.ui_nav.audit.AUDIT_CASES`."""
