@@ -192,6 +192,10 @@ class VLLMEngine:
     lora_rank: int
     sleeping: bool = False
     adapter_version: int = 0
+    #: the ``LoRARequest`` every request names (None until the first :meth:`sync_adapter`)
+    lora_request: Any = None
+    #: the in-place reload :meth:`act` applies once before its next ``generate`` (None: nothing pending)
+    pending_reload: Any = None
     #: seconds (accumulated; callers reset): generate, adapter save + reload, sleep, wake
     timings: dict[str, float] = field(default_factory=lambda: {"generate_s": 0.0, "sync_s": 0.0, "sleep_s": 0.0, "wake_s": 0.0})
     #: tokens generated (accumulated with ``timings``)
@@ -283,8 +287,8 @@ class VLLMEngine:
         self.adapter_version += 1
         # reloaded once, in place, before the next generate; requests then name the same id without
         # load_inplace (with it, vLLM would reload the adapter from disk at every scheduler step)
-        self._reload = LoRARequest("policy", POLICY_LORA_ID, str(self.sync_dir), load_inplace=True)
-        self._lora = LoRARequest("policy", POLICY_LORA_ID, str(self.sync_dir))
+        self.pending_reload = LoRARequest("policy", POLICY_LORA_ID, str(self.sync_dir), load_inplace=True)
+        self.lora_request = LoRARequest("policy", POLICY_LORA_ID, str(self.sync_dir))
         dt = time.perf_counter() - t0
         self.timings["sync_s"] += dt
         return dt
@@ -353,12 +357,11 @@ class VLLMEngine:
             )
             for s in seeds
         ]
-        lora = getattr(self, "_lora", None)
+        lora = self.lora_request
         t0 = time.perf_counter()
-        reload = getattr(self, "_reload", None)
-        if reload is not None:
-            self.llm.llm_engine.add_lora(reload)  # load_inplace: replaces the previous step's weights
-            self._reload = None
+        if self.pending_reload is not None:
+            self.llm.llm_engine.add_lora(self.pending_reload)  # load_inplace: replaces the previous step's weights
+            self.pending_reload = None
             self.timings["sync_s"] += time.perf_counter() - t0
             t0 = time.perf_counter()
         outs = self.llm.generate(self.requests(prompts), params, lora_request=lora, use_tqdm=False)
