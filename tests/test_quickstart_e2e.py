@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 CLI = [sys.executable, "-m", "hyperpod_rl.cli"]
 
 
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, timeout: float = 840) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
