@@ -344,13 +344,17 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
         def _token_budget(self, prompt_tokens: int, requested: int | None) -> int:
             """The completion tokens this request may use (raises HTTPException 400 naming the limit)."""
             room = self.context_tokens - prompt_tokens
-            if requested is not None and requested > room:
-                raise fail(
+
+            def too_large(tokens: int) -> HTTPException:
+                return fail(
                     400,
                     "max_tokens_too_large",
-                    f"max_tokens={requested} exceeds the model's room for this prompt: a context of {self.context_tokens} tokens "
+                    f"max_tokens={tokens} exceeds the model's room for this prompt: a context of {self.context_tokens} tokens "
                     f"less the prompt's {prompt_tokens} leaves {room}: send max_tokens <= {room}",
                 )
+
+            if requested is not None and requested > room:
+                raise too_large(requested)
             if self.policy.action_constraint == "directions":
                 need = len(self.policy.prefix_ids) + 1 + len(self.policy.suffix_ids)
                 if requested is not None and requested < need:
@@ -363,12 +367,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
                 return need
             budget = requested if requested is not None else self.policy.max_new_tokens
             if budget > room:
-                raise fail(
-                    400,
-                    "max_tokens_too_large",
-                    f"max_tokens={budget} exceeds the model's room for this prompt: a context of {self.context_tokens} tokens "
-                    f"less the prompt's {prompt_tokens} leaves {room}: send max_tokens <= {room}",
-                )
+                raise too_large(budget)
             return budget
 
         @api.get("/v1/models")
