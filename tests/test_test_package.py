@@ -7,8 +7,10 @@ helpers."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,7 +32,12 @@ def test_collection_wins_over_an_installed_top_level_tests_package(tmp_path: Pat
     where = subprocess.run([sys.executable, "-c", probe, str(site)], cwd=REPO, capture_output=True, text=True, check=True)
     assert where.stdout.strip() == str(REPO / "tests" / "__init__.py"), where.stdout
     code = f"import sys; sys.path.append({str(site)!r}); import pytest; sys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', *sys.argv[1:]]))"
-    proc = subprocess.run([sys.executable, "-c", code, *IMPORTERS], cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
+    # its own run tag: the inner session's leftover check must not count this session's processes
+    # (the local Ray cluster other tests share) as its own
+    env = {**os.environ, "HPRL_RUN_TAG": f"collect-{uuid.uuid4().hex[:12]}"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *IMPORTERS], cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     collected = [line for line in proc.stdout.splitlines() if "::" in line]
     assert {line.split("::")[0] for line in collected} == set(IMPORTERS), proc.stdout[-3000:]

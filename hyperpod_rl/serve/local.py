@@ -287,11 +287,15 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
     @api.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
-        # the exception's text and traceback go to the replica's log only, under an id the client gets
-        request_id = f"req-{uuid.uuid4().hex[:16]}"
+        # the exception's text and traceback go to the replica's log only, under an id the client gets.
+        # Behind Serve's proxy that id is Serve's own request id (its RequestIdMiddleware puts it in the
+        # request's x-request-id header, tags the replica's log lines with it and answers it in the
+        # response's header), so the header is added here only when no proxy gave one.
+        request_id = request.headers.get("x-request-id")
+        headers = {} if request_id else {"x-request-id": (request_id := f"req-{uuid.uuid4().hex[:16]}")}
         logging.getLogger("ray.serve").error("request %s failed", request_id, exc_info=exc)
         message = f"the server failed on this request (request id {request_id}); its log has the details under that id"
-        return JSONResponse(openai_error(500, message, "server_error"), status_code=500, headers={"x-request-id": request_id})
+        return JSONResponse(openai_error(500, message, "server_error"), status_code=500, headers=headers)
 
     @serve.deployment(
         name="MazeModelServer",
