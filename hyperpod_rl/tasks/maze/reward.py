@@ -17,13 +17,14 @@ is at most ``SUCCESS_BONUS + (PROGRESS_PER_CELL - STEP_COST) * shortest_path_len
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Final
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks.maze.answer import parse_answer
 from hyperpod_rl.tasks.maze.grid import Cell, Maze
+from hyperpod_rl.tasks.metrics import episode_means
+from hyperpod_rl.tasks.reward import ProgressShaping, round_reward
 
 __all__ = [
     "aggregate_metrics",
@@ -54,11 +55,8 @@ BLOCKED_PENALTY: Final[float] = 0.1
 FORMAT_PENALTY: Final[float] = 0.2
 OVERSHOOT_PENALTY: Final[float] = 0.1
 PLAN_REWARD_FLOOR: Final[float] = -1.0
-
-
-def _round(x: float) -> float:
-    """Rewards are rounded to 1e-9 so that sums of the same terms compare equal across paths."""
-    return round(x, 9)
+#: The progress-shaped move reward these values make.
+_SHAPING: Final[ProgressShaping] = ProgressShaping(SUCCESS_BONUS, PROGRESS_PER_CELL, STEP_COST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +99,7 @@ def score_move(maze: Maze, cell: Cell, move: str) -> MoveOutcome:
     if blocked:
         return MoveOutcome(-BLOCKED_PENALTY, move, cell, new, True, False, False, d0, d0, d0 == 0)
     d1 = maze.distance_to_goal(new)
-    reward = _round(PROGRESS_PER_CELL * (d0 - d1) - STEP_COST + (SUCCESS_BONUS if d1 == 0 else 0.0))
+    reward = _SHAPING.step(d0, d1, solved=d1 == 0)
     return MoveOutcome(reward, move, cell, new, False, False, move in maze.optimal_moves(cell), d0, d1, d1 == 0)
 
 
@@ -163,20 +161,17 @@ def score_plan(maze: Maze, completion: str, *, max_moves: int | None = None, cel
         outcomes.append(out)
         total += out.reward
         here, solved = out.cell_after, out.solved
-    return PlanOutcome(max(PLAN_REWARD_FLOOR, _round(total)), tuple(outcomes), solved, overshoot, None)
+    return PlanOutcome(max(PLAN_REWARD_FLOOR, round_reward(total)), tuple(outcomes), solved, overshoot, None)
 
 
 def max_return(maze: Maze, cell: Cell | None = None) -> float:
     """Highest possible episode return from ``cell`` (default start): a shortest path, played exactly."""
-    d = maze.distance_to_goal(maze.start if cell is None else cell)
-    if d == 0:
-        return 0.0
-    return _round(SUCCESS_BONUS + (PROGRESS_PER_CELL - STEP_COST) * d)
+    return _SHAPING.max_return(maze.distance_to_goal(maze.start if cell is None else cell))
 
 
 def step_reward_bounds() -> tuple[float, float]:
     """``(min, max)`` reward of any single step-mode turn."""
-    return (-FORMAT_PENALTY, SUCCESS_BONUS + PROGRESS_PER_CELL - STEP_COST)
+    return (-FORMAT_PENALTY, _SHAPING.best_step())
 
 
 def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: Cell | None = None) -> float:
@@ -203,20 +198,14 @@ def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
     ``blocked_move_rate``, ``mean_turns`` and ``steps_over_optimal`` (mean over solved
     episodes; absent when none was solved). Empty input gives ``{}``.
     """
-    if not metrics:
-        return {}
+    return episode_means(metrics, _AGGREGATES, when_present=("steps_over_optimal",))
 
-    def mean(key: str) -> float:
-        values = [float(m[key]) for m in metrics if key in m and not math.isnan(float(m[key]))]
-        return sum(values) / len(values) if values else 0.0
 
-    out = {
-        "solve_rate": mean("solved"),
-        "optimal_move_rate": mean("optimal_move_rate"),
-        "invalid_move_rate": mean("invalid_move_rate"),
-        "blocked_move_rate": mean("blocked_move_rate"),
-        "mean_turns": mean("turns"),
-    }
-    if any("steps_over_optimal" in m for m in metrics):
-        out["steps_over_optimal"] = mean("steps_over_optimal")
-    return out
+#: Reported aggregate -> the episode metric it averages.
+_AGGREGATES: Final[dict[str, str]] = {
+    "solve_rate": "solved",
+    "optimal_move_rate": "optimal_move_rate",
+    "invalid_move_rate": "invalid_move_rate",
+    "blocked_move_rate": "blocked_move_rate",
+    "mean_turns": "turns",
+}

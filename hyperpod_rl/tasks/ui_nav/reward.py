@@ -19,10 +19,11 @@ most ``SUCCESS_BONUS + (PROGRESS_PER_STEP - STEP_COST) * shortest_path_length``
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hyperpod_rl.tasks.metrics import episode_means
+from hyperpod_rl.tasks.reward import ProgressShaping
 from hyperpod_rl.tasks.ui_nav.answer import parse_action
 from hyperpod_rl.tasks.ui_nav.app import Action, App, State, apply_action, distance_to_goal, initial_state, is_solved
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle, element_at
@@ -52,10 +53,8 @@ STEP_COST: Final[float] = 0.01
 INAPPLICABLE_PENALTY: Final[float] = 0.1
 OUT_OF_SCREEN_PENALTY: Final[float] = 0.15
 FORMAT_PENALTY: Final[float] = 0.2
-
-
-def _round(x: float) -> float:
-    return round(x, 9)
+#: The progress-shaped action reward these values make.
+_SHAPING: Final[ProgressShaping] = ProgressShaping(SUCCESS_BONUS, PROGRESS_PER_STEP, STEP_COST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +119,7 @@ def score_action(app: App, state: State, action: Action, style: RenderStyle | No
         return StepOutcome(-INAPPLICABLE_PENALTY, action, state, state, step.error, None, d0, d0, False, d0 == 0, label)
     d1 = distance_to_goal(app, step.state)
     solved = is_solved(app, step.state)
-    reward = _round(PROGRESS_PER_STEP * (d0 - d1) - STEP_COST + (SUCCESS_BONUS if solved else 0.0))
+    reward = _SHAPING.step(d0, d1, solved=solved)
     return StepOutcome(reward, action, state, step.state, None, None, d0, d1, d1 == d0 - 1, solved, label)
 
 
@@ -135,8 +134,7 @@ def score_step(app: App, state: State, completion: str, style: RenderStyle | Non
 
 def max_return(app: App, state: State | None = None) -> float:
     """Highest episode return from ``state`` (default: the start): a shortest action path."""
-    d = distance_to_goal(app, initial_state(app) if state is None else state)
-    return 0.0 if d == 0 else _round(SUCCESS_BONUS + (PROGRESS_PER_STEP - STEP_COST) * d)
+    return _SHAPING.max_return(distance_to_goal(app, initial_state(app) if state is None else state))
 
 
 def score_completion(completion: str, app: App, *, state: State | None = None, style: RenderStyle | None = None) -> float:
@@ -149,21 +147,15 @@ def score_completion(completion: str, app: App, *, state: State | None = None, s
 
 def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
     """Average episode metrics (keys of :meth:`UINavEnv.get_metrics`); ``steps_over_optimal`` over solved episodes only."""
-    if not metrics:
-        return {}
+    return episode_means(metrics, _AGGREGATES, when_present=("steps_over_optimal",))
 
-    def mean(key: str) -> float:
-        values = [float(m[key]) for m in metrics if key in m and m[key] is not None and not math.isnan(float(m[key]))]
-        return sum(values) / len(values) if values else 0.0
 
-    out = {
-        "solve_rate": mean("solved"),
-        "progress": mean("progress"),
-        "optimal_action_rate": mean("optimal_action_rate"),
-        "invalid_action_rate": mean("invalid_action_rate"),
-        "inapplicable_action_rate": mean("inapplicable_action_rate"),
-        "mean_turns": mean("turns"),
-    }
-    if any("steps_over_optimal" in m for m in metrics):
-        out["steps_over_optimal"] = mean("steps_over_optimal")
-    return out
+#: Reported aggregate -> the episode metric it averages.
+_AGGREGATES: Final[dict[str, str]] = {
+    "solve_rate": "solved",
+    "progress": "progress",
+    "optimal_action_rate": "optimal_action_rate",
+    "invalid_action_rate": "invalid_action_rate",
+    "inapplicable_action_rate": "inapplicable_action_rate",
+    "mean_turns": "turns",
+}
