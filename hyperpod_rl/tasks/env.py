@@ -20,13 +20,12 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
-from hyperpod_rl.tasks.protocol import Task
+from hyperpod_rl.tasks.protocol import Task, parse_model
 from hyperpod_rl.tasks.registry import get_task
 
 __all__ = ["OBSERVATIONS", "PROMPT_STYLES", "EnvSettings", "MultiTurnTaskEnv", "SingleTurnTaskEnv", "TaskEnv", "parse_model"]
@@ -88,22 +87,6 @@ class EnvSettings:
             TaskError: (``error``) the value is invalid (names each bad field as ``<name>.<field>``).
         """
         return parse_model(self.get(name, None), model, name=name, error=self.error)
-
-
-def parse_model[M: BaseModel](raw: Any, model: type[M], *, name: str, error: type[TaskError] = TaskError) -> M:
-    """``raw`` (None, JSON text or a mapping) validated as ``model`` (None: its defaults).
-
-    Raises:
-        TaskError: (``error``) the value is invalid, naming each bad field as ``<name>.<field>``.
-    """
-    try:
-        if raw is None:
-            return model()
-        if isinstance(raw, (str, bytes)):
-            return model.model_validate_json(raw)
-        return model.model_validate(dict(raw))
-    except ValidationError as e:
-        raise error(format_validation_error(e, what=name, prefix=f"{name}.", model=model)) from None
 
 
 class TaskEnv(BaseTextEnv):

@@ -12,6 +12,7 @@ Change :data:`REWARD_VERSION` with any change to these values or to the normalis
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -80,13 +81,13 @@ def reward_bounds() -> tuple[float, float]:
     return (-FORMAT_PENALTY, CORRECT)
 
 
-def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Average episode metrics: ``accuracy``, ``invalid_rate``, ``unparseable_rate`` and ``accuracy/<qkind>`` per question kind.
 
     Empty input gives ``{}``.
     """
     out: dict[str, Any] = episode_means(metrics, {"accuracy": "correct", "invalid_rate": "invalid", "unparseable_rate": "unparseable"})
-    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for m in metrics:
         if m.get("question_kind"):
             by_kind[str(m["question_kind"])].append(m)

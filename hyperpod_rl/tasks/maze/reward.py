@@ -17,6 +17,7 @@ is at most ``SUCCESS_BONUS + (PROGRESS_PER_CELL - STEP_COST) * shortest_path_len
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -191,7 +192,7 @@ def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: 
     raise MazeError(f"mode={mode!r} is not supported; use 'step' or 'plan'")
 
 
-def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Average episode metrics.
 
     Returns ``solve_rate``, ``optimal_move_rate``, ``invalid_move_rate``,

@@ -19,6 +19,7 @@ most ``SUCCESS_BONUS + (PROGRESS_PER_STEP - STEP_COST) * shortest_path_length``
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -145,7 +146,7 @@ def score_completion(completion: str, app: App, *, state: State | None = None, s
     return score_step(app, initial_state(app) if state is None else state, completion, style).reward
 
 
-def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Average episode metrics (keys of :meth:`UINavEnv.get_metrics`); ``steps_over_optimal`` over solved episodes only."""
     return episode_means(metrics, _AGGREGATES, when_present=("steps_over_optimal",))
 
