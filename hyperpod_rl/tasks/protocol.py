@@ -71,9 +71,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
 
 from hyperpod_rl.base import RaisesOnInit, format_validation_error
 from hyperpod_rl.errors import TaskError
@@ -87,6 +87,7 @@ __all__ = [
     "AuditCase",
     "Row",
     "RowObject",
+    "SplitCounts",
     "Task",
     "TaskBase",
     "TaskOptions",
@@ -160,6 +161,11 @@ def check_counts[C: Mapping[str, int]](counts: C) -> C:
     if sum(counts.values()) == 0:
         raise ValueError("at least one split needs rows")
     return counts
+
+
+#: The type of an options model's ``counts`` field (rows per split), checked by :func:`check_counts`;
+#: for models that do not derive from :class:`TaskOptions` (which checks its own).
+SplitCounts = Annotated[dict[str, int], AfterValidator(check_counts)]
 
 
 class RowObject[T]:
