@@ -168,3 +168,19 @@ def episode_means(metrics: Sequence[Mapping[str, Any]], keys: Mapping[str, str],
     out = {name: mean(key) for name, key in keys.items()}
     out.update({key: mean(key) for key in when_present if any(key in m for m in metrics)})
     return out
+
+
+def multi_turn_means(metrics: Sequence[Mapping[str, Any]], rates: Sequence[str]) -> dict[str, float]:
+    """The aggregates of multi-turn episodes (:class:`hyperpod_rl.tasks.env.MultiTurnTaskEnv`'s metrics).
+
+    Args:
+        metrics: per-episode metrics with ``solved`` (0/1), ``turns`` and, for solved episodes,
+            ``steps_over_optimal``.
+        rates: the task's per-episode rates, each reported under its own name, e.g. ``optimal_move_rate``.
+
+    Returns:
+        ``solve_rate``, each of ``rates``, ``mean_turns``, and ``steps_over_optimal`` (over the
+        solved episodes; absent when none was solved), by :func:`episode_means`; ``{}`` for no episodes.
+    """
+    keys = {"solve_rate": "solved", **{rate: rate for rate in rates}, "mean_turns": "turns"}
+    return episode_means(metrics, keys, when_present=("steps_over_optimal",))

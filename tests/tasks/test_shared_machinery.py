@@ -11,7 +11,7 @@ import pytest
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks import get_task
 from hyperpod_rl.tasks.answer import ENVELOPE_VIOLATIONS, AnswerFormat
-from hyperpod_rl.tasks.metrics import episode_means
+from hyperpod_rl.tasks.metrics import episode_means, multi_turn_means
 from hyperpod_rl.tasks.protocol import RowObject
 from hyperpod_rl.tasks.reward import ProgressShaping, round_reward
 
@@ -72,3 +72,11 @@ def test_episode_means_skip_missing_none_and_nan_and_report_optional_keys_only_w
     assert episode_means(episodes, {"solve_rate": "solved"}, when_present=("steps", "absent")) == {"solve_rate": 0.5, "steps": 2.0}
     assert episode_means([], {"solve_rate": "solved"}) == {}
     assert episode_means([{"x": 1.0}], {"rate": "missing"}) == {"rate": 0.0}
+
+
+def test_multi_turn_means_report_solve_rate_rates_turns_then_steps_over_optimal_of_solved_episodes() -> None:
+    episodes = [{"solved": 1.0, "turns": 4.0, "rate": 0.5, "steps_over_optimal": 1.0}, {"solved": 0.0, "turns": 8.0, "rate": 0.0}]
+    out = multi_turn_means(episodes, ("rate",))
+    assert list(out) == ["solve_rate", "rate", "mean_turns", "steps_over_optimal"]
+    assert out == {"solve_rate": 0.5, "rate": 0.25, "mean_turns": 6.0, "steps_over_optimal": 1.0}
+    assert "steps_over_optimal" not in multi_turn_means(episodes[1:], ("rate",))

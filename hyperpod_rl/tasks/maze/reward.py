@@ -4,7 +4,8 @@ The written spec is ``docs/maze-task.md``; change :data:`REWARD_VERSION` with an
 here. Terms (per move, both modes):
 
 * valid move:   ``PROGRESS_PER_CELL * (d_before - d_after) - STEP_COST``, plus
-  ``SUCCESS_BONUS`` on the move that reaches the goal. ``d`` is the BFS distance to the goal.
+  ``SUCCESS_BONUS`` on the move that reaches the goal (:data:`SHAPING`, the progress shaping
+  :class:`hyperpod_rl.tasks.reward.ProgressShaping`). ``d`` is the BFS distance to the goal.
 * blocked move (into a wall): ``-BLOCKED_PENALTY``; the agent stays.
 * format violation (see :mod:`hyperpod_rl.tasks.maze.answer`): ``-FORMAT_PENALTY``; the agent stays.
 * plan mode only: each move after the goal was reached costs ``-OVERSHOOT_PENALTY`` (the
@@ -24,7 +25,7 @@ from typing import Any, Final
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks.maze.answer import parse_answer
 from hyperpod_rl.tasks.maze.grid import Cell, Maze
-from hyperpod_rl.tasks.metrics import episode_means
+from hyperpod_rl.tasks.metrics import multi_turn_means
 from hyperpod_rl.tasks.reward import ProgressShaping, round_reward
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "PLAN_REWARD_FLOOR",
     "PROGRESS_PER_CELL",
     "REWARD_VERSION",
+    "SHAPING",
     "STEP_COST",
     "SUCCESS_BONUS",
     "MoveOutcome",
@@ -56,8 +58,8 @@ BLOCKED_PENALTY: Final[float] = 0.1
 FORMAT_PENALTY: Final[float] = 0.2
 OVERSHOOT_PENALTY: Final[float] = 0.1
 PLAN_REWARD_FLOOR: Final[float] = -1.0
-#: The progress-shaped move reward these values make.
-_SHAPING: Final[ProgressShaping] = ProgressShaping(SUCCESS_BONUS, PROGRESS_PER_CELL, STEP_COST)
+#: The reward of a valid move: progress-shaped by the first three values.
+SHAPING: Final[ProgressShaping] = ProgressShaping(SUCCESS_BONUS, PROGRESS_PER_CELL, STEP_COST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,7 @@ def score_move(maze: Maze, cell: Cell, move: str) -> MoveOutcome:
     if blocked:
         return MoveOutcome(-BLOCKED_PENALTY, move, cell, new, True, False, False, d0, d0, d0 == 0)
     d1 = maze.distance_to_goal(new)
-    reward = _SHAPING.step(d0, d1, solved=d1 == 0)
+    reward = SHAPING.step(d0, d1, solved=d1 == 0)
     return MoveOutcome(reward, move, cell, new, False, False, move in maze.optimal_moves(cell), d0, d1, d1 == 0)
 
 
@@ -167,12 +169,12 @@ def score_plan(maze: Maze, completion: str, *, max_moves: int | None = None, cel
 
 def max_return(maze: Maze, cell: Cell | None = None) -> float:
     """Highest possible episode return from ``cell`` (default start): a shortest path, played exactly."""
-    return _SHAPING.max_return(maze.distance_to_goal(maze.start if cell is None else cell))
+    return SHAPING.max_return(maze.distance_to_goal(maze.start if cell is None else cell))
 
 
 def step_reward_bounds() -> tuple[float, float]:
     """``(min, max)`` reward of any single step-mode turn."""
-    return (-FORMAT_PENALTY, _SHAPING.best_step())
+    return (-FORMAT_PENALTY, SHAPING.best_step())
 
 
 def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: Cell | None = None) -> float:
@@ -199,14 +201,4 @@ def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``blocked_move_rate``, ``mean_turns`` and ``steps_over_optimal`` (mean over solved
     episodes; absent when none was solved). Empty input gives ``{}``.
     """
-    return episode_means(metrics, _AGGREGATES, when_present=("steps_over_optimal",))
-
-
-#: Reported aggregate -> the episode metric it averages.
-_AGGREGATES: Final[dict[str, str]] = {
-    "solve_rate": "solved",
-    "optimal_move_rate": "optimal_move_rate",
-    "invalid_move_rate": "invalid_move_rate",
-    "blocked_move_rate": "blocked_move_rate",
-    "mean_turns": "turns",
-}
+    return multi_turn_means(metrics, ("optimal_move_rate", "invalid_move_rate", "blocked_move_rate"))
