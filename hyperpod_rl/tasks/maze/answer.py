@@ -6,7 +6,8 @@ Only whitespace and end-of-turn tokens (``<|im_end|>``, ``<|endoftext|>``) may f
 block. Anything inside ``<think>...</think>`` is reasoning and never counts as the answer.
 
 Every deviation is a *format violation*: :class:`ParsedAnswer` then has no moves and a
-``violation`` code from :data:`VIOLATIONS`.
+``violation`` code from :data:`VIOLATIONS`. ``END_TOKENS`` and ``VISION_TOKENS`` are
+:mod:`hyperpod_rl.tasks.answer`'s, re-exported for the old ``hyperpod_rl.maze.answer`` path.
 """
 
 from __future__ import annotations
@@ -15,10 +16,19 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.tasks.answer import AnswerFormat, Verdict
+from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS, AnswerFormat, Verdict
 from hyperpod_rl.tasks.maze.grid import DIRECTIONS
 
-__all__ = ["FORMAT", "MAX_ANSWER_CHARS", "MAX_COMPLETION_CHARS", "VIOLATIONS", "ParsedAnswer", "parse_answer"]
+__all__ = [
+    "END_TOKENS",
+    "FORMAT",
+    "MAX_ANSWER_CHARS",
+    "MAX_COMPLETION_CHARS",
+    "VIOLATIONS",
+    "VISION_TOKENS",
+    "ParsedAnswer",
+    "parse_answer",
+]
 
 #: The envelope's limits (a completion of 32,768 characters, an answer block of 2,048) and the
 #: maze's own violation codes, checked after the envelope's.
