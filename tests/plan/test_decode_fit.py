@@ -94,7 +94,9 @@ def test_reference_runs_with_the_vllm_engine_are_planned_as_one_colocated_engine
         free_bytes=int(total - inp.shape().total_params * 2),
         cap=cfg.rollout.gpu_memory_utilization,
     )
-    assert inp.gpu_memory_utilization == pytest.approx(expected, abs=1e-4) and inp.gpu_memory_utilization < cfg.rollout.gpu_memory_utilization
+    assert (
+        inp.gpu_memory_utilization == pytest.approx(expected, abs=1e-4) and inp.gpu_memory_utilization < cfg.rollout.gpu_memory_utilization
+    )
     assert result.rollout is None and result.step.sync_s > 0 and result.fits, result.blockers
     assert "vLLM KV cache per engine" in [t.title for t in plan_tables(result)]
     assert not any("must be a multiple" in v for v in result.verdicts), result.verdicts
