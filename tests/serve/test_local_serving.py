@@ -245,9 +245,10 @@ def test_a_chunked_body_over_the_limit_is_refused_while_it_streams(served):
     assert re.search(r"the request body is over 16777216 bytes; the limit is 16777216 bytes", resp.json()["error"]["message"])
 
 
-def test_a_server_failure_returns_a_request_id_and_no_exception_text(served):
+def test_a_server_failure_returns_a_request_id_and_no_exception_text(served, local_cluster):
     """An image the vision processor cannot take (aspect ratio over its limit of 200) fails inside
-    the model code: the client gets a 500 with a request id only, the replica's log has the rest."""
+    the model code: the client gets a 500 with a request id only (Serve's own, in one x-request-id
+    header), and the replica's log has the traceback under that id."""
     row = served["rows"][0]
     resp = _post(served["url"], _with_image(row, _png_of(2000, 8)))
     assert resp.status_code == 500, resp.text
@@ -255,8 +256,12 @@ def test_a_server_failure_returns_a_request_id_and_no_exception_text(served):
     request_id = resp.headers["x-request-id"]
     assert error["type"] == "server_error" and error["code"] == "server_error"
     assert error["message"] == f"the server failed on this request (request id {request_id}); its log has the details under that id"
-    assert re.fullmatch(r"req-[0-9a-f]{16}", request_id)
+    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", request_id), request_id  # one id, not a list
     assert "Traceback" not in resp.text and "Error" not in error["message"]
+    # logged before the response was built (the replica's file handler flushes every record)
+    logs = {p.name: p.read_text(errors="replace") for p in Path(local_cluster.state.temp_dir).glob("session_*/logs/serve/replica_*.log")}
+    named = [name for name, text in logs.items() if f"request {request_id} failed" in text]
+    assert named and all("Traceback" in logs[name] for name in named), f"no replica log names request {request_id}: {sorted(logs)}"
     answer, _ = chat(served["url"], maze_request(row, model="maze"))  # the replica still answers
     assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", answer)
 
