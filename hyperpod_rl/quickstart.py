@@ -114,6 +114,8 @@ class QuickstartOptions(Model):
     """train rows (mazes for the maze task)"""
     heldout_rows: int = Field(200, gt=0)
     """held-out rows, evaluated before and after"""
+    validation_rows: int = Field(0, ge=0)
+    """validation rows (disjoint from train and held-out), for choosing settings without touching held-out; 0: none"""
     max_turns: int = Field(6, gt=0)
     """turn limit per episode"""
     group_size: int = 8
@@ -205,21 +207,39 @@ def _task_problems(opts: QuickstartOptions) -> list[str]:
 
 
 def _task_options_data(opts: QuickstartOptions, task: Any) -> dict[str, Any]:
-    data = {**opts.task_options, "seed": opts.seed, "counts": {"train": opts.train_rows, "heldout": opts.heldout_rows}}
+    data = {**opts.task_options, "seed": opts.seed, "counts": _counts(opts)}
     if "prompt_style" in task.options_model.model_fields and "prompt_style" not in opts.task_options:
         # The embedded tiny model gets terse prompts; a real checkpoint gets the full instructions.
         data["prompt_style"] = "terse" if opts.model_path is None else "full"
     return data
 
 
+def _counts(opts: QuickstartOptions) -> dict[str, int]:
+    """Rows per split; validation only when asked for (so a dataset without it keeps its spec and folder)."""
+    counts = {"train": opts.train_rows, "heldout": opts.heldout_rows}
+    if opts.validation_rows:
+        counts["validation"] = opts.validation_rows
+    return counts
+
+
 @dataclass(frozen=True)
 class DatasetPaths:
-    """Parquet files of one generated dataset and their sha256 hashes."""
+    """Parquet files of one generated dataset and their sha256 hashes (``validation``: None when
+    the options asked for no validation rows)."""
 
     train: Path
     heldout: Path
     hashes: dict[str, str]
     spec: dict[str, Any]
+    validation: Path | None = None
+
+    @classmethod
+    def of(cls, root: Path, info: dict[str, Any]) -> DatasetPaths:
+        """The dataset written under ``root`` whose ``dataset.json`` holds ``info``."""
+        validation = root / "validation.parquet" if "validation" in info["hashes"] else None
+        return cls(
+            train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"], validation=validation
+        )
 
 
 def _spec(opts: QuickstartOptions) -> DatasetSpec:
@@ -229,7 +249,7 @@ def _spec(opts: QuickstartOptions) -> DatasetSpec:
     return DatasetSpec(
         seed=opts.seed,
         sizes=sizes,
-        counts={"train": opts.train_rows, "heldout": opts.heldout_rows},
+        counts=_counts(opts),
         max_turns=opts.max_turns,
         prompt_style=style,
     )
@@ -249,13 +269,13 @@ def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
     root = storage / "datasets" / key
     meta = root / "dataset.json"
     if meta.exists():
-        info = json.loads(meta.read_text())
-        return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"])
+        return DatasetPaths.of(root, json.loads(meta.read_text()))
     splits = build_dataset(spec)
     root.mkdir(parents=True, exist_ok=True)
-    hashes = {name: write_parquet(splits[name], root / f"{name}.parquet") for name in ("train", "heldout")}
-    meta.write_text(json.dumps({"hashes": hashes, "spec": json.loads(spec_json)}, sort_keys=True))
-    return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=hashes, spec=json.loads(spec_json))
+    hashes = {name: write_parquet(rows, root / f"{name}.parquet") for name, rows in splits.items()}
+    info = {"hashes": hashes, "spec": json.loads(spec_json)}
+    meta.write_text(json.dumps(info, sort_keys=True))
+    return DatasetPaths.of(root, info)
 
 
 def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
@@ -267,12 +287,9 @@ def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPath
     spec_json = json.dumps(spec, sort_keys=True)
     root = storage / "datasets" / hashlib.sha256(spec_json.encode()).hexdigest()[:12]
     meta = root / "dataset.json"
-    if meta.exists():
-        info = json.loads(meta.read_text())
-        return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"])
-    write_dataset(task, options, root)
-    info = json.loads(meta.read_text())
-    return DatasetPaths(train=root / "train.parquet", heldout=root / "heldout.parquet", hashes=info["hashes"], spec=info["spec"])
+    if not meta.exists():
+        write_dataset(task, options, root)
+    return DatasetPaths.of(root, json.loads(meta.read_text()))
 
 
 def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:

@@ -95,8 +95,11 @@ __all__ = [
 ]
 
 #: Dataset splits, in build order: in-distribution train and held-out (disjoint content), then
-#: out-of-distribution.
-SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
+#: out-of-distribution, then an in-distribution validation split (disjoint from all three) for
+#: choosing settings, so that the held-out split is reported once and never tuned on. Validation
+#: comes last because each split draws from its own seeded stream and skips what earlier splits
+#: took: asking for validation rows leaves the other splits exactly as they were.
+SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood", "validation")
 
 #: Columns every dataset row has (besides the task's own); the content-hash column is
 #: :attr:`Task.hash_column` and is checked separately.

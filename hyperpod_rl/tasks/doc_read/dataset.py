@@ -27,7 +27,9 @@ every other column reaches the env as ``extras``):
 Splits: ``train`` draws from the train templates with ``items`` rows; ``heldout`` from the held-out
 templates (:data:`~.templates.HELDOUT_TEMPLATES`, never in train) with the same rows and degradation;
 ``ood`` from the train templates with denser pages (``ood_items`` rows, text scaled by
-``ood_font_scale``, the same token cap). Same spec -> same hashes and identical PNG bytes.
+``ood_font_scale``, the same token cap); ``validation`` (for choosing settings, so held-out is
+reported once) from the held-out templates, other documents. Same spec -> same hashes and
+identical PNG bytes.
 """
 
 from __future__ import annotations
@@ -55,12 +57,11 @@ from hyperpod_rl.tasks.doc_read.render import PageStyle, encode_png, render_docu
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION
 from hyperpod_rl.tasks.doc_read.strata import stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES
-from hyperpod_rl.tasks.protocol import SplitCounts
+from hyperpod_rl.tasks.protocol import SPLITS, SplitCounts
 from hyperpod_rl.tasks.vision import image_token_count
 
 __all__ = ["SPLITS", "DatasetSpec", "DocRow", "build_dataset", "draw_sample", "make_row", "read_rows", "sample_from_row", "write_parquet"]
 
-SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
 _REQUIRED_COLUMNS: Final[tuple[str, ...]] = ("prompt", "env_class", "document", "question", "content_hash")
 _STALL_LIMIT: Final[int] = 5000
 
@@ -103,7 +104,7 @@ class DatasetSpec(DocModel):
     seed: int = 0
     """Master seed; each sample derives from (seed, split, index)."""
     counts: SplitCounts = Field(default_factory=lambda: {"train": 512, "heldout": 128, "ood": 128})
-    """Rows per split; keys from train, heldout, ood."""
+    """Rows per split; keys from train, heldout, ood, validation."""
     kinds: dict[str, float] = Field(default_factory=lambda: {k: 1.0 for k in KINDS})
     """Document-kind weights, e.g. {"invoice": 2, "receipt": 1}."""
     qtypes: tuple[str, ...] = QTYPES
@@ -161,7 +162,8 @@ def draw_sample(spec: DatasetSpec, split: str, index: int) -> tuple[Document, Qu
     rng = random.Random(f"hyperpod_rl.doc_read.dataset:{spec.seed}:{split}:{index}")
     kinds = sorted(k for k, w in spec.kinds.items() if w > 0)
     kind = rng.choices(kinds, weights=[spec.kinds[k] for k in kinds])[0]
-    pool = HELDOUT_TEMPLATES if split == "heldout" else TRAIN_TEMPLATES
+    # validation stands in for the held-out split when settings are chosen: its templates, other documents
+    pool = HELDOUT_TEMPLATES if split in ("heldout", "validation") else TRAIN_TEMPLATES
     tid = rng.choice([t for t in pool if TEMPLATES[t].kind == kind])
     lo, hi = spec.ood_items if split == "ood" else spec.items
     seed = int.from_bytes(hashlib.sha256(f"{spec.seed}:{split}:{index}".encode()).digest()[:8], "big") >> 1
@@ -241,7 +243,7 @@ def _build_split(spec: DatasetSpec, split: str, seen_docs: set[str]) -> list[Doc
 
 
 def build_dataset(spec: DatasetSpec) -> dict[str, list[DocRow]]:
-    """Generate the rows of every split with a positive count, in the order train, heldout, ood.
+    """Generate the rows of every split with a positive count, in :data:`SPLITS` order (train, heldout, ood, validation).
 
     Returns:
         ``{split: rows}``; document hashes (and so content hashes) are unique across all splits,

@@ -13,7 +13,7 @@ every other column reaches the env as ``extras``; ``data_source`` keys eval metr
 ``shortest_path_length``     BFS moves from start to goal
 ``num_turns``                direction changes along the canonical shortest path
 ``stratum``                  :func:`~hyperpod_rl.tasks.maze.strata.stratum_of` label
-``split``                    ``train`` / ``heldout`` / ``ood``
+``split``                    ``train`` / ``heldout`` / ``ood`` / ``validation``
 ``mode``, ``max_turns``      env settings (plan mode: ``max_turns`` 1)
 ``observation``              ``image`` / ``text`` / ``both``
 ``render_style``             :class:`RenderStyle` JSON (cell size shrunk to fit the token cap)
@@ -24,7 +24,9 @@ every other column reaches the env as ``extras``; ``data_source`` keys eval metr
 
 Splits: ``train`` and ``heldout`` come from the same distribution (``sizes``, ``mix``) with
 disjoint layouts; ``ood`` uses ``ood_sizes`` and paths longer than every in-distribution
-path (or ``ood_min_path_length``). Same spec -> same hashes and identical PNG bytes.
+path (or ``ood_min_path_length``); ``validation`` (for choosing settings, so that held-out is
+reported once) comes from the in-distribution one too, with layouts disjoint from every other
+split. Same spec -> same hashes and identical PNG bytes.
 """
 
 from __future__ import annotations
@@ -47,11 +49,10 @@ from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.tasks.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.tasks.maze.reward import REWARD_VERSION
 from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, stratum_of
-from hyperpod_rl.tasks.protocol import SplitCounts
+from hyperpod_rl.tasks.protocol import SPLITS, SplitCounts
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 
-SPLITS: Final[tuple[str, ...]] = ("train", "heldout", "ood")
 _REQUIRED_COLUMNS: Final[tuple[str, ...]] = ("prompt", "env_class", "maze", "layout_hash")
 
 
@@ -97,7 +98,7 @@ class DatasetSpec(MazeModel):
     sizes: tuple[tuple[int, int], ...] = ((5, 5),)
     """In-distribution grid sizes (rows, cols) in cells, drawn uniformly."""
     counts: SplitCounts = Field(default_factory=lambda: {"train": 256, "heldout": 64})
-    """Rows per split; keys from train, heldout, ood."""
+    """Rows per split; keys from train, heldout, ood, validation."""
     algorithms: dict[str, float] = Field(default_factory=lambda: {"backtracker": 1.0})
     """Generator weights, e.g. {"backtracker": 2, "prim": 1}."""
     braid: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -239,8 +240,8 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[MazeRow]]:
     """Generate the rows of every split with a positive count.
 
     Returns:
-        ``{split: rows}`` in the order train, heldout, ood. Layout hashes are unique across
-        all splits.
+        ``{split: rows}`` in :data:`SPLITS` order (train, heldout, ood, validation). Layout
+        hashes are unique across all splits; validation is in-distribution, built last.
 
     Raises:
         MazeError: if a split cannot be filled with unique layouts of the requested strata
@@ -256,6 +257,8 @@ def build_dataset(spec: DatasetSpec) -> dict[str, list[MazeRow]]:
     if spec.counts.get("ood", 0) > 0:
         min_len = spec.ood_min_path_length or max(longest + 1, spec.min_path_length)
         out["ood"] = _build_split(spec, "ood", seen, min_len)
+    if spec.counts.get("validation", 0) > 0:
+        out["validation"] = _build_split(spec, "validation", seen, spec.min_path_length)
     hashes = [r["layout_hash"] for rows in out.values() for r in rows]
     if len(hashes) != len(set(hashes)):  # invariant of _build_split; checked, not assumed
         raise MazeError("layout hashes repeat across splits; this is a bug in build_dataset")

@@ -14,7 +14,7 @@ other column reaches the env as ``extras``):
 ``goal_kind``             ``settings`` or ``form``; ``targets``: controls the goal sets
 ``shortest_path_length``  fewest actions to the goal (breadth-first search)
 ``stratum``               :func:`~hyperpod_rl.tasks.ui_nav.strata.stratum_of` label
-``split``                 ``train`` / ``heldout`` / ``ood``
+``split``                 ``train`` / ``heldout`` / ``ood`` / ``validation``
 ``max_turns``             turn limit; ``observation``, ``prompt_style``: env settings
 ``render_style``          :class:`RenderStyle` JSON; ``image_tokens``: vision tokens per screen
 ``seed``                  the app's generator seed; ``labels``: vocabulary part used
@@ -24,7 +24,8 @@ other column reaches the env as ``extras``):
 Splits: ``train`` draws labels from the train vocabularies and ``depths``; ``heldout`` draws from
 the held-out vocabularies (labels and app names never seen in train) at the same depths, so its
 layouts (screen graphs, label sets and placements) are unseen; ``ood`` uses the deeper
-``ood_depths``. Content hashes are unique across all splits. Same spec -> same rows, byte for byte.
+``ood_depths``; ``validation`` (for choosing settings, so held-out is reported once) draws like
+``heldout``, other apps. Content hashes are unique across all splits. Same spec -> same rows, byte for byte.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class DatasetSpec(TaskOptions):
 
     Attributes:
         seed: Master seed; each app's seed derives from (seed, split, index).
-        counts: Rows per split; keys from ``train``, ``heldout``, ``ood``.
+        counts: Rows per split; keys from ``train``, ``heldout``, ``ood``, ``validation``.
         depths: Goal-page menu depths of ``train`` and ``heldout``, drawn uniformly.
         ood_depths: Depths of ``ood`` (deeper menus); must all exceed ``depths``.
         goal_kinds: Weights of ``settings`` and ``form`` goals.
@@ -90,7 +91,7 @@ class DatasetSpec(TaskOptions):
     seed: int = 0
     """Master seed; same options -> same rows, byte for byte."""
     counts: dict[str, int] = Field(default_factory=lambda: {"train": 256, "heldout": 64, "ood": 64})
-    """Rows per split; keys from train, heldout, ood."""
+    """Rows per split; keys from train, heldout, ood, validation."""
     depths: tuple[int, ...] = (1, 2)
     """Menu depths of the goal page in train and heldout."""
     ood_depths: tuple[int, ...] = (3, 4)
@@ -175,7 +176,8 @@ class DatasetSpec(TaskOptions):
 
 def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str, Any]]:
     count = spec.counts.get(split, 0)
-    labels = "heldout" if split == "heldout" else "train"
+    # validation stands in for the held-out split when settings are chosen: its labels, other apps
+    labels = "heldout" if split in ("heldout", "validation") else "train"
     depths = spec.ood_depths if split == "ood" else spec.depths
     need = quotas(count, spec.mix if split != "ood" else None)
     rows: list[dict[str, Any]] = []
@@ -241,7 +243,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str
 
 
 def build_dataset(spec: DatasetSpec) -> dict[str, list[dict[str, Any]]]:
-    """Generate the rows of every split with a positive count, in the order train, heldout, ood.
+    """Generate the rows of every split with a positive count, in :data:`SPLITS` order (train, heldout, ood, validation).
 
     Raises:
         TaskError: a split cannot be filled with unique apps of the requested strata (the message
