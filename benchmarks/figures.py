@@ -864,6 +864,7 @@ PASSAGES: dict[str, Passage] = {
     "planner-cli-fits": Passage("docs/planner.md", ("plan_cli",), _plan_cli("fits", tables=True), block=True),
     "planner-cli-blocked": Passage("docs/planner.md", ("plan_cli",), _plan_cli("blocked", tables=False), block=True),
     "planner-cli-own-gpu": Passage("docs/planner.md", ("plan_cli",), _plan_cli("own-gpu", tables=False), block=True),
+    "planner-cli-a10g": Passage("docs/planner.md", ("plan_cli",), _plan_cli("a10g", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-vllm-sides": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_sides, block=True),
     "gpu-vllm-verdict": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_verdict),

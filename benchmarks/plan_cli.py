@@ -27,6 +27,7 @@ CASES: dict[str, list[str]] = {
     "fits": ["--preset", "single-node-8gpu"],
     "blocked": ["--preset", "single-gpu", "--micro-batch", "64", "--gpu", "H100"],
     "own-gpu": ["--preset", "hyperpod-6gpu"],
+    "a10g": ["--preset", "hyperpod-6gpu", "--gpu", "A10G"],
 }
 
 

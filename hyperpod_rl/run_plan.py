@@ -107,8 +107,14 @@ def plan_input_for(
 
     Raises:
         ConfigError: the config maps to planner inputs the planner rejects (e.g. an unknown GPU), model.path is
-            'tiny', or its config.json is not a JSON object.
+            'tiny', its config.json is not a JSON object, or it is an SFT stage (``stage='sft'``: no rollouts, and
+            the planner sizes GRPO runs).
     """
+    if config.stage != "grpo":
+        raise ConfigError(
+            f"stage={config.stage!r}: the planner sizes GRPO runs (vLLM rollouts and the policy update), and an SFT stage "
+            "has no rollouts: plan the GRPO run that starts from it (e.g. --preset hyperpod-6gpu for hyperpod-6gpu-sft)"
+        )
     model: str | dict = config.model.path
     if model == "tiny":
         raise ConfigError(
@@ -178,15 +184,15 @@ def plan_run(config: RunConfig, *, gpu: str = "H200", image_px: tuple[int, int] 
 
     Args:
         config: the run.
-        gpu: GPU name known to the planner (``hyperpod_rl.plan.GPUS``: ``"H200"``, ``"H100"``, ``"A10G"``;
-            case-insensitive).
+        gpu: GPU name known to the planner (``hyperpod_rl.plan.GPUS``: ``"H200"``, ``"H100"``, ``"A10G"``,
+            ``"RTXPRO6000"``; case-insensitive).
         image_px: (height, width) of the task's images in pixels.
 
     Returns:
         The :class:`~hyperpod_rl.plan.Plan` (in a notebook it shows as HTML tables).
 
     Raises:
-        ConfigError: unknown GPU, bad image size, or a config the planner rejects.
+        ConfigError: unknown GPU, bad image size, or a config the planner rejects (an SFT stage among them).
     """
     return plan(plan_input_for(config, gpu=gpu, image_px=image_px))
 
@@ -194,9 +200,10 @@ def plan_run(config: RunConfig, *, gpu: str = "H200", image_px: tuple[int, int] 
 def fit_warnings(config: RunConfig, *, gpu: str = "H200") -> list[str]:
     """The planner's verdicts when a SkyRL run is predicted not to fit; ``[]`` otherwise.
 
-    The reference backend runs on CPU or one small GPU and is not planned.
+    The reference backend runs on CPU or one small GPU and is not planned; nor is an SFT stage
+    (the planner sizes GRPO runs: :func:`plan_input_for`).
     """
-    if config.backend != "skyrl":
+    if config.backend != "skyrl" or config.stage != "grpo":
         return []
     result = plan_run(config, gpu=gpu)
     return [] if result.fits else list(result.verdicts)

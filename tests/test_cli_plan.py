@@ -111,14 +111,30 @@ def test_a_run_that_does_not_fit_exits_1_with_the_blocker(tmp_path):
 
 
 def test_a_preset_is_planned_on_its_own_gpu():
-    """Reported: ``--preset hyperpod-6gpu`` (ml.g5.12xlarge, A10G 24 GB) was planned, and said to fit, on H200s."""
+    """Reported: ``--preset hyperpod-6gpu`` (then ml.g5.12xlarge, A10G 24 GB) was planned, and said to fit, on H200s.
+    Now on the walkthrough's ml.g7e.12xlarge (issue 29): its RTX PRO 6000, where it fits."""
     out = _invoke("--preset", "hyperpod-6gpu")
-    expected = plan_run(RunConfig.from_preset("hyperpod-6gpu"), gpu="A10G")
+    expected = plan_run(RunConfig.from_preset("hyperpod-6gpu"), gpu="RTXPRO6000")
     first = out.output.splitlines()[0]
-    assert "6 x NVIDIA A10G" in first and "H200" not in first, first
-    assert not expected.fits and out.exit_code == 1, out.output
+    assert "6 x NVIDIA RTX PRO 6000 Blackwell Server Edition" in first and "H200" not in first, first
+    assert expected.fits and out.exit_code == 0, out.output
+    assert first.endswith(": fits"), first
     _assert_tables_show(out.output, expected)
-    assert "step time on NVIDIA A10G is extrapolated" in out.output  # the factors were fitted on H200 only
+    assert "step time on NVIDIA RTX PRO 6000 Blackwell Server Edition is extrapolated" in out.output  # fitted on H200 only
+
+
+def test_the_seed_preset_does_not_fit_the_a10g_and_the_blocker_says_what_would():
+    """The planner's evidence that the published settings need the 96 GB card: on the A10G (24 GB) a TP1 engine at 0.45
+    leaves no KV cache (exit 1), and the blocker's fix (TP 2 at a higher utilization) fits when applied."""
+    out = _invoke("--preset", "hyperpod-6gpu", "--gpu", "A10G")
+    assert out.exit_code == 1 and "6 x NVIDIA A10G" in out.output.splitlines()[0], out.output
+    blocker = " ".join(_line_with(out.output, "blocker:").split())
+    assert "gpu_memory_utilization=0.45 leaves 0.0 GiB for vLLM's KV cache" in blocker, blocker
+    assert blocker.endswith("set inference_tensor_parallel_size=2 (3 engines of 2 GPUs) with gpu_memory_utilization of at least 0.58")
+    fixed = RunConfig.from_preset(
+        "hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2}, **{"rollout.gpu_memory_utilization": 0.58}
+    )
+    assert plan_run(fixed, gpu="A10G").fits
 
 
 @pytest.mark.parametrize("given", ["H200", "h200", " H200 "])
@@ -182,7 +198,11 @@ def test_help_states_the_exit_codes():
 
 
 BAD_INPUTS = [
-    (["--preset", "nope"], "unknown run preset 'nope': use one of hyperpod-6gpu, single-node-8gpu, single-gpu"),
+    (["--preset", "nope"], "unknown run preset 'nope': use one of hyperpod-6gpu, hyperpod-6gpu-sft, single-node-8gpu, single-gpu"),
+    (
+        ["--preset", "hyperpod-6gpu-sft"],
+        "stage='sft': the planner sizes GRPO runs (vLLM rollouts and the policy update), and an SFT stage has no rollouts: plan the GRPO run that starts from it",
+    ),
     (["--config", "{tmp}/missing.yaml"], "give an existing YAML or JSON file"),
     (["--config", "{tmp}/broken.yaml"], "is not valid YAML or JSON at line 3, column 1: fix its syntax"),
     (["--config", "{tmp}/list.yaml"], "holds a list, not a mapping: write the RunConfig fields"),
@@ -223,4 +243,5 @@ def test_the_recorded_sessions_in_the_docs_are_what_the_command_prints_now():
     assert set(recorded) == set(CASES)
     for name, args in CASES.items():
         assert run_case(args) == recorded[name], f"{name}: hyperpod-rl plan prints something else now; run python -m benchmarks.plan_cli"
-    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1 and recorded["own-gpu"]["exit_code"] == 1
+    assert recorded["fits"]["exit_code"] == 0 and recorded["blocked"]["exit_code"] == 1 and recorded["own-gpu"]["exit_code"] == 0
+    assert recorded["a10g"]["exit_code"] == 1

@@ -3,12 +3,13 @@
 import pytest
 
 from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.run_plan import PROMPT_TEXT_TOKENS, REPLY_TEXT_TOKENS, fit_warnings, plan_input_for, plan_run
 
 DATA = {"train_path": "t.parquet", "heldout_path": "h.parquet"}
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+@pytest.mark.parametrize("name", [n for n in RunConfig.presets() if RunConfig.from_preset(n).stage == "grpo"])
 def test_presets_fit_an_h200(name):
     config = RunConfig.from_preset(name, run_id="plan-check", data=DATA)
     result = plan_run(config, gpu="H200")
@@ -23,6 +24,15 @@ def test_oversized_micro_batch_gets_a_planner_warning():
     )
     warnings = fit_warnings(config)
     assert warnings and any("micro_train_batch_size_per_gpu=512" in w for w in warnings), warnings
+
+
+def test_sft_stages_are_not_planned_as_grpo_runs():
+    """An SFT stage has no rollouts: planning it as a GRPO run sized a vLLM engine it never starts. It is refused with the
+    fix, and submit_run's fit check skips it."""
+    config = RunConfig.from_preset("hyperpod-6gpu-sft", run_id="plan-check", data=DATA)
+    with pytest.raises(ConfigError, match=r"stage='sft': the planner sizes GRPO runs"):
+        plan_input_for(config)
+    assert fit_warnings(config) == []
 
 
 def test_reference_runs_are_not_planned():

@@ -118,7 +118,8 @@ def presets() -> None:
     for preset in ClusterSpec.presets():
         spec = ClusterSpec.from_preset(preset)
         groups = ", ".join(f"{g.replicas} x {g.gpus_per_worker} GPU ({g.instance_type or 'any node'})" for g in spec.worker_groups)
-        typer.echo(f"{preset}: head {spec.head.cpus:g} CPU, workers {groups}; {spec.total_gpus} GPUs total")
+        head = f"head {spec.head.cpus:g} CPU, {spec.head.memory_gib:g} GiB ({spec.head.instance_type or 'any node'})"
+        typer.echo(f"{preset}: {head}, workers {groups}; {spec.total_gpus} GPUs total")
 
 
 @app.command()

@@ -54,7 +54,7 @@ def plan_command(
 ) -> None:
     """Predict a run's per-GPU memory, vLLM KV-cache room and step time, with verdicts.
 
-    Give a run preset (--preset) or a run config file (--config). A preset is planned on its own GPU (hyperpod-6gpu: A10G), a config file on an H200, unless --gpu says otherwise. Exit code: 0 when the run fits its GPUs, 1 when it does not (a blocker verdict says what to change), 2 on bad input.
+    Give a run preset (--preset) or a run config file (--config). A preset is planned on its own GPU (hyperpod-6gpu: RTXPRO6000, the RTX PRO 6000 of ml.g7e.12xlarge), a config file on an H200, unless --gpu says otherwise. An SFT stage (hyperpod-6gpu-sft) is not planned: plan the GRPO run that follows it. Exit code: 0 when the run fits its GPUs, 1 when it does not (a blocker verdict says what to change), 2 on bad input.
     """
     from hyperpod_rl.plan.report import plan_summary, plan_tables
     from hyperpod_rl.run_plan import plan_run

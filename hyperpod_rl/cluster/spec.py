@@ -90,7 +90,7 @@ class WorkerGroupSpec(_ClusterModel):
     name: str = "gpu-group"
     """``groupName``: unique in the cluster, a valid label value (KubeRay labels pods ``ray.io/group=<name>``)."""
     instance_type: str | None = None
-    """HyperPod instance type (``ml.g5.12xlarge``, ``ml.p5.48xlarge``...); None = any node."""
+    """HyperPod instance type (``ml.g7e.12xlarge``, ``ml.p5.48xlarge``...); None = any node."""
     image: str | None = None
     """Container image of this group's Ray container; None = the cluster's ``image``."""
     gpus_per_worker: int = Field(default=0, ge=0)
@@ -143,17 +143,22 @@ class StorageSpec(_ClusterModel):
 
 
 _PRESETS: dict[str, dict[str, Any]] = {
-    # The seed topology: one CPU-only head, 3 GPU workers with 2 GPUs each.
-    # ml.g5.12xlarge = 48 vCPU, 192 GiB, 4 x A10G; two workers fit one node with headroom.
+    # The seed topology of AWS's walkthrough of SkyRL on HyperPod (2026-09-25), as issue 29 quotes it (the
+    # post could not be retrieved here): an ml.r5d.16xlarge CPU head and 3 x ml.g7e.12xlarge workers.
+    # Instance sizes: ml.g7e.12xlarge = 48 vCPU, 512 GiB, 2 x RTX PRO 6000 Blackwell Server Edition, 1 EFA
+    # (aws/sagemaker-hyperpod-cli, src/sagemaker/hyperpod/training/constants.py INSTANCE_RESOURCES);
+    # ml.r5d.16xlarge = 64 vCPU, 512 GiB (AWS's EC2 R5 instance types page). One pod per node; each pod asks
+    # for the node less 4 vCPU and 32 GiB, left to the kubelet, HyperPod's agents and the other daemonsets.
+    # The head pod keeps num-cpus/num-gpus "0" (no Ray work lands on it; the trainer task runs on a GPU worker).
     "seed": {
-        "head": {"cpus": 4, "memory_gib": 16},
+        "head": {"cpus": 60, "memory_gib": 480, "instance_type": "ml.r5d.16xlarge"},
         "worker_groups": [
             {
                 "name": "gpu-group",
-                "instance_type": "ml.g5.12xlarge",
+                "instance_type": "ml.g7e.12xlarge",
                 "gpus_per_worker": 2,
-                "cpus_per_worker": 20,
-                "memory_gib": 80,
+                "cpus_per_worker": 44,
+                "memory_gib": 480,
                 "replicas": 3,
             }
         ],
@@ -272,8 +277,9 @@ class ClusterSpec(_ClusterModel):
 
         Args:
             name: (positional-only, so ``name=`` overrides the cluster name) one of
-                `presets()`: ``seed`` (CPU head + 3 workers x 2 GPUs on
-                ml.g5.12xlarge) or ``single-gpu`` (one ml.g5.2xlarge worker).
+                `presets()`: ``seed`` (an ml.r5d.16xlarge CPU head + 3 workers x 2 GPUs on
+                ml.g7e.12xlarge, AWS's walkthrough topology as issue 29 quotes it) or ``single-gpu``
+                (one ml.g5.2xlarge worker).
             **overrides: `ClusterSpec` fields, e.g. ``name="maze"``, ``namespace="team-a"``.
 
         Raises:

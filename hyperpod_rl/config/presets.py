@@ -8,24 +8,42 @@ with the planner on exactly the input ``hyperpod-rl plan --preset NAME`` uses
 (:func:`hyperpod_rl.run_plan.plan_input_for` on the preset's GPU), so the numbers in these
 docstrings cannot drift from the planner or the command.
 
-Shared sizing (:func:`hyperpod_rl.run_plan.plan_input_for`): a maze episode is at most 6 turns,
-each turn one 448x448 px image (196 image tokens + 2) and at most 128 generated tokens plus a
-32-token environment reply, after a 256-token text prompt; the planner's sequence is 2,404
-tokens. Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB in bf16.
+Shared sizing (:func:`hyperpod_rl.run_plan.plan_input_for`): each maze turn is one 448x448 px
+image (196 image tokens + 2) and at most 128 generated tokens plus a 32-token environment reply,
+after a 256-token text prompt; at the 6 turns of the H200 presets the planner's sequence is 2,404
+tokens (``hyperpod-6gpu``'s 15 turns: 5,626). Qwen3-VL-8B has 8.77 B parameters: 16.3 GiB in bf16.
 
-``hyperpod-6gpu`` (the seed topology: CPU head + 3 GPU workers x 2 GPUs, ml.g5.12xlarge, A10G 24 GB)
-    FSDP2 over 6 GPUs, colocate_all, 6 vLLM engines at TP1, LoRA r32 on the language linears,
-    12 mazes x 8 samples per step, 2 optimizer steps (6 mazes each), micro batch 2 per GPU.
-    Policy update: about 9 GiB of 22 GiB per GPU (weights 2.7 + FSDP2 buffers 2.9 + LoRA 0.2
-    + activations 2.2 + chunked log-prob logits 0.5 + 0.5 overhead, plus 1.5 GiB held by the
-    sleeping engine), so micro batch 2 fits with room; no KL term, so no reference model copy.
-    **Rollout is the tight part**: a TP1 engine holds all 16.3 GiB of bf16 weights on a 22 GiB
-    card; at gpu_memory_utilization 0.9 the planner (which reserves 4 GiB of vLLM workspace)
-    leaves no KV cache at all and flags it as a blocker (``hyperpod-rl plan --preset hyperpod-6gpu``,
-    planned on the A10G, exits 1 and suggests tensor parallel size 2). vLLM's real workspace on a 24 GB card is
-    smaller, but expect only a few thousand KV tokens per engine. If engines fail to start or
-    preempt constantly, use ``placement={"num_engines": 3, "tensor_parallel_size": 2}``
-    (111k KV tokens per engine by the planner) or a 48 GB GPU (ml.g6e).
+``hyperpod-6gpu`` (the seed topology: AWS's walkthrough of SkyRL on HyperPod, 2026-09-25, as issue 29 quotes it)
+    **Quoted from the post, as issue 29 quotes it** (the post itself could not be retrieved here,
+    so none of this is checked against it): 3 x ml.g7e.12xlarge workers with 2 x NVIDIA RTX PRO
+    6000 Blackwell (96 GB) each, an ml.r5d.16xlarge CPU head (512 GB, consolidates LoRA shards;
+    ``ClusterSpec.from_preset("seed")``), Qwen3-VL-8B, LoRA r32, FSDP over 6 GPUs with 6
+    colocated vLLM engines (TP1) at gpu_memory_utilization 0.45, 8 samples per prompt, up to 15
+    turns, evaluation every 10 steps, export (``checkpoint.export_interval``) and full checkpoints
+    every 20, resume_mode latest, LoRA synced through FSx (``storage.root`` on the shared volume).
+    **Ours, not the post's** (the issue does not quote them): 12 mazes x 8 samples per step, 2
+    optimizer steps (6 mazes each), micro batch 2 per GPU, lr 3e-5 (SkyRL's Qwen3-VL-8B LoRA
+    recipe), 200 steps, KL off, max_num_seqs 64, the token limits of every preset.
+    Planned on the RTX PRO 6000 (``hyperpod-rl plan --preset hyperpod-6gpu``), a 15-turn episode
+    is 5,626 tokens (256 + 15 images x 198 + 15 turns x 160). Policy update: about 12 of 94 GiB
+    per GPU (1.5 GiB of it held by the sleeping engine), so micro batch 2 fits with room; no KL
+    term, so no reference model copy. Rollout: at 0.45 a TP1 engine keeps its 16.3 GiB of bf16
+    weights and, by the planner's count (4 GiB of vLLM workspace reserved), about 160k KV tokens,
+    28 concurrent 15-turn episodes per engine; a step's 96 episodes are 16 per engine. The fit
+    is the GPU's: the same settings on ml.g5.12xlarge's A10G (24 GB) leave no KV cache at all
+    (the planner's fix there, TP 2 at gpu_memory_utilization 0.58 or more, is not the published
+    engine layout; ``tests/config/test_run_presets.py``).
+``hyperpod-6gpu-sft`` (the SFT warm start on the same cluster; ``stage='sft'``, docs/sft.md)
+    The walkthrough starts GRPO from a supervised checkpoint of the maze task (as issue 29 quotes
+    it). Same model, LoRA, placement, storage and rollout limits as ``hyperpod-6gpu`` (so its
+    demonstrations are played up to 15 turns, in the GRPO rollout's chat format), trained by
+    SkyRL 0.4's own SFT trainer (:mod:`hyperpod_rl.config.skyrl_sft`). **Ours, not the post's**:
+    48 demonstration turns per step (8 per GPU, micro batch 2: SkyRL's batch rule), lr 1e-4
+    (an untuned LoRA SFT rate for the 8B model; the ``sft.lr`` default, 2e-3, is the tiny
+    quickstart model's), 200 steps. Not planned: the planner sizes GRPO runs (rollouts and the
+    policy update) and refuses an SFT stage. A SkyRL GRPO run does not yet start from its adapter
+    (``model.init_adapter`` is refused for ``backend='skyrl'``, see
+    :func:`hyperpod_rl.config.sft.init_adapter_problems`).
 ``single-node-8gpu`` (one 8 x H200 node, e.g. ml.p5en.48xlarge)
     FSDP2 over 8 GPUs, 8 engines at TP1, 32 mazes x 8 samples per step, 2 optimizer steps,
     micro batch 8, KL 0.001 (a reference model, colocated and offloaded while the policy trains).
@@ -107,23 +125,35 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The seed topology's run settings (``hyperpod-6gpu``; see the module docstring for which are quoted from
+#: AWS's walkthrough as issue 29 quotes it, and which are ours).
+_SEED: dict[str, Any] = {
+    "placement": {
+        "nodes": 3,
+        "gpus_per_node": 2,
+        "colocate_all": True,
+        "num_engines": 6,
+        "tensor_parallel_size": 1,
+    },
+    "rollout": {"gpu_memory_utilization": 0.45, "max_num_seqs": 64, "max_turns": 15},
+    "data": {**_data("/fsx/hyperpod-rl"), "prompts_per_step": 12},
+    "trainer": {"mini_batch_size": 6, "micro_batch_size": 2, "eval_interval": 10},
+    "checkpoint": {"interval": 20, "export_interval": 20, "resume": "latest"},
+    "storage": {"root": "/fsx/hyperpod-rl", "shared": True},
+}
+
 #: name -> the preset's config dict (without ``run_id``; the preset name is the default run id).
 PRESETS: dict[str, dict[str, Any]] = {
-    "hyperpod-6gpu": _merge(
+    "hyperpod-6gpu": _merge(_COMMON, _SEED),
+    "hyperpod-6gpu-sft": _merge(
         _COMMON,
-        {
-            "placement": {
-                "nodes": 3,
-                "gpus_per_node": 2,
-                "colocate_all": True,
-                "num_engines": 6,
-                "tensor_parallel_size": 1,
+        _merge(
+            _SEED,
+            {
+                "stage": "sft",
+                "sft": {"rows_per_step": 48, "lr": 1e-4},
             },
-            "rollout": {"gpu_memory_utilization": 0.9, "max_num_seqs": 64},
-            "data": {**_data("/fsx/hyperpod-rl"), "prompts_per_step": 12},
-            "trainer": {"mini_batch_size": 6, "micro_batch_size": 2},
-            "storage": {"root": "/fsx/hyperpod-rl", "shared": True},
-        },
+        ),
     ),
     "single-node-8gpu": _merge(
         _COMMON,
@@ -163,7 +193,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: name -> the GPU the preset's nodes have (a name of ``hyperpod_rl.plan.GPUS``): what
 #: ``hyperpod-rl plan --preset NAME`` plans for unless ``--gpu`` says otherwise.
 PRESET_GPUS: dict[str, str] = {
-    "hyperpod-6gpu": "A10G",  # ml.g5.12xlarge: 4 x A10G 24 GB, 2 used per node
+    "hyperpod-6gpu": "RTXPRO6000",  # ml.g7e.12xlarge: 2 x RTX PRO 6000 Blackwell Server Edition
+    "hyperpod-6gpu-sft": "RTXPRO6000",
     "single-node-8gpu": "H200",  # ml.p5en.48xlarge
     "single-gpu": "H200",
 }

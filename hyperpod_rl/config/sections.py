@@ -348,9 +348,16 @@ class TrainerConfig(_Section):
 
 
 class CheckpointConfig(_Section):
-    """Checkpoints (SkyRL: ``trainer.ckpt_interval``, ``trainer.ckpt_path``)."""
+    """Checkpoints (SkyRL: ``trainer.ckpt_interval``, ``trainer.ckpt_path``, ``trainer.hf_save_interval``)."""
 
     interval: int = Field(40, ge=0, description="steps between checkpoints; 0 turns them off")
+    export_interval: int = Field(
+        0,
+        ge=0,
+        description="SkyRL backend: steps between Hugging Face-format exports of the policy (its LoRA adapter) to "
+        "<run dir>/skyrl-export (SkyRL trainer.hf_save_interval); 0: none, the adapter is exported once from the final "
+        "checkpoint (to <run dir>/adapter, as always); the reference backend ignores it",
+    )
     keep: int = Field(2, gt=0, description="checkpoints kept on disk")
     resume: Literal["latest", "none"] = Field(
         "latest",

@@ -64,21 +64,23 @@ def read_adapter_record(path: str | Path) -> dict[str, Any] | None:
 def init_adapter_problems(cfg: Any) -> list[str]:
     """``model.init_adapter``: an adapter directory of the same base model and LoRA rank.
 
-    Checked here where the directory is readable (the reference backend's local paths; a SkyRL
-    path on the cluster is checked by the trainer): it holds ``adapter_config.json``; its
-    ``provenance.json`` names the same base model revision as ``model.revision`` (when set) and
-    its rank equals ``lora.rank``.
+    Checked here where the directory is readable (the reference backend's local paths): it holds
+    ``adapter_config.json``; its ``provenance.json`` names the same base model revision as
+    ``model.revision`` (when set) and its rank equals ``lora.rank``. The SkyRL backend does not
+    load a starting adapter (SkyRL 0.4's PPO and SFT trainers have no key for one: their FSDP
+    workers build a fresh LoRA), so a SkyRL run with ``model.init_adapter`` is refused rather
+    than trained from a fresh adapter under a lineage that names its start.
     """
     init = cfg.model.init_adapter
     if init is None:
         return []
     path = Path(init).expanduser()
     if cfg.backend == "skyrl":
-        return (
-            []
-            if init.startswith("/")
-            else [f"model.init_adapter={init!r} is not an absolute path on the cluster: give the adapter directory"]
-        )
+        return [
+            f"model.init_adapter={init!r}: the SkyRL backend does not start from an adapter yet (SkyRL 0.4's PPO and SFT "
+            "trainers have no key for one; their workers would train a fresh LoRA): leave model.init_adapter unset for "
+            "backend='skyrl', or train from the adapter with backend='reference'"
+        ]
     if not (path / "adapter_config.json").is_file():
         return [
             f"model.init_adapter={init!r} is not an adapter directory (no adapter_config.json): give a run's adapter/ "

@@ -106,10 +106,15 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         ``{dotted SkyRL key: value}``, including :data:`REQUIRED_VLM_KEYS`.
 
     Raises:
-        ConfigError: ``cfg.backend`` is not ``'skyrl'``.
+        ConfigError: ``cfg.backend`` is not ``'skyrl'``, or ``cfg.stage`` is not ``'grpo'``.
     """
     if cfg.backend != "skyrl":
         raise ConfigError(f"backend={cfg.backend!r}: only backend='skyrl' configs translate to SkyRL overrides; set backend='skyrl'")
+    if cfg.stage != "grpo":
+        raise ConfigError(
+            f"stage={cfg.stage!r}: to_skyrl_overrides translates GRPO runs for SkyRL's PPO trainer; an SFT stage translates to "
+            "SkyRL's SFT trainer with hyperpod_rl.config.skyrl_sft.to_skyrl_sft_overrides"
+        )
     from hyperpod_rl.tasks import get_task
 
     env_class = get_task(cfg.task.name).env_class
@@ -206,7 +211,7 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         "trainer.max_ckpts_to_keep": ck.keep,
         "trainer.resume_mode": ck.resume,
         "trainer.export_path": str(rd / RUN_SUBDIRS["export_path"]),
-        "trainer.hf_save_interval": -1,
+        "trainer.hf_save_interval": ck.export_interval if ck.export_interval > 0 else -1,
         # logging
         "trainer.logger": cfg.logging.logger,
         "trainer.project_name": cfg.logging.project_name,

@@ -240,6 +240,15 @@ def _mini_batch_fix(inp: PlanInput, sequences: int) -> str:
     return f"use mini_batch_size={max(below) if below else min(valid)}"
 
 
+def _least_utilization(inp: PlanInput, *, most: float = 0.95) -> float | None:
+    """The smallest ``gpu_memory_utilization`` above ``inp``'s, in steps of 0.01 up to ``most``, at which one sequence fits
+    vLLM's KV cache; None when none does."""
+    for pct in range(round(inp.gpu_memory_utilization * 100) + 1, round(most * 100) + 1):
+        if _kv_cache(inp.model_copy(update={"gpu_memory_utilization": pct / 100})).concurrent_sequences >= 1:
+            return pct / 100
+    return None
+
+
 def _kv_fix(inp: PlanInput, utilization_needed: float) -> str:
     """What to change when vLLM has no KV-cache room: a utilization that fits, and/or a valid larger TP."""
     fixes = []
@@ -251,8 +260,17 @@ def _kv_fix(inp: PlanInput, utilization_needed: float) -> str:
         # vLLM needs the attention heads to split over TP ranks, and the engines to tile the GPUs.
         if gpus % tp or s.num_attention_heads % tp or s.num_key_value_heads % tp:
             continue
-        if _kv_cache(inp.model_copy(update={"inference_tensor_parallel_size": tp})).concurrent_sequences >= 1:
+        at_tp = inp.model_copy(update={"inference_tensor_parallel_size": tp})
+        if _kv_cache(at_tp).concurrent_sequences >= 1:
             fixes.append(f"set inference_tensor_parallel_size={tp} ({gpus // tp} engines of {tp} GPUs)")
+            break
+        # a larger TP that fits only with a higher utilization: say both (reported: on 6 A10G at 0.45 the planner said no
+        # utilization or TP fits, while TP 2 at 0.9 does)
+        util = _least_utilization(at_tp)
+        if util is not None:
+            fixes.append(
+                f"set inference_tensor_parallel_size={tp} ({gpus // tp} engines of {tp} GPUs) with gpu_memory_utilization of at least {util:.2f}"
+            )
             break
     if not fixes:
         return "no utilization or tensor-parallel size that fits this GPU count: use GPUs with more memory or a smaller model"

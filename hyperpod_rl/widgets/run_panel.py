@@ -267,7 +267,7 @@ class RunPanel(Panel):
         return result
 
     def submit(self) -> RunHandle:
-        """Validate, show the plan of a SkyRL run (its blockers in red), and submit the run (detached); then follow it.
+        """Validate, show the plan of a SkyRL GRPO run (its blockers in red), and submit the run (detached); then follow it.
 
         A run predicted not to fit is still submitted (``submit_run`` warns with the same verdicts).
 
@@ -275,7 +275,7 @@ class RunPanel(Panel):
             ConfigError: invalid form. JobError: no cluster, already running, or refused.
         """
         config = self.validate()
-        if config.backend == "skyrl":
+        if config.backend == "skyrl" and config.stage == "grpo":  # the planner sizes GRPO runs; an SFT stage is not planned
             self._show_plan(config)
         handle = submit_run(
             self.client(),

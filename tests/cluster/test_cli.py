@@ -31,7 +31,8 @@ def kube(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHTTPServer]:
 def test_presets_lists_seed_topology() -> None:
     result = runner.invoke(cli.app, ["presets"])
     assert result.exit_code == 0
-    assert "seed: head 4 CPU, workers 3 x 2 GPU (ml.g5.12xlarge); 6 GPUs total" in result.output
+    assert "seed: head 60 CPU, 480 GiB (ml.r5d.16xlarge), workers 3 x 2 GPU (ml.g7e.12xlarge); 6 GPUs total" in result.output
+    assert "single-gpu: head 2 CPU, 8 GiB (any node), workers 1 x 1 GPU (ml.g5.2xlarge); 1 GPUs total" in result.output
     assert "single-gpu:" in result.output
 
 

@@ -113,7 +113,7 @@ def test_seed_preset_follows_hyperpod_conventions() -> None:
     (group,) = m["spec"]["workerGroupSpecs"]
     assert (group["replicas"], group["minReplicas"], group["maxReplicas"]) == (3, 3, 3)
     assert group["template"]["spec"]["containers"][0]["resources"]["limits"][GPU_RESOURCE] == 2
-    assert group["template"]["spec"]["nodeSelector"] == {INSTANCE_TYPE_LABEL: "ml.g5.12xlarge"}
+    assert group["template"]["spec"]["nodeSelector"] == {INSTANCE_TYPE_LABEL: "ml.g7e.12xlarge"}
     assert spec.total_gpus == 6
     for pod in _pods(m):
         volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
@@ -122,6 +122,29 @@ def test_seed_preset_follows_hyperpod_conventions() -> None:
         assert {"/dev/shm", "/fsx"} <= {v["mountPath"] for v in pod["spec"]["containers"][0]["volumeMounts"]}
         assert ray_version_of_image(pod["spec"]["containers"][0]["image"]) == m["spec"]["rayVersion"] == "2.57.0"
     assert m["spec"]["authOptions"] == {"mode": "token"}
+
+
+#: vCPU, GiB and GPUs of the seed preset's instance types: ml.g7e.12xlarge from aws/sagemaker-hyperpod-cli
+#: (src/sagemaker/hyperpod/training/constants.py, INSTANCE_RESOURCES), ml.r5d.16xlarge from AWS's EC2 R5 page.
+SEED_NODES = {"ml.g7e.12xlarge": (48, 512, 2), "ml.r5d.16xlarge": (64, 512, 0)}
+
+
+def test_seed_preset_is_the_walkthrough_topology_and_each_pod_fits_its_node() -> None:
+    """Issue 29 item 5: an ml.r5d.16xlarge CPU head and 3 x ml.g7e.12xlarge workers (2 GPUs each), one pod per node,
+    each pod asking for less than its node has (room for the kubelet and HyperPod's daemonsets)."""
+    m = ClusterSpec.from_preset("seed", name="maze").to_manifest()
+    head = m["spec"]["headGroupSpec"]
+    (group,) = m["spec"]["workerGroupSpecs"]
+    for pod, gpus in ((head["template"], 0), (group["template"], 2)):
+        instance = pod["spec"]["nodeSelector"][INSTANCE_TYPE_LABEL]
+        vcpu, gib, node_gpus = SEED_NODES[instance]
+        resources = pod["spec"]["containers"][0]["resources"]
+        assert resources["requests"] == resources["limits"]
+        assert int(resources["limits"]["cpu"]) <= vcpu - 4 and int(resources["limits"]["memory"].removesuffix("Gi")) <= gib - 32
+        assert resources["limits"].get(GPU_RESOURCE, 0) == gpus == node_gpus
+    assert head["template"]["spec"]["nodeSelector"] == {INSTANCE_TYPE_LABEL: "ml.r5d.16xlarge"}
+    assert head["rayStartParams"]["num-gpus"] == "0" and head["rayStartParams"]["num-cpus"] == "0"
+    assert group["replicas"] == 3
 
 
 def test_every_pod_requires_healthy_nodes_and_prefers_deep_checked_ones() -> None:

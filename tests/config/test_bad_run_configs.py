@@ -253,7 +253,7 @@ def test_all_cross_field_problems_are_reported_together():
 def test_unknown_preset_names_the_choices():
     with pytest.raises(
         ConfigError,
-        match="unknown run preset 'hyperpod-8gpu': use one of hyperpod-6gpu, single-node-8gpu, single-gpu",
+        match="unknown run preset 'hyperpod-8gpu': use one of hyperpod-6gpu, hyperpod-6gpu-sft, single-node-8gpu, single-gpu",
     ):
         RunConfig.from_preset("hyperpod-8gpu")
 

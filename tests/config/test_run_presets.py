@@ -1,4 +1,7 @@
-"""Presets: the planner input ``hyperpod-rl plan --preset`` uses describes the preset, and the documented figures match the planner."""
+"""Presets: the planner input ``hyperpod-rl plan --preset`` uses describes the preset, and the documented figures match the planner.
+
+``hyperpod-6gpu`` is AWS's walkthrough topology as issue 29 quotes it (checked here against the issue's words, not the post).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,15 @@ import re
 
 import pytest
 
+from hyperpod_rl.cluster import ClusterSpec
 from hyperpod_rl.config import presets
 from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan import GPUS, PlanInput, plan
-from hyperpod_rl.run_plan import plan_input_for
+from hyperpod_rl.run_plan import fit_warnings, plan_input_for, plan_run
+
+#: the presets the planner sizes (GRPO runs; an SFT stage has no rollouts and is refused)
+GRPO_PRESETS = [n for n in RunConfig.presets() if RunConfig.from_preset(n).stage == "grpo"]
 
 
 def _plan_input(name: str, **update) -> PlanInput:
@@ -19,15 +27,63 @@ def _plan_input(name: str, **update) -> PlanInput:
 
 
 def test_presets_api():
-    assert RunConfig.presets() == ["hyperpod-6gpu", "single-node-8gpu", "single-gpu"]
+    assert RunConfig.presets() == ["hyperpod-6gpu", "hyperpod-6gpu-sft", "single-node-8gpu", "single-gpu"]
+    assert GRPO_PRESETS == ["hyperpod-6gpu", "single-node-8gpu", "single-gpu"]
     assert set(presets.PRESET_GPUS) == set(RunConfig.presets())
     assert set(presets.PRESET_GPUS.values()) <= set(GPUS)  # every preset's GPU is in the planner's table
-    assert presets.preset_gpu("hyperpod-6gpu") == "A10G"  # ml.g5.12xlarge
+    assert presets.preset_gpu("hyperpod-6gpu") == presets.preset_gpu("hyperpod-6gpu-sft") == "RTXPRO6000"  # ml.g7e.12xlarge
     with pytest.raises(Exception, match="unknown run preset 'nope'"):
         presets.preset_gpu("nope")
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+def test_seed_preset_has_the_walkthrough_settings_as_issue_29_quotes_them():
+    """Issue 29 item 5: LoRA r32 on Qwen3-VL-8B, FSDP over 6 GPUs, 6 colocated TP1 engines at 0.45, group 8, up to 15 turns,
+    eval every 10 steps, export and full checkpoints every 20, resume latest, LoRA synced through shared (FSx) storage."""
+    cfg = RunConfig.from_preset("hyperpod-6gpu")
+    assert cfg.model.path == "Qwen/Qwen3-VL-8B-Instruct" and cfg.lora.rank == 32
+    pl = cfg.placement
+    assert (pl.strategy, pl.nodes, pl.gpus_per_node, pl.colocate_all, pl.num_engines, pl.tensor_parallel_size) == ("fsdp", 3, 2, True, 6, 1)
+    assert cfg.rollout.gpu_memory_utilization == 0.45 and cfg.grpo.group_size == 8 and cfg.rollout.max_turns == 15
+    assert cfg.trainer.eval_interval == 10
+    assert (cfg.checkpoint.interval, cfg.checkpoint.export_interval, cfg.checkpoint.resume) == (20, 20, "latest")
+    assert cfg.storage.shared and cfg.storage.root.startswith("/fsx/")
+    # the docstring says which settings are quoted and which are ours
+    doc = " ".join(presets.__doc__.split())
+    assert "as issue 29 quotes it" in doc and "Ours, not the post's" in doc and "could not be retrieved" in doc
+
+
+def test_seed_run_preset_matches_the_seed_cluster_preset():
+    """The run's placement is the cluster's shape: one policy node per worker pod, its GPUs, on the planner's GPU."""
+    cfg, spec = RunConfig.from_preset("hyperpod-6gpu"), ClusterSpec.from_preset("seed")
+    (group,) = spec.worker_groups
+    assert (cfg.placement.nodes, cfg.placement.gpus_per_node) == (group.replicas, group.gpus_per_worker)
+    assert group.instance_type == "ml.g7e.12xlarge" and spec.head.instance_type == "ml.r5d.16xlarge"
+    assert GPUS[presets.preset_gpu("hyperpod-6gpu")].name == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+
+def test_sft_preset_is_the_seed_topology_with_stage_sft():
+    """Issue 29 item 5's visgym-sft path: SFT on the same cluster, same model, LoRA, placement, storage and turn limit."""
+    sft, grpo = RunConfig.from_preset("hyperpod-6gpu-sft"), RunConfig.from_preset("hyperpod-6gpu")
+    assert sft.stage == "sft" and grpo.stage == "grpo"
+    for section in ("model", "lora", "placement", "storage", "rollout", "checkpoint"):
+        assert getattr(sft, section) == getattr(grpo, section), section
+    assert sft.sft.rows_per_step == 48 and sft.sft.lr == 1e-4
+    # the planner sizes GRPO runs: the SFT stage is refused with the fix, and submit_run's fit check skips it
+    with pytest.raises(ConfigError, match=r"stage='sft': the planner sizes GRPO runs .* --preset hyperpod-6gpu"):
+        plan_run(sft, gpu="RTXPRO6000")
+    assert fit_warnings(sft) == []
+
+
+def test_grpo_from_the_sft_adapter_is_refused_on_skyrl_until_it_is_loaded():
+    """Reported here: a SkyRL run with model.init_adapter trained a fresh LoRA (SkyRL 0.4 has no key for a starting adapter)
+    while its lineage named the SFT start. It is refused when built, with the fix."""
+    with pytest.raises(
+        ConfigError, match=r"model.init_adapter='/fsx/hyperpod-rl/runs/hyperpod-6gpu-sft/adapter': the SkyRL backend does not start"
+    ):
+        RunConfig.from_preset("hyperpod-6gpu", **{"model.init_adapter": "/fsx/hyperpod-rl/runs/hyperpod-6gpu-sft/adapter"})
+
+
+@pytest.mark.parametrize("name", GRPO_PRESETS)
 def test_planner_input_describes_the_preset(name):
     cfg = RunConfig.from_preset(name)
     inp = _plan_input(name)
@@ -45,21 +101,26 @@ def test_planner_input_describes_the_preset(name):
     assert inp.gpu_spec() == GPUS[presets.PRESET_GPUS[name]]
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+#: the planner's sequence (tokens) quoted in ``hyperpod_rl.config.presets``' docstring: 256 text + turns x (198 image + 128 + 32)
+DOCUMENTED_SEQ = {"hyperpod-6gpu": 5626, "single-node-8gpu": 2404, "single-gpu": 2404}
+
+
+@pytest.mark.parametrize("name", GRPO_PRESETS)
 def test_documented_sequence_is_the_one_the_cli_plans(name):
     """Reported: the CLI planned 3,014-token sequences (one image, the whole 2,048-token prompt budget as text)
     where this docstring says 2,404 (256 text + 6 images x 198 + 6 turns x (128 + 32))."""
     inp = _plan_input(name)
-    assert inp.seq_len == 2404
-    assert f"the planner's sequence is {inp.seq_len:,}" in " ".join(presets.__doc__.split())
+    turns = RunConfig.from_preset(name).rollout.max_turns
+    assert inp.seq_len == DOCUMENTED_SEQ[name] == 256 + turns * (198 + 128 + 32)
+    assert f"{inp.seq_len:,}" in " ".join(presets.__doc__.split())
     assert inp.max_prompt_tokens == 256 and inp.image_tokens_per_image + 2 == 198 and inp.max_response_tokens == 128 + 32
 
 
 #: policy-update peak (GiB per GPU) quoted in ``hyperpod_rl.config.presets``' docstring.
-DOCUMENTED_PEAK = {"hyperpod-6gpu": 9, "single-node-8gpu": 15, "single-gpu": 28}
+DOCUMENTED_PEAK = {"hyperpod-6gpu": 12, "single-node-8gpu": 15, "single-gpu": 28}
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+@pytest.mark.parametrize("name", GRPO_PRESETS)
 def test_documented_memory_matches_the_planner(name):
     p = plan(_plan_input(name))
     assert round(p.memory.peak_gib) == DOCUMENTED_PEAK[name]
@@ -67,18 +128,37 @@ def test_documented_memory_matches_the_planner(name):
     assert p.verdicts[0].startswith("policy update fits")
 
 
-def test_seed_topology_rollout_is_tight_as_documented():
-    """On A10G (24 GB) a TP1 engine of the 8B model leaves the planner no KV cache; TP2 does."""
-    tp1 = plan(_plan_input("hyperpod-6gpu"))
-    assert tp1.kv_cache.tokens == 0 and not tp1.fits
-    # the blocker names a tensor-parallel size that tiles the 6 GPUs, splits the heads and fits (3 does not split 32 heads)
-    assert tp1.blockers[-1].endswith("set inference_tensor_parallel_size=2 (3 engines of 2 GPUs)"), tp1.blockers
-    assert "suggests tensor parallel size 2" in " ".join(presets.__doc__.split())
-    assert "leaves no KV cache" in presets.__doc__
-    tp2 = plan(_plan_input("hyperpod-6gpu", inference_tensor_parallel_size=2))
-    assert tp2.fits and round(tp2.kv_cache.tokens, -3) == 111_000
-    alt = RunConfig.from_preset("hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2})
-    assert alt.placement.rollout_gpus == 6
+def test_seed_topology_fits_its_gpu_and_not_the_a10g():
+    """The planner's evidence that the walkthrough's settings need the 96 GB card: on the RTX PRO 6000 at 0.45 a TP1
+    engine keeps about 160k KV tokens; the same settings on ml.g5.12xlarge's A10G (24 GB) leave none."""
+    rtx = plan(_plan_input("hyperpod-6gpu"))
+    assert rtx.fits and rtx.blockers == [] and round(rtx.kv_cache.tokens, -4) == 160_000
+    doc = " ".join(presets.__doc__.split())
+    assert "about 12 of 94 GiB" in doc and "about 160k KV tokens" in doc and "28 concurrent 15-turn episodes" in doc
+    assert rtx.kv_cache.tokens // rtx.input.seq_len == 28
+    a10g = plan(_plan_input("hyperpod-6gpu", gpu="A10G"))
+    assert a10g.kv_cache.tokens == 0 and not a10g.fits
+    assert "leave no KV cache at all" in doc
+
+
+def test_a10g_blocker_names_a_fix_that_fits():
+    """Reported: on 6 A10G at 0.45 the blocker said no utilization or tensor-parallel size fits, while TP 2 at 0.9 does.
+    The fix now names the TP with the utilization it needs, and that fix fits."""
+    a10g = plan(_plan_input("hyperpod-6gpu", gpu="A10G"))
+    assert a10g.blockers[-1].endswith(
+        "set inference_tensor_parallel_size=2 (3 engines of 2 GPUs) with gpu_memory_utilization of at least 0.58"
+    ), a10g.blockers
+    fixed = plan(_plan_input("hyperpod-6gpu", gpu="A10G", inference_tensor_parallel_size=2, gpu_memory_utilization=0.58))
+    assert fixed.fits and fixed.kv_cache.concurrent_sequences >= 1
+    assert not plan(_plan_input("hyperpod-6gpu", gpu="A10G", inference_tensor_parallel_size=2, gpu_memory_utilization=0.57)).fits
+    # at the old 6-turn sizing, TP 2 alone was enough, and the blocker still says only that
+    six = plan(_plan_input("hyperpod-6gpu", gpu="A10G", turns=6, images_per_prompt=6, gpu_memory_utilization=0.9))
+    assert six.blockers[-1].endswith("set inference_tensor_parallel_size=2 (3 engines of 2 GPUs)"), six.blockers
+    # and where nothing fits, it says so
+    tiny_gpu = plan(_plan_input("hyperpod-6gpu", gpu="A10G", gpus_per_node=1, nodes=6))
+    assert tiny_gpu.blockers[-1].endswith(
+        "no utilization or tensor-parallel size that fits this GPU count: use GPUs with more memory or a smaller model"
+    )
 
 
 @pytest.mark.parametrize("name", ["single-node-8gpu", "single-gpu"])

@@ -24,6 +24,9 @@ from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.train.skyrl_advantage import register_tie_safe_estimator
 
+#: the GRPO presets (an SFT-stage preset translates to SkyRL's SFT trainer: tests/config/test_skyrl_sft_contract.py)
+GRPO_PRESETS = [n for n in RunConfig.presets() if RunConfig.from_preset(n).stage == "grpo"]
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _estimator():
@@ -37,7 +40,7 @@ def _skyrl(cfg: RunConfig):
     return loaded
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+@pytest.mark.parametrize("name", GRPO_PRESETS)
 def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     cfg = RunConfig.from_preset(name)
     loaded = _skyrl(cfg)
@@ -63,7 +66,27 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg)) == SkyRLTrainConfig.from_cli_overrides(to_skyrl_overrides(cfg))
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+def test_seed_preset_reaches_skyrl_as_the_walkthrough_quotes_it():
+    """Issue 29 item 5: the walkthrough's settings (as the issue quotes them) arrive at SkyRL's own keys."""
+    loaded = _skyrl(RunConfig.from_preset("hyperpod-6gpu"))
+    t, g = loaded.trainer, loaded.generator
+    assert (t.placement.policy_num_nodes, t.placement.policy_num_gpus_per_node, t.strategy) == (3, 2, "fsdp")
+    assert (g.inference_engine.num_engines, g.inference_engine.tensor_parallel_size) == (6, 1)
+    assert g.inference_engine.gpu_memory_utilization == 0.45 and t.placement.colocate_all is True
+    assert g.n_samples_per_prompt == 8 and g.max_turns == 15
+    assert (t.eval_interval, t.ckpt_interval, t.hf_save_interval, t.resume_mode) == (10, 20, 20, "latest")
+    assert t.policy.model.lora.rank == 32 and t.policy.model.lora.lora_sync_path.startswith("/fsx/")
+    assert t.policy.model.lora.sync_mode == "disk"  # the adapter reaches the engines through files on FSx
+    # export off (the default elsewhere) is SkyRL's -1
+    assert _skyrl(RunConfig.from_preset("single-gpu")).trainer.hf_save_interval == -1
+
+
+def test_sft_stage_does_not_translate_to_the_ppo_trainer():
+    with pytest.raises(ConfigError, match=r"stage='sft': to_skyrl_overrides translates GRPO runs .*skyrl_sft.to_skyrl_sft_overrides"):
+        to_skyrl_overrides(RunConfig.from_preset("hyperpod-6gpu-sft"))
+
+
+@pytest.mark.parametrize("name", GRPO_PRESETS)
 def test_every_sampling_parameter_reaches_vllm_explicitly(name):
     """Issue 14 items 2 and 11: the request vLLM gets sets every sampling parameter from the run
     config (nothing left for a generation_config.json to fill) and bans the vision tokens."""
@@ -87,7 +110,7 @@ def test_every_sampling_parameter_reaches_vllm_explicitly(name):
     assert evaluation["top_k"] == -1 and evaluation["repetition_penalty"] == 1.0
 
 
-@pytest.mark.parametrize("name", RunConfig.presets())
+@pytest.mark.parametrize("name", GRPO_PRESETS)
 def test_vlm_keys_are_set_and_reach_skyrl(name):
     cfg = RunConfig.from_preset(name)
     overrides = to_skyrl_overrides(cfg)

@@ -15,7 +15,7 @@ from hyperpod_rl.errors import ConfigError
 
 
 def _sft_preset(**overrides) -> RunConfig:
-    return RunConfig.from_preset("hyperpod-6gpu", stage="sft", **{"sft.rows_per_step": 48, **overrides})
+    return RunConfig.from_preset("hyperpod-6gpu-sft", **overrides)
 
 
 def test_sft_overrides_load_and_validate_with_skyrl(tmp_path):
@@ -33,6 +33,14 @@ def test_sft_overrides_load_and_validate_with_skyrl(tmp_path):
     assert sft.train_on_what.value == "last_assistant_message" and sft.remove_microbatch_padding is False
     assert sft.resume_from == "latest" and sft.ckpt_path == str(tmp_path / "checkpoints")
     assert skyrl.trainer.strategy == "fsdp" and skyrl.trainer.placement.policy_num_gpus_per_node == 2
+    assert sft.placement.num_nodes == 3 and sft.optimizer_config.lr == 1e-4  # the preset's own: the seed cluster, its SFT rate
+    assert sft.ckpt_interval == 20 and sft.max_length == cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens
+
+
+def test_sft_preset_is_the_stage_the_grpo_preset_names():
+    """The hyperpod-6gpu-sft preset is hyperpod-6gpu with stage='sft' and its SFT batch: a config built either way is one config."""
+    by_hand = RunConfig.from_preset("hyperpod-6gpu", run_id="hyperpod-6gpu-sft", stage="sft", **{"sft.rows_per_step": 48, "sft.lr": 1e-4})
+    assert by_hand == _sft_preset()
 
 
 def test_sft_batch_that_skyrl_would_refuse_is_refused_when_built():

@@ -15,8 +15,10 @@ def test_rtx_pro_6000_figures_and_their_source():
 
 
 def test_walkthrough_settings_fit_on_rtx_pro_6000_but_not_on_a10g():
-    """6 colocated engines at gpu_memory_utilization 0.45, up to 15 turns: KV room on a 96 GB card, none on a 24 GB one."""
-    cfg = RunConfig.from_preset("hyperpod-6gpu", rollout={"gpu_memory_utilization": 0.45, "max_turns": 15}, trainer={"eval_interval": 10})
+    """The seed preset (6 colocated engines at gpu_memory_utilization 0.45, up to 15 turns, as issue 29 quotes the
+    walkthrough): KV room on a 96 GB card, none on a 24 GB one."""
+    cfg = RunConfig.from_preset("hyperpod-6gpu")
+    assert (cfg.rollout.gpu_memory_utilization, cfg.rollout.max_turns, cfg.trainer.eval_interval) == (0.45, 15, 10)
     rtx = plan_run(cfg, gpu="RTXPRO6000")
     assert rtx.fits and rtx.kv_cache.tokens > 100_000
     assert not plan_run(cfg, gpu="A10G").fits

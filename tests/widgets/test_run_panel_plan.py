@@ -52,11 +52,19 @@ def test_invalid_form_is_reported_and_not_planned() -> None:
 
 
 def test_a_preset_picks_its_own_gpu_for_the_plan() -> None:
-    """The CLI's reported defect, in the panel: hyperpod-6gpu (A10G nodes) must not be planned on an H200 by default."""
+    """The CLI's reported defect, in the panel: hyperpod-6gpu (RTX PRO 6000 nodes, ml.g7e.12xlarge) must not be planned
+    on an H200 by default."""
     panel = RunPanel(RunConfig.from_preset("single-node-8gpu"))
     panel.preset.value = "hyperpod-6gpu"
-    assert panel.plan_gpu.value == "A10G" and "A10G" in panel.plan_gpu.options
+    assert panel.plan_gpu.value == "RTXPRO6000" and "RTXPRO6000" in panel.plan_gpu.options
     result = panel.plan()
-    assert result.input.gpu_spec().name == "NVIDIA A10G" and not result.fits
-    panel.plan_gpu.value = "H200"  # the picker still overrides the preset's GPU
-    assert panel.plan().input.gpu == "H200"
+    assert result.input.gpu_spec().name == "NVIDIA RTX PRO 6000 Blackwell Server Edition" and result.fits
+    panel.plan_gpu.value = "A10G"  # the picker still overrides the preset's GPU: the same run does not fit an A10G
+    assert panel.plan().input.gpu == "A10G" and not panel.last_plan.fits
+
+
+def test_an_sft_stage_is_not_planned_and_says_why() -> None:
+    panel = RunPanel(RunConfig.from_preset("single-node-8gpu"))
+    panel.preset.value = "hyperpod-6gpu-sft"
+    with pytest.raises(ConfigError, match="stage='sft': the planner sizes GRPO runs"):
+        panel.plan()
