@@ -220,14 +220,18 @@ def metrics_latency() -> str:
 
 # ---------------------------------------------------------------- learning experiments
 def lr_sweep() -> str:
+    """The learning-rate table: chosen on validation, held-out once (results since issue 29 item 4), or,
+    for a result written before the validation split, the held-out table it holds, saying so."""
     res = load_result("lr_sweep")
     r, p = res["results"], res["params"]
+    on = "validation" if r.get("selection") == "validation" else "held-out"
+    mazes = r["validation_mazes"] if on == "validation" else r["heldout_mazes"]
     rows = [
         f"Measured on the first-move task (1 turn, {p['mazes_per_step']} mazes × {p['group_size']} samples per step, "
-        f"{p['steps']} steps, held-out greedy optimal-move rate on {r['heldout_mazes']} mazes; the base model, measured in the "
+        f"{p['steps']} steps, {on} greedy optimal-move rate on {mazes} mazes; the base model, measured in the "
         f"same run, scores {_ci(r['base_optimal_move_rate'])}); `{_cmd(res)}`, measured {_provenance(res)}:",
         "",
-        "| lr | held-out optimal-move rate | Δ vs base (paired) | policy entropy, first → last step | most common answer |",
+        f"| lr | {on} optimal-move rate | Δ vs base (paired) | policy entropy, first → last step | most common answer |",
         "|---|---|---|---|---|",
     ]
     for run in r["runs"]:
@@ -235,6 +239,16 @@ def lr_sweep() -> str:
             f"| {run['lr']:g} | {_ci(run['optimal_move_rate'])} | {_ci(run['diff_vs_base'], signed=True)} "
             f"| {run['entropy_curve'][0][1]:.2f} → {run['final_entropy']:.2f} | {run['top_answer_share']:.0%} of mazes |"
         )
+    if on == "validation":
+        h = r["heldout"]
+        rows += [
+            "",
+            f"Chosen on validation: lr {r['chosen_lr']:g}. Held-out, evaluated once for it ({r['heldout_mazes']} mazes): "
+            f"{_ci(h['optimal_move_rate'])} against the base's {_ci(r['heldout_base_optimal_move_rate'])}, "
+            f"Δ {_ci(h['diff_vs_base'], signed=True)}.",
+        ]
+    else:
+        rows += ["", "This result predates the validation split: every rate was scored on the held-out split."]
     return "\n".join(rows)
 
 

@@ -12,10 +12,15 @@ one learning rate at a time. Training runs in this process (``ReferenceTrainer``
 the sweep measures learning, not the job system). Each learning rate starts from the same base
 model, data and seed.
 
-Figures (held-out, greedy, one move per maze): the base model's optimal-move rate (the baseline,
-measured in the same run) and, per learning rate, the adapter's, the paired difference with its 95%
-bootstrap interval, the policy entropy over training (a collapse to one answer shows as entropy
-falling towards 0) and the share of held-out mazes answered with the most common move.
+Selection on validation, held-out once (issue 29): every learning rate is scored on a validation
+split (``--validation`` mazes, disjoint from train and held-out by layout hash), the one with the best
+validation optimal-move rate is chosen, and only that adapter is evaluated on the held-out split.
+
+Figures (greedy, one move per maze): per learning rate, on validation, the adapter's optimal-move
+rate, its paired difference from the base model's (measured in the same run) with the 95% bootstrap
+interval, the policy entropy over training (a collapse to one answer shows as entropy falling
+towards 0) and the share of mazes answered with the most common move; then, for the chosen rate
+only, the same on the held-out split.
 
 Writes ``benchmarks/results/lr_sweep.json`` (or ``lr_sweep_quick.json`` with ``--quick``).
 """
@@ -32,7 +37,7 @@ from typing import Any
 
 from benchmarks._record import Recording
 
-QUICK = {"lrs": [5e-4, 3e-3], "steps": 20, "heldout": 50}
+QUICK = {"lrs": [5e-4, 3e-3], "steps": 20, "heldout": 50, "validation": 50}
 
 
 def _entropy_curve(metrics_path: Path, every: int) -> list[tuple[int, float]]:
@@ -53,6 +58,12 @@ def _iv(d: Any) -> dict[str, float]:
     return {"value": round(d.value, 4), "low": round(d.low, 4), "high": round(d.high, 4)}
 
 
+def _figures(compare: Any, base: Any, tuned: Any) -> dict[str, Any]:
+    """The adapter's optimal-move rate, its paired difference from the base's, and its most common answer's share."""
+    diff = compare(base, tuned).deltas["optimal_move_rate"]
+    return {"optimal_move_rate": _iv(diff.candidate), "diff_vs_base": _iv(diff.diff), "top_answer_share": _top_answer_share(tuned.per_maze)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lrs", type=float, nargs="+", default=[3e-4, 5e-4, 1e-3, 3e-3], help="learning rates to try")
@@ -60,7 +71,8 @@ def main() -> int:
     parser.add_argument("--mazes-per-step", type=int, default=16)
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--train-mazes", type=int, default=2000)
-    parser.add_argument("--heldout", type=int, default=200, help="held-out mazes evaluated (greedy)")
+    parser.add_argument("--heldout", type=int, default=200, help="held-out mazes, evaluated once, for the chosen learning rate (greedy)")
+    parser.add_argument("--validation", type=int, default=200, help="validation mazes the learning rate is chosen on (greedy)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK}")
     args = parser.parse_args()
@@ -87,16 +99,18 @@ def main() -> int:
             group_size=args.group_size,
             train_rows=args.train_mazes,
             heldout_rows=args.heldout,
+            validation_rows=args.validation,
             steps=args.steps,
             serve=False,
         )
         storage = home / "storage"
         data = prepare_dataset(opts, storage)
         model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
-        heldout = read_rows(data.heldout)
-        base = evaluate(model_dir, heldout, label="base")
-        print(f"base model: held-out optimal-move rate {base.metrics['optimal_move_rate']:.3f} ({len(heldout)} mazes, first move)")
-        runs = []
+        assert data.validation is not None  # validation_rows > 0
+        validation = read_rows(data.validation)
+        base = evaluate(model_dir, validation, label="base")
+        print(f"base model: validation optimal-move rate {base.metrics['optimal_move_rate']:.3f} ({len(validation)} mazes, first move)")
+        runs, adapters = [], {}
         for lr in args.lrs:
             cfg = make_run_config(
                 opts.model_copy(update={"lr": lr}),
@@ -110,33 +124,38 @@ def main() -> int:
             raw["checkpoint"]["interval"] = args.steps  # no checkpoint before the end
             cfg = RunConfig.build(raw)
             run_dir = storage / "runs" / cfg.run_id
-            adapter = ReferenceTrainer(cfg, run_dir).train()
-            tuned = evaluate(model_dir, heldout, adapter_path=adapter, label=f"lr {lr:g}")
-            diff = compare(base, tuned).deltas["optimal_move_rate"]
+            adapters[lr] = adapter = ReferenceTrainer(cfg, run_dir).train()
+            tuned = evaluate(model_dir, validation, adapter_path=adapter, label=f"lr {lr:g}")
             entropy = _entropy_curve(run_dir / "metrics.jsonl", every=max(args.steps // 10, 1))
-            runs.append(
-                {
-                    "lr": lr,
-                    "optimal_move_rate": _iv(diff.candidate),
-                    "diff_vs_base": _iv(diff.diff),
-                    "entropy_curve": entropy,
-                    "final_entropy": entropy[-1][1],
-                    "top_answer_share": _top_answer_share(tuned.per_maze),
-                }
-            )
+            runs.append({"lr": lr, **_figures(compare, base, tuned), "entropy_curve": entropy, "final_entropy": entropy[-1][1]})
             r = runs[-1]
             print(
-                f"lr {lr:g}: held-out optimal-move rate {r['optimal_move_rate']['value']:.3f} "
+                f"lr {lr:g}: validation optimal-move rate {r['optimal_move_rate']['value']:.3f} "
                 f"(Δ {r['diff_vs_base']['value']:+.3f} [{r['diff_vs_base']['low']:+.3f}, {r['diff_vs_base']['high']:+.3f}]); "
                 f"entropy {entropy[0][1]:.2f} -> {r['final_entropy']:.2f}; most common answer on {r['top_answer_share']:.0%} of mazes",
                 flush=True,
             )
+        chosen = max(runs, key=lambda run: run["optimal_move_rate"]["value"])["lr"]
+        heldout = read_rows(data.heldout)  # read once, for the chosen learning rate only
+        base_heldout = evaluate(model_dir, heldout, label="base")
+        final = evaluate(model_dir, heldout, adapter_path=adapters[chosen], label=f"lr {chosen:g}")
+        report = {"lr": chosen, **_figures(compare, base_heldout, final)}
+        print(
+            f"chosen on validation: lr {chosen:g}; held-out optimal-move rate {report['optimal_move_rate']['value']:.3f} "
+            f"(Δ {report['diff_vs_base']['value']:+.3f} [{report['diff_vs_base']['low']:+.3f}, {report['diff_vs_base']['high']:+.3f}])",
+            flush=True,
+        )
         rec.results = {
             "task": "first move (max_turns=1)",
-            "heldout_mazes": len(heldout),
+            "selection": "validation",
+            "validation_mazes": len(validation),
             "base_optimal_move_rate": _iv(compare(base, base).deltas["optimal_move_rate"].base),
             "base_top_answer_share": _top_answer_share(base.per_maze),
             "runs": runs,
+            "chosen_lr": chosen,
+            "heldout_mazes": len(heldout),
+            "heldout_base_optimal_move_rate": _iv(compare(base_heldout, base_heldout).deltas["optimal_move_rate"].base),
+            "heldout": report,
         }
     print(json.dumps(rec.results))
     return 0
