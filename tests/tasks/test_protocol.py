@@ -100,7 +100,7 @@ def test_generic_audit_passes_the_maze_reward_and_catches_a_wrong_one() -> None:
 
 def test_maze_dataset_passes_split_checks_and_a_repeated_hash_fails() -> None:
     task = get_task("maze")
-    splits = task.build_dataset(task.options_model(counts={"train": 6, "heldout": 3, "ood": 2}))
+    splits = task.build_dataset(task.options_model(counts={"train": 6, "heldout": 3, "ood": 2, "validation": 2}))
     assert list(splits) == list(SPLITS)
     check_splits(task, splits)
     assert task_of_row(splits["train"][0]) is task
