@@ -65,7 +65,7 @@ TRAINING_PANELS: tuple[str, ...] = (
 
 #: y-axis titles (with units) of the training figure, one per row of :data:`TRAINING_PANELS`.
 TRAINING_AXES: tuple[str, ...] = (
-    "reward (0-1)",
+    "reward (mean; band: min to max)",
     "loss, KL, entropy (nats)",
     "tokens",
     "tokens/s",

@@ -68,6 +68,8 @@ def test_axes_carry_units_and_figures_fill_the_width() -> None:
     assert titles == list(TRAINING_AXES) and "seconds" in titles and "tokens/s" in titles
     assert layout[f"xaxis{len(TRAINING_AXES)}"]["title"]["text"] == "training step"
     assert layout["autosize"] is True and "width" not in layout
+    # rewards can be negative (maze: a wall or a revisit costs): the axis claims no range and fixes none
+    assert "0-1" not in titles[0] and "range" not in layout["yaxis"]
     hw = hardware_layout()
     assert [hw["yaxis" if i == 1 else f"yaxis{i}"]["title"]["text"] for i in range(1, 5)] == list(HARDWARE_AXES)
     assert "GiB" in HARDWARE_AXES and hw["xaxis4"]["title"]["text"] == "time (UTC)" and "width" not in hw
