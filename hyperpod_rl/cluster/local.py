@@ -291,7 +291,9 @@ def _node_port_flags() -> list[str]:
 RAY_START_TIMEOUTS = {"RAY_DASHBOARD_STARTUP_TIMEOUT_S": "150", "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "150"}
 #: Lines of Ray's output kept in a start error (the whole output goes to :func:`ray_start_log`).
 RAY_ERROR_LINES = 12
-_RAY_ERROR = re.compile(r"\b(ERROR|CRITICAL|FATAL)\b|^\s*([A-Za-z_][\w.]*)?(Error|Exception)\b.*:")
+# Ray's ERROR lines, exception lines ("Exception: ...", "ValueError: ..."), and the line naming the
+# dashboard log Ray echoes ("The last 20 lines of <path>/dashboard.log ...").
+_RAY_ERROR = re.compile(r"\b(ERROR|CRITICAL|FATAL)\b|^\s*([A-Za-z_][\w.]*)?(Error|Exception)\b.*:\s*\S|^The last \d+ lines of ")
 
 
 def ray_start_log() -> Path:
@@ -300,9 +302,10 @@ def ray_start_log() -> Path:
 
 
 def ray_errors(output: str, *, max_lines: int = RAY_ERROR_LINES) -> list[str]:
-    """Ray's ``ERROR`` lines and exception lines from ``ray start`` output, in order, each at most
-    300 characters; the last 5 lines when there is none. INFO lines (a dashboard log Ray
-    echoes can be 20 of them) are left out, so the line that says why is never cut off.
+    """Ray's ``ERROR`` lines, exception lines and the line naming the dashboard log it echoes, from
+    ``ray start`` output, in order, each at most 300 characters; the last 5 lines when there is
+    none. INFO lines (the dashboard log Ray echoes is 20 of them) are left out, so the line that
+    says why is never cut off.
 
     Args:
         output: ``ray start``'s stdout and stderr.
