@@ -332,7 +332,9 @@ def _run_ray(cmd: list[str], token: str) -> None:
         "RAY_USAGE_STATS_ENABLED": "0",
         **{k: os.environ.get(k, v) for k, v in RAY_START_TIMEOUTS.items()},
     }
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=300)
+    # room for Ray's own dashboard wait (raised from the environment, too) and the rest of the start
+    limit = max(300.0, float(env["RAY_DASHBOARD_STARTUP_TIMEOUT_S"]) + 150.0)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=limit)
     if proc.returncode != 0:
         output = (proc.stdout + "\n" + proc.stderr).replace(token, "***")
         log = ray_start_log()
@@ -418,9 +420,16 @@ RETRY_WAIT_S = 3.0
 #: Held while a local cluster of this project picks its ports and starts its head (machine-wide).
 START_LOCK = Path(tempfile.gettempdir()) / "hyperpod-rl-local-start.lock"
 _PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
-#: What ``ray start`` says when its dashboard process died or was too slow to come up, which
-#: happens on a loaded machine (seen with load average > 6 per core); a new attempt usually works.
-_DASHBOARD_FAILED = ("Failed to start the dashboard", "dashboard.err", "Failed to read dashboard")
+#: What ``ray start`` says when its dashboard process died or was too slow to come up, or its
+#: node timed out starting, which happens on a loaded machine (seen with load average > 6 per
+#: core); a new attempt usually works.
+_DASHBOARD_FAILED = (
+    "Failed to start the dashboard",
+    "dashboard.err",
+    "Failed to read dashboard",
+    "timed out during startup",
+    "GCS has become overloaded",
+)
 
 
 @contextmanager
@@ -510,7 +519,7 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             if any(s in str(err) for s in _DASHBOARD_FAILED):
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                 raise ClusterError(
-                    f"Ray's dashboard did not come up within {env_timeout('RAY_DASHBOARD_STARTUP_TIMEOUT_S')} s "
+                    f"Ray's dashboard or node did not come up within {env_timeout('RAY_DASHBOARD_STARTUP_TIMEOUT_S')} s "
                     f"(load average {load} on {os.cpu_count()} cores): the machine is probably overloaded; stop other heavy "
                     f"work and try again, or raise RAY_DASHBOARD_STARTUP_TIMEOUT_S. {err}"
                 ) from None

@@ -130,7 +130,9 @@ def studio(tmp_path: Path, local_cluster):
         "HPRL_BACKGROUND": "0",
     }
     t0 = time.monotonic()
-    setup = subprocess.run(["bash", str(REPO / "container" / "studio" / "on-start.sh")], env=script_env, capture_output=True, text=True, timeout=600)
+    setup = subprocess.run(
+        ["bash", str(REPO / "container" / "studio" / "on-start.sh")], env=script_env, capture_output=True, text=True, timeout=600
+    )
     assert setup.returncode == 0, setup.stdout + setup.stderr
     setup_s = time.monotonic() - t0
     assert restarts.read_text().splitlines() == ["restarted"]
@@ -155,7 +157,17 @@ def studio(tmp_path: Path, local_cluster):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"JupyterLab did not start: {log_path.read_text()[-3000:]}")
             time.sleep(0.5)
-        yield {"url": url, "token": token, "home": home, "srv": srv, "kenv": kenv, "env": env, "log": log_path, "setup": setup, "setup_s": setup_s}
+        yield {
+            "url": url,
+            "token": token,
+            "home": home,
+            "srv": srv,
+            "kenv": kenv,
+            "env": env,
+            "log": log_path,
+            "setup": setup,
+            "setup_s": setup_s,
+        }
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -189,11 +201,15 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
     cli = shutil.which("hyperpod-rl", path=lab["env"]["PATH"])
     assert cli == str(lab["srv"] / "bin" / "hyperpod-rl"), cli
     assert subprocess.run([cli, "--help"], capture_output=True, text=True, env=lab["env"]).returncode == 0
-    listed = subprocess.run([str(lab["srv"] / "bin" / "python"), "-m", "jupyterlab.labextensions", "list"], capture_output=True, text=True, env=lab["env"])
+    listed = subprocess.run(
+        [str(lab["srv"] / "bin" / "python"), "-m", "jupyterlab.labextensions", "list"], capture_output=True, text=True, env=lab["env"]
+    )
     shown = listed.stdout + listed.stderr
     for name in ("hyperpod-rl-jupyterlab v0.1.0 enabled OK", f"{AWS_EXTENSION} v0.1.1 enabled OK", "anywidget"):
         assert name in shown, shown
-    version = subprocess.run([str(lab["srv"] / "bin" / "python"), "-c", "import jupyterlab; print(jupyterlab.__version__)"], capture_output=True, text=True)
+    version = subprocess.run(
+        [str(lab["srv"] / "bin" / "python"), "-c", "import jupyterlab; print(jupyterlab.__version__)"], capture_output=True, text=True
+    )
     assert version.stdout.strip().startswith("4.5."), version
 
     client = local_cluster.job_client()
