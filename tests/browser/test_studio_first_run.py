@@ -97,10 +97,17 @@ def _kernel_env(root: Path) -> Path:
 
 
 @pytest.fixture
-def studio(tmp_path: Path, local_cluster):
+def prerequisites() -> list[Path]:
+    """Checked before the local cluster starts (minutes on a loaded machine)."""
+    assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium (make chromium)"
     wheels = sorted((REPO / "labextension" / "dist").glob("hyperpod_rl_jupyterlab-*.whl"))
     assert wheels, "the extension wheel is not built: run `make labextension`"
-    assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium"
+    return wheels
+
+
+@pytest.fixture
+def studio(prerequisites: list[Path], tmp_path: Path, local_cluster):
+    wheels = prerequisites
     srv = _studio_image(tmp_path)
     kenv = _kernel_env(tmp_path)
     home = tmp_path / "home"
