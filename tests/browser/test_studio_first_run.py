@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -211,7 +212,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
     listed = subprocess.run(
         [str(lab["srv"] / "bin" / "python"), "-m", "jupyterlab.labextensions", "list"], capture_output=True, text=True, env=lab["env"]
     )
-    shown = listed.stdout + listed.stderr
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)
     for name in ("hyperpod-rl-jupyterlab v0.1.0 enabled OK", f"{AWS_EXTENSION} v0.1.1 enabled OK", "anywidget"):
         assert name in shown, shown
     version = subprocess.run(
