@@ -58,6 +58,7 @@ SHOTS = REPO / ".test-results" / "screenshots"
 DOCS_IMG = REPO / "docs" / "img"
 LAB45 = Path(os.environ.get("HPRL_STUDIO_SERVER_ENV") or REPO / ".venv-lab45")
 AWS_EXTENSION = "@amzn/extension-ray-jupyterlab-sagemaker-ai"
+AWS_PLUGIN = "@sagemaker-studio:RayCluster"  # its plug-in id (from its bundle)
 
 
 def _purelib(python: Path) -> Path:
@@ -241,9 +242,10 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                     "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-tutorial')", timeout=180_000
                 )
                 page.evaluate("() => window.jupyterapp.restored")
-                plugins = page.evaluate("() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))")
-                assert "hyperpod-rl-jupyterlab:plugin" in plugins
-                assert any(p.startswith(AWS_EXTENSION) for p in plugins), [p for p in plugins if "amzn" in p]
+                active = page.evaluate("() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))")
+                assert "hyperpod-rl-jupyterlab:plugin" in active
+                # AWS's extension loaded beside ours: its plug-in (id "@sagemaker-studio:RayCluster") is registered
+                assert AWS_PLUGIN in page.evaluate("() => window.jupyterapp.listPlugins()")
                 news = page.locator(".jp-toast-button", has_text="No")
                 if news.count():
                     news.first.click()
