@@ -16,13 +16,16 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
+# Every extra is installed (dev and studio), so the suite is collected as CI users have it: the
+# studio extra's sagemaker brings a top-level `tests` package (smdebug_rulesconfig), which
+# tests/__init__.py keeps from shadowing ours (tests/test_test_package.py).
 # The example task plug-in (examples/shapes-task, docs/tasks.md) is installed beside the package:
 # it registers a task by entry point, and tests/tasks trains it for a few steps.
 $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev]"
+	$(PY) -m pip install -q -e ".[dev,studio]"
 	$(PY) -m pip install -q --no-deps -e examples/shapes-task
 	touch $@
 

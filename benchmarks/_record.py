@@ -35,6 +35,7 @@ __all__ = [
     "REPO",
     "RESULTS_DIR",
     "Recording",
+    "code_commit",
     "exit_on_sigterm",
     "git_state",
     "load_result",
@@ -256,6 +257,16 @@ def exit_on_sigterm() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, _exit)
+
+
+def code_commit(result: dict[str, Any]) -> str | None:
+    """The commit whose code produced ``result``: its ``corrected_commit`` where one was added by hand, else ``git_commit``.
+
+    ``git_commit`` always stays what the recorder wrote; a later correction goes into
+    ``corrected_commit: {"commit": <40-hex sha>, "reason": <why>}`` beside it (``benchmarks/result.schema.json``).
+    """
+    corrected = result.get("corrected_commit")
+    return corrected["commit"] if corrected else result.get("git_commit")
 
 
 def load_result(name: str, directory: Path | None = None) -> dict[str, Any]:

@@ -34,9 +34,9 @@ from collections.abc import Callable
 from PIL import ImageDraw
 
 from benchmarks._record import Recording
-from hyperpod_rl.maze import DIRECTIONS, DatasetSpec, Maze, MazeEnv, build_dataset, score_step
-from hyperpod_rl.maze import render as render_mod
-from hyperpod_rl.maze.render import RenderStyle, encode_png
+from hyperpod_rl.tasks.maze import DIRECTIONS, DatasetSpec, Maze, MazeEnv, build_dataset, score_step
+from hyperpod_rl.tasks.maze import render as render_mod
+from hyperpod_rl.tasks.maze.render import RenderStyle, encode_png
 
 TARGET_RENDERED = 1_000
 TARGET_UNRENDERED = 20_000

@@ -8,21 +8,37 @@ and :data:`PASSAGES` says which document holds it and which function renders it 
 ``benchmarks/results/``. ``python -m benchmarks.figures`` rewrites every passage from the
 results (the benchmark scripts call :func:`update` for theirs); ``--check`` exits 1 when a
 document no longer says what its result file says; ``tests/test_docs_figures.py`` runs that check.
+
+Outside those passages no document may type a figure by hand: :func:`unrendered` finds every number
+with a unit of measure or a ratio (:data:`FIGURE`: ``12.3 s``, ``43 GiB``, ``47 %``, ``1.87×``) in
+README.md and docs/ that is not rendered, and accepts only two other markers::
+
+    <!-- quoted: SOURCE -->...<!-- /quoted -->          a figure from elsewhere: a URL, a file of
+                                                        this repository (checked to exist) or a
+                                                        named outside source (a datasheet)
+    <!-- measured: benchmarks/results/A.json -->...<!-- /measured -->
+                                                        typed by hand from committed results; each
+                                                        figure must occur in those files
+
+A new figure that a result will change gets its own passage: a function here and an entry in
+:data:`PASSAGES`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks._record import REPO, load_result, results_dir
+from benchmarks._record import REPO, code_commit, load_result, results_dir
 from benchmarks.gpu import decode_fit
 
-__all__ = ["PASSAGES", "Passage", "check", "render", "update"]
+__all__ = ["FIGURE", "MEASURED", "PASSAGES", "QUOTED", "Passage", "check", "documents", "render", "unrendered", "update"]
 
 
 @dataclass(frozen=True)
@@ -38,7 +54,7 @@ class Passage:
 def _provenance(res: dict[str, Any], *, load: bool = True) -> str:
     """``on <date> at commit <sha>, <cpu> (<n> cores)[, a shared machine: load average a at start, b at end]``."""
     m = res["machine"]
-    text = f"on {res['date'][:10]} at commit `{(res['git_commit'] or 'unknown')[:10]}`"
+    text = f"on {res['date'][:10]} at commit `{(code_commit(res) or 'unknown')[:10]}`"
     if m.get("cpu_model"):
         text += f", {m['cpu_model']} ({m['cpu_cores']} cores"
         if m.get("cpu_cores_usable") and m["cpu_cores_usable"] != m["cpu_cores"]:
@@ -307,6 +323,29 @@ def planner_fit_scope() -> str:
     )
 
 
+def scaling_accuracy() -> str:
+    """Inline (docs/scaling.md): the improved path's tokens/s error on the fit set and on the held-out runs."""
+    from benchmarks.gpu import report
+
+    rows = [r for r in report.prediction_rows() if r["variant"] == "improved"]
+
+    def err(r: dict[str, Any]) -> float:
+        return r["predicted_tokens_per_s"] / r["tokens_per_s"] - 1
+
+    fit = [r for r in rows if r["file"] in ("h200_1gpu.json", "h200_2gpu_fsdp.json")]
+    one = [r for r in rows if r["file"] == "h200_1gpu_fsdp.json"]
+    run2 = [r for r in rows if r["file"] == "h200_2gpu_fsdp_run2.json"]
+    bar = report.TOKENS_PER_S_BAR
+    out = [r for r in run2 if abs(err(r)) > bar]
+    misses = "; ".join(f"{r['config']}: {err(r):+.0%}" for r in out)
+    return (
+        f"agreement there is in-sample (improved path within ±{max(abs(err(r)) for r in fit):.1%} over its {len(fit)} points). "
+        f"On the runs held out of the fit, the predicted tokens/s of the improved path is within ±{max(abs(err(r)) for r in one):.1%} "
+        f"at every 1-GPU FSDP2 point (`h200_1gpu_fsdp.json`) and within ±{bar:.0%} at {len(run2) - len(out)} of {len(run2)} "
+        f"points of run 2 ({misses or 'none outside'})"
+    )
+
+
 def comm_exposed() -> str:
     return f"{load_result('planner_calibration')['results']['planner_values']['comm_exposed']:.2f}"
 
@@ -331,7 +370,7 @@ _TRL_RUN = {
 
 def _gpu_provenance(res: dict[str, Any]) -> str:
     gpu = (res["machine"].get("gpus") or ["unknown GPU"])[0].split(",")[0]
-    return f"{gpu}, {res['date'][:10]}, commit `{(res['git_commit'] or 'unknown')[:10]}`"
+    return f"{gpu}, {res['date'][:10]}, commit `{(code_commit(res) or 'unknown')[:10]}`"
 
 
 def gpu_e2e() -> str:
@@ -397,6 +436,23 @@ def gpu_trl() -> str:
         f"Command: `{_cmd(res)}`.",
     ]
     return "\n".join(rows)
+
+
+#: The project's bar for the reference backend against TRL's GRPOTrainer: this many times its samples/s, at no more memory.
+GPU_TRL_BAR = 1.5
+
+
+def gpu_trl_verdict() -> str:
+    """Inline (docs/gpu.md): the TRL bar, whether each shape of :data:`README_GPU_TRL` meets it, with ratio and peaks."""
+    parts, met = [], []
+    for shape, name in README_GPU_TRL.items():
+        cmp = next(c for c in load_result(name)["results"]["comparisons"] if "throughput_ratio_ours_over_trl" in c)
+        ratio, ours, trl = cmp["throughput_ratio_ours_over_trl"], cmp["peak_gib_ours"], cmp["peak_gib_trl"]
+        met.append(ratio >= GPU_TRL_BAR and ours <= trl)
+        parts.append(f"{shape}: {ratio:.2f}× at {ours:.1f} vs {trl:.1f} GiB (run {_TRL_RUN[name]}, `{name}.json`)")
+    good = [s for s, ok in zip(README_GPU_TRL, met, strict=True) if ok]
+    verdict = f"met at {'both' if len(met) == 2 else 'all'} shapes" if all(met) else f"met at {', '.join(good)} only" if good else "not met"
+    return f"**Throughput ≥ {GPU_TRL_BAR:g}× TRL's at no more memory: {verdict}.** " + "; ".join(parts)
 
 
 _DECODE = ("h200_grpo_e2e_decode_2b", "h200_grpo_e2e_decode_8b")
@@ -494,6 +550,25 @@ def gpu_compile_layers() -> str:
     )
 
 
+#: The project's MFU bar for the policy update with checkpointing, at the reference batch 16 x 807.
+GPU_MFU_BAR = 0.40
+
+
+def gpu_ckpt_verdict() -> str:
+    """Inline (docs/gpu.md): the MFU bar at 16 x 807 with checkpointing, its best variant and the half-checkpointed one."""
+    name, config, best = README_GPU_MFU
+    rec = next(r for r in load_result(name)["results"] if r["config"]["name"] == config)
+    v, mfu = rec["variants"], rec["variant_mfu"]
+    met = mfu[best] >= GPU_MFU_BAR
+    return (
+        f"**≥ {100 * GPU_MFU_BAR:.0f} % MFU at 16 × 807 with checkpointing: {'met' if met else 'not met'}**, "
+        f"{100 * mfu[best]:.0f} % with compiled layers and selective checkpointing "
+        f"({v[best]['tokens_per_s'] / v['naive']['tokens_per_s']:.2f}× naive), at {v[best]['peak_gib']:.0f} instead of "
+        f"{v['autocast_bf16_compile']['peak_gib']:.0f} GiB: memory buys the speed, so it is a choice per run, not the default. "
+        f"Checkpointing half of the layers gives {100 * mfu['compile_ckpt_half']:.0f} % at {v['compile_ckpt_half']['peak_gib']:.0f} GiB"
+    )
+
+
 _CKPT_NAMES = {
     "naive": "naive (HF + peft, full logits)",
     "autocast_bf16_compile": "compiled layers, transformers' checkpointing around each",
@@ -563,6 +638,160 @@ def gpu_decode_fit() -> str:
     return "\n".join(rows)
 
 
+# ---------------------------------------------------------------- README's GPU sentence
+#: The runs README.md's GPU sentence quotes: the TRL comparison per shape, and the update-lever MFU
+#: ``(result, config, variant)``. Re-point these when newer GPU results supersede them.
+README_GPU_TRL: dict[str, str] = {"2B": "h200_grpo_e2e_trl_mb8_2b", "8B": "h200_grpo_e2e_decode_8b"}
+README_GPU_MFU: tuple[str, str, str] = ("h200_update_ckpt", "b16_s807_img448_ckpt", "compile_sac")
+
+
+#: The vLLM-engine comparison: the main file (both sides, repetitions alternated) and TRL's other settings.
+VLLM_SIDES: tuple[str, ...] = ("h200_vllm_sides_2b_t1", "h200_vllm_sides_2b_t1_trl")
+_SIDE_LABEL = {
+    "ours-vllm": "hyperpod-rl reference, `rollout.engine: vllm`",
+    "ours-hf": "hyperpod-rl reference, `rollout.engine: hf`",
+    "trl": "TRL `GRPOTrainer`, `use_vllm=False`",
+}
+
+
+def _side_label(side: str) -> str:
+    if side in _SIDE_LABEL:
+        return _SIDE_LABEL[side]
+    rest = side.removeprefix("trl-vllm-")
+    fraction = rest.removesuffix("-nois")
+    return f"TRL `GRPOTrainer`, vLLM colocate at {fraction}" + (", IS correction off" if rest.endswith("-nois") else "")
+
+
+def _sides_runs() -> list[dict[str, Any]]:
+    runs = []
+    for name in VLLM_SIDES:
+        for run in load_result(name)["results"]["runs"]:
+            if run.get("status") != "failed":
+                runs.append({**run, "file": name})
+    return runs
+
+
+def _range(values: list[float], fmt: str) -> str:
+    med = statistics.median(values)
+    return fmt.format(med) if len(values) == 1 else f"{fmt.format(med)} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
+
+
+def _learns(run: dict[str, Any]) -> str:
+    lc = run["learning"]
+    return f"{lc['grad_norm_nonzero_steps']}/{lc['steps']} steps (median {lc['grad_norm_median']:.2g})"
+
+
+def gpu_vllm_sides() -> str:
+    """Block (docs/gpu.md): every side of the vLLM comparison, median [min-max] over its repetitions."""
+    runs = _sides_runs()
+    rows = [
+        "| side | runs | step s | samples/s | generated tok/s | peak GiB (device) | grad norm non-zero | log-prob gap, nats/token (mean / max) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for side in dict.fromkeys(r["side"] for r in runs):
+        mine = [r for r in runs if r["side"] == side]
+        if side.startswith("ours"):
+            steps = [st for r in mine for st in r["steps"] if not st["warmup"]]
+            gap = f"{statistics.median(st['logprob_gap_mean'] for st in steps):.3f} / {max(st['logprob_gap_max'] for st in steps):.2f}"
+        else:
+            per = [r["per_step"] for r in mine if "sampling/sampling_logp_difference/mean" in r["per_step"]]
+            gap = (
+                f"{statistics.median(x for p in per for x in p['sampling/sampling_logp_difference/mean']):.3f} / "
+                f"{max(x for p in per for x in p['sampling/sampling_logp_difference/max']):.2f}"
+                if per
+                else "not logged by TRL"
+            )
+        rows.append(
+            f"| {_side_label(side)} | {len(mine)} | {_range([r['median_step_s'] for r in mine], '{:.2f}')} | "
+            f"{_range([r['samples_per_s'] for r in mine], '{:.2f}')} | {_range([r['generated_tokens_per_s'] for r in mine], '{:,.0f}')} | "
+            f"{_range([r['peak_device_gib'] for r in mine], '{:.1f}')} | {' ; '.join(_learns(r) for r in mine)} | {gap} |"
+        )
+    res = load_result(VLLM_SIDES[0])
+    warm, meas = res["params"]["warmup"], res["params"]["steps"]
+    rows += [
+        "",
+        f"Qwen3-VL-2B shape, random init, 32 samples a step (4 mazes × group 8, one turn, 128-token responses, LoRA r32), each run "
+        f"in a fresh process, {warm} warm-up and {meas} measured steps, medians [min–max] over runs; in `{VLLM_SIDES[0]}.json` the "
+        f"two sides alternate order over {res['params']['reps']} repetitions; {_gpu_provenance(res)}. Command: `{_cmd(res)}` "
+        f"(and `--sides trl-vllm-0.3-nois trl-vllm-0.5 --reps 1` for `{VLLM_SIDES[1]}.json`). Peak memory is what the device "
+        "reports in use (total minus free, polled every 10 ms), so each colocated engine's reservation counts.",
+    ]
+    return "\n".join(rows)
+
+
+def _ours_steps() -> list[dict[str, Any]]:
+    return [st for r in _sides_runs() if r["side"] == "ours-vllm" for st in r["steps"] if not st["warmup"]]
+
+
+def gpu_vllm_verdict() -> str:
+    """Inline (docs/gpu.md): the goal's four parts against the vLLM comparison, and where our step's time goes."""
+    runs = _sides_runs()
+    res = load_result(VLLM_SIDES[0])
+    ratio = res["results"]["summary"]["ratios_to_baseline"]["ours-vllm"]
+    ours = [r for r in runs if r["side"] == "ours-vllm"]
+    trl = [r for r in runs if r["side"] == "trl-vllm-0.3"]
+    steps = _ours_steps()
+    st = {
+        k: statistics.median(s[k] for s in steps)
+        for k in ("step_s", "rollout_s", "update_s", "engine_sync_s", "engine_sleep_s", "engine_wake_s")
+    }
+    loop = statistics.median(s["engine_generate_tokens_per_s"] for s in steps)
+    alone = statistics.median(r["standalone_vllm"]["tokens_per_s"] for r in ours)
+    whole = statistics.median(r["generated_tokens_per_s"] for r in ours)
+    gap = statistics.median(s["logprob_gap_mean"] for s in steps)
+    peak_ours = max(r["peak_device_gib"] for r in ours)
+    peak_trl = min(r["peak_device_gib"] for r in trl)
+    return (
+        f"**≥ 1.5× TRL + vLLM colocate's samples/s: not met** ({ratio['median']:.2f}× median over {ratio['n']} paired "
+        f"repetitions, {ratio['min']:.2f}–{ratio['max']:.2f}, against `vllm_gpu_memory_utilization=0.3`). **No more peak memory: met** "
+        f"({peak_ours:.1f} vs {peak_trl:.1f} GiB). **Log-prob gap ≤ 0.05 nats/token: met** ({gap:.3f}; TRL's own is above 0.8, "
+        f"so its default importance-sampling correction zeroes every gradient). **Rollout inside the loop within 1.2× of standalone "
+        f"vLLM: {'met' if alone / whole <= 1.2 else 'not met'}** for the whole rollout phase ({whole:,.0f} generated tokens/s with "
+        f"the adapter reload, wake, request building and env steps, against {alone:,.0f} for the same engine on the last step's "
+        f"requests alone: {alone / whole:.2f}×); the engine's own `generate` inside the loop ran at {loop:,.0f} tokens/s "
+        f"({alone / loop:.2f}×). Where a step's {st['step_s']:.2f} s go (medians): rollout {st['rollout_s']:.2f} s, of "
+        f"which adapter save + reload {st['engine_sync_s']:.2f} s and wake {st['engine_wake_s']:.2f} s; update {st['update_s']:.2f} s; "
+        f"sleep {st['engine_sleep_s']:.2f} s"
+    )
+
+
+def readme_gpu() -> str:
+    """Inline (README): samples/s over TRL's per shape, at more or less memory, and the update levers' MFU on 8B."""
+    parts, less = [], []
+    for shape, name in README_GPU_TRL.items():
+        cmp = next(c for c in load_result(name)["results"]["comparisons"] if "throughput_ratio_ours_over_trl" in c)
+        parts.append(f"{cmp['throughput_ratio_ours_over_trl']:.2f}× {'its samples/s ' if not parts else ''}at {shape}")
+        less.append(cmp["peak_gib_ours"] < cmp["peak_gib_trl"])
+    memory = "each at less memory" if all(less) else "each at more memory" if not any(less) else "at mixed memory"
+    name, config, variant = README_GPU_MFU
+    rec = next(r for r in load_result(name)["results"] if r["config"]["name"] == config)
+    more = rec["variants"][variant]["peak_gib"] > rec["variants"]["naive"]["peak_gib"]
+    ratio = load_result(VLLM_SIDES[0])["results"]["summary"]["ratios_to_baseline"]["ours-vllm"]
+    return (
+        f"with the colocated vLLM engine (`rollout.engine: vllm`) at {ratio['median']:.2f}× the samples/s of TRL's `GRPOTrainer` with "
+        f"vLLM colocate at 2B (range {ratio['min']:.2f}–{ratio['max']:.2f}, at less memory, learning where TRL's default correction "
+        f"zeroes the gradient), and with compiled transformers decoding against TRL *without* vLLM "
+        f"({', '.join(parts)}, {memory}), with the update levers (`trainer.compile_layers` + "
+        f"`checkpoint_policy: save_matmuls`: {100 * rec['variant_mfu'][variant]:.0f} % MFU on the 8B update at "
+        f"{'more' if more else 'less'} memory)"
+    )
+
+
+def decode_fit_held_out() -> str:
+    """Inline (docs/planner.md): the decode model's error on each held-out shape."""
+    data = decode_fit.points()
+    constants = decode_fit.fit(data)
+    measured = decode_fit.per_shape(data)
+    return ", ".join(
+        f"{_model_size(shape)} held out: {100 * (decode_fit.predicted_step_s(shape, constants) / measured[shape] - 1):+.1f} %"
+        for shape in decode_fit.HELD_OUT_SHAPES
+    )
+
+
+def _model_size(shape: str) -> str:
+    return shape.split("/")[-1].removeprefix("Qwen3-VL-").removesuffix("-Instruct")
+
+
 # ---------------------------------------------------------------- hyperpod-rl plan (docs/planner.md)
 def _plan_cli(case: str, *, tables: bool) -> Callable[[], str]:
     """The recorded ``hyperpod-rl plan`` session of ``case`` as a text block (``tables=False``: summary and verdicts only)."""
@@ -597,6 +826,7 @@ _H200 = ("h200_1gpu", "h200_1gpu_2b", "h200_1gpu_4b", "h200_1gpu_fsdp", "h200_2g
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
+    "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
     "ui-nav-throughput": Passage("docs/ui-nav-task.md", ("ui_nav_env_throughput",), ui_nav_throughput, block=True),
@@ -624,21 +854,27 @@ PASSAGES: dict[str, Passage] = {
     "planner-second-machine": Passage("docs/planner.md", ("h200_2gpu_fsdp", "h200_2gpu_fsdp_run2"), _report("second_machine_comparison")),
     "scaling-second-machine": Passage("docs/scaling.md", ("h200_2gpu_fsdp", "h200_2gpu_fsdp_run2"), _report("second_machine_comparison")),
     "scaling-comm-exposed": Passage("docs/scaling.md", ("planner_calibration",), comm_exposed),
+    "scaling-accuracy": Passage("docs/scaling.md", _H200, scaling_accuracy),
     "planner-fit-scope": Passage("docs/planner.md", (*_H200, "planner_calibration"), planner_fit_scope),
     "planner-cli-fits": Passage("docs/planner.md", ("plan_cli",), _plan_cli("fits", tables=True), block=True),
     "planner-cli-blocked": Passage("docs/planner.md", ("plan_cli",), _plan_cli("blocked", tables=False), block=True),
     "planner-cli-own-gpu": Passage("docs/planner.md", ("plan_cli",), _plan_cli("own-gpu", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
+    "gpu-vllm-sides": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_sides, block=True),
+    "gpu-vllm-verdict": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_verdict),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
+    "gpu-trl-verdict": Passage("docs/gpu.md", tuple(README_GPU_TRL.values()), gpu_trl_verdict),
     "gpu-decode": Passage("docs/gpu.md", _DECODE, gpu_decode, block=True),
     "gpu-levers": Passage("docs/gpu.md", ("h200_update_levers",), gpu_levers, block=True),
     "gpu-ckpt": Passage("docs/gpu.md", ("h200_update_ckpt",), gpu_ckpt, block=True),
+    "gpu-ckpt-verdict": Passage("docs/gpu.md", (README_GPU_MFU[0],), gpu_ckpt_verdict),
     "gpu-e2e-knobs": Passage(
         "docs/gpu.md",
         ("h200_grpo_e2e_decode_2b", "h200_grpo_e2e_sac_2b", "h200_grpo_e2e_decode_8b", "h200_grpo_e2e_sac_8b"),
         gpu_e2e_sac,
         block=True,
     ),
+    "planner-decode-held-out": Passage("docs/planner.md", tuple(f.removesuffix(".json") for f in decode_fit.FILES), decode_fit_held_out),
     "gpu-decode-fit": Passage("docs/gpu.md", tuple(f.removesuffix(".json") for f in decode_fit.FILES), gpu_decode_fit, block=True),
     "gpu-compile-layers": Passage("docs/gpu.md", ("h200_grpo_e2e_levers_8b", "h200_grpo_e2e_decode_8b"), gpu_compile_layers),
 }
@@ -696,13 +932,149 @@ def check(names: list[str] | None = None) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------- figures outside rendered passages
+#: Units of measure whose figures must come from a result file: time, bytes, rates, FLOP rates, power,
+#: percentages, and ratios written ``1.87×`` / ``3.4x`` (a ``×`` or ``x`` followed by another number,
+#: ``16 x 807`` or ``320 × 224``, is a shape, not a ratio). Model sizes (``8B``), pixels and token counts are not units here.
+_UNIT = r"(?<=\d)[×x]|(?:%|ns|µs|us|ms|s|sec|min|minutes|h|hours|KB|KiB|MB|MiB|GB|GiB|TB|TiB|TFLOP/s|TFLOPS|PFLOPS|W|GHz|[A-Za-z]+/s)"
+FIGURE = re.compile(rf"(?<![\w.@/#-])(?P<num>[+±−-]?\d+(?:[.,]\d+)*)(?:\s?(?P<unit>{_UNIT}))(?![\w/])(?!\s*\d)")
+#: ``<!-- quoted: SOURCE -->...<!-- /quoted -->``: figures quoted from elsewhere. SOURCE is a URL, a repository
+#: path that exists (optionally ``#anchor`` or `` §N``), or a named outside source (``NVIDIA H200 datasheet``).
+QUOTED = re.compile(r"<!-- quoted: (?P<source>[^>]*?) -->(?P<body>.*?)<!-- /quoted -->", re.S)
+#: ``<!-- measured: benchmarks/results/A.json[, ...] -->...<!-- /measured -->``: figures typed by hand from
+#: committed results; each must equal, at its printed precision, a number in those files (or a ratio of two, for × / x).
+MEASURED = re.compile(r"<!-- measured: (?P<source>[^>]*?) -->(?P<body>.*?)<!-- /measured -->", re.S)
+#: A confidence level (``95 % bootstrap interval``) names a method, not a measurement.
+_CONFIDENCE_LEVEL = re.compile(r"95\s?%[\s-]+(?:paired[\s-]+|percentile[\s-]+)*(?:bootstrap|confidence|interval)")
+_FIG_PASSAGE = re.compile(r"<!-- fig:([\w.-]+) -->.*?<!-- /fig:\1 -->", re.S)
+_CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def _blank(text: str, pattern: re.Pattern[str]) -> str:
+    """``text`` with every match of ``pattern`` blanked to spaces, newlines kept (offsets and line numbers stay)."""
+    return pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _figures(text: str) -> list[tuple[int, str, str, str]]:
+    """``(line, figure, number, unit)`` of every figure in ``text`` outside code, comments and link targets."""
+    text = _blank(_blank(_blank(text, _CODE), _COMMENT), _LINK_TARGET)
+    return [
+        (text.count("\n", 0, m.start()) + 1, m.group(0), m.group("num"), m.group("unit"))
+        for m in FIGURE.finditer(text)
+        if not _CONFIDENCE_LEVEL.match(text, m.start())
+    ]
+
+
+def _leaves(obj: Any, key: str = "") -> list[tuple[str, float]]:
+    """``(key, value)`` of every number in a JSON value (numeric strings included; booleans not)."""
+    if isinstance(obj, bool):
+        return []
+    if isinstance(obj, int | float):
+        return [(key, float(obj))]
+    if isinstance(obj, str):
+        try:
+            return [(key, float(obj))]
+        except ValueError:
+            return []
+    if isinstance(obj, dict):
+        return [x for k, v in obj.items() for x in _leaves(v, str(k))]
+    if isinstance(obj, list):
+        return [x for v in obj for x in _leaves(v, key)]
+    return []
+
+
+def _matches(number: str, unit: str, leaves: list[tuple[str, float]]) -> bool:
+    """True when ``number`` (as printed, with ``unit``) is a value of ``leaves`` rounded at its precision, or a ratio
+    (× / x) or a difference (absolute, or relative for %) of two values under the same key (like with like)."""
+    import bisect
+    from collections import defaultdict
+
+    digits = number.lstrip("+±−-").replace(",", "")
+    decimals = len(digits.split(".")[1]) if "." in digits else 0
+    target, half = float(digits), 0.5 * 10.0**-decimals + 1e-9
+    scales = (1.0, 100.0) if unit == "%" else (1.0, 1e3, 1e-3)
+    if unit not in ("×", "x") and any(abs(abs(v) * k - target) <= half for _, v in leaves for k in scales):
+        return True
+    by_key: dict[str, set[float]] = defaultdict(set)
+    for key, v in leaves:
+        if v:
+            by_key[key].add(abs(v))
+    for values in by_key.values():
+        mags = sorted(values)
+        for a in mags:
+            if unit in ("×", "x"):
+                candidates = [(a / target, a / target - a / (target + half))]
+            elif unit == "%":
+                candidates = [(a * (1 + s * target / 100), a * half / 100) for s in (1, -1)]
+            else:
+                candidates = [(a + s * target / k, half / k) for s in (1, -1) for k in scales]
+            for b, tol in candidates:
+                i = bisect.bisect_left(mags, b - abs(tol))
+                if i < len(mags) and mags[i] <= b + abs(tol) and mags[i] != a:
+                    return True
+    return False
+
+
+def _source_problem(source: str) -> str | None:
+    source = source.strip()
+    if not source:
+        return "names no source"
+    if "://" in source:
+        return None
+    head = re.split(r"[\s#§:]", source, maxsplit=1)[0].rstrip(",;")
+    if "/" in head or head.endswith((".py", ".md", ".json", ".toml", ".yaml")):
+        return None if (REPO / head).exists() else f"names {head}, which is not a file of this repository"
+    return None if re.search(r"[A-Za-z]{3,}", source) else "names no source"
+
+
+def unrendered(doc: str, text: str | None = None) -> list[str]:
+    """Problems of ``doc`` (repo-relative; ``text`` in place of its file, for tests): a figure (:data:`FIGURE`) outside
+    a rendered, measured or quoted passage, a ``measured`` figure its result files do not hold, or a ``quoted``
+    passage without a real source. One line each, ``doc:line: ...``, saying what to do.
+
+    A ``measured`` figure passes when its result files hold it as a value, a ratio of two values (``×``/``x``)
+    or a difference of two (``+13 GiB``, ``+3.7 %``) at its printed precision: a check that it comes from
+    those files, weaker than a rendered passage, which is the way for any figure that will change.
+    """
+    text = _blank((REPO / doc).read_text() if text is None else text, _CODE)  # a marker shown as code is no marker
+    problems = []
+    for m in QUOTED.finditer(text):
+        if why := _source_problem(m.group("source")):
+            problems.append(f"{doc}:{text.count(chr(10), 0, m.start()) + 1}: <!-- quoted: {m.group('source')} --> {why}")
+    for m in MEASURED.finditer(text):
+        line0 = text.count("\n", 0, m.start())
+        files = [f.strip() for f in m.group("source").split(",") if f.strip()]
+        missing = [f for f in files if not re.fullmatch(r"benchmarks/results/[\w.-]+\.json", f) or not (REPO / f).is_file()]
+        if not files or missing:
+            problems.append(f"{doc}:{line0 + 1}: <!-- measured: {m.group('source')} --> must name committed result files ({missing})")
+            continue
+        leaves = [x for f in files for x in _leaves(json.loads((REPO / f).read_text()))]
+        for line, fig, number, unit in _figures(m.group("body")):
+            if not _matches(number, unit, leaves):
+                problems.append(f"{doc}:{line0 + line}: {fig!r} is not a number of {', '.join(files)} at that precision")
+    rest = _blank(_blank(_blank(text, _FIG_PASSAGE), QUOTED), MEASURED)
+    for line, fig, _, _ in _figures(rest):
+        problems.append(
+            f"{doc}:{line}: {fig!r} is typed by hand: render it from a result (benchmarks/figures.py PASSAGES), or mark it "
+            "<!-- measured: benchmarks/results/NAME.json -->...<!-- /measured --> or <!-- quoted: SOURCE -->...<!-- /quoted -->"
+        )
+    return problems
+
+
+def documents() -> list[str]:
+    """README.md and every page of docs/ (repo-relative): the documents whose figures are checked."""
+    return ["README.md", *(str(p.relative_to(REPO)) for p in sorted((REPO / "docs").glob("*.md")))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only check; exit 1 if a document is stale")
     parser.add_argument("names", nargs="*", help=f"passages (default: all of {', '.join(PASSAGES)})")
     args = parser.parse_args()
     if args.check:
-        problems = check(args.names or None)
+        problems = check(args.names or None) + ([] if args.names else [p for doc in documents() for p in unrendered(doc)])
         print("\n".join(problems) or "every passage matches its result files")
         return 1 if problems else 0
     for doc in update(args.names or None):

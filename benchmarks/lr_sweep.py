@@ -74,8 +74,8 @@ def main() -> int:
 
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     name = "lr_sweep_quick" if args.quick else "lr_sweep"
@@ -83,10 +83,10 @@ def main() -> int:
         opts = QuickstartOptions.build(
             seed=args.seed,
             max_turns=1,
-            mazes_per_step=args.mazes_per_step,
+            prompts_per_step=args.mazes_per_step,
             group_size=args.group_size,
-            train_mazes=args.train_mazes,
-            heldout_mazes=args.heldout,
+            train_rows=args.train_mazes,
+            heldout_rows=args.heldout,
             steps=args.steps,
             serve=False,
         )
@@ -106,7 +106,7 @@ def main() -> int:
                 data=data,
             )
             raw = cfg.model_dump(mode="json")
-            raw["trainer"]["eval_mazes"] = 1  # the base model is evaluated once, above, on every held-out maze
+            raw["trainer"]["eval_rows"] = 1  # the base model is evaluated once, above, on every held-out maze
             raw["checkpoint"]["interval"] = args.steps  # no checkpoint before the end
             cfg = RunConfig.build(raw)
             run_dir = storage / "runs" / cfg.run_id

@@ -60,7 +60,6 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     import psutil
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.paths import storage_root
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
@@ -68,6 +67,7 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
         prepare_base_model,
         prepare_dataset,
     )
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.widgets import MetricsPanel, RunPanel
 
     cluster = start_local_cluster(dashboard_port=find_free_port())  # not 8265: raced for on a shared machine
@@ -75,10 +75,10 @@ def _measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     try:
         opts = QuickstartOptions.build(
             steps=args.steps,
-            train_mazes=64,
-            heldout_mazes=16,
+            train_rows=64,
+            heldout_rows=16,
             group_size=2,
-            mazes_per_step=2,
+            prompts_per_step=2,
             max_turns=3,
         )
         storage = storage_root()

@@ -35,7 +35,7 @@ QUICK = {"steps": 10, "heldout": 50, "eval_every": 5}
 
 def _first_contexts(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The first observation of each row, as the env serves it (``MazeEnv.init``)."""
-    from hyperpod_rl.maze import MazeEnv
+    from hyperpod_rl.tasks.maze import MazeEnv
 
     out = []
     for row in rows:
@@ -45,7 +45,7 @@ def _first_contexts(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def _optimal(rows: list[dict[str, Any]]) -> list[frozenset[str]]:
-    from hyperpod_rl.maze import Maze
+    from hyperpod_rl.tasks.maze import Maze
 
     mazes = [Maze.from_json(r["maze"]) for r in rows]
     return [m.optimal_moves(m.start) for m in mazes]
@@ -65,11 +65,11 @@ def run_style(style: str, args: argparse.Namespace, storage: Path) -> dict[str, 
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from hyperpod_rl.maze import DatasetSpec, build_dataset
     from hyperpod_rl.model.loading import load_base_model
     from hyperpod_rl.model.policy import MazePolicy
     from hyperpod_rl.model.tiny import DIRECTION_TOKENS
     from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model
+    from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
 
     opts = QuickstartOptions.build(seed=args.seed)
     spec = DatasetSpec(

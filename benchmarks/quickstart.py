@@ -104,7 +104,7 @@ def main() -> int:
         rec.results = {
             "wall_s_total": round(wall, 1),
             "wall_s_phases": phases,
-            "heldout_mazes": summary["heldout_mazes"],
+            "heldout_mazes": summary["heldout_rows"],
             "paired_level": summary["comparison"]["level"],
             "figures": figures,
             "promote": summary["comparison"]["promote"],
@@ -114,7 +114,7 @@ def main() -> int:
         for name, seconds in phases.items():
             print(f"{name:>14}: {seconds:7.1f} s")
         print(f"{'wall (total)':>14}: {wall:7.1f} s")
-        n = summary["heldout_mazes"]
+        n = summary["heldout_rows"]
         print(f"\n{n} held-out mazes, greedy; 95% percentile-bootstrap intervals over mazes; Δ paired by maze (adapter - base)")
         for m, f in figures.items():
             b, a, d = f["base"], f["adapter"], f["diff"]

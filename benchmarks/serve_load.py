@@ -106,17 +106,17 @@ def _self_contained(args: argparse.Namespace, home: Path) -> tuple[Any, Path, li
     import torch
 
     from hyperpod_rl.cluster.local import find_free_port, start_local_cluster
-    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.quickstart import (
         QuickstartOptions,
         make_run_config,
         prepare_base_model,
         prepare_dataset,
     )
+    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     storage = home / "storage"
-    opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=32, max_turns=3, steps=1, group_size=2, mazes_per_step=2)
+    opts = QuickstartOptions.build(train_rows=64, heldout_rows=32, max_turns=3, steps=1, group_size=2, prompts_per_step=2)
     data = prepare_dataset(opts, storage)
     model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
     trainer = ReferenceTrainer(
@@ -157,7 +157,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.endpoint:
-        from hyperpod_rl.maze import read_rows
+        from hyperpod_rl.tasks.maze import read_rows
 
         if not args.heldout:
             parser.error("--endpoint needs --heldout (the maze images to send)")

@@ -66,17 +66,17 @@ _EXPORTS: dict[str, str] = {
     "Ledger": "hyperpod_rl.ledger",
     # notebook panels and readiness
     "studio": "hyperpod_rl.widgets",
-    "doctor": "hyperpod_rl.doctor",
+    "doctor": "hyperpod_rl.readiness",
     "MetricsPanel": "hyperpod_rl.widgets",
     "RunPanel": "hyperpod_rl.widgets",
     "ClusterPanel": "hyperpod_rl.widgets",
     "ServePanel": "hyperpod_rl.widgets",
     # task
-    "DatasetSpec": "hyperpod_rl.maze",
-    "Maze": "hyperpod_rl.maze",
-    "MazeEnv": "hyperpod_rl.maze",
-    "generate_maze": "hyperpod_rl.maze",
-    "render_maze": "hyperpod_rl.maze",
+    "DatasetSpec": "hyperpod_rl.tasks.maze",
+    "Maze": "hyperpod_rl.tasks.maze",
+    "MazeEnv": "hyperpod_rl.tasks.maze",
+    "generate_maze": "hyperpod_rl.tasks.maze",
+    "render_maze": "hyperpod_rl.tasks.maze",
 }
 
 #: Sub-modules reachable as attributes without an explicit import (``hp.quickstart.run(...)``).

@@ -16,22 +16,29 @@ settings, serving specs, planner inputs) derives from :class:`Model`:
 
 A model that must be edited in place (``ClusterSpec``, which the cluster panel edits field by
 field) overrides ``model_config`` with ``frozen=False, validate_assignment=True``.
+
+:func:`read_user_text` is the one reader of a text file the user wrote (run configs, cluster
+specs and manifests, dataset specs, model and adapter JSON): a missing, unreadable or
+non-UTF-8 file is one :class:`~hyperpod_rl.errors.ConfigError` naming the file and the fix.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
 from types import UnionType
 from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from hyperpod_rl.errors import ConfigError, HyperpodRLError
 
-__all__ = ["Model", "RaisesOnInit", "format_validation_error"]
+__all__ = ["Model", "RaisesOnInit", "format_validation_error", "read_user_text"]
 
 _MAX_SHOWN = 80  # characters of a bad value shown in a message
 
@@ -237,6 +244,10 @@ class Model(BaseModel):
             :class:`~hyperpod_rl.errors.ConfigError`).
         error_what: the noun in the message (default: the class name).
         error_prefix: put before each field path in the message.
+        renamed_fields: ``{old name: new name}`` of fields that were renamed. Input under an old
+            name is moved to the new one with a :class:`FutureWarning` that names the new one (so
+            files and code written before the rename keep loading); giving both names is an error.
+        renamed_prefix: put before the names in that warning (``"data."`` for a run-config section).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
@@ -244,6 +255,25 @@ class Model(BaseModel):
     error_class: ClassVar[type[HyperpodRLError]] = ConfigError
     error_what: ClassVar[str | None] = None
     error_prefix: ClassVar[str] = ""
+    renamed_fields: ClassVar[Mapping[str, str]] = {}
+    renamed_prefix: ClassVar[str] = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        """Move values given under a deprecated field name to its new name (see :attr:`renamed_fields`)."""
+        if not cls.renamed_fields or not isinstance(data, Mapping) or not any(old in data for old in cls.renamed_fields):
+            return data
+        out = dict(data)
+        for old, new in cls.renamed_fields.items():
+            if old not in out:
+                continue
+            p = cls.renamed_prefix
+            if new in out:
+                raise ValueError(f"{p}{old} is the deprecated name of {p}{new}: give only {p}{new}")
+            warnings.warn(f"{p}{old} is deprecated: call it {p}{new}", FutureWarning, stacklevel=2)
+            out[new] = out.pop(old)
+        return out
 
     @classmethod
     def format_error(cls, err: ValidationError) -> str:
@@ -273,3 +303,39 @@ class RaisesOnInit(Model):
             super().__init__(**data)
         except ValidationError as err:
             raise type(self).error_class(type(self).format_error(err)) from None
+
+
+def read_user_text(
+    path: str | Path, what: str, *, fix: str = "give an existing, readable file", error: type[HyperpodRLError] = ConfigError
+) -> str:
+    """The text of a file the user gives (UTF-8; a BOM is dropped), or one clear error.
+
+    Args:
+        path: the file.
+        what: what the file is, for the message, e.g. ``"run config file"``.
+        fix: what to do when the file cannot be read at all.
+        error: the project error to raise (default :class:`~hyperpod_rl.errors.ConfigError`).
+
+    Raises:
+        ConfigError (or ``error``): the file is missing, is a folder, cannot be read, or is not
+            UTF-8 text (the message gives the line and column of the first bad byte and says to
+            save it as UTF-8). YAML and JSON are defined on Unicode text (YAML 1.2 section 5.2,
+            RFC 8259 section 8.1), so no other encoding is guessed.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise error(f"{what} {str(path)!r} is a folder: give the file") from None
+    except OSError as err:
+        raise error(f"cannot read {what} {str(path)!r} ({err.strerror or err}): {fix}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        before = data[: err.start]
+        line = before.count(b"\n") + 1
+        column = err.start - (before.rfind(b"\n") + 1) + 1
+        raise error(
+            f"{what} {str(path)!r} is not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, column {column}): "
+            "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+        ) from None

@@ -1,7 +1,7 @@
 """One result type for every readiness check: ``ok`` / ``warn`` / ``fail`` / ``skip`` with the fix.
 
 Access checks (:mod:`hyperpod_rl.aws.access`), version guardrails
-(:mod:`hyperpod_rl.cluster.versions`) and ``hyperpod-rl doctor`` (:mod:`hyperpod_rl.doctor`) all
+(:mod:`hyperpod_rl.cluster.versions`) and ``hyperpod-rl doctor`` (:mod:`hyperpod_rl.readiness`) all
 return :class:`Check` values, so the CLI, the HTML repr and ``--json`` print them one way.
 """
 

@@ -5,19 +5,20 @@
     HyperpodRLError
     ├── ConfigError          bad RunConfig / option / path / request setting; names the field and the fix
     │   └── LogprobInputError    tensors given to the log-prob functions disagree in shape or type
-    ├── MazeError            bad maze, generator or dataset settings, or an unreadable dataset file
-    ├── TaskError            unknown or broken task plug-in, bad task options or task data
+    ├── TaskError            unknown or broken task plug-in, bad task options or task data (any task)
+    │   └── MazeError            bad maze, generator or dataset settings
     ├── ClusterError         Ray cluster could not be reached, started or used
     │   ├── ClusterNotReady
     │   ├── ClusterTimeout
     │   └── ClusterRefused       the KubeRay operator refused the RayCluster (terminal)
     ├── JobError             Ray Job submission / lookup failed
     ├── CheckpointError      missing, truncated or corrupt checkpoint / adapter / run file
+    ├── StorageError         a run file or directory cannot be written or read (read-only, full, denied)
     ├── ServeError           serving or preflight failed
     │   └── PromotionRefused     the promotion gate refused an adapter (``.decision``)
     └── AWSError             an AWS or Studio call failed or is not allowed (names the fix)
 
-``ConfigError``, ``MazeError``, ``TaskError`` and ``LogprobInputError`` are also ``ValueError`` s. Every message
+``ConfigError``, ``TaskError`` (so ``MazeError``) and ``LogprobInputError`` are also ``ValueError`` s. Every message
 says what to change. No message ever contains a token or cookie.
 """
 
@@ -39,7 +40,9 @@ __all__ = [
     "MazeError",
     "PromotionRefused",
     "ServeError",
+    "StorageError",
     "TaskError",
+    "storage_error",
 ]
 
 
@@ -56,12 +59,16 @@ class LogprobInputError(ConfigError):
     cannot be scored (it holds a vision token, or a token outside the policy's vocabulary)."""
 
 
-class MazeError(HyperpodRLError, ValueError):
-    """A maze, generator or dataset setting is invalid, or a dataset file is unreadable."""
-
-
 class TaskError(HyperpodRLError, ValueError):
-    """A task is not registered or its plug-in is broken, or task options or task data are invalid."""
+    """A task is not registered or its plug-in is broken, or task options or task data are invalid.
+
+    The one error of the task layer: every task's own error subclasses it (:class:`MazeError`), so
+    ``except TaskError`` catches any task's failure and no layer converts between them.
+    """
+
+
+class MazeError(TaskError):
+    """A maze, generator or dataset setting is invalid, or a dataset file is unreadable (a :class:`TaskError`)."""
 
 
 class ClusterError(HyperpodRLError):
@@ -86,6 +93,45 @@ class JobError(HyperpodRLError):
 
 class CheckpointError(HyperpodRLError):
     """A checkpoint, adapter or run file is missing, truncated or corrupt."""
+
+
+class StorageError(HyperpodRLError, OSError):
+    """A file or directory on the run's storage cannot be written or read: read-only, full,
+    permission denied, gone. The message names the path and the fix (:func:`storage_error`)."""
+
+
+#: The fix for each storage failure, by ``errno`` name (``errno.errorcode``).
+_STORAGE_FIXES = {
+    "EROFS": "the file system is read-only: mount the storage read-write for this job, or point HYPERPOD_RL_STORAGE at a writable directory",
+    "EACCES": "permission denied for uid {uid}: give that user write access to {parent} (chown/chmod, or the FSx/volume mount's owner)",
+    "EPERM": "operation not permitted for uid {uid}: give that user write access to {parent} (chown/chmod, or the mount's options)",
+    "ENOSPC": "no space left on that file system: free space or grow it (FSx: raise its storage capacity), then resubmit",
+    "EDQUOT": "the disk quota is used up: free space or raise the quota, then resubmit",
+    "ENOENT": "it does not exist (the storage was unmounted or the run directory removed): check the mount, then resubmit",
+    "EIO": "the storage reported an I/O error: check the file system's health (FSx: its status in the console), then resubmit",
+}
+
+
+def storage_error(err: OSError, path: str | None = None) -> StorageError:
+    """One line for an ``OSError`` of the run's storage: the path, what failed and the fix.
+
+    Args:
+        err: the error (``err.filename`` names the path unless ``path`` is given).
+        path: the file or directory concerned, when the error does not name it.
+
+    Returns:
+        A :class:`StorageError` to raise (``from None``), e.g. ``cannot write /fsx/runs/r1/trainer.lock:
+        the file system is read-only: mount the storage read-write ...``.
+    """
+    import errno
+    import os
+
+    where = path or err.filename or "the run directory"
+    name = errno.errorcode.get(err.errno or 0, "")
+    parent = os.path.dirname(str(where)) or str(where)
+    fix = _STORAGE_FIXES.get(name, "{strerror}: check the storage is mounted and writable, then resubmit")
+    fix = fix.format(uid=os.getuid(), parent=parent, strerror=err.strerror or type(err).__name__)
+    return StorageError(f"cannot use {where}: {fix}")
 
 
 class ServeError(HyperpodRLError):

@@ -40,13 +40,17 @@ from hyperpod_rl.runs import (
 
 __all__ = [
     "RUN_ID_METADATA",
+    "NOTICE_PATTERN",
     "JobUpdate",
+    "RunProgress",
     "RunHandle",
     "RunJob",
     "check_fits",
+    "dataset_problems",
     "entrypoint_gpus",
     "error_line",
     "follow_run",
+    "format_duration",
     "job_logs",
     "latest_job",
     "latest_submission",
@@ -95,6 +99,88 @@ class JobUpdate:
     message: str = ""
 
 
+#: Trainer log lines a follower shows as they come (the rest stays in ``job logs``): a newer
+#: checkpoint skipped as unusable (:func:`hyperpod_rl.runs.files.latest_valid_checkpoint`'s
+#: warning) and the checkpoint a job resumed from (the reference trainer's line).
+NOTICE_PATTERN = re.compile(r"(checkpoint \S+ is unusable \(.*\); falling back to an earlier one|resumed from \S+ \(step \d+.*\))")
+
+
+@dataclass
+class RunProgress:
+    """A followed run's progress, fed with :func:`follow_run`'s updates: the step, the last reward
+    and loss, the trainer's notices, and an ETA from the steps' own finish times.
+
+    The ETA uses :attr:`MetricRecord.time_s` (when each step finished), not the time the
+    follower saw it: a follower that reattaches reads a hundred steps at once, and a rate taken
+    from its own clock would say the rest takes a second. It is the mean time per step over the
+    last :attr:`window` steps seen, times the steps left.
+
+    Attributes:
+        total_steps: the run's ``trainer.steps``.
+        step: the newest step seen (0 before any).
+        values: that step's metric values.
+        notices: the notice lines seen so far (:data:`NOTICE_PATTERN`), oldest first.
+        window: how many recent steps the ETA averages over.
+    """
+
+    total_steps: int
+    step: int = 0
+    values: dict[str, float] = field(default_factory=dict)
+    notices: list[str] = field(default_factory=list)
+    window: int = 10
+    _times: list[tuple[int, float]] = field(default_factory=list)
+
+    def add(self, update: JobUpdate) -> list[str]:
+        """Take one update in; return the notices it brought (to print now)."""
+        for rec in update.records:
+            if self._times and rec.step <= self._times[-1][0]:
+                self._times.clear()  # steps produced again after a resume: their times start over
+            self.step, self.values = rec.step, rec.values
+            self._times = [*self._times, (rec.step, rec.time_s)][-(self.window + 1) :]
+        new = [m.group(1) for m in (NOTICE_PATTERN.search(line) for line in update.lines) if m]
+        self.notices.extend(new)
+        return new
+
+    @property
+    def seconds_per_step(self) -> float | None:
+        """Mean seconds per step over the window, or None before two steps are seen."""
+        if len(self._times) < 2 or self._times[-1][0] <= self._times[0][0]:
+            return None
+        (s0, t0), (s1, t1) = self._times[0], self._times[-1]
+        return max(t1 - t0, 0.0) / (s1 - s0)
+
+    @property
+    def eta_s(self) -> float | None:
+        """Seconds until the last step, from :attr:`seconds_per_step` (None when unknown)."""
+        per = self.seconds_per_step
+        return None if per is None else per * max(self.total_steps - self.step, 0)
+
+    def reward(self) -> str:
+        """``reward/avg_raw_reward`` of the newest step, signed (``-`` before any)."""
+        value = self.values.get("reward/avg_raw_reward")
+        return "-" if value is None else f"{value:+.3f}"
+
+    def loss(self) -> str:
+        """``policy/policy_loss`` of the newest step, signed (``-`` before any)."""
+        value = self.values.get("policy/policy_loss")
+        return "-" if value is None else f"{value:+.4f}"
+
+    def line(self) -> str:
+        """One plain progress line, e.g. ``train 40/200 reward +0.120 loss -0.0153 · 2.1 s/step · ETA 5m36s``."""
+        per, eta = self.seconds_per_step, self.eta_s
+        rate = f" · {per:.1f} s/step" if per is not None else ""
+        left = f" · ETA {format_duration(eta)}" if eta is not None else ""
+        return f"train {self.step}/{self.total_steps} reward {self.reward()} loss {self.loss()}{rate}{left}"
+
+
+def format_duration(seconds: float) -> str:
+    """A duration for a progress line: ``"42s"``, ``"3m05s"``, ``"1h02m"``."""
+    s = round(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
 def _job_env(config: RunConfig, threads: str) -> dict[str, str]:
     env = {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
     if config.backend == "skyrl":
@@ -127,7 +213,7 @@ class RunJob:
 def _number(submission_id: str, run_id: str) -> int | None:
     prefix = f"hprl-{run_id}-"
     tail = submission_id.removeprefix(prefix)
-    return int(tail) if submission_id.startswith(prefix) and tail.isdigit() else None
+    return int(tail) if submission_id.startswith(prefix) and re.fullmatch(r"[0-9]+", tail) else None
 
 
 def run_jobs(client: Any, run_id: str, run_dir: Path | None = None) -> list[RunJob]:
@@ -261,6 +347,33 @@ def local_problems(config: RunConfig, python: str | None = None) -> list[str]:
     return problems
 
 
+def dataset_problems(config: RunConfig) -> list[str]:
+    """What in the run's training set keeps it from training, checked before any submit.
+
+    Only a ``data.train_path`` this machine can read is checked (a remote cluster's own path
+    is checked by the job). Counted from the parquet footer (:func:`hyperpod_rl.tasks.count_rows`).
+
+    Returns:
+        One sentence per problem, each saying what to fix; empty when none: a training set with
+        fewer rows than ``data.prompts_per_step`` (one step draws that many distinct rows).
+    """
+    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.tasks import count_rows
+
+    path = Path(config.data.train_path)
+    per_step = config.data.prompts_per_step
+    try:
+        rows = count_rows(path) if path.is_file() else None
+    except (TaskError, OSError):
+        return []  # the local checks and the job report an unreadable file with its own fix
+    if rows is not None and rows < per_step:
+        return [
+            f"data.prompts_per_step={per_step} is more than the {rows} rows of data.train_path {path} (each step draws "
+            f"{per_step} distinct rows): set data.prompts_per_step to at most {rows}, or generate a larger training set"
+        ]
+    return []
+
+
 class _IdTaken(Exception):
     """The cluster already holds the submission id we chose (raced by a submitter we cannot lock out)."""
 
@@ -323,6 +436,8 @@ def submit_run(
         ConfigError: on the local cluster (this machine), ``data.train_path`` /
             ``data.heldout_path`` or ``python`` do not exist (:func:`local_problems`; a remote
             cluster's paths are its own and are not checked here).
+        ConfigError: ``data.train_path`` (when this machine can read it) has fewer rows than
+            ``data.prompts_per_step`` (:func:`dataset_problems`).
         JobError: a job of the run is alive (the message names it), the run already finished
             (without ``fresh``), its run directory holds the run trained with another config
             (without ``fresh``; :func:`hyperpod_rl.runs.config_conflict`), another submit held
@@ -345,6 +460,11 @@ def submit_run(
             from hyperpod_rl.errors import ConfigError
 
             raise ConfigError(f"run {config.run_id!r} cannot start on the local cluster: " + "; ".join(problems))
+    problems = dataset_problems(config)
+    if problems:
+        from hyperpod_rl.errors import ConfigError
+
+        raise ConfigError(f"run {config.run_id!r} cannot train: " + "; ".join(problems))
     check_fits(client, config, entrypoint_num_cpus=entrypoint_num_cpus, entrypoint_num_gpus=entrypoint_num_gpus)
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(config.run_id)
     conflict = None if fresh else config_conflict(paths.root, config.config_hash())
@@ -437,7 +557,8 @@ def _submit_once(
 
 
 def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_start: bool = True) -> Iterator[JobUpdate]:
-    """Poll a job until it ends, yielding its new log lines and metric records.
+    """Poll a job until it ends, yielding its new log lines (secrets masked, as :func:`job_logs`)
+    and metric records.
 
     Stopping the iteration (or Ctrl-C in the caller) detaches without stopping the job.
 
@@ -451,7 +572,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
     import requests
     from ray.job_submission import JobStatus
 
-    from hyperpod_rl.cluster.access import job_client_of
+    from hyperpod_rl.cluster.access import job_client_of, redact
 
     client = job_client_of(client)
     seen = 0
@@ -466,7 +587,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
             raise JobError(
                 f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)"
             ) from None
-        lines = logs.splitlines()
+        lines = redact(logs).splitlines()
         if not from_start and last_status is None:
             seen = len(lines)
         new = lines[seen:]
@@ -483,15 +604,18 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
 
 
 def job_logs(client: Any, submission_id: str) -> str:
-    """The whole log of a job so far.
+    """The whole log of a job so far, secrets masked (:func:`hyperpod_rl.cluster.access.redact`:
+    AWS credentials, presigned-URL signatures, the cluster tokens in their encodings).
 
     Raises:
         JobError: the cluster does not know the job (restarted, or another cluster), or cannot be reached.
     """
     import requests
 
+    from hyperpod_rl.cluster.access import redact
+
     try:
-        return str(client.get_job_logs(submission_id))
+        return redact(str(client.get_job_logs(submission_id)))
     except RuntimeError as err:
         raise JobError(
             f"job {submission_id} is not on this cluster ({err}): it was restarted or the job ran elsewhere; resubmit the run to resume it"
@@ -725,7 +849,7 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     return job, status
 
 
-def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[str, str]:
+def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None) -> dict[str, str]:
     """Record the end of every run not recorded as ended (``submitted`` or ``running``) whose newest Ray job has ended.
 
     A trainer killed from outside (``job stop``, a dashboard stop, an OOM kill) never writes its
@@ -737,6 +861,12 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[s
     Args:
         client: the cluster's job client (or an access object or address).
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
+        run_ids: only these runs (default: every run of the store).
+
+    A run's status is that of its newest submission (:func:`hyperpod_rl.runs.current_status`):
+    after a resubmission, an end recorded for an earlier job is not the run's, so a resubmitted
+    run whose new job failed is recorded ``failed``, as ``job status`` says. ``hyperpod-rl job
+    status``, ``runs list``, ``runs show`` and ``runs sync`` all reconcile through here.
 
     Returns:
         ``{run_id: recorded status}`` for each run changed.
@@ -755,6 +885,8 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None) -> dict[s
     ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
     changed: dict[str, str] = {}
     for run in store_runs(storage):
+        if run_ids is not None and run.run_id not in run_ids:
+            continue
         if (
             run.status in FINAL_STATUSES
             or run.submission_id is None

@@ -573,7 +573,7 @@ class Ledger:
 
     def sync_storage(self, runs_root: str | Path) -> int:
         """Import every run directory under ``runs_root`` that changed since the ledger's row (its
-        ``manifest.json``, ``config.json`` or ``metrics.jsonl`` is newer than the row's ``updated_at``).
+        ``manifest.json``, ``config.json``, ``metrics.jsonl`` or ``submissions.json`` is newer than the row's ``updated_at``).
 
         A run with a provenance record (``manifest.json``) is imported from it; a submitted run
         whose trainer has not started yet (``config.json`` only) is recorded as ``submitted``.
@@ -584,7 +584,7 @@ class Ledger:
             How many runs were (re)imported.
         """
         from hyperpod_rl.errors import CheckpointError
-        from hyperpod_rl.runs import RunPaths, read_json, read_provenance
+        from hyperpod_rl.runs import RunPaths, current_status, read_json, read_provenance, read_submissions
 
         root = Path(runs_root)
         if not root.is_dir():
@@ -597,7 +597,7 @@ class Ledger:
                 if not (paths.provenance.exists() or paths.config.exists()):
                     continue
                 # the run's own last change, taken before reading (a write during the sync is newer)
-                changed = max(f.stat().st_mtime for f in (paths.provenance, paths.config, paths.metrics) if f.exists())
+                changed = max(f.stat().st_mtime for f in (paths.provenance, paths.config, paths.metrics, paths.submissions) if f.exists())
                 if changed <= known.get(run_dir.name, -1.0):
                     continue
                 manifest = read_provenance(run_dir)
@@ -605,6 +605,8 @@ class Ledger:
             except (OSError, CheckpointError):
                 continue
             if manifest is not None:
+                # the status of the run's newest submission (an older submission's end is not its end)
+                manifest = {**manifest, "status": current_status(manifest, read_submissions(paths))}
                 self.import_manifest(manifest, run_dir, updated_at=changed)
             elif isinstance(config, dict):
                 self.record_run(run_dir.name, status="submitted", config=config, run_dir=run_dir, updated_at=changed)

@@ -8,10 +8,17 @@
    visual maze unless ``task`` names another registered task);
 3. base_model: :func:`prepare_base_model`, the tiny random-init Qwen3-VL (or a local checkpoint);
 4. eval_base: :func:`hyperpod_rl.eval.evaluate` of the base model on the held-out mazes;
-5. train: :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run`, a detached Ray Job
-   running the reference GRPO backend, followed until it ends;
-6. eval_adapter: the adapter on the same held-out mazes, and the paired comparison;
-7. serve: :func:`hyperpod_rl.serve.local.deploy_local` and one held-out maze asked.
+5. sft: the supervised warm start (``stage='sft'``): a detached Ray Job training a LoRA adapter
+   on the task's own demonstrations (the maze's shortest paths) as run ``<run id>-sft``;
+6. eval_sft: the SFT adapter on the same held-out mazes, compared with the base;
+7. train: :func:`make_run_config` + :func:`hyperpod_rl.jobs.submit_run`, a detached Ray Job
+   running the reference GRPO backend from the SFT adapter (``model.init_adapter``), followed
+   until it ends;
+8. eval_adapter: the adapter on the same held-out mazes, and the paired comparisons: against
+   its SFT start (the promotion decision) and against the base;
+9. serve: :func:`hyperpod_rl.serve.local.deploy_local` and one held-out maze asked.
+
+``sft=False`` (``--no-sft``) skips steps 5 and 6: GRPO starts from the base model, as before.
 
 Front-ends watch it through two callbacks: ``on_phase`` gets a :class:`Phase` when a step starts
 and when it ends, ``follow`` follows the training job (a progress bar, a tqdm bar, or nothing).
@@ -22,10 +29,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+import warnings as _warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -33,12 +41,13 @@ from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError, JobError
-from hyperpod_rl.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
+from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
+from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 
 if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult
@@ -51,9 +60,13 @@ __all__ = [
     "QuickstartSummary",
     "check_serve_port",
     "default_run_id",
+    "follow_quietly",
+    "follow_with_tqdm",
+    "sft_run_id",
     "make_run_config",
     "prepare_base_model",
     "prepare_dataset",
+    "print_phase",
     "run",
     "start_local_cluster",
 ]
@@ -64,6 +77,8 @@ PHASES: dict[str, str] = {
     "dataset": "generating maze data",
     "base_model": "preparing the base model",
     "eval_base": "evaluating the base model on the held-out mazes",
+    "sft": "supervised warm start (SFT on the task's demonstrations): detached Ray Job",
+    "eval_sft": "evaluating the SFT adapter on the same held-out mazes",
     "train": "training: detached Ray Job",
     "eval_adapter": "evaluating the adapter on the same held-out mazes",
     "serve": "serving the adapter with Ray Serve and asking it one held-out maze",
@@ -71,9 +86,19 @@ PHASES: dict[str, str] = {
 
 
 class QuickstartOptions(Model):
-    """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields."""
+    """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields.
+
+    A row is one prompt of the task's dataset (for the maze: one maze). ``train_mazes``,
+    ``heldout_mazes`` and ``mazes_per_step`` are the deprecated names of ``train_rows``,
+    ``heldout_rows`` and ``prompts_per_step`` (accepted with a warning; CLI: ``--train-mazes`` ...).
+    """
 
     error_what = "quickstart options"
+    renamed_fields: ClassVar[Mapping[str, str]] = {
+        "train_mazes": "train_rows",
+        "heldout_mazes": "heldout_rows",
+        "mazes_per_step": "prompts_per_step",
+    }
 
     run_id: str | None = None
     """run id; default quickstart-<UTC time>"""
@@ -85,16 +110,16 @@ class QuickstartOptions(Model):
     """smallest maze side (cells)"""
     max_size: int = Field(5, ge=2)
     """largest maze side (cells)"""
-    train_mazes: int = Field(2000, gt=0)
-    """train mazes"""
-    heldout_mazes: int = Field(200, gt=0)
-    """held-out mazes (evaluated before and after)"""
+    train_rows: int = Field(2000, gt=0)
+    """train rows (mazes for the maze task)"""
+    heldout_rows: int = Field(200, gt=0)
+    """held-out rows, evaluated before and after"""
     max_turns: int = Field(6, gt=0)
     """turn limit per episode"""
     group_size: int = 8
-    """episodes per maze (GRPO group size)"""
-    mazes_per_step: int = Field(8, gt=0)
-    """mazes per GRPO step"""
+    """episodes per row (GRPO group size)"""
+    prompts_per_step: int = Field(8, gt=0)
+    """rows (prompts) per GRPO step"""
     steps: int = Field(200, gt=0)
     """GRPO steps"""
     lr: float = Field(5e-4, gt=0)
@@ -105,12 +130,20 @@ class QuickstartOptions(Model):
     """discount over turns for advantage='process'"""
     lora_rank: int = Field(16, gt=0)
     """LoRA rank of the adapter"""
+    sft: bool = True
+    """warm-start GRPO from an SFT adapter trained on the task's demonstrations (--no-sft: GRPO from the base model)"""
+    sft_steps: int = Field(40, gt=0)
+    """SFT steps of the warm start"""
+    sft_lr: float = Field(3e-3, gt=0)
+    """AdamW learning rate of the SFT warm start"""
+    sft_rows_per_step: int = Field(8, gt=0)
+    """mazes per SFT step (every turn of each maze's demonstration is a training example)"""
     serve: bool = True
     """serve the adapter with Ray Serve and ask it one maze"""
     task: str = "maze"
     """registered task to train on (hyperpod-rl tasks list)"""
     task_options: dict[str, Any] = Field(default_factory=dict)
-    """the task's own options (its options model); seed and counts come from seed, train_mazes and heldout_mazes"""
+    """the task's own options (its options model); seed and counts come from seed, train_rows and heldout_rows"""
     serve_port: int = Field(8000, gt=0, lt=65536)
     """Ray Serve HTTP port on 127.0.0.1"""
     dashboard_port: int | None = Field(None, gt=0, lt=65536)
@@ -140,10 +173,11 @@ class QuickstartOptions(Model):
         problems = []
         if self.min_size > self.max_size:
             problems.append(f"min_size ({self.min_size}) is larger than max_size ({self.max_size})")
-        if self.model_path is not None and not Path(self.model_path).expanduser().is_dir():
-            problems.append(
-                f"model_path {self.model_path!r} is not a directory: pass a local Qwen3-VL checkpoint directory, or omit it for the embedded tiny model"
-            )
+        if self.model_path is not None:
+            try:  # checked before anything runs, so no step is reported done before it fails
+                check_model_dir(self.model_path, "model_path")
+            except ConfigError as err:
+                problems.append(f"{err} (or omit it for the embedded tiny model)")
         problems += _task_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
@@ -171,7 +205,7 @@ def _task_problems(opts: QuickstartOptions) -> list[str]:
 
 
 def _task_options_data(opts: QuickstartOptions, task: Any) -> dict[str, Any]:
-    data = {**opts.task_options, "seed": opts.seed, "counts": {"train": opts.train_mazes, "heldout": opts.heldout_mazes}}
+    data = {**opts.task_options, "seed": opts.seed, "counts": {"train": opts.train_rows, "heldout": opts.heldout_rows}}
     if "prompt_style" in task.options_model.model_fields and "prompt_style" not in opts.task_options:
         # The embedded tiny model gets terse prompts; a real checkpoint gets the full instructions.
         data["prompt_style"] = "terse" if opts.model_path is None else "full"
@@ -195,7 +229,7 @@ def _spec(opts: QuickstartOptions) -> DatasetSpec:
     return DatasetSpec(
         seed=opts.seed,
         sizes=sizes,
-        counts={"train": opts.train_mazes, "heldout": opts.heldout_mazes},
+        counts={"train": opts.train_rows, "heldout": opts.heldout_rows},
         max_turns=opts.max_turns,
         prompt_style=style,
     )
@@ -266,16 +300,35 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
     With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (tokenizer trained on
     the env's own texts) and saves it under ``storage/models/``; the same seed gives the same
     revision.
+
+    Raises:
+        ConfigError: ``model_path`` is not a Qwen3-VL checkpoint directory
+            (:func:`hyperpod_rl.model.revision.check_model_dir`).
     """
     if opts.model_path:
-        path = Path(opts.model_path).expanduser().resolve()
+        path = check_model_dir(opts.model_path, "model_path")
         return path, revision_of(path)
     words = get_task(opts.task).answer_words
     return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows), answer_words=words)
 
 
-def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, revision: str, data: DatasetPaths) -> RunConfig:
-    """The :class:`RunConfig` of the quickstart run (reference backend)."""
+def sft_run_id(run_id: str) -> str:
+    """The run id of a quickstart's SFT warm start: ``<run id>-sft`` (the run id cut to fit 63 characters)."""
+    return f"{run_id[:59].rstrip('-')}-sft"
+
+
+def make_run_config(
+    opts: QuickstartOptions,
+    *,
+    run_id: str,
+    model_path: Path,
+    revision: str,
+    data: DatasetPaths,
+    stage: Literal["grpo", "sft"] = "grpo",
+    init_adapter: Path | None = None,
+) -> RunConfig:
+    """The :class:`RunConfig` of a quickstart run (reference backend): the GRPO run (from
+    ``init_adapter`` when given) or, with ``stage='sft'``, its SFT warm start (``opts.sft_*``)."""
     task = get_task(opts.task)
     extra: dict[str, Any] = {}
     if opts.task != "maze":  # the maze keeps the default task section (its options live in dataset.json)
@@ -283,18 +336,25 @@ def make_run_config(opts: QuickstartOptions, *, run_id: str, model_path: Path, r
     rollout: dict[str, Any] = {"max_turns": opts.max_turns}
     if not task.answer_words:
         rollout["action_constraint"] = "none"
+    if stage == "sft":
+        extra["stage"] = "sft"
+        extra["sft"] = {"lr": opts.sft_lr, "rows_per_step": opts.sft_rows_per_step}
+    steps = opts.sft_steps if stage == "sft" else opts.steps
+    model: dict[str, Any] = {"path": str(model_path), "revision": revision}
+    if init_adapter is not None:
+        model["init_adapter"] = str(init_adapter)
     return RunConfig.build(
         {
             "run_id": run_id,
             "backend": "reference",
             **extra,
-            "model": {"path": str(model_path), "revision": revision},
+            "model": model,
             "lora": {"rank": opts.lora_rank, "alpha": 2.0 * opts.lora_rank},
             "grpo": {"group_size": opts.group_size, "lr": opts.lr, "advantage": opts.advantage, "gamma": opts.gamma},
             "rollout": rollout,
-            "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": opts.mazes_per_step},
-            "trainer": {"steps": opts.steps, "seed": opts.seed, "eval_mazes": opts.heldout_mazes},
-            "checkpoint": {"interval": max(opts.steps // 4, 1)},
+            "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": opts.prompts_per_step},
+            "trainer": {"steps": steps, "seed": opts.seed, "eval_rows": opts.heldout_rows},
+            "checkpoint": {"interval": max(steps // 4, 1)},
         }
     )
 
@@ -357,9 +417,14 @@ class QuickstartSummary:
     Attributes:
         run_id, run_dir, submission_id: the run and its Ray Job.
         wall_s: seconds per phase (keys of :data:`PHASES`) and ``total``.
-        heldout_mazes: held-out mazes evaluated.
-        base, adapter: the two evaluations (same mazes).
-        comparison: the paired comparison with the promotion decision.
+        heldout_rows: held-out rows evaluated (``heldout_mazes``: its deprecated name, a property).
+        base, adapter: the base model's and the GRPO adapter's evaluations (same mazes).
+        comparison: the GRPO adapter against its start (the SFT adapter, or the base model with
+            ``sft=False``), paired, with the promotion decision.
+        sft: the SFT warm start's evaluation (None with ``sft=False``).
+        sft_comparison: the SFT adapter against the base (None with ``sft=False``).
+        base_comparison: the GRPO adapter against the base (the same as ``comparison`` with ``sft=False``).
+        sft_run_id: the SFT warm start's run id (None with ``sft=False``).
         served_answer: ``{"endpoint", "model", "answer", "latency_ms"}``, or ``None`` without serving.
         dashboard_url: the local Ray dashboard (``None`` with a caller's job client).
         warnings: what the user should know about the result, e.g. that no rollout produced
@@ -370,14 +435,24 @@ class QuickstartSummary:
     run_dir: Path
     submission_id: str
     wall_s: dict[str, float]
-    heldout_mazes: int
+    heldout_rows: int
     base: EvalResult
     adapter: EvalResult
     comparison: Comparison
+    sft: EvalResult | None = None
+    sft_comparison: Comparison | None = None
+    base_comparison: Comparison | None = None
+    sft_run_id: str | None = None
     served_answer: dict[str, Any] | None = None
     dashboard_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def heldout_mazes(self) -> int:
+        """Deprecated name of :attr:`heldout_rows` (warns)."""
+        _warnings.warn("QuickstartSummary.heldout_mazes is deprecated: call it heldout_rows", FutureWarning, stacklevel=2)
+        return self.heldout_rows
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form written to ``<run dir>/quickstart.json`` (figures, not per-maze records)."""
@@ -386,10 +461,15 @@ class QuickstartSummary:
             "run_dir": str(self.run_dir),
             "submission_id": self.submission_id,
             "wall_s": self.wall_s,
-            "heldout_mazes": self.heldout_mazes,
+            "heldout_rows": self.heldout_rows,
+            "heldout_mazes": self.heldout_rows,  # the key before the rename, for readers of older summaries
             "base": self.base.metrics,
             "adapter": self.adapter.metrics,
             "comparison": self.comparison.to_json(),
+            "sft_run_id": self.sft_run_id,
+            "sft": None if self.sft is None else self.sft.metrics,
+            "sft_comparison": None if self.sft_comparison is None else self.sft_comparison.to_json(),
+            "base_comparison": (self.base_comparison or self.comparison).to_json(),
             "served_answer": self.served_answer,
             "warnings": self.warnings,
         }
@@ -408,6 +488,52 @@ def follow_quietly(client: Any, submission_id: str, total_steps: int) -> str:
     return status
 
 
+def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
+    """Follow a job with a ``tqdm.auto`` bar (a widget in a notebook, text elsewhere) until it ends.
+
+    The bar shows the step, reward, loss and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
+    (from the steps' own finish times); trainer notices (a corrupt checkpoint skipped, the step a
+    job resumed from) are written above it as they come. :func:`run`'s default ``follow``.
+
+    Returns:
+        The job's final Ray status (``"SUCCEEDED"``, ``"FAILED"``, ``"STOPPED"``).
+    """
+    from tqdm.auto import tqdm
+
+    from hyperpod_rl.jobs import RunProgress, follow_run, format_duration
+
+    status = "PENDING"
+    state = RunProgress(total_steps)
+    # tqdm's own remaining-time estimate is left out: it is taken from when steps were seen
+    with tqdm(total=total_steps, desc="train", unit="step", bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]") as bar:
+        for update in follow_run(client, submission_id):
+            status = update.status
+            for notice in state.add(update):
+                bar.write(f"note: {notice}")
+            if update.records:
+                eta = state.eta_s
+                bar.n = state.step
+                bar.set_postfix_str(
+                    f"reward {state.reward()}, loss {state.loss()}" + ("" if eta is None else f", ETA {format_duration(eta)}"),
+                    refresh=False,
+                )
+                bar.refresh()
+    return status
+
+
+def print_phase(phase: Phase) -> None:
+    """Print a phase as it starts (``2/7 generating maze data ...``) and ends (``✓ 2/7 <message> (3 s)``).
+
+    :func:`run`'s default ``on_phase``: plain ``print`` lines, which a notebook cell, a terminal
+    and a piped log all show as they come.
+    """
+    n = f"{list(PHASES).index(phase.name) + 1}/{len(PHASES)}"
+    if phase.done:
+        print(f"✓ {n} {phase.message} ({phase.seconds:.0f} s)", flush=True)
+    else:
+        print(f"{n} {PHASES[phase.name]} ...", flush=True)
+
+
 def run(
     opts: QuickstartOptions,
     *,
@@ -423,10 +549,12 @@ def run(
         client: a ``JobSubmissionClient`` of the cluster to train on; default: the embedded
             local cluster, started (or reused) here.
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
-        on_phase: called with a :class:`Phase` when each step starts and ends.
+        on_phase: called with a :class:`Phase` when each step starts and ends (default:
+            :func:`print_phase`, a line per start and end; ``lambda phase: None`` for silence).
         follow: ``follow(client, submission_id, total_steps) -> final status``, called while the
-            job trains (default: :func:`follow_quietly`). Raising ``KeyboardInterrupt`` in it
-            detaches: the job keeps running.
+            job trains (default: :func:`follow_with_tqdm`, a ``tqdm.auto`` bar;
+            :func:`follow_quietly` for none). Raising ``KeyboardInterrupt`` in it detaches: the
+            job keeps running.
 
     Returns:
         The :class:`QuickstartSummary`, also written to ``<run dir>/quickstart.json``.
@@ -440,7 +568,7 @@ def run(
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.jobs import submit_run
 
-    notify = on_phase or (lambda _phase: None)
+    notify = on_phase or print_phase
     storage = storage or storage_root()
     rid = opts.run_id or default_run_id()
     paths = run_paths(rid, storage=storage)
@@ -483,23 +611,49 @@ def run(
         lambda r: _base_message(opts, r),
     )
     _record_evals(paths, base=base)  # before the job starts: its trainer then skips its own base benchmark
-    config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data)
-    handle = submit_run(client, config, paths.root)
 
-    def train() -> str:
-        return (follow or follow_quietly)(client, handle.submission_id, config.trainer.steps)
+    def submit_and_follow(config: RunConfig, root: Path, phase: str) -> str:
+        handle = submit_run(client, config, root)
 
-    status = step("train", train, lambda st: f"job {handle.submission_id} ended {st}")
-    if status != "SUCCEEDED":
-        raise JobError(f"training job {handle.submission_id} ended {status}; its log: hyperpod-rl job logs {rid}")
+        def train() -> str:
+            return (follow or follow_with_tqdm)(client, handle.submission_id, config.trainer.steps)
 
-    def eval_adapter() -> tuple[EvalResult, Comparison]:
+        status = step(phase, train, lambda st: f"job {handle.submission_id} ended {st}")
+        if status != "SUCCEEDED":
+            raise JobError(f"training job {handle.submission_id} ended {status}; its log: hyperpod-rl job logs {config.run_id}")
+        return handle.submission_id
+
+    start, sft_result, sft_comparison, sft_id, init_adapter = base, None, None, None, None
+    if opts.sft:
+        sft_id = sft_run_id(rid)
+        sft_paths = run_paths(sft_id, storage=storage)
+        if sft_paths.submissions.exists() or sft_paths.config.exists():
+            raise ConfigError(f"run {sft_id!r} already exists at {sft_paths.root}: pick another run id (or omit it)")
+        _record_evals(sft_paths, base=base)
+        sft_config = make_run_config(opts, run_id=sft_id, model_path=model_dir, revision=revision, data=data, stage="sft")
+        submit_and_follow(sft_config, sft_paths.root, "sft")
+
+        def eval_sft() -> tuple[EvalResult, Comparison]:
+            result = evaluate(model_dir, heldout_rows, adapter_path=sft_paths.adapter, label="sft")
+            return result, compare(base, result)
+
+        sft_result, sft_comparison = step("eval_sft", eval_sft, lambda out: f"SFT adapter: {out[1].reason}")
+        _record_evals(sft_paths, adapter=sft_result, comparison=sft_comparison)
+        _record_evals(paths, start=sft_result)
+        start, init_adapter = sft_result, sft_paths.adapter
+    config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data, init_adapter=init_adapter)
+    submission_id = submit_and_follow(config, paths.root, "train")
+
+    def eval_adapter() -> tuple[EvalResult, Comparison, Comparison]:
         tuned = evaluate(model_dir, heldout_rows, adapter_path=paths.adapter, label="adapter")
-        return tuned, compare(base, tuned)
+        # promotion compares the adapter with where its training started (the SFT adapter), not only the base
+        return tuned, compare(start, tuned), compare(base, tuned)
 
-    tuned, comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
+    tuned, comparison, base_comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
     warnings = _validity_warnings(opts, paths, base, tuned)
     _record_evals(paths, adapter=tuned, comparison=comparison)
+    if opts.sft:
+        _record_evals(paths, base_comparison=base_comparison)
     answer = None
     if opts.serve:
         answer = step(
@@ -511,12 +665,16 @@ def run(
     summary = QuickstartSummary(
         run_id=rid,
         run_dir=paths.root,
-        submission_id=handle.submission_id,
+        submission_id=submission_id,
         wall_s=timings,
-        heldout_mazes=len(heldout_rows),
+        heldout_rows=len(heldout_rows),
         base=base,
         adapter=tuned,
         comparison=comparison,
+        sft=sft_result,
+        sft_comparison=sft_comparison,
+        base_comparison=base_comparison,
+        sft_run_id=sft_id,
         served_answer=answer,
         dashboard_url=dashboard_url,
         warnings=warnings,

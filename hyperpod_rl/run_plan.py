@@ -75,7 +75,7 @@ def plan_input_for(
             raise ConfigError(f"{local} holds a JSON {type(model).__name__}, not an object: point model.path at a Qwen3-VL checkpoint")
     micro = config.trainer.micro_batch_size
     if config.backend != "skyrl":  # the reference trainer's micro batches never exceed a worker's sequences
-        micro = min(micro, max(1, config.data.mazes_per_step * config.grpo.group_size // config.trainer.workers))
+        micro = min(micro, max(1, config.data.prompts_per_step * config.grpo.group_size // config.trainer.workers))
     multi_turn = get_task(config.task.name).multi_turn
     turns = config.rollout.max_turns if multi_turn else 1
     first_image = image_tokens(*image_px) + 2
@@ -84,8 +84,8 @@ def plan_input_for(
         model=model,
         lora_rank=config.lora.rank,
         micro_train_batch_size_per_gpu=micro,
-        mini_batch_size=max((config.trainer.mini_batch_size or config.data.mazes_per_step) * config.grpo.group_size, micro),
-        train_batch_size=config.data.mazes_per_step,
+        mini_batch_size=max((config.trainer.mini_batch_size or config.data.prompts_per_step) * config.grpo.group_size, micro),
+        train_batch_size=config.data.prompts_per_step,
         group_size=config.grpo.group_size,
         turns=turns,
         max_prompt_tokens=max(0, min(prompt_text_tokens, config.rollout.max_prompt_tokens - first_image)),

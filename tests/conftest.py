@@ -55,11 +55,11 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_setup(tmp_path_factory: pytest.TempPathFactory):
     """A small maze dataset and the tiny base model, built once per session."""
-    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
 
     storage = tmp_path_factory.mktemp("storage")
-    opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=16, max_turns=3, steps=2, group_size=2, mazes_per_step=2)
+    opts = QuickstartOptions.build(train_rows=64, heldout_rows=16, max_turns=3, steps=2, group_size=2, prompts_per_step=2)
     data = prepare_dataset(opts, storage)
     model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
     return {"opts": opts, "storage": storage, "data": data, "model_dir": model_dir, "revision": revision}

@@ -26,7 +26,9 @@ def test_every_field_is_an_option_with_the_model_default_and_help():
             assert field.description and options[name].help.startswith(field.description) and "JSON" in options[name].help, name
             continue
         assert options[name].default == getattr(defaults, name), name
-        assert field.description and options[name].help == field.description, name
+        renamed = {new: old for old, new in QuickstartOptions.renamed_fields.items()}
+        suffix = f" (--{renamed[name].replace('_', '-')}: deprecated name)" if name in renamed else ""
+        assert field.description and options[name].help == field.description + suffix, name
     assert set(options) == set(QuickstartOptions.model_fields) | {"summary_json"}
 
 

@@ -2,7 +2,9 @@
 
 Every quoted figure sits in a marked passage (``<!-- fig:NAME -->``) that ``benchmarks/figures.py``
 renders from ``benchmarks/results/``; after a benchmark is rerun, ``python -m benchmarks.figures``
-rewrites the passages (``benchmarks/quickstart.py`` does it for the README by itself).
+rewrites the passages (``benchmarks/quickstart.py`` does it for the README by itself). Outside them,
+a number with a unit or a ratio fails unless marked ``measured`` (checked against its result files)
+or ``quoted`` (with its source): ``benchmarks.figures.unrendered``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.figures import PASSAGES, check
+from benchmarks.figures import PASSAGES, README_GPU_MFU, README_GPU_TRL, check, documents, unrendered
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,3 +54,83 @@ def test_readme_quotes_the_committed_quickstart_result() -> None:
             assert quoted in figures, f"README lacks {metric} {part} {quoted}"
     quoted_numbers = re.findall(r"[+-]?\d+\.\d{3}", figures)
     assert len(quoted_numbers) == 2 * 9, "the README quotes a number the check above does not cover"
+
+
+@pytest.mark.parametrize("doc", documents())
+def test_no_figure_is_typed_by_hand(doc: str) -> None:
+    """Every number with a unit or a ratio is rendered, or marked measured (checked against its result files) or quoted (with a source)."""
+    assert unrendered(doc) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "decoding 12.3 s of a step",
+        "47 % MFU on the update",
+        "1.87× its samples/s",
+        "took up to 3.4x as long",
+        "peak 43 GiB",
+        "at 5,692 tokens/s",
+        "backs off 10×",
+        "a 24 GB A10G",
+        "<!-- fig:nope -->1 s<!-- /fig:other --> and 2 s",
+    ],
+)
+def test_the_check_fails_a_figure_typed_by_hand(text: str) -> None:
+    problems = unrendered("docs/x.md", f"intro\n{text}\n")
+    assert problems and all(p.startswith("docs/x.md:2: ") and "typed by hand" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a 16 x 807 batch and 320 × 224 px, patch 16 × merge 2",
+        "the 8B shape, 64 vision tokens, 16,384 characters",
+        "`--timeout 600 s` and\n```text\n12.3 s\n```",
+        "a 95 % paired bootstrap interval",
+        "<!-- fig:a -->12.3 s<!-- /fig:a -->",
+        "<!-- quoted: NVIDIA H200 datasheet -->989 TFLOP/s<!-- /quoted -->",
+        "<!-- quoted: https://example.org/x -->1.35–1.73× faster<!-- /quoted -->",
+        "<!-- quoted: hyperpod_rl/plan/hardware.py -->80 GB<!-- /quoted -->",
+        "<!-- measured: benchmarks/results/h200_grpo_e2e_decode_8b.json -->1.65× at 25.1 vs 27.2 GiB<!-- /measured -->",
+    ],
+)
+def test_the_check_passes_what_is_not_typed_by_hand(text: str) -> None:
+    assert unrendered("docs/x.md", text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("<!-- quoted:  -->12 s<!-- /quoted -->", "names no source"),
+        ("<!-- quoted: hyperpod_rl/nope.py -->12 s<!-- /quoted -->", "not a file of this repository"),
+        ("<!-- measured: benchmarks/results/nope.json -->12 s<!-- /measured -->", "must name committed result files"),
+        (
+            "<!-- measured: benchmarks/results/h200_grpo_e2e_decode_8b.json -->1.66× at 25.1 GiB<!-- /measured -->",
+            "'1.66×' is not a number",
+        ),
+        ("<!-- measured: benchmarks/results/quickstart.json -->98765.4 s<!-- /measured -->", "'98765.4 s' is not a number"),
+    ],
+)
+def test_a_marker_must_hold_what_it_claims(text: str, why: str) -> None:
+    problems = unrendered("docs/x.md", text)
+    assert problems and why in problems[0], problems
+
+
+def test_the_readme_gpu_sentence_is_rendered_from_the_named_results() -> None:
+    """Issue 30 item 6: the README's GPU figures come from the files benchmarks/figures.py names (re-pointed when new results land)."""
+    body = _readme_passage("readme-gpu")
+    for shape, name in README_GPU_TRL.items():
+        res = json.loads((REPO / "benchmarks" / "results" / f"{name}.json").read_text())["results"]
+        ratio = next(c for c in res["comparisons"] if "throughput_ratio_ours_over_trl" in c)["throughput_ratio_ours_over_trl"]
+        assert f"{ratio:.2f}×" in body and f"at {shape}" in body
+    name, config, variant = README_GPU_MFU
+    rec = next(
+        r for r in json.loads((REPO / "benchmarks" / "results" / f"{name}.json").read_text())["results"] if r["config"]["name"] == config
+    )
+    assert f"{100 * rec['variant_mfu'][variant]:.0f} % MFU" in body
+
+
+def test_a_marker_shown_as_code_is_not_a_marker() -> None:
+    text = "write `<!-- measured: FILE -->` then\n12.3 s here <!-- /measured -->"
+    assert [p.split(": ", 1)[0] for p in unrendered("docs/x.md", text)] == ["docs/x.md:2"]

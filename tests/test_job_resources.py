@@ -69,7 +69,7 @@ def test_runs_the_cluster_can_never_hold_are_refused_before_submitting(local_clu
     assert f"needs 1 GPU(s) but the cluster has 0 GPU(s) and {totals['CPU']:g} CPU(s)" in str(err.value)
     assert "set trainer.device to 'auto'" in str(err.value)
     workers = int(totals["CPU"]) + 1
-    cfg = _config(tiny_setup, "fit-workers", trainer={"workers": workers}, data={"mazes_per_step": workers})
+    cfg = _config(tiny_setup, "fit-workers", trainer={"workers": workers}, data={"prompts_per_step": workers})
     with pytest.raises(
         ConfigError, match=rf"needs trainer.workers={workers} workers of 1 CPU each on one node .* set trainer.workers to at most"
     ):
@@ -111,7 +111,7 @@ def test_workers_that_cannot_start_fail_the_job_once_with_a_clear_message(local_
     """The trial's input: trainer.workers equal to the cluster's CPUs while another job holds one."""
     client = local_cluster.job_client()
     workers = int(_totals(client)["CPU"])
-    cfg = _config(tiny_setup, "busy-workers", trainer={"workers": workers, "torch_threads": 1}, data={"mazes_per_step": workers})
+    cfg = _config(tiny_setup, "busy-workers", trainer={"workers": workers, "torch_threads": 1}, data={"prompts_per_step": workers})
     hold = _hold_cpus(client, 1)
     try:
         from hyperpod_rl.jobs import submit_run

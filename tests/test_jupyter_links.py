@@ -76,8 +76,8 @@ def test_every_local_dashboard_line_has_the_proxy_path(local_cluster, monkeypatc
     from typer.testing import CliRunner
 
     from hyperpod_rl.cli import app
-    from hyperpod_rl.doctor import doctor
     from hyperpod_rl.quickstart import _dashboard_link
+    from hyperpod_rl.readiness import doctor
 
     monkeypatch.setenv("HYPERPOD_RL_JUPYTER_BASE_URL", STUDIO_BASE_URL)
     port = int(local_cluster.dashboard_url.rsplit(":", 1)[1])

@@ -9,11 +9,12 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
 
-from hyperpod_rl.cluster.local import LocalCluster, start_local_cluster
+from hyperpod_rl.cluster.local import LocalCluster, private_tmp_dir, start_local_cluster
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import follow_run, latest_submission, list_runs, stop_run, submit_run
 from hyperpod_rl.quickstart import make_run_config
@@ -214,6 +215,23 @@ def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
         time.sleep(1)
 
 
+def _wait_for_metrics(port: int, timeout_s: float = 120.0) -> str:
+    """The Prometheus text on ``port`` of this machine's address (the dashboard starts it late)."""
+    host = socket.gethostbyname(socket.gethostname())
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for address in (host, "127.0.0.1"):
+            try:
+                resp = requests.get(f"http://{address}:{port}/metrics", timeout=10)
+                if resp.status_code == 200:
+                    return resp.text
+            except requests.RequestException:
+                pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no metrics endpoint answered on port {port} within {timeout_s:.0f} s")
+        time.sleep(1)
+
+
 def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
     """Field report (issue 14, item 16): a cluster started while another was starting failed at
     `ray start`. Two notebooks on one Studio space do exactly this."""
@@ -240,6 +258,15 @@ def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
             assert resp.status_code == 200
             # issue 14 item 15: `local start` leaves nothing in `ray job list` (no FAILED hprl-ready-... probe)
             assert [(j["submission_id"], j["status"]) for j in resp.json()] == []
+        # issue 30 item 5e: Ray's dashboard metrics port is a fixed 44227 unless set, so the second
+        # cluster had no dashboard metrics endpoint; each now has its own, and it answers
+        ports = [(s["dashboard_metrics_port"], s["metrics_export_port"]) for s in states]
+        assert len({p for pair in ports for p in pair}) == 4, ports
+        for dashboard_metrics, _ in ports:
+            metrics = _wait_for_metrics(dashboard_metrics)
+            assert "# TYPE" in metrics and "ray_" in metrics, metrics[:300]
+        for state in states:  # the Ray temp dirs are in this user's private 0700 directory
+            assert Path(state["temp_dir"]).parent == private_tmp_dir() and stat.S_IMODE(private_tmp_dir().stat().st_mode) == 0o700
     finally:
         for home in homes:
             subprocess.run(

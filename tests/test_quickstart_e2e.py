@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 CLI = [sys.executable, "-m", "hyperpod_rl.cli"]
 
 
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, timeout: float = 840) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -35,10 +35,12 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
             "e2e",
             "--steps",
             "80",
-            "--train-mazes",
+            "--train-rows",
             "400",
-            "--heldout-mazes",
+            "--heldout-rows",
             "60",
+            "--sft-steps",
+            "4",
             "--serve-port",
             "8123",
             "--summary-json",
@@ -61,7 +63,15 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
             "adapter/provenance.json",
         ):
             assert (run_dir / rel).is_file(), rel
-        assert summary["heldout_mazes"] == 60
+        assert summary["heldout_rows"] == 60
+        # the SFT warm start (issue 29): its own run, evaluated, and the GRPO run started from its adapter
+        sft_dir = run_dir.parent / "e2e-sft"
+        assert summary["sft_run_id"] == "e2e-sft" and summary["sft"]["solve_rate"] >= 0
+        assert len(list(read_metrics(sft_dir / "metrics.jsonl"))) == 4
+        lineage = json.loads((run_dir / "adapter" / "provenance.json").read_text())["lineage"]
+        assert [e["stage"] for e in lineage] == ["base", "sft", "grpo"]
+        assert summary["comparison"]["base_label"] == "sft" and summary["base_comparison"]["base_label"] == "base"
+        assert "SFT → GRPO" in proc.stdout
         assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
         # one metric record per step, and the reward trend goes up
         rewards = [r.values["reward/avg_raw_reward"] for r in read_metrics(run_dir / "metrics.jsonl")]
@@ -126,10 +136,11 @@ def test_tiny_ui_nav_quickstart_says_no_rollout_was_valid(local_cluster, tmp_pat
         "e2e-ui-nav",
         "--steps",
         "2",
-        "--train-mazes",
+        "--train-rows",
         "8",
-        "--heldout-mazes",
+        "--heldout-rows",
         "4",
+        "--no-sft",
         "--no-serve",
         "--summary-json",
         str(summary_path),

@@ -140,12 +140,24 @@ def test_calibration_file_is_reproduced_by_its_fit() -> None:
 
     stored = _load(RESULTS / "planner_calibration.json")["results"]
     assert stored["fit_files"] == list(calibrate.FIT_FILES) and stored["held_out_files"] == list(calibrate.HELD_OUT_FILES)
-    data = calibrate.points(calibrate.FIT_FILES)
+    data = calibrate.points("fit")
     fitted = calibrate.fit_memory(data) | calibrate.fit_step_time(data)
     assert stored["fit_points"] == len(data)
     for key, value in fitted.items():
         assert stored["fitted"][key] == pytest.approx(value, abs=1e-6), key
         assert stored["planner_values"][key] == round(value, calibrate.ROUNDING[key]), key
+
+
+def test_calibration_splits_are_named_not_passed_as_file_lists() -> None:
+    """``points`` takes a split name; a tuple of files (once passed here, right only by coincidence) is refused."""
+    from benchmarks.gpu import calibrate
+
+    with pytest.raises(ValueError, match="split"):
+        calibrate.points(calibrate.FIT_FILES)  # type: ignore[arg-type]
+    fit, held = calibrate.records("fit"), calibrate.records("held_out")
+    assert {name for name, _ in held} >= set(calibrate.HELD_OUT_FILES)
+    keys = [{(name, rec["config"]["name"], rec["gpus"]) for name, rec in split} for split in (fit, held)]
+    assert fit and not keys[0] & keys[1] and {name for name, _ in fit} <= set(calibrate.FIT_FILES)
 
 
 def test_quickstart_result_is_internally_consistent() -> None:
@@ -158,3 +170,29 @@ def test_quickstart_result_is_internally_consistent() -> None:
         assert f["diff"]["low"] <= f["diff"]["value"] <= f["diff"]["high"], metric
     fr = r["forward_rows"]
     assert fr["forward_rows"] <= fr["samples"] and fr["saving"] == round(fr["samples"] / fr["forward_rows"], 2)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_git_commit_is_the_recorders_and_a_correction_says_why(path: Path) -> None:
+    """Raw provenance stays: a hand correction never overwrites ``git_commit``; it goes into ``corrected_commit`` with its reason."""
+    data = _load(path)
+    fixed = data.get("corrected_commit")
+    assert "corrected by hand" not in data["notes"] or fixed, f"{path.name}: notes mention a correction but it has no corrected_commit"
+    if fixed:
+        assert fixed["commit"] != data["git_commit"], f"{path.name}: corrected_commit repeats git_commit"
+        assert fixed["commit"][:10] in fixed["reason"] or "commit" in fixed["reason"], fixed
+
+
+def test_readers_quote_the_corrected_commit_and_the_file_keeps_the_recorded_one() -> None:
+    """figures.py renders the commit whose code ran (corrected_commit) while the file keeps what the recorder read."""
+    from benchmarks._record import code_commit
+    from benchmarks.figures import render
+
+    data = _load(RESULTS / "h200_grpo_e2e_2b.json")
+    assert data["git_commit"].startswith("d1db7dbe5f") and data["corrected_commit"]["commit"].startswith("8e1ce0d331")
+    assert code_commit(data) == data["corrected_commit"]["commit"]
+    assert code_commit({"git_commit": "a" * 40}) == "a" * 40
+    assert "commit `8e1ce0d331`" in render("gpu-e2e") and "d1db7dbe5f" not in render("gpu-e2e")
+    bad = dict(data, corrected_commit={"commit": "xyz", "reason": "because"})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, SCHEMA)

@@ -17,7 +17,7 @@ def test_presets_fit_an_h200(name):
 
 
 def test_oversized_micro_batch_gets_a_planner_warning():
-    data = {**DATA, "mazes_per_step": 64}
+    data = {**DATA, "prompts_per_step": 64}
     config = RunConfig.from_preset(
         "single-gpu", run_id="plan-check", data=data, **{"trainer.micro_batch_size": 512, "trainer.mini_batch_size": 64}
     )

@@ -36,6 +36,8 @@ from hyperpod_rl.plan.inputs import PlanInput
 #: Runs the calibration is fitted on: the single-GPU suite on the 8B, 2B and 4B shapes and the first 2-GPU FSDP2 run
 #: (less the configs of ``HELD_OUT_CONFIGS``).
 FIT_FILES = ("h200_1gpu.json", "h200_2gpu_fsdp.json", "h200_1gpu_2b.json", "h200_1gpu_4b.json")
+#: The two splits of the measurements (:func:`records`, :func:`points`).
+SPLITS = ("fit", "held_out")
 #: Runs never fitted on: FSDP2 at world size 1 (torchrun) and the 2-GPU rerun on a second machine.
 HELD_OUT_FILES = ("h200_1gpu_fsdp.json", "h200_2gpu_fsdp_run2.json")
 #: Configs of fitted files that are held out too: the two 896 px configs of each smaller shape, so that
@@ -64,7 +66,13 @@ ROUNDING = {
 
 
 def records(split: str, results: Path = RESULTS_DIR) -> list[tuple[str, dict[str, Any]]]:
-    """``(file, record)`` of the ``"fit"`` or ``"held_out"`` split (files plus :data:`HELD_OUT_CONFIGS`)."""
+    """``(file, record)`` of the ``"fit"`` or ``"held_out"`` split (files plus :data:`HELD_OUT_CONFIGS`).
+
+    Raises:
+        ValueError: ``split`` is not ``"fit"`` or ``"held_out"`` (a tuple of file names is not a split).
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r} is not one of {SPLITS}")
     out = []
     for name in FIT_FILES + HELD_OUT_FILES:
         for rec in load_records(results / name):

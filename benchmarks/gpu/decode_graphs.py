@@ -16,9 +16,9 @@ import time
 import torch
 
 from benchmarks.gpu.workload import SHAPES
-from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ downloaded here) it runs full GRPO steps of :class:`hyperpod_rl.train.reference.
 and records per phase: seconds, peak GPU memory, tokens/s and samples/s, and the model-FLOP
 utilisation (MFU) of the update. Only the model and the rows are injected (``_load_base`` and
 ``_load_rows``): the model is built on the GPU instead of read from disk, the rows come from
-:func:`hyperpod_rl.maze.build_dataset` instead of a parquet file.
+:func:`hyperpod_rl.tasks.maze.build_dataset` instead of a parquet file.
 
 Workload (each flag below): LoRA rank 32 (alpha 32) on every language-model linear, groups of 8,
 free generation (``action_constraint='none'``) up to ``--max-new-tokens`` tokens, ``--max-turns``
@@ -54,12 +54,13 @@ from typing import Any
 import torch
 
 from benchmarks._record import Recording
-from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config
+from benchmarks.gpu.workload import GIB, H200_BF16_DENSE_FLOPS, SHAPES, hf_config, save_for_vllm
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.maze import DatasetSpec, build_dataset
-from hyperpod_rl.maze.render import RenderStyle
+from hyperpod_rl.model.rollout import play_episodes as play_episodes_original
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
 from hyperpod_rl.plan import model_shape
+from hyperpod_rl.tasks.maze import DatasetSpec, build_dataset
+from hyperpod_rl.tasks.maze.render import RenderStyle
 from hyperpod_rl.train.reference import ReferenceTrainer
 
 
@@ -113,6 +114,70 @@ def build_model(shape_name: str, processor: Any, *, device: torch.device, tiny: 
     return model
 
 
+def model_on_disk(shape_name: str, model: Any, processor: Any, *, tiny: bool) -> Path:
+    """The random-init model and processor saved once per machine as a Hugging Face checkpoint directory
+    (``$HPRL_MODEL_CACHE``, default ``/tmp/hprl-models``): what vLLM engines load (ours and TRL's colocated one)."""
+    root = Path(os.environ.get("HPRL_MODEL_CACHE", "/tmp/hprl-models")) / (shape_name + ("-tiny" if tiny else ""))
+    if not (root / ".complete").exists():
+        root.mkdir(parents=True, exist_ok=True)
+        save_for_vllm(root, model, processor)
+        (root / ".complete").write_text("ok")
+    return root
+
+
+class DevicePeak:
+    """Peak GPU memory in use by any allocator (``total - free`` from ``cudaMemGetInfo``), polled every 10 ms.
+
+    torch's ``max_memory_allocated`` misses a colocated vLLM engine's memory (its sleep-mode allocator
+    and the KV cache it reserves), so both sides are compared on what the device itself reports.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        if torch.cuda.is_available():
+            self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            free, total = torch.cuda.mem_get_info()
+            self._peak = max(self._peak, total - free)
+            self._stop.wait(0.01)
+
+    def take(self) -> float:
+        """Peak GiB since the last call (NaN on CPU), then reset."""
+        if not torch.cuda.is_available():
+            return float("nan")
+        peak, self._peak = self._peak, 0
+        return peak / GIB
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def bench_reward(index: int) -> float:
+    """The benchmark's reward of the index-th completion of a batch, the same on both sides: varied within
+    every group (so advantages and gradients are non-zero), independent of what was generated (so the
+    workload stays fixed while the policy moves)."""
+    return float((index * 7919) % 5)
+
+
+def _rewarded(play: Any) -> Any:
+    """``play_episodes`` whose episodes get :func:`bench_reward` (on their last turn) in place of the env's."""
+
+    def wrapped(*a: Any, **k: Any) -> list[Any]:
+        episodes = play(*a, **k)
+        for i, ep in enumerate(episodes):
+            for t, turn in enumerate(ep.turns):
+                turn.reward = bench_reward(i) if t == len(ep.turns) - 1 else 0.0
+        return episodes
+
+    return wrapped
+
+
 class BenchTrainer(ReferenceTrainer):
     """The reference trainer with an in-memory model and rows; records per-phase peaks and FLOPs."""
 
@@ -157,6 +222,41 @@ class BenchTrainer(ReferenceTrainer):
         return rows
 
 
+def standalone_generate(trainer: BenchTrainer, repeats: int = 3) -> dict[str, Any]:
+    """The last step's first-turn requests through the same engine outside the training loop (awake, the same
+    adapter and sampling), timed alone: the throughput the in-loop rollout is compared with."""
+    engine = trainer.engine
+    prompts = [ep.turns[0].context for ep in trainer.last_episodes]
+    times, tokens = [], 0
+    for _ in range(repeats):
+        engine.timings["generate_s"] = 0.0
+        engine.generated_tokens = 0
+        engine.act(prompts, temperature=trainer.config.rollout.temperature, generator=torch.Generator().manual_seed(1))
+        times.append(engine.timings["generate_s"])
+        tokens = engine.generated_tokens
+    return {
+        "requests": len(prompts),
+        "generated_tokens": tokens,
+        "generate_s": statistics.median(times),
+        "tokens_per_s": tokens / statistics.median(times),
+    }
+
+
+def learning_check(losses: list[float], grad_norms: list[float], token_logprobs: list[float | None]) -> dict[str, Any]:
+    """Whether the policy moved over the steps: non-zero loss and gradient norm, and the trend of the mean
+    sampled-token log-prob of its own rollouts (last step minus first; None where it was not recorded)."""
+    lps = [x for x in token_logprobs if x is not None]
+    return {
+        "loss_nonzero_steps": sum(1 for x in losses if abs(x) > 1e-9),
+        "grad_norm_nonzero_steps": sum(1 for g in grad_norms if g is not None and g > 1e-9),
+        "grad_norm_median": statistics.median(g for g in grad_norms if g is not None) if any(g is not None for g in grad_norms) else None,
+        "steps": len(losses),
+        "rollout_token_logprob_first": lps[0] if lps else None,
+        "rollout_token_logprob_last": lps[-1] if lps else None,
+        "rollout_token_logprob_rise": (lps[-1] - lps[0]) if len(lps) > 1 else None,
+    }
+
+
 def update_flops(shape_name: str, rows: list[tuple[int, int, int]], *, image_patches: int) -> float:
     """Model FLOPs of one update's forward + backward (no recompute), as the planner counts them.
 
@@ -177,7 +277,9 @@ def update_flops(shape_name: str, rows: list[tuple[int, int, int]], *, image_pat
     return total
 
 
-def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir: str, decode: str | None = None) -> RunConfig:
+def _config(
+    args: argparse.Namespace, *, max_turns: int, device: str, model_dir: str, decode: str | None = None, engine: str = "hf"
+) -> RunConfig:
     return RunConfig.build(
         {
             "run_id": "bench-e2e",
@@ -196,8 +298,11 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "action_constraint": "none",
                 "max_new_tokens": args.max_new_tokens,
                 "decode": decode or args.decode,
+                "engine": engine,
+                "max_prompt_tokens": 4096,
+                "gpu_memory_utilization": args.vllm_fraction_cap,
             },
-            "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "mazes_per_step": args.mazes},
+            "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "prompts_per_step": args.mazes},
             "trainer": {
                 "steps": 1000,
                 "seed": 0,
@@ -207,7 +312,7 @@ def _config(args: argparse.Namespace, *, max_turns: int, device: str, model_dir:
                 "checkpoint_policy": args.checkpoint_policy,
                 "compile_layers": args.compile_layers,
                 "device": device,
-                "eval_mazes": 1,
+                "eval_rows": 1,
                 "workers": args.workers,
             },
             "checkpoint": {"interval": 0},
@@ -223,9 +328,10 @@ def run_ours(
     device: torch.device,
     decode: str | None = None,
     parallel: Any = None,
+    engine: str = "hf",
 ) -> dict[str, Any]:
     """Warm-up + ``--steps`` measured steps of the reference trainer (``decode`` overrides ``--decode``;
-    one worker of ``--workers`` when ``parallel``)."""
+    one worker of ``--workers`` when ``parallel``; ``engine`` is ``rollout.engine``)."""
     if args.workers > 1 and parallel is None:
         return run_ours_workers(args, shape_name, max_turns=max_turns, device=device, decode=decode)
     rows = maze_rows(max(64, args.mazes * (args.steps + args.warmup)), side=args.side, cell_px=args.cell_px, max_turns=max_turns, seed=1)
@@ -233,22 +339,33 @@ def run_ours(
     t0 = time.perf_counter()
     model = build_model(shape_name, processor, device=device, tiny=args.tiny)
     build_s = time.perf_counter() - t0
+    disk = model_on_disk(shape_name, model, processor, tiny=args.tiny) if engine == "vllm" else None
+    import hyperpod_rl.train.reference as reference
+
+    reference.play_episodes = _rewarded(play_episodes_original)
     with tempfile.TemporaryDirectory() as tmp:
-        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=tmp, decode=decode)  # the model is injected, not read
+        # the trainer's model is injected; a vLLM engine loads the same weights from disk
+        cfg = _config(args, max_turns=max_turns, device=device.type, model_dir=str(disk or tmp), decode=decode, engine=engine)
         trainer = BenchTrainer(cfg, Path(tmp), model=model, processor=processor, rows=rows, parallel=parallel)
+        t0 = time.perf_counter()
         trainer._build()
+        build_trainer_s = time.perf_counter() - t0
+        meter = DevicePeak()
         enc = trainer.policy._encode_prompt(rows[0]["prompt"])  # patches per image, from one real observation
         patches = int(enc["image_grid_thw"].prod(-1).sum()) if "image_grid_thw" in enc else 0
         steps = []
         for k in range(args.warmup + args.steps):
             _peak_reset()
+            meter.take()
             _sync()
             trainer.policy.timings.update(decode_s=0.0, rollout_score_s=0.0)
             t = time.perf_counter()
             record = trainer._step()
             _sync()
             wall = time.perf_counter() - t
+            device_peak = meter.take()
             v = record.values
+            turns_lp = [lp for ep in trainer.last_episodes for turn in ep.turns for lp in (turn.action.token_logprobs or [])]
             fwd_rows = trainer.forward_rows()
             flops = update_flops(shape_name, fwd_rows, image_patches=patches)
             upd_tokens = sum(r[0] for r in fwd_rows)
@@ -277,9 +394,23 @@ def run_ours(
                     "response_length": v["policy/response_length"],
                     "turns": v["generate/avg_num_turns"],
                     "rollout_logprob_abs_diff": v["policy/rollout_train_logprobs_abs_diff_mean"],
+                    "logprob_gap_mean": v.get("rollout/logprob_gap_mean"),
+                    "logprob_gap_max": v.get("rollout/logprob_gap_max"),
+                    "is_truncated_fraction": v.get("rollout/is_truncated_fraction"),
+                    "rollout_mean_token_logprob": sum(turns_lp) / max(len(turns_lp), 1),
+                    "policy_loss": v["policy/policy_loss"],
+                    "grad_norm": v["policy/grad_norm"],
+                    "engine_sync_s": v.get("timing/sync_weights", 0.0),
+                    "engine_generate_tokens_per_s": v.get("generate/tokens_per_second"),
+                    "engine_sleep_s": v.get("timing/engine_sleep", 0.0),
+                    "engine_wake_s": v.get("timing/engine_wake", 0.0),
+                    "peak_device_gib": device_peak,
                 }
             )
             print(json.dumps({"shape": shape_name, "turns": max_turns, **steps[-1]}), flush=True)
+        meter.close()
+        engine_start_s = trainer.engine.start_s if trainer.engine is not None else None
+        standalone = standalone_generate(trainer) if trainer.engine is not None else None
     measured = [s for s in steps if not s["warmup"]] or steps
     med = {
         k: statistics.median(s[k] for s in measured)
@@ -291,6 +422,10 @@ def run_ours(
         "shape": SHAPES[shape_name],
         "max_turns": max_turns,
         "workers": args.workers,
+        "engine": "vllm" if trainer.engine is not None else "hf",
+        "engine_start_s": engine_start_s,
+        "standalone_vllm": standalone,
+        "trainer_build_s": build_trainer_s,
         "decode": "compiled" if trainer.policy.compiled_decode else "eager",
         "compiled_layers": trainer.compiled.count if trainer.compiled is not None else 0,
         "checkpoint": {"layers": args.checkpoint_layers, "policy": args.checkpoint_policy},
@@ -305,7 +440,14 @@ def run_ours(
         "update_tokens_per_s": statistics.median(s["update_tokens"] / s["update_s"] for s in measured),
         "update_mfu": statistics.median(s["update_model_flops"] / s["update_s"] / H200_BF16_DENSE_FLOPS for s in measured),
         "peak_gib": max((max(s["peak_rollout_gib"] or 0, s["peak_update_gib"] or 0) for s in measured), default=None),
+        "peak_device_gib": max((s["peak_device_gib"] for s in measured), default=None),
+        "learning": learning_check(
+            [s["policy_loss"] for s in steps], [s["grad_norm"] for s in steps], [s["rollout_mean_token_logprob"] for s in steps]
+        ),
     }
+    reference.play_episodes = play_episodes_original
+    if trainer.engine is not None:
+        trainer.engine.llm = None  # the engine's memory goes with the trainer
     del trainer, model
     gc.collect()
     if torch.cuda.is_available():
@@ -347,19 +489,34 @@ def run_ours_workers(
         return json.loads(out.read_text())
 
 
-def run_trl(args: argparse.Namespace, shape_name: str, *, device: torch.device) -> dict[str, Any]:
-    """TRL ``GRPOTrainer`` on the same shape, LoRA, first-turn prompts, group, response length and samples."""
+def run_trl(
+    args: argparse.Namespace,
+    shape_name: str,
+    *,
+    device: torch.device,
+    vllm_fraction: float | None = None,
+    is_correction: bool = True,
+) -> dict[str, Any]:
+    """TRL ``GRPOTrainer`` on the same shape, LoRA, first-turn prompts, group, response length and samples.
+
+    ``vllm_fraction`` set: ``use_vllm=True, vllm_mode="colocate"`` (TRL's recommended single-GPU mode)
+    with that ``vllm_gpu_memory_utilization``; ``is_correction`` is its ``vllm_importance_sampling_correction``.
+    """
     import trl
     from datasets import Dataset
     from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from hyperpod_rl.maze import decode_image_part
+    from hyperpod_rl.tasks.maze import decode_image_part
 
     n_steps = args.warmup + args.steps
     rows = maze_rows(max(64, args.mazes * n_steps), side=args.side, cell_px=args.cell_px, max_turns=1, seed=1)
     _, processor = build_tiny_qwen3vl(seed=0, corpus=[json.dumps(r["prompt"])[:2000] for r in rows[:8]])
     model = build_model(shape_name, processor, device=device, tiny=args.tiny)
+    if vllm_fraction is not None:  # TRL's colocated engine loads model.name_or_path
+        path = str(model_on_disk(shape_name, model, processor, tiny=args.tiny))
+        model.config._name_or_path = path
+        model.name_or_path = path  # what TRL's VLLMGeneration passes to vllm.LLM
 
     def as_trl(row: dict[str, Any]) -> dict[str, Any]:
         # TRL's conversational VLM format: the images go in an "images" column, "image" parts in the prompt
@@ -381,14 +538,16 @@ def run_trl(args: argparse.Namespace, shape_name: str, *, device: torch.device) 
 
     data = Dataset.from_list([as_trl(r) for r in rows[: args.mazes * n_steps]])
 
-    def reward(completions: list[Any], **_: Any) -> list[float]:  # the env's first-turn score needs the maze; any float works for timing
-        return [float((i * 7919) % 5) for i in range(len(completions))]
+    def reward(completions: list[Any], **_: Any) -> list[float]:  # bench_reward: the same numbers our side gets
+        return [bench_reward(i) for i in range(len(completions))]
 
     lora = LoraConfig(
         r=args.lora_rank, lora_alpha=args.lora_rank, lora_dropout=0.0, target_modules="all-linear", exclude_modules=r".*visual.*"
     )
     times: list[float] = []
     peaks: list[float] = []
+    device_peaks: list[float] = []
+    meter = DevicePeak()
 
     from transformers import TrainerCallback
 
@@ -396,12 +555,14 @@ def run_trl(args: argparse.Namespace, shape_name: str, *, device: torch.device) 
         def on_step_begin(self, *a: Any, **k: Any) -> None:
             _sync()
             _peak_reset()
+            meter.take()
             self.t = time.perf_counter()
 
         def on_step_end(self, *a: Any, **k: Any) -> None:
             _sync()
             times.append(time.perf_counter() - self.t)
             peaks.append(_peak_reset())
+            device_peaks.append(meter.take())
 
     with tempfile.TemporaryDirectory() as tmp:
         conf = GRPOConfig(
@@ -422,29 +583,60 @@ def run_trl(args: argparse.Namespace, shape_name: str, *, device: torch.device) 
             logging_steps=1,
             save_strategy="no",
             report_to=[],
-            use_vllm=False,
+            use_vllm=vllm_fraction is not None,
+            **(
+                {
+                    "vllm_mode": "colocate",
+                    "vllm_gpu_memory_utilization": vllm_fraction,
+                    "vllm_importance_sampling_correction": is_correction,
+                    "vllm_max_model_length": 4096,
+                }
+                if vllm_fraction is not None
+                else {}
+            ),
             seed=0,
             dataloader_num_workers=0,
             use_cpu=device.type != "cuda",
         )
+        t0 = time.perf_counter()
         trainer = GRPOTrainer(model=model, reward_funcs=reward, args=conf, train_dataset=data, processing_class=processor, peft_config=lora)
+        init_s = time.perf_counter() - t0
         trainer.add_callback(Timer())
         trainer.train()
         logs = [h for h in trainer.state.log_history if "loss" in h]
     measured = times[args.warmup :] or times
     st = statistics.median(measured)
     samples = args.mazes * args.group
+    meter.close()
+    mode = (
+        "use_vllm=False" if vllm_fraction is None else f"vllm colocate {vllm_fraction}" + ("" if is_correction else ", IS correction off")
+    )
+    learn_keys = [k for k in ("loss", "grad_norm", "entropy") if logs and k in logs[0]]
+    sampling_keys = sorted({k for h in logs for k in h if k.startswith("sampling/")})
     out = {
-        "impl": f"trl {trl.__version__} GRPOTrainer",
+        "impl": f"trl {trl.__version__} GRPOTrainer ({mode})",
+        "mode": mode,
+        "vllm_gpu_memory_utilization": vllm_fraction,
+        "is_correction": is_correction,
+        "init_s": init_s,
         "shape": SHAPES[shape_name],
         "max_turns": 1,
         "step_times_s": times,
         "peaks_gib": peaks,
+        "device_peaks_gib": device_peaks,
+        "peak_device_gib": max(device_peaks[args.warmup :] or device_peaks) if device_peaks and not math.isnan(device_peaks[0]) else None,
+        "per_step": {k: [h.get(k) for h in logs] for k in learn_keys + sampling_keys},
+        "learning": learning_check([h.get("loss", 0.0) for h in logs], [h.get("grad_norm") for h in logs], []),
         "median_step_s": st,
         "samples_per_step": samples,
         "samples_per_s": samples / st,
         "peak_gib": max(peaks[args.warmup :] or peaks) if peaks and not math.isnan(peaks[0]) else None,
         "completion_length": [h.get("completions/mean_length") for h in logs],
+        "generated_tokens_per_s": statistics.median(
+            (h.get("completions/mean_length") or 0) * samples / t for h, t in zip(logs[args.warmup :], measured, strict=False)
+        )
+        if logs[args.warmup :]
+        else None,
         "log_keys": sorted({k for h in logs for k in h})[:40],
     }
     del trainer, model
@@ -476,6 +668,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--tiny", action="store_true", help="tiny layers of the same layout (CPU smoke runs)")
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--workers", type=int, default=1, help="data-parallel workers (Ray Train TorchTrainer, one GPU each)")
+    p.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="rollout.engine of our runs")
+    p.add_argument("--vllm-fraction-cap", type=float, default=0.8, help="rollout.gpu_memory_utilization: the cap of our engine's fraction")
+    p.add_argument(
+        "--one",
+        default=None,
+        help="run one side only, in this process: ours-hf, ours-vllm, trl, trl-vllm-F (TRL colocate at fraction F), "
+        "trl-vllm-F-nois (its importance-sampling correction off); benchmarks/gpu/sides.py runs each in a fresh process",
+    )
     p.add_argument("--out", type=Path, default=None, help="result file (default benchmarks/results/h200_grpo_e2e.json)")
     args = p.parse_args(argv)
     device = torch.device(args.device)
@@ -486,7 +686,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results: dict[str, Any] = {"runs": [], "comparisons": []}
         rec.results = results
         try:
-            _measure_shapes(args, device, results)
+            if args.one:
+                for shape in args.shapes:
+                    results["runs"].append(run_side(args, shape, args.one, device=device))
+            else:
+                _measure_shapes(args, device, results)
         except KeyboardInterrupt:  # `timeout -s INT`: keep the runs that finished
             rec.notes = f"interrupted (SIGINT) after {len(results['runs'])} runs; the runs listed are complete"
             print(rec.notes, flush=True)
@@ -496,6 +700,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
                 ray.shutdown()  # the Ray instance run_ours_workers started (or joined)
     return results
+
+
+def run_side(args: argparse.Namespace, shape: str, side: str, *, device: torch.device) -> dict[str, Any]:
+    """One side of the comparison (``--one``): ours with either engine, or TRL in one of its modes."""
+    if side in ("ours-hf", "ours-vllm"):
+        out = run_ours(args, shape, max_turns=args.max_turns, device=device, engine=side.removeprefix("ours-"))
+    elif side == "trl":
+        out = run_trl(args, shape, device=device)
+    elif side.startswith("trl-vllm-"):
+        rest = side.removeprefix("trl-vllm-")
+        fraction = float(rest.removesuffix("-nois"))
+        out = run_trl(args, shape, device=device, vllm_fraction=fraction, is_correction=not rest.endswith("-nois"))
+    else:
+        raise SystemExit(f"--one {side!r}: use ours-hf, ours-vllm, trl, trl-vllm-F or trl-vllm-F-nois")
+    out["side"] = side
+    print(json.dumps({k: v for k, v in out.items() if k not in ("steps",)}, default=str), flush=True)
+    return out
 
 
 def _measure_shapes(args: argparse.Namespace, device: torch.device, results: dict[str, Any]) -> None:

@@ -28,17 +28,17 @@ def main() -> None:
     args = ap.parse_args()
     from hyperpod_rl.cluster.local import start_local_cluster
     from hyperpod_rl.jobs import entrypoint_gpus, submit_run, wait_terminal
-    from hyperpod_rl.maze import read_rows
     from hyperpod_rl.metrics import read_metrics
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
 
     storage = Path(tempfile.mkdtemp(prefix="ray-job-gpu-"))
-    opts = QuickstartOptions.build(train_mazes=64, heldout_mazes=16, max_turns=3, steps=args.steps, group_size=4, mazes_per_step=4)
+    opts = QuickstartOptions.build(train_rows=64, heldout_rows=16, max_turns=3, steps=args.steps, group_size=4, prompts_per_step=4)
     data = prepare_dataset(opts, storage)
     model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
     cfg = make_run_config(opts, run_id="ray-job-gpu", model_path=model_dir, revision=revision, data=data)
     raw = cfg.model_dump(mode="json")
-    raw["trainer"].update(device=args.device, eval_mazes=4)
+    raw["trainer"].update(device=args.device, eval_rows=4)
     cfg = type(cfg).build(raw)
     with Recording(args.out.stem, params={"steps": args.steps, "device": args.device}, path=args.out) as rec:
         cluster = start_local_cluster()

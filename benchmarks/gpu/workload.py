@@ -15,7 +15,8 @@ the GRPO policy-gradient surrogate ``-mean(advantage * log p(response token))``.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 import torch
 
@@ -189,3 +190,34 @@ def make_batch(cfg: BenchConfig, *, device: torch.device, vocab: int, seed: int)
         "advantages": adv,
     }
     return {k: v.to(device) for k, v in out.items()}
+
+
+def save_for_vllm(root: Path, model: Any, processor: Any) -> Path:
+    """Save a random-init model and the tiny processor as a checkpoint directory vLLM and SkyRL can load.
+
+    The tiny processor saves as ``ImageOnlyQwen3VLProcessor`` (no video part, for CPUs without
+    torchvision); ``AutoProcessor`` (vLLM's and SkyRL's ``get_processor``) cannot resolve that name,
+    and the stock ``Qwen3VLProcessor`` loads a video processor too. The GPU image has torchvision:
+    name the stock class and write a video processor config, as real checkpoints have.
+    """
+    import json
+
+    model.save_pretrained(root, safe_serialization=True)
+    processor.save_pretrained(root)
+    for name in ("processor_config.json", "tokenizer_config.json"):
+        cfg = json.loads((root / name).read_text())
+        if cfg.get("processor_class") == "ImageOnlyQwen3VLProcessor":
+            cfg["processor_class"] = "Qwen3VLProcessor"
+            (root / name).write_text(json.dumps(cfg, indent=2) + "\n")
+    video = root / "video_preprocessor_config.json"
+    if not video.exists():
+        spec = {
+            "video_processor_type": "Qwen3VLVideoProcessor",
+            "patch_size": 16,
+            "temporal_patch_size": 2,
+            "merge_size": 2,
+            "image_mean": [0.5, 0.5, 0.5],
+            "image_std": [0.5, 0.5, 0.5],
+        }
+        video.write_text(json.dumps(spec, indent=2) + "\n")
+    return root

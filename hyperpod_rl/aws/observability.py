@@ -82,7 +82,7 @@ def parse_addon_configuration(configuration: str | dict[str, Any], *, region: st
         if not grafana:
             if m := _GRAFANA_URL.search(text):
                 grafana = m.group(0).rstrip("/")
-            elif _GRAFANA_ID.match(text):
+            elif _GRAFANA_ID.fullmatch(text):
                 grafana = f"https://{text}.grafana-workspace.{region}.amazonaws.com"
         if not amp:
             if m := _AMP_URL.search(text) or _AMP_ARN.search(text):

@@ -111,6 +111,11 @@ def job_submit(
     python: str | None = typer.Option(
         None, "--python", help="the interpreter the job runs under on the cluster (default: this one; HyperPod: the image's python)"
     ),
+    from_run: str | None = typer.Option(
+        None,
+        "--from-run",
+        help="start from this finished run's adapter (sets model.init_adapter; e.g. GRPO from an SFT run); same base model required",
+    ),
     address: str | None = Address,
 ) -> None:
     """Submit a run config file as a detached Ray Job (resubmitting a run id resumes it).
@@ -125,7 +130,12 @@ def job_submit(
     from hyperpod_rl.jobs import submit_run
 
     with handled():
-        run = RunConfig.from_file(config)
+        overrides = {}
+        if from_run is not None:
+            from hyperpod_rl.runs.lineage import finished_adapter
+
+            overrides["model.init_adapter"] = str(finished_adapter(from_run))
+        run = RunConfig.from_file(config, **overrides)
     client = job_client(address)
     with handled(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -151,11 +161,17 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     cannot be read (no such run, cluster unreachable). Unlike ``ray job status``, which exits 0
     whatever the job did, this matches ``job submit --follow`` and ``job logs --follow``.
     """
-    from hyperpod_rl.jobs import latest_job
+    from hyperpod_rl.jobs import latest_job, reconcile_statuses
+    from hyperpod_rl.runs import run_paths, summarize
 
+    client = job_client(address)
     with handled():
-        job = latest_job(job_client(address), run_id)
-    console.print(f"{run_id} ({job.submission_id}): {job.status} {job.message}", soft_wrap=True, highlight=False)
+        job = latest_job(client, run_id)
+        if not job.alive and job.status != "LOST":  # record the end as runs list shows it (one status everywhere)
+            reconcile_statuses(client, run_ids=[run_id])
+        recorded = summarize(run_paths(run_id)).status if run_paths(run_id).root.is_dir() else None
+    run_says = f" · run recorded {recorded}" if recorded else ""
+    console.print(f"{run_id} ({job.submission_id}): {job.status} {job.message}{run_says}", soft_wrap=True, highlight=False)
     if job.status in ("FAILED", "STOPPED", "LOST"):
         raise typer.Exit(code=1)
 

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar, get_origin
 
 import typer
 from pydantic import BaseModel
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
 from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = [
     "ERROR_PREFIX",
+    "PLAIN_LINE_EVERY_S",
     "Address",
     "HprlGroup",
     "console",
@@ -30,6 +33,9 @@ __all__ = [
     "job_client",
     "local_client",
     "model_options",
+    "output_dir",
+    "output_file",
+    "writing",
 ]
 
 console = Console()
@@ -64,7 +70,9 @@ _PLAIN_WORDS = (
 
 class HprlGroup(TyperGroup):
     """A command group whose command-line usage errors (unknown option or command, missing
-    argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box.
+    argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box; so does
+    a ``UnicodeDecodeError`` from a file that is not UTF-8 (the commands read user files with
+    :func:`hyperpod_rl.base.read_user_text`, which names the file; this is the net under it).
 
     typer 0.29 vendors click, so its exceptions are caught through their public base
     :class:`typer.TyperException`; ``NoArgsIsHelpError`` (a bare group prints its help) is left alone.
@@ -92,6 +100,8 @@ class HprlGroup(TyperGroup):
             return super().invoke(ctx)
         except typer.TyperException as err:
             self._usage(err)
+        except UnicodeDecodeError as err:  # a user's file read without hyperpod_rl.base.read_user_text
+            fail(f"a file this command read is not UTF-8 text ({err.reason} at byte {err.start}): save it as UTF-8")
 
 
 @contextmanager
@@ -101,6 +111,34 @@ def handled() -> Iterator[None]:
         yield
     except HyperpodRLError as err:
         fail(err)
+
+
+def output_dir(path: Path, option: str) -> Path:
+    """Create the folder an ``--out`` option names (parents too) or exit 2 saying why it cannot be:
+    it is an existing file, a parent is a file, or it is not writable."""
+    if path.exists() and not path.is_dir():
+        fail(f"{option} {path} is an existing file: give a folder (it is created when missing)")
+    with writing(path, option, what="folder"):
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def output_file(path: Path, option: str) -> Path:
+    """Check the file an output option names can be written (not a folder; its folder exists or is created), or exit 2."""
+    if path.is_dir():
+        fail(f"{option} {path} is a folder: give a file name")
+    with writing(path.parent, option, what="folder"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def writing(path: Path, option: str, *, what: str = "file") -> Iterator[None]:
+    """Turn an ``OSError`` while writing an output into ``error: cannot write ...`` (exit 2)."""
+    try:
+        yield
+    except OSError as err:
+        fail(f"cannot write the {what} {err.filename or path} of {option} ({err.strerror or err}): give a path you can write to")
 
 
 def local_client() -> Any:
@@ -136,8 +174,10 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
 
     The decorated function receives the option values as keyword arguments; its own parameters
     (keyword-only, with typer defaults) come after them. So a model's defaults and descriptions
-    are written once, in the model.
+    are written once, in the model. A field renamed in the model (its ``renamed_fields``) also
+    takes its old flag, marked deprecated in the help (``--train-rows`` / ``--train-mazes``).
     """
+    old_names = {new: old for old, new in getattr(model, "renamed_fields", {}).items()}
 
     def decorate(fn: F) -> F:
         params = []
@@ -145,7 +185,11 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
             if name in exclude:
                 continue
             default = info.get_default(call_default_factory=True)
-            option = typer.Option(default, help=info.description or "", show_default=default is not None)
+            flags, help_text = [], info.description or ""
+            if name in old_names:
+                old = "--" + old_names[name].replace("_", "-")
+                flags, help_text = ["--" + name.replace("_", "-"), old], f"{help_text} ({old}: deprecated name)"
+            option = typer.Option(default, *flags, help=help_text, show_default=default is not None)
             annotation = str if get_origin(info.annotation) is Literal else info.annotation  # the model checks the choice
             params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
         own = [p for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY]
@@ -155,18 +199,25 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
     return decorate
 
 
-def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, from_start: bool = True) -> str:
-    """Show a rich progress bar with reward and loss until the job ends; return its final Ray status.
+#: Outside a terminal (a piped or CI log), a progress line at least this often while steps come (seconds).
+PLAIN_LINE_EVERY_S = 30.0
 
-    Ctrl-C detaches: the job keeps running (exit code 130). When stdout is not a terminal (CI
-    logs), a plain line is printed every 10% instead of a live bar. When the job ends and no
+
+def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, from_start: bool = True) -> str:
+    """Show a rich progress bar with reward, loss and ETA until the job ends; return its final Ray status.
+
+    Ctrl-C detaches: the job keeps running (exit code 130). When stdout is not a terminal (a
+    piped or CI log), a plain line (:meth:`hyperpod_rl.jobs.RunProgress.line`: step, reward, loss,
+    seconds per step, ETA) is printed every 10% of the steps and at least every
+    :data:`PLAIN_LINE_EVERY_S` seconds while steps come. The ETA is computed from the steps' own
+    finish times, so it is right after a reattach too. Trainer notices (a corrupt checkpoint
+    skipped, the step a job resumed from) are printed as they come. When the job ends and no
     rollout of any step produced a valid answer, a warning says so and what to do
     (:func:`hyperpod_rl.tasks.no_valid_answer_note`).
     """
-    from hyperpod_rl.jobs import follow_run
+    from hyperpod_rl.jobs import RunProgress, follow_run, format_duration
 
     status = "PENDING"
-    shown = -1
     run_id = submission_id.split("-", 1)[1].rsplit("-", 1)[0]
     live = console.is_terminal
     columns = [
@@ -176,24 +227,29 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
         TextColumn("reward {task.fields[reward]}"),
         TextColumn("loss {task.fields[loss]}"),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
     ]
     progress = Progress(*columns, console=console, transient=False, disable=not live)
-    task = progress.add_task("train", total=total_steps, reward="-", loss="-")
+    task = progress.add_task("train", total=total_steps, reward="-", loss="-", eta="-")
+    state = RunProgress(total_steps)
     seen: list[dict[str, float]] = []
+    shown_decile, shown_at, shown_step = -1, time.monotonic(), -1
     try:
         with progress:
             for update in follow_run(client, submission_id, from_start=from_start):
                 status = update.status
-                for rec in update.records:
-                    seen.append(rec.values)
-                    reward = f"{rec.values.get('reward/avg_raw_reward', float('nan')):+.3f}"
-                    loss = f"{rec.values.get('policy/policy_loss', float('nan')):+.4f}"
-                    progress.update(task, completed=rec.step, reward=reward, loss=loss)
-                    decile = rec.step * 10 // max(total_steps, 1)
-                    if not live and decile > shown:
-                        shown = decile
-                        console.print(f"train {rec.step}/{total_steps} reward {reward} loss {loss}")
+                for notice in state.add(update):
+                    console.print(f"[bold yellow]note:[/] {escape(notice)}", soft_wrap=True, highlight=False)
+                seen.extend(rec.values for rec in update.records)
+                eta = state.eta_s
+                progress.update(
+                    task, completed=state.step, reward=state.reward(), loss=state.loss(), eta="-" if eta is None else format_duration(eta)
+                )
+                decile = state.step * 10 // max(total_steps, 1)
+                due = decile > shown_decile or time.monotonic() - shown_at >= PLAIN_LINE_EVERY_S
+                if not live and update.records and state.step != shown_step and due:
+                    shown_decile, shown_at, shown_step = decile, time.monotonic(), state.step
+                    console.print(state.line(), soft_wrap=True, highlight=False)
                 if update.terminal and status != "SUCCEEDED":
                     _print_failure(client, submission_id, run_id, status, update.message)
     except KeyboardInterrupt:

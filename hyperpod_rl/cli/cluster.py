@@ -10,19 +10,24 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
 
-from hyperpod_rl.cli._common import HprlGroup, fail
-from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV, HyperPodDashboard, eks_api_client
+from hyperpod_rl.base import read_user_text
+from hyperpod_rl.cli._common import HprlGroup, fail, output_file, writing
 from hyperpod_rl.cluster.crd import DEFAULT_KUBERAY, KUBERAY_VERSIONS
-from hyperpod_rl.cluster.kube import ClusterReport, RayClusterClient, load_api_client
-from hyperpod_rl.cluster.probe import PROBE_CHOICES, dashboard_probe
+from hyperpod_rl.cluster.probe import PROBE_CHOICES
 from hyperpod_rl.cluster.rules import check_manifest
 from hyperpod_rl.cluster.spec import ClusterSpec
-from hyperpod_rl.errors import ClusterError, ConfigError, HyperpodRLError
+from hyperpod_rl.errors import ClusterError, ClusterNotReady, ClusterRefused, ClusterTimeout, ConfigError, HyperpodRLError
+
+if TYPE_CHECKING:
+    from hyperpod_rl.cluster.kube import ClusterReport
+
+# The Kubernetes, AWS and HTTP clients (hyperpod_rl.cluster.access / kube / probe) are imported
+# in the commands that talk to a cluster, so --help and the offline commands start at once.
 
 __all__ = ["app"]
 
@@ -47,7 +52,8 @@ def _api_client(eks_cluster: str | None, region: str | None, context: str | None
     ``HYPERPOD_RL_HYPERPOD_CLUSTER`` (IAM credentials only; ``discover --pick`` prints it), else the
     kubeconfig.
     """
-    from hyperpod_rl.cluster.access import hyperpod_eks_api_client
+    from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV, eks_api_client, hyperpod_eks_api_client
+    from hyperpod_rl.cluster.kube import load_api_client
 
     if eks_cluster:
         return eks_api_client(eks_cluster, region=region)
@@ -57,7 +63,10 @@ def _api_client(eks_cluster: str | None, region: str | None, context: str | None
 
 
 def _fail(exc: HyperpodRLError) -> typer.Exit:
-    fail(exc, code=1)
+    """``error: ...``, exit 2 (bad input, an unreachable cluster), as in every other command;
+    exit 1 only when a RayCluster was refused or did not become ready (``wait``'s answer, as a
+    followed job that did not succeed)."""
+    fail(exc, code=1 if isinstance(exc, (ClusterRefused, ClusterTimeout, ClusterNotReady)) else 2)
 
 
 def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None, name: str | None, namespace: str | None) -> ClusterSpec:
@@ -76,7 +85,7 @@ def _build_spec(preset: str, spec_file: Path | None, from_manifest: Path | None,
         return spec
     overrides: dict[str, Any] = {}
     if spec_file is not None:
-        overrides = dict(yaml.safe_load(spec_file.read_text()) or {})
+        overrides = _spec_overrides(spec_file)
     if name:
         overrides["name"] = name
     if namespace:
@@ -131,7 +140,8 @@ def render(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text)
+        with writing(output_file(output, "--output"), "--output"):
+            output.write_text(text)
         typer.echo(f"wrote {output}")
 
 
@@ -157,7 +167,7 @@ def validate(
         raise _fail(exc) from None
     failed = not reports
     if not reports:
-        fail(f"{path}: no ray.io document to validate", code=1)
+        fail(f"{path}: no ray.io document to validate: give a file with a RayCluster (apiVersion ray.io/v1)")
     for i, doc, report in reports:
         name = (doc.get("metadata") or {}).get("name", "?") if isinstance(doc, dict) else "?"
         rules = f"KubeRay {report.kuberay} rules ({report.tag})"
@@ -180,10 +190,25 @@ def _is_ray_io(doc: Any) -> bool:
 
 
 def _documents(path: Path) -> list[Any]:
+    text = read_user_text(path, "RayCluster YAML file")
     try:
-        return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read {path}: {exc}") from None
+        return [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML ({exc}): fix its syntax") from None
+
+
+def _spec_overrides(path: Path) -> dict[str, Any]:
+    """The ClusterSpec fields of a ``--spec`` file (YAML or JSON mapping)."""
+    text = read_user_text(path, "cluster spec file", fix="give an existing YAML or JSON file of ClusterSpec fields")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"cluster spec file {str(path)!r} is not valid YAML or JSON ({exc}): fix its syntax") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"cluster spec file {str(path)!r} holds a {type(data).__name__}, not a mapping: write ClusterSpec fields as keys")
+    return dict(data)
 
 
 @app.command()
@@ -200,6 +225,9 @@ def apply(
     """Create or update a RayCluster (server-side apply)."""
     try:
         spec = _build_spec(preset, spec_file, from_manifest, name, namespace)
+        from hyperpod_rl.cluster.access import HYPERPOD_CLUSTER_ENV
+        from hyperpod_rl.cluster.kube import RayClusterClient
+
         hyperpod = os.environ.get(HYPERPOD_CLUSTER_ENV)
         if spec.hyperpod_cluster is None and hyperpod and not (eks_cluster or context):
             spec.hyperpod_cluster = hyperpod  # the label AWS's Ray sidebar lists clusters by
@@ -219,6 +247,8 @@ def status(
     context: Context = None,
 ) -> None:
     """Show conditions-based status, pods that are not ready and warning events."""
+    from hyperpod_rl.cluster.kube import RayClusterClient
+
     try:
         report = RayClusterClient(_api_client(eks_cluster, region, context)).report(name, namespace)
     except HyperpodRLError as exc:
@@ -254,6 +284,9 @@ def wait(
     context: Context = None,
 ) -> None:
     """Wait until HeadPodReady + RayClusterProvisioned and the dashboard answers /api/version."""
+    from hyperpod_rl.cluster.kube import RayClusterClient
+    from hyperpod_rl.cluster.probe import dashboard_probe
+
     try:
         api = _api_client(eks_cluster, region, context)
         probe = dashboard_probe(via, api, name, namespace, address=address)
@@ -282,6 +315,8 @@ def delete(
     """Delete a RayCluster and its pods."""
     if not yes:
         typer.confirm(f"delete RayCluster {namespace}/{name} and all its pods?", abort=True)
+    from hyperpod_rl.cluster.kube import RayClusterClient
+
     try:
         existed = RayClusterClient(_api_client(eks_cluster, region, context)).delete(name, namespace)
     except HyperpodRLError as exc:
@@ -301,6 +336,8 @@ def connect(
 
     Prints the dashboard address and the Ray version it runs; never the token or cookie.
     """
+    from hyperpod_rl.cluster.access import HyperPodDashboard
+
     try:
         if name.startswith("sagemaker_ray://"):
             from hyperpod_rl.cluster.access import parse_address

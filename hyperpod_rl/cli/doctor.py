@@ -1,4 +1,4 @@
-"""``hyperpod-rl doctor``: a thin front-end over :func:`hyperpod_rl.doctor.doctor`."""
+"""``hyperpod-rl doctor``: a thin front-end over :func:`hyperpod_rl.readiness.doctor`."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def doctor_command(
     as_json: bool = typer.Option(False, "--json", help="print JSON for scripts"),
 ) -> None:
     """Check this environment for hyperpod-rl: one line per check with the fix; exit 1 when any fails."""
-    from hyperpod_rl.doctor import doctor
+    from hyperpod_rl.readiness import doctor
 
     report = doctor(cluster=cluster, namespace=namespace, address=address, region=region, aws=aws)
     if as_json:

@@ -1,6 +1,6 @@
 """``hyperpod-rl maze ...``: audit the reward, build datasets, look at a maze.
 
-A typer sub-app (``app``) over :mod:`hyperpod_rl.maze`; no task logic lives here.
+A typer sub-app (``app``) over :mod:`hyperpod_rl.tasks.maze`; no task logic lives here.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from hyperpod_rl.cli._common import HprlGroup, console, fail
-from hyperpod_rl.errors import MazeError
-from hyperpod_rl.maze import (
+from hyperpod_rl.base import read_user_text
+from hyperpod_rl.cli._common import HprlGroup, console, fail, output_dir, output_file, writing
+from hyperpod_rl.errors import HyperpodRLError, TaskError
+from hyperpod_rl.tasks.maze import (
     ALGORITHMS,
     REWARD_VERSION,
     DatasetSpec,
@@ -23,7 +24,7 @@ from hyperpod_rl.maze import (
     render_maze,
     write_parquet,
 )
-from hyperpod_rl.maze.audit import load_reward_fn, run_audit
+from hyperpod_rl.tasks.maze.audit import load_reward_fn, run_audit
 
 __all__ = ["app"]
 
@@ -43,10 +44,10 @@ def audit(
     """
     try:
         fn = None if reward_fn is None else load_reward_fn(reward_fn)
-    except MazeError as err:
+    except TaskError as err:
         fail(err)
     report = run_audit(fn, tolerance=tolerance)
-    name = reward_fn or "hyperpod_rl.maze.reward:score_completion"
+    name = reward_fn or "hyperpod_rl.tasks.maze.reward:score_completion"
     if report.passed:
         console.print(f"[green]{report.total}/{report.total} cases agree[/] ({name}, reward spec {REWARD_VERSION})")
         return
@@ -85,9 +86,12 @@ def build(
     mode: str = typer.Option("step", help="step or plan"),
 ) -> None:
     """Build train / heldout / ood parquet files and print their sha256 and strata."""
+    output_dir(out, "--out")
     try:
         if spec_file is not None:
-            spec = DatasetSpec(**json.loads(spec_file.read_text()))
+            spec = DatasetSpec(
+                **json.loads(read_user_text(spec_file, "dataset spec file", fix="give an existing JSON file of DatasetSpec fields"))
+            )
         else:
             spec = DatasetSpec(
                 seed=seed,
@@ -99,15 +103,15 @@ def build(
                 mode=mode,
             )
         splits = build_dataset(spec)
-    except (MazeError, OSError, json.JSONDecodeError) as err:
-        fail(err)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spec.json").write_text(spec.model_dump_json(indent=2))
+    except (HyperpodRLError, json.JSONDecodeError) as err:
+        fail(err if not isinstance(err, json.JSONDecodeError) else f"dataset spec file {spec_file} is not JSON ({err}): fix its syntax")
     table = Table("split", "rows", "sha256", "strata (count)")
-    for split, rows in splits.items():
-        sha = write_parquet(rows, out / f"{split}.parquet")
-        strata = Counter(r["stratum"] for r in rows).most_common(4)
-        table.add_row(split, str(len(rows)), sha[:16], ", ".join(f"{s} ({n})" for s, n in strata))
+    with writing(out, "--out"):
+        (out / "spec.json").write_text(spec.model_dump_json(indent=2))
+        for split, rows in splits.items():
+            sha = write_parquet(rows, out / f"{split}.parquet")
+            strata = Counter(r["stratum"] for r in rows).most_common(4)
+            table.add_row(split, str(len(rows)), sha[:16], ", ".join(f"{s} ({n})" for s, n in strata))
     console.print(table)
     console.print(f"written to {out} (reward spec {REWARD_VERSION})")
 
@@ -124,11 +128,12 @@ def show(
     """Print a maze's text-grid twin, its shortest path and layout hash; optionally save the image."""
     try:
         maze = generate_maze(rows, cols, seed=seed, algorithm=algorithm, braid=braid)  # type: ignore[arg-type]
-    except MazeError as err:
+    except TaskError as err:
         fail(err)
     console.print(maze.to_text(), markup=False, highlight=False)
     console.print(f"shortest path ({maze.shortest_path_length}): {' '.join(maze.shortest_path())}")
     console.print(f"layout hash: {maze.layout_hash()}")
     if png is not None:
-        render_maze(maze).save(png)
+        with writing(output_file(png, "--png"), "--png"):
+            render_maze(maze).save(png)
         console.print(f"image: {png}")

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options
+from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
 
@@ -29,7 +29,7 @@ class _Phases:
     def __call__(self, phase: Phase) -> None:
         n = f"{_STEPS[phase.name]}/{len(PHASES)}"
         if not phase.done:
-            if phase.name != "train":  # training shows its own progress bar
+            if phase.name not in ("train", "sft"):  # training shows its own progress bar
                 self.status = console.status(f"{n} {PHASES[phase.name]}")
                 self.status.start()
             return
@@ -43,7 +43,24 @@ def _table(summary: QuickstartSummary, max_turns: int) -> Table:
     maze = summary.base.task == "maze"
     items = "mazes" if maze else f"{summary.base.task} items"
     turns = f"≤{max_turns} turns" if maze else "the task's turn limit"
-    table = Table(title=f"held-out {items}: {summary.heldout_mazes} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
+    table = Table(title=f"held-out {items}: {summary.heldout_rows} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
+    if summary.sft is not None and summary.sft_comparison is not None:
+        for column in ("metric", "base", "SFT", "SFT → GRPO", "Δ SFT−base (paired)", "Δ GRPO−SFT (paired)"):
+            table.add_column(column, justify="left" if column == "metric" else "right")
+        grpo = {r["metric"]: r for r in summary.comparison.table_rows()}
+        for row in summary.sft_comparison.table_rows():
+            if row["metric"] in _LABELS or not maze:
+                after = grpo.get(row["metric"], {})
+                table.add_row(
+                    _LABELS.get(row["metric"], row["metric"]),
+                    row["base"],
+                    row["candidate"],
+                    after.get("candidate", ""),
+                    row["delta"],
+                    after.get("delta", ""),
+                )
+        table.add_row(items, str(summary.base.num_mazes), str(summary.sft.num_mazes), str(summary.adapter.num_mazes), "", "")
+        return table
     for column in ("metric", "base", "adapter", "Δ (paired)"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for row in summary.comparison.table_rows():
@@ -95,5 +112,6 @@ def quickstart(
     if summary.served_answer:
         console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
     if summary_json:
-        summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
+        with writing(summary_json, "--summary-json"):
+            summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
     console.print(f"[bold green]done[/] in {summary.wall_s['total']:.0f} s · run dir {summary.run_dir}")

@@ -50,7 +50,8 @@ def _reconcile(address: str | None) -> bool:
 
 
 def _shown_status(status: str, reachable: bool) -> str:
-    return UNREACHABLE if status == "running" and not reachable else status
+    """A run's recorded status; one not yet ended (``submitted``, ``running``) that no cluster could confirm is unknown."""
+    return UNREACHABLE if status in ("submitted", "running") and not reachable else status
 
 
 def _open(path: Path | None, *, sync: bool = True):
@@ -86,27 +87,55 @@ def list_cmd(
             runs = led.list_runs(status=status, limit=limit)
         table = Table(title=f"runs in {led.path}")
         table.add_column("run id", overflow="fold")  # never cut: the id is what other commands take
-        for col in ("status", "config hash", "updated (UTC)", "adapter primary metric"):
+        for col in ("task", "status", "config hash", "updated (UTC)", "adapter primary metric"):
             table.add_column(col)
         for r in runs:
-            ev = (led.get_run(r.run_id) or r).evals.get("adapter") or {}
-            table.add_row(r.run_id, _shown_status(r.status, reachable), r.config_hash or "", _when(r.updated_at), _primary_metric(ev))
+            full = led.get_run(r.run_id) or r
+            name, metrics = _task_metrics(full)
+            ev = full.evals.get("adapter") or {}
+            cell = _figure(ev, metrics[0]) if metrics else ""
+            table.add_row(
+                r.run_id,
+                name,
+                _shown_status(r.status, reachable),
+                r.config_hash or "",
+                _when(r.updated_at),
+                f"{metrics[0]} {cell}" if cell else "",
+            )
     console.print(table)
 
 
-def _primary_metric(ev: dict) -> str:
-    """``"<metric> <value> [<low>, <high>]"`` of an evaluation record, for its task's primary metric."""
-    from hyperpod_rl.tasks import get_task
+def _task_name(config: dict | None) -> str:
+    """The task of a run config in JSON form: ``task.name``; a config without a ``task`` section
+    is the default task, the maze (:class:`hyperpod_rl.config.sections.TaskConfig`)."""
+    from hyperpod_rl.config.sections import TaskConfig
 
+    section = (config or {}).get("task") or {}
+    return str(section.get("name") or TaskConfig().name)
+
+
+def _task_metrics(rec: object) -> tuple[str, list[str]]:
+    """``(task name, reported metrics, primary first)`` of a ledger run record (its config's task).
+
+    A task that cannot be loaded here (its plug-in is not installed) reports the metrics its
+    evaluations hold, as recorded."""
+    from hyperpod_rl.tasks import get_task, metric_spec
+
+    name = _task_name(getattr(rec, "config", None))
     try:
-        metric = get_task(ev.get("task") or "maze").primary_metric
+        return name, list(metric_spec(get_task(name)).reported)
     except HyperpodRLError:
-        metric = "solve_rate"
+        seen = dict.fromkeys(m for ev in (getattr(rec, "evals", None) or {}).values() for m in (ev.get("metrics") or {}))
+        return name, list(seen)
+
+
+def _figure(ev: dict, metric: str) -> str:
+    """``"<value> [<low>, <high>]"`` of one metric of an evaluation record (empty when it lacks it)."""
     value = (ev.get("metrics") or {}).get(metric)
-    if value is None:
+    if not isinstance(value, (int, float)):
         return ""
     ci = (ev.get("ci") or {}).get(metric)
-    return f"{metric} {value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
 
 
 @app.command("show")
@@ -139,16 +168,17 @@ def show(
         console.print(
             f"checkpoints: {', '.join(str(c['step']) for c in manifest.get('checkpoints') or []) or 'none'} · resumes: {len(manifest.get('resumes') or [])}"
         )
+    name, metrics = _task_metrics(rec)
+    console.print(f"task: {name}" + (f" (primary metric {metrics[0]})" if metrics else ""))
     if rec.evals:
-        table = Table(title="evaluations (95% bootstrap intervals)")
-        for col in ("label", "mazes", "solve rate", "optimal-move rate", "invalid-move rate"):
+        items = "mazes" if name == "maze" else "items"
+        table = Table(title=f"evaluations (95% bootstrap intervals) · task {name}")
+        for col in ("label", items, *(m.replace("_", " ") for m in metrics)):
             table.add_column(col)
         for label, ev in rec.evals.items():
-            cells = []
-            for m in ("solve_rate", "optimal_move_rate", "invalid_move_rate"):
-                v, ci = ev["metrics"].get(m), (ev.get("ci") or {}).get(m)
-                cells.append("" if v is None else f"{v:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
-            table.add_row(label, str(ev.get("num_mazes") or ""), *cells)
+            if not ev.get("metrics"):  # e.g. a saved comparison: no figures of its own
+                continue
+            table.add_row(label, str(ev.get("num_mazes") or ""), *(_figure(ev, m) for m in metrics))
         console.print(table)
     for note in rec.notes:
         console.print(escape(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}"))

@@ -15,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import HprlGroup, console, fail
+from hyperpod_rl.cli._common import HprlGroup, console, fail, output_dir, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.tasks import get_task, load_reward_fn, metric_spec, run_audit, task_sources, write_parquet
 
@@ -109,7 +109,7 @@ def audit(
     report = run_audit(t, fn, tolerance=tolerance)
     label = reward_fn or f"{t.name} reward"
     if report.total == 0:
-        fail(f"task {t.name!r} has no audit cases: add them (docs/tasks.md)", code=1)
+        fail(f"task {t.name!r} has no audit cases: add them (docs/tasks.md)")
     if report.passed:
         console.print(f"[green]{report.total}/{report.total} cases agree[/] ({label}, reward spec {report.reward_version})")
         return
@@ -134,14 +134,25 @@ def sample(
     """Write a few rendered examples to look at: ``<split>-<i>.png``, ``<split>-<i>.json`` (prompt text,
     stratum, image tokens, text twin) and ``<split>.parquet``."""
     splits = split or ["train"]
+    output_dir(out, "--out")
     try:
         t = get_task(name)
         opts = _options(t, options, seed=seed, counts={s: count for s in splits})
         data = t.build_dataset(opts)
     except HyperpodRLError as err:
         fail(err)
-    out.mkdir(parents=True, exist_ok=True)
     table = Table("split", "file", "stratum", "image px", "image tokens")
+    with writing(out, "--out"):
+        _write_samples(t, data, out, table)
+    console.print(table)
+    strata = Counter(r["stratum"] for rows in data.values() for r in rows)
+    console.print(
+        f"{sum(strata.values())} examples of {t.name} in {out} · strata: {', '.join(f'{s} ({n})' for s, n in strata.most_common())}"
+    )
+
+
+def _write_samples(t: Any, data: dict[str, list[Any]], out: Path, table: Table) -> None:
+    """The PNG, JSON and parquet files of ``tasks sample``, one table row per example."""
     for name_, rows in data.items():
         write_parquet(rows, out / f"{name_}.parquet")
         for i, row in enumerate(rows):
@@ -166,8 +177,3 @@ def sample(
             }
             (out / f"{name_}-{i}.json").write_text(json.dumps(info, indent=1))
             table.add_row(name_, png.name, row["stratum"], f"{img.size[0]}x{img.size[1]}", str(row["image_tokens"]))
-    console.print(table)
-    strata = Counter(r["stratum"] for rows in data.values() for r in rows)
-    console.print(
-        f"{sum(strata.values())} examples of {t.name} in {out} · strata: {', '.join(f'{s} ({n})' for s, n in strata.most_common())}"
-    )

@@ -45,15 +45,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import requests
-from botocore.exceptions import BotoCoreError, ClientError
-from kubernetes import client as k8s
-from kubernetes.client.exceptions import ApiException
 from pydantic import SecretStr
 
 from hyperpod_rl.errors import ClusterError
 
 if TYPE_CHECKING:
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
     from ray.job_submission import JobSubmissionClient
+
+# botocore and kubernetes are imported where they are used: the local cluster's job API (the
+# embedded Ray cluster, e.g. on a GPU machine that has neither) goes through this module too.
 
 __all__ = [
     "CONNECTION_GROUP",
@@ -69,6 +71,7 @@ __all__ = [
     "parse_address",
     "port_forward",
     "read_ray_token",
+    "known_secrets",
     "redact",
 ]
 
@@ -85,7 +88,6 @@ _HELP = "see docs/hyperpod-setup.md"
 
 # ----- redaction ---------------------------------------------------------------------------------
 _SECRETS: set[str] = set()
-_TOKEN_QUERY = re.compile(r"((?:token|X-Amz-Signature|X-Amz-Security-Token)=)[^&\s\"']+", re.IGNORECASE)
 
 
 def _remember(secret: str) -> SecretStr:
@@ -94,16 +96,21 @@ def _remember(secret: str) -> SecretStr:
     return SecretStr(secret)
 
 
-_SIGV4_SIGNATURE = re.compile(r"(Signature:\s*)[0-9a-f]{64}")
+def known_secrets() -> tuple[str, ...]:
+    """Every secret this process handed out or holds: the EKS and Ray tokens this module made,
+    and the local cluster's token (from its state file); what :func:`redact` masks verbatim."""
+    from hyperpod_rl.cluster.local import current_local_cluster
+
+    local = current_local_cluster()
+    return (*_SECRETS, *((local.state.token,) if local is not None and local.state.token else ()))
 
 
 def redact(text: str) -> str:
-    """Mask ``token=`` query values, SigV4 signatures and every secret this module handed out."""
-    text = _TOKEN_QUERY.sub(r"\1***", text)
-    text = _SIGV4_SIGNATURE.sub(r"\1***", text)
-    for secret in _SECRETS:
-        text = text.replace(secret, "***")
-    return text
+    """Mask every secret kind :func:`hyperpod_rl.redact.redact` knows (AWS keys, presigned-URL
+    signatures, ``token=`` query values, ...) and every secret this module handed out."""
+    from hyperpod_rl.redact import redact as redact_kinds
+
+    return redact_kinds(text, known_secrets())
 
 
 class _RedactingFilter(logging.Filter):
@@ -137,6 +144,7 @@ def eks_token(cluster_name: str, *, region: str | None = None, session: Any = No
         ClusterError: no AWS credentials.
     """
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
 
     session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     region = region or session.region_name
@@ -168,6 +176,8 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
         ClusterError: the cluster cannot be described (name, region or permissions).
     """
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+    from kubernetes import client as k8s
 
     session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
     eks = session.client("eks", region_name=region or session.region_name)
@@ -330,6 +340,9 @@ def read_ray_token(
     Raises:
         ClusterError: Secret missing, key missing, or reading Secrets is forbidden.
     """
+    from kubernetes import client as k8s
+    from kubernetes.client.exceptions import ApiException
+
     name = secret_name or cluster_name
     try:
         secret = k8s.CoreV1Api(api_client).read_namespaced_secret(name, namespace, _preload_content=False)
@@ -425,6 +438,8 @@ class HyperPodDashboard(_DashboardAccess):
         poll_interval_s: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        from kubernetes import client as k8s
+
         self.cluster_name, self.namespace = cluster_name, namespace
         self.custom = k8s.CustomObjectsApi(api_client)
         self.verify = verify
@@ -448,6 +463,8 @@ class HyperPodDashboard(_DashboardAccess):
             ClusterError: 403 (only the cluster creator may connect), endpoint operator not
                 installed, RayCluster or namespace not found, or no URL within ``wait_s`` seconds.
         """
+        from kubernetes.client.exceptions import ApiException
+
         body = {
             "apiVersion": f"{CONNECTION_GROUP}/{CONNECTION_VERSION}",
             "kind": "RayDashboardConnection",
@@ -531,6 +548,8 @@ class HyperPodDashboard(_DashboardAccess):
 
     def cluster_image(self) -> str | None:
         """The RayCluster's head container image (for the Python version check), None when unreadable."""
+        from kubernetes.client.exceptions import ApiException
+
         try:
             raw = self.custom.get_namespaced_custom_object(
                 "ray.io", "v1", self.namespace, "rayclusters", self.cluster_name, _preload_content=False
@@ -599,6 +618,7 @@ def hyperpod_eks_api_client(
     """
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         session = session or boto3.Session(region_name=region or os.environ.get("AWS_REGION") or None)
@@ -677,7 +697,7 @@ def parse_address(address: str) -> ClusterAddress:
     if text.startswith(prefix):  # "_" is not a URL scheme character, so urlsplit would not see it
         raycluster, _, namespace = text.removeprefix(prefix).rstrip("/").partition("/")
         namespace = namespace or "default"
-        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.match(n) or len(n) > 63]
+        bad = [n for n in (raycluster, namespace) if not _DNS_LABEL.fullmatch(n) or len(n) > 63]
         if not raycluster or bad:
             raise ConfigError(
                 f"bad cluster address {address!r}: expected sagemaker_ray://<raycluster>/<namespace> "

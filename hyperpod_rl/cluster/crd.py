@@ -29,9 +29,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import jsonschema
 import yaml
-from jsonschema import validators
 
 from hyperpod_rl.errors import ConfigError
 
@@ -114,15 +112,19 @@ def _set_defaults(validator: Any, properties: dict[str, Any], instance: Any, sch
                 continue
             if name not in instance or (instance[name] is None and not sub.get("nullable", False)):
                 instance[name] = copy.deepcopy(sub["default"])
+    from jsonschema import validators
+
     yield from validators.Draft7Validator.VALIDATORS["properties"](validator, properties, instance, schema)
 
 
-_DefaultingValidator = validators.extend(validators.Draft7Validator, {"properties": _set_defaults})
-
-
+# jsonschema is imported where a manifest is defaulted or validated: its import (the format
+# checkers' grammars) takes seconds, and the CLI imports this module for its help text.
 @functools.cache
 def _defaulter(api_version: str, kuberay: str) -> Any:
-    return _DefaultingValidator(crd_schema(api_version, kuberay))
+    from jsonschema import validators
+
+    defaulting = validators.extend(validators.Draft7Validator, {"properties": _set_defaults})
+    return defaulting(crd_schema(api_version, kuberay))
 
 
 def apply_defaults(obj: dict[str, Any], *, api_version: str = "ray.io/v1", kuberay: str = DEFAULT_KUBERAY) -> dict[str, Any]:
@@ -167,7 +169,10 @@ def _strictify(schema: Any) -> Any:
 
 
 @functools.cache
-def _validator(api_version: str, kuberay: str, strict: bool) -> jsonschema.Draft7Validator:
+def _validator(api_version: str, kuberay: str, strict: bool) -> Any:
+    """A ``jsonschema.Draft7Validator`` of one served version's schema."""
+    import jsonschema
+
     schema = crd_schema(api_version, kuberay)
     return jsonschema.Draft7Validator(_strictify(schema) if strict else schema)
 

@@ -45,7 +45,10 @@ __all__ = [
     "LocalClusterState",
     "current_local_cluster",
     "find_free_port",
+    "free_ports",
+    "head_ports",
     "local_job_client",
+    "private_tmp_dir",
     "start_local_cluster",
     "wait_for_local_cluster",
 ]
@@ -61,6 +64,22 @@ def find_free_port(preferred: int | None = None) -> int:
     with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports that are free on 127.0.0.1 now.
+
+    Every socket stays bound until all are picked, so the kernel never hands out one port
+    twice (separate :func:`find_free_port` calls may).
+    """
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in socks]
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def _port_free(port: int) -> bool:
@@ -91,6 +110,11 @@ class LocalClusterState:
         gcs_address: ``127.0.0.1:<port>`` for ``ray.init`` / ``ray start --address``.
         dashboard_url: ``http://127.0.0.1:<port>``, the dashboard and job API.
         metrics_export_port: the head's Prometheus metrics port (Ray's ``ray_*`` gauges).
+        dashboard_metrics_port: the dashboard's own Prometheus port (Ray's
+            ``DASHBOARD_METRIC_PORT``, a fixed 44227 unless set); 0 in state files written before
+            it was picked per cluster.
+        autoscaler_metrics_port: the autoscaler monitor's Prometheus port (Ray's
+            ``AUTOSCALER_METRIC_PORT``, a fixed 44217 unless set); 0 likewise.
         started_at: Unix time in seconds.
         python: the interpreter of the environment that started it (jobs run under it).
         temp_dir: the cluster's Ray temp dir (``--temp-dir``); every process of the cluster has it
@@ -106,6 +130,8 @@ class LocalClusterState:
     temp_dir: str
     worker_nodes: int = 0
     token: str = field(default="", repr=False)
+    dashboard_metrics_port: int = 0
+    autoscaler_metrics_port: int = 0
 
 
 class LocalCluster:
@@ -142,10 +168,6 @@ class LocalCluster:
         from ray.job_submission import JobSubmissionClient
 
         return JobSubmissionClient(self.dashboard_url, headers=self.auth_headers())
-
-    def ray_env(self) -> dict[str, str]:
-        """Environment variables a process needs to join this cluster with ``ray.init``."""
-        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": self.state.token, "RAY_ADDRESS": self.address}
 
     def is_alive(self, *, timeout_s: float = 5.0) -> bool:
         """True when the job API answers with this cluster's token within ``timeout_s`` seconds."""
@@ -318,7 +340,22 @@ def ray_errors(output: str, *, max_lines: int = RAY_ERROR_LINES) -> list[str]:
     return [line if len(line) <= 300 else line[:297] + "..." for line in kept]
 
 
-def _run_ray(cmd: list[str], token: str) -> None:
+def head_ports(dashboard_port: int | None = None) -> dict[str, int]:
+    """The ports a new head node listens on, all distinct and free on 127.0.0.1 now.
+
+    Keys: ``dashboard`` (``dashboard_port``, else 8265 when free, else any free port), ``gcs``,
+    ``metrics_export``, ``client_server``, ``dashboard_metrics`` and ``autoscaler_metrics``.
+    Nothing is left to Ray's fixed defaults, so two local clusters on one machine (two
+    ``HYPERPOD_RL_HOME`` dirs) never share a port; the start lock
+    (:func:`start_lock_path`) keeps two starts from picking at the same moment.
+    """
+    dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
+    names = ("gcs", "metrics_export", "client_server", "dashboard_metrics", "autoscaler_metrics")
+    picked = [p for p in free_ports(len(names) + 1) if p != dash][: len(names)]
+    return {"dashboard": dash, **dict(zip(names, picked, strict=True))}
+
+
+def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
     """Run a ``ray`` command with the cluster's token.
 
     Raises:
@@ -327,6 +364,7 @@ def _run_ray(cmd: list[str], token: str) -> None:
     """
     env = {
         **os.environ,
+        **(extra_env or {}),
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
         "RAY_USAGE_STATS_ENABLED": "0",
@@ -336,7 +374,9 @@ def _run_ray(cmd: list[str], token: str) -> None:
     limit = max(300.0, float(env["RAY_DASHBOARD_STARTUP_TIMEOUT_S"]) + 150.0)
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=limit)
     if proc.returncode != 0:
-        output = (proc.stdout + "\n" + proc.stderr).replace(token, "***")
+        from hyperpod_rl.redact import redact
+
+        output = redact(proc.stdout + "\n" + proc.stderr, [token])
         log = ray_start_log()
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a") as fh:
@@ -402,8 +442,9 @@ def start_local_cluster(
             f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, or omit it to pick a free one"
         )
     token = secrets.token_hex(32)
-    # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit).
-    temp_dir = f"/tmp/hprl-{hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10]}"
+    # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit); inside this
+    # user's private directory, so no other user can plant or read anything there.
+    temp_dir = str(private_tmp_dir() / hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10])
     with _machine_start_lock():  # our clusters on this machine pick and bind their ports one at a time
         cluster = _start_head(path, token=token, temp_dir=temp_dir, num_cpus=num_cpus, dashboard_port=dashboard_port)
     try:
@@ -417,8 +458,43 @@ def start_local_cluster(
 
 #: Seconds between two ``ray start`` attempts (a loaded machine gets a moment to settle).
 RETRY_WAIT_S = 3.0
-#: Held while a local cluster of this project picks its ports and starts its head (machine-wide).
-START_LOCK = Path(tempfile.gettempdir()) / "hyperpod-rl-local-start.lock"
+
+
+def private_tmp_dir() -> Path:
+    """This user's private directory under the system temp dir, ``<tmp>/hprl-<uid>``, mode 0700.
+
+    The local clusters' Ray temp dirs and the start lock live in it, so their paths are short
+    (Ray's Unix sockets) and shared by every data dir of this user, yet no other user can
+    create, replace or read them: it is created with mode 0700, and an existing one must be a
+    real directory (not a symlink) owned by this user; a wider mode is narrowed to 0700.
+
+    Raises:
+        ClusterError: the path exists and is not a directory of this user (someone else made
+            it): remove it, or point ``TMPDIR`` at a private directory.
+    """
+    import stat
+
+    root = Path(tempfile.gettempdir()) / f"hprl-{os.getuid()}"
+    try:
+        root.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise ClusterError(
+            f"{root} is not a directory owned by you (uid {os.getuid()}): another user or program made it; "
+            "remove it, or set TMPDIR to a private directory"
+        )
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(root, 0o700)
+    return root
+
+
+def start_lock_path() -> Path:
+    """The lock held while one of this user's local clusters picks its ports and starts its head."""
+    return private_tmp_dir() / "local-start.lock"
+
+
 _PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
 #: What ``ray start`` says when its dashboard process died or was too slow to come up, or its
 #: node timed out starting, which happens on a loaded machine (seen with load average > 6 per
@@ -434,7 +510,7 @@ _DASHBOARD_FAILED = (
 
 @contextmanager
 def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
-    """Serialise local-cluster starts on this machine (``fcntl`` lock, released if the process dies).
+    """Serialise this user's local-cluster starts on this machine (``fcntl`` lock, released if the process dies).
 
     Two notebooks, or a notebook and a terminal, that start clusters at the same moment would
     otherwise both see the same port free and one ``ray start`` would fail.
@@ -443,7 +519,8 @@ def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
         ClusterError: another start held the lock for ``timeout_s`` seconds.
     """
     deadline = time.monotonic() + timeout_s
-    with open(START_LOCK, "a+") as fh:
+    lock = start_lock_path()
+    with open(lock, "a+") as fh:
         while True:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -451,7 +528,7 @@ def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() > deadline:
                     raise ClusterError(
-                        f"another local cluster has been starting for {timeout_s:.0f} s (lock {START_LOCK}): wait for it or stop it"
+                        f"another local cluster has been starting for {timeout_s:.0f} s (lock {lock}): wait for it or stop it"
                     ) from None
                 time.sleep(0.2)
         try:
@@ -478,8 +555,8 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
     # a few seconds between attempts: a loaded machine gets a moment, a port race a new draw
     @retry(retry=retry_if_exception(transient), stop=stop_after_attempt(3), wait=wait_fixed(RETRY_WAIT_S), reraise=True)
     def attempt() -> LocalCluster:
-        dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
-        gcs, metrics, client_port = find_free_port(), find_free_port(), find_free_port()
+        ports = head_ports(dashboard_port)
+        dash, gcs, metrics, client_port = ports["dashboard"], ports["gcs"], ports["metrics_export"], ports["client_server"]
         cmd = [
             _ray_executable(),
             "start",
@@ -491,11 +568,16 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             f"--ray-client-server-port={client_port}",
             "--include-dashboard=true",
             f"--num-cpus={num_cpus or os.cpu_count() or 1}",
-            "--num-gpus=0",
+            # no --num-gpus: Ray counts the machine's GPUs (CUDA_VISIBLE_DEVICES / NVML), so a single-GPU
+            # machine's head can hold a trainer.device=cuda or SkyRL job (0 on a CPU machine, as before)
             "--disable-usage-stats",
             f"--temp-dir={temp_dir}",
             *_node_port_flags(),
         ]
+        # Ray reads these two from the environment only (ray/dashboard/consts.py,
+        # ray/autoscaler/_private/constants.py); their fixed defaults would make a second cluster
+        # on this machine start without its dashboard and autoscaler metrics, silently.
+        metric_env = {"DASHBOARD_METRIC_PORT": str(ports["dashboard_metrics"]), "AUTOSCALER_METRIC_PORT": str(ports["autoscaler_metrics"])}
         state = LocalClusterState(
             gcs_address=f"127.0.0.1:{gcs}",
             dashboard_url=f"http://127.0.0.1:{dash}",
@@ -504,10 +586,12 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             python=sys.executable,
             temp_dir=temp_dir,
             token=token,
+            dashboard_metrics_port=ports["dashboard_metrics"],
+            autoscaler_metrics_port=ports["autoscaler_metrics"],
         )
         cluster = LocalCluster(state, state_path=path)
         try:
-            _run_ray(cmd, token)
+            _run_ray(cmd, token, metric_env)
             _write_state(path, state)
         except ClusterError as err:
             cluster.stop()

@@ -12,11 +12,12 @@ dashboard depends on the setup:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from hyperpod_rl.cluster.access import HyperPodDashboard, PortForwardDashboard, read_ray_token
-from hyperpod_rl.cluster.kube import DashboardProbe, http_probe
 from hyperpod_rl.errors import ClusterError, ConfigError
+
+if TYPE_CHECKING:
+    from hyperpod_rl.cluster.kube import DashboardProbe
 
 __all__ = ["PROBE_CHOICES", "ProbeVia", "dashboard_probe"]
 
@@ -38,6 +39,9 @@ def dashboard_probe(
     Raises:
         ConfigError: unknown ``via``, or ``via="address"`` without an address.
     """
+    from hyperpod_rl.cluster.access import HyperPodDashboard, PortForwardDashboard, read_ray_token
+    from hyperpod_rl.cluster.kube import http_probe
+
     if via == "none":
         return None
     if via == "endpoint":

@@ -84,7 +84,7 @@ def dns1035_problems(value: str) -> list[str]:
     out = []
     if len(value) > 63:
         out.append("must be no more than 63 characters")
-    if not _DNS1035_LABEL.match(value):
+    if not _DNS1035_LABEL.fullmatch(value):
         out.append("must consist of lower case alphanumeric characters or '-', start with a letter and end with a letter or digit")
     return out
 
@@ -94,7 +94,7 @@ def dns1123_label_problems(value: str) -> list[str]:
     out = []
     if len(value) > 63:
         out.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.match(value):
+    if not _DNS1123_LABEL.fullmatch(value):
         out.append("must consist of lower case alphanumeric characters or '-', and start and end with one")
     return out
 
@@ -104,7 +104,7 @@ def label_value_problems(value: str) -> list[str]:
     out = []
     if len(value) > 63:
         out.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         out.append("must be empty or consist of alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric")
     return out
 
@@ -115,9 +115,9 @@ def label_key_problems(key: str) -> list[str]:
     out = []
     if "/" in key and not prefix:
         out.append("prefix part must be non-empty")
-    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix)):
         out.append("prefix part must be a lowercase DNS-1123 subdomain")
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
         out.append("name part must be 1-63 alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric")
     return out
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from hyperpod_rl.base import read_user_text
 from hyperpod_rl.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -36,6 +38,7 @@ from hyperpod_rl.config.sections import (
     TrainerConfig,
     _Section,
 )
+from hyperpod_rl.config.sft import SFTConfig, Stage, sft_problems
 from hyperpod_rl.config.validate import cross_field_problems
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import RUN_ID_PATTERN
@@ -50,6 +53,7 @@ __all__ = [
     "PlacementConfig",
     "RolloutConfig",
     "RunConfig",
+    "SFTConfig",
     "StorageConfig",
     "TaskConfig",
     "TrainerConfig",
@@ -67,6 +71,11 @@ class RunConfig(_Section):
 
     run_id: str = Field(..., pattern=RUN_ID_PATTERN, description="run id: 3-63 lower-case letters, digits, '-'")
     backend: Literal["reference", "skyrl"] = "reference"
+    stage: Stage = Field(
+        "grpo",
+        description="'grpo': reinforcement learning on the task's reward; 'sft': supervised fine-tuning on the task's "
+        "demonstrations (its own solver), the warm start a GRPO run continues with model.init_adapter",
+    )
     task: TaskConfig = TaskConfig()
     model: ModelConfig = ModelConfig()
     lora: LoRAConfig = LoRAConfig()
@@ -78,10 +87,11 @@ class RunConfig(_Section):
     placement: PlacementConfig = PlacementConfig()
     storage: StorageConfig = StorageConfig()
     logging: LoggingConfig = LoggingConfig()
+    sft: SFTConfig = SFTConfig()
 
     @model_validator(mode="after")
     def _cross_field(self) -> RunConfig:
-        problems = cross_field_problems(self)
+        problems = cross_field_problems(self) + sft_problems(self)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -124,7 +134,7 @@ class RunConfig(_Section):
         Overrides are as in :meth:`from_preset` (dotted paths with ``**{"trainer.micro_batch_size": 4}``).
 
         Raises:
-            ConfigError: the file cannot be read, is not YAML/JSON, does not hold a mapping, or the
+            ConfigError: the file cannot be read or is not UTF-8 (:func:`hyperpod_rl.base.read_user_text`), is not YAML/JSON, does not hold a mapping, or the
                 result is invalid (one line per field).
         """
         import yaml
@@ -132,12 +142,7 @@ class RunConfig(_Section):
         from hyperpod_rl.config.presets import with_overrides
 
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as err:
-            raise ConfigError(
-                f"cannot read run config file {str(path)!r} ({err.strerror or err}): give an existing YAML or JSON file"
-            ) from None
+        text = read_user_text(path, "run config file", fix="give an existing YAML or JSON file")
         try:
             data = yaml.safe_load(text)  # JSON is YAML
         except yaml.YAMLError as err:
@@ -155,7 +160,50 @@ class RunConfig(_Section):
         """sha256 (16 hex chars) of the canonical JSON of the config, without the run id.
 
         The default task (the maze with default options) is left out too, so a maze config hashes
-        as it did before configs named their task.
+        as it did before configs named their task. A renamed field (a section's
+        ``renamed_fields``, e.g. ``data.mazes_per_step`` -> ``data.prompts_per_step``) is hashed
+        under the name the hash first saw, so a config keeps its hash across renames: a file
+        written with the old names and one with the new names hash the same, and so do the
+        hashes recorded in run directories before the rename (resume still matches them).
+        Fields added later (:data:`ADDED_FIELDS`: the SFT stage, ``model.init_adapter``, the
+        rollout engine and its importance correction) are left out while at their defaults, so a
+        config written before them hashes as it did.
         """
-        payload = self.model_dump(mode="json", exclude={"run_id", "task"} if self.task.is_default else {"run_id"})
+        exclude: dict[str, Any] = {"run_id": True}
+        if self.task.is_default:
+            exclude["task"] = True
+        # the SFT stage's fields are left out at their defaults, so GRPO configs hash as before
+        if self.stage == "grpo" and self.sft == SFTConfig():
+            exclude.update(stage=True, sft=True)
+        payload = self.model_dump(mode="json", exclude=exclude)
+        for section, name in ADDED_FIELDS:
+            part = payload.get(section)
+            if isinstance(part, dict) and name in part and part[name] == _field_default(type(getattr(self, section)), name):
+                del part[name]
+        for section, value in payload.items():
+            renamed = getattr(type(getattr(self, section)), "renamed_fields", None)
+            if renamed and isinstance(value, dict):
+                payload[section] = {_hashed_name(renamed, key): v for key, v in value.items()}
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+#: (section, field) pairs added after configs were first hashed: left out of :meth:`RunConfig.config_hash`
+#: while at their defaults, so configs written before them keep their hash (and their runs resume).
+ADDED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("model", "init_adapter"),
+    ("rollout", "engine"),
+    ("grpo", "is_correction"),
+    ("grpo", "is_cap"),
+)
+
+
+def _field_default(model: Any, name: str) -> Any:
+    return model.model_fields[name].get_default(call_default_factory=True)
+
+
+def _hashed_name(renamed: Mapping[str, str], name: str) -> str:
+    """The name a field is hashed under: its first name if it was renamed (``renamed``: old -> new)."""
+    for old, new in renamed.items():
+        if new == name:
+            return old
+    return name

@@ -6,7 +6,8 @@ which the notebook forms show as tooltips).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -45,6 +46,11 @@ class ModelConfig(_Section):
     revision: str | None = Field(
         None,
         description="base model revision; filled with the directory's content hash when the run starts",
+    )
+    init_adapter: str | None = Field(
+        None,
+        description="LoRA adapter directory the run starts from (e.g. an SFT run's adapter/; --from-run RUN_ID fills it); "
+        "None: a fresh adapter. It must have been trained on the same base model revision and LoRA rank",
     )
     tiny_hidden_size: int = Field(128, gt=0, description="text hidden size of the tiny model (multiple of 32)")
     tiny_layers: int = Field(2, gt=0, description="decoder layers of the tiny model")
@@ -125,6 +131,13 @@ class GRPOConfig(_Section):
         "token_mean",
         description="SkyRL trainer.algorithm.loss_reduction (the reference backend always uses token_mean)",
     )
+    is_correction: Literal["token_truncate", "none"] = Field(
+        "token_truncate",
+        description="off-policy correction when a separate engine (vLLM) sampled the rollouts: 'token_truncate' weights "
+        "each token's policy-gradient term by min(pi_train / pi_engine, is_cap) (truncated importance sampling, "
+        "Yao et al. 2025; SkyRL/verl 'tis'); 'none' trusts the engine's samples as on-policy",
+    )
+    is_cap: float = Field(2.0, ge=1.0, description="upper bound C of the truncated importance weight min(ratio, C)")
 
     @field_validator("group_size")
     @classmethod
@@ -148,6 +161,12 @@ class RolloutConfig(_Section):
         32,
         gt=0,
         description="response token limit per turn (SkyRL generator.sampling_params.max_generate_length)",
+    )
+    engine: Literal["auto", "hf", "vllm"] = Field(
+        "auto",
+        description="the reference backend's rollout engine: 'vllm' one colocated vLLM engine on the training GPU "
+        "(sleeps during the update; the adapter reloaded every step), 'hf' transformers generate in the trainer; "
+        "'auto': vLLM on a CUDA GPU where vllm imports and action_constraint='none', else hf",
     )
     decode: Literal["auto", "eager", "compiled"] = Field(
         "auto",
@@ -187,7 +206,7 @@ class TaskConfig(_Section):
     """The task the run trains on: a registered task plug-in (:mod:`hyperpod_rl.tasks`) and its options.
 
     ``options`` is the JSON form of the task's options model (for the maze:
-    :class:`~hyperpod_rl.maze.DatasetSpec`), the settings its dataset was generated with; it is
+    :class:`~hyperpod_rl.tasks.maze.DatasetSpec`), the settings its dataset was generated with; it is
     validated against that model, and every bad option is named as ``task.options.<field>``.
     """
 
@@ -236,23 +255,33 @@ class TaskConfig(_Section):
 
 
 class DataConfig(_Section):
-    """Dataset paths (SkyRL: ``data.train_data`` / ``data.val_data``)."""
+    """Dataset paths and the batch (SkyRL: ``data.train_data`` / ``data.val_data``, ``trainer.train_batch_size``).
+
+    A row is one prompt of the task's dataset (one maze, one screen, one document); each is played
+    ``grpo.group_size`` times. ``mazes_per_step`` is the deprecated name of ``prompts_per_step``.
+    """
+
+    renamed_fields: ClassVar[Mapping[str, str]] = {"mazes_per_step": "prompts_per_step"}
+    renamed_prefix: ClassVar[str] = "data."
 
     train_path: str = Field(..., description="parquet of train rows (SkyRL dataset format)")
     heldout_path: str = Field(..., description="parquet of held-out rows")
-    mazes_per_step: int = Field(
+    prompts_per_step: int = Field(
         8,
         gt=0,
-        description="mazes per GRPO step (train batch = mazes_per_step * group_size episodes)",
+        description="dataset rows (prompts) per GRPO step (train batch = prompts_per_step * group_size episodes)",
     )
 
 
 class TrainerConfig(_Section):
-    """Optimisation schedule."""
+    """Optimisation schedule. ``eval_mazes`` is the deprecated name of ``eval_rows``."""
+
+    renamed_fields: ClassVar[Mapping[str, str]] = {"eval_mazes": "eval_rows"}
+    renamed_prefix: ClassVar[str] = "trainer."
 
     steps: int = Field(120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)")
     seed: int = Field(0, description="seed for Python, NumPy and torch")
-    eval_mazes: int = Field(200, gt=0, description="held-out mazes evaluated before and after training")
+    eval_rows: int = Field(200, gt=0, description="held-out rows evaluated before and after training")
     micro_batch_size: int = Field(
         64,
         gt=0,
@@ -273,7 +302,7 @@ class TrainerConfig(_Section):
     mini_batch_size: int | None = Field(
         None,
         gt=0,
-        description="mazes per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.mazes_per_step, one update per step",
+        description="rows (prompts) per optimizer step (SkyRL trainer.policy_mini_batch_size); None = data.prompts_per_step, one update per step",
     )
     epochs: int = Field(
         100,
@@ -313,7 +342,7 @@ class TrainerConfig(_Section):
         1,
         ge=1,
         description="reference backend: data-parallel training processes on one node (Ray Train TorchTrainer, DDP); each "
-        "rolls out data.mazes_per_step / workers whole groups and takes one GPU when device='cuda'; 1 trains in the job's "
+        "rolls out data.prompts_per_step / workers whole groups and takes one GPU when device='cuda'; 1 trains in the job's "
         "own process",
     )
 

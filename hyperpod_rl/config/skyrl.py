@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import VISION_TOKENS
+from hyperpod_rl.tasks.answer import VISION_TOKENS
 
 __all__ = [
     "REQUIRED_VLM_KEYS",
@@ -48,7 +48,7 @@ REQUIRED_VLM_KEYS: dict[str, object] = {
 #: turns the float32 residue of a tied group's mean into full-size advantages.
 TIE_SAFE_ESTIMATOR = "hprl_grpo_tie_safe"
 
-#: Qwen-VL vision special tokens (:data:`hyperpod_rl.maze.VISION_TOKENS`), passed to vLLM as
+#: Qwen-VL vision special tokens (:data:`hyperpod_rl.tasks.answer.VISION_TOKENS`), passed to vLLM as
 #: ``bad_words`` through ``generator.sampling_params.additional_kwargs`` (SkyRL 0.4
 #: ``get_vllm_sampling_params`` forwards the extra keys; vLLM ``SamplingParams.bad_words``) so
 #: sampled responses never contain one.
@@ -189,8 +189,8 @@ def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dic
         "trainer.placement.ref_num_gpus_per_node": pl.gpus_per_node,
         "trainer.policy.fsdp_config.cpu_offload": pl.cpu_offload,
         # batches and schedule
-        "trainer.train_batch_size": cfg.data.mazes_per_step,
-        "trainer.policy_mini_batch_size": tr.mini_batch_size or cfg.data.mazes_per_step,
+        "trainer.train_batch_size": cfg.data.prompts_per_step,
+        "trainer.policy_mini_batch_size": tr.mini_batch_size or cfg.data.prompts_per_step,
         "trainer.micro_train_batch_size_per_gpu": tr.micro_batch_size,
         "trainer.micro_forward_batch_size_per_gpu": tr.micro_batch_size,
         "trainer.max_prompt_length": ro.max_prompt_tokens,

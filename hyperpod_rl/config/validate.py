@@ -94,12 +94,21 @@ _NODE_LOCAL_PREFIXES = ("/tmp", "/var/tmp", "/dev/shm", "/root", "/home")
 
 def is_hub_id(path: str) -> bool:
     """True when ``path`` reads as a hub id (``Qwen/Qwen3-VL-8B-Instruct``) rather than a path."""
-    return bool(HUB_ID.match(path)) and not path.startswith((".", "~"))
+    return bool(HUB_ID.fullmatch(path)) and not path.startswith((".", "~"))
 
 
 def cross_field_problems(cfg: RunConfig) -> list[str]:
     """Every cross-field problem of ``cfg``, one line each (empty when valid)."""
-    problems = _model_path(cfg) + _task(cfg) + _lora_targets(cfg) + _prompt_budget(cfg) + _workers(cfg) + _update_layers(cfg) + _decode(cfg)
+    problems = (
+        _model_path(cfg)
+        + _task(cfg)
+        + _lora_targets(cfg)
+        + _prompt_budget(cfg)
+        + _workers(cfg)
+        + _update_layers(cfg)
+        + _decode(cfg)
+        + _engine(cfg)
+    )
     if cfg.backend == "skyrl":
         problems += _skyrl(cfg)
     return problems
@@ -164,6 +173,20 @@ def _update_layers(cfg: RunConfig) -> list[str]:
     return []
 
 
+def _engine(cfg: RunConfig) -> list[str]:
+    """``rollout.engine`` picks the reference backend's rollout engine; SkyRL always rolls out with vLLM."""
+    ro = cfg.rollout
+    problems = []
+    if ro.engine != "auto" and cfg.backend == "skyrl":
+        problems.append(f"rollout.engine={ro.engine!r} picks the reference backend's rollout engine; SkyRL rolls out with vLLM: remove it")
+    if ro.engine == "vllm" and ro.action_constraint != "none":
+        problems.append(
+            "rollout.engine='vllm' decodes free text, but rollout.action_constraint='directions' samples one answer word from a "
+            "single forward pass: set action_constraint='none' or rollout.engine='auto'"
+        )
+    return problems
+
+
 def _decode(cfg: RunConfig) -> list[str]:
     """``rollout.decode`` picks how the reference backend decodes free generation; it has nothing else to apply to."""
     ro = cfg.rollout
@@ -183,9 +206,9 @@ def _workers(cfg: RunConfig) -> list[str]:
     """``trainer.workers``: the reference backend's data-parallel processes, each rolling out whole groups.
 
     GRPO advantages are relative within a group, so a group never crosses workers: every worker
-    takes ``data.mazes_per_step / trainer.workers`` mazes of each step's batch.
+    takes ``data.prompts_per_step / trainer.workers`` rows of each step's batch.
     """
-    workers, mazes = cfg.trainer.workers, cfg.data.mazes_per_step
+    workers, mazes = cfg.trainer.workers, cfg.data.prompts_per_step
     if workers == 1:
         return []
     if cfg.backend != "reference":
@@ -196,8 +219,8 @@ def _workers(cfg: RunConfig) -> list[str]:
     if mazes % workers:
         lower = max(d for d in range(1, workers + 1) if mazes % d == 0)
         return [
-            f"data.mazes_per_step={mazes} does not split into whole groups over trainer.workers={workers} (each worker rolls "
-            f"out data.mazes_per_step / trainer.workers mazes, grpo.group_size episodes each): set data.mazes_per_step to a "
+            f"data.prompts_per_step={mazes} does not split into whole groups over trainer.workers={workers} (each worker rolls "
+            f"out data.prompts_per_step / trainer.workers rows, grpo.group_size episodes each): set data.prompts_per_step to a "
             f"multiple of {workers} (e.g. {-(-mazes // workers) * workers}) or trainer.workers to a divisor of {mazes} (e.g. {lower})"
         ]
     return []
@@ -349,13 +372,13 @@ def _skyrl(cfg: RunConfig) -> list[str]:
         )
 
     # batch sizes (SkyRL validate_batch_sizes, with this package's names)
-    mazes = cfg.data.mazes_per_step
+    mazes = cfg.data.prompts_per_step
     mini = tr.mini_batch_size or mazes
     dp = pl.policy_gpus
     if mini > mazes:
-        out.append(f"trainer.mini_batch_size={mini} exceeds data.mazes_per_step={mazes}: use at most {mazes}")
+        out.append(f"trainer.mini_batch_size={mini} exceeds data.prompts_per_step={mazes}: use at most {mazes}")
     elif mazes % mini:
-        out.append(f"data.mazes_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
+        out.append(f"data.prompts_per_step={mazes} is not a multiple of trainer.mini_batch_size={mini}: make it one")
     elif (mini * group) % dp:
         out.append(
             f"trainer.mini_batch_size x grpo.group_size = {mini * group} episodes do not split evenly over {dp} policy GPUs: "

@@ -28,7 +28,7 @@ def greedy_benchmark(
 
     Returns:
         ``(metrics, per_maze)``: the task's aggregate metrics (:meth:`Task.aggregate_metrics`; the
-        maze's :func:`hyperpod_rl.maze.aggregate_metrics`, rates in [0, 1]) and one dict per row
+        maze's :func:`hyperpod_rl.tasks.maze.aggregate_metrics`, rates in [0, 1]) and one dict per row
         with ``layout_hash`` (the row's content hash, :attr:`Task.hash_column`), ``size``
         ``[rows, cols]`` (rows that have them), ``stratum``, ``split``, ``observation``, ``moves``
         (the answers) and the episode metrics (maze: ``solved``, ``turns``, ``optimal_move_rate``,

@@ -7,6 +7,7 @@ difference interval excludes 0 on the better side and no guard metric is signifi
 
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.eval.report import bar_figure
 from hyperpod_rl.eval.result import EvalResult
 from hyperpod_rl.eval.stats import (
     DEFAULT_RESAMPLES,
@@ -124,8 +126,6 @@ class Comparison:
         return write_json_atomic(Path(path), self.to_json())
 
     def _repr_html_(self) -> str:
-        from hyperpod_rl.eval.report import comparison_html
-
         return comparison_html(self)
 
 
@@ -220,3 +220,19 @@ def compare(
         promote=promote,
         reason=reason,
     )
+
+
+def comparison_html(comparison: Comparison) -> str:
+    """Both models' headline rates with intervals, the paired-difference table and the decision."""
+    series = {
+        lab: {m: getattr(d, which) for m, d in comparison.deltas.items() if m != "steps_over_optimal"}
+        for lab, which in ((comparison.base_label, "base"), (comparison.candidate_label, "candidate"))
+    }
+    fig = bar_figure(
+        series, f"{comparison.candidate_label} vs {comparison.base_label} · {comparison.num_mazes} mazes · promote: {comparison.promote}"
+    )
+    rows = "".join(
+        f"<tr><td>{r['metric']}</td><td>{r['base']}</td><td>{r['candidate']}</td><td>{r['delta']}</td><td>{r['verdict']}</td></tr>"
+        for r in comparison.table_rows()
+    )
+    return f"{fig}<table><thead><tr><th>metric</th><th>{html.escape(comparison.base_label)}</th><th>{html.escape(comparison.candidate_label)}</th><th>Δ (paired)</th><th>verdict</th></tr></thead><tbody>{rows}</tbody></table><p>{html.escape(comparison.reason)}</p>"

@@ -1,7 +1,7 @@
 """Evaluate a base model, with or without an adapter, on held-out and out-of-distribution mazes.
 
 One greedy episode per maze (:func:`hyperpod_rl.eval.benchmark.greedy_benchmark`). Metrics are
-the maze env's own (:func:`hyperpod_rl.maze.aggregate_metrics`), averaged over mazes:
+the maze env's own (:func:`hyperpod_rl.tasks.maze.aggregate_metrics`), averaged over mazes:
 
 * ``solve_rate``: share of mazes solved within the turn limit;
 * ``optimal_move_rate``: share of a maze's turns whose move lies on a shortest path (BFS);
@@ -47,7 +47,7 @@ def text_twin_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     Each twin keeps the content hash, size, stratum, turn limit and prompt style of its row; only
     the prompt and the per-turn observations become text (the task's
     :meth:`~hyperpod_rl.tasks.Task.build_prompt` with ``observation="text"``; the env reads the
-    row's ``observation``). For the maze: the text grid (:func:`hyperpod_rl.maze.build_prompt`).
+    row's ``observation``). For the maze: the text grid (:func:`hyperpod_rl.tasks.maze.build_prompt`).
 
     Raises:
         ConfigError: the rows' task has no text twin (:meth:`Task.text_twin` returns None).
@@ -73,7 +73,7 @@ def ood_rows(
 
     Args:
         spec: the dataset's options: the task's options model or its JSON dict (for the maze a
-            :class:`~hyperpod_rl.maze.DatasetSpec`, e.g. ``DatasetPaths.spec`` from the quickstart).
+            :class:`~hyperpod_rl.tasks.maze.DatasetSpec`, e.g. ``DatasetPaths.spec`` from the quickstart).
         count: ood rows.
         in_distribution: maze only: train/held-out rows; the ood paths are made longer than all
             of them (unless the spec sets ``ood_min_path_length``).

@@ -6,11 +6,13 @@ provenance record), call :func:`hyperpod_rl.runs.record_eval` with :meth:`EvalRe
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.eval.report import bar_figure
 from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, Interval, bootstrap_interval, metric_values
 
 __all__ = ["EvalResult"]
@@ -96,6 +98,37 @@ class EvalResult:
         return out
 
     def _repr_html_(self) -> str:
-        from hyperpod_rl.eval.report import result_html
-
         return result_html(self)
+
+
+def result_html(result: EvalResult) -> str:
+    """A bar chart of the headline rates with intervals, and the breakdown table."""
+    title = f"{html.escape(result.label)} · {result.split} · {result.num_mazes} mazes ({result.observation})"
+    results = [result] + ([result.text_twin] if result.text_twin is not None else [])
+    fig = bar_figure({f"{r.label} ({r.observation})": {m: _interval_from(r, m) for m in _reported(r)[:3]} for r in results}, title)
+    return fig + _breakdown_table(result)
+
+
+def _reported(result: EvalResult) -> tuple[str, ...]:
+    from hyperpod_rl.tasks import get_task, metric_spec
+
+    return metric_spec(get_task(result.task)).reported
+
+
+def _interval_from(result: EvalResult, metric: str) -> Interval:
+    if metric in result.ci and metric in result.metrics:
+        lo, hi = result.ci[metric]
+        return Interval(result.metrics[metric], lo, hi, result.num_mazes)
+    return result.interval(metric)
+
+
+def _breakdown_table(result: EvalResult) -> str:
+    reported = _reported(result)
+    rows = []
+    for group_key, groups in result.breakdown.items():
+        for label, metrics in groups.items():
+            cells = "".join(f"<td>{Interval(**metrics[m]).fmt() if m in metrics else ''}</td>" for m in reported)
+            n = max((metrics[m]["n"] for m in reported[:1] if m in metrics), default=0)
+            rows.append(f"<tr><td>{html.escape(group_key)}</td><td>{html.escape(label)}</td><td>{n}</td>{cells}</tr>")
+    head = "".join(f"<th>{m}</th>" for m in reported)
+    return f"<table><thead><tr><th>by</th><th>group</th><th>mazes</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -16,13 +16,11 @@ from typing import Any, Literal
 
 from hyperpod_rl.config.sections import ModelConfig
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.model.revision import TINY_MODEL_ID, directory_revision
 from hyperpod_rl.model.sampling import report_generation_config
-from hyperpod_rl.model.tiny import (
-    TINY_MODEL_ID,
-    ImageOnlyQwen3VLProcessor,
-    build_tiny_qwen3vl,
-    directory_revision,
-)
+
+# hyperpod_rl.model.tiny (transformers) is imported where a model or processor is built or loaded,
+# so importing this module stays light (the CLI's start-up, docs/architecture.md).
 
 __all__ = [
     "TINY_PATH",
@@ -102,6 +100,8 @@ def save_tiny_base_model(
     import shutil
     import tempfile
 
+    from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     words = {} if answer_words is None else {"answer_words": answer_words}
@@ -150,6 +150,8 @@ def load_processor(path: str | Path) -> Any:
     Raises:
         ConfigError: transformers cannot load a processor from ``path``.
     """
+    from hyperpod_rl.model.tiny import ImageOnlyQwen3VLProcessor
+
     root = Path(path).expanduser()
     if (root / "hyperpod_rl_model.json").is_file():
         return ImageOnlyQwen3VLProcessor.from_pretrained(root)
@@ -180,6 +182,8 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = 
         ConfigError: the directory is missing or is not a Qwen3-VL checkpoint.
     """
     from transformers import AutoProcessor, Qwen3VLForConditionalGeneration
+
+    from hyperpod_rl.model.tiny import ImageOnlyQwen3VLProcessor
 
     root = Path(path).expanduser()
     if str(path) == TINY_PATH:
@@ -227,12 +231,12 @@ def hub_revision(path: str | Path) -> str | None:
         The 40-hex commit, or ``None`` (a directory written by ``save_pretrained``, say).
     """
     root = Path(path).expanduser().resolve()
-    if root.parent.name == "snapshots" and _COMMIT.match(root.name):
+    if root.parent.name == "snapshots" and _COMMIT.fullmatch(root.name):
         return root.name
     meta = root / ".cache" / "huggingface" / "download"
     for file in sorted(meta.glob("*.metadata")) if meta.is_dir() else []:
         first = file.read_text().splitlines()[:1]
-        if first and _COMMIT.match(first[0].strip()):
+        if first and _COMMIT.fullmatch(first[0].strip()):
             return first[0].strip()
     return None
 

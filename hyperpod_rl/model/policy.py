@@ -88,12 +88,16 @@ class Action:
         response_ids: token ids of the response (``R`` tokens, end-of-turn included).
         loss_mask: ``R`` bools, True for tokens that were sampled (enter the loss).
         logprob: sum of the sampled tokens' log-probs under the acting policy (nats).
+        token_logprobs: the sampled tokens' log-probs one by one (nats, in response order, one
+            per True in ``loss_mask``) as the engine that sampled them reported them; ``None``
+            where only the sum is known (constrained decoding).
     """
 
     text: str
     response_ids: list[int]
     loss_mask: list[bool]
     logprob: float
+    token_logprobs: list[float] | None = None
 
 
 def prompt_key(messages: Conversation) -> str:
@@ -482,6 +486,7 @@ class MazePolicy:
                     response_ids=ids,
                     loss_mask=[False] * len(prefix) + [True] + [False] * len(self.suffix_ids),
                     logprob=float(logp[i, c]),
+                    token_logprobs=[float(logp[i, c])],
                 )
             )
         return actions
@@ -525,9 +530,12 @@ class MazePolicy:
         masks = [[True] * len(r) for r in responses]
         scored = self.score(prompts, responses, masks, [[i] for i in range(len(prompts))], temperature=temperature)
         logps = scored.logprobs.sum(-1).float().cpu().tolist()
+        per_token = scored.logprobs.float().cpu()
+        token_mask = scored.loss_mask.cpu()
         self.timings["rollout_score_s"] += time.perf_counter() - t1
         actions = []
         for i, ids in enumerate(responses):
             text = self.tokenizer.decode([t for t in ids if t != self.eos_id], skip_special_tokens=False)
-            actions.append(Action(text=text, response_ids=ids, loss_mask=masks[i], logprob=float(logps[i])))
+            token_lps = per_token[i][token_mask[i]].tolist()
+            actions.append(Action(text=text, response_ids=ids, loss_mask=masks[i], logprob=float(logps[i]), token_logprobs=token_lps))
         return actions

@@ -17,10 +17,8 @@ direction word (and the ``<answer>`` tags) a single token.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from transformers import (
     Qwen2Tokenizer,
@@ -31,6 +29,7 @@ from transformers import (
 )
 
 from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.model.revision import TINY_MODEL_ID, directory_revision
 
 
 def quiet_transformers() -> None:
@@ -38,7 +37,7 @@ def quiet_transformers() -> None:
     the Hub's download bars): they would leak into the CLI's output and every job log.
 
     The one place that does it: called when this module is imported, which every loader and saver
-    of a model in this package does (:mod:`hyperpod_rl.model.loading` imports it).
+    of a model in this package does (:mod:`hyperpod_rl.model.loading` imports it where it builds or loads one).
     """
     from transformers.utils import logging as hf_logging
 
@@ -57,8 +56,6 @@ __all__ = [
     "directory_revision",
 ]
 
-#: Model id recorded in provenance for the embedded default base model.
-TINY_MODEL_ID = "hyperpod-rl/tiny-qwen3-vl"
 
 #: Qwen-VL special tokens (names as in Qwen/Qwen3-VL-8B-Instruct's tokenizer_config.json).
 VISION_SPECIAL_TOKENS = (
@@ -230,24 +227,3 @@ def build_tiny_qwen3vl(
     )
     processor = ImageOnlyQwen3VLProcessor(image_processor, tokenizer, chat_template=CHAT_TEMPLATE)
     return model, processor
-
-
-def directory_revision(path: str | Path) -> str:
-    """Content hash of a model directory, used as the base model revision.
-
-    The hash covers every file's relative path and bytes (sha256, first 16 hex chars), so the
-    same weights and processor files always give the same revision.
-
-    Raises:
-        ConfigError: the directory does not exist.
-    """
-    root = Path(path)
-    if not root.is_dir():
-        raise ConfigError(f"model path {root} is not a directory: pass a saved Qwen3-VL checkpoint directory")
-    digest = hashlib.sha256()
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        digest.update(str(file.relative_to(root)).encode())
-        with file.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()[:16]

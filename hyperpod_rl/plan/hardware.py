@@ -10,6 +10,15 @@ Sources, per GPU (:attr:`GPUSpec.source` repeats them):
   instance page: 24 GB GDDR6 (about 22 GiB left to a process), 600 GB/s, 70 TFLOP/s dense bf16
   on the tensor cores as AWS quotes it for the A10G; no NVLink, so GPU-to-GPU and host traffic
   both go over PCIe 4.0 x16 (about 16 GB/s per direction).
+* **RTXPRO6000** (NVIDIA RTX PRO 6000 Blackwell Server Edition; 2 per ml.g7e.12xlarge, the
+  workers of AWS's SkyRL-on-HyperPod walkthrough): NVIDIA's RTX PRO 6000 Blackwell figures as
+  announced at GTC 2025 and reported by the press (the Server Edition datasheet itself was not
+  available to this project's sources): 96 GB GDDR7 on a 512-bit bus at 28 Gbps, 1,792 GB/s,
+  4,000 AI TOPS at FP4 *with sparsity*. The dense bf16 rate is derived, not quoted: 4,000 / 2
+  (sparsity) / 4 (FP4 -> bf16, two halvings of the tensor-core rate) = 500 TFLOP/s. About 94 GiB
+  are left to a process (not measured here). No NVLink: PCIe 5.0 x16 (about 32 GB/s per
+  direction, the A10G's PCIe 4.0 figure doubled). A Server Edition may run lower clocks than
+  these figures, so treat the planner's time figures on it as optimistic.
 
 The planner's step-time efficiency factors (:data:`hyperpod_rl.plan.throughput.TRAIN_EFFICIENCY`
 and the rest) were fitted on H200 measurements only (:attr:`GPUSpec.fitted`); on any other GPU
@@ -72,6 +81,16 @@ GPUS: dict[str, GPUSpec] = {
         nvlink_bytes_per_s=16e9,
         host_bytes_per_s=16e9,
         source="NVIDIA A10 datasheet and AWS EC2 G5 page (24 GB GDDR6, 600 GB/s, 70 TFLOP/s dense bf16); no NVLink: PCIe 4.0 x16",
+    ),
+    "RTXPRO6000": GPUSpec(
+        name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        memory_gib=94.0,
+        bf16_flops=500e12,
+        hbm_bytes_per_s=1.792e12,
+        nvlink_bytes_per_s=32e9,
+        host_bytes_per_s=25e9,
+        source="NVIDIA RTX PRO 6000 Blackwell GTC 2025 figures as reported (96 GB GDDR7, 1,792 GB/s, 4,000 FP4 AI TOPS sparse); "
+        "dense bf16 500 TFLOP/s derived from them, not quoted; no NVLink: PCIe 5.0 x16; the Server Edition datasheet was not read",
     ),
 }
 

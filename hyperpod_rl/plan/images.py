@@ -13,7 +13,7 @@ quarter of that: one token per 2x2 patch block, between the
 from __future__ import annotations
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze.render import smart_resize as qwen_smart_resize
+from hyperpod_rl.tasks.vision import smart_resize as qwen_smart_resize
 
 __all__ = ["image_patches", "image_tokens", "smart_resize"]
 

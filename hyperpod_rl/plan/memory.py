@@ -32,8 +32,10 @@ from __future__ import annotations
 from hyperpod_rl.base import Model
 from hyperpod_rl.config.decoding import decode_batch_rows, decode_cache_tokens
 from hyperpod_rl.plan.inputs import PlanInput
+from hyperpod_rl.plan.shapes import ModelShape
 
 __all__ = [
+    "KVCache",
     "CALIBRATION",
     "MemoryBreakdown",
     "activation_bytes_per_token_layer",
@@ -214,3 +216,44 @@ def rollout_memory(inp: PlanInput) -> RolloutMemory:
         kv_cache_gib=kv / GIB,
         overhead_gib=CALIBRATION["overhead_gib"],
     )
+
+
+#: GiB a colocated vLLM engine needs beyond weights and KV cache (CUDA graphs, activations of the
+#: largest batch, the sampler's logits), counted generously; vLLM profiles its own peak at start.
+VLLM_ENGINE_OVERHEAD_GIB = 6.0
+
+
+def vllm_rollout_fraction(
+    shape: ModelShape, *, sequences: int, tokens_per_sequence: int, gpu_total_bytes: int, free_bytes: int, cap: float
+) -> float:
+    """The GPU fraction a colocated vLLM engine of the reference backend asks for (``gpu_memory_utilization``).
+
+    Counted, not fitted: the bf16 weights, the KV cache of every sequence of a turn at once
+    (K and V, bf16, all layers) doubled for headroom (prefix caching and preemption), plus
+    :data:`VLLM_ENGINE_OVERHEAD_GIB`; never more than ``cap`` (``rollout.gpu_memory_utilization``)
+    nor than 95 % of what is free when the engine starts (vLLM refuses a fraction above the free
+    share, vLLM 0.25 ``vllm/v1/worker/utils.py`` ``request_memory``).
+
+    Args:
+        shape: the base model's shape.
+        sequences: sequences decoded at once (episodes of one turn).
+        tokens_per_sequence: prompt + response tokens of one sequence.
+        gpu_total_bytes: the GPU's memory, bytes.
+        free_bytes: free GPU memory before the engine starts, bytes.
+        cap: the largest fraction allowed.
+
+    Returns:
+        A fraction in (0, 1).
+    """
+    kv = 2 * sequences * tokens_per_sequence * 2 * shape.num_hidden_layers * shape.kv_dim * 2
+    need = shape.total_params * 2 + kv + VLLM_ENGINE_OVERHEAD_GIB * GIB
+    return float(min(cap, 0.95 * free_bytes / gpu_total_bytes, need / gpu_total_bytes))
+
+
+class KVCache(Model):
+    """vLLM KV-cache room on one inference engine."""
+
+    bytes_per_token: int
+    capacity_gib: float
+    tokens: int
+    concurrent_sequences: int

@@ -7,7 +7,7 @@ from typing import Literal
 from hyperpod_rl.base import Model
 from hyperpod_rl.plan.hardware import CALIBRATION_GPU, GPUS
 from hyperpod_rl.plan.inputs import PlanInput
-from hyperpod_rl.plan.memory import GIB, MemoryBreakdown, RolloutMemory, policy_update_memory, rollout_memory
+from hyperpod_rl.plan.memory import GIB, KVCache, MemoryBreakdown, RolloutMemory, policy_update_memory, rollout_memory
 from hyperpod_rl.plan.throughput import StepTime, comm_seconds, step_time, train_seconds_per_micro_batch
 
 __all__ = ["KVCache", "Plan", "ScalingPoint", "plan", "predict_scaling"]
@@ -16,15 +16,6 @@ __all__ = ["KVCache", "Plan", "ScalingPoint", "plan", "predict_scaling"]
 VLLM_WORKSPACE_GIB = 4.0
 #: What a sleeping vLLM engine (level 1) still holds on the GPU, GiB.
 VLLM_ASLEEP_GIB = 1.5
-
-
-class KVCache(Model):
-    """vLLM KV-cache room on one inference engine."""
-
-    bytes_per_token: int
-    capacity_gib: float
-    tokens: int
-    concurrent_sequences: int
 
 
 class Plan(Model):
@@ -134,7 +125,7 @@ def plan(inp: PlanInput) -> Plan:
         )
         if rollout.peak_gib > budget:
             verdicts.append(
-                f"rollouts: {cache}, more than the GPU's {g.memory_gib:.0f} GiB: lower data.mazes_per_step or grpo.group_size "
+                f"rollouts: {cache}, more than the GPU's {g.memory_gib:.0f} GiB: lower data.prompts_per_step or grpo.group_size "
                 "(episodes per worker), rollout.max_new_tokens or rollout.max_turns, or add trainer.workers"
             )
             blockers.append(verdicts[-1])

@@ -13,13 +13,45 @@ Pure: standard library only (the HTML is escaped with :func:`html.escape`).
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
-if TYPE_CHECKING:
-    from hyperpod_rl.plan.memory import RolloutMemory
-    from hyperpod_rl.plan.planner import Plan
+from hyperpod_rl.plan.inputs import PlanInput
+from hyperpod_rl.plan.memory import KVCache, MemoryBreakdown, RolloutMemory
+from hyperpod_rl.plan.throughput import StepTime
 
 __all__ = ["MEMORY_PARTS", "PlanTable", "memory_parts", "plan_html", "plan_summary", "plan_tables", "sequence_breakdown"]
+
+
+class Plan(Protocol):
+    """What the report reads of a plan: the fields of :class:`hyperpod_rl.plan.planner.Plan`.
+
+    A protocol, so that the planner's model may draw itself (``Plan._repr_html_``) with this
+    module while this module imports nothing from the planner: imports point one way.
+    """
+
+    @property
+    def input(self) -> PlanInput: ...
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def image_tokens(self) -> int: ...
+    @property
+    def memory(self) -> MemoryBreakdown: ...
+    @property
+    def gpu_memory_gib(self) -> float: ...
+    @property
+    def kv_cache(self) -> KVCache: ...
+    @property
+    def rollout(self) -> RolloutMemory | None: ...
+    @property
+    def step(self) -> StepTime: ...
+    @property
+    def fits(self) -> bool: ...
+    @property
+    def verdicts(self) -> list[str]: ...
+    @property
+    def blockers(self) -> list[str]: ...
+
 
 #: ``MemoryBreakdown`` field -> row label of a sharded (FSDP2, more than one GPU) policy, in the
 #: order the tables show them; :func:`memory_parts` gives the labels of a given plan.

@@ -11,7 +11,8 @@ Layout (``<run dir>/checkpoints/``)::
 A checkpoint is written into ``step_N.tmp-<pid>``, every file and the directory are fsynced,
 and it is renamed into place (then the parent directory is fsynced), so a crash, even SIGKILL,
 leaves either a whole checkpoint or none; leftovers of an interrupted write
-(``*.tmp-<pid>``, ``*.old-<pid>``) are removed on resume. On load, checkpoints are tried newest
+(``*.tmp-<pid>``, ``*.old-<pid>`` of a dead pid) are removed on resume, in the checkpoints and in
+the run directory (an adapter export SIGKILL interrupted leaves ``adapter.tmp-<pid>/``). On load, checkpoints are tried newest
 first; one whose checksums do not match (truncated, corrupt) is skipped with a warning, so
 resume falls back to the previous valid one.
 """
@@ -21,12 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
 from typing import Any
-
-from hyperpod_rl.errors import CheckpointError
 
 __all__ = [
     "checkpoint_entries",
@@ -137,22 +137,64 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+#: ``<name>.tmp-<pid>[-<thread>]`` / ``<name>.old-<pid>``: what :func:`write_dir_atomically` and
+#: :func:`write_text_atomic` write before their final rename.
+_TEMPORARY = re.compile(r"(?P<final>.+)\.(?P<kind>tmp|old)-(?P<pid>[0-9]+)(?:-[0-9]+)?")
+
+
 def _is_temporary(path: Path) -> bool:
     return ".tmp-" in path.name or ".old-" in path.name
 
 
-def remove_stale_temporaries(ckpt_root: Path) -> list[str]:
-    """Delete ``*.tmp-<pid>`` / ``*.old-<pid>`` leftovers of writes a crash interrupted.
+def _pid_alive(pid: int) -> bool:
+    """A process with this id runs on this machine (``kill(pid, 0)``); this process is not counted:
+    a writer it left behind is an earlier process that had the same id (a new container)."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
-    Call only while holding the run (no other writer). Returns the names removed.
+
+def remove_stale_temporaries(directory: Path) -> list[str]:
+    """Delete the ``*.tmp-<pid>`` / ``*.old-<pid>`` leftovers of writes a crash interrupted.
+
+    Only leftovers of writers that are dead (no process with that pid here) are touched, so a
+    write still in progress is never broken. A ``<name>.old-<pid>`` whose ``<name>`` is missing
+    (the writer died between its two renames) is renamed back to ``<name>`` rather than deleted,
+    so the previous complete copy is kept. Call while holding the run (no other writer); used on
+    the run directory (``adapter.tmp-<pid>/``, records) and its ``checkpoints/``.
+
+    Returns:
+        The names removed or restored.
+
+    Raises:
+        StorageError: a leftover cannot be removed (read-only or forbidden storage).
     """
-    if not ckpt_root.is_dir():
+    from hyperpod_rl.errors import storage_error
+
+    if not directory.is_dir():
         return []
     removed = []
-    for path in ckpt_root.iterdir():
-        if _is_temporary(path):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path.name)
+    for path in sorted(directory.iterdir()):
+        m = _TEMPORARY.fullmatch(path.name)
+        if m is None or _pid_alive(int(m["pid"])):
+            continue
+        final = directory / m["final"]
+        try:
+            if m["kind"] == "old" and not final.exists():
+                path.rename(final)
+            elif path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except OSError as err:
+            raise storage_error(err) from None
+        removed.append(path.name)
     return removed
 
 
@@ -177,13 +219,6 @@ def prune_checkpoints(ckpt_root: Path, keep: int) -> None:
     steps = sorted(p for p in ckpt_root.glob("step_*") if p.is_dir() and not _is_temporary(p))
     for path in steps[:-keep]:
         shutil.rmtree(path, ignore_errors=True)
-
-
-def require_file(path: Path, what: str) -> Path:
-    """Raise :class:`CheckpointError` unless ``path`` is a file."""
-    if not path.is_file():
-        raise CheckpointError(f"{what} not found at {path}")
-    return path
 
 
 def checkpoint_entries(ckpt_root: Path, run_dir: Path) -> list[dict[str, Any]]:

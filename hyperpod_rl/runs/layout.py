@@ -41,7 +41,7 @@ def check_run_id(run_id: str) -> str:
     Raises:
         ConfigError: it does not match :data:`RUN_ID_PATTERN` (the message shows the rule).
     """
-    if not isinstance(run_id, str) or not _RUN_ID.match(run_id):
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
         raise ConfigError(f"run id {run_id!r} is invalid: use 3-63 lower-case letters, digits and '-', starting with a letter or digit")
     return run_id
 

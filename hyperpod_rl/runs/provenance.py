@@ -182,6 +182,8 @@ def new_provenance(
         "image": image_info(),
         "datasets": datasets,
         "task": config.task.name,
+        "stage": config.stage,
+        "init_adapter": config.model.init_adapter,
         "reward_version": reward_version,
         "seeds": {"trainer": config.trainer.seed, **({"dataset": next(iter(data_seeds.values()))} if data_seeds else {})},
         "base_model": {"id": base_model_id, "revision": base_model_revision, "path": config.model.path},

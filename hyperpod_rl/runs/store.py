@@ -27,6 +27,7 @@ from hyperpod_rl.tasks import Row, get_task, read_rows
 __all__ = [
     "RunSummary",
     "add_submission",
+    "current_status",
     "dataset_rows",
     "last_record",
     "list_runs",
@@ -108,10 +109,40 @@ def read_submissions(paths: RunPaths) -> list[str]:
 
 
 def add_submission(paths: RunPaths, submission_id: str) -> list[str]:
-    """Append a submission id (call under :func:`submit_lock`); returns the new list."""
+    """Append a submission id (call under :func:`submit_lock`); returns the new list.
+
+    A run's status describes its newest submission: a final status recorded for an earlier one
+    (``stopped``, ``failed``, ``succeeded``) becomes ``submitted`` until the new job's trainer
+    writes ``running`` or its end is recorded (:func:`record_final_status`); ``ended`` keeps
+    how the earlier submission ended.
+    """
     subs = [s for s in read_submissions(paths) if s != submission_id] + [submission_id]
     write_json(paths.submissions, subs)
+    if paths.provenance.is_file():
+
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
+            out = dict(current or {"run_id": paths.run_id})
+            if out.get("status") in FINAL_STATUSES:
+                out["status"] = "submitted"
+            return out
+
+        update_provenance(paths.root, change)
     return subs
+
+
+def current_status(record: dict[str, Any], submissions: list[str]) -> str:
+    """The status of a run's newest submission from its provenance record and submission ids.
+
+    The record's ``status``, except that an end recorded for an older submission (``ended``
+    naming another submission id) is not this one's: then ``submitted`` (its end is not known
+    yet; :func:`hyperpod_rl.jobs.reconcile_statuses` records it from Ray). Without a record:
+    ``submitted`` when submitted, else ``created``.
+    """
+    status = record.get("status")
+    ended = (record.get("ended") or {}).get("submission_id")
+    if status in FINAL_STATUSES and ended and submissions and ended != submissions[-1]:
+        return "submitted"
+    return str(status or ("submitted" if submissions else "created"))
 
 
 @contextmanager
@@ -210,8 +241,9 @@ def record_final_status(
         status: one of :data:`FINAL_STATUSES`.
         submission_id: the Ray job whose end this is.
         source: who decided, e.g. ``"hyperpod-rl job stop"`` or ``"Ray job status STOPPED"``.
-        only_over_running: change nothing unless the record says ``running`` (or has no status),
-            so a status the trainer wrote is never overwritten.
+        only_over_running: change nothing unless the record says ``running`` or ``submitted``
+            (or has no status), or holds the end of another submission (:func:`current_status`),
+            so a status the trainer wrote for this submission is never overwritten.
 
     Returns:
         The record written, or ``None`` when nothing changed.
@@ -226,7 +258,8 @@ def record_final_status(
     def change(current: dict[str, Any] | None) -> dict[str, Any]:
         nonlocal changed
         out = dict(current or {"run_id": paths.run_id})
-        if only_over_running and out.get("status") not in (None, "running"):
+        subs = read_submissions(paths)
+        if only_over_running and current_status(out, subs or [submission_id]) not in ("created", "submitted", "running"):
             return out
         changed = True
         out["status"] = status
@@ -323,7 +356,7 @@ def summarize(paths: RunPaths) -> RunSummary:
     except CheckpointError:
         promotion = None
     mtimes = [p.stat().st_mtime for p in (paths.root, paths.metrics, paths.provenance, paths.submissions) if p.exists()]
-    status = str(record.get("status") or ("submitted" if subs else "created"))
+    status = current_status(record, subs)
     base = (
         (record.get("base_model") or {}).get("id") or (config.get("model") or {}).get("model_id") or (config.get("model") or {}).get("path")
     )

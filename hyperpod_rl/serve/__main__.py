@@ -18,11 +18,12 @@ def up(
     model_id: str | None = typer.Option(
         None, help="base model id the adapters' provenance must name (default: read from the model directory)"
     ),
+    app_name: str = typer.Option("hyperpod-rl", help="Serve application name (another than the default is served at /<name>)"),
 ) -> None:
     """Deploy the serving app and return (the app keeps running)."""
     import ray
 
-    from hyperpod_rl.serve.local import run_app
+    from hyperpod_rl.serve.local import route_prefix, run_app
 
     adapters = {}
     for item in adapter or []:
@@ -31,13 +32,14 @@ def up(
             raise typer.BadParameter(f"{item!r} is not NAME=PATH", param_hint="--adapter")
         adapters[name] = path
     ray.init(logging_level="ERROR")
-    run_app(model_path, adapters, port=port, num_cpus=num_cpus, model_id=model_id)
-    print(f"serving on http://127.0.0.1:{port}", flush=True)
+    run_app(model_path, adapters, port=port, num_cpus=num_cpus, model_id=model_id, app_name=app_name)
+    prefix = route_prefix(app_name)
+    print(f"serving {app_name} on http://127.0.0.1:{port}{'' if prefix == '/' else prefix}", flush=True)
 
 
 @app.command()
-def down() -> None:
-    """Delete the serving app; stop Serve (freeing its HTTP port) when no application is left.
+def down(app_name: str = typer.Option("hyperpod-rl", help="the Serve application to delete (no other is touched)")) -> None:
+    """Delete one serving app; stop Serve (freeing its HTTP port) when no application is left.
 
     The last line printed is ``{"deleted": true|false}`` (JSON), which
     :func:`hyperpod_rl.serve.local.shutdown_local` reads from the job log.
@@ -47,16 +49,16 @@ def down() -> None:
     import ray
     from ray import serve
 
-    from hyperpod_rl.serve.local import SERVE_APP_NAME, _serve_http_port
+    from hyperpod_rl.serve.local import _serve_http_port
 
     ray.init(logging_level="ERROR")
     deleted = False
     if _serve_http_port() is None:
         print("Ray Serve is not running", flush=True)
     else:
-        deleted = SERVE_APP_NAME in serve.status().applications
+        deleted = app_name in serve.status().applications
         if deleted:
-            serve.delete(SERVE_APP_NAME)
+            serve.delete(app_name)
         if not serve.status().applications:
             serve.shutdown()
             print("Ray Serve stopped", flush=True)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import Maze
 from hyperpod_rl.tasks import flatten_alpha, make_env, metric_spec, task_of_row
+from hyperpod_rl.tasks.maze import Maze
 
 __all__ = ["SolveResult", "chat", "image_url_part", "maze_request", "solve"]
 
@@ -164,10 +164,10 @@ def solve(
 
     Each turn sends the system prompt plus the latest observation (the maze image with the
     agent drawn in) as OpenAI ``image_url`` data-URL parts, and steps the skyrl-gym maze env
-    (:class:`hyperpod_rl.maze.MazeEnv`) with the answer, until the goal or the turn limit.
+    (:class:`hyperpod_rl.tasks.maze.MazeEnv`) with the answer, until the goal or the turn limit.
 
     Args:
-        maze: a :class:`~hyperpod_rl.maze.Maze`, or a dataset row of any registered task (its
+        maze: a :class:`~hyperpod_rl.tasks.maze.Maze`, or a dataset row of any registered task (its
             ``prompt`` and settings, e.g. ``prompt_style``, are used; the task comes from its
             ``env_class``).
         endpoint: base URL of the server, e.g. ``http://127.0.0.1:8000``.
@@ -189,7 +189,7 @@ def solve(
         TaskError: the row's task is not registered.
     """
     if isinstance(maze, Maze):
-        from hyperpod_rl.maze.registry import ENV_CLASS
+        from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 
         extras: dict[str, Any] = {"maze": maze.to_json(), "env_class": ENV_CLASS}
         prompt: list[dict[str, Any]] | None = None

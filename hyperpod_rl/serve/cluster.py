@@ -32,9 +32,11 @@ from pydantic import Field, ValidationError, field_validator
 from hyperpod_rl.base import Model, format_validation_error
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ConfigError, ServeError
+from hyperpod_rl.serve.local import MAX_IMAGE_PIXELS
 from hyperpod_rl.serve.preflight import (
     BaseModelRef,
     PreflightReport,
+    adapter_name_problem,
     preflight,
     vllm_lora_rank_for,
     vllm_server,
@@ -73,6 +75,7 @@ VLLM_FLAGS: dict[str, Any] = {
     "--max-cpu-loras": "int",
     "--lora-modules": "lora",
     "--limit-mm-per-prompt": "json",
+    "--mm-processor-kwargs": "json",
     "--generation-config": "generation_config",
     "--override-generation-config": "json",
     "--chat-template": "str",
@@ -123,7 +126,12 @@ class ClusterServeSpec(Model):
         tensor_parallel_size: GPUs per replica.
         max_model_len: context length in tokens.
         gpu_memory_utilization: share of GPU memory vLLM may use (0-1].
-        images_per_prompt: vLLM ``--limit-mm-per-prompt`` image count.
+        images_per_prompt: vLLM ``--limit-mm-per-prompt`` image count (more in one request is a 400).
+        max_image_pixels: most pixels of one image: vLLM's ``VLLM_MAX_IMAGE_PIXELS`` (an image
+            whose header declares more is refused before it is decoded, vLLM 0.25
+            ``multimodal/media/image.py``) and the Qwen-VL processor's ``max_pixels``
+            (``--mm-processor-kwargs``: larger images are resized down, bounding vision tokens).
+            Default: the local route's :data:`~hyperpod_rl.serve.local.MAX_IMAGE_PIXELS`.
         dtype: model dtype.
         seed: engine seed.
         host: bind address of the vLLM server.
@@ -144,6 +152,7 @@ class ClusterServeSpec(Model):
     max_model_len: int = Field(8192, ge=256)
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1)
     images_per_prompt: int = Field(1, ge=1)
+    max_image_pixels: int = Field(MAX_IMAGE_PIXELS, ge=28 * 28)
     dtype: Literal["auto", "bfloat16", "float16"] = "bfloat16"
     seed: int = 0
     host: str = "0.0.0.0"
@@ -153,10 +162,8 @@ class ClusterServeSpec(Model):
     @classmethod
     def _names(cls, value: dict[str, str]) -> dict[str, str]:
         for name in value:
-            if not name or any(c in name for c in " =,:/\"'"):
-                raise ValueError(
-                    f"adapter name {name!r} must be non-empty without spaces, '=', ',', ':', '/' or quotes (vLLM --lora-modules name=path)"
-                )
+            if problem := adapter_name_problem(name):
+                raise ValueError(f"{problem} (vLLM --lora-modules name=path)")
         return value
 
     @field_validator("max_lora_rank")
@@ -267,6 +274,8 @@ def vllm_serve_args(spec: ClusterServeSpec | dict[str, Any]) -> list[str]:
     args += [
         "--limit-mm-per-prompt",
         json.dumps({"image": spec.images_per_prompt}),
+        "--mm-processor-kwargs",
+        json.dumps({"max_pixels": spec.max_image_pixels}),
         "--generation-config",
         "vllm",
         "--max-model-len",
@@ -392,7 +401,8 @@ def vllm_job(spec: ClusterServeSpec | dict[str, Any], *, check_adapters: bool = 
         "entrypoint_num_gpus": spec.tensor_parallel_size,
         "entrypoint_num_cpus": 4,
         # adapters are fixed at start-up; runtime loading (/v1/load_lora_adapter) stays off
-        "runtime_env": {"env_vars": {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "False"}},
+        # decompression bombs are refused from the image header (VLLM_MAX_IMAGE_PIXELS)
+        "runtime_env": {"env_vars": {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "False", "VLLM_MAX_IMAGE_PIXELS": str(spec.max_image_pixels)}},
         "metadata": {"hyperpod_rl_serve": "vllm", "served_model_name": spec.served_model_name, "adapters": ",".join(spec.adapters)},
     }
 
@@ -446,6 +456,7 @@ def ray_serve_llm_config(
         "max_loras": max_loras,
         "max_cpu_loras": max(max_loras, len(spec.adapters)),
         "limit_mm_per_prompt": {"image": spec.images_per_prompt},
+        "mm_processor_kwargs": {"max_pixels": spec.max_image_pixels},
         "generation_config": "vllm",
         "max_model_len": spec.max_model_len,
         "tensor_parallel_size": spec.tensor_parallel_size,
@@ -463,6 +474,7 @@ def ray_serve_llm_config(
             "max_num_adapters_per_replica": max(max_loras, len(spec.adapters)),
         },
         "deployment_config": {"autoscaling_config": {"min_replicas": 1, "max_replicas": max_replicas}},
+        "runtime_env": {"env_vars": {"VLLM_MAX_IMAGE_PIXELS": str(spec.max_image_pixels)}},
     }
     if accelerator_type:
         config["accelerator_type"] = accelerator_type

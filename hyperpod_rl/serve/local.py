@@ -16,12 +16,21 @@ against it unchanged (``tests/serve/test_openai_sdk.py``):
   forward pass (one token is sampled), so the content arrives in one chunk;
 - every error body is OpenAI's ``{"error": {"message", "type", "code", "param"}}``.
 
-Bad requests get a 4xx with a message that says what to fix, and never take the replica down:
-400 for malformed JSON, bad base64, a request without an image or ``n`` other than 1, 404 for
-an unknown model (code ``model_not_found``), 413 for an image over :data:`MAX_IMAGE_PX` pixels
-per side or a body over :data:`MAX_BODY_BYTES`. The image size is read from the image header
-before any pixel is decoded. Transparent images are composited onto white
-(:func:`hyperpod_rl.tasks.flatten_alpha`), as vLLM does.
+Input is bounded before it is read. Bad requests get a 4xx with a message that says what to
+fix and names the limit, and never take the replica down: 400 for malformed JSON, bad base64, a
+request without an image, more than :data:`MAX_IMAGES_PER_REQUEST` images (``too_many_images``),
+a prompt over :data:`MAX_PROMPT_TOKENS` tokens or the model's context (``context_length_exceeded``),
+``max_tokens`` beyond the model's room for the prompt (``max_tokens_too_large``) or below one
+constrained answer (``max_tokens_too_small``), or ``n`` other than 1; 404 for an unknown model
+(``model_not_found``); 413 for a body over :data:`MAX_BODY_BYTES` (from ``Content-Length``
+before a byte is read, and while a chunked body streams in) or an image over
+:data:`MAX_IMAGE_PX` px per side or :data:`MAX_IMAGE_PIXELS` pixels. The image size is read from
+the image header before any pixel is decoded, so a small PNG that declares 20,000 x 20,000 px
+is refused unread. ``max_tokens`` (or ``max_completion_tokens``) caps free decoding. A failure
+inside the server is a 500 whose message carries only a request id (also the ``x-request-id``
+header); the exception and its traceback go to the replica's log under that id, never to the
+client. Transparent images are composited onto white (:func:`hyperpod_rl.tasks.flatten_alpha`),
+as vLLM does.
 
 Every adapter passes :func:`hyperpod_rl.serve.preflight.preflight` (against
 :data:`~hyperpod_rl.serve.preflight.LOCAL_SERVER`) before the deploy job is even submitted, and
@@ -35,6 +44,8 @@ import base64
 import binascii
 import io
 import json
+import logging
+import re
 import threading
 import time
 import uuid
@@ -45,7 +56,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MAX_IMAGES_PER_REQUEST",
+    "MAX_IMAGE_PIXELS",
     "MAX_IMAGE_PX",
+    "MAX_PROMPT_TOKENS",
+    "APP_NAME_PATTERN",
     "SERVE_APP_NAME",
     "ChatRequest",
     "openai_error",
@@ -55,15 +70,44 @@ __all__ = [
     "deploy_local",
     "REPLICA_ENV",
     "bind_replica_grpc_to_loopback",
+    "route_prefix",
     "run_app",
     "serve_run",
     "shutdown_local",
 ]
 
 SERVE_APP_NAME = "hyperpod-rl"
+#: What an application name may be (it is also its route prefix, ``/<name>``, unless the default).
+APP_NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
+
+def route_prefix(app_name: str = SERVE_APP_NAME) -> str:
+    """The HTTP route prefix of a serving app: ``/`` for :data:`SERVE_APP_NAME` (``hyperpod-rl serve up``),
+    ``/<app_name>`` for any other, so apps of different owners (a notebook's, the CLI's) run side by
+    side on one Serve instance (Ray Serve requires a distinct prefix per application).
+
+    Raises:
+        ConfigError: ``app_name`` is not lowercase letters, digits and ``-`` (at most 63).
+    """
+    from hyperpod_rl.errors import ConfigError
+
+    if not APP_NAME_PATTERN.fullmatch(app_name):
+        raise ConfigError(f"serving app name {app_name!r} must be lowercase letters, digits and '-' (at most 63), e.g. 'tutorial-01'")
+    return "/" if app_name == SERVE_APP_NAME else f"/{app_name}"
+
+
 #: Largest image side accepted, in pixels (maze images are 160-480 px).
 MAX_IMAGE_PX = 2048
-#: Largest request body accepted, in bytes.
+#: Most pixels of one image (width x height), checked from the image header before any pixel is
+#: decoded, so a small file that declares a huge image (a decompression bomb) is refused unread.
+MAX_IMAGE_PIXELS = MAX_IMAGE_PX * MAX_IMAGE_PX
+#: Most images in one request (the client sends the latest observation: one image per turn).
+MAX_IMAGES_PER_REQUEST = 8
+#: Most prompt tokens (chat template text plus vision tokens) one request may hold; the model's
+#: context length lowers it where it is shorter.
+MAX_PROMPT_TOKENS = 8192
+#: Largest request body accepted, in bytes: refused from the ``Content-Length`` header before
+#: the body is read, and while it streams in when there is no such header.
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
 
@@ -87,7 +131,8 @@ class ChatRequest(BaseModel):
     model: str = Field(..., description="adapter name, or 'base'")
     messages: list[_Message] = Field(..., min_length=1)
     temperature: float = Field(0.0, ge=0.0, description="0 = greedy")
-    max_tokens: int | None = Field(None, gt=0)
+    max_tokens: int | None = Field(None, gt=0, description="most completion tokens (refused beyond the model's room)")
+    max_completion_tokens: int | None = Field(None, gt=0, description="OpenAI's newer name for max_tokens (wins when both are set)")
     seed: int | None = None
     n: int = Field(1, description="choices per request; only 1 is served")
     stream: bool = Field(False, description="answer with server-sent events (chat.completion.chunk)")
@@ -139,14 +184,25 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                     raw = base64.b64decode(url.split(",", 1)[1], validate=True)
                 except (binascii.Error, ValueError):
                     raise ValueError("image_url data is not valid base64: encode the PNG bytes with base64") from None
+                if images >= MAX_IMAGES_PER_REQUEST:
+                    raise OverflowError(
+                        f"the request has more than {MAX_IMAGES_PER_REQUEST} images; the limit is {MAX_IMAGES_PER_REQUEST} per request: "
+                        "send the latest observation only"
+                    )
                 try:
                     img = Image.open(io.BytesIO(raw))  # reads the header only
-                except Image.DecompressionBombError:
-                    raise OverflowError(f"image is too large to decode; the limit is {MAX_IMAGE_PX} px per side: downscale it") from None
+                except Image.DecompressionBombError:  # PIL's own check, from the header: far above our limit
+                    raise OverflowError(
+                        f"image declares more than {2 * (Image.MAX_IMAGE_PIXELS or 0)} pixels; the limit is {MAX_IMAGE_PIXELS} pixels "
+                        f"({MAX_IMAGE_PX} px per side): downscale it"
+                    ) from None
                 except (UnidentifiedImageError, OSError):
                     raise ValueError("image_url data is not a readable image: send PNG or JPEG bytes") from None
-                if max(img.size) > MAX_IMAGE_PX:
-                    raise OverflowError(f"image is {img.size[0]}x{img.size[1]} px; the limit is {MAX_IMAGE_PX} px per side: downscale it")
+                width, height = img.size
+                if max(width, height) > MAX_IMAGE_PX or width * height > MAX_IMAGE_PIXELS:
+                    raise OverflowError(
+                        f"image is {width}x{height} px; the limit is {MAX_IMAGE_PX} px per side and {MAX_IMAGE_PIXELS} pixels: downscale it"
+                    )
                 try:
                     img.load()
                 except (OSError, ValueError, SyntaxError):
@@ -231,9 +287,15 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
 
     @api.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse(
-            openai_error(500, f"the model failed on this request: {exc.__class__.__name__}: {exc}", "server_error"), status_code=500
-        )
+        # the exception's text and traceback go to the replica's log only, under an id the client gets.
+        # Behind Serve's proxy that id is Serve's own request id (its RequestIdMiddleware puts it in the
+        # request's x-request-id header, tags the replica's log lines with it and answers it in the
+        # response's header), so the header is added here only when no proxy gave one.
+        request_id = request.headers.get("x-request-id")
+        headers = {} if request_id else {"x-request-id": (request_id := f"req-{uuid.uuid4().hex[:16]}")}
+        logging.getLogger("ray.serve").error("request %s failed", request_id, exc_info=exc)
+        message = f"the server failed on this request (request id {request_id}); its log has the details under that id"
+        return JSONResponse(openai_error(500, message, "server_error"), status_code=500, headers=headers)
 
     @serve.deployment(
         name="MazeModelServer",
@@ -255,9 +317,15 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             self.model = self.policy.model
             self.lock = threading.Lock()
             self.started_at = time.time()
+            config = getattr(self.model.config, "text_config", self.model.config)
+            #: the model's context length in tokens (``max_position_embeddings`` of its text config)
+            self.context_tokens = int(getattr(config, "max_position_embeddings", MAX_PROMPT_TOKENS))
+            #: most prompt tokens of one request: MAX_PROMPT_TOKENS, or less where the context is shorter
+            self.prompt_limit = min(MAX_PROMPT_TOKENS, self.context_tokens - 1)
 
-        def _act(self, model: str, messages: list[dict[str, Any]], temperature: float, seed: int | None) -> Any:
-            """One move from the named adapter (or the base model); one request at a time."""
+        def _act(self, model: str, messages: list[dict[str, Any]], temperature: float, seed: int | None, max_tokens: int) -> Any:
+            """One move from the named adapter (or the base model), at most ``max_tokens`` tokens
+            (free decoding); one request at a time."""
             import contextlib
 
             import torch
@@ -269,8 +337,42 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
                 else:
                     self.model.set_adapter(model)
                     scope = contextlib.nullcontext()
-                with scope, torch.no_grad():
-                    return self.policy.act([messages], greedy=temperature == 0, temperature=temperature or 1.0, generator=gen)[0]
+                default = self.policy.max_new_tokens
+                self.policy.max_new_tokens = max_tokens
+                try:
+                    with scope, torch.no_grad():
+                        return self.policy.act([messages], greedy=temperature == 0, temperature=temperature or 1.0, generator=gen)[0]
+                finally:
+                    self.policy.max_new_tokens = default
+
+        def _token_budget(self, prompt_tokens: int, requested: int | None) -> int:
+            """The completion tokens this request may use (raises HTTPException 400 naming the limit)."""
+            room = self.context_tokens - prompt_tokens
+
+            def too_large(tokens: int) -> HTTPException:
+                return fail(
+                    400,
+                    "max_tokens_too_large",
+                    f"max_tokens={tokens} exceeds the model's room for this prompt: a context of {self.context_tokens} tokens "
+                    f"less the prompt's {prompt_tokens} leaves {room}: send max_tokens <= {room}",
+                )
+
+            if requested is not None and requested > room:
+                raise too_large(requested)
+            if self.policy.action_constraint == "directions":
+                need = len(self.policy.prefix_ids) + 1 + len(self.policy.suffix_ids)
+                if requested is not None and requested < need:
+                    raise fail(
+                        400,
+                        "max_tokens_too_small",
+                        f"max_tokens={requested} is below the {need} tokens of one answer ('<answer>move</answer>' and the "
+                        f"end-of-turn token, decoded as one constrained answer): send max_tokens >= {need} or leave it out",
+                    )
+                return need
+            budget = requested if requested is not None else self.policy.max_new_tokens
+            if budget > room:
+                raise too_large(budget)
+            return budget
 
         @api.get("/v1/models")
         def models(self) -> dict[str, Any]:
@@ -286,13 +388,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
         async def chat(self, request: Request) -> JSONResponse:
             from pydantic import ValidationError
 
-            raw = await request.body()
-            if len(raw) > MAX_BODY_BYTES:
-                raise fail(
-                    413,
-                    "request_too_large",
-                    f"the request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}: send one downscaled maze image",
-                )
+            raw = await _read_body(request, fail)
             try:
                 body = json.loads(raw)
             except ValueError:
@@ -313,13 +409,22 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             try:
                 messages = _decode_images(req)
             except OverflowError as err:
-                raise fail(413, "image_too_large", str(err)) from None
+                code = "too_many_images" if "images" in str(err).split(";")[0] else "image_too_large"
+                raise fail(413 if code == "image_too_large" else 400, code, str(err)) from None
             except ValueError as err:
                 raise fail(400, "invalid_image", str(err)) from None
             start = time.perf_counter()
             # the model runs in a worker thread: the replica's event loop keeps answering
-            action = await asyncio.to_thread(self._act, req.model, messages, req.temperature, req.seed)
             prompt_tokens = await asyncio.to_thread(self.policy.prompt_tokens, messages)
+            if prompt_tokens > self.prompt_limit:
+                raise fail(
+                    400,
+                    "context_length_exceeded",
+                    f"the prompt is {prompt_tokens} tokens (text and image tokens); the limit is {self.prompt_limit}: "
+                    "send fewer or smaller images, or less text",
+                )
+            budget = self._token_budget(prompt_tokens, req.max_completion_tokens or req.max_tokens)
+            action = await asyncio.to_thread(self._act, req.model, messages, req.temperature, req.seed, budget)
             latency_ms = (time.perf_counter() - start) * 1000
             ids = action.response_ids
             finish = "length" if self.policy.action_constraint == "none" and (not ids or ids[-1] != self.policy.eos_id) else "stop"
@@ -338,6 +443,30 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             )
 
     return MazeModelServer.bind(model_path, adapters, action_constraint)
+
+
+async def _read_body(request: Any, fail: Any) -> bytes:
+    """The request body, at most :data:`MAX_BODY_BYTES`: refused from ``Content-Length`` before a
+    byte is read, and while streaming (a chunked body has no length) as soon as it passes the limit.
+
+    Raises:
+        HTTPException: 413 ``request_too_large`` naming the limit; 400 for a bad ``Content-Length``.
+    """
+    too_large = f"the limit is {MAX_BODY_BYTES} bytes: send one downscaled maze image"
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isascii() or not declared.strip().isdigit():
+            raise fail(400, "invalid_request", f"Content-Length {declared!r} is not a byte count")
+        if int(declared) > MAX_BODY_BYTES:
+            raise fail(413, "request_too_large", f"the request body is {int(declared)} bytes; {too_large}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise fail(413, "request_too_large", f"the request body is over {MAX_BODY_BYTES} bytes; {too_large}")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _sse_chunks(head: dict[str, Any], text: str, finish: str, usage: dict[str, int], options: dict[str, Any] | None):
@@ -370,14 +499,18 @@ def check_adapters(model_path: str | Path, adapters: dict[str, str | Path], *, m
         One :class:`~hyperpod_rl.serve.preflight.PreflightReport` per adapter (warnings only).
 
     Raises:
-        ServeError: an adapter name is ``"base"`` (reserved) or any adapter fails a check; the
+        ServeError: an adapter name is ``"base"`` (reserved) or not a valid name
+            (:data:`~hyperpod_rl.serve.preflight.ADAPTER_NAME`), or any adapter fails a check; the
             message lists every finding of every failing adapter.
     """
     from hyperpod_rl.errors import ServeError
-    from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, preflight
+    from hyperpod_rl.serve.preflight import LOCAL_SERVER, BaseModelRef, adapter_name_problem, preflight
 
     if "base" in adapters:
         raise ServeError("adapter name 'base' is reserved for the base model: pick another name (NAME=PATH)")
+    bad = [problem for name in adapters if (problem := adapter_name_problem(name))]
+    if bad:
+        raise ServeError("; ".join(bad) + ": rename it (NAME=PATH)")
     base = BaseModelRef.from_dir(model_path, model_id=model_id)
     reports = [preflight(path, base, LOCAL_SERVER) for path in adapters.values()]
     failed = [r for r in reports if not r.ok]
@@ -411,7 +544,13 @@ def _serve_http_port() -> int | None:
 
 
 def run_app(
-    model_path: str | Path, adapters: dict[str, str | Path], *, port: int = 8000, num_cpus: float = 1.0, model_id: str | None = None
+    model_path: str | Path,
+    adapters: dict[str, str | Path],
+    *,
+    port: int = 8000,
+    num_cpus: float = 1.0,
+    model_id: str | None = None,
+    app_name: str = SERVE_APP_NAME,
 ) -> None:
     """Deploy (or redeploy) the app from a driver already joined to the cluster.
 
@@ -440,7 +579,7 @@ def run_app(
         serve.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = build_app(str(model_path), {k: str(v) for k, v in adapters.items()}, num_cpus=num_cpus, action_constraint=constraint)
-    serve.run(app, name=SERVE_APP_NAME, route_prefix="/", blocking=False)
+    serve.run(app, name=app_name, route_prefix=route_prefix(app_name), blocking=False)
 
 
 def deploy_local(
@@ -452,6 +591,7 @@ def deploy_local(
     num_cpus: float = 1.0,
     timeout_s: float = 300.0,
     model_id: str | None = None,
+    app_name: str = SERVE_APP_NAME,
 ) -> str:
     """Deploy the serving app on the cluster through a short Ray Job and wait until it answers.
 
@@ -467,9 +607,14 @@ def deploy_local(
         timeout_s: seconds to wait for the deploy job and the first healthy answer.
         model_id: the base model id the adapters' provenance must name, when the run config
             sets ``model.model_id``; default: read from the model directory.
+        app_name: the Serve application; redeploying a name replaces only that application,
+            and :func:`shutdown_local` with the same name deletes only it (default
+            :data:`SERVE_APP_NAME`, what ``hyperpod-rl serve up`` deploys, at ``/``; another name
+            is served at ``/<app_name>``, :func:`route_prefix`).
 
     Returns:
-        ``http://127.0.0.1:<port>``; POST chat completions to ``<url>/v1/chat/completions``.
+        ``http://127.0.0.1:<port>`` (plus ``/<app_name>`` for another app name); POST chat
+        completions to ``<url>/v1/chat/completions``.
 
     Raises:
         ServeError: an adapter fails preflight (nothing is deployed), the deploy job failed
@@ -483,6 +628,7 @@ def deploy_local(
 
     from hyperpod_rl.errors import ServeError
 
+    prefix = route_prefix(app_name)
     check_adapters(model_path, adapters, model_id=model_id)
     action_constraint_of(adapters)
     args = [
@@ -499,6 +645,8 @@ def deploy_local(
     ]
     if model_id:
         args += ["--model-id", model_id]
+    if app_name != SERVE_APP_NAME:
+        args += ["--app-name", app_name]
     for name, path in adapters.items():
         args += ["--adapter", f"{name}={path}"]
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
@@ -511,9 +659,11 @@ def deploy_local(
             raise ServeError(f"deploy job {submission_id} did not finish within {timeout_s:.0f} s")
         time.sleep(0.5)
     if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
-        tail = "\n".join(client.get_job_logs(submission_id).splitlines()[-20:])
+        from hyperpod_rl.cluster.access import redact
+
+        tail = "\n".join(redact(client.get_job_logs(submission_id)).splitlines()[-20:])
         raise ServeError(f"deploy job {submission_id} failed:\n{tail}")
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}" + ("" if prefix == "/" else prefix)
     while True:
         try:
             if requests.get(f"{url}/healthz", timeout=5).status_code == 200:
@@ -525,12 +675,12 @@ def deploy_local(
         time.sleep(0.5)
 
 
-def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
-    """Delete the serving app through a short Ray Job; Serve itself stops (freeing its HTTP
-    port) when no other application is left.
+def shutdown_local(client: Any, *, timeout_s: float = 120.0, app_name: str = SERVE_APP_NAME) -> bool:
+    """Delete one serving app (``app_name``, default :data:`SERVE_APP_NAME`) through a short Ray
+    Job, and no other; Serve itself stops (freeing its HTTP port) when no application is left.
 
     Returns:
-        True if the serving app was deployed and is now deleted, False if nothing was deployed.
+        True if that app was deployed and is now deleted, False if it was not deployed.
 
     Raises:
         ServeError: the delete job did not end within ``timeout_s`` seconds, or failed.
@@ -544,7 +694,7 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
 
     submission_id = f"hprl-serve-{uuid.uuid4().hex[:8]}"
     client.submit_job(
-        entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down",
+        entrypoint=f"{shlex.quote(sys.executable)} -m hyperpod_rl.serve down --app-name {shlex.quote(app_name)}",
         submission_id=submission_id,
         metadata={"hyperpod_rl_serve": "delete"},
     )
@@ -553,7 +703,9 @@ def shutdown_local(client: Any, *, timeout_s: float = 120.0) -> bool:
         if time.monotonic() > deadline:
             raise ServeError(f"the delete job {submission_id} did not end within {timeout_s:.0f} s: see its log in the Ray dashboard")
         time.sleep(0.5)
-    lines = client.get_job_logs(submission_id).strip().splitlines()
+    from hyperpod_rl.cluster.access import redact
+
+    lines = redact(client.get_job_logs(submission_id)).strip().splitlines()
     if client.get_job_status(submission_id) != JobStatus.SUCCEEDED:
         raise ServeError(f"the delete job {submission_id} failed:\n" + "\n".join(lines[-20:]))
     deleted = _deleted_report(lines)

@@ -45,17 +45,19 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hyperpod_rl.base import Model
+from hyperpod_rl.base import Model, read_user_text
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
 
 __all__ = [
+    "ADAPTER_NAME",
     "LOCAL_SERVER",
     "BaseModelRef",
     "Finding",
     "PreflightReport",
     "ServerProfile",
+    "adapter_name_problem",
     "preflight",
     "tokenizer_fingerprint",
     "vllm_lora_rank_for",
@@ -63,6 +65,10 @@ __all__ = [
 ]
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
+#: A served adapter's name, matched whole (``fullmatch``): a peft adapter name (peft keeps
+#: adapters in a ``torch.nn.ModuleDict``, which refuses ``.``) and a vLLM ``--lora-modules``
+#: name (vLLM splits ``name=path`` on ``=``); no whitespace, so ``"maze\n"`` is refused.
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 ADAPTER_CONFIG = "adapter_config.json"
 PROVENANCE = "provenance.json"
 #: Keys every provenance.json must carry (written by ``ReferenceTrainer.export_adapter``).
@@ -76,6 +82,13 @@ _TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "merges.txt", "added_tokens.
 _TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 
 Severity = Literal["error", "warning"]
+
+
+def adapter_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a served adapter (:data:`ADAPTER_NAME`), or ``None`` when it can."""
+    if isinstance(name, str) and ADAPTER_NAME.fullmatch(name):
+        return None
+    return f"adapter name {name!r} must be 1-64 letters, digits, '_' or '-', starting with a letter or digit"
 
 
 def vllm_lora_rank_for(rank: int) -> int | None:
@@ -194,11 +207,10 @@ class BaseModelRef(Model):
         ``revision`` for multi-GB checkpoints).
 
         Raises:
-            ServeError: the directory has no ``config.json``.
+            ServeError: the directory has no ``config.json``, or it or the marker file is not a
+                UTF-8 JSON object.
         """
-        from hyperpod_rl.model.tiny import (
-            directory_revision,  # imports transformers: only when hashing
-        )
+        from hyperpod_rl.model.revision import directory_revision
 
         root = Path(path).expanduser()
         if not (root / "config.json").is_file():
@@ -206,8 +218,8 @@ class BaseModelRef(Model):
         if model_id is None:
             marker = root / "hyperpod_rl_model.json"
             if marker.is_file():
-                model_id = json.loads(marker.read_text()).get("model_id")
-            model_id = model_id or json.loads((root / "config.json").read_text()).get("_name_or_path") or root.name
+                model_id = _json_object(marker, "base model marker").get("model_id")
+            model_id = model_id or _json_object(root / "config.json", "base model config").get("_name_or_path") or root.name
         return cls(model_id=model_id, revision=revision or directory_revision(root), path=root)
 
 
@@ -284,6 +296,17 @@ class PreflightReport:
         return self
 
 
+def _json_object(path: Path, what: str) -> dict[str, Any]:
+    """A JSON object file of a model directory (UTF-8), or :class:`ServeError` naming the file and the fix."""
+    try:
+        data = json.loads(read_user_text(path, what, error=ServeError))
+    except json.JSONDecodeError as err:
+        raise ServeError(f"{what} {str(path)!r} is not JSON ({err}): restore the file from the checkpoint") from None
+    if not isinstance(data, dict):
+        raise ServeError(f"{what} {str(path)!r} is not a JSON object: restore the file from the checkpoint")
+    return data
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -330,6 +353,10 @@ def tokenizer_fingerprint(path: str | Path) -> dict[str, str | None]:
         directory holds no such file. The tokenizer hash covers ``tokenizer.json`` (or the
         vocab/merges files) and the added tokens; the chat template is read from
         ``chat_template.jinja``, ``chat_template.json`` or ``tokenizer_config.json``.
+
+    Raises:
+        ServeError: one of those files cannot be read, is not UTF-8, or ``tokenizer_config.json``
+            is not a JSON object (the message names the file).
     """
     root = Path(path)
     tok = hashlib.sha256()
@@ -341,10 +368,7 @@ def tokenizer_fingerprint(path: str | Path) -> dict[str, str | None]:
     config_file = root / "tokenizer_config.json"
     template: str | None = None
     if config_file.is_file():
-        try:
-            config = json.loads(config_file.read_text())
-        except json.JSONDecodeError:
-            config = {}
+        config = _json_object(config_file, "tokenizer config")
         decoder = config.get("added_tokens_decoder")
         if decoder:
             tok.update(json.dumps(decoder, sort_keys=True).encode())
@@ -352,12 +376,13 @@ def tokenizer_fingerprint(path: str | Path) -> dict[str, str | None]:
         if isinstance(config.get("chat_template"), str):
             template = config["chat_template"]
     if (root / "chat_template.jinja").is_file():
-        template = (root / "chat_template.jinja").read_text()
+        template = read_user_text(root / "chat_template.jinja", "chat template", error=ServeError)
     elif (root / "chat_template.json").is_file():
+        text = read_user_text(root / "chat_template.json", "chat template", error=ServeError)
         try:
-            template = json.loads((root / "chat_template.json").read_text()).get("chat_template", template)
+            template = json.loads(text).get("chat_template", template)
         except json.JSONDecodeError:
-            template = (root / "chat_template.json").read_text()
+            template = text
     return {
         "tokenizer_sha256": tok.hexdigest() if seen else None,
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template is not None else None,

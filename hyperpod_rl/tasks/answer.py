@@ -15,7 +15,23 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["END_TOKENS", "VISION_TOKENS", "extract_answer", "strip_reasoning"]
+__all__ = ["END_TOKENS", "ENVELOPE_VIOLATIONS", "VISION_TOKENS", "extract_answer", "strip_reasoning"]
+
+#: The envelope's violation codes (those :func:`extract_answer` returns, as the task specs list
+#: them) and ``empty_answer`` (a blank block), which every task checks next; a task appends its own.
+ENVELOPE_VIOLATIONS: Final[tuple[str, ...]] = (
+    "not_text",
+    "too_long",
+    "vision_token",
+    "no_answer",
+    "malformed_tags",
+    "unclosed_answer",
+    "nested_answer",
+    "multiple_answers",
+    "text_after_answer",
+    "answer_too_long",
+    "empty_answer",
+)
 
 #: Qwen-VL vision special tokens: a completion holding one breaks the next forward pass.
 VISION_TOKENS: Final[tuple[str, ...]] = ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>")

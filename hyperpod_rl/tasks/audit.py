@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.protocol import AuditCase, Task
 from hyperpod_rl.tasks.registry import get_task
 
-__all__ = ["AuditReport", "Disagreement", "ScoreFn", "load_reward_fn", "run_audit"]
+__all__ = ["AuditReport", "Disagreement", "ScoreFn", "audit_table", "load_reward_fn", "run_audit"]
 
 #: ``fn(row, completion, state) -> float``: the signature of :meth:`Task.score` as a free function.
 ScoreFn = Callable[[Mapping[str, Any], str, Mapping[str, Any] | None], float]
@@ -29,12 +29,12 @@ class Disagreement:
     """A case where the reward function under test differs from the spec.
 
     Attributes:
-        case: The audit case.
+        case: The audit case (an :class:`AuditCase`, or a row of a task's own audit table).
         got: The reward returned, or None if the function raised.
         error: ``"ExceptionType: message"`` when the function raised, else None.
     """
 
-    case: AuditCase
+    case: AuditCase | Any
     got: float | None
     error: str | None = None
 
@@ -73,24 +73,42 @@ def run_audit(task: str | Task | None = None, reward_fn: ScoreFn | None = None, 
     """
     t = get_task(task)
     fn: ScoreFn = reward_fn if reward_fn is not None else t.score
-    cases = tuple(t.audit_cases())
+    return audit_table(t.name, t.reward_version, tuple(t.audit_cases()), lambda c: fn(c.row, c.completion, c.state), tolerance=tolerance)
+
+
+def audit_table[C](
+    task: str, reward_version: str, cases: Sequence[C], score: Callable[[C], Any], *, tolerance: float = 1e-6
+) -> AuditReport:
+    """The audit runner every task uses: score each case and collect the disagreements.
+
+    Args:
+        task: task name (in the report).
+        reward_version: the spec version the cases encode.
+        cases: the cases; each has an ``expected`` reward.
+        score: ``score(case) -> reward`` (calls the function under test the task's way).
+        tolerance: largest accepted absolute difference.
+
+    Returns:
+        An :class:`AuditReport`; exceptions raised by ``score`` and non-finite results are
+        reported as disagreements, never re-raised.
+    """
     bad: list[Disagreement] = []
     for case in cases:
         try:
-            value = float(fn(case.row, case.completion, case.state))
+            value = float(score(case))
         except Exception as e:  # noqa: BLE001 - a user function may raise anything; it is reported, not hidden
             bad.append(Disagreement(case, None, f"{type(e).__name__}: {e}"))
             continue
-        if not math.isfinite(value) or abs(value - case.expected) > tolerance:
+        if not math.isfinite(value) or abs(value - cast(Any, case).expected) > tolerance:
             bad.append(Disagreement(case, value))
-    return AuditReport(t.name, t.reward_version, len(cases), tuple(bad))
+    return AuditReport(task, reward_version, len(cases), tuple(bad))
 
 
 def load_reward_fn(spec: str) -> Callable[..., float]:
     """Import ``"package.module:function"`` and return the function.
 
     Raises:
-        TaskError: the spec has no ``:``, the module cannot be imported, or the attribute is
+        TaskError: the spec has no ``:``, the module cannot be imported (or is not valid UTF-8 Python), or the attribute is
             missing or not callable.
     """
     module_name, sep, attr = spec.partition(":")
@@ -100,6 +118,10 @@ def load_reward_fn(spec: str) -> Callable[..., float]:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise TaskError(f"reward_fn module {module_name!r} cannot be imported: {e}") from e
+    except SyntaxError as e:  # not Python, or not UTF-8 (PEP 3120) without a coding declaration
+        raise TaskError(
+            f"reward_fn module {module_name!r} cannot be imported: {e.msg} ({e.filename}, line {e.lineno}): fix its source"
+        ) from None
     fn = getattr(module, attr, None)
     if not callable(fn):
         raise TaskError(f"reward_fn: {module_name!r} has no callable {attr!r}")

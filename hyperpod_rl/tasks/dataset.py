@@ -18,18 +18,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, Row
+from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, Row, check_counts
 
 if TYPE_CHECKING:
     from hyperpod_rl.tasks.protocol import Task
 
 __all__ = [
+    "check_counts",
     "check_splits",
+    "check_weights",
     "clean_messages",
     "content_hash",
     "derive_seed",
     "quotas",
     "read_rows",
+    "stratum_matches",
+    "take_quota",
     "write_dataset",
     "write_parquet",
 ]
@@ -65,6 +69,42 @@ def quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
     for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[:rest]:
         out[k] += 1
     return out
+
+
+def stratum_matches(key: str, stratum: str) -> bool:
+    """True if every ``|``-part of the mix ``key`` is a part of ``stratum`` (``""`` matches any)."""
+    parts = set(stratum.split("|"))
+    return all(p in parts for p in key.split("|") if p)
+
+
+def take_quota(need: dict[str, int], stratum: str) -> bool:
+    """Count one candidate row of ``stratum`` against the stratum quotas ``need`` (from :func:`quotas`).
+
+    The open quota (rows still needed) whose key matches the stratum and needs the most rows
+    (ties: the larger key) takes it and is decremented in place.
+
+    Returns:
+        True if a quota took the row; False if none is open for it (the row is skipped).
+    """
+    open_keys = [k for k, n in need.items() if n > 0 and stratum_matches(k, stratum)]
+    if not open_keys:
+        return False
+    need[max(open_keys, key=lambda k: (need[k], k))] -= 1
+    return True
+
+
+def check_weights[W: Mapping[str, float]](weights: W, known: Sequence[str], what: str) -> W:
+    """Check sampling weights over the names ``known`` (e.g. generator algorithms); for a field validator.
+
+    Raises:
+        ValueError: a name outside ``known`` (``what`` names the kind), a negative weight or a zero sum.
+    """
+    bad = sorted(set(weights) - set(known))
+    if bad:
+        raise ValueError(f"unknown {what}(s) {bad}; use {list(known)}")
+    if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
+        raise ValueError("weights must be >= 0 with a positive sum")
+    return weights
 
 
 def check_splits(task: Task, splits: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
@@ -162,6 +202,21 @@ def write_dataset(task: Task, options: Any, folder: str | Path) -> dict[str, Pat
     }
     (root / "dataset.json").write_text(json.dumps(meta, sort_keys=True))
     return paths
+
+
+def count_rows(path: str | Path) -> int:
+    """Rows of a dataset file written by :func:`write_parquet`, from its parquet footer (no row is read).
+
+    Raises:
+        TaskError: the file does not exist or is not parquet.
+    """
+    source = Path(path).expanduser()
+    if not source.is_file():
+        raise TaskError(f"dataset file {source} does not exist: generate it first (hyperpod-rl tasks sample, or the quickstart)")
+    try:
+        return int(pq.read_metadata(source).num_rows)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise TaskError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
 
 
 def read_rows(path: str | Path, *, required: Sequence[str] = ("prompt", "env_class")) -> list[Row]:

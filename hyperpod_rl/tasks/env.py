@@ -6,8 +6,10 @@ that names the task::
     class ReceiptEnv(SingleTurnTaskEnv):
         task_name = "receipts"
 
-Multi-turn tasks write their own ``BaseTextEnv`` (the maze's :class:`hyperpod_rl.maze.env.MazeEnv`
-is the worked example). This module imports skyrl-gym; the rest of :mod:`hyperpod_rl.tasks` does not.
+Multi-turn tasks write their own ``BaseTextEnv`` (the maze's :class:`hyperpod_rl.tasks.maze.env.MazeEnv`
+is the worked example) and read their settings with :class:`EnvSettings` (row, then SkyRL's env
+config, then a default; a bad value raises the task's error naming the setting), so no task
+repeats that bookkeeping. This module imports skyrl-gym; the rest of :mod:`hyperpod_rl.tasks` does not.
 """
 
 from __future__ import annotations
@@ -15,14 +17,90 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
+from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.protocol import Task
 from hyperpod_rl.tasks.registry import get_task
 
-__all__ = ["SingleTurnTaskEnv"]
+__all__ = ["OBSERVATIONS", "PROMPT_STYLES", "EnvSettings", "SingleTurnTaskEnv"]
+
+#: What a visual task's observation may be: the image, its text twin, or both.
+OBSERVATIONS: tuple[str, ...] = ("image", "text", "both")
+#: The prompt styles of the built-in tasks.
+PROMPT_STYLES: tuple[str, ...] = ("full", "terse")
+
+
+class EnvSettings:
+    """An env's settings: the dataset row's column first, then SkyRL's ``env_config``, then the default.
+
+    Args:
+        extras: the dataset row (SkyRL's ``extras``).
+        env_config: SkyRL's per-env config (a mapping or an OmegaConf node), or None.
+        error: the task's :class:`TaskError` subclass raised for a bad value.
+    """
+
+    def __init__(self, extras: Mapping[str, Any], env_config: Any = None, error: type[TaskError] = TaskError) -> None:
+        self.extras, self.env_config, self.error = extras, env_config, error
+
+    def get(self, name: str, default: Any) -> Any:
+        """The raw value of ``name`` (None in the row or config counts as unset)."""
+        value = self.extras.get(name)
+        if value is None and self.env_config is not None:
+            cfg = self.env_config
+            value = cfg.get(name) if hasattr(cfg, "get") else getattr(cfg, name, None)
+        return default if value is None else value
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        """``name`` as one of ``choices``.
+
+        Raises:
+            TaskError: (``error``) another value, naming the choices.
+        """
+        value = str(self.get(name, default))
+        if value not in choices:
+            raise self.error(f"{name}={value!r} is not supported; use one of {choices}")
+        return value
+
+    def count(self, name: str, default: Any, *, minimum: int = 1, why: str = "") -> int:
+        """``name`` as an int >= ``minimum`` (an int-valued float is accepted, a bool is not).
+
+        Raises:
+            TaskError: (``error``) not an int, or below ``minimum`` (``why`` says why, if given).
+        """
+        value = self.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value:
+            raise self.error(f"{name}={value!r} must be an int >= {minimum}")
+        if value < minimum:
+            raise self.error(f"{name}={value!r} must be an int >= {minimum}{f' ({why})' if why else ''}")
+        return int(value)
+
+    def model[M: BaseModel](self, name: str, model: type[M]) -> M:
+        """``name`` (None, JSON text or a mapping) validated as ``model``; None gives the model's defaults.
+
+        Raises:
+            TaskError: (``error``) the value is invalid (names each bad field as ``<name>.<field>``).
+        """
+        return parse_model(self.get(name, None), model, name=name, error=self.error)
+
+
+def parse_model[M: BaseModel](raw: Any, model: type[M], *, name: str, error: type[TaskError] = TaskError) -> M:
+    """``raw`` (None, JSON text or a mapping) validated as ``model`` (None: its defaults).
+
+    Raises:
+        TaskError: (``error``) the value is invalid, naming each bad field as ``<name>.<field>``.
+    """
+    try:
+        if raw is None:
+            return model()
+        if isinstance(raw, (str, bytes)):
+            return model.model_validate_json(raw)
+        return model.model_validate(dict(raw))
+    except ValidationError as e:
+        raise error(format_validation_error(e, what=name, prefix=f"{name}.", model=model)) from None
 
 
 class SingleTurnTaskEnv(BaseTextEnv):

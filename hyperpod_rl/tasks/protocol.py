@@ -3,7 +3,7 @@
 A *task* is everything the trainer, evaluation, serving and the front-ends need to know about one
 kind of problem: how to generate its dataset, draw its images, phrase its prompts, parse and score
 an answer, play it as a skyrl-gym env, summarise episodes, and audit its reward. The maze
-(:mod:`hyperpod_rl.maze`) is the first plug-in; ``docs/tasks.md`` walks through writing one and
+(:mod:`hyperpod_rl.tasks.maze`) is the first plug-in; ``docs/tasks.md`` walks through writing one and
 ``examples/`` holds a complete small package.
 
 The surface is deliberately small and mirrors how SkyRL's skyrl-gym registers environments
@@ -55,6 +55,11 @@ Evaluation metrics
     through :func:`hyperpod_rl.tasks.metrics.turn_columns`), and ``invalid_metric`` (the reported
     share of malformed answers; :func:`hyperpod_rl.tasks.metrics.never_valid` reads it). Evaluation reports each reported metric
     with a bootstrap interval, overall and per ``stratum``.
+
+Demonstrations
+    Optional member ``demonstration(row)`` (:mod:`hyperpod_rl.tasks.demonstrations`): the task's
+    own solver's completions turn by turn, for the SFT stage (``RunConfig.stage='sft'``); the
+    default says "no demonstrations".
 
 Stability: this surface only grows. New members get defaults in :class:`TaskBase`; nothing is
 renamed or removed without a deprecation.
@@ -134,14 +139,23 @@ class TaskOptions(RaisesOnInit):
     @field_validator("counts")
     @classmethod
     def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = sorted(set(v) - set(SPLITS))
-        if bad:
-            raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
-        if any(n < 0 for n in v.values()):
-            raise ValueError("row counts must be >= 0")
-        if sum(v.values()) == 0:
-            raise ValueError("at least one split needs rows")
-        return v
+        return check_counts(v)
+
+
+def check_counts[C: Mapping[str, int]](counts: C) -> C:
+    """Check an options model's ``counts`` (rows per split); for a pydantic field validator.
+
+    Raises:
+        ValueError: an unknown split (the message lists :data:`SPLITS`), a negative count, or no rows at all.
+    """
+    bad = sorted(set(counts) - set(SPLITS))
+    if bad:
+        raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
+    if any(n < 0 for n in counts.values()):
+        raise ValueError("row counts must be >= 0")
+    if sum(counts.values()) == 0:
+        raise ValueError("at least one split needs rows")
+    return counts
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,7 +281,8 @@ class TaskBase:
 
     Defaults: ``multi_turn=False``, ``options_model=TaskOptions``, ``hash_column="content_hash"``,
     ``primary_metric="success"`` (the mean of the episodes' ``success``), ``prompt_styles=("full", "terse")``, ``answer_words=()``,
-    :meth:`text_twin` returns None, :meth:`aggregate_metrics` averages every numeric key
+    :meth:`text_twin` and :meth:`demonstration` return None (no text twin, no SFT demonstrations:
+    :mod:`hyperpod_rl.tasks.demonstrations`), :meth:`aggregate_metrics` averages every numeric key
     (:func:`hyperpod_rl.tasks.metrics.mean_metrics`), :meth:`audit_cases` is empty; the optional
     metric members fit :class:`hyperpod_rl.tasks.env.SingleTurnTaskEnv`'s episode metrics
     (``success``, ``reward``, ``invalid``).
@@ -323,6 +338,11 @@ class TaskBase:
         return ()
 
     def text_twin(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> str | None:
+        return None
+
+    def demonstration(self, row: Mapping[str, Any]) -> Sequence[str] | None:
+        """No demonstrations (the default): an SFT run on this task is refused
+        (:mod:`hyperpod_rl.tasks.demonstrations` says how to add them)."""
         return None
 
     def __repr__(self) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final
@@ -37,7 +37,9 @@ __all__ = [
     "DEFAULT_TASK",
     "ENTRY_POINT_GROUP",
     "check_task",
+    "env_functions",
     "get_task",
+    "lazy_attributes",
     "make_env",
     "register_env",
     "register_task",
@@ -52,7 +54,7 @@ __all__ = [
 ENTRY_POINT_GROUP: Final[str] = "hyperpod_rl.tasks"
 #: Tasks shipped in this package: name -> ``"module:attribute"`` (also declared as entry points).
 BUILTIN_TASKS: Final[dict[str, str]] = {
-    "maze": "hyperpod_rl.maze.task:TASK",
+    "maze": "hyperpod_rl.tasks.maze.task:TASK",
     "ui_nav": "hyperpod_rl.tasks.ui_nav.task:TASK",
     "doc_read": "hyperpod_rl.tasks.doc_read.task:TASK",
 }
@@ -89,9 +91,16 @@ def _entry_points() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _sources() -> dict[str, str]:
+    """Entry points, with the built-in names taken from :data:`BUILTIN_TASKS` (installed metadata older
+    than a move of a built-in task, such as ``hyperpod_rl.maze`` -> ``hyperpod_rl.tasks.maze``, cannot
+    point a built-in name at a stale path)."""
+    return {**_entry_points(), **BUILTIN_TASKS}
+
+
 def task_sources() -> dict[str, str]:
     """Every known task name -> where it comes from (``"module:attribute"`` or ``"registered in-process"``), sorted by name."""
-    out = {**BUILTIN_TASKS, **_entry_points()}
+    out = _sources()
     out.update({name: "registered in-process" for name in _registered})
     return dict(sorted(out.items()))
 
@@ -123,7 +132,7 @@ def check_task(obj: Any, *, source: str = "") -> Task:
     if missing:
         raise TaskError(f"task object{where} lacks {missing}: implement hyperpod_rl.tasks.Task (docs/tasks.md)")
     problems: list[str] = []
-    if not isinstance(obj.name, str) or not _NAME.match(obj.name):
+    if not isinstance(obj.name, str) or not _NAME.fullmatch(obj.name):
         problems.append(f"name={obj.name!r} must match [a-z][a-z0-9_-]* (at most 40 characters)")
     if not isinstance(obj.env_entry_point, str) or ":" not in obj.env_entry_point:
         problems.append(f"env_entry_point={obj.env_entry_point!r} must be 'package.module:EnvClass'")
@@ -171,7 +180,7 @@ def get_task(name: str | Task | None = None) -> Task:
         return _registered[name]
     if name in _loaded:
         return _loaded[name]
-    sources = {**BUILTIN_TASKS, **_entry_points()}
+    sources = _sources()
     if name not in sources:
         raise TaskError(f"unknown task {name!r}; registered tasks: {', '.join(task_names())} (install the package that provides it)")
     _loaded[name] = _load(name, sources[name])
@@ -268,3 +277,48 @@ def make_env(task: str | Task | None, extras: Mapping[str, Any], env_config: Map
     _env_module_ok(t.env_entry_point)
     register_env(t)
     return skyrl_gym.make(t.env_class, env_config=dict(env_config or {}), extras=dict(extras))
+
+
+def env_functions(env_class: str, entry_point: str) -> tuple[Callable[[], None], Callable[..., Any]]:
+    """A task's own ``(register_env, make_env)`` for one skyrl-gym env id (each task's ``registry`` module).
+
+    ``register_env()`` registers ``entry_point`` (``"module:Class"``, not imported until an env is
+    built) under ``env_class``, safe to call repeatedly; ``make_env(extras, env_config=None)``
+    builds one env exactly as SkyRL's generator does:
+    ``skyrl_gym.make(env_class, env_config=..., extras=row)``. skyrl-gym is imported only when
+    they are called; SkyRL's registry is per process, so register inside the process that plays
+    episodes (skyrl-gym's ``entrypoint.py`` examples).
+    """
+
+    def register_env() -> None:
+        import skyrl_gym
+
+        if env_class not in skyrl_gym.registry:
+            skyrl_gym.register(id=env_class, entry_point=entry_point)
+
+    def make_env(extras: Mapping[str, Any], env_config: Mapping[str, Any] | None = None) -> Any:
+        import skyrl_gym
+
+        register_env()
+        return skyrl_gym.make(env_class, env_config=dict(env_config or {}), extras=dict(extras))
+
+    register_env.__doc__ = f"Register {entry_point} with skyrl-gym under {env_class!r}; safe to call repeatedly."
+    make_env.__doc__ = f"Build one {env_class!r} env from a dataset row (``extras``) as SkyRL's generator does."
+    return register_env, make_env
+
+
+def lazy_attributes(module: str, lazy: Mapping[str, str]) -> Callable[[str], object]:
+    """A module ``__getattr__`` (PEP 562) that imports ``lazy[name]`` (``"module:attribute"``) on first use.
+
+    A task package exports its env class this way, so importing the package does not import
+    skyrl-gym. Other names raise ``AttributeError`` naming ``module``.
+    """
+
+    def __getattr__(name: str) -> object:
+        target = lazy.get(name)
+        if target is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        where, _, attr = target.partition(":")
+        return getattr(importlib.import_module(where), attr)
+
+    return __getattr__

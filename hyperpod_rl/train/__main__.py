@@ -28,6 +28,12 @@ def check_config_hash(config_path: str, expected: str | None) -> None:
         )
 
 
+def _stage(config_path: str) -> str:
+    from hyperpod_rl.runs import RunPaths, read_config
+
+    return read_config(RunPaths(Path(config_path).resolve().parent)).stage
+
+
 @app.command()
 def main(
     config: str = typer.Option(..., help="path of the run's config.json (in its run directory)"),
@@ -38,12 +44,17 @@ def main(
     if backend not in ("reference", "skyrl"):
         raise typer.BadParameter(f"unknown backend {backend!r}: use 'reference' or 'skyrl'", param_hint="--backend")
     check_config_hash(config, config_hash)
+    if backend == "skyrl" and _stage(config) == "sft":
+        from hyperpod_rl.train.skyrl_sft import main as run_skyrl_sft
+
+        run_skyrl_sft(config, fresh=fresh)
+        return
     if backend == "skyrl":
         from hyperpod_rl.train.skyrl_backend import main as run_skyrl
 
         run_skyrl(config, fresh=fresh)
         return
-    from hyperpod_rl.train.reference import main as run
+    from hyperpod_rl.train.workers import main as run
 
     run(config, fresh=fresh)
 
@@ -51,15 +62,22 @@ def main(
 def run() -> None:
     """Run :data:`app`; a project error that ends the job is printed as one ``error: <message>``
     line on standard error (the end of the job log, and of Ray's message for a failed job)
-    instead of a traceback, with exit code 1. Other exceptions keep their traceback."""
+    instead of a traceback, with exit code 1. So is a storage failure (an ``OSError`` naming a
+    file: a read-only, full or forbidden run directory), with its path and the fix
+    (:func:`hyperpod_rl.errors.storage_error`). Other exceptions keep their traceback."""
     import sys
 
-    from hyperpod_rl.errors import HyperpodRLError
+    from hyperpod_rl.errors import HyperpodRLError, storage_error
 
     try:
         app()
     except HyperpodRLError as err:
         print(f"error: {err}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    except OSError as err:
+        if err.filename is None:
+            raise
+        print(f"error: {storage_error(err)}", file=sys.stderr, flush=True)
         sys.exit(1)
 
 

@@ -138,6 +138,7 @@ def grpo_loss(
     ref_logprobs: torch.Tensor | None = None,
     kl_coef: float = 0.0,
     num_tokens: int | None = None,
+    is_weights: torch.Tensor | None = None,
 ) -> LossTerms:
     """Clipped surrogate + KL (k3) - entropy bonus, token-mean reduced.
 
@@ -153,6 +154,8 @@ def grpo_loss(
         kl_coef: KL weight; 0 skips it.
         num_tokens: divide by this many tokens instead of ``mask.sum()`` (micro-batching over
             a larger batch).
+        is_weights: (B, L) per-token importance weights (no grad) multiplying the policy-gradient
+            term, for rollouts sampled by another engine (:func:`truncated_is_weights`); None: 1.
 
     Returns:
         :class:`LossTerms`.
@@ -164,6 +167,8 @@ def grpo_loss(
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * adv
     pg = -torch.minimum(unclipped, clipped)
+    if is_weights is not None:
+        pg = pg * is_weights.detach()
     loss = (pg * m).sum() / denom
     kl_val = 0.0
     if ref_logprobs is not None and kl_coef > 0:
@@ -179,3 +184,54 @@ def grpo_loss(
             loss = loss - entropy_coef * ent_mean
     clip_frac = float((((ratio - 1.0).abs() > clip_eps).float() * m).sum().detach() / denom)
     return LossTerms(loss=loss, policy_loss=float((pg.detach() * m).sum() / denom), kl=kl_val, entropy=ent_val, clip_fraction=clip_frac)
+
+
+@dataclass(frozen=True)
+class EngineGap:
+    """How far the rollout engine's sampled-token log-probs are from the trainer's, over one batch.
+
+    Attributes:
+        weights: (B, L) truncated importance weights ``min(exp(trainer - engine), cap)``, zero outside the mask.
+        gap_sum: sum over sampled tokens of ``|trainer - engine|`` (nats).
+        gap_max: largest ``|trainer - engine|`` of one token (nats).
+        tokens: sampled tokens compared.
+        truncated: tokens whose ratio exceeded ``cap`` (their weight was cut to ``cap``).
+    """
+
+    weights: torch.Tensor
+    gap_sum: float
+    gap_max: float
+    tokens: int
+    truncated: int
+
+
+def engine_gap(trainer_logprobs: torch.Tensor, engine_logprobs: torch.Tensor, mask: torch.Tensor, *, cap: float) -> EngineGap:
+    """Truncated importance weights and the log-prob gap between the trainer and the rollout engine.
+
+    Truncated importance sampling (Yao et al. 2025, "Your Efficient RL Framework Secretly Brings You
+    Off-Policy RL Training"; SkyRL and verl call it TIS): the tokens were sampled by the engine's
+    copy of the policy (vLLM kernels, bf16), not by the trainer's, so each token's policy-gradient
+    term is weighted by ``pi_train / pi_engine``, cut at ``cap`` so that a token the engine found
+    unlikely cannot dominate the batch.
+
+    Args:
+        trainer_logprobs: (B, L) the trainer's log-probs of the sampled tokens (detached).
+        engine_logprobs: (B, L) the engine's log-probs of the same tokens.
+        mask: (B, L) bool, True at sampled tokens.
+        cap: the truncation bound C >= 1.
+
+    Returns:
+        :class:`EngineGap`.
+    """
+    m = mask.bool()
+    delta = (trainer_logprobs.detach().float() - engine_logprobs.float()).masked_fill(~m, 0.0)
+    ratio = torch.exp(delta)
+    weights = torch.clamp(ratio, max=cap).masked_fill(~m, 0.0)
+    gaps = delta.abs()[m]
+    return EngineGap(
+        weights=weights,
+        gap_sum=float(gaps.sum()) if gaps.numel() else 0.0,
+        gap_max=float(gaps.max()) if gaps.numel() else 0.0,
+        tokens=int(m.sum()),
+        truncated=int(((ratio > cap) & m).sum()),
+    )

@@ -6,7 +6,7 @@ in the processes of a Ray Train ``TorchTrainer`` (:mod:`hyperpod_rl.train.worker
 the whole policy (DDP, not FSDP2: every worker samples its rollouts with ``generate`` from the full
 model, and the reference backend targets models that fit one GPU). Per step:
 
-1. every worker draws the same global batch of ``data.mazes_per_step`` rows from the same sampler
+1. every worker draws the same global batch of ``data.prompts_per_step`` rows from the same sampler
    and rolls out its contiguous share of them (:meth:`DataParallel.share`): whole GRPO groups, so
    group-relative advantages never need another worker's returns;
 2. the loss of every micro batch is divided by the global number of loss tokens (an all-reduce),

@@ -6,7 +6,7 @@ adapter (``adapter/adapter_model.safetensors`` + ``adapter_config.json`` + ``pro
 
 One step (SkyRL's ``trainer.train`` loop, reduced to one mini-batch and one epoch):
 
-1. sample ``data.mazes_per_step`` mazes; play ``grpo.group_size`` episodes of each
+1. sample ``data.prompts_per_step`` rows (mazes); play ``grpo.group_size`` episodes of each
    (:func:`~hyperpod_rl.model.rollout.play_episodes`);
 2. episode return = sum of the env's step rewards; group-relative advantages
    (:func:`~hyperpod_rl.train.grpo.group_advantages`), shared by every turn of the episode;
@@ -39,13 +39,13 @@ the same GPU, so KL adds one forward pass and no memory for a second copy (the p
 ``offload_reference=True`` budget: no reference weights on the GPU during the update).
 
 Before step 1 of every run the base model is benchmarked (greedy, adapter disabled) on the first
-``trainer.eval_mazes`` held-out mazes into ``eval/base.json``, unless that file already exists
+``trainer.eval_rows`` held-out rows into ``eval/base.json``, unless that file already exists
 for the same base model; RNG states are restored afterwards, so it changes no training number.
 The provenance record (``manifest.json``, :mod:`~hyperpod_rl.runs.provenance`) is updated at
 start, at every checkpoint and at the end. The trainer writes nothing outside the run directory:
 the run ledger is filled from run directories on the notebook/CLI side (``hyperpod-rl runs sync``).
 
-Several GPUs of one node (``trainer.workers = N > 1``): :func:`main` starts N copies of this
+Several GPUs of one node (``trainer.workers = N > 1``): :func:`hyperpod_rl.train.workers.main` starts N copies of this
 trainer as the workers of a Ray Train ``TorchTrainer`` (:mod:`~hyperpod_rl.train.workers`), each
 given its :class:`~hyperpod_rl.train.parallel.DataParallel` place: data-parallel over whole GRPO
 groups, the loss divided by the global token count, gradients summed by DDP, metrics over the
@@ -61,7 +61,6 @@ import logging
 import os
 import random
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -81,7 +80,10 @@ from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.prompts import filter_rows
 from hyperpod_rl.model.rollout import Episode, play_episodes
-from hyperpod_rl.runs import RunPaths, read_config, read_eval, record_eval
+from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine
+from hyperpod_rl.plan.memory import vllm_rollout_fraction
+from hyperpod_rl.plan.shapes import shape_from_hf_config
+from hyperpod_rl.runs import RunPaths, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     checkpoint_entries,
     file_sha256,
@@ -96,12 +98,18 @@ from hyperpod_rl.runs.files import (
 from hyperpod_rl.runs.provenance import config_conflict, eval_summaries, new_provenance, update_provenance
 from hyperpod_rl.runs.versions import provenance_record
 from hyperpod_rl.tasks import get_task, read_rows
-from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
+from hyperpod_rl.train.grpo import TIED_GROUP_METRIC, engine_gap, group_advantages, grpo_loss, is_tied, process_advantages, tied_groups
 from hyperpod_rl.train.parallel import DataParallel
 
 __all__ = ["ReferenceTrainer"]
 
 log = logging.getLogger(__name__)
+
+#: Mean |trainer - engine| log-prob gap (nats per sampled token) above which the trainer warns. bf16
+#: noise between vLLM and transformers on the same weights measured 0.017-0.027 nats/token on an H200
+#: (docs/gpu.md, the vLLM log-prob check); a stale or misapplied adapter, LoRA on modules vLLM does
+#: not serve, or a sampling setting that differs moves it by tenths of a nat.
+LOGPROB_GAP_WARN = 0.1
 
 
 class _Sampler:
@@ -130,6 +138,82 @@ class _Sampler:
     def load(self, state: dict[str, int]) -> None:
         self.epoch, self.index = int(state["epoch"]), int(state["index"])
         self._order = self._perm()
+
+
+def _numpy_array_globals() -> list[Any]:
+    """What ``training_state.pt`` may hold besides tensors, numbers, strings and containers.
+
+    The globals of a NumPy ``uint32`` array, which checkpoints written before the NumPy RNG
+    state was stored as a tensor hold (``np.random.get_state()``'s key). Rebuilding an array
+    calls no user code. ``torch.load(weights_only=True)`` refuses every other global, so a pickle
+    planted in a run directory (they live on shared storage) cannot run code in the trainer.
+    """
+    from numpy.dtypes import UInt32DType
+
+    return [np._core.multiarray._reconstruct, np.ndarray, np.dtype, UInt32DType]
+
+
+def numpy_rng_state() -> dict[str, Any]:
+    """NumPy's global RNG state (``np.random.get_state()``) with the key array as an int64 tensor.
+
+    Returns:
+        ``{"bit_generator": "MT19937", "key": int64 tensor [624], "pos": int, "has_gauss": int,
+        "cached_gaussian": float}``.
+    """
+    name, key, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "bit_generator": str(name),
+        "key": torch.from_numpy(np.asarray(key, dtype=np.int64)),
+        "pos": int(pos),
+        "has_gauss": int(has_gauss),
+        "cached_gaussian": float(cached),
+    }
+
+
+def set_numpy_rng_state(state: Any) -> None:
+    """Restore :func:`numpy_rng_state`'s dict (or the tuple older checkpoints hold)."""
+    if isinstance(state, dict):
+        key = state["key"].numpy().astype(np.uint32)
+        state = (state["bit_generator"], key, state["pos"], state["has_gauss"], state["cached_gaussian"])
+    np.random.set_state(state)
+
+
+def load_training_state(path: Path) -> dict[str, Any]:
+    """Read a checkpoint's ``training_state.pt`` without unpickling code.
+
+    ``torch.load(weights_only=True)``: tensors, numbers, strings and containers only, plus the
+    NumPy array globals of checkpoints written before the NumPy RNG state was a tensor
+    (:func:`_numpy_array_globals`; those still resume).
+
+    Returns:
+        ``{"optimizer": AdamW state dict, "python_rng", "numpy_rng", "torch_rng",
+        "sampling_rng", "cuda_rng"[, "ranks"]}``.
+
+    Raises:
+        CheckpointError: the file holds anything else (a pickle that would import or call
+            something: not written by hyperpod-rl), or is not a torch file. Nothing in it is run.
+    """
+    import pickle
+    import re
+
+    try:
+        with torch.serialization.safe_globals(_numpy_array_globals()):
+            state = torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)|got <class '([^']+)'>", str(err))
+        refused = f"it names {found.group(1) or found.group(2)}" if found else "it is not a plain tensor file"
+        raise CheckpointError(
+            f"{path} holds objects a checkpoint never holds and was refused unread ({refused}): it was not written by "
+            f"hyperpod-rl, or was tampered with; delete {path.parent} to resume from an earlier checkpoint, "
+            "or resubmit with --fresh"
+        ) from None
+    except (RuntimeError, EOFError, OSError) as err:
+        raise CheckpointError(
+            f"{path} is not a readable training state ({type(err).__name__}): delete {path.parent} or resubmit with --fresh"
+        ) from None
+    if not isinstance(state, dict) or "optimizer" not in state:
+        raise CheckpointError(f"{path} is not a training state (no optimizer state): delete {path.parent} or resubmit with --fresh")
+    return state
 
 
 class ReferenceTrainer:
@@ -208,6 +292,12 @@ class ReferenceTrainer:
         self.base_model_revision = cfg.model.revision or revision
         self.model, self.lora_counts = wrap_lora(model, cfg.lora)
         print("LoRA modules per target_modules entry: " + ", ".join(f"{k} {v}" for k, v in self.lora_counts.items()), flush=True)
+        #: the adapter this run started from (model.init_adapter; None: a fresh adapter)
+        self.init_adapter: dict[str, Any] | None = None
+        if cfg.model.init_adapter is not None:
+            from hyperpod_rl.train.init_adapter import load_init_adapter
+
+            self.init_adapter = load_init_adapter(self.model, cfg.model.init_adapter, base_revision=self.base_model_revision, lora=cfg.lora)
         self.compiled = compile_decoder_layers(self.model) if cfg.trainer.compile_layers else None
         if self.compiled is not None:
             print(f"torch.compile: {self.compiled.count} decoder layers, used by the policy update (trainer.compile_layers)", flush=True)
@@ -220,7 +310,21 @@ class ReferenceTrainer:
             answer_words=self.task.answer_words,
             decode=cfg.rollout.decode,
         )
-        print(f"rollouts: {self.policy.rollout_path()}", flush=True)
+        self.engine: VLLMEngine | None = None
+        choice = choose_engine(cfg.rollout.engine, device=self.device, action_constraint=cfg.rollout.action_constraint)
+        if choice.engine == "vllm" and self.parallel is not None:
+            if cfg.rollout.engine == "vllm":
+                raise ConfigError(
+                    "rollout.engine=vllm runs one colocated engine in a single-process run: set trainer.workers=1 or rollout.engine=auto"
+                )
+            print("rollouts: rollout.engine=auto: transformers in-process, because trainer.workers > 1", flush=True)
+            choice = type(choice)("hf", "trainer.workers > 1")
+        if choice.engine == "vllm":
+            self.engine = self._start_engine(model_dir, processor)
+            print(f"rollouts: {choice.reason} (started in {self.engine.start_s:.1f} s)", flush=True)
+        else:
+            print(f"rollouts: {self.policy.rollout_path()}", flush=True)
+        self._engine_step = -1  # the step whose adapter the engine holds
         if self.parallel is not None:
             # after the LoRA init (identical on every worker, checked), each worker samples its own rollouts
             self.ddp = self.parallel.wrap(self.model, self.policy)
@@ -230,11 +334,16 @@ class ReferenceTrainer:
         fused = {"fused": True} if self.device.type == "cuda" else {}  # one kernel for all adapter tensors
         self.optimizer = torch.optim.AdamW(params, lr=cfg.grpo.lr, weight_decay=cfg.grpo.weight_decay, **fused)
         rows = self._load_rows()
+        if len(rows) < cfg.data.prompts_per_step:
+            raise ConfigError(
+                f"data.prompts_per_step={cfg.data.prompts_per_step} is more than the {len(rows)} rows of data.train_path "
+                f"{cfg.data.train_path}: set data.prompts_per_step to at most {len(rows)}, or generate a larger training set"
+            )
         kept = filter_rows(rows, processor, cfg.rollout.max_prompt_tokens, what="train")
         print(kept.summary("train"), flush=True)
-        if len(kept.kept) < cfg.data.mazes_per_step:
+        if len(kept.kept) < cfg.data.prompts_per_step:
             raise ConfigError(
-                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.mazes_per_step={cfg.data.mazes_per_step}; "
+                f"{kept.summary('train')}: {len(kept.kept)} rows are left, fewer than data.prompts_per_step={cfg.data.prompts_per_step}; "
                 "raise rollout.max_prompt_tokens or use smaller mazes"
             )
         self.prompt_filter = {"limit": kept.limit, "kept": len(kept.kept), "dropped": len(kept.dropped)}
@@ -242,6 +351,37 @@ class ReferenceTrainer:
         self.sampler = _Sampler(len(self.rows), cfg.trainer.seed)
         self.generator = torch.Generator().manual_seed(self._rank_seed())
         self.step = 0
+
+    def _start_engine(self, model_dir: Path, processor: Any) -> VLLMEngine:
+        """The colocated vLLM engine, asking for the memory :func:`vllm_rollout_fraction` counts."""
+        cfg = self.config
+        shape = shape_from_hf_config(json.loads((Path(model_dir) / "config.json").read_text()))
+        free, total = torch.cuda.mem_get_info(self.device)
+        sequences = cfg.data.prompts_per_step * cfg.grpo.group_size
+        max_len = cfg.rollout.max_model_len or cfg.rollout.max_input_tokens + cfg.rollout.max_new_tokens
+        fraction = vllm_rollout_fraction(
+            shape,
+            sequences=sequences,
+            tokens_per_sequence=min(max_len, cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens),
+            gpu_total_bytes=total,
+            free_bytes=free,
+            cap=cfg.rollout.gpu_memory_utilization,
+        )
+        print(
+            f"rollouts: vLLM engine asks for {fraction:.3f} of the GPU ({fraction * total / 2**30:.1f} GiB; free {free / 2**30:.1f} GiB)",
+            flush=True,
+        )
+        return VLLMEngine.create(
+            model_dir,
+            processor,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            max_model_len=max_len,
+            gpu_memory_utilization=fraction,
+            lora_rank=cfg.lora.rank,
+            max_num_seqs=max(cfg.rollout.max_num_seqs, sequences),
+            seed=cfg.trainer.seed,
+            sync_dir=self.run_dir / "lora-sync",
+        )
 
     def _load_base(self, model_dir: Path, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
         """``(model, processor, model_id, revision)`` of the base model directory, on ``self.device`` in ``dtype``.
@@ -360,12 +500,12 @@ class ReferenceTrainer:
     def _benchmark_base(self) -> None:
         """Greedy base-model benchmark into ``eval/base.json`` (RNG states restored after)."""
         cfg = self.config
-        if self.step != 0 or not cfg.trainer.eval_mazes:
+        if self.step != 0 or not cfg.trainer.eval_rows:
             return
         prev = read_eval(self.paths, "base")
         if prev and prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
             return
-        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_mazes]
+        rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_rows]
         states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
         try:
             with torch.no_grad(), self.model.disable_adapter():
@@ -421,10 +561,11 @@ class ReferenceTrainer:
         return path
 
     def _rng_states(self) -> dict[str, Any]:
-        """This process's Python, NumPy, torch, sampling (and CUDA) RNG states."""
+        """This process's Python, NumPy, torch, sampling (and CUDA) RNG states, as tensors,
+        numbers and tuples only (what ``torch.load(weights_only=True)`` reads back)."""
         return {
             "python_rng": random.getstate(),
-            "numpy_rng": np.random.get_state(),
+            "numpy_rng": numpy_rng_state(),
             "torch_rng": torch.get_rng_state(),
             "sampling_rng": self.generator.get_state(),
             "cuda_rng": torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None,
@@ -432,7 +573,9 @@ class ReferenceTrainer:
 
     def _newest_checkpoint(self) -> Path | None:
         """The checkpoint to resume from (``None``: none, start at step 0)."""
-        remove_stale_temporaries(self.ckpt_root)
+        for directory in (self.paths.root, self.ckpt_root, self.paths.eval_dir):
+            for name in remove_stale_temporaries(directory):
+                print(f"removed {directory / name}, left by a write that was interrupted", flush=True)
         has_any = self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*"))
         path = latest_valid_checkpoint(self.ckpt_root)
         if path is None:
@@ -463,7 +606,7 @@ class ReferenceTrainer:
                 f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config"
             )
         set_peft_model_state_dict(self.model, load_file(str(path / "adapter_model.safetensors")))
-        extra = torch.load(path / "training_state.pt", weights_only=False)
+        extra = load_training_state(path / "training_state.pt")
         self.optimizer.load_state_dict(extra["optimizer"])
         if self.parallel is not None:
             saved = len(extra.get("ranks") or [])
@@ -474,7 +617,7 @@ class ReferenceTrainer:
                 )
             extra = {**extra, **extra["ranks"][self.parallel.rank]}
         random.setstate(extra["python_rng"])
-        np.random.set_state(extra["numpy_rng"])
+        set_numpy_rng_state(extra["numpy_rng"])
         torch.set_rng_state(extra["torch_rng"])
         self.generator.set_state(extra["sampling_rng"])
         if self.device.type == "cuda" and extra.get("cuda_rng") is not None:
@@ -505,7 +648,19 @@ class ReferenceTrainer:
             num_tokens = int(self.parallel.sum([num_tokens])[0])
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)
-        totals = {"policy_loss": 0.0, "kl": 0.0, "entropy": 0.0, "clip": 0.0, "diff": 0.0}
+        totals = {
+            "policy_loss": 0.0,
+            "kl": 0.0,
+            "entropy": 0.0,
+            "clip": 0.0,
+            "diff": 0.0,
+            "gap_sum": 0.0,
+            "gap_tokens": 0.0,
+            "truncated": 0.0,
+        }
+        gap_max = 0.0
+        # importance weights only where another engine sampled: the transformers path samples from these very weights
+        correct = self.engine is not None and cfg.grpo.is_correction == "token_truncate"
         contexts = [t.context for t, _ in samples]
         responses = [t.action.response_ids for t, _ in samples]
         loss_masks = [t.action.loss_mask for t, _ in samples]
@@ -529,7 +684,8 @@ class ReferenceTrainer:
                     if cfg.grpo.kl_coef > 0:
                         with torch.no_grad(), self.model.disable_adapter():  # the unwrapped peft model
                             ref = self.policy.score(contexts, responses, loss_masks, part, temperature=cfg.rollout.temperature).logprobs
-                    old = logp.detach()  # on-policy: one update per batch, so the sampling policy is this one
+                    old = logp.detach()  # one update per batch: the proximal policy is this one
+                    gap = engine_gap(old, self._engine_logprobs([samples[i][0] for i in indices], mask), mask, cap=cfg.grpo.is_cap)
                     adv = torch.tensor([samples[i][1] for i in indices], device=logp.device)
                     terms = grpo_loss(
                         logp,
@@ -542,8 +698,13 @@ class ReferenceTrainer:
                         ref_logprobs=ref,
                         kl_coef=cfg.grpo.kl_coef,
                         num_tokens=num_tokens,
+                        is_weights=gap.weights if correct else None,
                     )
                     terms.loss.backward()
+                totals["gap_sum"] += gap.gap_sum
+                totals["gap_tokens"] += gap.tokens
+                totals["truncated"] += gap.truncated if correct else 0
+                gap_max = max(gap_max, gap.gap_max)
                 totals["policy_loss"] += terms.policy_loss
                 totals["kl"] += terms.kl
                 totals["entropy"] += terms.entropy
@@ -555,6 +716,16 @@ class ReferenceTrainer:
             summed = self.parallel.sum([*totals.values(), num_samples, num_rows])
             totals = dict(zip(totals, summed[: len(totals)], strict=True))
             num_samples, num_rows = int(summed[-2]), int(summed[-1])
+            gap_max = max(self.parallel.gather(gap_max))
+        gap_mean = totals["gap_sum"] / max(totals["gap_tokens"], 1.0)
+        if gap_mean > LOGPROB_GAP_WARN and self.is_writer:
+            print(
+                f"warning: step {self.step + 1}: the rollout engine's log-probs are {gap_mean:.3f} nats/token (max {gap_max:.2f}) from "
+                f"the trainer's (expected under {LOGPROB_GAP_WARN}: bf16 noise is about 0.02). Likely causes: the engine serves a "
+                "stale or misapplied adapter, LoRA on modules the engine does not serve (set lora.exclude_modules to the vision "
+                "tower), or sampling settings that differ (a generation_config.json, top-k/top-p)",
+                flush=True,
+            )
         grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.grpo.max_grad_norm)
         self.optimizer.step()
         self.model.eval()
@@ -566,25 +737,52 @@ class ReferenceTrainer:
             "policy/grad_norm": float(grad_norm),
             "policy/policy_lr": cfg.grpo.lr,
             "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(num_samples, 1),
+            "rollout/logprob_gap_mean": gap_mean,
+            "rollout/logprob_gap_max": gap_max,
+            "rollout/is_truncated_fraction": totals["truncated"] / max(totals["gap_tokens"], 1.0),
             "trainer/num_samples": float(num_samples),
             "trainer/num_forward_rows": float(num_rows),
             "trainer/num_tokens": float(num_tokens),
         }
 
+    @staticmethod
+    def _engine_logprobs(turns: list[Any], mask: torch.Tensor) -> torch.Tensor:
+        """(M, L) the rollout engine's log-probs of each sample's sampled tokens, at ``mask``'s positions."""
+        out = torch.zeros(mask.shape, dtype=torch.float32)
+        cpu_mask = mask.cpu()
+        for k, turn in enumerate(turns):
+            lps = turn.action.token_logprobs
+            if lps is None:  # only the sum is known: spread evenly (one sampled token in the constrained path)
+                n = int(cpu_mask[k].sum())
+                lps = [turn.action.logprob / max(n, 1)] * n
+            out[k][cpu_mask[k]] = torch.tensor(lps, dtype=torch.float32)
+        return out.to(mask.device)
+
     def _step(self) -> MetricRecord:
         cfg = self.config
         t0 = time.perf_counter()
-        rows = [self.rows[i] for i in self.sampler.take(cfg.data.mazes_per_step)]
+        rows = [self.rows[i] for i in self.sampler.take(cfg.data.prompts_per_step)]
         if self.parallel is not None:  # every worker draws the same batch and rolls out its share of whole groups
             rows = self.parallel.share(rows)
+        engine_s: dict[str, float] = {}
+        if self.engine is not None:
+            self.engine.timings.update(generate_s=0.0, sync_s=0.0, sleep_s=0.0, wake_s=0.0)
+            self.engine.generated_tokens = 0
+            if self._engine_step != self.step:  # the adapter of this step (after an update, or a resume)
+                self.engine.sync_adapter(self.model)
+                self._engine_step = self.step
         episodes = play_episodes(
-            self.policy,
+            self.engine if self.engine is not None else self.policy,
             rows,
             group_size=cfg.grpo.group_size,
             temperature=cfg.rollout.temperature,
             max_turns=cfg.rollout.max_turns,
             generator=self.generator,
+            batch_size=10**9 if self.engine is not None else 128,  # vLLM schedules a whole turn at once
         )
+        if self.engine is not None:
+            self.engine.sleep()  # the update gets the GPU
+            engine_s = dict(self.engine.timings)
         t_gen = time.perf_counter() - t0
         G = cfg.grpo.group_size
         returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
@@ -634,6 +832,16 @@ class ReferenceTrainer:
                 "generate/avg_num_turns": float(np.mean([len(s[1]) for s in summary])),
                 "timing/generate": t_gen,
                 "timing/policy_train": t_train,
+                **(
+                    {
+                        "timing/sync_weights": engine_s["sync_s"],
+                        "timing/engine_sleep": engine_s["sleep_s"],
+                        "timing/engine_wake": engine_s["wake_s"],
+                        "generate/tokens_per_second": (sum(resp_tokens) / engine_s["generate_s"]) if engine_s["generate_s"] else 0.0,
+                    }
+                    if engine_s
+                    else {}
+                ),
                 "timing/step": step_s,
                 "trainer/tokens_per_second": values["trainer/num_tokens"] / step_s,
                 "trainer/epoch": float(self.sampler.epoch),
@@ -728,25 +936,25 @@ class ReferenceTrainer:
             prov["lora_matched_modules"] = self.lora_counts
             prov["prompt_filter"] = self.prompt_filter
             prov["workers"] = cfg.trainer.workers
+            prov.update(self._lineage_fields(prov))
             write_json_atomic(tmp / "provenance.json", prov)
 
         return write_dir_atomically(self.paths.adapter, write)
 
+    def _lineage_fields(self, prov: dict[str, Any]) -> dict[str, Any]:
+        """``stage``, ``init_adapter`` and ``lineage`` (:mod:`hyperpod_rl.runs.lineage`) of the exported adapter."""
+        from hyperpod_rl.runs.lineage import adapter_lineage
 
-def main(config_path: str, *, fresh: bool = False) -> Path:
-    """Entry used by ``python -m hyperpod_rl.train``: read ``config.json`` and train."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
-    source = Path(config_path).resolve()
-    if source.name != "config.json":
-        raise ConfigError(f"--config must be a run directory's config.json, got {source}")
-    paths = RunPaths(source.parent)
-    config = read_config(paths)
-    run_dir = paths.root
-    if config.trainer.workers > 1:
-        from hyperpod_rl.train.workers import train_with_workers
-
-        adapter = train_with_workers(config, run_dir, fresh=fresh)
-    else:
-        adapter = ReferenceTrainer(config, run_dir, fresh=fresh).train()
-    print(f"adapter written to {adapter}", flush=True)
-    return adapter
+        init = getattr(self, "init_adapter", None)
+        entry = {k: prov.get(k) for k in ("run_id", "steps", "adapter_sha256", "config_hash")}
+        lineage = adapter_lineage(
+            base_model_id=self.base_model_id,
+            base_model_revision=self.base_model_revision,
+            init_record=None if init is None else init["record"],
+            run={"stage": self.config.stage, **entry},
+        )
+        return {
+            "stage": self.config.stage,
+            "init_adapter": None if init is None else {k: v for k, v in init.items() if k != "record"},
+            "lineage": lineage,
+        }

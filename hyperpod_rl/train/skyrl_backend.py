@@ -57,6 +57,7 @@ __all__ = [
     "export_adapter",
     "filter_datasets",
     "final_adapter_dir",
+    "flash_attn_installed",
     "main",
     "prepare_run",
 ]
@@ -93,7 +94,7 @@ def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> d
 
     Raises:
         ConfigError: every row of a split is too long, or fewer train rows than
-            ``data.mazes_per_step`` are left.
+            ``data.prompts_per_step`` are left.
         TaskError: a dataset file is missing or unreadable, or lacks the run's task's columns.
     """
     import pyarrow.parquet as pq
@@ -110,12 +111,17 @@ def filter_datasets(config: RunConfig, run_dir: str | Path, processor: Any) -> d
     limit = config.rollout.max_prompt_tokens
     for split, source in (("train", config.data.train_path), ("heldout", config.data.heldout_path)):
         rows = read_rows(source, required=required)
+        if split == "train" and len(rows) < config.data.prompts_per_step:
+            raise ConfigError(
+                f"data.prompts_per_step={config.data.prompts_per_step} is more than the {len(rows)} rows of data.train_path "
+                f"{source}: set data.prompts_per_step to at most {len(rows)}, or generate a larger training set"
+            )
         result = filter_rows(rows, processor, limit, what=split)
         print(result.summary(split), flush=True)
-        if split == "train" and len(result.kept) < config.data.mazes_per_step:
+        if split == "train" and len(result.kept) < config.data.prompts_per_step:
             raise ConfigError(
-                f"{result.summary(split)}: {len(result.kept)} rows are left, fewer than data.mazes_per_step="
-                f"{config.data.mazes_per_step}; raise rollout.max_prompt_tokens or use smaller mazes"
+                f"{result.summary(split)}: {len(result.kept)} rows are left, fewer than data.prompts_per_step="
+                f"{config.data.prompts_per_step}; raise rollout.max_prompt_tokens or use smaller mazes"
             )
         target = out_dir / f"{split}.parquet"
         tmp = target.with_suffix(".parquet.tmp")
@@ -136,8 +142,10 @@ def _prompt_filter_report(run_dir: Path) -> dict[str, Any] | None:
 
 
 def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> dict[str, object]:
-    """Make the run directory ready and return the SkyRL overrides for it.
+    """Make the run directory ready and return the SkyRL overrides for it in this environment.
 
+    Without flash-attn installed (:func:`flash_attn_installed`) the overrides add
+    ``trainer.flash_attn=false`` (sdpa attention): SkyRL's default would fail to load the policy.
     ``fresh`` deletes this run's checkpoints and metrics first. Otherwise an existing checkpoint
     directory must have been written with the same config (``config_hash``), so a resubmission
     resumes only its own run.
@@ -163,7 +171,11 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
         )
     marker.write_text(config.config_hash())
     _trim_metrics(RunPaths(rd).metrics, _latest_step(ckpt))
-    return to_skyrl_overrides(config, rd)
+    overrides = to_skyrl_overrides(config, rd)
+    if not flash_attn_installed():
+        overrides["trainer.flash_attn"] = False
+        print("flash-attn is not installed here: SkyRL's policy uses sdpa attention (trainer.flash_attn=false)", flush=True)
+    return overrides
 
 
 def _latest_step(ckpt: Path) -> int:
@@ -190,6 +202,24 @@ def _step_of(line: str) -> int | None:
         return int(json.loads(line)["step"])
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def flash_attn_installed() -> bool:
+    """Whether flash-attn 2 is installed: its distribution and its compiled ``flash_attn_2_cuda`` extension.
+
+    SkyRL 0.4's ``trainer.flash_attn`` (default true) loads the policy with
+    ``attn_implementation="flash_attention_2"`` (``skyrl/backends/skyrl_train/workers/model_wrapper.py``),
+    which transformers refuses without flash-attn; the production image pins flash-attn 2.8.3,
+    an image without it trains with sdpa attention instead (:func:`main`).
+    """
+    import importlib.util
+    from importlib import metadata
+
+    try:
+        metadata.version("flash-attn")
+    except metadata.PackageNotFoundError:
+        return False
+    return importlib.util.find_spec("flash_attn_2_cuda") is not None
 
 
 def base_model_revision(config: RunConfig) -> str:
@@ -275,6 +305,28 @@ def _lora_counts(source: Path, config: RunConfig) -> dict[str, int]:
     return counts
 
 
+def _lineage_fields(config: RunConfig, prov: dict[str, Any]) -> dict[str, Any]:
+    """``stage``, ``init_adapter`` and ``lineage`` of the exported adapter, as the reference backend records them."""
+
+    from hyperpod_rl.runs.lineage import adapter_lineage
+
+    init = config.model.init_adapter
+    record = None
+    if init is not None and (Path(init) / "provenance.json").is_file():
+        record = json.loads((Path(init) / "provenance.json").read_text())
+    entry = {k: prov.get(k) for k in ("run_id", "steps", "adapter_sha256", "config_hash")}
+    return {
+        "stage": config.stage,
+        "init_adapter": None if init is None else {"path": str(init)},
+        "lineage": adapter_lineage(
+            base_model_id=prov["base_model_id"],
+            base_model_revision=prov["base_model_revision"],
+            init_record=record,
+            run={"stage": config.stage, **entry},
+        ),
+    }
+
+
 def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str | None = None) -> Path:
     """Copy the final checkpoint's adapter to ``<run dir>/adapter`` with ``provenance.json``.
 
@@ -318,6 +370,7 @@ def export_adapter(config: RunConfig, run_dir: str | Path, *, base_revision: str
         prov["lora_matched_modules"] = counts
         prov["prompt_filter"] = _prompt_filter_report(rd)
         prov["workers"] = config.placement.policy_gpus  # the training processes (FSDP2 ranks)
+        prov.update(_lineage_fields(config, prov))
         write_json_atomic(tmp / "provenance.json", prov)
 
     return write_dir_atomically(RunPaths(rd).adapter, write)

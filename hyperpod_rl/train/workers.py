@@ -30,17 +30,18 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import ClusterError
+from hyperpod_rl.errors import ClusterError, ConfigError
 from hyperpod_rl.runs import RunPaths, read_config, read_submissions, record_final_status
 from hyperpod_rl.runs.provenance import read_provenance, update_provenance
 
-__all__ = ["WORKER_START_TIMEOUT_S", "scaling", "train_loop_per_worker", "train_with_workers"]
+__all__ = ["WORKER_START_TIMEOUT_S", "main", "scaling", "train_loop_per_worker", "train_with_workers"]
 
 #: Seconds the workers may wait for their resources before the run fails, unless the job's
 #: environment sets Ray Train's ``RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S``.
@@ -188,3 +189,26 @@ def _mark_failed(paths: RunPaths) -> None:
         return out
 
     update_provenance(paths.root, change)
+
+
+def main(config_path: str, *, fresh: bool = False) -> Path:
+    """Entry of the reference backend (``python -m hyperpod_rl.train``): read ``config.json`` and train,
+    in this process or, with ``trainer.workers > 1``, on that many Ray Train workers.
+
+    Raises:
+        ConfigError: ``config_path`` is not a run directory's ``config.json``.
+    """
+    from hyperpod_rl.train.reference import ReferenceTrainer
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout)
+    source = Path(config_path).resolve()
+    if source.name != "config.json":
+        raise ConfigError(f"--config must be a run directory's config.json, got {source}")
+    paths = RunPaths(source.parent)
+    config = read_config(paths)
+    if config.trainer.workers > 1:
+        adapter = train_with_workers(config, paths.root, fresh=fresh)
+    else:
+        adapter = ReferenceTrainer(config, paths.root, fresh=fresh).train()
+    print(f"adapter written to {adapter}", flush=True)
+    return adapter

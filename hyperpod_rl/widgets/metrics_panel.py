@@ -177,8 +177,10 @@ class MetricsPanel(Panel):
             from hyperpod_rl.jupyter import server_frontends
 
             frontends = server_frontends()
-            if frontends is None or not frontends.enabled("jupyterlab-plotly"):
-                self._plotlyjs.outputs = (_plotlyjs_output(),)  # once: the HTML outputs below need window.Plotly
+            # once, and only where the server is known to lack plotly's renderer: plotly.js is
+            # 4.9 MB, saved with the notebook (an unknown server, e.g. nbclient, counts as having it)
+            if frontends is not None and not frontends.enabled("jupyterlab-plotly"):
+                self._plotlyjs.outputs = (_plotlyjs_output(),)  # the HTML outputs below need window.Plotly
         self.records: list[MetricRecord] = []
         self.arrivals: dict[int, float] = {}
         self.renders = 0
@@ -253,8 +255,12 @@ class MetricsPanel(Panel):
                     fig._send_relayout_msg({"autosize": True})
 
     def close(self) -> None:
-        """Stop the poller thread and close the widgets."""
+        """Stop the poller thread and close the widgets, the figures among them (a live figure's
+        widget state holds about 5 MB of JavaScript, which a saved notebook would keep)."""
         self.stream.stop()
+        for child in (self.training, self.hardware_fig, self.training_out, self.hardware_out, self._plotlyjs):
+            if isinstance(child, w.Widget):
+                child.close()
         super().close()
 
     def _on_records(self, records: list[MetricRecord]) -> None:

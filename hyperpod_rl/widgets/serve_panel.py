@@ -21,8 +21,8 @@ __all__ = ["ServePanel", "draw_path"]
 
 
 def draw_path(row: dict[str, Any], cells: list[tuple[int, int]]) -> bytes:
-    """PNG bytes of a dataset row's maze with the agent's path (:func:`hyperpod_rl.maze.render_path`)."""
-    from hyperpod_rl.maze import Maze, RenderStyle, encode_png, render_path
+    """PNG bytes of a dataset row's maze with the agent's path (:func:`hyperpod_rl.tasks.maze.render_path`)."""
+    from hyperpod_rl.tasks.maze import Maze, RenderStyle, encode_png, render_path
 
     style = RenderStyle.model_validate_json(row["render_style"]) if row.get("render_style") else None
     return encode_png(render_path(Maze.from_json(row["maze"]), cells, style))
@@ -53,6 +53,9 @@ class ServePanel(Panel):
         adapter_name: the served model name of the adapter (default: the task it was trained on,
             from its provenance, e.g. ``doc_read``).
         port: HTTP port of the local serving app on 127.0.0.1.
+        app_name: the Serve application this panel deploys, replaces and deletes (no other):
+            default ``hyperpod-rl`` (what ``hyperpod-rl serve up`` deploys, at ``/``); another
+            name is served beside it at ``/<app_name>`` (:func:`hyperpod_rl.serve.local.route_prefix`).
 
     Attributes:
         endpoint: the serving URL once deployed.
@@ -69,8 +72,13 @@ class ServePanel(Panel):
         endpoint: str | None = None,
         adapter_name: str | None = None,
         port: int = 8000,
+        app_name: str | None = None,
     ) -> None:
+        from hyperpod_rl.serve.local import SERVE_APP_NAME, route_prefix
+
         super().__init__()
+        self.app_name = app_name or SERVE_APP_NAME
+        route_prefix(self.app_name)  # a bad name fails here, not at Deploy
         if adapter_name is None:
             adapter_name = _task_of_adapter(adapter_path)
         self._client = client
@@ -151,9 +159,26 @@ class ServePanel(Panel):
             self.model_path.value,
             {self.adapter_name.value: self.adapter_path.value},
             port=self.port,
+            app_name=self.app_name,
         )
         self.endpoint_html.value = self._endpoint_html(self.endpoint)
         return self.endpoint
+
+    def undeploy(self) -> bool:
+        """Delete this panel's serving app (:attr:`app_name`) and no other; Serve stops when no app is left.
+
+        Returns:
+            True when the app was deployed and is now deleted.
+
+        Raises:
+            ServeError: the delete job failed or did not end.
+        """
+        from hyperpod_rl.serve.local import shutdown_local
+
+        deleted = shutdown_local(self.client(), app_name=self.app_name)
+        self.endpoint = None
+        self.endpoint_html.value = "<i>not deployed</i>"
+        return deleted
 
     @staticmethod
     def _endpoint_html(endpoint: str) -> str:
@@ -188,7 +213,7 @@ class ServePanel(Panel):
             self.image.value = encode_png(task.render(row))
             self.answer_html.value = f"{escape(task.name)} item, stratum {escape(row.get('stratum'))}"
             return
-        from hyperpod_rl.maze import Maze
+        from hyperpod_rl.tasks.maze import Maze
 
         self.image.value = draw_path(row, [Maze.from_json(row["maze"]).start])
         self.answer_html.value = f"{row['rows']}x{row['cols']} maze, shortest path {row['shortest_path_length']} moves"

@@ -17,7 +17,10 @@ Routes, under the server's base URL (``/jupyterlab/default/`` in Studio):
 
 Every route takes ``?store=<path>`` (the sidebar's "store root" setting). ``APIHandler`` checks
 the XSRF token on every non-GET request. Errors: unknown run -> 404; no storage root -> 503; both
-with ``{"message": ...}``. Nothing returned or logged carries a token, cookie or secret.
+with ``{"message": ...}``; a body that is not a JSON object -> 400. Nothing returned or logged
+carries a token, cookie or secret: every answer goes through one redactor (:mod:`._redact`,
+the copy of ``hyperpod_rl.redact``: AWS credentials, presigned-URL signatures, the tokens this
+server reads in their encodings).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import tornado
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
+from ._redact import redact_json
 from .kernels import KernelProbe
 from .ray_api import RayAPIError
 from .service import NotFound, RunsService, StoreMissing
@@ -48,8 +52,9 @@ class _Base(APIHandler):
         return self.get_query_argument("store", None) or None
 
     def reply(self, data: Any) -> None:
+        """Answer ``data`` as JSON, every string in it redacted (:func:`._redact.redact_json`)."""
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(json.dumps(redact_json(data, self.service.secrets())))
 
     async def guarded(self, produce) -> None:
         try:
@@ -140,6 +145,15 @@ class ClustersHandler(_Base):
 class TokenHandler(_Base):
     """The one route that returns a secret: POST (XSRF-checked), authenticated, never logged."""
 
+    def reply(self, data: Any) -> None:
+        """Answer ``data`` redacted as every route's, but for the ``token`` it exists to give."""
+        token = data.pop("token", None) if isinstance(data, dict) else None
+        answer = redact_json(data, self.service.secrets())
+        if token is not None:
+            answer["token"] = token
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(answer))
+
     @tornado.web.authenticated
     async def post(self, name: str) -> None:
         async def produce():
@@ -162,7 +176,16 @@ class KernelsHandler(_Base):
 class TutorialHandler(_Base):
     @tornado.web.authenticated
     async def post(self) -> None:
-        body = self.get_json_body() or {}
+        body = self.get_json_body()
+        body = {} if body is None else body  # no body: the default folder
+        if not isinstance(body, dict):
+            self.set_status(400)
+            return self.reply(
+                {
+                    "message": f'the body must be a JSON object such as {{"folder": "hyperpod-rl-tutorial"}}, got a {type(body).__name__}',
+                    "reason": "bad-request",
+                }
+            )
         folder = str(body.get("folder") or "hyperpod-rl-tutorial")
         if folder.startswith("/") or ".." in folder.split("/"):
             self.set_status(400)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
@@ -45,6 +45,15 @@ class RayJobAPI:
     token: str = field(default="", repr=False)
     timeout_s: float = 5.0
 
+    @property
+    def shown_url(self) -> str:
+        """``url`` as error messages show it: scheme, host, port and path only (a ``?token=``
+        query or ``user:password@`` would be a secret)."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
@@ -61,10 +70,10 @@ class RayJobAPI:
             )
         except HTTPClientError as err:
             if err.code == 599:
-                raise RayAPIError(f"cluster {self.name!r} is not answering at {self.url}") from None
+                raise RayAPIError(f"cluster {self.name!r} is not answering at {self.shown_url}") from None
             raise RayAPIError(f"cluster {self.name!r} answered HTTP {err.code} to {method} {path.split('?')[0]}") from None
         except OSError as err:
-            raise RayAPIError(f"cluster {self.name!r} is not answering at {self.url} ({type(err).__name__})") from None
+            raise RayAPIError(f"cluster {self.name!r} is not answering at {self.shown_url} ({type(err).__name__})") from None
         try:
             return json.loads(resp.body or b"null")
         except ValueError:

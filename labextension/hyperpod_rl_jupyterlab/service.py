@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _redact
 from .models import AdapterInfo, ClusterInfo, LogsResponse, RunsResponse, RunSummary, ServerStatus, StopResponse
 from .ray_api import RayAPIError, RayJobAPI, hprl_jobs
 from .status import derive_status
@@ -54,11 +55,10 @@ class ClusterEntry:
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every secret kind masked (AWS credentials, presigned-URL signatures, the
+    given tokens verbatim, base64-encoded or split across lines): :func:`._redact.redact`, the
+    identical copy of ``hyperpod_rl.redact``."""
+    return _redact.redact(text, secrets)
 
 
 def proxy_available() -> bool:
@@ -112,6 +112,10 @@ class RunsService:
                 "(or HYPERPOD_RL_STORAGE for the server) to where your runs are, e.g. /fsx/hyperpod-rl"
             )
         return root / "runs"
+
+    def secrets(self) -> list[str]:
+        """Every secret this server reads: every route's answer is redacted with them (:mod:`._redact`)."""
+        return self._secrets()
 
     def _secrets(self) -> list[str]:
         """Every secret this server reads (redacted from whatever it returns)."""
@@ -168,7 +172,7 @@ class RunsService:
     # ------------------------------------------------------------------ runs
     def _run_files(self, run_id: str, store: str | None) -> RunFiles:
         """The run's directory, or :class:`NotFound` (ids outside hyperpod-rl's rule never touch the disk)."""
-        if not RUN_ID_PATTERN.match(run_id):
+        if not RUN_ID_PATTERN.fullmatch(run_id):
             raise NotFound(f"no run {run_id!r}: run ids are lower-case letters, digits and '-' (3-63 characters)")
         files = RunFiles(self.runs_dir(store) / run_id)
         if not files.exists():
@@ -235,10 +239,10 @@ class RunsService:
         found: dict[str, RunFiles | None] = {}
         if runs_dir.is_dir():
             for path in runs_dir.iterdir():
-                if path.is_dir() and RUN_ID_PATTERN.match(path.name):
+                if path.is_dir() and RUN_ID_PATTERN.fullmatch(path.name):
                     found[path.name] = RunFiles(path)
         for run_id, row in ledger.items():
-            if run_id in found or not RUN_ID_PATTERN.match(run_id):
+            if run_id in found or not RUN_ID_PATTERN.fullmatch(run_id):
                 continue
             elsewhere = Path(row["run_dir"]) if row.get("run_dir") else None
             found[run_id] = RunFiles(elsewhere) if elsewhere is not None and elsewhere.is_dir() else None
@@ -414,7 +418,7 @@ class RunsService:
         root = self.root(store)
         runs = root / "runs"
         ledger = ledger_path(self.ledger_override)
-        count = sum(1 for p in runs.iterdir() if p.is_dir() and RUN_ID_PATTERN.match(p.name)) if runs.is_dir() else 0
+        count = sum(1 for p in runs.iterdir() if p.is_dir() and RUN_ID_PATTERN.fullmatch(p.name)) if runs.is_dir() else 0
         notebooks = sorted(p.name for p in self.tutorial_sources[0].glob("*.ipynb")) if self.tutorial_sources else []
         return ServerStatus(
             version=self.version,

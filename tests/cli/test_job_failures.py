@@ -83,12 +83,34 @@ def test_local_problems_name_missing_data_and_python(tiny_setup, tmp_path: Path)
     assert local_problems(_config(tiny_setup, "all-there"), None) == []
 
 
+def test_a_step_larger_than_the_training_set_is_named_with_its_fix(tiny_setup) -> None:
+    """Issue 30 item 5e: data.prompts_per_step above the training set's rows was accepted at submit
+    and the job then failed suggesting rollout.max_prompt_tokens; it is refused before submit,
+    with the right fix (and the job says the same when the file is only readable there)."""
+    from hyperpod_rl.jobs import dataset_problems
+    from hyperpod_rl.tasks import count_rows
+
+    rows = count_rows(tiny_setup["data"].train)
+    assert dataset_problems(_config(tiny_setup, "fits", prompts_per_step=rows)) == []
+    problems = dataset_problems(_config(tiny_setup, "too-big", prompts_per_step=rows + 1))
+    assert problems == [
+        f"data.prompts_per_step={rows + 1} is more than the {rows} rows of data.train_path {tiny_setup['data'].train} (each step draws "
+        f"{rows + 1} distinct rows): set data.prompts_per_step to at most {rows}, or generate a larger training set"
+    ]
+    assert "max_prompt_tokens" not in problems[0]
+
+
 # ------------------------------------------------------------------ the real local cluster
 @pytest.mark.ray
 def test_local_submit_checks_data_and_python_before_submitting(local_cluster, tiny_setup, tmp_path: Path) -> None:
     from hyperpod_rl.jobs import run_jobs, submit_run
+    from hyperpod_rl.tasks import count_rows
 
     client = local_cluster.job_client()
+    too_big = _config(tiny_setup, "trial-big-step", prompts_per_step=count_rows(tiny_setup["data"].train) + 1)
+    with pytest.raises(ConfigError, match=r"cannot train: data.prompts_per_step=\d+ is more than the \d+ rows of data.train_path"):
+        submit_run(client, too_big)
+    assert run_jobs(client, "trial-big-step") == []
     cfg = _config(tiny_setup, "trial-no-data", heldout_path=str(tmp_path / "missing.parquet"))
     with pytest.raises(ConfigError, match=r"data.heldout_path .*missing.parquet does not exist"):
         submit_run(client, cfg)

@@ -49,11 +49,11 @@ def test_render_imported_manifest_with_new_name(tmp_path: Path) -> None:
     assert manifest["metadata"]["name"] == "copy" and manifest["spec"]["autoscalerOptions"]["idleTimeoutSeconds"] == 120
 
 
-def test_render_bad_spec_file_exits_1(tmp_path: Path) -> None:
+def test_render_bad_spec_file_exits_2(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text("image: rayproject/ray:2.56.0-py312-gpu\n")
     result = runner.invoke(cli.app, ["render", "--spec", str(spec)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # bad input, as in every command
     assert "[HP-RAY-VERSION-IMAGE]" in result.output and "is Ray 2.56.0 but spec.rayVersion is 2.57.0" in result.output
 
 
@@ -98,14 +98,14 @@ def test_wait_reports_failure_with_exit_1(kube: FakeHTTPServer) -> None:
 @pytest.mark.kube
 def test_status_of_missing_crd_is_a_clear_error(kube: FakeHTTPServer) -> None:
     result = runner.invoke(cli.app, ["status", "maze"])
-    assert result.exit_code == 1 and "install the KubeRay operator 1.7 with Helm" in result.output
+    assert result.exit_code == 2 and "install the KubeRay operator 1.7 with Helm" in result.output
 
 
 @pytest.mark.kube
 def test_wait_via_must_be_known(kube: Any) -> None:
     kube.route("GET", RC, Response(200, load_fixture("ready.json")))
     result = runner.invoke(cli.app, ["wait", "maze", "--via", "carrier-pigeon"])
-    assert result.exit_code == 1 and "--via must be one of endpoint, address, none, got 'carrier-pigeon'" in result.output
+    assert result.exit_code == 2 and "--via must be one of endpoint, address, none, got 'carrier-pigeon'" in result.output
 
 
 @pytest.mark.kube
@@ -193,7 +193,7 @@ def test_render_of_a_file_without_a_raycluster_fails_clearly(tmp_path: Path) -> 
     path = tmp_path / "cm.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     result = runner.invoke(cli.app, ["render", "--from-manifest", str(path)])
-    assert result.exit_code == 1 and "holds 0 RayCluster documents" in result.output
+    assert result.exit_code == 2 and "holds 0 RayCluster documents" in result.output
 
 
 def test_validate_accepts_kuberays_sample_without_max_replicas() -> None:
@@ -218,7 +218,7 @@ def test_validate_of_a_file_without_ray_io_documents_fails(tmp_path: Path) -> No
     path = tmp_path / "cm.yaml"
     path.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
     result = runner.invoke(cli.app, ["validate", str(path)])
-    assert result.exit_code == 1 and "no ray.io document to validate" in result.output
+    assert result.exit_code == 2 and "no ray.io document to validate" in result.output
 
 
 @pytest.mark.kube

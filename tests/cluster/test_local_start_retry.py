@@ -25,7 +25,7 @@ def attempts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
 
 
 def test_a_dashboard_that_did_not_come_up_is_retried_on_new_ports(monkeypatch, tmp_path, attempts) -> None:
-    def fake_run(cmd: list[str], token: str) -> None:
+    def fake_run(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
         attempts.append(cmd)
         if len(attempts) == 1:
             raise ClusterError(DASHBOARD_DIED)
@@ -40,7 +40,7 @@ def test_a_dashboard_that_did_not_come_up_is_retried_on_new_ports(monkeypatch, t
 
 
 def test_a_dashboard_that_never_comes_up_says_the_machine_is_overloaded(monkeypatch, tmp_path, attempts) -> None:
-    def fake_run(cmd: list[str], token: str) -> None:
+    def fake_run(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
         attempts.append(cmd)
         raise ClusterError(DASHBOARD_DIED)
 
@@ -51,7 +51,7 @@ def test_a_dashboard_that_never_comes_up_says_the_machine_is_overloaded(monkeypa
 
 
 def test_other_start_failures_are_not_retried(monkeypatch, tmp_path, attempts) -> None:
-    def fake_run(cmd: list[str], token: str) -> None:
+    def fake_run(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
         attempts.append(cmd)
         raise ClusterError("`ray start` failed (exit 1):\nValueError: bad --num-cpus")
 
@@ -59,3 +59,31 @@ def test_other_start_failures_are_not_retried(monkeypatch, tmp_path, attempts) -
     with pytest.raises(ClusterError, match="bad --num-cpus"):
         local._start_head(tmp_path / "state.json", token="t" * 64, temp_dir=str(tmp_path), num_cpus=1, dashboard_port=None)
     assert len(attempts) == 1
+
+
+def test_every_port_of_a_head_is_picked_free_and_distinct(monkeypatch, tmp_path, attempts) -> None:
+    """Issue 30 item 5e's kind: Ray's dashboard and autoscaler metrics ports are fixed (44227,
+    44217) unless set, so a second local cluster on the machine silently had no metrics
+    endpoints. Each head gets its own free ports for them, passed in the environment Ray reads."""
+    envs: list[dict[str, str]] = []
+
+    def fake_run(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
+        attempts.append(cmd)
+        envs.append(dict(extra_env or {}))
+
+    monkeypatch.setattr(local, "_run_ray", fake_run)
+    clusters = [local._start_head(tmp_path / "state.json", token="t" * 64, temp_dir=str(tmp_path), num_cpus=1, dashboard_port=None)]
+    for cmd, env, cluster in zip(attempts, envs, clusters, strict=True):
+        flags = dict(a.removeprefix("--").split("=", 1) for a in cmd if a.startswith("--") and "=" in a)
+        ports = [int(flags[k]) for k in ("port", "dashboard-port", "metrics-export-port", "ray-client-server-port")]
+        ports += [int(env["DASHBOARD_METRIC_PORT"]), int(env["AUTOSCALER_METRIC_PORT"])]
+        assert len(set(ports)) == 6, ports  # distinct within one head
+        assert cluster.state.dashboard_metrics_port == int(env["DASHBOARD_METRIC_PORT"])
+        assert cluster.state.autoscaler_metrics_port == int(env["AUTOSCALER_METRIC_PORT"])
+
+
+def test_head_ports_are_distinct_and_free() -> None:
+    ports = local.head_ports()
+    assert set(ports) == {"dashboard", "gcs", "metrics_export", "client_server", "dashboard_metrics", "autoscaler_metrics"}
+    assert len(set(ports.values())) == len(ports)
+    assert all(local._port_free(p) for p in ports.values())

@@ -238,7 +238,7 @@ def test_cli_validate_with_another_kuberay_version(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "valid under KubeRay 1.5 rules (v1.5.1)" in result.output
     bad = runner.invoke(cli.app, ["validate", str(path), "--kuberay-version", "1.2"])
-    assert bad.exit_code == 1 and "KubeRay '1.2' is not supported" in bad.output
+    assert bad.exit_code == 2 and "KubeRay '1.2' is not supported" in bad.output  # bad input
 
 
 def test_feature_gates_turn_warnings_into_errors_or_silence(tmp_path: Path) -> None:

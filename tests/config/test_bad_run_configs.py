@@ -154,13 +154,13 @@ BAD: list[tuple[str, str, dict, str]] = [
         "mini-above-step",
         "single-gpu",
         {"trainer": {"mini_batch_size": 16}},
-        r"trainer.mini_batch_size=16 exceeds data.mazes_per_step=8",
+        r"trainer.mini_batch_size=16 exceeds data.prompts_per_step=8",
     ),
     (
         "mini-not-divisor",
         "hyperpod-6gpu",
         {"trainer": {"mini_batch_size": 5}},
-        r"data.mazes_per_step=12 is not a multiple of trainer.mini_batch_size=5",
+        r"data.prompts_per_step=12 is not a multiple of trainer.mini_batch_size=5",
     ),
     (
         "uneven-over-gpus",

@@ -32,7 +32,7 @@ def test_planner_input_describes_the_preset(name):
     cfg = RunConfig.from_preset(name)
     inp = _plan_input(name)
     assert (inp.nodes, inp.gpus_per_node) == (cfg.placement.nodes, cfg.placement.gpus_per_node)
-    assert inp.train_batch_size == cfg.data.mazes_per_step
+    assert inp.train_batch_size == cfg.data.prompts_per_step
     assert inp.mini_batch_size == cfg.trainer.mini_batch_size * cfg.grpo.group_size
     assert inp.micro_train_batch_size_per_gpu == cfg.trainer.micro_batch_size
     assert inp.group_size == cfg.grpo.group_size

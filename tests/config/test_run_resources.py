@@ -17,7 +17,7 @@ LAPTOP = [{"CPU": 2.0, "memory": 1e10}]  # the local cluster of the trial: 2 CPU
 
 
 def _build(trainer: dict, **top) -> RunConfig:
-    return RunConfig.build({"run_id": "fit-run", "data": {**DATA, "mazes_per_step": 8}, "trainer": trainer, **top})
+    return RunConfig.build({"run_id": "fit-run", "data": {**DATA, "prompts_per_step": 8}, "trainer": trainer, **top})
 
 
 def test_cuda_run_on_a_cluster_without_gpus_is_refused_with_what_it_has_and_what_to_set():

@@ -21,7 +21,7 @@ from hyperpod_rl.config.presets import preset_dict
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.config.skyrl import REQUIRED_VLM_KEYS, TIE_SAFE_ESTIMATOR, VISION_BAD_WORDS, require_vlm_keys, to_skyrl_overrides
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze.registry import ENV_CLASS
+from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.train.skyrl_advantage import register_tie_safe_estimator
 
 
@@ -53,7 +53,7 @@ def test_preset_round_trips_through_skyrl_loader_and_validator(name):
     assert loaded.generator.n_samples_per_prompt == cfg.grpo.group_size
     assert loaded.trainer.algorithm.advantage_estimator == TIE_SAFE_ESTIMATOR
     assert loaded.trainer.max_training_steps == cfg.trainer.steps
-    assert loaded.trainer.train_batch_size == cfg.data.mazes_per_step
+    assert loaded.trainer.train_batch_size == cfg.data.prompts_per_step
     assert loaded.environment.env_class == ENV_CLASS
     run_dir = f"{cfg.storage.root}/runs/{cfg.run_id}"
     assert loaded.trainer.ckpt_path == f"{run_dir}/checkpoints"
@@ -173,7 +173,7 @@ def _valid_overrides(draw):
             "tensor_parallel_size": tp,
         },
         "storage": {"root": "/fsx/hyperpod-rl", "shared": True},
-        "data": {"mazes_per_step": mini * draw(st.integers(1, 4))},
+        "data": {"prompts_per_step": mini * draw(st.integers(1, 4))},
         "trainer": {
             "mini_batch_size": mini,
             "micro_batch_size": draw(st.sampled_from([m for m in (1, 2, 4, 8) if per_gpu % m == 0])),
@@ -229,7 +229,7 @@ def test_we_reject_whatever_skyrl_rejects(topo, tp, engines, mazes, mini, group,
                     "tensor_parallel_size": tp,
                 }
             ),
-            "data": base.data.model_copy(update={"mazes_per_step": mazes}),
+            "data": base.data.model_copy(update={"prompts_per_step": mazes}),
             "trainer": base.trainer.model_copy(update={"mini_batch_size": mini, "micro_batch_size": micro}),
             "grpo": base.grpo.model_copy(update={"group_size": group}),
             "rollout": base.rollout.model_copy(update={"max_turns": turns}),

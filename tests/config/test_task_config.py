@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hyperpod_rl.config.run import RunConfig
+from hyperpod_rl.config.run import ADDED_FIELDS, RunConfig
 from hyperpod_rl.config.skyrl import to_skyrl_overrides
 from hyperpod_rl.errors import ConfigError
 
@@ -14,7 +14,14 @@ BASE = {"run_id": "task-cfg", "data": {"train_path": "/d/train.parquet", "heldou
 def test_default_task_is_the_maze_and_is_left_out_of_the_hash() -> None:
     cfg = RunConfig.build(BASE)
     assert (cfg.task.name, cfg.task.options, cfg.task.is_default) == ("maze", {}, True)
-    payload = cfg.model_dump(mode="json", exclude={"run_id", "task"})
+    # the fields of the SFT stage (issue 29) at their defaults are left out too: a GRPO config hashes as before they existed
+    # (and so are the other fields added since, ADDED_FIELDS: model.init_adapter, rollout.engine, grpo.is_*)
+    payload = cfg.model_dump(mode="json", exclude={"run_id": True, "task": True, "stage": True, "sft": True})
+    for section, name in ADDED_FIELDS:
+        del payload[section][name]
+    # renamed fields are hashed under their first names (config_hash), so hashes survive the rename
+    payload["data"]["mazes_per_step"] = payload["data"].pop("prompts_per_step")
+    payload["trainer"]["eval_mazes"] = payload["trainer"].pop("eval_rows")
     import hashlib
     import json
 

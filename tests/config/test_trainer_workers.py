@@ -11,8 +11,8 @@ from hyperpod_rl.jobs import entrypoint_gpus
 DATA = {"train_path": "/d/train.parquet", "heldout_path": "/d/heldout.parquet"}
 
 
-def _build(trainer: dict, mazes_per_step: int = 8, **top) -> RunConfig:
-    return RunConfig.build({"run_id": "dp-run", "data": {**DATA, "mazes_per_step": mazes_per_step}, "trainer": trainer, **top})
+def _build(trainer: dict, prompts_per_step: int = 8, **top) -> RunConfig:
+    return RunConfig.build({"run_id": "dp-run", "data": {**DATA, "prompts_per_step": prompts_per_step}, "trainer": trainer, **top})
 
 
 @pytest.mark.parametrize(
@@ -21,13 +21,13 @@ def _build(trainer: dict, mazes_per_step: int = 8, **top) -> RunConfig:
         (
             {"workers": 3},
             8,
-            r"data.mazes_per_step=8 does not split into whole groups over trainer.workers=3 .*set data.mazes_per_step to a "
+            r"data.prompts_per_step=8 does not split into whole groups over trainer.workers=3 .*set data.prompts_per_step to a "
             r"multiple of 3 \(e.g. 9\) or trainer.workers to a divisor of 8 \(e.g. 2\)",
         ),
         (
             {"workers": 4},
             2,
-            r"data.mazes_per_step=2 does not split into whole groups over trainer.workers=4 .*multiple of 4 \(e.g. 4\) or "
+            r"data.prompts_per_step=2 does not split into whole groups over trainer.workers=4 .*multiple of 4 \(e.g. 4\) or "
             r"trainer.workers to a divisor of 2 \(e.g. 2\)",
         ),
         ({"workers": 0}, 8, r"trainer.workers: must be >= 1 \(got 0\)"),

@@ -66,8 +66,9 @@ def test_doctor_without_jupyter_or_aws_is_clean(no_aws: None, monkeypatch: pytes
     assert statuses["Python"] == "ok" and statuses["JupyterLab"] == "skip" and statuses["SageMaker Studio"] == "skip"
     assert statuses["AWS identity"] == "skip" and statuses["Run storage"] == "ok"
     assert report.ok and report.status in ("ok", "warn")
-    import hyperpod_rl.doctor  # binds the package attribute to the module: it must stay callable
+    import hyperpod_rl.readiness  # the checks live in a module of another name: hp.doctor stays the function
 
+    assert hp.doctor is hyperpod_rl.readiness.doctor
     assert isinstance(hp.doctor(aws=False), type(report))
     data = json.loads(report.to_json())
     assert data["status"] == report.status and {c["name"] for c in data["checks"]} >= {"Python", "Run storage", "Local cluster"}
@@ -79,7 +80,7 @@ def test_every_warning_and_failure_names_its_fix(no_aws: None, monkeypatch: pyte
     from pydantic import ValidationError
 
     from hyperpod_rl.checks import Check
-    from hyperpod_rl.doctor import doctor
+    from hyperpod_rl.readiness import doctor
 
     for status in ("warn", "fail"):
         with pytest.raises(ValidationError, match=f"check 'X' is {status} without a fix: every warn/fail says what to do"):
@@ -94,7 +95,7 @@ def test_every_warning_and_failure_names_its_fix(no_aws: None, monkeypatch: pyte
 
 
 def test_doctor_flags_the_missing_anywidget_frontend(no_aws: None, jupyter: FakeHTTPServer) -> None:
-    from hyperpod_rl.doctor import doctor
+    from hyperpod_rl.readiness import doctor
 
     jupyter.route("GET", "/jupyterlab/default/lab", lab_page({"@jupyter-widgets/jupyterlab-manager": True, "jupyterlab-plotly": True}))
     report = doctor(aws=False)
@@ -135,7 +136,7 @@ class StubSession:
 
 
 def test_doctor_on_studio_with_one_hyperpod_cluster(no_aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hyperpod_rl.doctor import doctor
+    from hyperpod_rl.readiness import doctor
 
     metadata = tmp_path / "resource-metadata.json"
     metadata.write_text(
@@ -234,7 +235,7 @@ def test_cli_doctor_json(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 def test_an_unreachable_sagemaker_ray_address_says_how_once(no_aws: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from hyperpod_rl.doctor import doctor
+    from hyperpod_rl.readiness import doctor
 
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "empty-runtime"))
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))

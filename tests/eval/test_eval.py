@@ -16,8 +16,8 @@ from hyperpod_rl.eval import (
     ood_rows,
     text_twin_rows,
 )
-from hyperpod_rl.maze import read_rows
 from hyperpod_rl.model.adapter import load_policy
+from hyperpod_rl.tasks.maze import read_rows
 
 
 def _synthetic(label: str, solved: list[int], invalid: list[float] | None = None) -> EvalResult:
@@ -168,7 +168,7 @@ def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_pa
         revision=tiny_setup["revision"],
         data=tiny_setup["data"],
     )
-    cfg = type(cfg).build({**cfg.model_dump(mode="json"), "trainer": {**cfg.trainer.model_dump(mode="json"), "steps": 1, "eval_mazes": 2}})
+    cfg = type(cfg).build({**cfg.model_dump(mode="json"), "trainer": {**cfg.trainer.model_dump(mode="json"), "steps": 1, "eval_rows": 2}})
     adapter = ReferenceTrainer(cfg, tmp_path / "run").train()
     rows = read_rows(tiny_setup["data"].heldout)
     base = evaluate(tiny_setup["model_dir"], rows, label="base")

@@ -291,3 +291,11 @@ async def test_no_secret_in_any_response_or_log(jp_fetch, hprl_home, store, tmp_
     for secret in (FAKE_TOKEN, other_token, "Bearer"):
         assert secret not in text
     assert len(bodies) == len(ROUTES_GET) * 2 + 2
+
+
+async def test_a_run_id_with_a_trailing_newline_is_404_without_touching_the_disk(jp_fetch, store):
+    """Issue 30 item 3: run ids are matched whole (``fullmatch``), so ``old-done\\n`` is no run."""
+    with pytest.raises(tornado.httpclient.HTTPClientError) as err:
+        await jp_fetch("hyperpod-rl", "runs", "old-done%0A")
+    assert err.value.code == 404
+    assert "run ids are lower-case letters" in json.loads(err.value.response.body)["message"]

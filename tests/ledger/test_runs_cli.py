@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 from hyperpod_rl.cli import runs as runs_cli
 from hyperpod_rl.cli.runs import app
 from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.maze import REWARD_VERSION
 from hyperpod_rl.paths import storage_root
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.runs.files import file_sha256
 from hyperpod_rl.runs.provenance import new_provenance, reproduce_config, update_provenance
+from hyperpod_rl.tasks.maze import REWARD_VERSION
 
 runner = CliRunner()
 

@@ -12,10 +12,10 @@ import torch
 
 from hyperpod_rl.config.decoding import DECODE_LENGTH_BUCKET, decode_batch_rows
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.lora import wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 
 
 def _prompt(seed: int, side: int = 3, words: int = 0):
@@ -86,11 +86,11 @@ def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
 
     data = tiny_setup["data"]
     base = {
-        "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": 2},
         "model": {"path": str(tiny_setup["model_dir"])},
         "grpo": {"group_size": 2},
         "rollout": {"max_turns": 2},
-        "trainer": {"steps": 1, "device": "cpu", "eval_mazes": 1},
+        "trainer": {"steps": 1, "device": "cpu", "eval_rows": 1},
         "checkpoint": {"interval": 0},
     }
     values, weights = [], []

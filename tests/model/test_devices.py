@@ -17,10 +17,10 @@ import torch
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.jobs import entrypoint_gpus
-from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.loading import hub_revision, load_base_model, resolve_device, revision_of
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS, build_tiny_qwen3vl, directory_revision
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 

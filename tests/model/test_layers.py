@@ -12,11 +12,11 @@ import torch
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.layers import checkpoint_decoder_layers, compile_decoder_layers, decoder_layers
 from hyperpod_rl.model.lora import wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 
 
 def _model(layers: int = 4):

@@ -9,14 +9,14 @@ import pytest
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import read_rows
 from hyperpod_rl.model.loading import load_processor
 from hyperpod_rl.model.prompts import filter_rows, prompt_token_count
+from hyperpod_rl.tasks.maze import read_rows
 
 
 def _data(tiny_setup):
     d = tiny_setup["data"]
-    return {"train_path": str(d.train), "heldout_path": str(d.heldout), "mazes_per_step": 2}
+    return {"train_path": str(d.train), "heldout_path": str(d.heldout), "prompts_per_step": 2}
 
 
 @pytest.mark.parametrize("backend", ["reference", "skyrl"])

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from hyperpod_rl.errors import LogprobInputError
-from hyperpod_rl.maze import generate_maze, image_part
 from hyperpod_rl.model.loading import load_base_model
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS
+from hyperpod_rl.tasks.maze import generate_maze, image_part
 
 
 def _prompt():

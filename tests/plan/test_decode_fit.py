@@ -42,7 +42,7 @@ def _config(backend: str, tmp_path, **over) -> RunConfig:
         "run_id": "plan-decode",
         "backend": backend,
         "model": {"path": str(ck) if backend == "reference" else "Qwen/Qwen3-VL-8B-Instruct"},
-        "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet", "mazes_per_step": 4},
+        "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet", "prompts_per_step": 4},
         "rollout": {"max_turns": 3, "action_constraint": "none", "max_new_tokens": 128},
     }
     assert json.loads((ck / "config.json").read_text())["text_config"]["num_hidden_layers"] == 36
@@ -111,13 +111,13 @@ def test_rollout_memory_against_the_measured_rollout_peaks(shape):
 def test_a_rollout_that_cannot_fit_is_a_blocker_saying_what_to_lower(tmp_path):
     result = plan(
         plan_input_for(
-            _config("reference", tmp_path, data={"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet", "mazes_per_step": 64}),
+            _config("reference", tmp_path, data={"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet", "prompts_per_step": 64}),
             gpu="H100",
         )
     )
     assert not result.fits
     assert any(
-        b.startswith("rollouts: the static KV cache of the last turn (512 rows") and "lower data.mazes_per_step" in b
+        b.startswith("rollouts: the static KV cache of the last turn (512 rows") and "lower data.prompts_per_step" in b
         for b in result.blockers
     ), result.blockers
 

@@ -54,10 +54,15 @@ def test_planner_constants_are_the_fit_without_the_held_out_runs() -> None:
     assert memory.CALIBRATION["activation_scale"] == values["activation_scale"]
     assert memory.CALIBRATION["naive_logit_bytes"] == values["naive_logit_bytes"]
     assert memory.CALIBRATION["overhead_gib"] == values["overhead_gib"]
+    assert memory.CALIBRATION["chunk_logit_bytes"] == values["chunk_logit_bytes"]
     assert tp.TRAIN_EFFICIENCY == {"bf16": values["efficiency_bf16"], "fp32": values["efficiency_fp32"]}
     assert tp.FIXED_STEP_S == {"plain": values["fixed_plain_s"], "fsdp": values["fixed_fsdp_s"]}
     assert tp.COMM["exposed"] == values["comm_exposed"]
     assert tp.EFFICIENCY_HIDDEN_EXPONENT == values["efficiency_hidden_exponent"]
+    # Every constant the calibration file carries is checked above, none skipped (the same names as calibrate.ROUNDING).
+    checked = {"activation_scale", "naive_logit_bytes", "overhead_gib", "chunk_logit_bytes", "efficiency_bf16", "efficiency_fp32"}
+    checked |= {"fixed_plain_s", "fixed_fsdp_s", "comm_exposed", "efficiency_hidden_exponent"}
+    assert checked == set(values), f"planner_values holds constants this test does not check: {sorted(set(values) - checked)}"
 
 
 def test_every_shape_has_held_out_measurements() -> None:
@@ -116,28 +121,45 @@ def _miss_reason(point: tuple[str, dict, str]) -> str:
     return f"{_MISS_WHY[_id(point)]} (predicted {predicted:,.0f} tok/s, measured {measured:,.0f}: {predicted / measured - 1:+.1%})"
 
 
-#: Held-out tokens/s points outside +-20%, each with why. strict: if one starts passing, the reason is stale.
+#: The bar (Issue 10): predicted tokens/s within +-20 % of the measured.
+TOKENS_PER_S_BAR = 0.20
+
+
+def _tokens_per_s_error(point: tuple[str, dict, str]) -> float:
+    _, rec, variant = point
+    return _predicted_tokens_per_s(rec, variant) / rec["variants"][variant]["tokens_per_s"] - 1
+
+
+#: Held-out tokens/s points outside +-20 %, each with why (the headline of the planner's held-out evidence).
 THROUGHPUT_MISSES = {_id(p): _miss_reason(p) for p in _points("held_out") if _id(p) in _MISS_WHY}
-THROUGHPUT_POINTS = [
-    pytest.param(
-        p, id=_id(p), marks=[pytest.mark.xfail(strict=True, reason=THROUGHPUT_MISSES[_id(p)])] if _id(p) in THROUGHPUT_MISSES else []
-    )
-    for p in _points("held_out")
-]
+#: The other held-out points: each must be within the bar.
+THROUGHPUT_POINTS = [pytest.param(p, id=_id(p)) for p in _points("held_out") if _id(p) not in _MISS_WHY]
+
+
+def test_held_out_tokens_per_s_misses_the_20_percent_bar_at_exactly_the_four_listed_points() -> None:
+    """The headline: of the held-out points, exactly those in ``_MISS_WHY`` (four) miss +-20 %, each for its stated reason.
+
+    A new miss, or a listed miss that now passes (its reason stale), fails this test; docs/planner.md
+    renders the same count and errors (``benchmarks/gpu/report.py:held_out_misses``).
+    """
+    misses = {_id(p): f"{_tokens_per_s_error(p):+.1%}" for p in _points("held_out") if abs(_tokens_per_s_error(p)) > TOKENS_PER_S_BAR}
+    assert set(misses) == set(_MISS_WHY), {"misses now": misses, "listed": sorted(_MISS_WHY)}
+    assert len(misses) == 4 and len(_points("held_out")) - len(misses) == len(THROUGHPUT_POINTS)
 
 
 @pytest.mark.parametrize("point", THROUGHPUT_POINTS)
-def test_held_out_tokens_per_s_within_20_percent(point: tuple[str, dict, str]) -> None:
-    """Issue 10 bar (+-20%) on every held-out run, the second 2-GPU machine included."""
+def test_held_out_tokens_per_s_within_20_percent_at_every_other_point(point: tuple[str, dict, str]) -> None:
+    """Issue 10 bar (+-20%) at each held-out point not listed as a miss (the second 2-GPU machine included)."""
     _, rec, variant = point
     predicted = _predicted_tokens_per_s(rec, variant)
     measured = rec["variants"][variant]["tokens_per_s"]
-    assert abs(predicted / measured - 1) <= 0.20, f"predicted {predicted:,.0f} tok/s, measured {measured:,.0f} tok/s"
+    assert abs(predicted / measured - 1) <= TOKENS_PER_S_BAR, f"predicted {predicted:,.0f} tok/s, measured {measured:,.0f} tok/s"
 
 
 def test_throughput_misses_name_real_held_out_points() -> None:
     ids = {_id(p) for p in _points("held_out")}
     assert set(_MISS_WHY) <= ids and set(THROUGHPUT_MISSES) == set(_MISS_WHY)
+    assert all("predicted" in why for why in THROUGHPUT_MISSES.values())
 
 
 def _held_out_weak_scaling() -> list[tuple[dict, dict]]:
@@ -147,33 +169,33 @@ def _held_out_weak_scaling() -> list[tuple[dict, dict]]:
     return [(one[r["config"]["name"]], r) for r in load_records(RESULTS / "h200_2gpu_fsdp_run2.json") if r["scaling"] == "weak"]
 
 
-_SCALING_MISS = (
-    "the second machine's slow all-gathers (see the tokens/s misses): measured weak-scaling efficiency "
-    "{measured:.0%} against the predicted {predicted:.0%}"
-)
-SCALING_MISSES = {"b8_s551_img448_ckpt": (0.80, 0.95), "b4_s551_img448_nockpt": (0.65, 0.91)}
+#: Held-out weak-scaling configs whose predicted efficiency misses the measured by more than 10 points,
+#: for the second machine's slow all-gathers (see the tokens/s misses): ``config -> (measured, predicted)``, rounded.
+SCALING_MISSES = {"b8_s551_img448_ckpt": (0.80, 0.97), "b4_s551_img448_nockpt": (0.65, 0.95)}
+
+
+def _efficiencies(rec1: dict, rec2: dict) -> tuple[float, float]:
+    """(measured, predicted) weak-scaling efficiency 1 -> 2 GPUs."""
+    measured = rec2["tokens_per_s"] / rec1["tokens_per_s"]
+    predicted = predict_scaling(bench_plan_input(rec2["config"], gpus=1, variant="improved"), [1, 2], mode="weak")[1].efficiency
+    return measured, predicted
+
+
+def test_held_out_weak_scaling_misses_10_points_at_exactly_the_two_listed_configs() -> None:
+    """The headline: of the held-out weak-scaling pairs (1-GPU FSDP2 -> the second 2-GPU machine), exactly the two
+    configs in :data:`SCALING_MISSES` miss the measured efficiency by more than 10 points, with the efficiencies listed."""
+    got = {}
+    for rec1, rec2 in _held_out_weak_scaling():
+        measured, predicted = _efficiencies(rec1, rec2)
+        if abs(predicted - measured) > 0.10:
+            got[rec2["config"]["name"]] = (round(measured, 2), round(predicted, 2))
+    assert got == SCALING_MISSES
 
 
 @pytest.mark.parametrize(
     ("rec1", "rec2"),
-    [
-        pytest.param(
-            r1,
-            r2,
-            id=r2["config"]["name"],
-            marks=[
-                pytest.mark.xfail(
-                    strict=True,
-                    reason=_SCALING_MISS.format(measured=SCALING_MISSES[name][0], predicted=SCALING_MISSES[name][1]),
-                )
-            ]
-            if (name := r2["config"]["name"]) in SCALING_MISSES
-            else [],
-        )
-        for r1, r2 in _held_out_weak_scaling()
-    ],
+    [pytest.param(r1, r2, id=r2["config"]["name"]) for r1, r2 in _held_out_weak_scaling() if r2["config"]["name"] not in SCALING_MISSES],
 )
-def test_held_out_weak_scaling_efficiency_within_10_points(rec1: dict, rec2: dict) -> None:
-    measured = rec2["tokens_per_s"] / rec1["tokens_per_s"]
-    predicted = predict_scaling(bench_plan_input(rec2["config"], gpus=1, variant="improved"), [1, 2], mode="weak")[1].efficiency
+def test_held_out_weak_scaling_efficiency_within_10_points_at_every_other_config(rec1: dict, rec2: dict) -> None:
+    measured, predicted = _efficiencies(rec1, rec2)
     assert abs(predicted - measured) <= 0.10, f"predicted {predicted:.1%}, measured {measured:.1%}"

@@ -110,3 +110,65 @@ def test_runs_list_reconciles_a_job_stopped_elsewhere(local_cluster, tmp_path: P
     record = read_provenance(run_paths(run_id).root)
     assert record["status"] == "stopped" and "Ray job status STOPPED" in record["ended"]["source"]
     assert reconcile_statuses(client) == {}  # nothing left to reconcile
+
+
+def test_a_resubmission_makes_an_earlier_end_not_the_runs(tmp_path: Path) -> None:
+    """Field report: after a failed resubmission ``runs list`` said ``stopped`` while ``job status``
+    said FAILED. A run's status is its newest submission's: an end recorded for an earlier one is not it."""
+    from hyperpod_rl.runs import current_status, summarize
+
+    run_id = "status-resubmitted"
+    paths = run_paths(run_id)
+    _running_run(run_id)
+    add_submission(paths, f"hprl-{run_id}-1")
+    record_final_status(paths, "stopped", submission_id=f"hprl-{run_id}-1", source="hyperpod-rl job stop")
+    assert summarize(paths).status == "stopped"
+    add_submission(paths, f"hprl-{run_id}-2")  # the resubmission
+    record = read_provenance(paths.root)
+    assert record["status"] == "submitted" and record["ended"]["submission_id"] == f"hprl-{run_id}-1"  # history kept
+    assert summarize(paths).status == "submitted"
+    # the new job failed before its trainer started: its end is recorded over the earlier one
+    assert record_final_status(paths, "failed", submission_id=f"hprl-{run_id}-2", source="Ray", only_over_running=True)
+    assert summarize(paths).status == "failed"
+    # a directory left by an older version (stopped recorded for job 1, job 2 submitted since) reads the same
+    assert current_status({"status": "stopped", "ended": {"submission_id": "s-1"}}, ["s-1", "s-2"]) == "submitted"
+    assert current_status({"status": "stopped", "ended": {"submission_id": "s-2"}}, ["s-1", "s-2"]) == "stopped"
+    assert current_status({"status": "succeeded"}, ["s-1"]) == "succeeded"  # the trainer wrote it: kept
+    assert current_status({}, []) == "created"
+
+
+def test_runs_list_shows_a_stale_end_as_not_known(tmp_path: Path) -> None:
+    """The ledger imports the newest submission's status too (not the record's raw ``stopped``)."""
+    run_id = "status-stale-end"
+    paths = run_paths(run_id)
+    update_provenance(
+        paths.root, lambda _: {"run_id": run_id, "status": "stopped", "ended": {"submission_id": f"hprl-{run_id}-1", "status": "stopped"}}
+    )
+    from hyperpod_rl.runs import write_json
+
+    write_json(paths.submissions, [f"hprl-{run_id}-1", f"hprl-{run_id}-2"])  # written before add_submission cleared the status
+    out = _list(tmp_path, "--address", "http://127.0.0.1:9")
+    assert "unknown (cluster not reachable)" in _row(out, run_id) and " stopped " not in _row(out, run_id)
+
+
+@pytest.mark.ray
+def test_a_failed_resubmission_reads_failed_in_runs_list_and_job_status(local_cluster, tmp_path: Path) -> None:
+    run_id = "status-failed-resubmit"
+    _running_run(run_id)
+    client = local_cluster.job_client()
+    first = _submit_sleeper(client, run_id)
+    stop = runner.invoke(app, ["job", "stop", run_id, "--address", local_cluster.dashboard_url])
+    assert stop.exit_code == 0 and "recorded stopped" in stop.output, stop.output
+    paths = run_paths(run_id)
+    second = f"hprl-{run_id}-2"
+    add_submission(paths, second)  # as submit_run records a resubmission
+    client.submit_job(entrypoint="exit 3", submission_id=second, metadata={RUN_ID_METADATA: run_id})  # fails before any trainer
+    for _ in range(240):  # a hang guard, not a timing target
+        if str(client.get_job_status(second).value) == "FAILED":
+            break
+        time.sleep(0.5)
+    status = runner.invoke(app, ["job", "status", run_id, "--address", local_cluster.dashboard_url], env={"COLUMNS": "300"})
+    assert status.exit_code == 1 and "FAILED" in status.output and "run recorded failed" in status.output, status.output
+    assert " failed " in _row(_list(tmp_path, "--address", local_cluster.dashboard_url), run_id)
+    record = read_provenance(paths.root)
+    assert record["status"] == "failed" and record["ended"]["submission_id"] == second and first != second

@@ -164,3 +164,23 @@ def test_ray_serve_llm_refuses_local_adapter_paths_and_bad_fields(spec):
         validate_llm_config({**good, "engine_kwargs": {k: v for k, v in good["engine_kwargs"].items() if k != "enable_lora"}})
     with pytest.raises(ConfigError, match=r"max_lora_rank=12 is not one of"):
         validate_llm_config({**good, "engine_kwargs": {**good["engine_kwargs"], "max_lora_rank": 12}})
+
+
+def test_the_vllm_paths_carry_the_local_routes_input_limits(spec):
+    """Issue 30 item 2: the limits the local route enforces are set on the vLLM paths too:
+    images per request (--limit-mm-per-prompt), prompt plus completion tokens (--max-model-len),
+    pixels per image both from the header before decoding (VLLM_MAX_IMAGE_PIXELS) and for the
+    processor (--mm-processor-kwargs max_pixels)."""
+    from hyperpod_rl.serve.local import MAX_IMAGE_PIXELS
+
+    custom = {**spec, "images_per_prompt": 2, "max_model_len": 4096, "max_image_pixels": 1024 * 1024}
+    for given, pixels, images, context in ((spec, MAX_IMAGE_PIXELS, 1, 8192), (custom, 1024 * 1024, 2, 4096)):
+        args = vllm_serve_args(given)
+        assert json.loads(_flag(args, "--limit-mm-per-prompt")[0]) == {"image": images}
+        assert _flag(args, "--max-model-len") == [str(context)]
+        assert json.loads(_flag(args, "--mm-processor-kwargs")[0]) == {"max_pixels": pixels}
+        assert vllm_job(given, check_adapters=False)["runtime_env"]["env_vars"]["VLLM_MAX_IMAGE_PIXELS"] == str(pixels)
+        llm = ray_serve_llm_config(given, lora_uri="s3://b/a")
+        assert llm["engine_kwargs"]["limit_mm_per_prompt"] == {"image": images} and llm["engine_kwargs"]["max_model_len"] == context
+        assert llm["engine_kwargs"]["mm_processor_kwargs"] == {"max_pixels": pixels}
+        assert llm["runtime_env"]["env_vars"]["VLLM_MAX_IMAGE_PIXELS"] == str(pixels)

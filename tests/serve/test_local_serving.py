@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import io
 import json
 import re
@@ -16,8 +17,8 @@ import requests
 
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.errors import ServeError
-from hyperpod_rl.maze import clean_messages, read_rows
 from hyperpod_rl.serve.client import chat, maze_request, solve
+from hyperpod_rl.tasks.maze import clean_messages, read_rows
 
 pytestmark = pytest.mark.ray
 
@@ -58,6 +59,37 @@ def _png(size: int) -> str:
     buf = io.BytesIO()
     Image.new("RGB", (size, size), "white").save(buf, format="PNG")
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _bomb_png(side: int) -> bytes:
+    """A PNG of a few hundred bytes whose header declares ``side`` x ``side`` pixels (a
+    decompression bomb: decoding it would take side**2 * 3 bytes)."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    row = b"\x00" + b"\x00" * (side * 3)
+    compressor = zlib.compressobj(9)
+    idat = compressor.compress(row * 4) + compressor.flush()  # the first rows only: the file stays tiny
+    header = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
+def _many_images(row: dict, count: int) -> dict:
+    body = copy.deepcopy(maze_request(row, model="maze"))
+    user = next(m for m in body["messages"] if isinstance(m["content"], list))
+    image = next(p for p in user["content"] if p.get("type") == "image_url")
+    user["content"] = [*user["content"], *[image] * (count - 1)]
+    return body
+
+
+def _with_text(row: dict, text: str) -> dict:
+    body = copy.deepcopy(maze_request(row, model="maze"))
+    user = next(m for m in body["messages"] if isinstance(m["content"], list))
+    user["content"] = [*user["content"], {"type": "text", "text": text}]
+    return body
 
 
 def test_models_lists_base_and_adapter(served):
@@ -116,7 +148,7 @@ def test_solve_plays_the_maze_like_in_process_evaluation(served):
 
 
 def test_solve_a_bare_maze(served):
-    from hyperpod_rl.maze import generate_maze
+    from hyperpod_rl.tasks.maze import generate_maze
 
     maze = generate_maze(3, 3, seed=1)
     result = solve(maze, served["url"], "maze", max_turns=2, env_config={"prompt_style": "terse"})
@@ -138,6 +170,11 @@ def test_solve_a_bare_maze(served):
         ("no-messages", 400, "invalid_request", r"invalid chat-completions request: messages: has 0 item\(s\); give at least 1"),
         ("huge-body", 413, "request_too_large", r"the request body is \d+ bytes; the limit is"),
         ("two-choices", 400, "unsupported_n", r"n=2 is not served"),
+        ("decompression-bomb", 413, "image_too_large", r"image (is 20000x20000 px|declares more than \d+ pixels); the limit is"),
+        ("too-many-images", 400, "too_many_images", r"more than 8 images; the limit is 8 per request"),
+        ("long-prompt", 400, "context_length_exceeded", r"the prompt is \d+ tokens \(text and image tokens\); the limit is \d+"),
+        ("max-tokens-beyond-room", 400, "max_tokens_too_large", r"max_tokens=1000000 exceeds the model's room .* send max_tokens <= \d+"),
+        ("max-tokens-below-an-answer", 400, "max_tokens_too_small", r"max_tokens=1 is below the \d+ tokens of one answer"),
     ],
 )
 def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, status, code, detail):
@@ -154,6 +191,11 @@ def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, statu
         "no-messages": {"model": "maze", "messages": []},
         "huge-body": _with_image(row, "data:image/png;base64," + "A" * (17 * 1024 * 1024)),
         "two-choices": {**maze_request(row, model="maze"), "n": 2},
+        "decompression-bomb": _with_image(row, "data:image/png;base64," + base64.b64encode(_bomb_png(20_000)).decode()),
+        "too-many-images": _many_images(row, 9),
+        "long-prompt": _with_text(row, "left right " * 20_000),
+        "max-tokens-beyond-room": {**maze_request(row, model="maze"), "max_tokens": 1_000_000},
+        "max-tokens-below-an-answer": {**maze_request(row, model="maze"), "max_completion_tokens": 1},
     }[case]
     resp = _post(url, body)
     assert resp.status_code == status, resp.text
@@ -170,13 +212,70 @@ def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, statu
     assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", answer)
 
 
+def test_a_body_over_the_limit_is_refused_from_its_header_before_it_is_sent(served):
+    """The server answers 413 from ``Content-Length`` alone: the client sends the headers, waits
+    for the answer, and never sends a byte of the declared 1 GB body."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    url = urlsplit(served["url"])
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+    try:
+        conn.putrequest("POST", "/v1/chat/completions")
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", str(1 << 30))
+        conn.endheaders()  # no body follows
+        resp = conn.getresponse()
+        error = json.loads(resp.read())["error"]
+    finally:
+        conn.close()
+    assert resp.status == 413 and error["code"] == "request_too_large", error
+    assert re.search(r"the request body is 1073741824 bytes; the limit is 16777216 bytes", error["message"]), error
+
+
+def test_a_chunked_body_over_the_limit_is_refused_while_it_streams(served):
+    """Without ``Content-Length`` (chunked transfer) the cap applies while the body streams in."""
+
+    def chunks():
+        for _ in range(18):
+            yield b"A" * (1024 * 1024)
+
+    resp = requests.post(f"{served['url']}/v1/chat/completions", data=chunks(), headers={"content-type": "application/json"}, timeout=120)
+    assert resp.status_code == 413, resp.text
+    assert re.search(r"the request body is over 16777216 bytes; the limit is 16777216 bytes", resp.json()["error"]["message"])
+
+
+def test_a_server_failure_returns_a_request_id_and_no_exception_text(served):
+    """An image the vision processor cannot take (aspect ratio over its limit of 200) fails inside
+    the model code: the client gets a 500 with a request id only, the replica's log has the rest."""
+    row = served["rows"][0]
+    resp = _post(served["url"], _with_image(row, _png_of(2000, 8)))
+    assert resp.status_code == 500, resp.text
+    error = resp.json()["error"]
+    request_id = resp.headers["x-request-id"]
+    assert error["type"] == "server_error" and error["code"] == "server_error"
+    assert error["message"] == f"the server failed on this request (request id {request_id}); its log has the details under that id"
+    assert re.fullmatch(r"req-[0-9a-f]{16}", request_id)
+    assert "Traceback" not in resp.text and "Error" not in error["message"]
+    answer, _ = chat(served["url"], maze_request(row, model="maze"))  # the replica still answers
+    assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", answer)
+
+
+def _png_of(width: int, height: int) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), "white").save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
 def _transparent_url(row: dict) -> str:
     """The row's maze image as an RGBA PNG whose white floor is transparent and stores
     (0, 0, 0, 0) (issue 14 item 5's field input)."""
     import numpy as np
     from PIL import Image
 
-    from hyperpod_rl.maze import decode_image_part
+    from hyperpod_rl.tasks.maze import decode_image_part
 
     part = next(
         p for m in clean_messages(row["prompt"]) if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"

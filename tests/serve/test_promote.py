@@ -187,7 +187,7 @@ def test_cli_promote_compares_saved_evaluations(run, monkeypatch):
 def test_promote_on_real_evaluations_records_the_evaluations_decision(run, trained_adapter):
     """Real greedy evaluations of the base model and the adapter on the same held-out mazes."""
     from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.tasks.maze import read_rows
 
     rows = read_rows(trained_adapter["heldout"])[:6]
     base = evaluate(trained_adapter["model_dir"], rows, label="base", n_resamples=200)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from hyperpod_rl.maze import decode_image_part, flatten_alpha, generate_maze, image_part
+from hyperpod_rl.tasks.maze import decode_image_part, flatten_alpha, generate_maze, image_part
 
 
 def _opaque() -> Image.Image:

@@ -4,20 +4,64 @@ vLLM's ``LoRAConfig.max_lora_rank`` is ``Literal[1, 8, 16, 32, 64, 128, 256, 320
 (``vllm/config/lora.py``, docs/references.md §3): ``--max-lora-rank 20`` is refused at engine
 start, so suggestions name the next accepted value up and a configured value outside the set is
 refused before anything starts.
+
+vLLM is not importable in CI (it needs CUDA), so the CPU test of the accepted set is a
+*transcription* check: it pins the project's copy to the values read from vLLM 0.25's source by
+hand. The ``gpu``-marked test beside it imports ``vllm.config`` where vLLM is installed (the GPU
+kit) and compares the copy, and the other facts ``_VLLM_MIN`` and ``VLLM_ENGINE_KWARGS`` transcribe,
+with vLLM's own config classes.
 """
 
 from __future__ import annotations
+
+import typing
 
 import pytest
 
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.serve.cluster import check_vllm_args, validate_llm_config
+from hyperpod_rl.serve.cluster import _VLLM_MIN, VLLM_ENGINE_KWARGS, check_vllm_args, validate_llm_config
 from hyperpod_rl.serve.preflight import ServerProfile, vllm_lora_rank_for, vllm_server
 
 
-def test_the_accepted_ranks_are_vllms():
+def test_the_accepted_ranks_are_the_transcription_of_vllm_0_25_lora_config():
+    """A transcription check, not a check against vLLM: ``vllm/config/lora.py`` of vLLM 0.25 declares
+    ``MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]``; the project's copy must say the same.
+    ``test_the_copies_match_vllms_own_config_classes`` compares it with vLLM itself on a GPU machine."""
     assert VLLM_LORA_RANKS == (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+def _lower_bound(field: typing.Any) -> tuple[str, float] | None:
+    """``("ge" | "gt", value)`` of a pydantic FieldInfo's annotated_types bound, or None."""
+    for meta in field.metadata:
+        for kind in ("ge", "gt"):
+            if getattr(meta, kind, None) is not None:
+                return kind, getattr(meta, kind)
+    return None
+
+
+@pytest.mark.gpu
+def test_the_copies_match_vllms_own_config_classes():
+    """Against vLLM itself (importable on the GPU kit only): the accepted ranks are ``LoRAConfig``'s, the LoRA
+    flags the package passes are ``LoRAConfig`` fields with the lower bounds ``_VLLM_MIN`` states, the
+    ``--gpu-memory-utilization`` range is ``CacheConfig``'s, and every engine kwarg is an ``EngineArgs`` field."""
+    import dataclasses
+
+    lora_mod = pytest.importorskip("vllm.config.lora", reason="vLLM is not installed (the GPU kit has it)")
+    from vllm.config.cache import CacheConfig
+    from vllm.config.parallel import ParallelConfig
+    from vllm.engine.arg_utils import EngineArgs
+
+    fields = lora_mod.LoRAConfig.__pydantic_fields__
+    assert tuple(typing.get_args(fields["max_lora_rank"].annotation)) == VLLM_LORA_RANKS
+    assert {"max_lora_rank", "max_loras", "max_cpu_loras"} <= set(fields)
+    assert fields["max_lora_rank"].default in VLLM_LORA_RANKS
+    assert _lower_bound(fields["max_loras"]) == ("ge", _VLLM_MIN["--max-loras"])
+    assert _lower_bound(ParallelConfig.__pydantic_fields__["tensor_parallel_size"]) == ("ge", _VLLM_MIN["--tensor-parallel-size"])
+    gmu = CacheConfig.__pydantic_fields__["gpu_memory_utilization"]
+    assert _lower_bound(gmu) == ("gt", 0) and any(getattr(m, "le", None) == 1 for m in gmu.metadata)
+    engine_fields = {f.name for f in dataclasses.fields(EngineArgs)}
+    assert VLLM_ENGINE_KWARGS <= engine_fields, sorted(VLLM_ENGINE_KWARGS - engine_fields)
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,7 @@ def test_example_trains_a_few_steps_and_evaluates(tmp_path) -> None:
     from hyperpod_rl.tasks import read_rows
     from hyperpod_rl.train.reference import ReferenceTrainer
 
-    opts = QuickstartOptions.build(task="shapes", train_mazes=32, heldout_mazes=12, steps=3, group_size=4, mazes_per_step=4)
+    opts = QuickstartOptions.build(task="shapes", train_rows=32, heldout_rows=12, steps=3, group_size=4, prompts_per_step=4)
     data = prepare_dataset(opts, tmp_path)
     assert data.spec["task"] == "shapes"
     train_rows = read_rows(data.train)

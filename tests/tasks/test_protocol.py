@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from importlib.metadata import entry_points
+import tomllib
+from pathlib import Path
 
 import pytest
 
 from hyperpod_rl.errors import MazeError, TaskError
-from hyperpod_rl.maze.render import image_token_count as maze_tokens
 from hyperpod_rl.tasks import (
+    BUILTIN_TASKS,
     ENTRY_POINT_GROUP,
     SPLITS,
     Task,
@@ -27,6 +28,7 @@ from hyperpod_rl.tasks import (
     task_of_row,
     unregister_task,
 )
+from hyperpod_rl.tasks.maze.render import image_token_count as maze_tokens
 
 
 class _Tiny(TaskBase):
@@ -38,8 +40,11 @@ class _Tiny(TaskBase):
 
 
 def test_maze_is_registered_through_the_entry_point_group() -> None:
-    names = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    assert names.get("maze") == "hyperpod_rl.maze.task:TASK"
+    # pyproject declares the built-in tasks as entry points, exactly as BUILTIN_TASKS lists them
+    # (the installed metadata may be older than the checkout: BUILTIN_TASKS wins for these names)
+    declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert declared["project"]["entry-points"][ENTRY_POINT_GROUP] == BUILTIN_TASKS
+    assert BUILTIN_TASKS["maze"] == "hyperpod_rl.tasks.maze.task:TASK"
     task = get_task("maze")
     assert isinstance(task, Task)
     assert (task.env_class, task.primary_metric, task.multi_turn) == ("hyperpod_rl.maze", "solve_rate", True)
@@ -121,8 +126,16 @@ def test_generic_token_count_equals_the_maze_one(w: int, h: int) -> None:
 def test_token_count_errors_are_task_errors() -> None:
     with pytest.raises(TaskError, match="aspect ratio"):
         image_token_count(1, 500)
-    with pytest.raises(MazeError, match="aspect ratio"):
-        maze_tokens(1, 500)
+    assert maze_tokens is image_token_count  # the maze re-exports the one implementation: no converting wrapper
+
+
+def test_every_task_error_is_a_task_error() -> None:
+    """One error tree: a task's own error is a TaskError, so ``except TaskError`` catches every task."""
+    assert issubclass(MazeError, TaskError)
+    from hyperpod_rl.tasks.maze import DatasetSpec
+
+    with pytest.raises(TaskError, match="rows"):
+        DatasetSpec(rows=1)
 
 
 def test_quotas_and_content_hash_are_deterministic() -> None:

@@ -25,6 +25,7 @@ from hyperpod_rl.jobs import entrypoint_gpus
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.metrics.schema import parse_metric_line
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.train.reference import load_training_state
 
 pytestmark = [pytest.mark.ray]
 
@@ -60,7 +61,7 @@ def test_two_worker_job_trains_exports_and_resumes_bitwise(tiny_setup, local_clu
     cfg = _config(
         tiny_setup,
         "dp-two",
-        trainer={"workers": 2, "steps": 2, "torch_threads": 1, "eval_mazes": 2},
+        trainer={"workers": 2, "steps": 2, "torch_threads": 1, "eval_rows": 2},
         checkpoint={"interval": 1, "keep": 2},
     )
     assert (
@@ -77,7 +78,7 @@ def test_two_worker_job_trains_exports_and_resumes_bitwise(tiny_setup, local_clu
 
     records = list(read_metrics(run_dir / "metrics.jsonl"))
     assert [r.step for r in records] == [1, 2]
-    episodes = cfg.data.mazes_per_step * cfg.grpo.group_size  # the whole batch, both workers' groups
+    episodes = cfg.data.prompts_per_step * cfg.grpo.group_size  # the whole batch, both workers' groups
     for r in records:
         v = r.values
         # one sample per turn, one loss token per sample ('directions'): counted over all episodes
@@ -91,7 +92,7 @@ def test_two_worker_job_trains_exports_and_resumes_bitwise(tiny_setup, local_clu
     assert manifest["status"] == "succeeded" and manifest["workers"] == 2
     assert manifest["config"]["trainer"]["workers"] == 2
     assert (run_dir / "ray-train").is_dir()
-    training_state = torch.load(run_dir / "checkpoints" / "step_000001" / "training_state.pt", weights_only=False)
+    training_state = load_training_state(run_dir / "checkpoints" / "step_000001" / "training_state.pt")  # weights_only=True
     ranks = training_state["ranks"]
     assert len(ranks) == 2 and not torch.equal(ranks[0]["sampling_rng"], ranks[1]["sampling_rng"])  # each worker samples its own
 
@@ -156,7 +157,7 @@ def test_two_worker_update_equals_one_process_update(tiny_setup, local_cluster, 
         # several micro batches per worker (no_sync), the KL term through the unwrapped model, no clipping
         "trainer": {"micro_batch_size": 1, "torch_threads": 1},
         "grpo": {"kl_coef": 0.05, "entropy_coef": 0.01, "max_grad_norm": 1e6, "lr": 1e-2},
-        "data": {"mazes_per_step": 4},
+        "data": {"prompts_per_step": 4},
     }
     one = _config(tiny_setup, "dp-one", **sections)
     two = _config(tiny_setup, "dp-two-update", **{**sections, "trainer": {**sections["trainer"], "workers": 2}})

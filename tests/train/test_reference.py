@@ -135,7 +135,7 @@ def test_bad_dataset_files_are_clear_errors(tmp_path):
 def test_free_generation_run_with_kl_on_the_device_path(tiny_setup, tmp_path):
     """The code path a GPU run takes (batched KV-cache rollouts, KL through the adapter-disabled
     base model, per-turn samples), run with ``trainer.device='cpu'`` so CI covers it."""
-    cfg = _config(tiny_setup, "free-kl", steps=2, device="cpu", eval_mazes=2)
+    cfg = _config(tiny_setup, "free-kl", steps=2, device="cpu", eval_rows=2)
     data = cfg.model_dump(mode="json")
     data["rollout"].update(action_constraint="none", max_new_tokens=4, max_turns=2)
     data["grpo"].update(kl_coef=0.05)
@@ -151,6 +151,9 @@ def test_free_generation_run_with_kl_on_the_device_path(tiny_setup, tmp_path):
         assert v["policy/policy_kl"] >= 0.0
         # rollout log-probs come from the batched decode's scoring pass: the update agrees on CPU
         assert v["policy/rollout_train_logprobs_abs_diff_mean"] < 1e-3
+        # the transformers engine samples from the trained weights: per-token gap ~0, no importance weight cut
+        assert 0.0 <= v["rollout/logprob_gap_mean"] <= v["rollout/logprob_gap_max"] < 1e-3
+        assert v["rollout/is_truncated_fraction"] == 0.0
     assert records[0].values["policy/policy_kl"] == pytest.approx(0.0, abs=1e-6)  # step 1: adapter B = 0
     assert (adapter / "adapter_model.safetensors").is_file()
 
@@ -166,10 +169,10 @@ def test_default_tiny_model_path_runs(tiny_setup, tmp_path):
     cfg = RunConfig.build(
         {
             "run_id": "default-tiny",
-            "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+            "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": 2},
             "grpo": {"group_size": 2},
             "rollout": {"max_turns": 2},
-            "trainer": {"steps": 1, "eval_mazes": 2},
+            "trainer": {"steps": 1, "eval_rows": 2},
             "checkpoint": {"interval": 0},
         }
     )
@@ -193,7 +196,7 @@ def test_rows_over_the_prompt_budget_are_dropped_and_reported(tiny_setup, tmp_pa
     data = cfg.model_dump(mode="json")
     data["rollout"]["max_prompt_tokens"] = 40  # the images take 9-25 tokens; prompts are 30-46 tokens in all
     data["checkpoint"]["interval"] = 0
-    data["trainer"]["eval_mazes"] = 2
+    data["trainer"]["eval_rows"] = 2
     adapter = ReferenceTrainer(type(cfg).build(data), tmp_path).train()
     prov = json.loads((adapter / "provenance.json").read_text())
     assert prov["prompt_filter"] == {"limit": 40, "kept": 41, "dropped": 23}

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from safetensors.torch import load_file
 
-from hyperpod_rl.maze import read_rows, write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.tasks.maze import read_rows, write_parquet
 from tests.ray_jobs import submit, wait_terminal
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-TRAIN_ROWS, MAZES_PER_STEP, STEPS, INTERVAL = 6, 2, 9, 2  # 3 steps per epoch; checkpoints at 2, 4, 6, 8
+TRAIN_ROWS, PROMPTS_PER_STEP, STEPS, INTERVAL = 6, 2, 9, 2  # 3 steps per epoch; checkpoints at 2, 4, 6, 8
 TIMING = ("timing/", "trainer/tokens_per_second")
 
 
@@ -36,8 +36,8 @@ def _config(setup, tmp: Path, run_id: str):
         write_parquet(read_rows(setup["data"].heldout)[:4], heldout)
     cfg = make_run_config(setup["opts"], run_id=run_id, model_path=setup["model_dir"], revision=setup["revision"], data=setup["data"])
     data = cfg.model_dump(mode="json")
-    data["data"].update(train_path=str(train), heldout_path=str(heldout), mazes_per_step=MAZES_PER_STEP)
-    data["trainer"].update(steps=STEPS, torch_threads=1, eval_mazes=4)
+    data["data"].update(train_path=str(train), heldout_path=str(heldout), prompts_per_step=PROMPTS_PER_STEP)
+    data["trainer"].update(steps=STEPS, torch_threads=1, eval_rows=4)
     data["checkpoint"].update(interval=INTERVAL, keep=2)
     return type(cfg).build(data)
 

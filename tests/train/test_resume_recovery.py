@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
+import pickle
+import shlex
 import shutil
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from safetensors.torch import load_file
 
 from hyperpod_rl.errors import CheckpointError
 from hyperpod_rl.ledger import Ledger
-from hyperpod_rl.maze import write_parquet
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
-from hyperpod_rl.train.reference import ReferenceTrainer, read_rows
+from hyperpod_rl.runs import RunPaths, write_config
+from hyperpod_rl.runs.files import write_checksums
+from hyperpod_rl.tasks.maze import write_parquet
+from hyperpod_rl.train.reference import ReferenceTrainer, load_training_state, read_rows
 
 STEPS = 4
 
@@ -27,7 +37,7 @@ def _config(setup, tmp, run_id: str, **grpo):
     cfg = make_run_config(setup["opts"], run_id=run_id, model_path=setup["model_dir"], revision=setup["revision"], data=setup["data"])
     data = cfg.model_dump(mode="json")
     data["data"]["train_path"] = str(train)
-    data["trainer"].update(steps=STEPS, eval_mazes=4, torch_threads=1)
+    data["trainer"].update(steps=STEPS, eval_rows=4, torch_threads=1)
     data["checkpoint"].update(interval=1, keep=3)
     data["grpo"].update(grpo)
     return type(cfg).build(data)
@@ -117,3 +127,115 @@ def test_a_second_trainer_on_the_same_run_is_refused(finished):
         fh.flush()
         with pytest.raises(CheckpointError, match="being trained by"):
             ReferenceTrainer(cfg, run_dir).train()
+
+
+# ---------------------------------------------------------------- untrusted run files (issue 30 items 1 and 5c)
+def _crashed_before_export(run_dir, tmp_path, name: str = "run"):
+    crashed = tmp_path / name
+    shutil.copytree(run_dir, crashed, ignore=shutil.ignore_patterns("adapter", "trainer.lock"))
+    return crashed
+
+
+class _TouchesAFile:
+    """A pickle payload: unpickling it creates ``path`` (what a planted training_state.pt would do)."""
+
+    def __init__(self, path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (os.makedirs, (self.path,))
+
+
+def test_a_planted_pickle_in_a_checkpoint_is_refused_and_never_run(finished, tmp_path):
+    """Run directories live on shared storage: whoever can write one must not run code in the
+    next trainer that resumes it. A training_state.pt whose pickle calls a function (checksums
+    rewritten, as an attacker would) is refused with one clear error, and nothing of it runs."""
+    cfg, run_dir, _, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path)
+    live = tmp_path / "payload-is-live"
+    pickle.loads(pickle.dumps(_TouchesAFile(live)))  # the payload really does act when unpickled
+    assert live.is_dir()
+    marker = tmp_path / "touched-by-the-checkpoint"
+    newest = sorted((crashed / "checkpoints").glob("step_*"))[-1]
+    torch.save({"optimizer": _TouchesAFile(marker)}, newest / "training_state.pt")
+    write_checksums(newest)
+    with pytest.raises(CheckpointError, match=r"training_state\.pt holds objects a checkpoint never holds and was refused unread") as info:
+        ReferenceTrainer(cfg, crashed).train()
+    assert "os.makedirs" in str(info.value) and "--fresh" in str(info.value), info.value
+    assert not marker.exists()
+
+
+def test_a_checkpoint_of_the_previous_format_resumes_bitwise(finished, tmp_path):
+    """Checkpoints written before the NumPy RNG state became a tensor hold a NumPy array; they
+    still load with weights_only=True (NumPy's array globals are allowed, nothing else) and
+    resume to the same adapter."""
+    cfg, run_dir, weights, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path)
+    newest = sorted((crashed / "checkpoints").glob("step_*"))[-1]
+    state = load_training_state(newest / "training_state.pt")
+    rng = state["numpy_rng"]
+    state["numpy_rng"] = (rng["bit_generator"], rng["key"].numpy().astype(np.uint32), rng["pos"], rng["has_gauss"], rng["cached_gaussian"])
+    torch.save(state, newest / "training_state.pt")
+    write_checksums(newest)
+    assert "numpy.ndarray" in torch.serialization.get_unsafe_globals_in_checkpoint(newest / "training_state.pt")
+    adapter = ReferenceTrainer(cfg, crashed).train()
+    assert _same(load_file(str(adapter / "adapter_model.safetensors")), weights)
+
+
+def test_resume_cleans_what_a_killed_writer_left_and_only_that(finished, tmp_path):
+    """A SIGKILL during the final adapter export leaves ``adapter.tmp-<pid>/`` (and a record
+    write leaves ``<file>.tmp-<pid>-<thread>``); the resume removes the leftovers of dead pids,
+    restores an ``.old-<pid>`` copy whose original is gone, and leaves a live writer's alone."""
+    cfg, run_dir, weights, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    partial = crashed / f"adapter.tmp-{dead_pid}"
+    partial.mkdir()
+    (partial / "adapter_model.safetensors").write_bytes((run_dir / "adapter" / "adapter_model.safetensors").read_bytes()[:100])
+    (crashed / f"metrics.jsonl.tmp-{dead_pid}-1").write_text("{")
+    (crashed / "eval" / f"base.json.tmp-{dead_pid}-7").write_text("{")
+    base = crashed / "eval" / "base.json"
+    base.rename(crashed / "eval" / f"base.json.old-{dead_pid}")  # died between its two renames
+    with subprocess.Popen(["sleep", "600"]) as writer:
+        try:
+            in_progress = crashed / f"adapter.tmp-{writer.pid}"
+            in_progress.mkdir()
+            adapter = ReferenceTrainer(cfg, crashed).train()
+            assert in_progress.is_dir()  # a live writer's directory is not touched
+        finally:
+            writer.kill()
+    assert _same(load_file(str(adapter / "adapter_model.safetensors")), weights)
+    assert base.is_file() and json.loads(base.read_text())["num_mazes"] == 4
+    left = sorted(
+        p.name for d in (crashed, crashed / "checkpoints", crashed / "eval") for p in d.iterdir() if ".tmp-" in p.name or ".old-" in p.name
+    )
+    assert left == [in_progress.name], left
+
+
+def _read_only(run_dir, argv: list[str]) -> list[str]:
+    """``argv`` run with ``run_dir`` read-only: a read-only bind mount in a user namespace as root
+    (root ignores mode bits), mode 0555 otherwise."""
+    if os.geteuid() != 0:
+        for path in (run_dir, *run_dir.rglob("*")):
+            path.chmod(0o555 if path.is_dir() else 0o444)
+        return argv
+    script = f"mount --bind -o ro {shlex.quote(str(run_dir))} {shlex.quote(str(run_dir))} && exec {shlex.join(argv)}"
+    return ["unshare", "--map-root-user", "--mount", "sh", "-c", script]
+
+
+def test_a_read_only_run_directory_ends_the_job_with_one_error_line(finished, tmp_path):
+    """Issue 30 item 5c: the job ends with one ``error:`` line naming the path and the fix, not a traceback."""
+    cfg, run_dir, _, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path, cfg.run_id)
+    write_config(RunPaths(crashed), cfg)
+    argv = [sys.executable, "-m", "hyperpod_rl.train", "--config", str(crashed / "config.json")]
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    proc = subprocess.run(_read_only(crashed, argv), capture_output=True, text=True, env=env, cwd=repo, timeout=600, check=False)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert str(crashed / "trainer.lock") in errors[0] and ("read-only" in errors[0] or "permission denied" in errors[0]), errors[0]
+    assert "HYPERPOD_RL_STORAGE" in errors[0] or "write access" in errors[0], errors[0]

@@ -74,6 +74,34 @@ def test_prepare_run_paths_are_unique_per_run(tmp_path):
     assert a["trainer.resume_mode"] == "latest"
 
 
+def test_prepare_run_without_flash_attn_uses_sdpa(tmp_path, monkeypatch):
+    """SkyRL's trainer.flash_attn default (true) cannot load a policy where flash-attn is missing
+    (the H200 test machine: flash-attn 2.8.3 is built for SkyRL's torch 2.13 only); the overrides
+    turn it off there and leave SkyRL's default where flash-attn is installed."""
+    from skyrl.train.config import SkyRLTrainConfig
+
+    from hyperpod_rl.train import skyrl_backend
+
+    monkeypatch.setattr(skyrl_backend, "flash_attn_installed", lambda: False)
+    cfg = _config(tmp_path)
+    overrides = prepare_run(cfg, tmp_path / "runs" / "a")
+    assert overrides["trainer.flash_attn"] is False
+    assert SkyRLTrainConfig.from_cli_overrides(overrides).trainer.flash_attn is False
+    monkeypatch.setattr(skyrl_backend, "flash_attn_installed", lambda: True)
+    assert "trainer.flash_attn" not in prepare_run(cfg, tmp_path / "runs" / "a")
+
+
+def test_flash_attn_installed_needs_the_compiled_extension(monkeypatch, tmp_path):
+    """A flash_attn package without its distribution or compiled extension (a pure-Python stand-in) is not flash-attn."""
+    from hyperpod_rl.train.skyrl_backend import flash_attn_installed
+
+    standin = tmp_path / "flash_attn"
+    standin.mkdir()
+    (standin / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert flash_attn_installed() is False
+
+
 def test_prepare_run_refuses_checkpoints_of_another_config(tmp_path):
     run_dir = tmp_path / "runs" / "sky-run"
     prepare_run(_config(tmp_path), run_dir)
@@ -237,14 +265,14 @@ def test_trainer_task_writes_records_and_adapter(tmp_path, monkeypatch, tiny_set
     from skyrl.backends.skyrl_train.utils import ppo_utils
     from skyrl.train.config import SkyRLTrainConfig
 
-    from hyperpod_rl.maze.registry import ENV_CLASS
+    from hyperpod_rl.tasks.maze.registry import ENV_CLASS
     from hyperpod_rl.train.skyrl_backend import _trainer_task
 
     data = tiny_setup["data"]
     cfg = _config(
         tmp_path,
         model={"path": str(tiny_setup["model_dir"]), "revision": "rev-123"},
-        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "mazes_per_step": 2},
+        data={"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": 2},
         grpo={"group_size": 8},
         trainer={"micro_batch_size": 2, "mini_batch_size": 2},
     )

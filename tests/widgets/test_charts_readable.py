@@ -102,9 +102,9 @@ def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_
         panel._on_records(RECORDS)
         (second,) = panel.training_out.outputs  # replaced, not appended
         assert second["data"]["application/vnd.plotly.v1+json"]["data"][2]["x"] == [1, 2, 3]
-        # plotly.js rides along once (no Jupyter server here, so jupyterlab-plotly cannot be confirmed)
-        (js,) = panel._plotlyjs.outputs
-        assert "window.Plotly" in js["data"]["text/html"] and len(js["data"]["text/html"]) > 1_000_000
+        # no Jupyter server is known here: it counts as having plotly's renderer, so the 4.9 MB of plotly.js
+        # is not saved into the notebook (it rides along only where the server is known to lack jupyterlab-plotly)
+        assert panel._plotlyjs.outputs == ()
     finally:
         panel.close()
 

@@ -11,7 +11,7 @@ from PIL import Image
 from hyperpod_rl.cluster import ClusterSpec
 from hyperpod_rl.cluster.kube import RayClusterClient
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.maze import Maze
+from hyperpod_rl.tasks.maze import Maze
 from hyperpod_rl.widgets import (
     ClusterPanel,
     RunPanel,
@@ -133,7 +133,7 @@ def test_hyperpod_panel_without_a_kube_client_says_how_to_get_one():
 
 
 def test_draw_path_marks_the_visited_cells(tiny_setup):
-    from hyperpod_rl.maze import read_rows
+    from hyperpod_rl.tasks.maze import read_rows
 
     row = read_rows(tiny_setup["data"].heldout)[0]
     maze = Maze.from_json(row["maze"])

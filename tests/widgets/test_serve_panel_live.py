@@ -47,3 +47,32 @@ def test_deploy_and_play_a_heldout_maze(local_cluster, tiny_setup, tmp_path):
         assert panel.image.value != before or len(set(last["cells"])) == 1
     finally:
         shutdown_local(local_cluster.job_client())
+
+
+def test_a_panels_own_app_runs_beside_another_and_undeploy_deletes_only_it(local_cluster, tiny_setup, tmp_path):
+    """Field report: notebook 01's last cell deleted whatever Serve app was running, not only its own."""
+    import requests
+
+    from hyperpod_rl.serve.local import deploy_local, shutdown_local
+
+    config = make_run_config(
+        tiny_setup["opts"],
+        run_id="serve-apps",
+        model_path=tiny_setup["model_dir"],
+        revision=tiny_setup["revision"],
+        data=tiny_setup["data"],
+    )
+    adapter = ReferenceTrainer(config, tmp_path / "serve-apps").train()
+    client, port = local_cluster.job_client(), find_free_port()
+    other = deploy_local(client, tiny_setup["model_dir"], {"maze": adapter}, port=port)  # as hyperpod-rl serve up does
+    panel = ServePanel(model_path=tiny_setup["model_dir"], adapter_path=adapter, client=client, port=port, app_name="tutorial-01")
+    try:
+        mine = panel.deploy()
+        assert mine == f"{other}/tutorial-01"
+        assert requests.get(f"{mine}/healthz", timeout=10).status_code == 200
+        assert panel.undeploy() is True
+        assert requests.get(f"{other}/healthz", timeout=10).status_code == 200  # the other app keeps running
+        assert requests.get(f"{mine}/healthz", timeout=10).status_code == 404
+    finally:
+        shutdown_local(client)
+        shutdown_local(client, app_name="tutorial-01")

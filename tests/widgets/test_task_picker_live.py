@@ -42,14 +42,14 @@ def test_run_panel_trains_the_picked_task_on_the_local_cluster(local_cluster, tm
         widget = run.tasks.options_form.widget(name)
         widget.value = json.dumps(value) if isinstance(widget.value, str) and not isinstance(value, str) else value
     paths = run.generate_dataset(tmp_path)
-    opts = QuickstartOptions.build(task=task, train_mazes=16, heldout_mazes=4)
+    opts = QuickstartOptions.build(task=task, train_rows=16, heldout_rows=4)
     model_dir, revision = prepare_base_model(opts, tmp_path, read_rows(paths["train"]))
     for path, value in {
         "model.path": str(model_dir),
         "model.revision": revision,
         "trainer.steps": 2,
-        "trainer.eval_mazes": 4,
-        "data.mazes_per_step": 2,
+        "trainer.eval_rows": 4,
+        "data.prompts_per_step": 2,
         "grpo.group_size": 2,
         "checkpoint.interval": 0,
         **fields,

@@ -29,6 +29,7 @@ from hyperpod_rl.tasks.doc_read.render import PageStyle, page_size_px, render_do
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, Outcome, aggregate_metrics, score, score_completion
 from hyperpod_rl.tasks.doc_read.strata import stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES, Template
+from hyperpod_rl.tasks.registry import lazy_attributes
 
 __all__ = [
     "AUDIT_CASES",
@@ -81,10 +82,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``DocReadEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need."""
-    if name == "DocReadEnv":
-        from hyperpod_rl.tasks.doc_read.env import DocReadEnv
-
-        return DocReadEnv
-    raise AttributeError(f"module 'hyperpod_rl.tasks.doc_read' has no attribute {name!r}")
+#: ``DocReadEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need.
+__getattr__ = lazy_attributes(__name__, {"DocReadEnv": "hyperpod_rl.tasks.doc_read.env:DocReadEnv"})

@@ -13,10 +13,11 @@ space), the answer matches nothing. Then:
 * ``text``: case-folded, inner whitespace runs collapsed to one space; equal to the expected text
   normalised the same way.
 * ``yesno``: case-folded, exactly ``yes`` or ``no``.
-* ``number``: an optional sign and digits, with thousands grouped by one kind of separator
-  (``,`` ``.`` space or ``'``; groups of exactly three digits) and an optional decimal part
-  after the other of ``.`` / ``,``. A single ``,`` or ``.`` followed by exactly three digits
-  groups thousands (``1,234`` and ``1.234`` are 1234); followed by any other number of digits
+* ``number``: the EBNF grammar of the spec's "Number grammar" (:func:`parse_number`): an optional
+  sign and digits, with thousands grouped by one kind of separator (``,`` ``.`` space or ``'``;
+  groups of exactly three digits) and an optional decimal part after the other of ``.`` / ``,``.
+  A single ``,`` or ``.`` followed by exactly three digits groups thousands, whatever precedes it
+  (``1,234``, ``1.234`` are 1234; ``1234.500`` is 1234500); followed by any other number of digits
   it is the decimal point (``12,5`` is 12.5). Compared as decimals (``1234.5`` = ``1234.50``).
 * ``money``: as ``number``, with at most one currency marker before or after the amount
   (``$`` ``US$`` ``€`` ``£`` ``¥`` or an ISO code, any case); a marker of another currency than
@@ -36,10 +37,10 @@ import datetime as dt
 import re
 import unicodedata
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS
+from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS
 from hyperpod_rl.tasks.answer import extract_answer as _extract
 from hyperpod_rl.tasks.doc_read.document import Question
 
@@ -61,19 +62,7 @@ MAX_COMPLETION_CHARS: Final[int] = 16_384
 #: Longest text inside the answer block, in characters ("answer_too_long").
 MAX_ANSWER_CHARS: Final[int] = 256
 #: Violation codes, in the order they are checked.
-VIOLATIONS: Final[tuple[str, ...]] = (
-    "not_text",
-    "too_long",
-    "vision_token",
-    "no_answer",
-    "malformed_tags",
-    "unclosed_answer",
-    "nested_answer",
-    "multiple_answers",
-    "text_after_answer",
-    "answer_too_long",
-    "empty_answer",
-)
+VIOLATIONS: Final[tuple[str, ...]] = ENVELOPE_VIOLATIONS
 
 _QUOTES: Final[tuple[tuple[str, str], ...]] = (('"', '"'), ("'", "'"), ("`", "`"))
 
@@ -133,47 +122,40 @@ def _n0(text: str) -> str | None:
     return s if s.isascii() else None
 
 
-_NUM_BODY = re.compile(r"\d(?:[\d,. ']*\d)?")
-_GROUPED = re.compile(r"\d{1,3}(?:X\d{3})+")
+# The ``number`` grammar of docs/doc-read-task.md ("Number grammar"), one regular expression per
+# production; parse_number tries them in the order the spec lists them.
+_SIGN = r"(?P<sign>[+-]) *"
+_PLAIN = re.compile(r"(?P<int>\d+)(?:(?P<point>[,.])(?P<frac>\d{1,2}|\d{4,}))?")
+_SINGLE = re.compile(r"(?P<int>\d+)(?P<sep>[,.])(?P<group>\d{3})")
+_GROUPED = tuple(
+    re.compile(rf"(?P<int>\d{{1,3}}(?:{re.escape(sep)}\d{{3}})+)(?:(?P<point>{point})(?P<frac>\d+))?")
+    for sep, point in ((",", r"\."), (".", ","), (" ", "[,.]"), ("'", "[,.]"))
+)
 
 
 def parse_number(text: str) -> Decimal | None:
-    """The value of a number written by the ``number`` rules of the module docstring, or None."""
+    """The value of ``text`` under the ``number`` grammar of docs/doc-read-task.md, or None when it does not fit.
+
+    ``number = [sign] (plain | single | grouped)``: ``plain`` is digits with an optional decimal part
+    after ``,`` or ``.`` of other than three digits (``12,5``); ``single`` is digits, one ``,`` or
+    ``.``, then exactly three digits, which groups thousands (``1,234``, ``1234.500`` is 1234500);
+    ``grouped`` is one to three digits, then one or more groups of three after one kind of
+    separator (``,`` ``.`` space ``'``), then an optional decimal part after the other of ``.``/``,``
+    (``1,234,500``, ``1.234.567,89``, ``1 234.5``). Pure; never raises.
+    """
     s = text.strip()
     sign = ""
-    if s[:1] in "+-":
-        sign, s = s[:1], s[1:].lstrip()
-    if not _NUM_BODY.fullmatch(s):
+    if m := re.match(_SIGN, s):
+        sign, s = m.group("sign"), s[m.end() :]
+    if m := _PLAIN.fullmatch(s):
+        integer, fraction = m.group("int"), m.group("frac") or ""
+    elif m := _SINGLE.fullmatch(s):
+        integer, fraction = m.group("int") + m.group("group"), ""
+    elif m := next((g.fullmatch(s) for g in _GROUPED if g.fullmatch(s)), None):
+        integer, fraction = re.sub(r"\D", "", m.group("int")), m.group("frac") or ""
+    else:
         return None
-    seps = [c for c in s if not c.isdigit()]
-    kinds = list(dict.fromkeys(seps))
-    integer, fraction = s, ""
-    if len(kinds) > 2:
-        return None
-    if len(kinds) == 2:
-        group, dec = kinds
-        if dec not in ",." or seps.count(dec) != 1 or s.rindex(dec) < s.rindex(group):
-            return None
-        integer, fraction = s.rsplit(dec, 1)
-        if not _grouped(integer, group):
-            return None
-    elif len(kinds) == 1:
-        sep = kinds[0]
-        if sep in ",." and seps.count(sep) == 1 and len(s) - s.index(sep) - 1 != 3:
-            integer, fraction = s.split(sep)
-        elif not _grouped(s, sep):
-            return None
-    digits = re.sub(r"\D", "", integer)
-    try:
-        return Decimal(f"{sign}{digits}.{fraction}" if fraction else f"{sign}{digits}")
-    except InvalidOperation:  # pragma: no cover - the grammar admits digits only
-        return None
-
-
-def _grouped(integer: str, sep: str) -> bool:
-    if sep not in integer:
-        return integer.isdigit()
-    return bool(re.fullmatch(_GROUPED.pattern.replace("X", re.escape(sep)), integer))
+    return Decimal(f"{sign}{integer}.{fraction}" if fraction else f"{sign}{integer}")
 
 
 #: Currency markers: text -> ISO code (matched case-insensitively, longest first).

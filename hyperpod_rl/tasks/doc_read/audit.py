@@ -1,7 +1,7 @@
 """The reward audit: adversarial completions, each with the reward the spec says it must get.
 
 Every expected value is written out by hand from reward spec
-:data:`~hyperpod_rl.tasks.doc_read.reward.REWARD_VERSION` 1.0 (``docs/doc-read-task.md``):
+:data:`~hyperpod_rl.tasks.doc_read.reward.REWARD_VERSION` 1.1 (``docs/doc-read-task.md``):
 1.0 for an answer that matches after normalisation, 0.0 for a well-formed wrong or unparseable
 answer, -0.1 for a format violation. The cases probe the normalisation rules (currencies,
 separators, date orders, homoglyphs, hedged answers) as much as the answer envelope.
@@ -11,11 +11,11 @@ Run it on the built-in reward (``run_audit()``) or on any ``fn(completion, quest
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
+from hyperpod_rl.tasks.audit import AuditReport, Disagreement, audit_table
 from hyperpod_rl.tasks.doc_read.document import Question
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, score_completion
 
@@ -173,41 +173,6 @@ AUDIT_CASES: Final[tuple[AuditCase, ...]] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    """A case where the function under test differs from the table.
-
-    Attributes:
-        case: The audit case.
-        got: The reward returned, or None if the function raised.
-        error: ``"ExceptionType: message"`` when it raised.
-    """
-
-    case: AuditCase
-    got: float | None
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AuditReport:
-    """Outcome of :func:`run_audit`.
-
-    Attributes:
-        reward_version: Spec version the table encodes.
-        total: Number of cases run.
-        disagreements: Cases whose reward differs by more than the tolerance.
-    """
-
-    reward_version: str
-    total: int
-    disagreements: tuple[Disagreement, ...] = field(default_factory=tuple)
-
-    @property
-    def passed(self) -> bool:
-        """True when the function agrees with every case."""
-        return not self.disagreements
-
-
 def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-9) -> AuditReport:
     """Run every :data:`AUDIT_CASES` row through ``reward_fn`` (default :func:`~.reward.score_completion`).
 
@@ -215,14 +180,6 @@ def run_audit(reward_fn: RewardFn | None = None, *, tolerance: float = 1e-9) -> 
         An :class:`AuditReport`; exceptions and non-finite results are disagreements, never re-raised.
     """
     fn = score_completion if reward_fn is None else reward_fn
-    bad: list[Disagreement] = []
-    for case in AUDIT_CASES:
-        try:
-            got: Any = fn(case.completion, AUDIT_QUESTIONS[case.question])
-            value = float(got)
-        except Exception as e:  # noqa: BLE001 - a user function may raise anything; it is reported
-            bad.append(Disagreement(case, None, f"{type(e).__name__}: {e}"))
-            continue
-        if not math.isfinite(value) or abs(value - case.expected) > tolerance:
-            bad.append(Disagreement(case, value))
-    return AuditReport(REWARD_VERSION, len(AUDIT_CASES), tuple(bad))
+    return audit_table(
+        "doc_read", REWARD_VERSION, AUDIT_CASES, lambda c: fn(c.completion, AUDIT_QUESTIONS[c.question]), tolerance=tolerance
+    )

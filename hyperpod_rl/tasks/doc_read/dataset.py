@@ -33,7 +33,6 @@ templates (:data:`~.templates.HELDOUT_TEMPLATES`, never in train) with the same 
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,6 +42,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
+from hyperpod_rl.tasks.dataset import check_weights, quotas, take_quota
 from hyperpod_rl.tasks.dataset import read_rows as _read
 from hyperpod_rl.tasks.dataset import write_parquet as _write
 from hyperpod_rl.tasks.doc_read._model import DocModel
@@ -53,8 +53,9 @@ from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_
 from hyperpod_rl.tasks.doc_read.registry import ENV_CLASS
 from hyperpod_rl.tasks.doc_read.render import PageStyle, encode_png, render_document
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION
-from hyperpod_rl.tasks.doc_read.strata import matches, stratum_of
+from hyperpod_rl.tasks.doc_read.strata import stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES
+from hyperpod_rl.tasks.protocol import check_counts
 from hyperpod_rl.tasks.vision import image_token_count
 
 __all__ = ["SPLITS", "DatasetSpec", "DocRow", "build_dataset", "draw_sample", "make_row", "read_rows", "sample_from_row", "write_parquet"]
@@ -131,22 +132,12 @@ class DatasetSpec(DocModel):
     @field_validator("counts")
     @classmethod
     def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        bad = sorted(set(v) - set(SPLITS))
-        if bad:
-            raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
-        if any(n < 0 for n in v.values()) or sum(v.values()) == 0:
-            raise ValueError("row counts must be >= 0 and at least one split needs rows")
-        return v
+        return check_counts(v)
 
     @field_validator("kinds")
     @classmethod
     def _kinds(cls, v: dict[str, float]) -> dict[str, float]:
-        bad = sorted(set(v) - set(KINDS))
-        if bad:
-            raise ValueError(f"unknown kind(s) {bad}; use {list(KINDS)}")
-        if any(w < 0 for w in v.values()) or sum(v.values()) <= 0:
-            raise ValueError("weights must be >= 0 with a positive sum")
-        return v
+        return check_weights(v, KINDS, "kind")
 
     @field_validator("qtypes")
     @classmethod
@@ -168,17 +159,6 @@ class DatasetSpec(DocModel):
         if self.counts.get("ood", 0) and self.ood_items[0] <= self.items[1]:
             raise ValueError(f"ood_items={self.ood_items} must start above items={self.items} (out-of-distribution pages are denser)")
         return self
-
-
-def _quotas(count: int, mix: Mapping[str, float] | None) -> dict[str, int]:
-    if not mix:
-        return {"": count}
-    total = sum(mix.values())
-    exact = {k: count * w / total for k, w in mix.items()}
-    out = {k: math.floor(x) for k, x in exact.items()}
-    for k in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[: count - sum(out.values())]:
-        out[k] += 1
-    return out
 
 
 def draw_sample(spec: DatasetSpec, split: str, index: int) -> tuple[Document, Question, PageStyle]:
@@ -240,7 +220,7 @@ def make_row(spec: DatasetSpec, split: str, doc: Document, question: Question, s
 
 def _build_split(spec: DatasetSpec, split: str, seen_docs: set[str]) -> list[DocRow]:
     count = spec.counts.get(split, 0)
-    need = _quotas(count, spec.mix if split != "ood" else None)
+    need = quotas(count, spec.mix if split != "ood" else None)
     rows: list[DocRow] = []
     index, last_accept = 0, 0
     while len(rows) < count and index - last_accept <= _STALL_LIMIT:
@@ -250,11 +230,8 @@ def _build_split(spec: DatasetSpec, split: str, seen_docs: set[str]) -> list[Doc
         if doc_hash in seen_docs:
             continue
         stratum = stratum_of(doc, question)
-        open_keys = [k for k, n in need.items() if n > 0 and matches(k, stratum)]
-        if not open_keys:
+        if not take_quota(need, stratum):
             continue
-        key = max(open_keys, key=lambda k: (need[k], k))
-        need[key] -= 1
         seen_docs.add(doc_hash)
         last_accept = index
         content_hash = hashlib.sha256(f"{doc_hash}:{question.content_hash()}:{style.model_dump_json()}".encode()).hexdigest()[:32]

@@ -12,25 +12,17 @@ one, a fresh render.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.doc_read.dataset import sample_from_row
 from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, aggregate_metrics, score
+from hyperpod_rl.tasks.env import OBSERVATIONS, PROMPT_STYLES, EnvSettings
 
 __all__ = ["DocReadEnv"]
-_OBSERVATIONS: Final[tuple[str, ...]] = ("image", "text", "both")
-
-
-def _setting(name: str, extras: Mapping[str, Any], env_config: Any, default: Any) -> Any:
-    value = extras.get(name)
-    if value is None and env_config is not None:
-        value = env_config.get(name) if hasattr(env_config, "get") else getattr(env_config, name, None)
-    return default if value is None else value
 
 
 class DocReadEnv(BaseTextEnv):
@@ -48,18 +40,10 @@ class DocReadEnv(BaseTextEnv):
         super().__init__()
         extras = {} if extras is None else extras
         self.document, self.question, self.style = sample_from_row(extras)
-        observation = str(_setting("observation", extras, env_config, "image"))
-        if observation not in _OBSERVATIONS:
-            raise TaskError(f"observation={observation!r} is not supported; use one of {_OBSERVATIONS}")
-        self.observation = cast(Observation, observation)
-        prompt_style = str(_setting("prompt_style", extras, env_config, "full"))
-        if prompt_style not in ("full", "terse"):
-            raise TaskError(f"prompt_style={prompt_style!r} is not supported; use 'full' or 'terse'")
-        self.prompt_style = cast(PromptStyle, prompt_style)
-        max_tokens = _setting("max_image_tokens", extras, env_config, 512)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 4:
-            raise TaskError(f"max_image_tokens={max_tokens!r} must be an int >= 4")
-        self.max_image_tokens = int(max_tokens)
+        settings = EnvSettings(extras, env_config)
+        self.observation = cast(Observation, settings.choice("observation", "image", OBSERVATIONS))
+        self.prompt_style = cast(PromptStyle, settings.choice("prompt_style", "full", PROMPT_STYLES))
+        self.max_image_tokens = settings.count("max_image_tokens", 512, minimum=4)
         self.max_turns = 1
         self._metrics: dict[str, Any] = {}
 

@@ -2,7 +2,7 @@
 
 Image parts are the OpenAI chat-completions ``image_url`` parts with a base64 PNG data URI,
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``: the shape SkyRL 0.4's
-vision-language generator sends to vLLM (as the maze task; ``hyperpod_rl/maze/messages.py`` cites
+vision-language generator sends to vLLM (as the maze task; ``hyperpod_rl/tasks/maze/messages.py`` cites
 the sources).
 
 Prompt styles: ``full`` (a system prompt with the answer rules, then the page and the question)

@@ -6,8 +6,9 @@ SkyRL's registry is per process: register inside the process that plays episodes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
+
+from hyperpod_rl.tasks.registry import env_functions
 
 __all__ = ["ENTRY_POINT", "ENV_CLASS", "make_env", "register_env"]
 
@@ -17,21 +18,4 @@ ENV_CLASS: Final[str] = "hyperpod_rl.doc_read"
 ENTRY_POINT: Final[str] = "hyperpod_rl.tasks.doc_read.env:DocReadEnv"
 
 
-def register_env() -> None:
-    """Register :class:`~hyperpod_rl.tasks.doc_read.env.DocReadEnv` with skyrl_gym under :data:`ENV_CLASS`; idempotent."""
-    import skyrl_gym
-
-    if ENV_CLASS not in skyrl_gym.registry:
-        skyrl_gym.register(id=ENV_CLASS, entry_point=ENTRY_POINT)
-
-
-def make_env(extras: Mapping[str, Any], env_config: Mapping[str, Any] | None = None) -> Any:
-    """Build one env as SkyRL's generator does: ``skyrl_gym.make(ENV_CLASS, env_config=..., extras=row)``.
-
-    Raises:
-        TaskError: the row does not describe a valid sample (raised by the env).
-    """
-    import skyrl_gym
-
-    register_env()
-    return skyrl_gym.make(ENV_CLASS, env_config=dict(env_config or {}), extras=dict(extras))
+register_env, make_env = env_functions(ENV_CLASS, ENTRY_POINT)

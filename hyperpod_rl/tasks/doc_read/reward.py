@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 #: Version of the reward and normalisation spec; recorded in every row and run.
-REWARD_VERSION: Final[str] = "1.0"
+REWARD_VERSION: Final[str] = "1.1"
 CORRECT: Final[float] = 1.0
 WRONG: Final[float] = 0.0
 FORMAT_PENALTY: Final[float] = 0.1

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from hyperpod_rl.tasks.dataset import stratum_matches as matches
 from hyperpod_rl.tasks.doc_read.document import Document, Question
 
 __all__ = ["DEFAULT_ROW_BINS", "bin_label", "matches", "stratum_of"]
@@ -29,9 +30,3 @@ def bin_label(value: int, edges: Sequence[int], prefix: str) -> str:
 def stratum_of(doc: Document, question: Question, *, row_bins: Sequence[int] = DEFAULT_ROW_BINS) -> str:
     """The stratum label of one sample (see the module docstring)."""
     return "|".join((doc.kind, question.kind, bin_label(len(doc.items), row_bins, "rows")))
-
-
-def matches(key: str, stratum: str) -> bool:
-    """True if every ``|``-part of the mix ``key`` is a part of ``stratum``."""
-    parts = set(stratum.split("|"))
-    return all(p in parts for p in key.split("|") if p)

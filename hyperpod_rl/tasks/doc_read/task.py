@@ -94,6 +94,12 @@ class DocReadTask(TaskBase):
         """:func:`~.reward.aggregate_metrics`: ``accuracy``, ``invalid_rate``, ``unparseable_rate``, per question kind."""
         return aggregate_metrics([dict(m) for m in metrics])
 
+    def demonstration(self, row: Mapping[str, Any]) -> list[str] | None:
+        """SFT demonstration (:func:`hyperpod_rl.tasks.doc_read.demos.doc_read_demonstration`)."""
+        from hyperpod_rl.tasks.doc_read.demos import doc_read_demonstration
+
+        return doc_read_demonstration(row)
+
     def audit_cases(self) -> Sequence[AuditCase]:
         """The audit table (:data:`~.audit.AUDIT_CASES`) in the generic form."""
         return _AUDIT

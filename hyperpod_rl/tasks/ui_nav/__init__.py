@@ -15,6 +15,7 @@ Example:
     -0.1
 """
 
+from hyperpod_rl.tasks.registry import lazy_attributes
 from hyperpod_rl.tasks.ui_nav.answer import VIOLATIONS, ParsedAction, parse_action
 from hyperpod_rl.tasks.ui_nav.app import (
     Action,
@@ -92,10 +93,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``UINavEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need."""
-    if name == "UINavEnv":
-        from hyperpod_rl.tasks.ui_nav.env import UINavEnv
-
-        return UINavEnv
-    raise AttributeError(f"module 'hyperpod_rl.tasks.ui_nav' has no attribute {name!r}")
+#: ``UINavEnv`` is loaded on first use: it imports skyrl-gym, which the rest of the task does not need.
+__getattr__ = lazy_attributes(__name__, {"UINavEnv": "hyperpod_rl.tasks.ui_nav.env:UINavEnv"})

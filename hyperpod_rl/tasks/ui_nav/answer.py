@@ -5,14 +5,17 @@ only whitespace and end-of-turn tokens (``<|im_end|>``, ``<|endoftext|>``) after
 inside ``<think>...</think>`` is reasoning and never counts. Actions (ASCII, verbs in any case):
 
 * ``click "Dark mode"`` or ``click Dark mode``: click the visible element with that label
-  (labels match case-insensitively, runs of spaces collapsed);
+  (labels match case-insensitively, runs of spaces collapsed; a label is what the app's
+  :data:`~hyperpod_rl.tasks.ui_nav.app.LABEL_PATTERN` admits: printable ASCII but ``"`` ``;``
+  ``(`` ``)``, so ``Sync: photos``, ``Name, city`` and ``Wi-Fi+`` are labels);
 * ``click (120, 48)`` or ``click 120, 48``: click at pixel x=120, y=48 of the image shown
-  (origin top-left; integers, a minus sign allowed, so that out-of-screen clicks parse);
+  (origin top-left; integers of any size, a minus sign allowed, so that every out-of-screen click
+  parses and scores as off-screen);
 * ``type "Ada"``: replace the focused text field's text (double quotes required, no quote inside);
 * ``back``: go back one screen (closes an open dialog).
 
-Every deviation is a *format violation*: :class:`ParsedAction` then has no action and a code from
-:data:`VIOLATIONS`. Whether the action applies to the screen (a label that exists, a focused
+The grammar is written out in the spec ("Answer grammar"). Every deviation is a *format
+violation*: :class:`ParsedAction` then has no action and a code from :data:`VIOLATIONS`. Whether the action applies to the screen (a label that exists, a focused
 field) is the reward's business, not the parser's.
 """
 
@@ -22,9 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS
+from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS
 from hyperpod_rl.tasks.answer import extract_answer as _extract
-from hyperpod_rl.tasks.ui_nav.app import Action
+from hyperpod_rl.tasks.ui_nav.app import LABEL_PATTERN, RESERVED_WORD_PATTERN, Action
 
 __all__ = [
     "END_TOKENS",
@@ -44,17 +47,7 @@ MAX_ANSWER_CHARS: Final[int] = 256
 
 #: Violation codes, in the order they are checked.
 VIOLATIONS: Final[tuple[str, ...]] = (
-    "not_text",
-    "too_long",
-    "vision_token",
-    "no_answer",
-    "malformed_tags",
-    "unclosed_answer",
-    "nested_answer",
-    "multiple_answers",
-    "text_after_answer",
-    "answer_too_long",
-    "empty_answer",
+    *ENVELOPE_VIOLATIONS,
     "non_ascii",
     "multiple_actions",
     "unknown_action",
@@ -62,10 +55,11 @@ VIOLATIONS: Final[tuple[str, ...]] = (
 )
 
 _VERB = re.compile(r"^(click|type|back)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
-_XY = re.compile(r"^\(?\s*(-?\d{1,6})\s*,\s*(-?\d{1,6})\s*\)?$")
-_QUOTED = re.compile(r'^"([^"]*)"$')
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 '\-.&/]*$")
-_SECOND_VERB = re.compile(r"\b(click|type|back)\b", re.IGNORECASE)
+#: ``coords``: ``(x, y)`` or ``x, y``, integers of any length (the answer block bounds them), a minus sign allowed.
+_INT = r"-?\d+"
+_COORDS = re.compile(rf"\( *(?P<x1>{_INT}) *, *(?P<y1>{_INT}) *\)|(?P<x2>{_INT}) *, *(?P<y2>{_INT})")
+#: ``quoted``: a double-quoted argument with no double quote inside.
+_QUOTED = re.compile(r'"([^"]*)"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +91,15 @@ def _fail(code: str) -> ParsedAction:
 
 
 def parse_action(text: object) -> ParsedAction:
-    """Extract the one action of a completion, or name the format violation (see module docstring).
+    """Extract the one action of a completion, or name the format violation.
+
+    The answer grammar of docs/ui-nav-task.md ("Answer grammar"), production by production: after
+    the envelope, ``non_ascii``, and ``multiple_actions`` for ``;`` or a line break or tab, the
+    verb (``unknown_action`` otherwise), then its argument: ``back`` takes none; ``type`` one
+    quoted text; ``click`` coordinates (:data:`_COORDS`, integers of any size, so a click far
+    outside the image is a click, scored off-screen), else a quoted or bare label read with the
+    app's own :data:`~hyperpod_rl.tasks.ui_nav.app.LABEL_PATTERN` (``bad_arguments`` otherwise;
+    ``multiple_actions`` for a second verb in a bare argument).
 
     Returns:
         :class:`ParsedAction`; never raises on bad text.
@@ -117,22 +119,24 @@ def parse_action(text: object) -> ParsedAction:
         return _fail("unknown_action")
     verb, rest = m.group(1).lower(), m.group(2).strip()
     if verb == "back":
-        return ParsedAction(Action("back")) if not rest else _fail("multiple_actions" if _SECOND_VERB.search(rest) else "bad_arguments")
-    quoted = _QUOTED.match(rest)
+        return (
+            ParsedAction(Action("back"))
+            if not rest
+            else _fail("multiple_actions" if RESERVED_WORD_PATTERN.search(rest) else "bad_arguments")
+        )
+    quoted = _QUOTED.fullmatch(rest)
     if verb == "type":
         if quoted is None:
             return _fail("bad_arguments")
         typed = quoted.group(1).strip()
         return ParsedAction(Action("type", text=typed)) if typed else _fail("bad_arguments")
     # click
-    xy = _XY.match(rest)
-    if xy is not None:
-        return ParsedAction(Action("click_xy", x=int(xy.group(1)), y=int(xy.group(2))))
-    label = " ".join((quoted.group(1) if quoted else rest).split())
-    if not label:
-        return _fail("bad_arguments")
-    if quoted is None and _SECOND_VERB.search(label):
+    if xy := _COORDS.fullmatch(rest):
+        x, y = (int(v) for v in (xy.group("x1") or xy.group("x2"), xy.group("y1") or xy.group("y2")))
+        return ParsedAction(Action("click_xy", x=x, y=y))
+    if quoted is None and RESERVED_WORD_PATTERN.search(rest):
         return _fail("multiple_actions")
-    if '"' in label or not _LABEL.match(label):
+    label = re.sub(" {2,}", " ", (quoted.group(1) if quoted else rest).strip(" "))  # runs of spaces, not other whitespace
+    if not LABEL_PATTERN.fullmatch(label):
         return _fail("bad_arguments")
     return ParsedAction(Action("click", label=label))

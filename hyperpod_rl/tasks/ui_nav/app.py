@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import deque
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
@@ -36,6 +37,9 @@ __all__ = [
     "DIALOG_TEXT",
     "RESERVED_WORDS",
     "CONTROL_KINDS",
+    "COORDINATES_PATTERN",
+    "LABEL_PATTERN",
+    "RESERVED_WORD_PATTERN",
     "SCREEN_KINDS",
     "Action",
     "App",
@@ -51,6 +55,7 @@ __all__ = [
     "find_element",
     "initial_state",
     "is_solved",
+    "label_problem",
     "optimal_actions",
     "press",
     "visible_elements",
@@ -120,11 +125,31 @@ class Goal:
     targets: tuple[tuple[int, Value], ...]
 
 
+#: The label grammar (docs/ui-nav-task.md, "Answer grammar"): printable ASCII (space to ``~``) but
+#: ``"`` ``;`` ``(`` ``)``, starting and ending with a non-space. The answer parser reads a clicked
+#: label with the same pattern, so every label an app can hold is clickable by its exact text.
+LABEL_PATTERN: Final[re.Pattern[str]] = re.compile(r"[!#-'*-:<-~](?:[ !#-'*-:<-~]*[!#-'*-:<-~])?")
+#: A reserved word standing as a word of a label (``Go back``, ``Auto-type``): the parser reads it as a second verb.
+RESERVED_WORD_PATTERN: Final[re.Pattern[str]] = re.compile(r"\b(?:" + "|".join(sorted(RESERVED_WORDS)) + r")\b", re.IGNORECASE)
+#: Bare click coordinates, ``120, 48`` (the answer grammar's ``coords`` without parentheses): no label has this shape.
+COORDINATES_PATTERN: Final[re.Pattern[str]] = re.compile(r"(-?\d+) *, *(-?\d+)")
+
+
+def label_problem(label: object) -> str | None:
+    """Why ``label`` cannot be a label (see :data:`LABEL_PATTERN`), or None when it can."""
+    if not isinstance(label, str) or not LABEL_PATTERN.fullmatch(label):
+        return 'must be non-empty printable ASCII without outer spaces, and must not hold " ; ( )'
+    if RESERVED_WORD_PATTERN.search(label):
+        return f"must not hold the words {sorted(RESERVED_WORDS)} (action verbs of the answer format)"
+    if COORDINATES_PATTERN.fullmatch(label):
+        return "must not look like click coordinates (two integers and a comma)"
+    return None
+
+
 def _check_label(where: str, label: str) -> None:
-    if not isinstance(label, str) or not label.strip() or label != label.strip() or not label.isascii():
-        raise TaskError(f"{where}: label {label!r} must be non-empty ASCII text without outer spaces")
-    if any(ch in label for ch in ';"\n()') or any(w in RESERVED_WORDS for w in label.lower().split()):
-        raise TaskError(f'{where}: label {label!r} must not hold ; " ( ) or the words {sorted(RESERVED_WORDS)}')
+    problem = label_problem(label)
+    if problem is not None:
+        raise TaskError(f"{where}: label {label!r} {problem}")
 
 
 @dataclass(frozen=True, slots=False)

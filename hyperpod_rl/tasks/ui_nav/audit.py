@@ -1,6 +1,6 @@
 """The reward audit of interface navigation: adversarial completions with the reward the spec says they get.
 
-Every expected value is written out by hand from the constants of reward spec ``ui_nav-1.0``
+Every expected value is written out by hand from the constants of reward spec ``ui_nav-1.1``
 (``docs/ui-nav-task.md``): an action one step closer to the goal 0.09, one step away -0.11, an
 applied action that changes no distance -0.01, the action that reaches the goal 1.09, an action
 that does not apply -0.1, a click outside the image -0.15, a format violation -0.2.

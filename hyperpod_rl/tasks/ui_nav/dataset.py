@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.dataset import derive_seed, quotas, write_parquet
+from hyperpod_rl.tasks.dataset import derive_seed, quotas, take_quota, write_parquet
 from hyperpod_rl.tasks.dataset import read_rows as _read_rows
 from hyperpod_rl.tasks.protocol import SPLITS, TaskOptions
 from hyperpod_rl.tasks.ui_nav.app import default_max_turns, initial_state
@@ -45,7 +45,7 @@ from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_pr
 from hyperpod_rl.tasks.ui_nav.registry import ENV_CLASS
 from hyperpod_rl.tasks.ui_nav.render import SIZES, THEMES, RenderStyle, image_tokens
 from hyperpod_rl.tasks.ui_nav.reward import REWARD_VERSION
-from hyperpod_rl.tasks.ui_nav.strata import matches, stratum_of
+from hyperpod_rl.tasks.ui_nav.strata import stratum_of
 
 __all__ = ["SPLITS", "DatasetSpec", "build_dataset", "read_rows", "write_parquet"]
 
@@ -206,11 +206,8 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str
         if app.content_hash in seen:
             continue
         stratum = stratum_of(app, style)
-        open_keys = [k for k, n in need.items() if n > 0 and matches(k, stratum)]
-        if not open_keys:
+        if not take_quota(need, stratum):
             continue
-        key = max(open_keys, key=lambda k: (need[k], k))
-        need[key] -= 1
         last_accept = index
         seen.add(app.content_hash)
         max_turns = spec.max_turns or default_max_turns(app)

@@ -16,28 +16,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, cast
 
-from pydantic import ValidationError
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
+from hyperpod_rl.tasks.env import OBSERVATIONS, PROMPT_STYLES, EnvSettings, parse_model
 from hyperpod_rl.tasks.ui_nav.app import App, default_max_turns, initial_state
 from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, feedback_text, observation_message
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle
 from hyperpod_rl.tasks.ui_nav.reward import REWARD_VERSION, aggregate_metrics, score_step
 
 __all__ = ["UINavEnv", "parse_style"]
-_OBSERVATIONS: Final[tuple[str, ...]] = ("image", "text", "both")
-
-
-def _setting(name: str, extras: Mapping[str, Any], env_config: Any, default: Any) -> Any:
-    value = extras.get(name)
-    if value is None and env_config is not None:
-        value = env_config.get(name) if hasattr(env_config, "get") else getattr(env_config, name, None)
-    return default if value is None else value
 
 
 def parse_style(raw: Any) -> RenderStyle:
@@ -46,14 +37,7 @@ def parse_style(raw: Any) -> RenderStyle:
     Raises:
         TaskError: the style is invalid (names the field).
     """
-    try:
-        if raw is None:
-            return RenderStyle()
-        if isinstance(raw, (str, bytes)):
-            return RenderStyle.model_validate_json(raw)
-        return RenderStyle.model_validate(dict(raw))
-    except ValidationError as e:
-        raise TaskError(format_validation_error(e, what="render_style", prefix="render_style.", model=RenderStyle)) from None
+    return parse_model(raw, RenderStyle, name="render_style")
 
 
 class UINavEnv(BaseTextEnv):
@@ -76,19 +60,11 @@ class UINavEnv(BaseTextEnv):
         if raw is None:
             raise TaskError("extras['app'] is required: put App.to_json() in the dataset row's 'app' column")
         self.app: App = App.from_json(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
-        observation = str(_setting("observation", extras, env_config, "image"))
-        if observation not in _OBSERVATIONS:
-            raise TaskError(f"observation={observation!r} is not supported; use one of {_OBSERVATIONS}")
-        self.observation = cast(Observation, observation)
-        prompt_style = str(_setting("prompt_style", extras, env_config, "full"))
-        if prompt_style not in ("full", "terse"):
-            raise TaskError(f"prompt_style={prompt_style!r} is not supported; use 'full' or 'terse'")
-        self.prompt_style = cast(PromptStyle, prompt_style)
-        max_turns = _setting("max_turns", extras, env_config, default_max_turns(self.app))
-        if isinstance(max_turns, bool) or not isinstance(max_turns, (int, float)) or int(max_turns) != max_turns or max_turns < 1:
-            raise TaskError(f"max_turns={max_turns!r} must be an int >= 1")
-        self.max_turns = int(max_turns)
-        self.style = parse_style(_setting("render_style", extras, env_config, None))
+        settings = EnvSettings(extras, env_config)
+        self.observation = cast(Observation, settings.choice("observation", "image", OBSERVATIONS))
+        self.prompt_style = cast(PromptStyle, settings.choice("prompt_style", "full", PROMPT_STYLES))
+        self.max_turns = settings.count("max_turns", default_max_turns(self.app))
+        self.style = settings.model("render_style", RenderStyle)
         self.state = initial_state(self.app)
         self._d0 = self.app.shortest_path_length
         self._d = self._d0

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 #: Version of the reward spec; recorded in every row and every step's metadata.
-REWARD_VERSION: Final[str] = "ui_nav-1.0"
+REWARD_VERSION: Final[str] = "ui_nav-1.1"
 SUCCESS_BONUS: Final[float] = 1.0
 PROGRESS_PER_STEP: Final[float] = 0.1
 STEP_COST: Final[float] = 0.01

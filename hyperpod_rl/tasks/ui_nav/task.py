@@ -130,6 +130,12 @@ class UINavTask(TaskBase):
         """:func:`hyperpod_rl.tasks.ui_nav.reward.aggregate_metrics` (``solve_rate``, ``progress``, ...)."""
         return aggregate_metrics([dict(m) for m in metrics])
 
+    def demonstration(self, row: Mapping[str, Any]) -> list[str] | None:
+        """SFT demonstration (:func:`hyperpod_rl.tasks.ui_nav.demos.ui_nav_demonstration`)."""
+        from hyperpod_rl.tasks.ui_nav.demos import ui_nav_demonstration
+
+        return ui_nav_demonstration(app_of(row))
+
     def audit_cases(self) -> Sequence[AuditCase]:
         """:data:`hyperpod_rl.tasks.ui_nav.audit.AUDIT_CASES`."""
         return AUDIT_CASES

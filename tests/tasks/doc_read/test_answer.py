@@ -129,3 +129,68 @@ def test_score_never_raises_on_hostile_text() -> None:
     q = _money("1", "USD")
     for text in ["<answer>\x00</answer>", "<answer>" + "\u202e1" + "</answer>", "<answer>$$$</answer>", "<answer>1e9999</answer>"]:
         assert score(text, q).reward in (0.0, -FORMAT_PENALTY)
+
+
+#: Held-back adversarial answers of issue 30 (and their kind): numbers the spec's grammar defines as valid.
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1,234,500", "1234500"),
+        ("1.234.500", "1234500"),
+        ("1 234 500", "1234500"),
+        ("1'234'500", "1234500"),
+        ("1234.500", "1234500"),
+        ("1234,500", "1234500"),
+        ("12345,678", "12345678"),
+        ("1,234,500.25", "1234500.25"),
+        ("1.234.500,25", "1234500.25"),
+        ("1 234 500.5", "1234500.5"),
+        ("- 1,234,500", "-1234500"),
+        ("+1,234", "1234"),
+        ("1,234.500", "1234.5"),
+    ],
+)
+def test_grouped_numbers_of_the_spec_grammar_parse(text: str, value: str) -> None:
+    from decimal import Decimal
+
+    assert parse_number(text) == Decimal(value)
+    q = Question(qtype="t", kind="sum", text="t", answer_type="number", expected=value)
+    assert score(f"<answer>{text}</answer>", q).correct, text
+    if text[0].isdigit():  # the same amount as money, with a dollar sign
+        assert score(f"<answer>${text}</answer>", _money(value, "USD")).correct, text
+
+
+@pytest.mark.parametrize(
+    "text", ["1234,567.89", "1,234,5", "1 234 5", "12345 678", "1.234,567.8", "1,234.567,8", "--1", "1.234.56", "1,234 567"]
+)
+def test_numbers_outside_the_grammar_do_not_parse(text: str) -> None:
+    assert parse_number(text) is None
+    q = Question(qtype="t", kind="sum", text="t", answer_type="number", expected="1")
+    assert normalise(text, q).error == "not_a_number"
+
+
+def test_the_number_grammar_is_stated_in_the_spec() -> None:
+    """The spec page states the grammar the parser implements (docs/doc-read-task.md, "Number grammar")."""
+    from pathlib import Path
+
+    spec = (Path(__file__).resolve().parents[3] / "docs" / "doc-read-task.md").read_text()
+    grammar = spec[spec.index("**Number grammar**") :].split("```text\n", 1)[1].split("```", 1)[0]
+    for production in ("number", "plain", "single", "grouped", "group(s)", "point(s)", "frac", "d3", "d1to3"):
+        assert f"\n{production} " in f"\n{grammar}", production
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.integers(min_value=0, max_value=10**12),
+    cents=st.one_of(st.none(), st.integers(min_value=0, max_value=99)),
+    sep=st.sampled_from([",", ".", " ", "'"]),
+)
+def test_every_grouped_rendering_of_a_number_parses_to_it(value: int, cents: int | None, sep: str) -> None:
+    """Any number written by the grammar's ``grouped`` production reads back as itself."""
+    from decimal import Decimal
+
+    grouped = f"{value:,}".replace(",", sep)
+    point = "," if sep == "." else "."
+    text = grouped if cents is None else f"{grouped}{point}{cents:02d}"
+    want = Decimal(value) if cents is None else Decimal(f"{value}.{cents:02d}")
+    assert parse_number(text) == want, text

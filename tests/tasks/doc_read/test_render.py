@@ -19,7 +19,7 @@ from hyperpod_rl.tasks.doc_read import (
     sized_px,
 )
 from hyperpod_rl.tasks.vision import image_token_count
-from tests.maze.test_render import _upstream_smart_resize
+from tests.tasks.upstream import upstream_smart_resize as _upstream_smart_resize
 
 
 @pytest.mark.parametrize("template_id", sorted(TEMPLATES))

@@ -12,16 +12,17 @@ def test_doc_read_trains_a_few_steps_and_evaluates(tmp_path) -> None:
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
     from hyperpod_rl.tasks import read_rows
+    from hyperpod_rl.tasks.doc_read import REWARD_VERSION
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     opts = QuickstartOptions.build(
         task="doc_read",
         task_options={"qtypes": ["field.kind"], "max_image_tokens": 64},
-        train_mazes=24,
-        heldout_mazes=8,
+        train_rows=24,
+        heldout_rows=8,
         steps=2,
         group_size=4,
-        mazes_per_step=4,
+        prompts_per_step=4,
     )
     data = prepare_dataset(opts, tmp_path)
     assert data.spec["task"] == "doc_read"
@@ -33,7 +34,7 @@ def test_doc_read_trains_a_few_steps_and_evaluates(tmp_path) -> None:
     run_dir = tmp_path / "runs" / "docread-ci"
     adapter = ReferenceTrainer(cfg, run_dir).train()
     prov = json.loads((adapter / "provenance.json").read_text())
-    assert (prov["task"], prov["reward_version"], prov["steps"]) == ("doc_read", "1.0", 2)
+    assert (prov["task"], prov["reward_version"], prov["steps"]) == ("doc_read", REWARD_VERSION, 2)
 
     heldout = read_rows(data.heldout)
     base = evaluate(model_dir, heldout, label="base")

@@ -113,6 +113,9 @@ def test_json_round_trip_and_content_hash() -> None:
     [
         (lambda d: d["screens"][1].update(title="Set;tings"), "must not hold"),
         (lambda d: d["screens"][1].update(title="Go back"), "must not hold"),
+        (lambda d: d["screens"][1].update(title="Play-back"), "must not hold the words"),
+        (lambda d: d["screens"][1].update(title="Tab\there"), "printable ASCII"),
+        (lambda d: d["screens"][1].update(title="12, 40"), "look like click coordinates"),
         (lambda d: d["screens"][5].update(title="Display"), "repeat on one screen"),
         (lambda d: d["screens"][0].update(kind="settings"), "home menu"),
         (lambda d: d["goal"].update(page=1), "must be a page"),

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 import io
-import math
-import os
-from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -27,21 +22,7 @@ from hyperpod_rl.tasks.ui_nav import (
 )
 from hyperpod_rl.tasks.ui_nav.app import Action, apply_action
 from hyperpod_rl.tasks.ui_nav.render import THEMES as THEME_COLOURS
-
-
-def _upstream_smart_resize():
-    """qwen-vl-utils' own smart_resize, loaded from its source without importing torch (as tests/maze does)."""
-    spec = importlib.util.find_spec("qwen_vl_utils")
-    assert spec is not None and spec.submodule_search_locations, "qwen-vl-utils is a dependency: reinstall the package"
-    source = Path(next(iter(spec.submodule_search_locations))) / "vision_process.py"
-    tree = ast.parse(source.read_text())
-    keep = {"round_by_factor", "ceil_by_factor", "floor_by_factor", "smart_resize"}
-    body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in keep]
-    body += [n for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
-    ns: dict = {"math": math, "Optional": object, "Tuple": object, "os": os}
-    module = ast.Module(body=sorted(body, key=lambda n: isinstance(n, ast.FunctionDef)), type_ignores=[])
-    exec(compile(module, str(source), "exec"), ns)  # noqa: S102 - the installed dependency's own source
-    return ns["smart_resize"]
+from tests.tasks.upstream import upstream_smart_resize as _upstream_smart_resize
 
 
 @pytest.mark.parametrize("size", sorted(SIZES))

@@ -1,0 +1,131 @@
+"""The SFT stage of a run: ``RunConfig.stage='sft'`` and its :class:`SFTConfig` section, and the
+starting adapter of any run (``model.init_adapter``).
+
+An SFT run is a run like any other (same ``RunConfig``, run directory, detached Ray Job, metrics,
+checkpoints, resume, provenance and ledger); it trains the LoRA adapter by cross-entropy on the
+task's own demonstrations (:mod:`hyperpod_rl.tasks.demonstrations`) instead of GRPO. A later GRPO
+run starts from its adapter with ``model.init_adapter=<sft run dir>/adapter`` (``--from-run``).
+
+The rules here run when a :class:`~hyperpod_rl.config.run.RunConfig` is built, one line per
+problem, each ending with the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from hyperpod_rl.config.sections import _Section
+
+__all__ = ["STAGES", "SFTConfig", "init_adapter_problems", "read_adapter_record", "sft_problems"]
+
+#: Training stages of a run: GRPO (reinforcement learning on the task's reward) or SFT
+#: (supervised fine-tuning on the task's demonstrations).
+STAGES: Final[tuple[str, ...]] = ("grpo", "sft")
+
+Stage = Literal["grpo", "sft"]
+
+
+class SFTConfig(_Section):
+    """Supervised fine-tuning on demonstrations (read when ``stage='sft'``).
+
+    SkyRL 0.4 keys (``skyrl.train.config.sft_config.SFTConfig``, :mod:`hyperpod_rl.config.skyrl_sft`):
+    ``optimizer_config.lr``, ``batch_size``, ``num_steps``.
+    """
+
+    lr: float = Field(
+        2e-3,
+        gt=0,
+        description="AdamW learning rate of the LoRA adapter during SFT (SkyRL optimizer_config.lr)",
+    )
+    rows_per_step: int = Field(
+        16,
+        gt=0,
+        description="reference backend: dataset rows (mazes) per SFT step, every turn of each row's demonstration "
+        "in the loss; SkyRL: demonstration turns per step (its batch_size counts examples)",
+    )
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
+    max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
+
+
+def read_adapter_record(path: str | Path) -> dict[str, Any] | None:
+    """The ``provenance.json`` of an adapter directory, or None when it has none or it is unreadable."""
+    prov = Path(path).expanduser() / "provenance.json"
+    try:
+        data = json.loads(prov.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def init_adapter_problems(cfg: Any) -> list[str]:
+    """``model.init_adapter``: an adapter directory of the same base model and LoRA rank.
+
+    Checked here where the directory is readable (the reference backend's local paths; a SkyRL
+    path on the cluster is checked by the trainer): it holds ``adapter_config.json``; its
+    ``provenance.json`` names the same base model revision as ``model.revision`` (when set) and
+    its rank equals ``lora.rank``.
+    """
+    init = cfg.model.init_adapter
+    if init is None:
+        return []
+    path = Path(init).expanduser()
+    if cfg.backend == "skyrl":
+        return (
+            []
+            if init.startswith("/")
+            else [f"model.init_adapter={init!r} is not an absolute path on the cluster: give the adapter directory"]
+        )
+    if not (path / "adapter_config.json").is_file():
+        return [
+            f"model.init_adapter={init!r} is not an adapter directory (no adapter_config.json): give a run's adapter/ "
+            "directory, or start from a finished run with --from-run RUN_ID"
+        ]
+    out = []
+    record = read_adapter_record(path) or {}
+    theirs = record.get("base_model_revision")
+    if cfg.model.revision and theirs and theirs != cfg.model.revision:
+        out.append(
+            f"model.init_adapter was trained on base model revision {theirs}, but model.revision is {cfg.model.revision}: "
+            "start from an adapter trained on this base model, or set model.path/model.revision to the adapter's base model"
+        )
+    try:
+        rank = json.loads((path / "adapter_config.json").read_text()).get("r")
+    except (OSError, ValueError):
+        rank = None
+    if rank is not None and int(rank) != cfg.lora.rank:
+        out.append(f"model.init_adapter has LoRA rank {rank}, but lora.rank is {cfg.lora.rank}: set lora.rank={rank}")
+    return out
+
+
+def sft_problems(cfg: Any) -> list[str]:
+    """The SFT stage's rules: the task must have demonstrations."""
+    out = init_adapter_problems(cfg)
+    if cfg.stage != "sft":
+        return out
+    from hyperpod_rl.tasks import get_task
+    from hyperpod_rl.tasks.demonstrations import has_demonstrations
+
+    task = get_task(cfg.task.name)
+    if not has_demonstrations(task):
+        out.append(
+            f"stage='sft' trains on the task's demonstrations, but task {task.name!r} has none (no Task.demonstration member): "
+            "use stage='grpo', or give the task a demonstration(row) solver (docs/tasks.md)"
+        )
+    if cfg.backend == "skyrl":
+        dp = cfg.placement.policy_gpus
+        per_gpu, rest = divmod(cfg.sft.rows_per_step, dp)
+        if rest or per_gpu % cfg.trainer.micro_batch_size:
+            out.append(
+                f"sft.rows_per_step={cfg.sft.rows_per_step} must split into {dp} policy GPUs x a multiple of "
+                f"trainer.micro_batch_size={cfg.trainer.micro_batch_size} (SkyRL SFT batch_size rule): "
+                f"use a multiple of {dp * cfg.trainer.micro_batch_size}"
+            )
+    if cfg.backend == "reference" and cfg.trainer.workers > 1:
+        out.append(
+            f"stage='sft' trains in one process on the reference backend, but trainer.workers={cfg.trainer.workers}: set trainer.workers=1"
+        )
+    return out

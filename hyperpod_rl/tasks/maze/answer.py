@@ -1,0 +1,94 @@
+"""Parse a model completion into maze moves. Pure; the written spec is ``docs/maze-task.md``.
+
+Format: free reasoning, then exactly one ``<answer>...</answer>`` block holding direction
+words (``up``, ``down``, ``left``, ``right``; ASCII, any case) separated by spaces or commas.
+Only whitespace and end-of-turn tokens (``<|im_end|>``, ``<|endoftext|>``) may follow the
+block. Anything inside ``<think>...</think>`` is reasoning and never counts as the answer.
+
+Every deviation is a *format violation*: :class:`ParsedAnswer` then has no moves and a
+``violation`` code from :data:`VIOLATIONS`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS, extract_answer
+from hyperpod_rl.tasks.maze.grid import DIRECTIONS
+
+__all__ = [
+    "END_TOKENS",
+    "MAX_ANSWER_CHARS",
+    "MAX_COMPLETION_CHARS",
+    "VIOLATIONS",
+    "VISION_TOKENS",
+    "ParsedAnswer",
+    "parse_answer",
+]
+
+#: Longest completion parsed, in characters; longer ones are a violation ("too_long").
+MAX_COMPLETION_CHARS: Final[int] = 32_768
+#: Longest text inside the answer block, in characters ("answer_too_long").
+MAX_ANSWER_CHARS: Final[int] = 2_048
+
+#: Violation codes, in the order they are checked.
+VIOLATIONS: Final[tuple[str, ...]] = (
+    *ENVELOPE_VIOLATIONS,
+    "non_ascii",
+    "unknown_move",
+    "too_many_moves",
+)
+
+_SEP = re.compile(r"[\s,]+")
+_DIRECTION_SET: Final[frozenset[str]] = frozenset(DIRECTIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedAnswer:
+    """The result of :func:`parse_answer`.
+
+    Attributes:
+        moves: Direction words in order (lower case); empty when ``violation`` is set.
+        violation: None for a well-formed answer, else one code from :data:`VIOLATIONS`.
+    """
+
+    moves: tuple[str, ...] = ()
+    violation: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the answer is well formed."""
+        return self.violation is None
+
+
+def _fail(code: str) -> ParsedAnswer:
+    return ParsedAnswer(moves=(), violation=code)
+
+
+def parse_answer(text: object, *, max_moves: int | None = None) -> ParsedAnswer:
+    """Extract the moves from a completion, or name the format violation.
+
+    Args:
+        text: The model completion (decoded text, special tokens included).
+        max_moves: Most moves allowed in the answer (1 in step mode); None for no limit.
+
+    Returns:
+        ParsedAnswer with ``moves`` or a ``violation`` code. Never raises on bad text.
+    """
+    content, violation = extract_answer(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
+    if content is None:
+        assert violation is not None  # extract_answer returns exactly one of the two
+        return _fail(violation)
+    words = [w for w in _SEP.split(content) if w]
+    if not words:
+        return _fail("empty_answer")
+    if not content.isascii():
+        return _fail("non_ascii")
+    moves = tuple(w.lower() for w in words)
+    if any(m not in _DIRECTION_SET for m in moves):
+        return _fail("unknown_move")
+    if max_moves is not None and len(moves) > max_moves:
+        return _fail("too_many_moves")
+    return ParsedAnswer(moves=moves, violation=None)

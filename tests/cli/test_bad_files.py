@@ -1,0 +1,141 @@
+"""Bad files given to any command: one ``error:`` line, exit 2, never a traceback (issue 32 items 1, 2, 5).
+
+Field report (new-user trial): a YAML with a Latin-1 "é" in a comment ended ``plan --config``,
+``job submit`` and ``cluster validate`` with a ``UnicodeDecodeError`` traceback; ``tasks sample
+--out`` at an existing file or an impossible path ended with a traceback; an empty
+``--model-path`` folder got a ✓ before it failed. Every command that reads a user file is given a
+non-UTF-8 one here, and every output option a path it cannot write.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hyperpod_rl.cli import app
+from hyperpod_rl.cli._common import ERROR_PREFIX
+
+runner = CliRunner()
+
+#: A comment with a Latin-1 "é" (byte 0xe9), as an editor set to Latin-1 saves it.
+LATIN1_YAML = "# réglages du cluster\nrun_id: x\n".encode("latin-1")
+
+
+def _one_error(args: list[str], *, words: tuple[str, ...]) -> str:
+    result = runner.invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 2, (args, result.output, result.exception)
+    assert result.stderr.startswith(f"{ERROR_PREFIX} ") and result.output.count(ERROR_PREFIX) == 1, (args, result.output)
+    assert "Traceback" not in result.output and not isinstance(result.exception, UnicodeDecodeError), args
+    assert "✓" not in result.output, (args, result.output)
+    for word in words:
+        assert word in result.stderr, (args, word, result.stderr)
+    return result.stderr
+
+
+def _latin1_file(tmp_path: Path, name: str = "bad.yaml") -> Path:
+    path = tmp_path / name
+    path.write_bytes(LATIN1_YAML)
+    return path
+
+
+def _latin1_model_dir(tmp_path: Path) -> Path:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_bytes(b'{"model_type": "qwen3_vl", "_name_or_path": "caf\xe9"}')
+    (model / "model.safetensors").write_bytes(b"\0" * 16)
+    return model
+
+
+#: command -> the arguments that make it read a non-UTF-8 file (``{f}``: a Latin-1 YAML/JSON file,
+#: ``{model}``: a model folder whose config.json is Latin-1, ``{out}``: a fresh folder).
+READERS = {
+    "plan --config": ["plan", "--config", "{f}"],
+    "job submit": ["job", "submit", "{f}"],
+    "cluster validate": ["cluster", "validate", "{f}"],
+    "cluster render --spec": ["cluster", "render", "--spec", "{f}"],
+    "cluster render --from-manifest": ["cluster", "render", "--from-manifest", "{f}"],
+    "cluster apply --spec": ["cluster", "apply", "--spec", "{f}"],
+    "cluster apply --from-manifest": ["cluster", "apply", "--from-manifest", "{f}"],
+    "maze build --spec": ["maze", "build", "--spec", "{f}", "--out", "{out}"],
+    "quickstart --model-path": ["quickstart", "--model-path", "{model}", "--no-serve"],
+    "serve preflight --base": ["serve", "preflight", "{model}", "--base", "{model}"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(READERS))
+def test_a_file_that_is_not_utf8_is_one_error_line(command: str, tmp_path: Path) -> None:
+    f, model = _latin1_file(tmp_path), _latin1_model_dir(tmp_path)
+    args = [a.format(f=f, model=model, out=tmp_path / "out") for a in READERS[command]]
+    err = _one_error(args, words=("not UTF-8", "save it as UTF-8"))
+    assert str(f) in err or str(model) in err, err  # names the file
+
+
+@pytest.mark.parametrize("command", [["tasks", "audit", "doc_read"], ["maze", "audit"]], ids=" ".join)
+def test_a_reward_module_that_is_not_utf8_is_one_error_line(command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "latin1_reward.py").write_bytes(b'LABEL = "r\xe9compense"\ndef score(row, completion, state):\n    return 0.0\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "latin1_reward", raising=False)
+    _one_error([*command, "--reward-fn", "latin1_reward:score"], words=("latin1_reward", "cannot be imported", "utf-8"))
+
+
+def test_the_cli_net_catches_a_decode_error_of_any_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that reads a file some other way still ends with one line (HprlGroup's net)."""
+    import hyperpod_rl.cli.tasks as tasks_cli
+
+    def broken_sources() -> dict[str, str]:
+        return {"x": b"caf\xe9".decode("utf-8")}
+
+    monkeypatch.setattr(tasks_cli, "task_sources", broken_sources)
+    _one_error(["tasks", "list"], words=("not UTF-8", "save it as UTF-8"))
+
+
+@pytest.mark.parametrize("where", ["existing-file", "under-a-file", "impossible"])
+def test_tasks_sample_out_that_cannot_be_a_folder(where: str, tmp_path: Path) -> None:
+    blocker = tmp_path / "taken.txt"
+    blocker.write_text("keep me")
+    out, words = {
+        "existing-file": (blocker, ("is an existing file", "give a folder")),
+        "under-a-file": (blocker / "samples", ("cannot write", "give a path you can write to")),
+        "impossible": (Path("/proc/hprl-cannot-exist/samples"), ("cannot write", "/proc/hprl-cannot-exist")),  # root cannot either
+    }[where]
+    _one_error(["tasks", "sample", "doc_read", "--out", str(out), "--count", "1"], words=words)
+    assert blocker.read_text() == "keep me"  # nothing lost
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["maze", "build", "--out", "{file}", "--train", "4", "--heldout", "2"],
+        ["maze", "build", "--out", "{file}/sub", "--train", "4", "--heldout", "2"],
+        ["maze", "show", "--png", "{dir}"],
+        ["maze", "show", "--png", "{file}/x.png"],
+        ["cluster", "render", "--output", "{dir}"],
+        ["cluster", "render", "--output", "{file}/rc.yaml"],
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_every_output_option_refuses_a_path_it_cannot_write(args: list[str], tmp_path: Path) -> None:
+    file = tmp_path / "taken.txt"
+    file.write_text("keep me")
+    _one_error([a.format(file=file, dir=tmp_path) for a in args], words=(str(file) if "{file}" in " ".join(args) else str(tmp_path),))
+    assert file.read_text() == "keep me"
+
+
+def test_an_empty_model_path_folder_fails_before_any_step(tmp_path: Path) -> None:
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    err = _one_error(["quickstart", "--model-path", str(empty), "--no-serve"], words=("is an empty folder", "config.json"))
+    assert "omit it for the embedded tiny model" in err
+
+
+def test_a_model_path_without_weights_or_of_another_kind_is_refused(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "qwen3_vl"}))
+    _one_error(["quickstart", "--model-path", str(model), "--no-serve"], words=("has no weights",))
+    (model / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    _one_error(["quickstart", "--model-path", str(model), "--no-serve"], words=("'llama'", "Qwen3-VL"))

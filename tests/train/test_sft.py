@@ -1,0 +1,142 @@
+"""The SFT stage on the reference backend (issue 29 items 1-2): same rollout format as GRPO, learning,
+metrics, exact resume, provenance, and GRPO from the SFT adapter with its base revision checked."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.metrics import read_metrics
+from hyperpod_rl.model.rollout import play_episodes
+from hyperpod_rl.quickstart import make_run_config
+from hyperpod_rl.train.reference import ReferenceTrainer
+from hyperpod_rl.train.sft import SFTTrainer, demo_action, demonstration_episode
+
+SFT_NAMES = {"sft/loss", "sft/target_prob", "sft/grad_norm", "sft/lr", "sft/num_tokens", "sft/tokens_per_second", "timing/step"}
+
+
+def _config(setup, run_id: str, *, stage: str = "sft", steps: int = 3, **model):
+    cfg = make_run_config(setup["opts"], run_id=run_id, model_path=setup["model_dir"], revision=setup["revision"], data=setup["data"])
+    data = cfg.model_dump(mode="json")
+    data.update(stage=stage)
+    data["model"].update(model)
+    data["trainer"].update(steps=steps, eval_rows=4)
+    data["checkpoint"].update(interval=1, keep=3)
+    if stage == "sft":
+        data["sft"] = {"rows_per_step": 4}
+    return type(cfg).build(data)
+
+
+@pytest.fixture(scope="module")
+def sft_run(tiny_setup, tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("sft") / "runs" / "sft-a"
+    cfg = _config(tiny_setup, "sft-a")
+    adapter = SFTTrainer(cfg, run_dir).train()
+    return cfg, run_dir, adapter
+
+
+def test_demonstration_turns_are_grpo_rollout_turns(sft_run):
+    """A demonstration is played by the GRPO rollout code: same first context, same response tokens and loss mask as act()."""
+    cfg, run_dir, _ = sft_run
+    trainer = SFTTrainer(cfg, run_dir)
+    trainer._build()
+    row = next(r for i, r in enumerate(trainer.rows) if trainer._demo(i) is not None)
+    episode = demonstration_episode(trainer.policy, trainer.task, row, max_turns=cfg.rollout.max_turns)
+    assert episode is not None and episode.turns and episode.turns[-1].metadata["solved"]
+    (rollout,) = play_episodes(trainer.policy, [row], greedy=True, max_turns=1)
+    assert episode.turns[0].context == rollout.turns[0].context  # system + the row's first image, as GRPO sees it
+    acted = rollout.turns[0].action
+    demo = demo_action(trainer.policy, acted.text)
+    assert (demo.response_ids, demo.loss_mask, demo.text) == (acted.response_ids, acted.loss_mask, acted.text)
+    for t in episode.turns[1:]:  # later observations come from the env: a new image each turn
+        assert t.context != episode.turns[0].context
+
+
+def test_sft_metrics_checkpoints_and_provenance(sft_run, tiny_setup):
+    cfg, run_dir, adapter = sft_run
+    records = list(read_metrics(run_dir / "metrics.jsonl"))
+    assert [r.step for r in records] == [1, 2, 3]
+    assert all(SFT_NAMES <= set(r.values) for r in records)
+    assert all(r.values["sft/num_tokens"] >= cfg.sft.rows_per_step for r in records)  # every turn of every row
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step_000001", "step_000002"]
+    prov = json.loads((adapter / "provenance.json").read_text())
+    assert prov["stage"] == "sft" and prov["init_adapter"] is None
+    assert [e["stage"] for e in prov["lineage"]] == ["base", "sft"]
+    assert prov["lineage"][0]["revision"] == tiny_setup["revision"]
+    assert prov["lineage"][1]["adapter_sha256"] == prov["adapter_sha256"]
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["stage"] == "sft" and manifest["status"] == "succeeded"
+
+
+def test_an_sft_step_lowers_the_loss_of_its_batch(sft_run):
+    """Learning, not only running: one SFT step gives the demonstrations it trained on a lower NLL."""
+    cfg, run_dir, _ = sft_run
+    trainer = SFTTrainer(cfg, run_dir)
+    trainer._build()
+    state = trainer.sampler.state()
+    episodes, _ = trainer._draw()
+    trainer.sampler.load(state)  # _step draws the same rows again
+    turns = [t for ep in episodes for t in ep.turns]
+    ctx, resp, masks = [t.context for t in turns], [t.action.response_ids for t in turns], [t.action.loss_mask for t in turns]
+
+    def nll() -> float:
+        with torch.no_grad():
+            scored = trainer.policy.score(ctx, resp, masks, [[i] for i in range(len(turns))])
+            return float(-(scored.logprobs * scored.loss_mask).sum() / scored.loss_mask.sum())
+
+    before = nll()
+    record = trainer._step()
+    assert record.values["sft/loss"] == pytest.approx(before, rel=1e-4)  # the metric is the batch's NLL before the update
+    assert nll() < before - 0.01
+
+
+def test_sft_resumes_exactly(sft_run, tmp_path):
+    cfg, run_dir, _ = sft_run
+    again = tmp_path / "runs" / "sft-a"
+    shutil.copytree(run_dir, again)
+    shutil.rmtree(again / "adapter")
+    shutil.rmtree(again / "checkpoints" / "step_000002")
+    SFTTrainer(cfg, again).train()  # resumes from step 1
+    first = [r.values for r in read_metrics(run_dir / "metrics.jsonl")]
+    second = [r.values for r in read_metrics(again / "metrics.jsonl")]
+    for a, b in zip(first, second, strict=True):
+        assert {k: v for k, v in a.items() if "second" not in k and "timing" not in k} == pytest.approx(
+            {k: v for k, v in b.items() if "second" not in k and "timing" not in k}
+        )
+
+
+def test_grpo_starts_from_the_sft_adapter_and_records_the_chain(sft_run, tiny_setup, tmp_path):
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import load_file
+
+    _, _, sft_adapter = sft_run
+    cfg = _config(tiny_setup, "grpo-from-sft", stage="grpo", steps=1, init_adapter=str(sft_adapter))
+    trainer = ReferenceTrainer(cfg, tmp_path / "runs" / "grpo-from-sft")
+    trainer._build()
+    start = get_peft_model_state_dict(trainer.model)
+    saved = load_file(str(sft_adapter / "adapter_model.safetensors"))
+    assert set(start) == set(saved) and all(torch.equal(start[k], saved[k]) for k in saved)
+    adapter = ReferenceTrainer(cfg, tmp_path / "runs" / "grpo-from-sft").train()
+    prov = json.loads((adapter / "provenance.json").read_text())
+    assert [e["stage"] for e in prov["lineage"]] == ["base", "sft", "grpo"]
+    assert [e.get("run_id") for e in prov["lineage"][1:]] == ["sft-a", "grpo-from-sft"]
+    assert prov["init_adapter"]["run_id"] == "sft-a" and prov["init_adapter"]["stage"] == "sft"
+
+
+def test_an_adapter_of_another_base_revision_is_refused_with_the_fix(sft_run, tiny_setup):
+    from hyperpod_rl.config.sections import LoRAConfig
+    from hyperpod_rl.train.init_adapter import check_init_adapter
+
+    _, _, sft_adapter = sft_run
+    with pytest.raises(ConfigError, match=r"trained on base model revision .*, but model.revision is 0000: start from an adapter trained"):
+        _config(tiny_setup, "grpo-wrong", stage="grpo", init_adapter=str(sft_adapter), revision="0000")
+    with pytest.raises(ConfigError, match=r"this run's base model is revision ffff: set model.path to that adapter's base model"):
+        check_init_adapter(sft_adapter, base_revision="ffff", lora=LoRAConfig(rank=tiny_setup["opts"].lora_rank))
+    with pytest.raises(ConfigError, match=r"has LoRA rank 16, but lora.rank is 8: set lora.rank=16"):
+        check_init_adapter(sft_adapter, base_revision=tiny_setup["revision"], lora=LoRAConfig(rank=8))
+    with pytest.raises(ConfigError, match="is not an adapter directory"):
+        _config(tiny_setup, "grpo-none", stage="grpo", init_adapter=str(sft_adapter.parent / "nowhere"))
