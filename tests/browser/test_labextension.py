@@ -206,7 +206,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             page.screenshot(path=str(SHOTS / "labextension-metrics.png"))
 
             # 6. The launcher card copies the tutorial and opens its first notebook.
-            page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
+            page.evaluate("async () => { await window.jupyterapp.commands.execute('launcher:create'); return true; }")
             page.locator(".jp-LauncherCard:visible", has_text="Hyperpod RL tutorial").first.click()
             page.locator(".lm-TabBar-tab", has_text="01-quickstart-local.ipynb").wait_for(timeout=60_000)
             assert (lab["root"] / "hyperpod-rl-tutorial" / "01-quickstart-local.ipynb").is_file()

@@ -241,7 +241,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                 page.wait_for_function(
                     "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-tutorial')", timeout=180_000
                 )
-                page.evaluate("() => window.jupyterapp.restored")
+                assert page.evaluate("async () => { await window.jupyterapp.restored; return true; }") is True
                 active = page.evaluate("() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))")
                 assert "hyperpod-rl-jupyterlab:plugin" in active
                 # AWS's extension loaded beside ours: its plug-in (id "@sagemaker-studio:RayCluster") is registered
@@ -251,7 +251,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                     news.first.click()
 
                 # 1. The launcher card: tutorial 01 opens on the hyperpod-rl kernel and its first cells run.
-                page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
+                page.evaluate("async () => { await window.jupyterapp.commands.execute('launcher:create'); return true; }")
                 card = page.locator(".jp-LauncherCard:visible", has_text="Hyperpod RL tutorial").first
                 card.wait_for(timeout=30_000)
                 assert card.locator("svg").count() >= 1  # its icon, not a letter placeholder
@@ -262,7 +262,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                 copied = json.loads((lab["home"] / "hyperpod-rl-tutorial" / "01-quickstart-local.ipynb").read_text())
                 assert copied["metadata"]["kernelspec"]["name"] == "hyperpod-rl"
                 for _ in range(2):  # the parameters cell, then the import + local cluster cell
-                    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell-and-select-next')")
+                    page.evaluate("() => { void window.jupyterapp.commands.execute('notebook:run-cell-and-select-next'); return true; }")
                 page.wait_for_function(
                     "() => { const c = window.jupyterapp.shell.currentWidget.content.widgets[1].model;"
                     " return c.executionCount !== null && c.outputs.length > 0 }",
@@ -274,7 +274,9 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                 page.screenshot(path=str(SHOTS / "studio-first-run-tutorial.png"))
 
                 # 2. Open metrics while a notebook on the server's own kernel is active: a new notebook on hyperpod-rl.
-                page.evaluate("() => window.jupyterapp.commands.execute('notebook:create-new', {kernelName: 'python3'})")
+                page.evaluate(
+                    "async () => { await window.jupyterapp.commands.execute('notebook:create-new', {kernelName: 'python3'}); return true; }"
+                )
                 assert _wait_kernel(page) == "python3"
                 wrong = _current(page, "w.context.path")
                 page.locator(".hprl-statusbar").click()
@@ -295,7 +297,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                 )
                 assert "MetricsPanel(" in _current(page, "w.content.activeCell.model.sharedModel.getSource()")
                 wrong_cells = page.evaluate(
-                    f"() => window.jupyterapp.serviceManager.contents.get({json.dumps(wrong)}).then(m => m.content.cells.length)"
+                    f"async () => (await window.jupyterapp.serviceManager.contents.get({json.dumps(wrong)})).content.cells.length"
                 )
                 assert wrong_cells <= 1  # nothing was appended to the notebook on the wrong kernel
                 page.screenshot(path=str(SHOTS / "studio-first-run-metrics.png"))
@@ -305,7 +307,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster, tiny_setup) ->
                 assert "local-cluster.json" in cluster_row.locator(".hprl-token-hint").inner_text()
                 cluster_row.locator("button.hprl-copy-token").click()
                 page.locator(".jp-toast-message, .Toastify__toast", has_text="Copied the Ray token").first.wait_for(timeout=30_000)
-                copied_token = page.evaluate("() => navigator.clipboard.readText()")
+                copied_token = page.evaluate("async () => await navigator.clipboard.readText()")
                 assert copied_token == local_cluster.state.token
                 with browser.expect_page(timeout=60_000) as new_page:
                     cluster_row.locator("a.hprl-dashboard-link").click()

@@ -202,7 +202,7 @@ def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, lo
                 " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.connectionStatus === 'connected'",
                 timeout=120_000,
             )
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.evaluate("() => { void window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }")
             # studio() renders: tabs, and the Cluster tab's local dashboard link through the proxy
             page.locator(".hprl-studio .lm-TabBar-tab", has_text="Metrics").wait_for(timeout=120_000)
             link = page.locator(".hprl-studio a", has_text="Ray dashboard")

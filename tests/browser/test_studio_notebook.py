@@ -150,7 +150,7 @@ def test_studio_notebook_submit_and_live_reward_chart(jupyterlab, local_cluster,
                 "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.connectionStatus === 'connected'",
                 timeout=120_000,
             )
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.evaluate("() => { void window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }")
             run_tab = page.locator(".widget-tab .lm-TabBar-tab", has_text="Run")
             run_tab.wait_for(timeout=150_000)
             run_tab.click()
