@@ -35,7 +35,7 @@ from hyperpod_rl.jobs import latest_submission, stop_run, submit_run
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 
-from .test_studio_notebook import CHROMIUM, FLAGS
+from ._chromium import CHROMIUM, FLAGS
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 

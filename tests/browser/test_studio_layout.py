@@ -38,20 +38,11 @@ import requests
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.metrics.schema import MetricRecord
 
+from ._chromium import CHROMIUM, FLAGS
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 BASE = "/jupyterlab/default"
 LABEXTENSIONS = ("@jupyter-widgets", "jupyterlab-plotly", "@jupyterhub")  # anywidget left out on purpose
 PLOT_POINTS_JS = "() => { const gd = document.querySelector('.hprl-metrics .js-plotly-plot'); return gd && gd.data && gd.data[2] ? gd.data[2].x.length : 0 }"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
+import hyperpod_rl.jupyter
+from hyperpod_rl.jupyter import ServerFrontends
 from hyperpod_rl.metrics.plots import (
     HARDWARE_AXES,
     PHASES,
@@ -88,9 +90,15 @@ def test_verdict_names_the_phase_with_the_legend_word() -> None:
     assert verdict == "generate takes 60% of step time (last 3 steps)"
 
 
-def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_live() -> None:
-    panel = MetricsPanel(hardware=None, live=False)
+def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_live(monkeypatch) -> None:
+    # the server's page loads plotly's renderer but not anywidget's frontend (a stock Studio space)
+    stock = ServerFrontends(
+        jupyterlab_version="4.5.11", extensions={"jupyterlab-plotly": True, "@jupyter-widgets/jupyterlab-manager": True}
+    )
+    monkeypatch.setattr(hyperpod_rl.jupyter, "server_frontends", lambda: stock)
+    panel = MetricsPanel(hardware=None)
     try:
+        assert panel.live is False
         assert isinstance(panel.training, go.Figure) and not isinstance(panel.training, go.FigureWidget)
         assert panel.notice.value and "anywidget" in panel.notice.value and "restart-jupyter-server" in LIVE_CHARTS_HELP
         assert panel.training_out in panel.children and panel.notice in panel.children
@@ -102,11 +110,24 @@ def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_
         panel._on_records(RECORDS)
         (second,) = panel.training_out.outputs  # replaced, not appended
         assert second["data"]["application/vnd.plotly.v1+json"]["data"][2]["x"] == [1, 2, 3]
-        # no Jupyter server is known here: it counts as having plotly's renderer, so the 4.9 MB of plotly.js
-        # is not saved into the notebook (it rides along only where the server is known to lack jupyterlab-plotly)
+        # the server has plotly's renderer, so the 4.9 MB of plotly.js is not saved into the notebook
+        # (it rides along only where the server is known to lack jupyterlab-plotly)
         assert panel._plotlyjs.outputs == ()
     finally:
         panel.close()
+
+
+def test_static_charts_asked_for_do_not_claim_anywidget_is_missing(monkeypatch) -> None:
+    """Tutorial 01 asks for static charts (``live_charts=False``) on a server that has anywidget (issue 31)."""
+    with_anywidget = ServerFrontends(jupyterlab_version="4.5.11", extensions={"jupyterlab-plotly": True, "anywidget": True})
+    for frontends in (with_anywidget, None):  # None: no Jupyter server in sight
+        monkeypatch.setattr(hyperpod_rl.jupyter, "server_frontends", lambda f=frontends: f)
+        panel = MetricsPanel(hardware=None, live=False)
+        try:
+            assert isinstance(panel.training, go.Figure) and not isinstance(panel.training, go.FigureWidget)
+            assert panel.notice.value == "" and panel.training_out in panel.children
+        finally:
+            panel.close()
 
 
 def test_live_panel_keeps_figure_widgets_without_notice() -> None:
