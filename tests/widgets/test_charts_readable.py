@@ -73,6 +73,11 @@ def test_axes_carry_units_and_figures_fill_the_width() -> None:
     # rewards can be negative (maze: a wall or a revisit costs): the axis claims no range and fixes none
     assert "0-1" not in titles[0] and "range" not in layout["yaxis"]
     hw = hardware_layout()
+    for lay, axes in ((layout, TRAINING_AXES), (hw, HARDWARE_AXES)):
+        # each y title fits beside its row (7 px a character at plotly's 12 px font), not across the next one
+        rows, plot_px = len(axes), lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+        row_px = plot_px * (1 - (rows - 1) * 0.05) / rows
+        assert all(7 * len(t) <= row_px for t in axes), (axes, row_px)
     assert [hw["yaxis" if i == 1 else f"yaxis{i}"]["title"]["text"] for i in range(1, 5)] == list(HARDWARE_AXES)
     assert "GiB" in HARDWARE_AXES and hw["xaxis4"]["title"]["text"] == "time (UTC)" and "width" not in hw
     gib = 1024**3
