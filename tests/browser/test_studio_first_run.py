@@ -64,7 +64,7 @@ AWS_EXTENSION = "@amzn/extension-ray-jupyterlab-sagemaker-ai"
 AWS_PLUGIN = "@sagemaker-studio:RayCluster"  # its plug-in id (from its bundle)
 UNSATISFIED = re.compile(r"Unsatisfied version (\S+) from \S+ of shared singleton module (\S+) \(required (\S+)\)")
 #: Appended to tutorial 01's parameters cell: a short run with this test's id.
-SHORT_RUN = f'\n# a short run\nRUN_ID = "{RUN}"\nSTEPS = 300\nTRAIN_ROWS = 64\nHELDOUT_ROWS = 8\nGROUP_SIZE = 2\nPROMPTS_PER_STEP = 2\nMAX_TURNS = 3\n'
+SHORT_RUN = f'\n# a short run\nRUN_ID = "{RUN}"\nSTEPS = 300\nTRAIN_ROWS = 64\nHELDOUT_ROWS = 8\nGROUP_SIZE = 2\nPROMPTS_PER_STEP = 2\nMAX_TURNS = 3\nSFT = False  # GRPO from the base model: the SFT warm start is its own job, covered by tests/test_notebooks.py\n'
 # The reward trace is data[2] (band low, band high, mean) of the training figure, the first plot of the notebook shown.
 REWARD_POINTS_JS = (
     "() => { const gd = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .js-plotly-plot');"
@@ -376,6 +376,13 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                 assert "otherwise it starts again from step 0" in dialog_text
                 sidebar_text = page.locator(".hprl-sidebar").inner_text()
                 _shot(page, "stopped")
+            except BaseException:
+                # what each page showed and said when a step failed (CI keeps .test-results/)
+                print("browser console errors:", json.dumps(errors, indent=1))
+                for i, shown in enumerate(browser.pages):
+                    with contextlib.suppress(Exception):
+                        shown.screenshot(path=str(SHOTS / f"studio-first-run-failed-{i}.png"))
+                raise
             finally:
                 browser.close()
     finally:
