@@ -452,7 +452,12 @@ def gpu_trl_verdict() -> str:
         parts.append(f"{shape}: {ratio:.2f}× at {ours:.1f} vs {trl:.1f} GiB (run {_TRL_RUN[name]}, `{name}.json`)")
     good = [s for s, ok in zip(README_GPU_TRL, met, strict=True) if ok]
     verdict = f"met at {'both' if len(met) == 2 else 'all'} shapes" if all(met) else f"met at {', '.join(good)} only" if good else "not met"
-    return f"**Throughput ≥ {GPU_TRL_BAR:g}× TRL's at no more memory: {verdict}.** " + "; ".join(parts)
+    bar = f"Throughput ≥ {GPU_TRL_BAR:g}× TRL's without vLLM (`use_vllm=False`, its slow path) at no more memory: {verdict}."
+    return (
+        f"**{bar}** "
+        + "; ".join(parts)
+        + ". Against TRL with vLLM colocate, the mode a user would pick: [the next section](#vllm-rollouts-against-trl-with-vllm-colocate)"
+    )
 
 
 _DECODE = ("h200_grpo_e2e_decode_2b", "h200_grpo_e2e_decode_8b")

@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal, NamedTuple
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan import Plan, PlanInput, image_tokens, plan
+from hyperpod_rl.plan.memory import GIB, vllm_rollout_fraction
 from hyperpod_rl.tasks import get_task
 
-__all__ = ["PROMPT_TEXT_TOKENS", "REPLY_TEXT_TOKENS", "fit_warnings", "plan_input_for", "plan_run"]
+__all__ = [
+    "PROMPT_TEXT_TOKENS",
+    "REPLY_TEXT_TOKENS",
+    "EngineSizing",
+    "engine_sizing",
+    "fit_warnings",
+    "plan_input_for",
+    "plan_run",
+    "planned_reference_engine",
+]
 
 #: Text tokens of a task's first prompt that the planner budgets (chat template, system message and
 #: instructions; its image is counted apart). The maze's full-style first prompt is 128 text tokens
@@ -24,6 +35,43 @@ PROMPT_TEXT_TOKENS = 256
 #: Text tokens of each environment reply besides its image (the feedback line and the chat
 #: template's turn markers), added to ``rollout.max_new_tokens`` per turn.
 REPLY_TEXT_TOKENS = 32
+
+
+class EngineSizing(NamedTuple):
+    """What a reference run's colocated vLLM engine is sized for (the trainer and the planner use the same)."""
+
+    #: sequences decoded at once: every episode of a step's turn (prompts per step x group size)
+    sequences: int
+    #: prompt + response tokens of one sequence, as the KV cache is counted
+    tokens_per_sequence: int
+    #: the engine's ``max_model_len``: ``rollout.max_model_len``, else input limit + response limit
+    max_model_len: int
+
+
+def engine_sizing(config: RunConfig) -> EngineSizing:
+    """The :class:`EngineSizing` of ``config``'s reference-backend vLLM engine (``rollout.engine`` vllm or auto)."""
+    r = config.rollout
+    max_len = r.max_model_len or r.max_input_tokens + r.max_new_tokens
+    return EngineSizing(
+        sequences=config.data.prompts_per_step * config.grpo.group_size,
+        tokens_per_sequence=min(max_len, r.max_prompt_tokens + r.max_new_tokens),
+        max_model_len=max_len,
+    )
+
+
+def planned_reference_engine(config: RunConfig) -> Literal["vllm", "hf_compiled"]:
+    """Who generates a reference run's rollouts on a GPU, as the planner counts it.
+
+    ``rollout.engine=vllm`` is the colocated vLLM engine; ``auto`` is too when the run generates
+    freely (``rollout.action_constraint="none"``), since a plan is for a GPU node whose image
+    carries vLLM (the rule of :func:`hyperpod_rl.model.vllm_engine.choose_engine`, where the job
+    also checks that CUDA and vllm are there); ``hf``, and ``auto`` with constrained actions,
+    are the in-process compiled transformers decoding.
+    """
+    r = config.rollout
+    if r.engine == "vllm" or (r.engine == "auto" and r.action_constraint == "none"):
+        return "vllm"
+    return "hf_compiled"
 
 
 def plan_input_for(
@@ -42,7 +90,11 @@ def plan_input_for(
     ``reply_text_tokens`` of environment reply each (a single-turn task: one turn, no reply). A
     visual task shows one image per turn (the first in the prompt, then one in each reply), each
     ``image_px`` in size. The SkyRL backend runs an FSDP2 policy over ``placement`` GPUs; the
-    reference backend one plain process (no FSDP2) per ``trainer.workers``.
+    reference backend one plain process (no FSDP2) per ``trainer.workers``, its rollouts from
+    the engine :func:`planned_reference_engine` names; a colocated vLLM engine there asks for the
+    GPU share the trainer's :func:`~hyperpod_rl.plan.memory.vllm_rollout_fraction` counts (what
+    is free once the trainer's bf16 weights are loaded), not ``rollout.gpu_memory_utilization``,
+    which only caps it.
 
     Args:
         config: the run.
@@ -80,7 +132,8 @@ def plan_input_for(
     turns = config.rollout.max_turns if multi_turn else 1
     first_image = image_tokens(*image_px) + 2
     skyrl = config.backend == "skyrl"
-    return PlanInput(
+    engine = "vllm" if skyrl else planned_reference_engine(config)
+    inp = PlanInput(
         model=model,
         lora_rank=config.lora.rank,
         micro_train_batch_size_per_gpu=micro,
@@ -101,10 +154,23 @@ def plan_input_for(
         checkpoint_policy=config.trainer.checkpoint_policy,
         use_kl=config.grpo.kl_coef > 0,
         fsdp=skyrl,
-        rollout_engine="vllm" if skyrl else "hf_compiled",
+        rollout_engine=engine,
         generated_tokens_per_turn=config.rollout.max_new_tokens,
         gpu=gpu,
     )
+    if skyrl or engine != "vllm":
+        return inp
+    total = inp.gpu_spec().memory_gib * GIB
+    sizing = engine_sizing(config)
+    fraction = vllm_rollout_fraction(
+        inp.shape(),
+        sequences=sizing.sequences,
+        tokens_per_sequence=sizing.tokens_per_sequence,
+        gpu_total_bytes=int(total),
+        free_bytes=int(total - inp.shape().total_params * 2),
+        cap=config.rollout.gpu_memory_utilization,
+    )
+    return inp.model_copy(update={"gpu_memory_utilization": round(fraction, 4)})
 
 
 def plan_run(config: RunConfig, *, gpu: str = "H200", image_px: tuple[int, int] = (448, 448)) -> Plan:

@@ -35,6 +35,7 @@ CI_PARAMETERS: dict[str, dict[str, object]] = {
     "01-quickstart-local": {
         "RUN_ID": "nb-quickstart",
         "STEPS": 3,
+        "SFT_STEPS": 4,
         "TRAIN_ROWS": 48,
         "HELDOUT_ROWS": 6,
         "GROUP_SIZE": 2,
@@ -141,6 +142,8 @@ def test_notebook_runs_end_to_end_locally(name, local_cluster, tmp_path):
         size = len(nbformat.writes(nb))
         assert size < LIGHT[name], f"{name}'s executed copy is {size / 1e6:.1f} MB: keep its outputs light (static charts)"
     text = _outputs_text(nb)
+    if name == "01-quickstart-local":  # the SFT warm start ran, and GRPO started from its adapter
+        assert "SFT adapter: " in text and "starts from /" in text and "nb-quickstart-sft/adapter" in text, text[-3000:]
     assert local_cluster.state.token not in text, f"{name} printed the cluster's token"
     assert local_cluster.is_alive(), f"{name} stopped the shared local cluster"
     # The notebooks reused the session's cluster: the state file still names the fixture's head.

@@ -108,7 +108,8 @@ def plan(inp: PlanInput) -> Plan:
                 "gradient_checkpointing is off: activations take "
                 f"{mem.activations_gib:.0f} GiB; turning it on trades about 25% more compute for most of that"
             )
-    if not vllm and inp.gradient_checkpointing and inp.checkpoint_policy == "full" and mem.peak_gib <= budget:
+    # the reference backend's update knobs (trainer.compile_layers, checkpoint_policy), whoever generates
+    if not inp.fsdp and inp.gradient_checkpointing and inp.checkpoint_policy == "full" and mem.peak_gib <= budget:
         selective = policy_update_memory(inp.model_copy(update={"checkpoint_layers": 1.0, "checkpoint_policy": "save_matmuls"}))
         if selective.peak_gib <= 0.9 * budget:
             verdicts.append(
@@ -160,14 +161,15 @@ def plan(inp: PlanInput) -> Plan:
         )
     sequences = inp.train_batch_size * inp.group_size
     per_step = inp.micro_train_batch_size_per_gpu * inp.world_size
-    # SkyRL's batch rules; the reference backend takes any micro batch (its last one may be smaller)
-    if vllm and inp.mini_batch_size % per_step:
+    # SkyRL's batch rules (its FSDP2 policy); the reference backend takes any micro batch (its last one may be smaller)
+    skyrl_batches = vllm and inp.fsdp
+    if skyrl_batches and inp.mini_batch_size % per_step:
         verdicts.append(
             f"mini_batch_size={inp.mini_batch_size} must be a multiple of micro_train_batch_size_per_gpu x GPUs = {per_step}: "
             + _batch_fix(inp, budget)
         )
         blockers.append(verdicts[-1])
-    if vllm and sequences % inp.mini_batch_size:
+    if skyrl_batches and sequences % inp.mini_batch_size:
         verdicts.append(
             f"train_batch_size x group_size = {sequences} sequences must be a multiple of mini_batch_size={inp.mini_batch_size}: "
             + _mini_batch_fix(inp, sequences)

@@ -8,17 +8,21 @@ third-party packages) sit on top of it; everything above them reaches a task thr
 
 Modules:
     protocol: :class:`Task`, :class:`TaskBase`, :class:`TaskOptions`, :class:`AuditCase`,
-        :data:`SPLITS`, :data:`REQUIRED_COLUMNS`.
+        :data:`SPLITS`, :data:`REQUIRED_COLUMNS`, ``RowObject``, ``SplitCounts``, ``parse_model``.
     registry: the ``hyperpod_rl.tasks`` entry-point group: :func:`get_task`, :func:`task_names`,
         :func:`register_task`, :func:`make_env`, :func:`register_env`.
     dataset: :func:`content_hash`, :func:`derive_seed`, :func:`quotas`, :func:`check_splits`,
-        :func:`write_parquet`, :func:`read_rows`, :func:`clean_messages`.
+        :func:`write_parquet`, :func:`read_rows`, :func:`clean_messages`, ``StratumMix``.
     vision: :func:`image_token_count` (qwen-vl-utils sizing), :func:`image_part`,
         :func:`decode_image_part`, :func:`encode_png`.
     metrics: :func:`mean_metrics`, :func:`stratum_breakdown`, :func:`metric_spec`, :func:`turn_columns`,
-        :func:`never_valid`, :func:`no_valid_answer_note`.
+        :func:`never_valid`, :func:`no_valid_answer_note`, ``episode_means``, ``multi_turn_means``.
+    answer: the ``<answer>`` envelope (``extract_answer``) and a task's ``AnswerFormat``.
+    messages: a user turn's content parts and the first messages (``user_content``, ``first_messages``).
+    reward: ``round_reward`` and ``ProgressShaping`` (the progress-shaped multi-turn reward).
     audit: :func:`run_audit`, :class:`AuditReport`.
-    env: :class:`~hyperpod_rl.tasks.env.SingleTurnTaskEnv` (imports skyrl-gym; import it directly).
+    env: :class:`~hyperpod_rl.tasks.env.SingleTurnTaskEnv` and the bases of a task's own env,
+        ``TaskEnv`` and ``MultiTurnTaskEnv`` (imports skyrl-gym; import it directly).
 
 Example:
     >>> from hyperpod_rl.tasks import get_task

@@ -13,9 +13,10 @@ the order they are checked: ``not_text``, ``too_long``, ``vision_token``, ``no_a
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["END_TOKENS", "ENVELOPE_VIOLATIONS", "VISION_TOKENS", "extract_answer", "strip_reasoning"]
+__all__ = ["END_TOKENS", "ENVELOPE_VIOLATIONS", "VISION_TOKENS", "AnswerFormat", "Verdict", "extract_answer", "strip_reasoning"]
 
 #: The envelope's violation codes (those :func:`extract_answer` returns, as the task specs list
 #: them) and ``empty_answer`` (a blank block), which every task checks next; a task appends its own.
@@ -103,3 +104,48 @@ def extract_answer(text: object, *, max_completion_chars: int, max_answer_chars:
     if len(content) > max_answer_chars:
         return None, "answer_too_long"
     return content, None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerFormat:
+    """One task's answer envelope: its limits and its violation codes.
+
+    Attributes:
+        max_completion_chars: Longest completion parsed, in characters (``too_long``).
+        max_answer_chars: Longest content of the answer block, in characters (``answer_too_long``).
+        task_violations: The task's own violation codes, checked after the envelope's, in order.
+    """
+
+    max_completion_chars: int
+    max_answer_chars: int
+    task_violations: tuple[str, ...] = ()
+
+    @property
+    def violations(self) -> tuple[str, ...]:
+        """Every violation code, in the order they are checked: :data:`ENVELOPE_VIOLATIONS`, then the task's."""
+        return (*ENVELOPE_VIOLATIONS, *self.task_violations)
+
+    def extract(self, text: object) -> tuple[str | None, str | None]:
+        """:func:`extract_answer` with these limits, then ``empty_answer`` for a block of white space only.
+
+        Returns:
+            ``(content, None)`` (raw, unstripped) or ``(None, violation code)``. Never raises.
+        """
+        content, violation = extract_answer(text, max_completion_chars=self.max_completion_chars, max_answer_chars=self.max_answer_chars)
+        if content is None:
+            return None, violation
+        if not content.strip():
+            return None, "empty_answer"
+        return content, None
+
+
+class Verdict:
+    """Mixin of a parsed answer that has a ``violation`` (None when well formed): gives :attr:`ok`."""
+
+    __slots__ = ()
+    violation: str | None
+
+    @property
+    def ok(self) -> bool:
+        """True when the answer is well formed."""
+        return self.violation is None

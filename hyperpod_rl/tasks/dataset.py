@@ -12,10 +12,11 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import AfterValidator
 
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, Row, check_counts
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from hyperpod_rl.tasks.protocol import Task
 
 __all__ = [
+    "StratumMix",
     "check_counts",
+    "check_mix",
     "check_splits",
     "check_weights",
     "clean_messages",
@@ -105,6 +108,22 @@ def check_weights[W: Mapping[str, float]](weights: W, known: Sequence[str], what
     if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError("weights must be >= 0 with a positive sum")
     return weights
+
+
+def check_mix[W: Mapping[str, float]](mix: W | None) -> W | None:
+    """Check a requested stratum mix (mix key -> weight, as :func:`quotas` takes it; None: rows as
+    drawn); for a field validator.
+
+    Raises:
+        ValueError: an empty mix, a negative weight or a zero sum.
+    """
+    if mix is not None and (not mix or any(w < 0 for w in mix.values()) or sum(mix.values()) <= 0):
+        raise ValueError("mix weights must be >= 0 with a positive sum")
+    return mix
+
+
+#: The type of an options model's ``mix`` field (stratum mix of train / heldout), checked by :func:`check_mix`.
+StratumMix = Annotated[dict[str, float] | None, AfterValidator(check_mix)]
 
 
 def check_splits(task: Task, splits: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:

@@ -6,27 +6,29 @@ that names the task::
     class ReceiptEnv(SingleTurnTaskEnv):
         task_name = "receipts"
 
-Multi-turn tasks write their own ``BaseTextEnv`` (the maze's :class:`hyperpod_rl.tasks.maze.env.MazeEnv`
-is the worked example) and read their settings with :class:`EnvSettings` (row, then SkyRL's env
-config, then a default; a bad value raises the task's error naming the setting), so no task
-repeats that bookkeeping. This module imports skyrl-gym; the rest of :mod:`hyperpod_rl.tasks` does not.
+A task that writes its own env derives from :class:`TaskEnv` (the settings, the first prompt,
+the step output) or, when an episode has several turns, :class:`MultiTurnTaskEnv` (turn limit,
+solved / optimal / invalid turn accounting); the maze's :class:`hyperpod_rl.tasks.maze.env.MazeEnv`
+is the worked example. Settings are read with :class:`EnvSettings` (row, then SkyRL's env config,
+then a default; a bad value raises the task's error naming the setting), so no task repeats that
+bookkeeping. This module imports skyrl-gym; the rest of :mod:`hyperpod_rl.tasks` does not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
-from hyperpod_rl.tasks.protocol import Task
+from hyperpod_rl.tasks.protocol import Task, parse_model
 from hyperpod_rl.tasks.registry import get_task
 
-__all__ = ["OBSERVATIONS", "PROMPT_STYLES", "EnvSettings", "SingleTurnTaskEnv"]
+__all__ = ["OBSERVATIONS", "PROMPT_STYLES", "EnvSettings", "MultiTurnTaskEnv", "SingleTurnTaskEnv", "TaskEnv", "parse_model"]
 
 #: What a visual task's observation may be: the image, its text twin, or both.
 OBSERVATIONS: tuple[str, ...] = ("image", "text", "both")
@@ -87,20 +89,108 @@ class EnvSettings:
         return parse_model(self.get(name, None), model, name=name, error=self.error)
 
 
-def parse_model[M: BaseModel](raw: Any, model: type[M], *, name: str, error: type[TaskError] = TaskError) -> M:
-    """``raw`` (None, JSON text or a mapping) validated as ``model`` (None: its defaults).
+class TaskEnv(BaseTextEnv):
+    """Base of a task's own skyrl-gym env: its settings, the first prompt, the step output.
+
+    A subclass sets :attr:`reward_version` (and :attr:`error`), reads its own settings from
+    :attr:`settings` after ``super().__init__``, and gives :meth:`fresh_prompt` (and
+    :meth:`episode_info`). Read here: ``observation`` (one of :data:`OBSERVATIONS`, default
+    ``"image"``) and ``prompt_style`` (one of :data:`PROMPT_STYLES`, default ``"full"``).
+
+    Args:
+        env_config: SkyRL's per-env config (a mapping or an OmegaConf node), or None.
+        extras: The dataset row (SkyRL's ``extras``), or None for an empty one.
 
     Raises:
-        TaskError: (``error``) the value is invalid, naming each bad field as ``<name>.<field>``.
+        TaskError: (:attr:`error`) ``observation`` or ``prompt_style`` is unknown.
     """
-    try:
+
+    #: Version of the task's reward spec, put in the first prompt's info and every step's metadata.
+    reward_version: ClassVar[str] = ""
+    #: The task's :class:`TaskError` subclass, raised for a bad setting.
+    error: ClassVar[type[TaskError]] = TaskError
+
+    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+        super().__init__()
+        self.extras: Mapping[str, Any] = {} if extras is None else extras
+        self.settings = EnvSettings(self.extras, env_config, self.error)
+        self.observation: str = self.settings.choice("observation", "image", OBSERVATIONS)
+        self.prompt_style: str = self.settings.choice("prompt_style", "full", PROMPT_STYLES)
+
+    def required[T](self, column: str, parse: Callable[[str | bytes], T], what: str) -> T:
+        """The row's required ``column`` (JSON text or the equivalent mapping), parsed by ``parse``.
+
+        Args:
+            column: The row's column.
+            parse: Builds the value from JSON text (e.g. ``Maze.from_json``).
+            what: What the column holds, for the error (e.g. ``"Maze.to_json()"``).
+
+        Raises:
+            TaskError: (:attr:`error`) the column is missing; ``parse``'s own error on bad content.
+        """
+        raw = self.extras.get(column)
         if raw is None:
-            return model()
-        if isinstance(raw, (str, bytes)):
-            return model.model_validate_json(raw)
-        return model.model_validate(dict(raw))
-    except ValidationError as e:
-        raise error(format_validation_error(e, what=name, prefix=f"{name}.", model=model)) from None
+            raise self.error(f"extras[{column!r}] is required: put {what} in the dataset row's {column!r} column")
+        return parse(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
+
+    def init(self, prompt: ConversationType | None) -> tuple[ConversationType, dict[str, Any]]:
+        """The first prompt (the row's, cleaned of parquet ``None`` keys, or :meth:`fresh_prompt`)
+        and ``{"reward_version": ..., **episode_info()}``."""
+        conversation = clean_messages(prompt) if prompt else self.fresh_prompt(observation=self.observation, prompt_style=self.prompt_style)
+        return conversation, {"reward_version": self.reward_version, **self.episode_info()}
+
+    def fresh_prompt(self, **view: Any) -> ConversationType:  # pragma: no cover - abstract
+        """The first prompt built from the row, for a row without one; ``view`` holds the
+        ``observation`` and ``prompt_style`` this env resolved, for the task's ``build_prompt``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement fresh_prompt")
+
+    def episode_info(self) -> dict[str, Any]:
+        """What the first prompt's info holds besides ``reward_version`` (default: nothing)."""
+        return {}
+
+    def step_output(
+        self, reward: float, *, done: bool, metadata: Mapping[str, Any], observations: ConversationType | None = None
+    ) -> BaseTextEnvStepOutput:
+        """One step's output: ``metadata`` followed by ``turn`` (turns so far) and ``reward_version``."""
+        full = {**metadata, "turn": self.turns, "reward_version": self.reward_version}
+        return BaseTextEnvStepOutput(observations=observations or [], reward=reward, done=done, metadata=full)
+
+
+class MultiTurnTaskEnv(TaskEnv):
+    """A :class:`TaskEnv` whose episode has up to :attr:`max_turns` turns (the subclass sets it).
+
+    :meth:`end_turn` counts each turn's outcome; :meth:`episode_metrics` gives the metrics every
+    multi-turn task reports (``solved`` 0/1, ``turns``, optimal and invalid turns per turn).
+    """
+
+    def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
+        super().__init__(env_config, extras)
+        self._solved = False
+        self._optimal = 0
+        self._invalid = 0
+
+    def end_turn(self, *, solved: bool, optimal: bool, invalid: bool) -> bool:
+        """Count one turn (``turns`` already counts it): the goal holds after it (``solved``), it was
+        a shortest-path step (``optimal``), a format violation (``invalid``).
+
+        Returns:
+            True when the episode is over: solved, or :attr:`max_turns` turns used.
+        """
+        self._solved = solved
+        self._optimal += optimal
+        self._invalid += invalid
+        return solved or self.turns >= self.max_turns
+
+    def episode_metrics(self, name: str) -> dict[str, float]:
+        """``solved`` (0/1), ``turns``, ``optimal_<name>_rate`` and ``invalid_<name>_rate`` (per
+        turn; an episode of no turns counts as one turn), e.g. ``name="move"``."""
+        turns = max(self.turns, 1)
+        return {
+            "solved": float(self._solved),
+            "turns": float(self.turns),
+            f"optimal_{name}_rate": self._optimal / turns,
+            f"invalid_{name}_rate": self._invalid / turns,
+        }
 
 
 class SingleTurnTaskEnv(BaseTextEnv):

@@ -7,7 +7,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MetricSpec", "mean_metrics", "metric_spec", "never_valid", "no_valid_answer_note", "stratum_breakdown", "turn_columns"]
+__all__ = [
+    "MetricSpec",
+    "episode_means",
+    "mean_metrics",
+    "metric_spec",
+    "never_valid",
+    "no_valid_answer_note",
+    "stratum_breakdown",
+    "turn_columns",
+]
 
 #: Per-turn columns of a task without ``turn_columns``: the answer's format violation code.
 DEFAULT_TURN_COLUMNS = ("violation",)
@@ -132,3 +141,46 @@ def stratum_breakdown(
     for s, m in zip(strata, metrics, strict=True):
         groups.setdefault(str(s), []).append(m)
     return {s: {**aggregate(groups[s]), "episodes": float(len(groups[s]))} for s in sorted(groups)}
+
+
+def episode_means(metrics: Sequence[Mapping[str, Any]], keys: Mapping[str, str], *, when_present: Sequence[str] = ()) -> dict[str, float]:
+    """Named means of episode metrics: a task's ``aggregate_metrics``.
+
+    Each mean skips the episodes without the key or with a None or NaN value, and is 0.0 when no
+    episode has one.
+
+    Args:
+        metrics: per-episode metrics (the env's ``get_metrics()``).
+        keys: reported name -> the per-episode key it averages, in report order.
+        when_present: keys reported (under their own name, after ``keys``) only when some episode
+            has them, e.g. ``steps_over_optimal`` (solved episodes only).
+
+    Returns:
+        ``{name: mean}``; ``{}`` for no episodes.
+    """
+    if not metrics:
+        return {}
+
+    def mean(key: str) -> float:
+        values = [float(m[key]) for m in metrics if m.get(key) is not None and not math.isnan(float(m[key]))]
+        return sum(values) / len(values) if values else 0.0
+
+    out = {name: mean(key) for name, key in keys.items()}
+    out.update({key: mean(key) for key in when_present if any(key in m for m in metrics)})
+    return out
+
+
+def multi_turn_means(metrics: Sequence[Mapping[str, Any]], rates: Sequence[str]) -> dict[str, float]:
+    """The aggregates of multi-turn episodes (:class:`hyperpod_rl.tasks.env.MultiTurnTaskEnv`'s metrics).
+
+    Args:
+        metrics: per-episode metrics with ``solved`` (0/1), ``turns`` and, for solved episodes,
+            ``steps_over_optimal``.
+        rates: the task's per-episode rates, each reported under its own name, e.g. ``optimal_move_rate``.
+
+    Returns:
+        ``solve_rate``, each of ``rates``, ``mean_turns``, and ``steps_over_optimal`` (over the
+        solved episodes; absent when none was solved), by :func:`episode_means`; ``{}`` for no episodes.
+    """
+    keys = {"solve_rate": "solved", **{rate: rate for rate in rates}, "mean_turns": "turns"}
+    return episode_means(metrics, keys, when_present=("steps_over_optimal",))

@@ -67,13 +67,15 @@ renamed or removed without a deprecation.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, runtime_checkable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Protocol, runtime_checkable
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
 
-from hyperpod_rl.base import RaisesOnInit
+from hyperpod_rl.base import RaisesOnInit, format_validation_error
 from hyperpod_rl.errors import TaskError
 
 if TYPE_CHECKING:
@@ -84,9 +86,12 @@ __all__ = [
     "SPLITS",
     "AuditCase",
     "Row",
+    "RowObject",
+    "SplitCounts",
     "Task",
     "TaskBase",
     "TaskOptions",
+    "parse_model",
 ]
 
 #: Dataset splits, in build order: in-distribution train and held-out (disjoint content), then
@@ -156,6 +161,53 @@ def check_counts[C: Mapping[str, int]](counts: C) -> C:
     if sum(counts.values()) == 0:
         raise ValueError("at least one split needs rows")
     return counts
+
+
+#: The type of an options model's ``counts`` field (rows per split), checked by :func:`check_counts`;
+#: for models that do not derive from :class:`TaskOptions` (which checks its own).
+SplitCounts = Annotated[dict[str, int], AfterValidator(check_counts)]
+
+
+class RowObject[T]:
+    """Reads the task object one row column holds, as JSON text or the equivalent mapping.
+
+    Each distinct text is parsed once (an LRU cache of 4096 texts); a mapping is read as its JSON.
+    Call it with a row to get the object.
+
+    Args:
+        column: The row's column, e.g. ``"maze"``.
+        parse: Builds the object from JSON text (e.g. ``Maze.from_json``).
+        task: The task's name, for the error.
+
+    Raises:
+        TaskError: (on call) the row has no ``column`` (or it is None); ``parse``'s own error on bad text.
+    """
+
+    def __init__(self, column: str, parse: Callable[[str], T], task: str) -> None:
+        self.column, self.task = column, task
+        self._parse = lru_cache(maxsize=4096)(parse)
+
+    def __call__(self, row: Mapping[str, Any]) -> T:
+        raw = row.get(self.column)
+        if raw is None:
+            raise TaskError(f"the row has no {self.column!r} column: build it with the {self.task} task's build_dataset")
+        return self._parse(raw if isinstance(raw, str) else json.dumps(dict(raw), sort_keys=True, separators=(",", ":")))
+
+
+def parse_model[M: BaseModel](raw: Any, model: type[M], *, name: str, error: type[TaskError] = TaskError) -> M:
+    """``raw`` (None, JSON text or a mapping) validated as ``model`` (None: its defaults).
+
+    Raises:
+        TaskError: (``error``) the value is invalid, naming each bad field as ``<name>.<field>``.
+    """
+    try:
+        if raw is None:
+            return model()
+        if isinstance(raw, (str, bytes)):
+            return model.model_validate_json(raw)
+        return model.model_validate(dict(raw))
+    except ValidationError as e:
+        raise error(format_validation_error(e, what=name, prefix=f"{name}.", model=model)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +366,21 @@ class TaskBase:
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:  # pragma: no cover - abstract
         raise NotImplementedError(f"task {self.name!r} does not implement build_dataset")
+
+    def prompt_view(self, row: Mapping[str, Any], prompt_style: str | None, observation: str) -> dict[str, Any]:
+        """The ``observation`` and ``prompt_style`` keywords of a task's prompt builder for
+        :meth:`build_prompt`: the prompt style asked for, else the row's, else the task's default
+        (the first of :attr:`prompt_styles`)."""
+        return {"observation": observation, "prompt_style": prompt_style or row.get("prompt_style") or self.prompt_styles[0]}
+
+    def options_of(self, options: Any) -> Any:
+        """``options`` as an instance of :attr:`options_model`: an instance as it is, a mapping
+        (or None, for the defaults) through ``options_model.build``.
+
+        Raises:
+            TaskError: (the model's error class) invalid options, naming each bad field.
+        """
+        return options if isinstance(options, self.options_model) else self.options_model.build(options)
 
     def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:  # pragma: no cover
         raise NotImplementedError(f"task {self.name!r} does not implement render")

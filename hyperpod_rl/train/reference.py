@@ -83,6 +83,7 @@ from hyperpod_rl.model.rollout import Episode, play_episodes
 from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine
 from hyperpod_rl.plan.memory import vllm_rollout_fraction
 from hyperpod_rl.plan.shapes import shape_from_hf_config
+from hyperpod_rl.run_plan import engine_sizing
 from hyperpod_rl.runs import RunPaths, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     checkpoint_entries,
@@ -357,12 +358,11 @@ class ReferenceTrainer:
         cfg = self.config
         shape = shape_from_hf_config(json.loads((Path(model_dir) / "config.json").read_text()))
         free, total = torch.cuda.mem_get_info(self.device)
-        sequences = cfg.data.prompts_per_step * cfg.grpo.group_size
-        max_len = cfg.rollout.max_model_len or cfg.rollout.max_input_tokens + cfg.rollout.max_new_tokens
+        sizing = engine_sizing(cfg)  # as `hyperpod-rl plan` counts it
         fraction = vllm_rollout_fraction(
             shape,
-            sequences=sequences,
-            tokens_per_sequence=min(max_len, cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens),
+            sequences=sizing.sequences,
+            tokens_per_sequence=sizing.tokens_per_sequence,
             gpu_total_bytes=total,
             free_bytes=free,
             cap=cfg.rollout.gpu_memory_utilization,
@@ -375,10 +375,10 @@ class ReferenceTrainer:
             model_dir,
             processor,
             max_new_tokens=cfg.rollout.max_new_tokens,
-            max_model_len=max_len,
+            max_model_len=sizing.max_model_len,
             gpu_memory_utilization=fraction,
             lora_rank=cfg.lora.rank,
-            max_num_seqs=max(cfg.rollout.max_num_seqs, sequences),
+            max_num_seqs=max(cfg.rollout.max_num_seqs, sizing.sequences),
             seed=cfg.trainer.seed,
             sync_dir=self.run_dir / "lora-sync",
         )

@@ -43,7 +43,8 @@ def _config(backend: str, tmp_path, **over) -> RunConfig:
         "backend": backend,
         "model": {"path": str(ck) if backend == "reference" else "Qwen/Qwen3-VL-8B-Instruct"},
         "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet", "prompts_per_step": 4},
-        "rollout": {"max_turns": 3, "action_constraint": "none", "max_new_tokens": 128},
+        # engine hf: the compiled transformers decoding this file's model is fitted to (auto would plan vLLM)
+        "rollout": {"max_turns": 3, "action_constraint": "none", "max_new_tokens": 128, "engine": "hf"},
     }
     assert json.loads((ck / "config.json").read_text())["text_config"]["num_hidden_layers"] == 36
     return RunConfig.build(base | over)
@@ -63,6 +64,51 @@ def test_reference_runs_are_planned_with_compiled_decoding_and_no_vllm(tmp_path)
     assert result.rollout is not None and result.rollout.rows == 32
     assert not any(v.startswith(("vLLM KV cache", "gpu_memory_utilization")) for v in result.verdicts)
     assert any(v.startswith("rollouts: compiled decoding in the training process") for v in result.verdicts)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "auto"])
+def test_reference_runs_with_the_vllm_engine_are_planned_as_one_colocated_engine(tmp_path, engine):
+    """rollout.engine vllm (and auto with free generation) on the reference backend: one vLLM engine
+    in the training process, asking for the share the trainer counts; no SkyRL batch rules."""
+    from hyperpod_rl.plan.memory import vllm_rollout_fraction
+    from hyperpod_rl.run_plan import engine_sizing, planned_reference_engine
+
+    cfg = _config(
+        "reference",
+        tmp_path,
+        rollout={"max_turns": 3, "action_constraint": "none", "max_new_tokens": 128, "engine": engine},
+        trainer={"micro_batch_size": 5},  # 32 sequences: not a multiple, fine for the reference trainer
+    )
+    assert planned_reference_engine(cfg) == "vllm"
+    inp = plan_input_for(cfg)
+    result = plan(inp)
+    assert inp.rollout_engine == "vllm" and not inp.fsdp and inp.placement == "colocated"
+    sizing = engine_sizing(cfg)
+    assert sizing.sequences == 32
+    total = inp.gpu_spec().memory_gib * 2**30
+    expected = vllm_rollout_fraction(
+        inp.shape(),
+        sequences=32,
+        tokens_per_sequence=sizing.tokens_per_sequence,
+        gpu_total_bytes=int(total),
+        free_bytes=int(total - inp.shape().total_params * 2),
+        cap=cfg.rollout.gpu_memory_utilization,
+    )
+    assert (
+        inp.gpu_memory_utilization == pytest.approx(expected, abs=1e-4) and inp.gpu_memory_utilization < cfg.rollout.gpu_memory_utilization
+    )
+    assert result.rollout is None and result.step.sync_s > 0 and result.fits, result.blockers
+    assert "vLLM KV cache per engine" in [t.title for t in plan_tables(result)]
+    assert not any("must be a multiple" in v for v in result.verdicts), result.verdicts
+    assert any(v.startswith("room for the faster update") for v in result.verdicts), result.verdicts
+
+
+def test_constrained_actions_keep_compiled_decoding_under_auto(tmp_path):
+    from hyperpod_rl.run_plan import planned_reference_engine
+
+    cfg = _config("reference", tmp_path, rollout={"max_turns": 3, "action_constraint": "directions", "engine": "auto"})
+    assert planned_reference_engine(cfg) == "hf_compiled"
+    assert plan_input_for(cfg).rollout_engine == "hf_compiled"
 
 
 def test_skyrl_runs_keep_the_vllm_model(tmp_path):

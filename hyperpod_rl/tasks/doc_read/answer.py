@@ -40,16 +40,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS
-from hyperpod_rl.tasks.answer import extract_answer as _extract
+from hyperpod_rl.tasks.answer import AnswerFormat, Verdict
 from hyperpod_rl.tasks.doc_read.document import Question
 
 __all__ = [
-    "END_TOKENS",
+    "FORMAT",
     "MAX_ANSWER_CHARS",
     "MAX_COMPLETION_CHARS",
     "VIOLATIONS",
-    "VISION_TOKENS",
     "Envelope",
     "Normalised",
     "is_correct",
@@ -57,19 +55,22 @@ __all__ = [
     "parse_envelope",
 ]
 
+#: The envelope's limits: a completion of 16,384 characters, an answer block of 256 (the
+#: envelope's violation codes only; a badly typed answer is wrong, not a violation).
+FORMAT: Final[AnswerFormat] = AnswerFormat(16_384, 256)
 #: Longest completion parsed, in characters ("too_long").
-MAX_COMPLETION_CHARS: Final[int] = 16_384
+MAX_COMPLETION_CHARS: Final[int] = FORMAT.max_completion_chars
 #: Longest text inside the answer block, in characters ("answer_too_long").
-MAX_ANSWER_CHARS: Final[int] = 256
+MAX_ANSWER_CHARS: Final[int] = FORMAT.max_answer_chars
 #: Violation codes, in the order they are checked.
-VIOLATIONS: Final[tuple[str, ...]] = ENVELOPE_VIOLATIONS
+VIOLATIONS: Final[tuple[str, ...]] = FORMAT.violations
 
 _QUOTES: Final[tuple[tuple[str, str], ...]] = (('"', '"'), ("'", "'"), ("`", "`"))
 
 
 @dataclass(frozen=True, slots=True)
-class Envelope:
-    """The answer block of a completion.
+class Envelope(Verdict):
+    """The answer block of a completion (``ok``: no violation).
 
     Attributes:
         content: Text inside the answer tags (raw), or None on a violation.
@@ -79,21 +80,11 @@ class Envelope:
     content: str | None
     violation: str | None = None
 
-    @property
-    def ok(self) -> bool:
-        """True when the completion is well formed."""
-        return self.violation is None
-
 
 def parse_envelope(text: object) -> Envelope:
     """Extract the answer block, or name the format violation. Never raises
-    (:func:`hyperpod_rl.tasks.answer.extract_answer` with this task's limits, then ``empty_answer``)."""
-    content, violation = _extract(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
-    if content is None:
-        return Envelope(None, violation)
-    if not content.strip():
-        return Envelope(None, "empty_answer")
-    return Envelope(content, None)
+    (:meth:`hyperpod_rl.tasks.answer.AnswerFormat.extract` with this task's limits)."""
+    return Envelope(*FORMAT.extract(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.dataset import check_weights, quotas, take_quota
+from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, take_quota
 from hyperpod_rl.tasks.dataset import read_rows as _read
 from hyperpod_rl.tasks.dataset import write_parquet as _write
 from hyperpod_rl.tasks.doc_read._model import DocModel
@@ -55,7 +55,7 @@ from hyperpod_rl.tasks.doc_read.render import PageStyle, encode_png, render_docu
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION
 from hyperpod_rl.tasks.doc_read.strata import stratum_of
 from hyperpod_rl.tasks.doc_read.templates import HELDOUT_TEMPLATES, TEMPLATES, TRAIN_TEMPLATES
-from hyperpod_rl.tasks.protocol import check_counts
+from hyperpod_rl.tasks.protocol import SplitCounts
 from hyperpod_rl.tasks.vision import image_token_count
 
 __all__ = ["SPLITS", "DatasetSpec", "DocRow", "build_dataset", "draw_sample", "make_row", "read_rows", "sample_from_row", "write_parquet"]
@@ -102,13 +102,13 @@ class DatasetSpec(DocModel):
 
     seed: int = 0
     """Master seed; each sample derives from (seed, split, index)."""
-    counts: dict[str, int] = Field(default_factory=lambda: {"train": 512, "heldout": 128, "ood": 128})
+    counts: SplitCounts = Field(default_factory=lambda: {"train": 512, "heldout": 128, "ood": 128})
     """Rows per split; keys from train, heldout, ood."""
     kinds: dict[str, float] = Field(default_factory=lambda: {k: 1.0 for k in KINDS})
     """Document-kind weights, e.g. {"invoice": 2, "receipt": 1}."""
     qtypes: tuple[str, ...] = QTYPES
     """Question types to ask; any of hyperpod_rl.tasks.doc_read.generate.QTYPES."""
-    mix: dict[str, float] | None = None
+    mix: StratumMix = None
     """Requested stratum mix for train/heldout (mix key -> weight); None: as drawn."""
     items: tuple[int, int] = (2, 6)
     """Table rows per train and held-out page: inclusive (min, max)."""
@@ -128,11 +128,6 @@ class DatasetSpec(DocModel):
     """Prompt style: full instructions (real VLMs) or terse (tiny random-init model)."""
     data_source: str = "hyperpod_rl.doc_read"
     """Prefix of the data_source column."""
-
-    @field_validator("counts")
-    @classmethod
-    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        return check_counts(v)
 
     @field_validator("kinds")
     @classmethod

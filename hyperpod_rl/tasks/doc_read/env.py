@@ -12,20 +12,19 @@ one, a fresh render.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, ClassVar
 
-from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
+from skyrl_gym.envs.base_text_env import BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.doc_read.dataset import sample_from_row
 from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, aggregate_metrics, score
-from hyperpod_rl.tasks.env import OBSERVATIONS, PROMPT_STYLES, EnvSettings
+from hyperpod_rl.tasks.env import TaskEnv
 
 __all__ = ["DocReadEnv"]
 
 
-class DocReadEnv(BaseTextEnv):
+class DocReadEnv(TaskEnv):
     """One question about one page; the episode ends after the first answer.
 
     Args:
@@ -36,31 +35,25 @@ class DocReadEnv(BaseTextEnv):
         TaskError: naming the field when the row is missing or invalid, or a setting is unknown.
     """
 
+    reward_version: ClassVar[str] = REWARD_VERSION
+    observation: Observation
+    prompt_style: PromptStyle
+
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
-        extras = {} if extras is None else extras
-        self.document, self.question, self.style = sample_from_row(extras)
-        settings = EnvSettings(extras, env_config)
-        self.observation = cast(Observation, settings.choice("observation", "image", OBSERVATIONS))
-        self.prompt_style = cast(PromptStyle, settings.choice("prompt_style", "full", PROMPT_STYLES))
-        self.max_image_tokens = settings.count("max_image_tokens", 512, minimum=4)
+        document, question, style = sample_from_row({} if extras is None else extras)
+        super().__init__(env_config, extras)
+        self.document, self.question, self.style = document, question, style
+        self.max_image_tokens = self.settings.count("max_image_tokens", 512, minimum=4)
         self.max_turns = 1
         self._metrics: dict[str, Any] = {}
 
-    def init(self, prompt: ConversationType | None) -> tuple[ConversationType, dict[str, Any]]:
-        """The first prompt (the row's, cleaned, or a fresh render) and ``{"reward_version", "doc_hash"}``."""
-        if prompt:
-            conversation = clean_messages(prompt)
-        else:
-            conversation = build_prompt(
-                self.document,
-                self.question,
-                style=self.style,
-                max_image_tokens=self.max_image_tokens,
-                observation=self.observation,
-                prompt_style=self.prompt_style,
-            )
-        return conversation, {"reward_version": REWARD_VERSION, "doc_hash": self.document.content_hash()}
+    def fresh_prompt(self, **view: Any) -> ConversationType:
+        """:func:`~hyperpod_rl.tasks.doc_read.messages.build_prompt`: a fresh render of the row's page with its question."""
+        return build_prompt(self.document, self.question, style=self.style, max_image_tokens=self.max_image_tokens, **view)
+
+    def episode_info(self) -> dict[str, Any]:
+        """``doc_hash`` of the page."""
+        return {"doc_hash": self.document.content_hash()}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Score the answer; always ends the episode.
@@ -87,10 +80,8 @@ class DocReadEnv(BaseTextEnv):
             "error": out.error,
             "qtype": self.question.qtype,
             "question_kind": self.question.kind,
-            "turn": self.turns,
-            "reward_version": REWARD_VERSION,
         }
-        return BaseTextEnvStepOutput(observations=[], reward=out.reward, done=True, metadata=metadata)
+        return self.step_output(out.reward, done=True, metadata=metadata)
 
     def get_metrics(self) -> dict[str, Any]:
         """Episode metrics: ``correct``, ``invalid``, ``unparseable`` (0/1) and ``question_kind``."""

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.doc_read.document import Document, Question
 from hyperpod_rl.tasks.doc_read.render import PageStyle, render_png
+from hyperpod_rl.tasks.messages import first_messages, user_content
 from hyperpod_rl.tasks.vision import image_part
 
 __all__ = ["SYSTEM_PROMPT", "Observation", "PromptStyle", "build_prompt", "clean_messages", "image_part", "instructions"]
@@ -67,14 +68,10 @@ def build_prompt(
     Returns:
         Messages whose every ``content`` is a list of parts (a uniform parquet type).
     """
-    parts: list[dict[str, Any]] = []
-    if observation in ("image", "both"):
-        parts.append(image_part(png if png is not None else render_png(doc, style, max_image_tokens=max_image_tokens)))
-    text = instructions(question, prompt_style)
-    if observation in ("text", "both"):
-        text = f"Document text:\n{doc.to_text()}\n\n{text}"
-    parts.append({"type": "text", "text": text})
-    user = {"role": "user", "content": parts}
-    if prompt_style == "terse":
-        return [user]
-    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]}, user]
+    content = user_content(
+        observation,
+        instructions(question, prompt_style),
+        image=lambda: image_part(png if png is not None else render_png(doc, style, max_image_tokens=max_image_tokens)),
+        with_twin=lambda text: f"Document text:\n{doc.to_text()}\n\n{text}",
+    )
+    return first_messages(None if prompt_style == "terse" else SYSTEM_PROMPT, content)

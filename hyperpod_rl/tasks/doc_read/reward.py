@@ -11,13 +11,14 @@ Change :data:`REWARD_VERSION` with any change to these values or to the normalis
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from hyperpod_rl.tasks.doc_read.answer import expected_value, normalise, parse_envelope
 from hyperpod_rl.tasks.doc_read.document import Question
+from hyperpod_rl.tasks.metrics import episode_means
 
 __all__ = [
     "CORRECT",
@@ -80,27 +81,16 @@ def reward_bounds() -> tuple[float, float]:
     return (-FORMAT_PENALTY, CORRECT)
 
 
-def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Average episode metrics: ``accuracy``, ``invalid_rate``, ``unparseable_rate`` and ``accuracy/<qkind>`` per question kind.
 
     Empty input gives ``{}``.
     """
-    if not metrics:
-        return {}
-
-    def mean(rows: list[dict[str, Any]], key: str) -> float:
-        values = [float(m[key]) for m in rows if m.get(key) is not None and not math.isnan(float(m[key]))]
-        return sum(values) / len(values) if values else 0.0
-
-    out: dict[str, Any] = {
-        "accuracy": mean(metrics, "correct"),
-        "invalid_rate": mean(metrics, "invalid"),
-        "unparseable_rate": mean(metrics, "unparseable"),
-    }
-    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    out: dict[str, Any] = episode_means(metrics, {"accuracy": "correct", "invalid_rate": "invalid", "unparseable_rate": "unparseable"})
+    by_kind: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for m in metrics:
         if m.get("question_kind"):
             by_kind[str(m["question_kind"])].append(m)
     for kind, rows in sorted(by_kind.items()):
-        out[f"accuracy/{kind}"] = mean(rows, "correct")
+        out[f"accuracy/{kind}"] = episode_means(rows, {"accuracy": "correct"})["accuracy"]
     return out

@@ -7,18 +7,17 @@ A thin adapter over the task's modules. Options are :class:`~.dataset.DatasetSpe
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from hyperpod_rl.tasks.doc_read.answer import parse_envelope
 from hyperpod_rl.tasks.doc_read.audit import AUDIT_CASES, AUDIT_QUESTIONS
 from hyperpod_rl.tasks.doc_read.dataset import DatasetSpec, build_dataset, sample_from_row
 from hyperpod_rl.tasks.doc_read.document import Question
-from hyperpod_rl.tasks.doc_read.messages import Observation, PromptStyle, build_prompt
+from hyperpod_rl.tasks.doc_read.messages import build_prompt
 from hyperpod_rl.tasks.doc_read.registry import ENTRY_POINT, ENV_CLASS
 from hyperpod_rl.tasks.doc_read.render import render_document
 from hyperpod_rl.tasks.doc_read.reward import REWARD_VERSION, aggregate_metrics, score_completion
-from hyperpod_rl.tasks.protocol import AuditCase, Row, TaskBase
+from hyperpod_rl.tasks.protocol import AuditCase, Row, RowObject, TaskBase
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -26,44 +25,33 @@ if TYPE_CHECKING:
 __all__ = ["TASK", "DocReadTask"]
 
 
-@lru_cache(maxsize=4096)
-def _question(text: str) -> Question:
-    return Question.model_validate_json(text)
-
-
-def _question_of(row: Mapping[str, Any]) -> Question:
-    raw = row["question"]
-    return _question(raw) if isinstance(raw, str) else Question.model_validate(dict(raw))
+_question_of: Final[RowObject[Question]] = RowObject("question", Question.model_validate_json, "doc_read")
 
 
 class DocReadTask(TaskBase):
     """Read a synthetic invoice, receipt, form or table and answer one question (field, sum or comparison)."""
 
-    name: ClassVar[str] = "doc_read"
-    title: ClassVar[str] = "Document reading: answer one question about a rendered invoice, receipt, form or table"
-    env_class: ClassVar[str] = ENV_CLASS
-    env_entry_point: ClassVar[str] = ENTRY_POINT
-    multi_turn: ClassVar[bool] = False
-    reward_version: ClassVar[str] = REWARD_VERSION
-    options_model: ClassVar[type[Any]] = DatasetSpec
-    hash_column: ClassVar[str] = "content_hash"
-    primary_metric: ClassVar[str] = "accuracy"
-    prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
+    name = "doc_read"
+    title = "Document reading: answer one question about a rendered invoice, receipt, form or table"
+    env_class = ENV_CLASS
+    env_entry_point = ENTRY_POINT
+    reward_version = REWARD_VERSION
+    options_model = DatasetSpec
+    primary_metric = "accuracy"
     #: The closed answers of ``field.kind`` and the yes/no questions. Constrained decoding (the tiny
     #: model's ``action_constraint="directions"``) can only give these, so pair it with
     #: ``qtypes=("field.kind",)`` (or the ``compare.pair`` / ``compare.total`` yes/no questions);
     #: real VLMs generate freely and answer every question type.
-    answer_words: ClassVar[tuple[str, ...]] = ("invoice", "receipt", "form", "table", "yes", "no")
-    reported_metrics: ClassVar[dict[str, str]] = {"accuracy": "correct", "invalid_rate": "invalid", "unparseable_rate": "unparseable"}
-    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_rate", "unparseable_rate")
-    guard_metrics: ClassVar[tuple[str, ...]] = ("invalid_rate",)
-    turn_columns: ClassVar[tuple[str, ...]] = ("answer", "expected", "correct", "violation")
-    invalid_metric: ClassVar[str | None] = "invalid_rate"
+    answer_words = ("invoice", "receipt", "form", "table", "yes", "no")
+    reported_metrics = {"accuracy": "correct", "invalid_rate": "invalid", "unparseable_rate": "unparseable"}
+    lower_is_better = ("invalid_rate", "unparseable_rate")
+    guard_metrics = ("invalid_rate",)
+    turn_columns = ("answer", "expected", "correct", "violation")
+    invalid_metric = "invalid_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`~.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
-        spec = options if isinstance(options, DatasetSpec) else DatasetSpec.build(options)
-        return cast("dict[str, list[Row]]", build_dataset(spec))
+        return cast("dict[str, list[Row]]", build_dataset(self.options_of(options)))
 
     def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:
         """The page as the model sees it, RGB (the dataset stores it greyscale; the pixels are the same)."""
@@ -78,8 +66,7 @@ class DocReadTask(TaskBase):
             question,
             style=style,
             max_image_tokens=int(row.get("max_image_tokens") or 512),
-            observation=cast(Observation, observation),
-            prompt_style=cast(PromptStyle, prompt_style or row.get("prompt_style") or "full"),
+            **self.prompt_view(row, prompt_style, observation),
         )
 
     def parse_answer(self, text: str) -> Any:
@@ -92,7 +79,7 @@ class DocReadTask(TaskBase):
 
     def aggregate_metrics(self, metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """:func:`~.reward.aggregate_metrics`: ``accuracy``, ``invalid_rate``, ``unparseable_rate``, per question kind."""
-        return aggregate_metrics([dict(m) for m in metrics])
+        return aggregate_metrics(metrics)
 
     def demonstration(self, row: Mapping[str, Any]) -> list[str] | None:
         """SFT demonstration (:func:`hyperpod_rl.tasks.doc_read.demos.doc_read_demonstration`)."""

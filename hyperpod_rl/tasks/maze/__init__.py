@@ -15,7 +15,8 @@ Example:
     ('up',)
 """
 
-from hyperpod_rl.tasks.maze.answer import VIOLATIONS, VISION_TOKENS, ParsedAnswer, parse_answer
+from hyperpod_rl.tasks.answer import VISION_TOKENS
+from hyperpod_rl.tasks.maze.answer import VIOLATIONS, ParsedAnswer, parse_answer
 from hyperpod_rl.tasks.maze.audit import AUDIT_CASES, AuditReport, run_audit
 from hyperpod_rl.tasks.maze.dataset import SPLITS, DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
 from hyperpod_rl.tasks.maze.generate import ALGORITHMS, generate_maze

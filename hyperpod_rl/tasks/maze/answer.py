@@ -6,7 +6,8 @@ Only whitespace and end-of-turn tokens (``<|im_end|>``, ``<|endoftext|>``) may f
 block. Anything inside ``<think>...</think>`` is reasoning and never counts as the answer.
 
 Every deviation is a *format violation*: :class:`ParsedAnswer` then has no moves and a
-``violation`` code from :data:`VIOLATIONS`.
+``violation`` code from :data:`VIOLATIONS`. ``END_TOKENS`` and ``VISION_TOKENS`` are
+:mod:`hyperpod_rl.tasks.answer`'s, re-exported for the old ``hyperpod_rl.maze.answer`` path.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS, extract_answer
+from hyperpod_rl.tasks.answer import END_TOKENS, VISION_TOKENS, AnswerFormat, Verdict
 from hyperpod_rl.tasks.maze.grid import DIRECTIONS
 
 __all__ = [
     "END_TOKENS",
+    "FORMAT",
     "MAX_ANSWER_CHARS",
     "MAX_COMPLETION_CHARS",
     "VIOLATIONS",
@@ -28,26 +30,23 @@ __all__ = [
     "parse_answer",
 ]
 
+#: The envelope's limits (a completion of 32,768 characters, an answer block of 2,048) and the
+#: maze's own violation codes, checked after the envelope's.
+FORMAT: Final[AnswerFormat] = AnswerFormat(32_768, 2_048, ("non_ascii", "unknown_move", "too_many_moves"))
 #: Longest completion parsed, in characters; longer ones are a violation ("too_long").
-MAX_COMPLETION_CHARS: Final[int] = 32_768
+MAX_COMPLETION_CHARS: Final[int] = FORMAT.max_completion_chars
 #: Longest text inside the answer block, in characters ("answer_too_long").
-MAX_ANSWER_CHARS: Final[int] = 2_048
-
+MAX_ANSWER_CHARS: Final[int] = FORMAT.max_answer_chars
 #: Violation codes, in the order they are checked.
-VIOLATIONS: Final[tuple[str, ...]] = (
-    *ENVELOPE_VIOLATIONS,
-    "non_ascii",
-    "unknown_move",
-    "too_many_moves",
-)
+VIOLATIONS: Final[tuple[str, ...]] = FORMAT.violations
 
 _SEP = re.compile(r"[\s,]+")
 _DIRECTION_SET: Final[frozenset[str]] = frozenset(DIRECTIONS)
 
 
 @dataclass(frozen=True, slots=True)
-class ParsedAnswer:
-    """The result of :func:`parse_answer`.
+class ParsedAnswer(Verdict):
+    """The result of :func:`parse_answer` (``ok``: no violation).
 
     Attributes:
         moves: Direction words in order (lower case); empty when ``violation`` is set.
@@ -56,11 +55,6 @@ class ParsedAnswer:
 
     moves: tuple[str, ...] = ()
     violation: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """True when the answer is well formed."""
-        return self.violation is None
 
 
 def _fail(code: str) -> ParsedAnswer:
@@ -77,9 +71,9 @@ def parse_answer(text: object, *, max_moves: int | None = None) -> ParsedAnswer:
     Returns:
         ParsedAnswer with ``moves`` or a ``violation`` code. Never raises on bad text.
     """
-    content, violation = extract_answer(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
+    content, violation = FORMAT.extract(text)
     if content is None:
-        assert violation is not None  # extract_answer returns exactly one of the two
+        assert violation is not None  # extract returns exactly one of the two
         return _fail(violation)
     words = [w for w in _SEP.split(content) if w]
     if not words:

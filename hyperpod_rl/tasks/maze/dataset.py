@@ -38,7 +38,7 @@ from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks import dataset as _shared
-from hyperpod_rl.tasks.dataset import check_weights, quotas, take_quota, write_parquet
+from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, take_quota, write_parquet
 from hyperpod_rl.tasks.maze._model import MazeModel
 from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
 from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
@@ -47,7 +47,7 @@ from hyperpod_rl.tasks.maze.registry import ENV_CLASS
 from hyperpod_rl.tasks.maze.render import RenderStyle, fit_style, image_size_px, image_token_count
 from hyperpod_rl.tasks.maze.reward import REWARD_VERSION
 from hyperpod_rl.tasks.maze.strata import DEFAULT_PATH_BINS, DEFAULT_TURN_BINS, check_edges, stratum_of
-from hyperpod_rl.tasks.protocol import check_counts
+from hyperpod_rl.tasks.protocol import SplitCounts
 
 __all__ = ["SPLITS", "DatasetSpec", "MazeRow", "build_dataset", "read_rows", "write_parquet"]
 
@@ -96,13 +96,13 @@ class DatasetSpec(MazeModel):
     """Master seed; each maze's seed derives from (seed, split, index)."""
     sizes: tuple[tuple[int, int], ...] = ((5, 5),)
     """In-distribution grid sizes (rows, cols) in cells, drawn uniformly."""
-    counts: dict[str, int] = Field(default_factory=lambda: {"train": 256, "heldout": 64})
+    counts: SplitCounts = Field(default_factory=lambda: {"train": 256, "heldout": 64})
     """Rows per split; keys from train, heldout, ood."""
     algorithms: dict[str, float] = Field(default_factory=lambda: {"backtracker": 1.0})
     """Generator weights, e.g. {"backtracker": 2, "prim": 1}."""
     braid: float = Field(default=0.0, ge=0.0, le=1.0)
     """Fraction of dead ends opened (0 = perfect mazes; > 0 adds loops)."""
-    mix: dict[str, float] | None = None
+    mix: StratumMix = None
     """Requested stratum mix for train/heldout: mix key (see .strata) -> weight; None draws mazes as they come."""
     path_bins: tuple[int, ...] = DEFAULT_PATH_BINS
     """Bin edges of the path-length stratum labels, in moves."""
@@ -139,22 +139,10 @@ class DatasetSpec(MazeModel):
                 raise ValueError(f"size ({rows}, {cols}) is out of range {MIN_SIDE}..{MAX_SIDE} cells per side")
         return v
 
-    @field_validator("counts")
-    @classmethod
-    def _counts(cls, v: dict[str, int]) -> dict[str, int]:
-        return check_counts(v)
-
     @field_validator("algorithms")
     @classmethod
     def _algorithms(cls, v: dict[str, float]) -> dict[str, float]:
         return check_weights(v, ALGORITHMS, "algorithm")
-
-    @field_validator("mix")
-    @classmethod
-    def _mix(cls, v: dict[str, float] | None) -> dict[str, float] | None:
-        if v is not None and (not v or any(w < 0 for w in v.values()) or sum(v.values()) <= 0):
-            raise ValueError("mix weights must be >= 0 with a positive sum")
-        return v
 
     @field_validator("path_bins", "turn_bins")
     @classmethod

@@ -20,21 +20,19 @@ Observation parts follow SkyRL's VLM format (see :mod:`hyperpod_rl.tasks.maze.me
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any, Final, cast
+from typing import Any, ClassVar, Final, cast
 
-from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
+from skyrl_gym.envs.base_text_env import BaseTextEnvStepOutput, ConversationType
 
 from hyperpod_rl.errors import MazeError
-from hyperpod_rl.tasks.env import OBSERVATIONS, PROMPT_STYLES, EnvSettings
+from hyperpod_rl.tasks.env import MultiTurnTaskEnv
 from hyperpod_rl.tasks.maze.grid import Maze, default_max_turns
 from hyperpod_rl.tasks.maze.messages import (
     Mode,
     Observation,
     PromptStyle,
     build_prompt,
-    clean_messages,
     feedback_text,
     observation_message,
 )
@@ -45,7 +43,7 @@ __all__ = ["MazeEnv"]
 _MODES: Final[tuple[str, ...]] = ("step", "plan")
 
 
-class MazeEnv(BaseTextEnv):
+class MazeEnv(MultiTurnTaskEnv):
     """One maze episode.
 
     Args:
@@ -58,43 +56,31 @@ class MazeEnv(BaseTextEnv):
             ``observation`` is unknown, ``max_turns`` < 1, or ``render_style`` is invalid.
     """
 
+    reward_version: ClassVar[str] = REWARD_VERSION
+    error: ClassVar[type[MazeError]] = MazeError
+    observation: Observation
+    prompt_style: PromptStyle
+
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
-        extras = {} if extras is None else extras
-        raw = extras.get("maze")
-        if raw is None:
-            raise MazeError("extras['maze'] is required: put Maze.to_json() in the dataset row's 'maze' column")
-        self.maze: Maze = Maze.from_json(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
-        settings = EnvSettings(extras, env_config, MazeError)
-        self.mode = cast(Mode, settings.choice("mode", "step", _MODES))
-        self.prompt_style = cast(PromptStyle, settings.choice("prompt_style", "full", PROMPT_STYLES))
-        self.observation = cast(Observation, settings.choice("observation", "image", OBSERVATIONS))
-        max_turns = settings.count("max_turns", default_max_turns(self.maze), why="zero turns leaves no move to make")
+        super().__init__(env_config, extras)
+        self.maze: Maze = self.required("maze", Maze.from_json, "Maze.to_json()")
+        self.mode = cast(Mode, self.settings.choice("mode", "step", _MODES))
+        max_turns = self.settings.count("max_turns", default_max_turns(self.maze), why="zero turns leaves no move to make")
         self.max_turns = 1 if self.mode == "plan" else max_turns
-        self.style = settings.model("render_style", RenderStyle)
+        self.style = self.settings.model("render_style", RenderStyle)
         self.agent = self.maze.start
-        self._solved = False
         self._moves = 0
-        self._optimal = 0
-        self._invalid = 0
         self._blocked = 0
         self._overshoot = 0
 
     # ----------------------------------------------------------------- episode
-    def init(self, prompt: ConversationType | None) -> tuple[ConversationType, dict[str, Any]]:
-        """Return the first prompt (the row's, cleaned of parquet ``None`` keys, or a fresh one)."""
-        if prompt:
-            conversation = clean_messages(prompt)
-        else:
-            conversation = build_prompt(
-                self.maze,
-                mode=self.mode,
-                max_turns=self.max_turns,
-                style=self.style,
-                observation=self.observation,
-                prompt_style=self.prompt_style,
-            )
-        return conversation, {"reward_version": REWARD_VERSION, "layout_hash": self.maze.layout_hash()}
+    def fresh_prompt(self, **view: Any) -> ConversationType:
+        """:func:`~hyperpod_rl.tasks.maze.messages.build_prompt` of the row's maze in this env's mode, turn limit and style."""
+        return build_prompt(self.maze, mode=self.mode, max_turns=self.max_turns, style=self.style, **view)
+
+    def episode_info(self) -> dict[str, Any]:
+        """``layout_hash`` of the maze."""
+        return {"layout_hash": self.maze.layout_hash()}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Play one turn.
@@ -110,12 +96,9 @@ class MazeEnv(BaseTextEnv):
             return self._step_plan(action)
         out = score_step(self.maze, self.agent, action)
         self.agent = out.cell_after
-        self._invalid += out.invalid
         self._blocked += out.blocked
-        self._optimal += out.optimal
         self._moves += not out.invalid
-        self._solved = out.solved
-        done = out.solved or self.turns >= self.max_turns
+        done = self.end_turn(solved=out.solved, optimal=out.optimal, invalid=out.invalid)
         observations = []
         if not done:
             text = feedback_text(out.move, blocked=out.blocked, violation=out.violation, prompt_style=self.prompt_style)
@@ -130,10 +113,8 @@ class MazeEnv(BaseTextEnv):
             "distance_after": out.distance_after,
             "solved": out.solved,
             "agent": list(self.agent),
-            "turn": self.turns,
-            "reward_version": REWARD_VERSION,
         }
-        return BaseTextEnvStepOutput(observations=observations, reward=out.reward, done=done, metadata=metadata)
+        return self.step_output(out.reward, done=done, metadata=metadata, observations=observations)
 
     def _step_plan(self, action: str) -> BaseTextEnvStepOutput:
         plan = score_plan(self.maze, action, cell=self.agent)
@@ -159,10 +140,8 @@ class MazeEnv(BaseTextEnv):
             "solved": plan.solved,
             "overshoot": plan.overshoot,
             "agent": list(self.agent),
-            "turn": self.turns,
-            "reward_version": REWARD_VERSION,
         }
-        return BaseTextEnvStepOutput(observations=[], reward=plan.reward, done=True, metadata=metadata)
+        return self.step_output(plan.reward, done=True, metadata=metadata)
 
     # ----------------------------------------------------------------- metrics
     def get_metrics(self) -> dict[str, Any]:
@@ -173,15 +152,10 @@ class MazeEnv(BaseTextEnv):
         ``blocked_move_rate`` (blocked / moves made), and, for solved episodes only,
         ``steps_over_optimal`` (turns used, or plan length incl. overshoot, minus the shortest path).
         """
-        turns = max(self.turns, 1)
-        denom = turns if self.mode == "step" else max(self._moves, 1)
-        metrics: dict[str, Any] = {
-            "solved": float(self._solved),
-            "turns": float(self.turns),
-            "optimal_move_rate": self._optimal / denom,
-            "invalid_move_rate": self._invalid / turns,
-            "blocked_move_rate": self._blocked / max(self._moves, 1),
-        }
+        metrics: dict[str, Any] = self.episode_metrics("move")
+        if self.mode == "plan":
+            metrics["optimal_move_rate"] = self._optimal / max(self._moves, 1)
+        metrics["blocked_move_rate"] = self._blocked / max(self._moves, 1)
         if self._solved:
             used = self.turns if self.mode == "step" else self._moves + self._overshoot
             metrics["steps_over_optimal"] = float(used - self.maze.shortest_path_length)

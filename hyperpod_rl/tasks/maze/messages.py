@@ -11,13 +11,14 @@ wheel, ``skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py
 
 from __future__ import annotations
 
-import base64
 from typing import Any, Final, Literal
 
 from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.maze.grid import Cell, Maze
 from hyperpod_rl.tasks.maze.render import RenderStyle, render_png
+from hyperpod_rl.tasks.messages import first_messages, user_content
 from hyperpod_rl.tasks.vision import decode_image_part, flatten_alpha
+from hyperpod_rl.tasks.vision import image_part as vision_image_part
 
 __all__ = [
     "Mode",
@@ -47,8 +48,6 @@ PromptStyle = Literal["full", "terse"]
 #: Terse texts: the first turn, and the feedback after a move / a blocked move / a bad answer.
 TERSE_TEXT: Final[dict[str, str]] = {"start": "move", "moved": "moved", "blocked": "blocked", "invalid": "invalid"}
 
-_DATA_URI_PREFIX: Final[str] = "data:image/png;base64,"
-
 SYSTEM_PROMPT: Final[str] = (
     "You solve mazes. Think briefly if you like, then give your final answer inside "
     "<answer></answer> tags using only the words up, down, left and right."
@@ -57,8 +56,7 @@ SYSTEM_PROMPT: Final[str] = (
 
 def image_part(maze: Maze, agent: Cell | None = None, style: RenderStyle | None = None) -> dict[str, Any]:
     """An ``image_url`` content part holding the PNG of the maze with the agent at ``agent``."""
-    b64 = base64.b64encode(render_png(maze, agent, style)).decode("ascii")
-    return {"type": "image_url", "image_url": {"url": _DATA_URI_PREFIX + b64}}
+    return vision_image_part(render_png(maze, agent, style))
 
 
 def instructions(maze: Maze, mode: Mode, max_turns: int, *, style: RenderStyle | None = None, observation: Observation = "image") -> str:
@@ -91,13 +89,12 @@ def feedback_text(move: str | None, *, blocked: bool, violation: str | None, pro
 
 
 def _content(maze: Maze, agent: Cell | None, style: RenderStyle | None, text: str, observation: Observation) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if observation in ("image", "both"):
-        parts.append(image_part(maze, agent, style))
-    if observation in ("text", "both"):
-        text = f"{text}\nText view (# wall, . open, A you, G goal):\n{maze.to_text(agent)}"
-    parts.append({"type": "text", "text": text})
-    return parts
+    return user_content(
+        observation,
+        text,
+        image=lambda: image_part(maze, agent, style),
+        with_twin=lambda t: f"{t}\nText view (# wall, . open, A you, G goal):\n{maze.to_text(agent)}",
+    )
 
 
 def build_prompt(
@@ -116,20 +113,9 @@ def build_prompt(
     message: the start image and :data:`TERSE_TEXT` ``["start"]``.
     """
     if prompt_style == "terse":
-        return [{"role": "user", "content": _content(maze, None, style, TERSE_TEXT["start"], observation)}]
-    return [
-        {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
-        {
-            "role": "user",
-            "content": _content(
-                maze,
-                None,
-                style,
-                instructions(maze, mode, max_turns, style=style, observation=observation),
-                observation,
-            ),
-        },
-    ]
+        return first_messages(None, _content(maze, None, style, TERSE_TEXT["start"], observation))
+    text = instructions(maze, mode, max_turns, style=style, observation=observation)
+    return first_messages(SYSTEM_PROMPT, _content(maze, None, style, text, observation))
 
 
 def observation_message(

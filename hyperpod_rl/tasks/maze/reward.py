@@ -4,7 +4,8 @@ The written spec is ``docs/maze-task.md``; change :data:`REWARD_VERSION` with an
 here. Terms (per move, both modes):
 
 * valid move:   ``PROGRESS_PER_CELL * (d_before - d_after) - STEP_COST``, plus
-  ``SUCCESS_BONUS`` on the move that reaches the goal. ``d`` is the BFS distance to the goal.
+  ``SUCCESS_BONUS`` on the move that reaches the goal (:data:`SHAPING`, the progress shaping
+  :class:`hyperpod_rl.tasks.reward.ProgressShaping`). ``d`` is the BFS distance to the goal.
 * blocked move (into a wall): ``-BLOCKED_PENALTY``; the agent stays.
 * format violation (see :mod:`hyperpod_rl.tasks.maze.answer`): ``-FORMAT_PENALTY``; the agent stays.
 * plan mode only: each move after the goal was reached costs ``-OVERSHOOT_PENALTY`` (the
@@ -17,13 +18,15 @@ is at most ``SUCCESS_BONUS + (PROGRESS_PER_CELL - STEP_COST) * shortest_path_len
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks.maze.answer import parse_answer
 from hyperpod_rl.tasks.maze.grid import Cell, Maze
+from hyperpod_rl.tasks.metrics import multi_turn_means
+from hyperpod_rl.tasks.reward import ProgressShaping, round_reward
 
 __all__ = [
     "aggregate_metrics",
@@ -33,6 +36,7 @@ __all__ = [
     "PLAN_REWARD_FLOOR",
     "PROGRESS_PER_CELL",
     "REWARD_VERSION",
+    "SHAPING",
     "STEP_COST",
     "SUCCESS_BONUS",
     "MoveOutcome",
@@ -54,11 +58,8 @@ BLOCKED_PENALTY: Final[float] = 0.1
 FORMAT_PENALTY: Final[float] = 0.2
 OVERSHOOT_PENALTY: Final[float] = 0.1
 PLAN_REWARD_FLOOR: Final[float] = -1.0
-
-
-def _round(x: float) -> float:
-    """Rewards are rounded to 1e-9 so that sums of the same terms compare equal across paths."""
-    return round(x, 9)
+#: The reward of a valid move: progress-shaped by the first three values.
+SHAPING: Final[ProgressShaping] = ProgressShaping(SUCCESS_BONUS, PROGRESS_PER_CELL, STEP_COST)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +102,7 @@ def score_move(maze: Maze, cell: Cell, move: str) -> MoveOutcome:
     if blocked:
         return MoveOutcome(-BLOCKED_PENALTY, move, cell, new, True, False, False, d0, d0, d0 == 0)
     d1 = maze.distance_to_goal(new)
-    reward = _round(PROGRESS_PER_CELL * (d0 - d1) - STEP_COST + (SUCCESS_BONUS if d1 == 0 else 0.0))
+    reward = SHAPING.step(d0, d1, solved=d1 == 0)
     return MoveOutcome(reward, move, cell, new, False, False, move in maze.optimal_moves(cell), d0, d1, d1 == 0)
 
 
@@ -163,20 +164,17 @@ def score_plan(maze: Maze, completion: str, *, max_moves: int | None = None, cel
         outcomes.append(out)
         total += out.reward
         here, solved = out.cell_after, out.solved
-    return PlanOutcome(max(PLAN_REWARD_FLOOR, _round(total)), tuple(outcomes), solved, overshoot, None)
+    return PlanOutcome(max(PLAN_REWARD_FLOOR, round_reward(total)), tuple(outcomes), solved, overshoot, None)
 
 
 def max_return(maze: Maze, cell: Cell | None = None) -> float:
     """Highest possible episode return from ``cell`` (default start): a shortest path, played exactly."""
-    d = maze.distance_to_goal(maze.start if cell is None else cell)
-    if d == 0:
-        return 0.0
-    return _round(SUCCESS_BONUS + (PROGRESS_PER_CELL - STEP_COST) * d)
+    return SHAPING.max_return(maze.distance_to_goal(maze.start if cell is None else cell))
 
 
 def step_reward_bounds() -> tuple[float, float]:
     """``(min, max)`` reward of any single step-mode turn."""
-    return (-FORMAT_PENALTY, SUCCESS_BONUS + PROGRESS_PER_CELL - STEP_COST)
+    return (-FORMAT_PENALTY, SHAPING.best_step())
 
 
 def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: Cell | None = None) -> float:
@@ -196,27 +194,11 @@ def score_completion(completion: str, maze: Maze, *, mode: str = "step", agent: 
     raise MazeError(f"mode={mode!r} is not supported; use 'step' or 'plan'")
 
 
-def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Average episode metrics.
 
     Returns ``solve_rate``, ``optimal_move_rate``, ``invalid_move_rate``,
     ``blocked_move_rate``, ``mean_turns`` and ``steps_over_optimal`` (mean over solved
     episodes; absent when none was solved). Empty input gives ``{}``.
     """
-    if not metrics:
-        return {}
-
-    def mean(key: str) -> float:
-        values = [float(m[key]) for m in metrics if key in m and not math.isnan(float(m[key]))]
-        return sum(values) / len(values) if values else 0.0
-
-    out = {
-        "solve_rate": mean("solved"),
-        "optimal_move_rate": mean("optimal_move_rate"),
-        "invalid_move_rate": mean("invalid_move_rate"),
-        "blocked_move_rate": mean("blocked_move_rate"),
-        "mean_turns": mean("turns"),
-    }
-    if any("steps_over_optimal" in m for m in metrics):
-        out["steps_over_optimal"] = mean("steps_over_optimal")
-    return out
+    return multi_turn_means(metrics, ("optimal_move_rate", "invalid_move_rate", "blocked_move_rate"))

@@ -8,20 +8,19 @@ States (``state`` arguments) are ``{"agent": [row, col]}``; the mode comes from 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
+from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks.maze.answer import parse_answer
 from hyperpod_rl.tasks.maze.audit import AUDIT_CASES, AUDIT_MAZES
 from hyperpod_rl.tasks.maze.dataset import DatasetSpec, build_dataset
 from hyperpod_rl.tasks.maze.grid import DIRECTIONS, Cell, Maze, default_max_turns
-from hyperpod_rl.tasks.maze.messages import Mode, Observation, PromptStyle, build_prompt
+from hyperpod_rl.tasks.maze.messages import Mode, build_prompt
 from hyperpod_rl.tasks.maze.registry import ENTRY_POINT, ENV_CLASS
 from hyperpod_rl.tasks.maze.render import RenderStyle, render_maze
 from hyperpod_rl.tasks.maze.reward import REWARD_VERSION, aggregate_metrics, score_completion
-from hyperpod_rl.tasks.protocol import AuditCase, Row, TaskBase
+from hyperpod_rl.tasks.protocol import AuditCase, Row, RowObject, TaskBase, parse_model
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -29,22 +28,12 @@ if TYPE_CHECKING:
 __all__ = ["TASK", "MazeTask"]
 
 
-@lru_cache(maxsize=4096)
-def _maze(text: str) -> Maze:
-    return Maze.from_json(text)
-
-
-def maze_of(row: Mapping[str, Any]) -> Maze:
-    """The :class:`Maze` of a dataset row (its ``maze`` column: JSON text or dict)."""
-    raw = row["maze"]
-    return _maze(raw if isinstance(raw, str) else json.dumps(dict(raw), sort_keys=True))
+#: The :class:`Maze` of a dataset row (its ``maze`` column: JSON text or dict); call it with the row.
+maze_of: Final[RowObject[Maze]] = RowObject("maze", Maze.from_json, "maze")
 
 
 def _style(row: Mapping[str, Any]) -> RenderStyle:
-    raw = row.get("render_style")
-    if raw is None:
-        return RenderStyle()
-    return RenderStyle.model_validate_json(raw) if isinstance(raw, (str, bytes)) else RenderStyle.model_validate(dict(raw))
+    return parse_model(row.get("render_style"), RenderStyle, name="render_style", error=MazeError)
 
 
 def _agent(maze: Maze, state: Mapping[str, Any] | None) -> Cell:
@@ -57,32 +46,30 @@ def _agent(maze: Maze, state: Mapping[str, Any] | None) -> Cell:
 class MazeTask(TaskBase):
     """The visual maze: step mode (one move per turn, multi-turn) or plan mode (one answer)."""
 
-    name: ClassVar[str] = "maze"
-    title: ClassVar[str] = "Visual maze: reach the goal square, one move per turn (or a whole plan)"
-    env_class: ClassVar[str] = ENV_CLASS
-    env_entry_point: ClassVar[str] = ENTRY_POINT
-    multi_turn: ClassVar[bool] = True
-    reward_version: ClassVar[str] = REWARD_VERSION
-    options_model: ClassVar[type[Any]] = DatasetSpec
-    hash_column: ClassVar[str] = "layout_hash"
-    primary_metric: ClassVar[str] = "solve_rate"
-    prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
-    answer_words: ClassVar[tuple[str, ...]] = DIRECTIONS
-    reported_metrics: ClassVar[dict[str, str]] = {
+    name = "maze"
+    title = "Visual maze: reach the goal square, one move per turn (or a whole plan)"
+    env_class = ENV_CLASS
+    env_entry_point = ENTRY_POINT
+    multi_turn = True
+    reward_version = REWARD_VERSION
+    options_model = DatasetSpec
+    hash_column = "layout_hash"
+    primary_metric = "solve_rate"
+    answer_words = DIRECTIONS
+    reported_metrics = {
         "solve_rate": "solved",
         "optimal_move_rate": "optimal_move_rate",
         "invalid_move_rate": "invalid_move_rate",
         "steps_over_optimal": "steps_over_optimal",
     }
-    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_move_rate", "steps_over_optimal")
-    guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_move_rate", "invalid_move_rate")
-    turn_columns: ClassVar[tuple[str, ...]] = ("move", "agent", "violation")
-    invalid_metric: ClassVar[str | None] = "invalid_move_rate"
+    lower_is_better = ("invalid_move_rate", "steps_over_optimal")
+    guard_metrics = ("optimal_move_rate", "invalid_move_rate")
+    turn_columns = ("move", "agent", "violation")
+    invalid_metric = "invalid_move_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.tasks.maze.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
-        spec = options if isinstance(options, DatasetSpec) else DatasetSpec.build(options)
-        return cast("dict[str, list[Row]]", build_dataset(spec))
+        return cast("dict[str, list[Row]]", build_dataset(self.options_of(options)))
 
     def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:
         """:func:`hyperpod_rl.tasks.maze.render.render_maze` with the row's style and the agent at ``state``."""
@@ -99,8 +86,7 @@ class MazeTask(TaskBase):
             mode=cast(Mode, mode),
             max_turns=max_turns,
             style=_style(row),
-            observation=cast(Observation, observation),
-            prompt_style=cast(PromptStyle, prompt_style or row.get("prompt_style") or "full"),
+            **self.prompt_view(row, prompt_style, observation),
         )
 
     def parse_answer(self, text: str) -> Any:
@@ -115,7 +101,7 @@ class MazeTask(TaskBase):
 
     def aggregate_metrics(self, metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """:func:`hyperpod_rl.tasks.maze.reward.aggregate_metrics` (``solve_rate``, ``optimal_move_rate``, ...)."""
-        return aggregate_metrics([dict(m) for m in metrics])
+        return aggregate_metrics(metrics)
 
     def audit_cases(self) -> Sequence[AuditCase]:
         """The maze audit table (:data:`hyperpod_rl.tasks.maze.audit.AUDIT_CASES`) in the generic form."""

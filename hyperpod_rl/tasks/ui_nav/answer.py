@@ -25,34 +25,20 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from hyperpod_rl.tasks.answer import END_TOKENS, ENVELOPE_VIOLATIONS, VISION_TOKENS
-from hyperpod_rl.tasks.answer import extract_answer as _extract
+from hyperpod_rl.tasks.answer import AnswerFormat, Verdict
 from hyperpod_rl.tasks.ui_nav.app import LABEL_PATTERN, RESERVED_WORD_PATTERN, Action
 
-__all__ = [
-    "END_TOKENS",
-    "MAX_ANSWER_CHARS",
-    "MAX_COMPLETION_CHARS",
-    "VIOLATIONS",
-    "VISION_TOKENS",
-    "ParsedAction",
-    "extract_answer",
-    "parse_action",
-]
+__all__ = ["FORMAT", "MAX_ANSWER_CHARS", "MAX_COMPLETION_CHARS", "VIOLATIONS", "ParsedAction", "extract_answer", "parse_action"]
 
+#: The envelope's limits (a completion of 32,768 characters, an answer block of 256) and the
+#: task's own violation codes, checked after the envelope's.
+FORMAT: Final[AnswerFormat] = AnswerFormat(32_768, 256, ("non_ascii", "multiple_actions", "unknown_action", "bad_arguments"))
 #: Longest completion parsed, in characters ("too_long").
-MAX_COMPLETION_CHARS: Final[int] = 32_768
+MAX_COMPLETION_CHARS: Final[int] = FORMAT.max_completion_chars
 #: Longest text inside the answer block, in characters ("answer_too_long").
-MAX_ANSWER_CHARS: Final[int] = 256
-
+MAX_ANSWER_CHARS: Final[int] = FORMAT.max_answer_chars
 #: Violation codes, in the order they are checked.
-VIOLATIONS: Final[tuple[str, ...]] = (
-    *ENVELOPE_VIOLATIONS,
-    "non_ascii",
-    "multiple_actions",
-    "unknown_action",
-    "bad_arguments",
-)
+VIOLATIONS: Final[tuple[str, ...]] = FORMAT.violations
 
 _VERB = re.compile(r"^(click|type|back)\b\s*(.*)$", re.IGNORECASE | re.DOTALL)
 #: ``coords``: ``(x, y)`` or ``x, y``, integers of any length (the answer block bounds them), a minus sign allowed.
@@ -63,8 +49,8 @@ _QUOTED = re.compile(r'"([^"]*)"')
 
 
 @dataclass(frozen=True, slots=True)
-class ParsedAction:
-    """The result of :func:`parse_action`.
+class ParsedAction(Verdict):
+    """The result of :func:`parse_action` (``ok``: no violation).
 
     Attributes:
         action: The action, or None when ``violation`` is set.
@@ -74,16 +60,12 @@ class ParsedAction:
     action: Action | None = None
     violation: str | None = None
 
-    @property
-    def ok(self) -> bool:
-        """True when the answer is well formed."""
-        return self.violation is None
-
 
 def extract_answer(text: object) -> tuple[str | None, str | None]:
     """``(content of the one answer block, None)`` or ``(None, violation code)``. Never raises
-    (:func:`hyperpod_rl.tasks.answer.extract_answer` with this task's limits)."""
-    return _extract(text, max_completion_chars=MAX_COMPLETION_CHARS, max_answer_chars=MAX_ANSWER_CHARS)
+    (:meth:`hyperpod_rl.tasks.answer.AnswerFormat.extract` with this task's limits: a block of
+    white space only is ``empty_answer``)."""
+    return FORMAT.extract(text)
 
 
 def _fail(code: str) -> ParsedAction:
@@ -108,8 +90,6 @@ def parse_action(text: object) -> ParsedAction:
     if violation is not None or content is None:
         return _fail(violation or "no_answer")
     content = content.strip()
-    if not content:
-        return _fail("empty_answer")
     if not content.isascii():
         return _fail("non_ascii")
     if any(ch in content for ch in ";\n\r\t"):

@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.dataset import derive_seed, quotas, take_quota, write_parquet
+from hyperpod_rl.tasks.dataset import StratumMix, derive_seed, quotas, take_quota, write_parquet
 from hyperpod_rl.tasks.dataset import read_rows as _read_rows
 from hyperpod_rl.tasks.protocol import SPLITS, TaskOptions
 from hyperpod_rl.tasks.ui_nav.app import default_max_turns, initial_state
@@ -109,7 +109,7 @@ class DatasetSpec(TaskOptions):
     """Window sizes: small (320x224 px), medium (416x320 px), large (544x416 px)."""
     themes: tuple[str, ...] = ("light", "dark", "ocean", "contrast")
     """Colour themes, drawn uniformly."""
-    mix: dict[str, float] | None = None
+    mix: StratumMix = None
     """Stratum mix of train / heldout (mix key -> weight); none: as drawn."""
     max_turns: int | None = Field(default=None, ge=1)
     """Turn limit per episode; none: 2 x shortest path + 4."""

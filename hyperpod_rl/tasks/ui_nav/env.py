@@ -14,15 +14,12 @@ Settings come from the dataset row (``extras``) first, then ``env_config``, then
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, ClassVar
 
-from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
+from skyrl_gym.envs.base_text_env import BaseTextEnvStepOutput, ConversationType
 
-from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.dataset import clean_messages
-from hyperpod_rl.tasks.env import OBSERVATIONS, PROMPT_STYLES, EnvSettings, parse_model
+from hyperpod_rl.tasks.env import MultiTurnTaskEnv, parse_model
 from hyperpod_rl.tasks.ui_nav.app import App, default_max_turns, initial_state
 from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, feedback_text, observation_message
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle
@@ -40,7 +37,7 @@ def parse_style(raw: Any) -> RenderStyle:
     return parse_model(raw, RenderStyle, name="render_style")
 
 
-class UINavEnv(BaseTextEnv):
+class UINavEnv(MultiTurnTaskEnv):
     """One interface-navigation episode.
 
     Args:
@@ -53,38 +50,27 @@ class UINavEnv(BaseTextEnv):
             ``prompt_style`` is unknown, ``max_turns`` < 1, or ``render_style`` is invalid.
     """
 
+    reward_version: ClassVar[str] = REWARD_VERSION
+    observation: Observation
+    prompt_style: PromptStyle
+
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
-        super().__init__()
-        extras = {} if extras is None else extras
-        raw = extras.get("app")
-        if raw is None:
-            raise TaskError("extras['app'] is required: put App.to_json() in the dataset row's 'app' column")
-        self.app: App = App.from_json(raw if isinstance(raw, (str, bytes)) else json.dumps(dict(raw)))
-        settings = EnvSettings(extras, env_config)
-        self.observation = cast(Observation, settings.choice("observation", "image", OBSERVATIONS))
-        self.prompt_style = cast(PromptStyle, settings.choice("prompt_style", "full", PROMPT_STYLES))
-        self.max_turns = settings.count("max_turns", default_max_turns(self.app))
-        self.style = settings.model("render_style", RenderStyle)
+        super().__init__(env_config, extras)
+        self.app: App = self.required("app", App.from_json, "App.to_json()")
+        self.max_turns = self.settings.count("max_turns", default_max_turns(self.app))
+        self.style = self.settings.model("render_style", RenderStyle)
         self.state = initial_state(self.app)
         self._d0 = self.app.shortest_path_length
         self._d = self._d0
-        self._solved = False
-        self._optimal = self._invalid = self._inapplicable = 0
+        self._inapplicable = 0
 
-    def init(self, prompt: ConversationType | None) -> tuple[ConversationType, dict[str, Any]]:
-        """The first prompt: the row's (parquet ``None`` keys dropped) or a fresh one."""
-        if prompt:
-            conversation = clean_messages(prompt)
-        else:
-            conversation = build_prompt(
-                self.app,
-                self.state,
-                max_turns=self.max_turns,
-                style=self.style,
-                observation=self.observation,
-                prompt_style=self.prompt_style,
-            )
-        return conversation, {"reward_version": REWARD_VERSION, "content_hash": self.app.content_hash}
+    def fresh_prompt(self, **view: Any) -> ConversationType:
+        """:func:`~hyperpod_rl.tasks.ui_nav.messages.build_prompt` of the row's app at its start, with this env's turn limit and style."""
+        return build_prompt(self.app, self.state, max_turns=self.max_turns, style=self.style, **view)
+
+    def episode_info(self) -> dict[str, Any]:
+        """``content_hash`` of the app."""
+        return {"content_hash": self.app.content_hash}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         """Apply one action.
@@ -99,11 +85,8 @@ class UINavEnv(BaseTextEnv):
         out = score_step(self.app, self.state, action, self.style)
         self.state = out.state_after
         self._d = out.distance_after
-        self._solved = out.solved
-        self._optimal += out.optimal
-        self._invalid += out.invalid
         self._inapplicable += out.error is not None and not out.invalid
-        done = out.solved or self.turns >= self.max_turns
+        done = self.end_turn(solved=out.solved, optimal=out.optimal, invalid=out.invalid)
         observations = []
         if not done:
             text = feedback_text(
@@ -124,24 +107,18 @@ class UINavEnv(BaseTextEnv):
             "distance_after": out.distance_after,
             "solved": out.solved,
             "screen": self.state.screen,
-            "turn": self.turns,
-            "reward_version": REWARD_VERSION,
         }
-        return BaseTextEnvStepOutput(observations=observations, reward=out.reward, done=done, metadata=metadata)
+        return self.step_output(out.reward, done=done, metadata=metadata, observations=observations)
 
     def get_metrics(self) -> dict[str, Any]:
         """Episode metrics: ``solved`` (0/1), ``turns``, ``progress`` (share of the start distance covered),
         ``optimal_action_rate``, ``invalid_action_rate`` (format violations / turns),
         ``inapplicable_action_rate`` (well-formed but not applicable / turns) and, when solved,
         ``steps_over_optimal``."""
-        turns = max(self.turns, 1)
         metrics: dict[str, Any] = {
-            "solved": float(self._solved),
-            "turns": float(self.turns),
+            **self.episode_metrics("action"),
             "progress": (self._d0 - self._d) / self._d0,
-            "optimal_action_rate": self._optimal / turns,
-            "invalid_action_rate": self._invalid / turns,
-            "inapplicable_action_rate": self._inapplicable / turns,
+            "inapplicable_action_rate": self._inapplicable / max(self.turns, 1),
         }
         if self._solved:
             metrics["steps_over_optimal"] = float(self.turns - self._d0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from hyperpod_rl.tasks.messages import first_messages, user_content
 from hyperpod_rl.tasks.ui_nav.app import DIALOG_TEXT, App, State, visible_elements
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle, render_png
 from hyperpod_rl.tasks.vision import image_part as vision_image_part
@@ -86,13 +87,9 @@ def screen_text(app: App, state: State) -> str:
 
 
 def _content(app: App, state: State, style: RenderStyle | None, text: str, observation: Observation) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    if observation in ("image", "both"):
-        parts.append(image_part(app, state, style))
-    if observation in ("text", "both"):
-        text = f"{text}\n{screen_text(app, state)}"
-    parts.append({"type": "text", "text": text})
-    return parts
+    return user_content(
+        observation, text, image=lambda: image_part(app, state, style), with_twin=lambda t: f"{t}\n{screen_text(app, state)}"
+    )
 
 
 def build_prompt(
@@ -106,11 +103,8 @@ def build_prompt(
 ) -> list[dict[str, Any]]:
     """The first messages: system prompt (full style only) and the user turn (screen, then instructions)."""
     if prompt_style == "terse":
-        return [{"role": "user", "content": _content(app, state, style, goal_text(app), observation)}]
-    return [
-        {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
-        {"role": "user", "content": _content(app, state, style, instructions(app, max_turns, style, observation), observation)},
-    ]
+        return first_messages(None, _content(app, state, style, goal_text(app), observation))
+    return first_messages(SYSTEM_PROMPT, _content(app, state, style, instructions(app, max_turns, style, observation), observation))
 
 
 def feedback_text(

@@ -3,8 +3,8 @@
 The written spec is ``docs/ui-nav-task.md``; change :data:`REWARD_VERSION` with any change here.
 Per turn (one action):
 
-* applied action: ``PROGRESS_PER_STEP * (d_before - d_after) - STEP_COST``, plus
-  ``SUCCESS_BONUS`` on the action after which the goal holds. ``d`` is the fewest actions left to
+* applied action: ``progress * (d_before - d_after) - step_cost``, plus ``success_bonus`` on
+  the action after which the goal holds (:data:`SHAPING`: 0.1, 0.01 and 1.0). ``d`` is the fewest actions left to
   the goal, found by breadth-first search over the app's state graph (:func:`.app.distance_to_goal`).
 * action that does not apply (no visible element with that label, a click at coordinates inside
   the image that hit no element, typing with no focused field, back on the home screen):
@@ -12,17 +12,19 @@ Per turn (one action):
 * click at coordinates outside the image: ``-OUT_OF_SCREEN_PENALTY``; unchanged.
 * format violation (:mod:`.answer`): ``-FORMAT_PENALTY``; unchanged.
 
-Progress telescopes and every applied action costs ``STEP_COST``, so an episode's return is at
-most ``SUCCESS_BONUS + (PROGRESS_PER_STEP - STEP_COST) * shortest_path_length``
+Progress telescopes and every applied action costs ``step_cost``, so an episode's return is at
+most ``success_bonus + (progress - step_cost) * shortest_path_length``
 (:func:`max_return`), reached exactly by following a shortest action path.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hyperpod_rl.tasks.metrics import multi_turn_means
+from hyperpod_rl.tasks.reward import ProgressShaping
 from hyperpod_rl.tasks.ui_nav.answer import parse_action
 from hyperpod_rl.tasks.ui_nav.app import Action, App, State, apply_action, distance_to_goal, initial_state, is_solved
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle, element_at
@@ -31,10 +33,8 @@ __all__ = [
     "FORMAT_PENALTY",
     "INAPPLICABLE_PENALTY",
     "OUT_OF_SCREEN_PENALTY",
-    "PROGRESS_PER_STEP",
     "REWARD_VERSION",
-    "STEP_COST",
-    "SUCCESS_BONUS",
+    "SHAPING",
     "StepOutcome",
     "aggregate_metrics",
     "max_return",
@@ -46,16 +46,11 @@ __all__ = [
 
 #: Version of the reward spec; recorded in every row and every step's metadata.
 REWARD_VERSION: Final[str] = "ui_nav-1.1"
-SUCCESS_BONUS: Final[float] = 1.0
-PROGRESS_PER_STEP: Final[float] = 0.1
-STEP_COST: Final[float] = 0.01
+#: The reward of an applied action: progress-shaped.
+SHAPING: Final[ProgressShaping] = ProgressShaping(success_bonus=1.0, progress=0.1, step_cost=0.01)
 INAPPLICABLE_PENALTY: Final[float] = 0.1
 OUT_OF_SCREEN_PENALTY: Final[float] = 0.15
 FORMAT_PENALTY: Final[float] = 0.2
-
-
-def _round(x: float) -> float:
-    return round(x, 9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +115,7 @@ def score_action(app: App, state: State, action: Action, style: RenderStyle | No
         return StepOutcome(-INAPPLICABLE_PENALTY, action, state, state, step.error, None, d0, d0, False, d0 == 0, label)
     d1 = distance_to_goal(app, step.state)
     solved = is_solved(app, step.state)
-    reward = _round(PROGRESS_PER_STEP * (d0 - d1) - STEP_COST + (SUCCESS_BONUS if solved else 0.0))
+    reward = SHAPING.step(d0, d1, solved=solved)
     return StepOutcome(reward, action, state, step.state, None, None, d0, d1, d1 == d0 - 1, solved, label)
 
 
@@ -135,8 +130,7 @@ def score_step(app: App, state: State, completion: str, style: RenderStyle | Non
 
 def max_return(app: App, state: State | None = None) -> float:
     """Highest episode return from ``state`` (default: the start): a shortest action path."""
-    d = distance_to_goal(app, initial_state(app) if state is None else state)
-    return 0.0 if d == 0 else _round(SUCCESS_BONUS + (PROGRESS_PER_STEP - STEP_COST) * d)
+    return SHAPING.max_return(distance_to_goal(app, initial_state(app) if state is None else state))
 
 
 def score_completion(completion: str, app: App, *, state: State | None = None, style: RenderStyle | None = None) -> float:
@@ -147,23 +141,6 @@ def score_completion(completion: str, app: App, *, state: State | None = None, s
     return score_step(app, initial_state(app) if state is None else state, completion, style).reward
 
 
-def aggregate_metrics(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+def aggregate_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Average episode metrics (keys of :meth:`UINavEnv.get_metrics`); ``steps_over_optimal`` over solved episodes only."""
-    if not metrics:
-        return {}
-
-    def mean(key: str) -> float:
-        values = [float(m[key]) for m in metrics if key in m and m[key] is not None and not math.isnan(float(m[key]))]
-        return sum(values) / len(values) if values else 0.0
-
-    out = {
-        "solve_rate": mean("solved"),
-        "progress": mean("progress"),
-        "optimal_action_rate": mean("optimal_action_rate"),
-        "invalid_action_rate": mean("invalid_action_rate"),
-        "inapplicable_action_rate": mean("inapplicable_action_rate"),
-        "mean_turns": mean("turns"),
-    }
-    if any("steps_over_optimal" in m for m in metrics):
-        out["steps_over_optimal"] = mean("steps_over_optimal")
-    return out
+    return multi_turn_means(metrics, ("progress", "optimal_action_rate", "invalid_action_rate", "inapplicable_action_rate"))

@@ -7,18 +7,16 @@ tags), replayed from the app's start; None is the start. Options are
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.protocol import AuditCase, Row, TaskBase
+from hyperpod_rl.tasks.protocol import AuditCase, Row, RowObject, TaskBase, parse_model
 from hyperpod_rl.tasks.ui_nav.answer import ParsedAction, parse_action
 from hyperpod_rl.tasks.ui_nav.app import App, State, default_max_turns, initial_state
 from hyperpod_rl.tasks.ui_nav.audit import AUDIT_CASES
 from hyperpod_rl.tasks.ui_nav.dataset import DatasetSpec, build_dataset
-from hyperpod_rl.tasks.ui_nav.messages import Observation, PromptStyle, build_prompt, screen_text
+from hyperpod_rl.tasks.ui_nav.messages import build_prompt, screen_text
 from hyperpod_rl.tasks.ui_nav.registry import ENTRY_POINT, ENV_CLASS
 from hyperpod_rl.tasks.ui_nav.render import RenderStyle, render_screen
 from hyperpod_rl.tasks.ui_nav.reward import REWARD_VERSION, aggregate_metrics, score_action, score_step
@@ -29,25 +27,17 @@ if TYPE_CHECKING:
 __all__ = ["TASK", "UINavTask", "app_of", "replay", "style_of"]
 
 
-@lru_cache(maxsize=4096)
-def _app(text: str) -> App:
-    return App.from_json(text)
-
-
-def app_of(row: Mapping[str, Any]) -> App:
-    """The :class:`App` of a dataset row (its ``app`` column: JSON text or dict)."""
-    raw = row.get("app")
-    if raw is None:
-        raise TaskError("the row has no 'app' column: build it with the ui_nav task's build_dataset")
-    return _app(raw if isinstance(raw, str) else json.dumps(dict(raw), sort_keys=True, separators=(",", ":")))
+#: The :class:`App` of a dataset row (its ``app`` column: JSON text or dict); call it with the row.
+app_of: Final[RowObject[App]] = RowObject("app", App.from_json, "ui_nav")
 
 
 def style_of(row: Mapping[str, Any]) -> RenderStyle:
-    """The row's :class:`RenderStyle` (its ``render_style`` column; default style when absent)."""
-    raw = row.get("render_style")
-    if raw is None:
-        return RenderStyle()
-    return RenderStyle.model_validate_json(raw) if isinstance(raw, (str, bytes)) else RenderStyle.model_validate(dict(raw))
+    """The row's :class:`RenderStyle` (its ``render_style`` column; default style when absent).
+
+    Raises:
+        TaskError: the style is invalid (names the field).
+    """
+    return parse_model(row.get("render_style"), RenderStyle, name="render_style")
 
 
 def replay(app: App, state: Mapping[str, Any] | None, style: RenderStyle | None = None) -> State:
@@ -71,18 +61,15 @@ def replay(app: App, state: Mapping[str, Any] | None, style: RenderStyle | None 
 class UINavTask(TaskBase):
     """Interface navigation: reach a goal in a synthetic application, one action per turn."""
 
-    name: ClassVar[str] = "ui_nav"
-    title: ClassVar[str] = "Interface navigation: click, type and go back through app screens to reach a goal (multi-turn)"
-    env_class: ClassVar[str] = ENV_CLASS
-    env_entry_point: ClassVar[str] = ENTRY_POINT
-    multi_turn: ClassVar[bool] = True
-    reward_version: ClassVar[str] = REWARD_VERSION
-    options_model: ClassVar[type[Any]] = DatasetSpec
-    hash_column: ClassVar[str] = "content_hash"
-    primary_metric: ClassVar[str] = "solve_rate"
-    prompt_styles: ClassVar[tuple[str, ...]] = ("full", "terse")
-    answer_words: ClassVar[tuple[str, ...]] = ()
-    reported_metrics: ClassVar[dict[str, str]] = {
+    name = "ui_nav"
+    title = "Interface navigation: click, type and go back through app screens to reach a goal (multi-turn)"
+    env_class = ENV_CLASS
+    env_entry_point = ENTRY_POINT
+    multi_turn = True
+    reward_version = REWARD_VERSION
+    options_model = DatasetSpec
+    primary_metric = "solve_rate"
+    reported_metrics = {
         "solve_rate": "solved",
         "progress": "progress",
         "optimal_action_rate": "optimal_action_rate",
@@ -90,15 +77,14 @@ class UINavTask(TaskBase):
         "inapplicable_action_rate": "inapplicable_action_rate",
         "steps_over_optimal": "steps_over_optimal",
     }
-    lower_is_better: ClassVar[tuple[str, ...]] = ("invalid_action_rate", "inapplicable_action_rate", "steps_over_optimal")
-    guard_metrics: ClassVar[tuple[str, ...]] = ("optimal_action_rate", "invalid_action_rate")
-    turn_columns: ClassVar[tuple[str, ...]] = ("action", "label", "error", "violation")
-    invalid_metric: ClassVar[str | None] = "invalid_action_rate"
+    lower_is_better = ("invalid_action_rate", "inapplicable_action_rate", "steps_over_optimal")
+    guard_metrics = ("optimal_action_rate", "invalid_action_rate")
+    turn_columns = ("action", "label", "error", "violation")
+    invalid_metric = "invalid_action_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
         """:func:`hyperpod_rl.tasks.ui_nav.dataset.build_dataset` (``options``: a :class:`DatasetSpec` or its dict)."""
-        spec = options if isinstance(options, DatasetSpec) else DatasetSpec.build(options)
-        return build_dataset(spec)
+        return build_dataset(self.options_of(options))
 
     def render(self, row: Mapping[str, Any], state: Mapping[str, Any] | None = None) -> Image.Image:
         """The screen of ``state`` (:func:`~hyperpod_rl.tasks.ui_nav.render.render_screen`) in the row's style."""
@@ -113,8 +99,7 @@ class UINavTask(TaskBase):
             initial_state(app),
             max_turns=int(row.get("max_turns") or default_max_turns(app)),
             style=style_of(row),
-            observation=cast(Observation, observation),
-            prompt_style=cast(PromptStyle, prompt_style or row.get("prompt_style") or "full"),
+            **self.prompt_view(row, prompt_style, observation),
         )
 
     def parse_answer(self, text: str) -> Any:
@@ -128,7 +113,7 @@ class UINavTask(TaskBase):
 
     def aggregate_metrics(self, metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:
         """:func:`hyperpod_rl.tasks.ui_nav.reward.aggregate_metrics` (``solve_rate``, ``progress``, ...)."""
-        return aggregate_metrics([dict(m) for m in metrics])
+        return aggregate_metrics(metrics)
 
     def demonstration(self, row: Mapping[str, Any]) -> list[str] | None:
         """SFT demonstration (:func:`hyperpod_rl.tasks.ui_nav.demos.ui_nav_demonstration`)."""
