@@ -65,9 +65,10 @@ AWS_PLUGIN = "@sagemaker-studio:RayCluster"  # its plug-in id (from its bundle)
 UNSATISFIED = re.compile(r"Unsatisfied version (\S+) from \S+ of shared singleton module (\S+) \(required (\S+)\)")
 #: Appended to tutorial 01's parameters cell: a short run with this test's id.
 SHORT_RUN = f'\n# a short run\nRUN_ID = "{RUN}"\nSTEPS = 300\nTRAIN_ROWS = 64\nHELDOUT_ROWS = 8\nGROUP_SIZE = 2\nPROMPTS_PER_STEP = 2\nMAX_TURNS = 3\nSFT = False  # GRPO from the base model: the SFT warm start is its own job, covered by tests/test_notebooks.py\n'
-# The reward trace is data[2] (band low, band high, mean) of the training figure, the first plot of the notebook shown.
+# The reward trace is data[2] (band low, band high, mean) of the training figure, the first plot of the notebook shown
+# (hidden notebooks stay in the page: only the current one's plots count).
 REWARD_POINTS_JS = (
-    "() => { const gd = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .js-plotly-plot');"
+    "() => { const gd = window.jupyterapp.shell.currentWidget.node.querySelector('.js-plotly-plot');"
     " return gd && gd.data && gd.data[2] && gd.data[2].x ? gd.data[2].x.length : 0 }"
 )
 
@@ -336,7 +337,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                 )
                 assert _wait_kernel(page) == "hyperpod-rl"
                 page.wait_for_function(
-                    "() => { const gd = document.querySelector('.jp-mod-current .js-plotly-plot, .jp-NotebookPanel:not(.lm-mod-hidden) .js-plotly-plot');"
+                    "() => { const gd = window.jupyterapp.shell.currentWidget.node.querySelector('.js-plotly-plot');"
                     " return gd && gd.data && gd.data.length > 0 }",
                     timeout=240_000,
                 )
@@ -379,6 +380,10 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
             except BaseException:
                 # what each page showed and said when a step failed (CI keeps .test-results/)
                 print("browser console errors:", json.dumps(errors, indent=1))
+                with contextlib.suppress(Exception):
+                    print(
+                        "the current tab shows:", page.evaluate("() => window.jupyterapp.shell.currentWidget.node.innerText.slice(-3000)")
+                    )
                 for i, shown in enumerate(browser.pages):
                     with contextlib.suppress(Exception):
                         shown.screenshot(path=str(SHOTS / f"studio-first-run-failed-{i}.png"))
