@@ -35,7 +35,7 @@ from hyperpod_rl.jobs import latest_submission, stop_run, submit_run
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 
-from ._chromium import CHROMIUM, FLAGS
+from ._chromium import CHROMIUM, FLAGS, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -151,9 +151,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             page.wait_for_function(
                 "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-sidebar')", timeout=120_000
             )
-            # awaited inside the page and answered as a plain value (a bare promise handed back to
-            # Playwright can be collected before it settles: "Resulting promise was garbage collected")
-            assert page.evaluate("async () => { await window.jupyterapp.restored; return true; }") is True
+            wait_restored(page)
             page.locator(".hprl-statusbar", has_text="running").click()  # the status-bar item opens the sidebar
             page.locator("#hyperpod-rl-runs").wait_for(state="visible", timeout=30_000)
 

@@ -50,7 +50,7 @@ from hyperpod_rl.jobs import latest_submission, stop_run
 from hyperpod_rl.paths import run_dir
 
 from ..labextension.test_shared_versions import required
-from ._chromium import CHROMIUM, FLAGS
+from ._chromium import CHROMIUM, FLAGS, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -261,7 +261,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                 page.wait_for_function(
                     "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-tutorial')", timeout=180_000
                 )
-                assert page.evaluate("async () => { await window.jupyterapp.restored; return true; }") is True
+                wait_restored(page)
                 active = page.evaluate("() => window.jupyterapp.listPlugins().filter(p => window.jupyterapp.isPluginActivated(p))")
                 assert "hyperpod-rl-jupyterlab:plugin" in active
                 # AWS's extension loaded beside ours: its plug-in (id "@sagemaker-studio:RayCluster") is registered
