@@ -183,7 +183,10 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
 
             # 3. Logs open in a read-only panel.
             _row(page, DONE).locator("button.hprl-logs").click()
-            page.locator(".hprl-logs-text", has_text="HPRL_METRIC").wait_for(timeout=30_000)
+            # the trainer's metric records read as one short line each, not HPRL_METRIC {json} (issue 31 item 8)
+            logs = page.locator(".hprl-logs-text", has_text="[metrics] step 3/3")
+            logs.wait_for(timeout=30_000)
+            assert "HPRL_METRIC {" not in logs.inner_text()
 
             # 4. The local cluster's dashboard link goes through jupyter-server-proxy.
             link = page.locator(".hprl-cluster[data-cluster='local'] a.hprl-dashboard-link")
