@@ -168,6 +168,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             news = page.locator(".jp-toast-button", has_text="No")
             if news.count():  # JupyterLab's "notified about news?" toast would cover the screenshot
                 news.first.click()
+                news.first.wait_for(state="detached", timeout=10_000)  # gone, not closing, in the screenshot
             page.screenshot(path=str(SHOTS / "labextension-sidebar.png"))
             _row(page, STOP).locator("button.hprl-stop").click()
             page.locator(".jp-Dialog").wait_for(timeout=10_000)
