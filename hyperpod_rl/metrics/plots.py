@@ -63,10 +63,11 @@ TRAINING_PANELS: tuple[str, ...] = (
     "step time (s)",
 )
 
-#: y-axis titles (with units) of the training figure, one per row of :data:`TRAINING_PANELS`.
+#: y-axis titles (with units) of the training figure, one per row of :data:`TRAINING_PANELS`;
+#: short enough to fit beside their row (the subplot titles and legends name the traces).
 TRAINING_AXES: tuple[str, ...] = (
-    "reward (0-1)",
-    "loss, KL, entropy (nats)",
+    "reward",
+    "nats",
     "tokens",
     "tokens/s",
     "seconds",

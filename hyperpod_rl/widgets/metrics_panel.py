@@ -149,7 +149,8 @@ class MetricsPanel(Panel):
         training: the training ``FigureWidget`` (a plain ``go.Figure`` when not live).
         hardware_fig: the hardware ``FigureWidget`` (``None`` without a hardware source).
         live: whether the charts are live widgets.
-        notice: the one-time "how to enable live charts" note (empty when live).
+        notice: the one-time "how to enable live charts" note: set only when the charts are static
+            and the Jupyter server is known to lack anywidget's frontend.
         records: the records shown, one per step, sorted by step.
         arrivals: step -> Unix time (s) its record reached the figure data (latency benchmark).
         renders: training-figure refreshes so far.
@@ -168,15 +169,18 @@ class MetricsPanel(Panel):
         live: bool | None = None,
     ) -> None:
         super().__init__()
-        self.live = live_widgets_available() if live is None else live
-        self.notice = w.HTML("" if self.live else f"<div style='color:#8a6d3b'>{escape(LIVE_CHARTS_HELP)}</div>")
+        from hyperpod_rl.jupyter import server_frontends
+
+        frontends = server_frontends()
+        available = frontends is None or frontends.enabled("anywidget")  # as live_widgets_available()
+        self.live = available if live is None else live
+        # the note says anywidget is missing only where the server is known to lack it: static charts
+        # asked for (live=False, e.g. tutorial 01's light notebook) on a server that has it say nothing of the kind
+        self.notice = w.HTML("" if self.live or available else f"<div style='color:#8a6d3b'>{escape(LIVE_CHARTS_HELP)}</div>")
         self.training_out = w.Output(layout=w.Layout(width="100%"))
         self.hardware_out = w.Output(layout=w.Layout(width="100%"))
         self._plotlyjs = w.Output()
         if not self.live:
-            from hyperpod_rl.jupyter import server_frontends
-
-            frontends = server_frontends()
             # once, and only where the server is known to lack plotly's renderer: plotly.js is
             # 4.9 MB, saved with the notebook (an unknown server, e.g. nbclient, counts as having it)
             if frontends is not None and not frontends.enabled("jupyterlab-plotly"):

@@ -10,6 +10,8 @@ Routes, under the server's base URL (``/jupyterlab/default/`` in Studio):
 ``POST hyperpod-rl/runs/<run_id>/stop``      stop the latest job through Ray's job API
 ``GET  hyperpod-rl/adapters``                trained adapters with their promotion decision
 ``GET  hyperpod-rl/clusters``                clusters with browser-openable dashboard links
+``POST hyperpod-rl/clusters/<name>/token``   the cluster's Ray token, for the sidebar's Copy token
+``GET  hyperpod-rl/kernels``                 kernels that can import hyperpod_rl, and the one to use
 ``POST hyperpod-rl/tutorial``                copy the tutorial notebooks into the user's folder
 =========================================== ======================================================
 
@@ -31,9 +33,10 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
 from ._redact import redact_json
+from .kernels import KernelProbe
 from .ray_api import RayAPIError
 from .service import NotFound, RunsService, StoreMissing
-from .tutorial import copy_tutorial
+from .tutorial import _maybe, copy_tutorial
 
 __all__ = ["setup_handlers"]
 
@@ -139,6 +142,37 @@ class ClustersHandler(_Base):
         await self.guarded(produce)
 
 
+class TokenHandler(_Base):
+    """The one route that returns a secret: POST (XSRF-checked), authenticated, never logged."""
+
+    def reply(self, data: Any) -> None:
+        """Answer ``data`` redacted as every route's, but for the ``token`` it exists to give."""
+        token = data.pop("token", None) if isinstance(data, dict) else None
+        answer = redact_json(data, self.service.secrets())
+        if token is not None:
+            answer["token"] = token
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(answer))
+
+    @tornado.web.authenticated
+    async def post(self, name: str) -> None:
+        async def produce():
+            return {"name": name, "token": self.service.cluster_token(name)}
+
+        self.set_header("Cache-Control", "no-store")
+        await self.guarded(produce)
+
+
+class KernelsHandler(_Base):
+    @tornado.web.authenticated
+    async def get(self) -> None:
+        async def produce():
+            specs = await _maybe(self.kernel_spec_manager.get_all_specs())
+            return (await self.settings["hyperpod_rl_kernels"].kernels(specs, self.get_query_argument("preferred", ""))).to_json()
+
+        await self.guarded(produce)
+
+
 class TutorialHandler(_Base):
     @tornado.web.authenticated
     async def post(self) -> None:
@@ -162,13 +196,15 @@ class TutorialHandler(_Base):
         if sources is None or not any(sources[0].glob("*.ipynb")):
             self.set_status(503)
             return self.reply({"message": "this build of hyperpod-rl-jupyterlab ships no tutorial notebooks", "reason": "no-tutorial"})
-        result = await copy_tutorial(self.contents_manager, sources[0], sources[1], folder)
+        kernel = body.get("kernel") if isinstance(body.get("kernel"), dict) else None
+        result = await copy_tutorial(self.contents_manager, sources[0], sources[1], folder, kernel=kernel)
         self.reply(result.to_json())
 
 
 def setup_handlers(web_app: Any, service: RunsService) -> None:
     """Add the routes under the server's base URL."""
     web_app.settings["hyperpod_rl_service"] = service
+    web_app.settings.setdefault("hyperpod_rl_kernels", KernelProbe())
     base = url_path_join(web_app.settings["base_url"], "hyperpod-rl")
     routes = [
         (url_path_join(base, "status"), StatusHandler),
@@ -178,6 +214,8 @@ def setup_handlers(web_app: Any, service: RunsService) -> None:
         (url_path_join(base, "runs", RUN_ID, "stop"), StopHandler),
         (url_path_join(base, "adapters"), AdaptersHandler),
         (url_path_join(base, "clusters"), ClustersHandler),
+        (url_path_join(base, "clusters", r"(?P<name>[A-Za-z0-9_.-]+)", "token"), TokenHandler),
+        (url_path_join(base, "kernels"), KernelsHandler),
         (url_path_join(base, "tutorial"), TutorialHandler),
     ]
     web_app.add_handlers(".*$", routes)

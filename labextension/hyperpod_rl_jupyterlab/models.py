@@ -14,6 +14,8 @@ __all__ = [
     "RUN_STATUSES",
     "AdapterInfo",
     "ClusterInfo",
+    "KernelInfo",
+    "KernelsResponse",
     "LogsResponse",
     "RunStatus",
     "RunSummary",
@@ -23,9 +25,9 @@ __all__ = [
     "TutorialResponse",
 ]
 
-RunStatus = Literal["pending", "running", "succeeded", "failed", "stopped", "unknown"]
+RunStatus = Literal["created", "pending", "running", "succeeded", "failed", "stopped", "unknown"]
 #: Every status a run can show (see ``status.derive_status`` for the rule).
-RUN_STATUSES: tuple[str, ...] = ("pending", "running", "succeeded", "failed", "stopped", "unknown")
+RUN_STATUSES: tuple[str, ...] = ("created", "pending", "running", "succeeded", "failed", "stopped", "unknown")
 
 
 class _Wire:
@@ -40,7 +42,7 @@ class RunSummary(_Wire):
 
     Attributes:
         run_id: the run id (``<storage root>/runs/<run_id>``).
-        status: pending / running / succeeded / failed / stopped / unknown.
+        status: created (never submitted) / pending / running / succeeded / failed / stopped / unknown.
         status_detail: why that status (which source decided it), one sentence.
         step: last step with metrics (0 before the first).
         total_steps: planned steps (0 when unknown).
@@ -95,6 +97,10 @@ class AdapterInfo(_Wire):
         promotion_reason: the decision's one-sentence reason.
         decided_at: when it was decided (ISO 8601 UTC), or ``None``.
         evals: evaluation label -> metric -> value (``eval/*.json``).
+        compared: the held-out comparison's verdict (``eval/comparison.json`` ``promote``, what
+            ``hyperpod-rl eval compare`` prints as "promote" / "do not promote"), or ``None``
+            when there is none. Shown when no promotion decision was recorded.
+        comparison_reason: that comparison's one-sentence reason, or ``None``.
     """
 
     run_id: str
@@ -107,6 +113,8 @@ class AdapterInfo(_Wire):
     promotion_reason: str | None
     decided_at: str | None
     evals: dict[str, dict[str, float]] = field(default_factory=dict)
+    compared: bool | None = None
+    comparison_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +131,9 @@ class ClusterInfo(_Wire):
         dashboard_note: what the link needs (e.g. the cluster's token), one sentence.
         jobs_running: hyperpod-rl jobs running on it now (0 when unreachable).
         detail: why it is unreachable, or an empty string.
+        token_hint: where the token the dashboard asks for is, one sentence (never the token).
+        token_copyable: ``POST clusters/<name>/token`` hands the token to this (authenticated)
+            user for the sidebar's "Copy token" button.
     """
 
     name: str
@@ -132,6 +143,8 @@ class ClusterInfo(_Wire):
     dashboard_note: str
     jobs_running: int
     detail: str
+    token_hint: str = ""
+    token_copyable: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,3 +212,31 @@ class ServerStatus(_Wire):
     ledger_exists: bool
     proxy: bool
     tutorial_notebooks: list[str]
+
+
+@dataclass(frozen=True)
+class KernelInfo(_Wire):
+    """A registered Jupyter kernel and whether it can import ``hyperpod_rl``.
+
+    Attributes:
+        name: the kernelspec name (``hyperpod-rl``, ``python3``, ...).
+        display_name: its display name.
+        python: its interpreter (absolute path), or ``None`` for a non-Python kernel.
+        has_hyperpod_rl: that interpreter finds ``hyperpod_rl`` (``importlib.util.find_spec``).
+        detail: why, one sentence.
+    """
+
+    name: str
+    display_name: str
+    python: str | None
+    has_hyperpod_rl: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class KernelsResponse(_Wire):
+    """``GET kernels``: every kernel and the one hyperpod-rl code runs in (``None``: none can, see ``message``)."""
+
+    kernels: list[KernelInfo]
+    chosen: str | None
+    message: str

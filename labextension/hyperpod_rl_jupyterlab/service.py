@@ -17,7 +17,7 @@ from . import _redact
 from .models import AdapterInfo, ClusterInfo, LogsResponse, RunsResponse, RunSummary, ServerStatus, StopResponse
 from .ray_api import RayAPIError, RayJobAPI, hprl_jobs
 from .status import derive_status
-from .store import REWARD_KEY, RUN_ID_PATTERN, RunFiles, ledger_path, ledger_runs, local_cluster_state, storage_root
+from .store import REWARD_KEY, RUN_ID_PATTERN, RunFiles, ledger_path, ledger_runs, local_cluster_state, local_state_path, storage_root
 
 __all__ = ["ClusterEntry", "NotFound", "RunsService", "StoreMissing", "redact"]
 
@@ -316,6 +316,8 @@ class RunsService:
             files = RunFiles(adapter_dir.parent)
             prov = files.provenance() or {}
             promo = files.promotion()
+            comparison = files.comparison() or {}
+            verdict = comparison.get("promote")
             out.append(
                 AdapterInfo(
                     run_id=files.run_id,
@@ -328,6 +330,8 @@ class RunsService:
                     promotion_reason=str(promo.get("reason")) if promo else None,
                     decided_at=promo.get("decided_at") if promo else None,
                     evals=files.evals(),
+                    compared=verdict if isinstance(verdict, bool) else None,
+                    comparison_reason=str(comparison["reason"]) if "reason" in comparison else None,
                 )
             )
         return out
@@ -360,6 +364,11 @@ class RunsService:
                     dashboard_note=note,
                     jobs_running=running.get("local", 0),
                     detail=err or "",
+                    token_hint=(
+                        f"Ray's dashboard asks for this cluster's token: it is the \"token\" field of {local_state_path()} "
+                        "(mode 0600; `ray get-auth-token` does not know it). Copy token puts it on your clipboard."
+                    ),
+                    token_copyable=True,
                 )
             )
         for entry in self.clusters:
@@ -373,9 +382,37 @@ class RunsService:
                     dashboard_note="opens the configured dashboard link" if entry.dashboard_url else "no dashboard link configured",
                     jobs_running=running.get(entry.name, 0),
                     detail=err or "",
+                    token_hint=(
+                        f"its Ray token is in {entry.token_file} (HyperpodRL.clusters token_file)"
+                        if entry.token_file
+                        else "no token_file configured for it (HyperpodRL.clusters)"
+                    ),
+                    token_copyable=bool(self._token(entry)),
                 )
             )
         return out
+
+    def cluster_token(self, name: str) -> str:
+        """The Ray token of cluster ``name`` (``local``: ``local-cluster.json``; else its
+        ``token_file``), for the sidebar's "Copy token" button. Only the ``POST
+        clusters/<name>/token`` route returns it, to the authenticated Jupyter user, who can read
+        the same file from a terminal; it is never logged.
+
+        Raises:
+            NotFound: no such cluster, or it has no token.
+        """
+        if name == "local":
+            local = local_cluster_state()
+            if local is None or not local.token:
+                raise NotFound(f"no local cluster is recorded in {local_state_path()}: start one (hyperpod-rl local start)")
+            return local.token
+        entry = next((e for e in self.clusters if e.name == name), None)
+        if entry is None:
+            raise NotFound(f"no cluster {name!r}: the clusters are 'local' and those in HyperpodRL.clusters")
+        token = self._token(entry)
+        if not token:
+            raise NotFound(f"cluster {name!r} has no readable token_file (HyperpodRL.clusters)")
+        return token
 
     def status(self, store: str | None = None) -> ServerStatus:
         root = self.root(store)

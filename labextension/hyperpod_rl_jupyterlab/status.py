@@ -9,7 +9,8 @@ Sources, strongest first:
 2. Otherwise (no reachable cluster knows the submission: the cluster was stopped, restarted or is
    not configured here) ``manifest.json``'s ``status``: ``succeeded`` / ``failed`` / ``stopped`` as
    written; ``running`` becomes unknown, because nothing alive can confirm it.
-3. No manifest: submitted but not seen by any cluster -> unknown; never submitted -> pending.
+3. No manifest: submitted but not seen by any cluster -> unknown; never submitted -> created
+   (nothing to stop: no job exists).
 4. A run known only to the ledger (its directory is not on this server) takes the ledger's
    status when it is a final one, else unknown.
 """
@@ -41,8 +42,8 @@ def derive_status(
         has_run_dir: the run directory is on this server.
 
     Returns:
-        ``(status, detail)`` with status one of pending / running / succeeded / failed /
-        stopped / unknown.
+        ``(status, detail)`` with status one of created / pending / running / succeeded /
+        failed / stopped / unknown.
     """
     if ray_status is not None and ray_status.upper() in _RAY:
         return _RAY[ray_status.upper()], f"Ray job status {ray_status.upper()}"
@@ -56,4 +57,4 @@ def derive_status(
         return "unknown", "the manifest says running but no reachable cluster knows its job (cluster stopped or not configured here)"
     if submitted:
         return "unknown", "submitted, but no reachable cluster knows its job"
-    return "pending", "created but not submitted yet"
+    return "created", "created but never submitted: there is no job yet (submit it to start training)"

@@ -37,6 +37,7 @@ __all__ = [
     "ledger_path",
     "ledger_runs",
     "local_cluster_state",
+    "local_state_path",
     "storage_root",
 ]
 
@@ -100,9 +101,14 @@ class LocalClusterState:
         return int(match.group(1)) if match else None
 
 
+def local_state_path() -> Path:
+    """``<data dir>/local-cluster.json``: the local cluster's address and token (mode 0600)."""
+    return data_dir() / "local-cluster.json"
+
+
 def local_cluster_state(path: Path | None = None) -> LocalClusterState | None:
     """The local cluster recorded by ``hyperpod-rl local start``, or ``None``."""
-    data = _read_json(path or data_dir() / "local-cluster.json")
+    data = _read_json(path or local_state_path())
     if not isinstance(data, dict) or not isinstance(data.get("dashboard_url"), str):
         return None
     return LocalClusterState(dashboard_url=data["dashboard_url"].rstrip("/"), token=str(data.get("token") or ""))
@@ -170,6 +176,11 @@ class RunFiles:
 
     def promotion(self) -> dict[str, Any] | None:
         data = _read_json(self.root / "promotion.json")
+        return data if isinstance(data, dict) else None
+
+    def comparison(self) -> dict[str, Any] | None:
+        """``eval/comparison.json`` (``hyperpod_rl.eval.Comparison.save``), or ``None``."""
+        data = _read_json(self.root / "eval" / "comparison.json")
         return data if isinstance(data, dict) else None
 
     def evals(self) -> dict[str, dict[str, float]]:

@@ -6,6 +6,10 @@ images), copied into this wheel at build time
 have ``hyperpod_rl`` installed. They are written through the server's contents manager, so they
 land under the server's root (and any non-file contents manager works too); existing files are
 kept, never overwritten.
+
+The shipped notebooks say ``kernelspec: python3``; in Studio that is the server's environment,
+which has no ``hyperpod_rl``. The copies are retargeted to the kernel the frontend chose
+(:mod:`.kernels`: one that imports the library), so they open on it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from .models import TutorialResponse
 
-__all__ = ["copy_tutorial", "tutorial_sources"]
+__all__ = ["copy_tutorial", "retarget", "tutorial_sources"]
 
 
 def tutorial_sources() -> tuple[Path, Path]:
@@ -35,9 +39,21 @@ async def _maybe(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
-async def copy_tutorial(contents_manager: Any, source: Path, docs_source: Path, folder: str) -> TutorialResponse:
+def retarget(notebook: dict[str, Any], kernel: dict[str, Any] | None) -> dict[str, Any]:
+    """``notebook`` (nbformat JSON) with ``metadata.kernelspec`` set to ``kernel``
+    (``{"name", "display_name"}``); unchanged when ``kernel`` is ``None`` or has no name."""
+    if not kernel or not kernel.get("name"):
+        return notebook
+    spec = {"name": str(kernel["name"]), "display_name": str(kernel.get("display_name") or kernel["name"]), "language": "python"}
+    return {**notebook, "metadata": {**(notebook.get("metadata") or {}), "kernelspec": spec}}
+
+
+async def copy_tutorial(
+    contents_manager: Any, source: Path, docs_source: Path, folder: str, *, kernel: dict[str, Any] | None = None
+) -> TutorialResponse:
     """Copy every ``source/*.ipynb`` into ``folder`` (relative to the server root), and
-    ``docs_source``'s Markdown pages and images into ``folder/docs``.
+    ``docs_source``'s Markdown pages and images into ``folder/docs``. Copied notebooks get
+    ``kernel`` (``{"name", "display_name"}``) as their kernelspec (:func:`retarget`).
 
     Returns:
         The folder, the notebooks copied, those already there, and the first notebook's path.
@@ -51,17 +67,22 @@ async def copy_tutorial(contents_manager: Any, source: Path, docs_source: Path, 
                 await _maybe(contents_manager.save({"type": "directory"}, sub))
     copied, existing = [], []
     notebooks = sorted(source.glob("*.ipynb"))
-    docs = sorted(p for p in docs_source.glob("*") if p.suffix in (".md", ".png", ".svg"))
-    if docs and not await _maybe(contents_manager.dir_exists(f"{folder}/docs" if folder else "docs")):
-        await _maybe(contents_manager.save({"type": "directory"}, f"{folder}/docs" if folder else "docs"))
+    # the pages and their images (docs/img/*.png: the pages link them as img/<name>)
+    docs = sorted(p for p in [*docs_source.glob("*"), *docs_source.glob("img/*")] if p.suffix in (".md", ".png", ".svg"))
+    subdirs = ["docs"] if docs else []
+    subdirs += ["docs/img"] if any(p.parent != docs_source for p in docs) else []
+    for sub in subdirs:
+        target = f"{folder}/{sub}" if folder else sub
+        if not await _maybe(contents_manager.dir_exists(target)):
+            await _maybe(contents_manager.save({"type": "directory"}, target))
     for path in [*notebooks, *docs]:
-        rel = path.name if path.suffix == ".ipynb" else f"docs/{path.name}"
+        rel = path.name if path.suffix == ".ipynb" else f"docs/{path.relative_to(docs_source).as_posix()}"
         dest = f"{folder}/{rel}" if folder else rel
         if await _maybe(contents_manager.file_exists(dest)):
             existing.append(dest)
             continue
         if path.suffix == ".ipynb":
-            model = {"type": "notebook", "format": "json", "content": json.loads(path.read_text())}
+            model = {"type": "notebook", "format": "json", "content": retarget(json.loads(path.read_text()), kernel)}
         elif path.suffix == ".png":
             model = {"type": "file", "format": "base64", "content": base64.b64encode(path.read_bytes()).decode()}
         else:

@@ -8,6 +8,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import {
   IAdapterInfo,
   IClusterInfo,
+  IKernelsResponse,
   ILogsResponse,
   IRunSummary,
   IRunsResponse,
@@ -143,10 +144,29 @@ export class RunsAPI {
     return data.clusters;
   }
 
-  tutorial(folder: string): Promise<ITutorialResponse> {
+  /** Copy the tutorial; the copies get `kernel` as their kernelspec. */
+  tutorial(
+    folder: string,
+    kernel?: { name: string; display_name: string }
+  ): Promise<ITutorialResponse> {
     return requestAPI('tutorial', this.settings, {
       method: 'POST',
-      body: JSON.stringify({ folder })
+      body: JSON.stringify({ folder, kernel })
     });
+  }
+
+  /** The kernels that can import hyperpod_rl and the one to use (`preferred`: the Kernel setting). */
+  kernels(preferred: string): Promise<IKernelsResponse> {
+    return requestAPI('kernels', this.settings, {}, { preferred });
+  }
+
+  /** A cluster's Ray token (for the Copy token button; never stored or logged). */
+  async clusterToken(name: string): Promise<string> {
+    const data = await requestAPI<{ token: string }>(
+      `clusters/${encodeURIComponent(name)}/token`,
+      this.settings,
+      { method: 'POST' }
+    );
+    return data.token;
   }
 }

@@ -28,10 +28,11 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { RunsAPI } from './api';
+import { chosenSpec, notebookTarget } from './kernel';
 import { canStop, statusText } from './format';
 import { logsPanel } from './logs';
 import { RunsModel } from './model';
-import { IRunSummary } from './models';
+import { IClusterInfo, IKernelsResponse, IRunSummary } from './models';
 import { IRunActions, RunsSidebar } from './sidebar';
 import {
   evaluateSnippet,
@@ -183,7 +184,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const stopRun = async (run: IRunSummary): Promise<void> => {
       const answer = await showDialog({
         title: `Stop run ${run.run_id}?`,
-        body: `Ray stops job ${run.submission_id} on ${run.cluster ?? 'its cluster'}; the run keeps its last checkpoint and can be resubmitted to resume.`,
+        body:
+          `Ray stops job ${run.submission_id} on ${run.cluster ?? 'its cluster'}. ` +
+          'Resubmitting the run resumes from its last saved checkpoint if it saved one ' +
+          '(checkpoint.interval > 0); otherwise it starts again from step 0.',
         buttons: [Dialog.cancelButton(), Dialog.warnButton({ label: 'Stop' })]
       });
       if (!answer.button.accept) {
@@ -198,19 +202,71 @@ const plugin: JupyterFrontEndPlugin<void> = {
       await model.refresh().catch(() => undefined);
     };
 
+    /** The server's answer on kernels, or null after telling the user what to fix. */
+    const kernelsOrExplain = async (
+      title: string
+    ): Promise<IKernelsResponse | null> => {
+      try {
+        const kernels = await api.kernels(settings.kernelName.trim());
+        if (!kernels.chosen) {
+          await showErrorMessage(title, kernels.message);
+          return null;
+        }
+        return kernels;
+      } catch (error) {
+        await showErrorMessage(title, String((error as Error).message));
+        return null;
+      }
+    };
+
+    /**
+     * The notebook hyperpod-rl code goes into: the active one when its kernel can import
+     * hyperpod_rl, else a new notebook on the chosen kernel (never the server's default one).
+     */
+    const targetPanel = async (title: string): Promise<NotebookPanel | null> => {
+      const kernels = await kernelsOrExplain(title);
+      if (!kernels) {
+        return null;
+      }
+      const active = notebooks.currentWidget;
+      const activeKernel =
+        active?.sessionContext.session?.kernel?.name ??
+        active?.sessionContext.kernelPreference.name;
+      if (active && notebookTarget(activeKernel, kernels) === 'active') {
+        return active;
+      }
+      return (await commands.execute('notebook:create-new', {
+        kernelName: kernels.chosen
+      })) as NotebookPanel;
+    };
+
     const openMetrics = async (run: IRunSummary): Promise<void> => {
-      let panel = notebooks.currentWidget;
+      const panel = await targetPanel('Hyperpod RL: Open metrics');
       if (!panel) {
-        const kernelName =
-          settings.kernelName ||
-          app.serviceManager.kernelspecs.specs?.default ||
-          undefined;
-        panel = (await commands.execute('notebook:create-new', {
-          kernelName
-        })) as NotebookPanel;
+        return;
       }
       shell.activateById(panel.id);
       await insertAndRun(panel, metricsSnippet(run), true);
+    };
+
+    const copyToken = async (cluster: IClusterInfo): Promise<void> => {
+      try {
+        const token = await api.clusterToken(cluster.name);
+        try {
+          await navigator.clipboard.writeText(token);
+        } catch {
+          Clipboard.copyToSystem(token);
+        }
+        Notification.success(
+          `Copied the Ray token of ${cluster.name}: paste it where the dashboard asks for it.`,
+          { autoClose: 5000 }
+        );
+      } catch (error) {
+        await showErrorMessage(
+          `No token for ${cluster.name}`,
+          String((error as Error).message)
+        );
+      }
     };
 
     const showSnippet = async (
@@ -241,11 +297,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       if (answer.button.label === 'Copy') {
         Clipboard.copyToSystem(code);
       } else if (answer.button.accept) {
-        let panel = notebooks.currentWidget;
+        const panel = await targetPanel(`Hyperpod RL: ${kind}`);
         if (!panel) {
-          panel = (await commands.execute('notebook:create-new', {
-            kernelName: settings.kernelName || undefined
-          })) as NotebookPanel;
+          return;
         }
         shell.activateById(panel.id);
         await insertAndRun(panel, code, false);
@@ -253,11 +307,29 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
 
     const openTutorial = async (): Promise<void> => {
+      const title = 'Hyperpod RL tutorial';
+      const kernels = await kernelsOrExplain(title);
+      const spec = kernels && chosenSpec(kernels);
+      if (!kernels || !spec) {
+        return;
+      }
       try {
-        const result = await api.tutorial(settings.tutorialFolder);
-        await commands.execute('docmanager:open', { path: result.first });
+        const result = await api.tutorial(settings.tutorialFolder, spec);
+        const widget = await commands.execute('docmanager:open', {
+          path: result.first,
+          kernel: { name: spec.name }
+        });
+        // A copy from an earlier version keeps its old kernelspec: switch it to the right kernel.
+        const panel = widget instanceof NotebookPanel ? widget : null;
+        if (panel) {
+          await panel.sessionContext.ready;
+          const now = panel.sessionContext.session?.kernel?.name;
+          if (notebookTarget(now, kernels) !== 'active') {
+            await panel.sessionContext.changeKernel({ name: spec.name });
+          }
+        }
       } catch (error) {
-        await showErrorMessage('Hyperpod RL tutorial', String((error as Error).message));
+        await showErrorMessage(title, String((error as Error).message));
       }
     };
 
@@ -267,10 +339,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
       openMetrics: run => void openMetrics(run),
       snippet: (run, kind) => void showSnippet(run, kind),
       openTutorial: () => void openTutorial(),
+      openSettings: () =>
+        void commands.execute('settingeditor:open', { query: 'Hyperpod RL' }),
+      copyToken: cluster => void copyToken(cluster),
       refresh: () => void model.refresh().catch(() => undefined)
     };
 
-    const sidebar = new RunsSidebar(model, actions);
+    const sidebar = new RunsSidebar(model, actions, () => settings.cliPath);
     sidebar.id = SIDEBAR_ID;
     sidebar.title.icon = hprlIcon;
     sidebar.title.caption = 'Hyperpod RL runs';
@@ -364,8 +439,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (launcher) {
       launcher.add({
         command: CommandIDs.openTutorial,
-        category: 'Notebook',
-        rank: 50
+        category: 'Other',
+        rank: 0
       });
     }
     if (statusBar) {

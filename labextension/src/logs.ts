@@ -4,6 +4,7 @@ import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
 import { RunsAPI } from './api';
+import { formatLogLine } from './format';
 
 export class LogsView extends Widget {
   constructor(
@@ -31,7 +32,7 @@ export class LogsView extends Widget {
       const head = `# ${data.submission_id ?? 'no submission'} (${data.source})${data.truncated ? ', last 500 lines' : ''}\n`;
       const atBottom =
         this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - 4;
-      this._pre.textContent = head + data.lines.join('\n');
+      this._pre.textContent = head + data.lines.map(formatLogLine).join('\n');
       if (atBottom) {
         this.node.scrollTop = this.node.scrollHeight;
       }

@@ -18,7 +18,7 @@ import {
 /** What the sidebar shows above the lists when something is off. */
 export type Banner =
   | { kind: 'extension-missing'; message: string }
-  | { kind: 'store-missing'; message: string }
+  | { kind: 'store-missing'; message: string; storeRoot?: string }
   | { kind: 'store-empty'; message: string }
   | { kind: 'error'; message: string }
   | null;
@@ -52,10 +52,19 @@ export function bannerFor(
   if (data && data.runs.length === 0) {
     return {
       kind: 'store-empty',
-      message: `No runs yet in ${data.store_root}. Open the Hyperpod RL tutorial from the launcher, or run hyperpod-rl quickstart.`
+      message: `No runs yet in ${data.store_root}.`
     };
   }
   return null;
+}
+
+/** The banner when the status route says the store does not exist (no runs route is called). */
+export function storeMissingBanner(status: IServerStatus): Banner {
+  return {
+    kind: 'store-missing',
+    message: `No runs yet: the store ${status.store_root} does not exist on this server.`,
+    storeRoot: status.store_root
+  };
 }
 
 /** Poll timing in milliseconds. */
@@ -149,11 +158,23 @@ export class RunsModel {
 
   private async _refresh(): Promise<void> {
     try {
+      // The status route answers whether the store exists; without one there is nothing to
+      // list, so the runs and adapters routes (503 then) are not called at all.
+      const status = await this.api.status();
+      if (!status.store_exists) {
+        this._clusters = await this.api.clusters();
+        this._status = status;
+        this._data = null;
+        this._adapters = [];
+        this._failures = 0;
+        this._banner = storeMissingBanner(status);
+        this._changed.emit();
+        return;
+      }
       const data = await this.api.runs();
-      const [adapters, clusters, status] = await Promise.all([
+      const [adapters, clusters] = await Promise.all([
         this.api.adapters(),
-        this.api.clusters(),
-        this.api.status()
+        this.api.clusters()
       ]);
       this._data = data;
       this._adapters = adapters;

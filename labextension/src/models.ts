@@ -6,6 +6,7 @@
 
 /** Every status a run can show (see hyperpod_rl_jupyterlab/status.py for the rule). */
 export type RunStatus =
+  | 'created'
   | 'pending'
   | 'running'
   | 'succeeded'
@@ -71,6 +72,9 @@ export interface IAdapterInfo {
   decided_at: string | null;
   /** Evaluation label -> metric -> value. */
   evals: { [label: string]: { [metric: string]: number } };
+  /** eval/comparison.json's verdict ("promote" / "do not promote"); null without one. */
+  compared: boolean | null;
+  comparison_reason: string | null;
 }
 
 /** A Ray cluster the project knows (Python: ClusterInfo). */
@@ -88,6 +92,10 @@ export interface IClusterInfo {
   jobs_running: number;
   /** Why it is unreachable, or ''. */
   detail: string;
+  /** Where the token the dashboard asks for is (never the token). */
+  token_hint: string;
+  /** POST clusters/<name>/token returns it (the Copy token button). */
+  token_copyable: boolean;
 }
 
 /** GET runs (Python: RunsResponse). */
@@ -137,4 +145,24 @@ export interface IServerStatus {
   /** jupyter-server-proxy is installed. */
   proxy: boolean;
   tutorial_notebooks: string[];
+}
+
+/** A registered Jupyter kernel (Python: KernelInfo). */
+export interface IKernelInfo {
+  name: string;
+  display_name: string;
+  /** Its interpreter, or null for a non-Python kernel. */
+  python: string | null;
+  /** That interpreter finds hyperpod_rl. */
+  has_hyperpod_rl: boolean;
+  detail: string;
+}
+
+/** GET kernels (Python: KernelsResponse). */
+export interface IKernelsResponse {
+  kernels: IKernelInfo[];
+  /** The kernel hyperpod-rl code runs in; null when none can import it. */
+  chosen: string | null;
+  /** Why, or what to fix. */
+  message: string;
 }

@@ -8,7 +8,13 @@ import * as React from 'react';
 
 import { RunsModel } from './model';
 import { IAdapterInfo, IClusterInfo, IRunSummary } from './models';
-import { ago, canStop, fmtReward, sparklinePoints } from './format';
+import {
+  adapterDecision,
+  ago,
+  canStop,
+  fmtReward,
+  sparklinePoints
+} from './format';
 
 /** What the sidebar's buttons do (implemented by the plugin with JupyterLab's services). */
 export interface IRunActions {
@@ -17,6 +23,8 @@ export interface IRunActions {
   openMetrics(run: IRunSummary): void;
   snippet(run: IRunSummary, kind: 'reattach' | 'serve' | 'evaluate'): void;
   openTutorial(): void;
+  openSettings(): void;
+  copyToken(cluster: IClusterInfo): void;
   refresh(): void;
 }
 
@@ -118,8 +126,7 @@ function RunRow(props: { run: IRunSummary; actions: IRunActions }): JSX.Element 
 
 function AdapterRow(props: { adapter: IAdapterInfo }): JSX.Element {
   const a = props.adapter;
-  const decision =
-    a.promoted === null ? 'not gated' : a.promoted ? 'promoted' : 'not promoted';
+  const decision = adapterDecision(a);
   const evals = Object.entries(a.evals)
     .map(([label, m]) =>
       m.solve_rate !== undefined ? `${label} solve ${m.solve_rate.toFixed(3)}` : label
@@ -130,10 +137,10 @@ function AdapterRow(props: { adapter: IAdapterInfo }): JSX.Element {
       <div>
         <span className="hprl-run-id">{a.run_id}</span>
         <span
-          className={`hprl-decision hprl-decision-${decision.replace(' ', '-')}`}
-          title={a.promotion_reason ?? ''}
+          className={`hprl-decision hprl-decision-${decision.kind}`}
+          title={decision.title}
         >
-          {decision}
+          {decision.label}
         </span>
       </div>
       <div className="hprl-run-meta">
@@ -147,7 +154,10 @@ function AdapterRow(props: { adapter: IAdapterInfo }): JSX.Element {
   );
 }
 
-function ClusterRow(props: { cluster: IClusterInfo }): JSX.Element {
+function ClusterRow(props: {
+  cluster: IClusterInfo;
+  actions: IRunActions;
+}): JSX.Element {
   const c = props.cluster;
   return (
     <li className="hprl-cluster" data-cluster={c.name}>
@@ -167,6 +177,16 @@ function ClusterRow(props: { cluster: IClusterInfo }): JSX.Element {
       ) : (
         <span title={c.dashboard_note}>no dashboard link</span>
       )}
+      {c.token_copyable && (
+        <button
+          className="jp-mod-styled hprl-copy-token"
+          title="Copy the Ray token the dashboard asks for"
+          onClick={() => props.actions.copyToken(c)}
+        >
+          Copy token
+        </button>
+      )}
+      {c.token_hint && <div className="hprl-token-hint">{c.token_hint}</div>}
       {c.detail && <div className="hprl-run-meta">{c.detail}</div>}
     </li>
   );
@@ -175,8 +195,10 @@ function ClusterRow(props: { cluster: IClusterInfo }): JSX.Element {
 export function RunsPanel(props: {
   model: RunsModel;
   actions: IRunActions;
+  cliPath?: string;
 }): JSX.Element {
   const { model, actions } = props;
+  const cli = props.cliPath?.trim() || 'hyperpod-rl';
   const [, setTick] = React.useState(0);
   React.useEffect(() => {
     const update = () => setTick(t => t + 1);
@@ -195,12 +217,37 @@ export function RunsPanel(props: {
         </button>
       </div>
       {banner && (
-        <div className={`hprl-banner hprl-banner-${banner.kind}`} role="alert">
+        <div
+          className={`hprl-banner hprl-banner-${banner.kind}`}
+          role={banner.kind.startsWith('store-') ? 'status' : 'alert'}
+        >
           {banner.message}
-          {banner.kind === 'store-empty' && (
-            <button className="jp-mod-styled" onClick={() => actions.openTutorial()}>
-              Open the tutorial
-            </button>
+          {banner.kind.startsWith('store-') && (
+            <>
+              <div>
+                Start with the tutorial (it trains a first run on a local Ray cluster), or run{' '}
+                <code>{cli} quickstart</code> in a terminal
+                {banner.kind === 'store-missing' &&
+                  '; if your runs are elsewhere (e.g. /fsx/hyperpod-rl), set the store root'}
+                .
+              </div>
+              <div className="hprl-banner-actions">
+                <button
+                  className="jp-mod-styled jp-mod-accept hprl-open-tutorial"
+                  onClick={() => actions.openTutorial()}
+                >
+                  Open the tutorial
+                </button>
+                {banner.kind === 'store-missing' && (
+                  <button
+                    className="jp-mod-styled hprl-open-settings"
+                    onClick={() => actions.openSettings()}
+                  >
+                    Set the store root
+                  </button>
+                )}
+              </div>
+            </>
           )}
         </div>
       )}
@@ -222,12 +269,13 @@ export function RunsPanel(props: {
       <h3>Clusters</h3>
       {model.clusters.length === 0 ? (
         <p className="hprl-empty">
-          No cluster recorded (hyperpod-rl local start, or HyperpodRL.clusters in the server config).
+          No cluster recorded (<code>{cli} local start</code>, or HyperpodRL.clusters in the
+          server config).
         </p>
       ) : (
         <ul className="hprl-clusters">
           {model.clusters.map(c => (
-            <ClusterRow key={c.name} cluster={c} />
+            <ClusterRow key={c.name} cluster={c} actions={actions} />
           ))}
         </ul>
       )}
@@ -239,13 +287,16 @@ export function RunsPanel(props: {
 export class RunsSidebar extends ReactWidget {
   constructor(
     readonly model: RunsModel,
-    readonly actions: IRunActions
+    readonly actions: IRunActions,
+    readonly cliPath: () => string = () => 'hyperpod-rl'
   ) {
     super();
     this.addClass('hprl-sidebar');
   }
 
   render(): JSX.Element {
-    return <RunsPanel model={this.model} actions={this.actions} />;
+    return (
+      <RunsPanel model={this.model} actions={this.actions} cliPath={this.cliPath()} />
+    );
   }
 }

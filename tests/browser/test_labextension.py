@@ -35,7 +35,7 @@ from hyperpod_rl.jobs import latest_submission, stop_run, submit_run
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 
-from .test_studio_notebook import CHROMIUM, FLAGS
+from ._chromium import CHROMIUM, FLAGS, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -151,9 +151,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             page.wait_for_function(
                 "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('hyperpod-rl:open-sidebar')", timeout=120_000
             )
-            # awaited inside the page and answered as a plain value (a bare promise handed back to
-            # Playwright can be collected before it settles: "Resulting promise was garbage collected")
-            assert page.evaluate("async () => { await window.jupyterapp.restored; return true; }") is True
+            wait_restored(page)
             page.locator(".hprl-statusbar", has_text="running").click()  # the status-bar item opens the sidebar
             page.locator("#hyperpod-rl-runs").wait_for(state="visible", timeout=30_000)
 
@@ -170,6 +168,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             news = page.locator(".jp-toast-button", has_text="No")
             if news.count():  # JupyterLab's "notified about news?" toast would cover the screenshot
                 news.first.click()
+                news.first.wait_for(state="detached", timeout=10_000)  # gone, not closing, in the screenshot
             page.screenshot(path=str(SHOTS / "labextension-sidebar.png"))
             _row(page, STOP).locator("button.hprl-stop").click()
             page.locator(".jp-Dialog").wait_for(timeout=10_000)
@@ -185,7 +184,10 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
 
             # 3. Logs open in a read-only panel.
             _row(page, DONE).locator("button.hprl-logs").click()
-            page.locator(".hprl-logs-text", has_text="HPRL_METRIC").wait_for(timeout=30_000)
+            # the trainer's metric records read as one short line each, not HPRL_METRIC {json} (issue 31 item 8)
+            logs = page.locator(".hprl-logs-text", has_text="[metrics] step 3/3")
+            logs.wait_for(timeout=30_000)
+            assert "HPRL_METRIC {" not in logs.inner_text()
 
             # 4. The local cluster's dashboard link goes through jupyter-server-proxy.
             link = page.locator(".hprl-cluster[data-cluster='local'] a.hprl-dashboard-link")
@@ -206,7 +208,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             page.screenshot(path=str(SHOTS / "labextension-metrics.png"))
 
             # 6. The launcher card copies the tutorial and opens its first notebook.
-            page.evaluate("() => window.jupyterapp.commands.execute('launcher:create')")
+            page.evaluate("async () => { await window.jupyterapp.commands.execute('launcher:create'); return true; }")
             page.locator(".jp-LauncherCard:visible", has_text="Hyperpod RL tutorial").first.click()
             page.locator(".lm-TabBar-tab", has_text="01-quickstart-local.ipynb").wait_for(timeout=60_000)
             assert (lab["root"] / "hyperpod-rl-tutorial" / "01-quickstart-local.ipynb").is_file()

@@ -38,20 +38,11 @@ import requests
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.metrics.schema import MetricRecord
 
+from ._chromium import CHROMIUM, FLAGS
+
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 BASE = "/jupyterlab/default"
 LABEXTENSIONS = ("@jupyter-widgets", "jupyterlab-plotly", "@jupyterhub")  # anywidget left out on purpose
 PLOT_POINTS_JS = "() => { const gd = document.querySelector('.hprl-metrics .js-plotly-plot'); return gd && gd.data && gd.data[2] ? gd.data[2].x.length : 0 }"
@@ -202,7 +193,7 @@ def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, lo
                 " && window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.connectionStatus === 'connected'",
                 timeout=120_000,
             )
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            page.evaluate("() => { void window.jupyterapp.commands.execute('notebook:run-all-cells'); return true; }")
             # studio() renders: tabs, and the Cluster tab's local dashboard link through the proxy
             page.locator(".hprl-studio .lm-TabBar-tab", has_text="Metrics").wait_for(timeout=120_000)
             link = page.locator(".hprl-studio a", has_text="Ray dashboard")

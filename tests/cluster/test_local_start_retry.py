@@ -20,6 +20,7 @@ DASHBOARD_DIED = (
 def attempts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     calls: list[list[str]] = []
     monkeypatch.setattr(local.LocalCluster, "stop", lambda self, *a, **k: None)
+    monkeypatch.setattr(local, "RETRY_WAIT_S", 0.0)
     return calls
 
 
@@ -44,7 +45,9 @@ def test_a_dashboard_that_never_comes_up_says_the_machine_is_overloaded(monkeypa
         raise ClusterError(DASHBOARD_DIED)
 
     monkeypatch.setattr(local, "_run_ray", fake_run)
-    with pytest.raises(ClusterError, match=r"dashboard did not come up \(load average .* cores\).*stop other heavy work and try again"):
+    with pytest.raises(
+        ClusterError, match=r"dashboard or node did not come up within \d+ s \(load average .* cores\).*stop other heavy work and try again"
+    ):
         local._start_head(tmp_path / "state.json", token="t" * 64, temp_dir=str(tmp_path), num_cpus=1, dashboard_port=None)
     assert len(attempts) == 3 and not (tmp_path / "state.json").exists()
 

@@ -65,6 +65,9 @@ def test_two_runs_install_register_restart_once(tmp_path: Path) -> None:
         "HPRL_BACKGROUND": "0",
     }
     env.pop("VIRTUAL_ENV", None)
+    overrides = server / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    overrides.parent.mkdir(parents=True)
+    overrides.write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}))
     first = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout + first.stderr
     labext = server / "share" / "jupyter" / "labextensions"
@@ -79,12 +82,22 @@ def test_two_runs_install_register_restart_once(tmp_path: Path) -> None:
     assert spec["argv"][0] == str(venv_py) and spec["display_name"] == "Python 3.12 (hyperpod-rl)"
     assert calls.read_text().splitlines() == ["restarted"]
     assert "server environment changed" in first.stdout and "registered the Jupyter kernel" in first.stdout
+    # issue 31 items 1 and 4: the settings the set-up implies (the user's other overrides kept),
+    # and the CLI on the PATH of Studio's terminals (the server environment's bin)
+    venv_cli = home / ".venvs" / "hyperpod-rl" / "bin" / "hyperpod-rl"
+    assert json.loads(overrides.read_text()) == {
+        "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+        "hyperpod-rl-jupyterlab:plugin": {"kernelName": "hyperpod-rl", "cliPath": str(venv_cli)},
+    }
+    assert Path(shutil.which("hyperpod-rl", path=str(server / "bin")) or "").resolve() == venv_cli.resolve()
+    assert f"hyperpod-rl command: {server / 'bin' / 'hyperpod-rl'} -> {venv_cli}" in first.stdout
 
     second = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "server environment unchanged" in second.stdout and "kernel environment unchanged" in second.stdout
     assert "already registered" in second.stdout and "creating kernel environment" not in second.stdout
     assert calls.read_text().splitlines() == ["restarted"]  # no second restart: nothing changed
+    assert "settings already in" in second.stdout
     log = (home / ".hyperpod-rl" / "on-start.log").read_text()
     assert log.count("hyperpod-rl on-start: start") == 2 and log.count(": done") == 2
     # the server environment got frontends only: no Ray, no torch

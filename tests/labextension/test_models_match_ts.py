@@ -20,6 +20,8 @@ WIRE = [
     models.StopResponse,
     models.TutorialResponse,
     models.ServerStatus,
+    models.KernelInfo,
+    models.KernelsResponse,
 ]
 
 

@@ -132,7 +132,8 @@ async def test_runs_newest_first_with_status_reward_and_sparkline(jp_fetch, stor
     assert done["base_model_id"] == "tiny-qwen3-vl" and done["base_model_revision"] == "0123456789abcdef"
     assert done["has_adapter"] and done["in_ledger"] and done["cluster"] is None
     assert by_id["mid-failed"]["status"] == "failed" and by_id["mid-failed"]["submission_id"] == "hprl-mid-failed-1"
-    assert by_id["new-pending"]["status"] == "pending" and by_id["new-pending"]["step"] == 0
+    # never submitted: "created", not "pending" (no job exists, so nothing to stop; issue 31 item 8)
+    assert by_id["new-pending"]["status"] == "created" and by_id["new-pending"]["step"] == 0
     assert by_id["ledger-only"]["status"] == "succeeded" and by_id["ledger-only"]["run_dir"] == "/fsx/elsewhere/runs/ledger-only"
     assert data["running"] == 0 and data["store_root"] == str(store)
 
@@ -244,7 +245,7 @@ def test_every_handler_verb_is_authenticated():
         app.initialize(argv=[], find_extensions=False, new_httpserver=False)
     problems = [str(r.message) for r in records if issubclass(r.category, JupyterServerAuthWarning)]
     routes = [r.matcher.regex.pattern for rule in app.web_app.default_router.rules for r in getattr(rule.target, "rules", [])]
-    assert sum("/hyperpod-rl/" in r for r in routes) == 8, routes
+    assert sum("/hyperpod-rl/" in r for r in routes) == 10, routes
     assert problems == []
 
 

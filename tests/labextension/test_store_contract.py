@@ -43,7 +43,7 @@ def test_default_data_dir_is_platformdirs_like_hyperpod_rl(monkeypatch):
         ({"ray_status": None, "manifest_status": "stopped", "submitted": True}, "stopped"),
         ({"ray_status": None, "manifest_status": "running", "submitted": True}, "unknown"),
         ({"ray_status": None, "manifest_status": None, "submitted": True}, "unknown"),
-        ({"ray_status": None, "manifest_status": None, "submitted": False}, "pending"),
+        ({"ray_status": None, "manifest_status": None, "submitted": False}, "created"),
         ({"ray_status": None, "manifest_status": None, "submitted": False, "has_run_dir": False, "ledger_status": "failed"}, "failed"),
         ({"ray_status": None, "manifest_status": None, "submitted": False, "has_run_dir": False, "ledger_status": "running"}, "unknown"),
     ],

@@ -5,6 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
+import hyperpod_rl.jupyter
+from hyperpod_rl.jupyter import ServerFrontends
 from hyperpod_rl.metrics.plots import (
     HARDWARE_AXES,
     PHASES,
@@ -68,7 +70,14 @@ def test_axes_carry_units_and_figures_fill_the_width() -> None:
     assert titles == list(TRAINING_AXES) and "seconds" in titles and "tokens/s" in titles
     assert layout[f"xaxis{len(TRAINING_AXES)}"]["title"]["text"] == "training step"
     assert layout["autosize"] is True and "width" not in layout
+    # rewards can be negative (maze: a wall or a revisit costs): the axis claims no range and fixes none
+    assert "0-1" not in titles[0] and "range" not in layout["yaxis"]
     hw = hardware_layout()
+    for lay, axes in ((layout, TRAINING_AXES), (hw, HARDWARE_AXES)):
+        # each y title fits beside its row (7 px a character at plotly's 12 px font), not across the next one
+        rows, plot_px = len(axes), lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+        row_px = plot_px * (1 - (rows - 1) * 0.05) / rows
+        assert all(7 * len(t) <= row_px for t in axes), (axes, row_px)
     assert [hw["yaxis" if i == 1 else f"yaxis{i}"]["title"]["text"] for i in range(1, 5)] == list(HARDWARE_AXES)
     assert "GiB" in HARDWARE_AXES and hw["xaxis4"]["title"]["text"] == "time (UTC)" and "width" not in hw
     gib = 1024**3
@@ -86,9 +95,15 @@ def test_verdict_names_the_phase_with_the_legend_word() -> None:
     assert verdict == "generate takes 60% of step time (last 3 steps)"
 
 
-def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_live() -> None:
-    panel = MetricsPanel(hardware=None, live=False)
+def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_live(monkeypatch) -> None:
+    # the server's page loads plotly's renderer but not anywidget's frontend (a stock Studio space)
+    stock = ServerFrontends(
+        jupyterlab_version="4.5.11", extensions={"jupyterlab-plotly": True, "@jupyter-widgets/jupyterlab-manager": True}
+    )
+    monkeypatch.setattr(hyperpod_rl.jupyter, "server_frontends", lambda: stock)
+    panel = MetricsPanel(hardware=None)
     try:
+        assert panel.live is False
         assert isinstance(panel.training, go.Figure) and not isinstance(panel.training, go.FigureWidget)
         assert panel.notice.value and "anywidget" in panel.notice.value and "restart-jupyter-server" in LIVE_CHARTS_HELP
         assert panel.training_out in panel.children and panel.notice in panel.children
@@ -100,11 +115,24 @@ def test_static_charts_without_anywidget_are_redrawn_in_place_and_say_how_to_go_
         panel._on_records(RECORDS)
         (second,) = panel.training_out.outputs  # replaced, not appended
         assert second["data"]["application/vnd.plotly.v1+json"]["data"][2]["x"] == [1, 2, 3]
-        # no Jupyter server is known here: it counts as having plotly's renderer, so the 4.9 MB of plotly.js
-        # is not saved into the notebook (it rides along only where the server is known to lack jupyterlab-plotly)
+        # the server has plotly's renderer, so the 4.9 MB of plotly.js is not saved into the notebook
+        # (it rides along only where the server is known to lack jupyterlab-plotly)
         assert panel._plotlyjs.outputs == ()
     finally:
         panel.close()
+
+
+def test_static_charts_asked_for_do_not_claim_anywidget_is_missing(monkeypatch) -> None:
+    """Tutorial 01 asks for static charts (``live_charts=False``) on a server that has anywidget (issue 31)."""
+    with_anywidget = ServerFrontends(jupyterlab_version="4.5.11", extensions={"jupyterlab-plotly": True, "anywidget": True})
+    for frontends in (with_anywidget, None):  # None: no Jupyter server in sight
+        monkeypatch.setattr(hyperpod_rl.jupyter, "server_frontends", lambda f=frontends: f)
+        panel = MetricsPanel(hardware=None, live=False)
+        try:
+            assert isinstance(panel.training, go.Figure) and not isinstance(panel.training, go.FigureWidget)
+            assert panel.notice.value == "" and panel.training_out in panel.children
+        finally:
+            panel.close()
 
 
 def test_live_panel_keeps_figure_widgets_without_notice() -> None:

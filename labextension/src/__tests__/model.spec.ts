@@ -66,7 +66,10 @@ function okRoute(url: URL): { status: number; body: unknown } {
     case 'clusters':
       return { status: 200, body: { clusters: [] } };
     case 'status':
-      return { status: 200, body: { version: '0.1.0' } };
+      return {
+        status: 200,
+        body: { version: '0.1.0', store_exists: true, store_root: '/fsx/hyperpod-rl' }
+      };
     default:
       return { status: 404, body: { message: 'no route' } };
   }
@@ -142,6 +145,24 @@ describe('RunsModel', () => {
     expect(emitted).toBe(1);
     const paths = calls.map(c => c.url.pathname.split('/').pop()).sort();
     expect(paths).toEqual(['adapters', 'clusters', 'runs', 'status']);
+    model.dispose();
+  });
+
+  it('never calls the runs or adapters routes (no 503s) when the store does not exist', async () => {
+    const { api, calls } = apiWith(url =>
+      url.pathname.endsWith('/status')
+        ? { status: 200, body: { version: '0.1.0', store_exists: false, store_root: '/home/u/.local/share/hyperpod-rl/storage' } }
+        : okRoute(url)
+    );
+    const model = new RunsModel(api, { intervalMs: 60000, maxMs: 60000 });
+    await model.refresh();
+    expect(calls.map(c => c.url.pathname.split('/').pop()).sort()).toEqual(['clusters', 'status']);
+    expect(model.banner).toEqual({
+      kind: 'store-missing',
+      message: 'No runs yet: the store /home/u/.local/share/hyperpod-rl/storage does not exist on this server.',
+      storeRoot: '/home/u/.local/share/hyperpod-rl/storage'
+    });
+    expect(model.failures).toBe(0);
     model.dispose();
   });
 

@@ -1,0 +1,117 @@
+"""``ray start`` under load (issue 31 item 3): the dashboard's startup timeout is raised with its
+modules' one, a failure keeps Ray's ERROR lines and the log path (not the last 2,000 characters),
+and a dashboard that did not come up is retried, then called an overloaded machine.
+
+Recorded from Ray 2.57's ``ray start --head`` on this 2-core machine under load (token redacted):
+``data/ray-start-dashboard-timeout.txt`` with ``RAY_DASHBOARD_STARTUP_TIMEOUT_S=1`` (no dashboard
+log yet; stdout, a marker line, stderr), and ``data/ray-start-dashboard-log.txt`` at load average
+~20 with the 150 s timeouts: the dashboard log Ray echoes is 20 INFO lines after its ERROR lines,
+the issue's case (the ERROR line falls outside the last 2,000 characters).
+A stand-in ``ray`` executable prints it and exits 1, so the real ``_run_ray`` runs: subprocess,
+environment, log file, error message. Nothing is started.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from hyperpod_rl.cluster import local
+from hyperpod_rl.errors import ClusterError
+
+RECORDED = Path(__file__).parent / "data" / "ray-start-dashboard-timeout.txt"
+RECORDED_WITH_LOG = Path(__file__).parent / "data" / "ray-start-dashboard-log.txt"
+MARK = "\n=====STDERR=====\n"
+
+
+def fake_ray(tmp_path: Path, stdout: str, stderr: str) -> Path:
+    """A ``ray`` that prints ``stdout``/``stderr`` (plus the token it was given), records the
+    timeouts it saw, and fails like Ray does."""
+    (tmp_path / "out.txt").write_text(stdout)
+    (tmp_path / "err.txt").write_text(stderr)
+    exe = tmp_path / "ray"
+    exe.write_text(
+        "#!/bin/sh\n"
+        f'printf "%s %s\\n" "$RAY_DASHBOARD_STARTUP_TIMEOUT_S" "$RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT" >> {tmp_path}/seen\n'
+        f"cat {tmp_path}/out.txt\n"
+        f'echo "token in output: $RAY_AUTH_TOKEN"\n'
+        f"cat {tmp_path}/err.txt >&2\n"
+        "exit 1\n"
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return exe
+
+
+@pytest.fixture
+def no_stop(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(local.LocalCluster, "stop", lambda self, *a, **k: 0)
+    monkeypatch.setattr(local, "RETRY_WAIT_S", 0.0)
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "home"))
+    for name in local.RAY_START_TIMEOUTS:
+        monkeypatch.delenv(name, raising=False)
+
+
+def start(tmp_path: Path, exe: Path, monkeypatch: pytest.MonkeyPatch) -> ClusterError:
+    monkeypatch.setattr(local, "_ray_executable", lambda: str(exe))
+    with pytest.raises(ClusterError) as info:
+        local._start_head(tmp_path / "state.json", token="f00d" * 16, temp_dir=str(tmp_path), num_cpus=1, dashboard_port=None)
+    return info.value
+
+
+@pytest.mark.parametrize("with_dashboard_log", [False, True], ids=["no-dashboard-log", "dashboard-log-20-info-lines"])
+def test_dashboard_timeout_keeps_rays_errors_and_the_log_path_and_is_retried(no_stop, tmp_path, monkeypatch, with_dashboard_log) -> None:
+    if with_dashboard_log:
+        stdout, stderr = "", RECORDED_WITH_LOG.read_text()
+        assert "Failed to start the dashboard" not in stderr[-2000:]  # what the old message kept
+    else:
+        stdout, stderr = RECORDED.read_text().split(MARK)
+    err = start(tmp_path, fake_ray(tmp_path, stdout, stderr), monkeypatch)
+    message = str(err)
+    # retried twice, then the overloaded-machine message, with the timeout that was in force
+    assert (tmp_path / "seen").read_text().splitlines() == ["150 150"] * 3
+    assert "did not come up within 150 s" in message and "overloaded" in message
+    # Ray's ERROR lines and its exception line, not its INFO lines or the traceback's frames
+    assert "ERROR services.py:1431 -- Failed to start the dashboard" in message
+    if with_dashboard_log:  # where Ray's dashboard log is, which holds the dashboard's own error
+        assert "The last 20 lines of /tmp/hprl-7a21ccc4f2/session_2026-12-01_21-24-27_122569_3755/logs/dashboard.log" in message
+    else:
+        assert "Exception: Failed to read dashboard.err file" in message
+    assert " INFO " not in message and 'File "' not in message
+    # the whole output is in the log, whose path the message gives; the token is in neither
+    log = local.ray_start_log()
+    assert f"Ray's whole output: {log}" in message
+    text = log.read_text()
+    assert text.count("==== ") == 3 and "sys.exit(main())" in text
+    assert ("Loading SubprocessModule" in text) is with_dashboard_log
+    assert "f00d" * 16 not in text + message and "token in output: ***" in text
+
+
+def test_timeouts_set_in_the_environment_win(no_stop, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("RAY_DASHBOARD_STARTUP_TIMEOUT_S", "400")
+    stdout, stderr = RECORDED.read_text().split(MARK)
+    err = start(tmp_path, fake_ray(tmp_path, stdout, stderr), monkeypatch)
+    assert (tmp_path / "seen").read_text().splitlines()[0] == "400 150"
+    assert "within 400 s" in str(err)
+
+
+def test_other_failures_are_not_retried_and_show_their_last_lines(no_stop, tmp_path, monkeypatch) -> None:
+    out = "".join(f"line {i}\n" for i in range(30))
+    err = start(tmp_path, fake_ray(tmp_path, out, "click.exceptions.UsageError: no such option: --bogus\n"), monkeypatch)
+    assert len((tmp_path / "seen").read_text().splitlines()) == 1
+    assert "click.exceptions.UsageError: no such option: --bogus" in str(err)
+    assert local.ray_errors(out) == [f"line {i}" for i in range(25, 30)]  # no error line: the last five
+    assert os.path.exists(local.ray_start_log())
+
+
+def test_a_node_that_timed_out_under_load_is_retried_too(no_stop, tmp_path, monkeypatch) -> None:
+    """Ray 2.57's last line when its node did not start in time on this machine at load ~18 (2 cores)."""
+    timed_out = (
+        "Exception: The current node timed out during startup. This could happen because some of the raylet "
+        "failed to startup or the GCS has become overloaded.\n"
+    )
+    err = start(tmp_path, fake_ray(tmp_path, "", "Traceback (most recent call last):\n" + timed_out), monkeypatch)
+    assert len((tmp_path / "seen").read_text().splitlines()) == 3
+    assert "overloaded; stop other heavy work" in str(err) and "The current node timed out during startup" in str(err)
