@@ -2,8 +2,26 @@
 
 Needs Debian ``chromium`` at /usr/bin/chromium (``apt-get install -y chromium``, ``make chromium``)
 and the ``playwright`` Python package; Playwright's own browsers are never downloaded
-(``PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1``). Flags from docs/references.md §4.
+(``PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1``). Flags from docs/references.md §4. Also the JupyterLab
+server the browser tests open (:func:`jupyterlab`).
 """
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixed
+
+from hyperpod_rl.cluster.local import find_free_port
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -31,3 +49,66 @@ RESTORED_JS = (
 def wait_restored(page, timeout_ms: float = 180_000) -> None:
     """Wait until JupyterLab in ``page`` has restored its layout (``app.restored``)."""
     page.wait_for_function(RESTORED_JS, timeout=timeout_ms)
+
+
+#: Studio serves JupyterLab under this base URL (docs/studio.md); the browser tests do too.
+BASE = "/jupyterlab/default"
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A running JupyterLab server: ``url`` (with :data:`BASE`), its ``origin`` and its ``token``."""
+
+    url: str
+    origin: str
+    token: str
+
+
+class _NotReady(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def jupyterlab(
+    python: str | Path, *, root: Path, env: dict[str, str], log_path: Path, cwd: Path | None = None, timeout_s: float = 120
+) -> Iterator[Lab]:
+    """Start JupyterLab with ``python`` as Studio runs it (127.0.0.1, base URL :data:`BASE`, token auth,
+    the app exposed to the page for the tests), wait until ``/api/status`` answers (at most
+    ``timeout_s`` seconds), yield it, and stop its whole process group afterwards, whatever happened.
+
+    Fails the test (``pytest.fail``, with the end of ``log_path``) when the server exits or is not
+    up in time.
+    """
+    token, port = secrets.token_hex(16), find_free_port()
+    cmd = [
+        str(python), "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.base_url={BASE}",
+        f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True", "--allow-root",
+    ]  # fmt: skip
+    origin = f"http://127.0.0.1:{port}"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=cwd)
+        try:
+
+            @retry(stop=stop_after_delay(timeout_s), wait=wait_fixed(0.5), retry=retry_if_exception_type(_NotReady), reraise=True)
+            def ready() -> None:
+                if proc.poll() is not None:
+                    pytest.fail(f"JupyterLab exited with {proc.returncode}: {log_path.read_text()[-3000:]}")
+                try:
+                    ok = requests.get(f"{origin}{BASE}/api/status", headers={"Authorization": f"token {token}"}, timeout=2).ok
+                except requests.RequestException:
+                    ok = False
+                if not ok:
+                    raise _NotReady
+
+            try:
+                ready()
+            except _NotReady:
+                pytest.fail(f"JupyterLab did not start in {timeout_s:g} s: {log_path.read_text()[-3000:]}")
+            yield Lab(url=f"{origin}{BASE}", origin=origin, token=token)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

@@ -17,30 +17,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
-import requests
 
-from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import latest_submission, stop_run, submit_run
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 
-from ._chromium import CHROMIUM, FLAGS, wait_restored
+from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = "/jupyterlab/default"
 DONE, STOP = "lab-ui-done", "lab-ui-stop"
 SHOTS = REPO / ".test-results" / "screenshots"
 DOCS_IMG = REPO / "docs" / "img"
@@ -73,21 +67,6 @@ def lab(tmp_path, local_cluster):
     assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium"
     root = tmp_path / "lab"
     root.mkdir()
-    token = secrets.token_hex(16)
-    port = find_free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--ip=127.0.0.1",
-        f"--port={port}",
-        f"--ServerApp.base_url={BASE}",
-        f"--ServerApp.root_dir={root}",
-        f"--IdentityProvider.token={token}",
-        "--LabApp.expose_app_in_browser=True",
-        "--allow-root",
-    ]
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "jcfg"),
@@ -95,28 +74,8 @@ def lab(tmp_path, local_cluster):
         "PYTHONPATH": str(REPO),
     }
     log_path = tmp_path / "jupyterlab.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}{BASE}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if requests.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start: {log_path.read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield {"url": url, "token": token, "root": root, "log": log_path}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        log.close()
+    with jupyterlab(sys.executable, root=root, env=env, log_path=log_path, timeout_s=90) as server:
+        yield {"url": server.url, "token": server.token, "root": root, "log": log_path}
 
 
 def _row(page, run_id: str):

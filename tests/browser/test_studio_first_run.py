@@ -32,9 +32,7 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -42,20 +40,17 @@ import time
 from pathlib import Path
 
 import pytest
-import requests
 
-from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.jobs import latest_submission, stop_run
 from hyperpod_rl.paths import run_dir
 
 from ..labextension.test_shared_versions import required
-from ._chromium import CHROMIUM, FLAGS, wait_restored
+from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = "/jupyterlab/default"
 RUN = "studio-first-run"
 SHOTS = REPO / ".test-results" / "screenshots"
 DOCS_IMG = REPO / "docs" / "img"
@@ -157,30 +152,11 @@ def studio(prerequisites: list[Path], tmp_path: Path, local_cluster):
     assert setup.returncode == 0, setup.stdout + setup.stderr
     setup_s = time.monotonic() - t0
     assert restarts.read_text().splitlines() == ["restarted"]
-    token = secrets.token_hex(16)
-    port = find_free_port()
-    cmd = [
-        str(srv / "bin" / "python"), "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.base_url={BASE}",
-        f"--ServerApp.root_dir={home}", f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True", "--allow-root",
-    ]  # fmt: skip
     log_path = tmp_path / "jupyterlab.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=home)
-    url = f"http://127.0.0.1:{port}{BASE}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if requests.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start: {log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+    with jupyterlab(srv / "bin" / "python", root=home, env=env, log_path=log_path, cwd=home) as server:
         yield {
-            "url": url,
-            "token": token,
+            "url": server.url,
+            "token": server.token,
             "home": home,
             "srv": srv,
             "kenv": kenv,
@@ -189,14 +165,6 @@ def studio(prerequisites: list[Path], tmp_path: Path, local_cluster):
             "setup": setup,
             "setup_s": setup_s,
         }
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
 
 
 def _current(page, expr: str):

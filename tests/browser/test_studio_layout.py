@@ -22,28 +22,22 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import nbformat
 import pytest
-import requests
 
-from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.metrics.schema import MetricRecord
 
-from ._chromium import CHROMIUM, FLAGS
+from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = "/jupyterlab/default"
 LABEXTENSIONS = ("@jupyter-widgets", "jupyterlab-plotly", "@jupyterhub")  # anywidget left out on purpose
 PLOT_POINTS_JS = "() => { const gd = document.querySelector('.hprl-metrics .js-plotly-plot'); return gd && gd.data && gd.data[2] ? gd.data[2].x.length : 0 }"
 
@@ -124,8 +118,6 @@ def studio_lab(tmp_path: Path, local_cluster):
         nbformat.v4.new_code_cell("hp.doctor(aws=False)"),
     ]
     nbformat.write(nb, root / "studio.ipynb")
-    token = secrets.token_hex(16)
-    port = find_free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "VIRTUAL_ENV", "PYTHONPATH"))},
         "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
@@ -135,33 +127,8 @@ def studio_lab(tmp_path: Path, local_cluster):
         "AWS_EC2_METADATA_DISABLED": "true",
         "PATH": f"{srv / 'bin'}:{os.environ['PATH']}",
     }
-    cmd = [
-        str(srv / "bin" / "python"), "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.base_url={BASE}",
-        f"--ServerApp.root_dir={root}", f"--IdentityProvider.token={token}", "--LabApp.expose_app_in_browser=True", "--allow-root",
-    ]  # fmt: skip
-    log = (tmp_path / "jupyterlab.log").open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}{BASE}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if requests.get(f"{url}/api/status", headers={"Authorization": f"token {token}"}, timeout=2).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start: {(tmp_path / 'jupyterlab.log').read_text()[-3000:]}")
-            time.sleep(0.5)
-        yield {"url": url, "origin": f"http://127.0.0.1:{port}", "token": token, "run_dir": run_dir, "server_env": srv}
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
+    with jupyterlab(srv / "bin" / "python", root=root, env=env, log_path=tmp_path / "jupyterlab.log", timeout_s=90) as server:
+        yield {"url": server.url, "origin": server.origin, "token": server.token, "run_dir": run_dir, "server_env": srv}
 
 
 def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, local_cluster, tmp_path: Path) -> None:
