@@ -67,7 +67,8 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         # the SFT warm start (issue 29): its own run, evaluated, and the GRPO run started from its adapter
         sft_dir = run_dir.parent / "e2e-sft"
         assert summary["sft_run_id"] == "e2e-sft" and summary["sft"]["solve_rate"] >= 0
-        assert len(list(read_metrics(sft_dir / "metrics.jsonl"))) == 4
+        sft_records = list(read_metrics(sft_dir / "metrics.jsonl"))
+        assert len(sft_records) == 4 and all("sft/loss" in r.values for r in sft_records)  # trained by the SFT trainer, not GRPO
         lineage = json.loads((run_dir / "adapter" / "provenance.json").read_text())["lineage"]
         assert [e["stage"] for e in lineage] == ["base", "sft", "grpo"]
         assert summary["comparison"]["base_label"] == "sft" and summary["base_comparison"]["base_label"] == "base"

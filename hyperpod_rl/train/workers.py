@@ -192,8 +192,9 @@ def _mark_failed(paths: RunPaths) -> None:
 
 
 def main(config_path: str, *, fresh: bool = False) -> Path:
-    """Entry of the reference backend (``python -m hyperpod_rl.train``): read ``config.json`` and train,
-    in this process or, with ``trainer.workers > 1``, on that many Ray Train workers.
+    """Entry of the reference backend (``python -m hyperpod_rl.train``): read ``config.json`` and train:
+    a ``stage='sft'`` run with :class:`~hyperpod_rl.train.sft.SFTTrainer`, a GRPO run in this process
+    or, with ``trainer.workers > 1``, on that many Ray Train workers.
 
     Raises:
         ConfigError: ``config_path`` is not a run directory's ``config.json``.
@@ -206,7 +207,11 @@ def main(config_path: str, *, fresh: bool = False) -> Path:
         raise ConfigError(f"--config must be a run directory's config.json, got {source}")
     paths = RunPaths(source.parent)
     config = read_config(paths)
-    if config.trainer.workers > 1:
+    if config.stage == "sft":
+        from hyperpod_rl.train.sft import SFTTrainer
+
+        adapter = SFTTrainer(config, paths.root, fresh=fresh).train()
+    elif config.trainer.workers > 1:
         adapter = train_with_workers(config, paths.root, fresh=fresh)
     else:
         adapter = ReferenceTrainer(config, paths.root, fresh=fresh).train()

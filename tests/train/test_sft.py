@@ -39,6 +39,21 @@ def sft_run(tiny_setup, tmp_path_factory):
     return cfg, run_dir, adapter
 
 
+def test_the_job_entrypoint_trains_an_sft_run_with_the_sft_trainer(tiny_setup, tmp_path):
+    """Reported: the job's entrypoint (``python -m hyperpod_rl.train`` -> ``train.workers.main``) trained
+    every reference run with GRPO, so a ``stage: sft`` job wrote GRPO metrics at ``grpo.lr``."""
+    from hyperpod_rl.train.workers import main
+
+    cfg = _config(tiny_setup, "sft-entry", steps=1)
+    run_dir = tmp_path / "runs" / "sft-entry"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(cfg.model_dump_json())
+    main(str(run_dir / "config.json"))
+    (record,) = read_metrics(run_dir / "metrics.jsonl")
+    assert SFT_NAMES <= set(record.values) and record.values["sft/lr"] == cfg.sft.lr, sorted(record.values)
+    assert not any(k.startswith(("reward/", "policy/")) for k in record.values), sorted(record.values)
+
+
 def test_demonstration_turns_are_grpo_rollout_turns(sft_run):
     """A demonstration is played by the GRPO rollout code: same first context, same response tokens and loss mask as act()."""
     cfg, run_dir, _ = sft_run
