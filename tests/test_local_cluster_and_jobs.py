@@ -147,7 +147,12 @@ def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, t
         "c.stop()\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)}, timeout=240
+        # a start may retry twice on a loaded machine, each try waiting up to 150 s for the dashboard (486 s seen)
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)},
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["stale", "True"]
