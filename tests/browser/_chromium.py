@@ -112,3 +112,31 @@ def jupyterlab(
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+#: Starts a promise-valued expression in the page and records how it settled under ``window[key]``
+#: (its value only when it is a string, number or boolean): nothing but ``true`` goes back to Playwright.
+_SETTLE_JS = (
+    "([key, code]) => { window[key] = {state: 'waiting'};"
+    " Promise.resolve().then(() => new Function('return (' + code + ');')()).then("
+    "(v) => { window[key] = {state: 'done', value: ['string', 'number', 'boolean'].includes(typeof v) ? v : null}; },"
+    " (e) => { window[key] = {state: 'error', error: String(e)}; }); return true; }"
+)
+
+
+def settle(page, expression: str, timeout_ms: float = 120_000):
+    """Run the JavaScript ``expression`` (a promise, e.g. a JupyterLab command) in ``page`` and wait
+    until it settles; its value if a string, number or boolean, else None.
+
+    The promise is never handed to Playwright: ``page.evaluate`` of one, even awaited inside an async
+    function, failed on JupyterLab 4.5 and 4.6 as "Resulting promise was garbage collected".
+
+    Raises:
+        AssertionError: the promise was rejected (its error in the message).
+    """
+    key = f"__hprl_settle_{secrets.token_hex(8)}"
+    page.evaluate(_SETTLE_JS, [key, expression])
+    page.wait_for_function(f"() => window[{key!r}].state !== 'waiting'", timeout=timeout_ms)
+    result = page.evaluate(f"() => window[{key!r}]")
+    assert result["state"] == "done", f"{expression} failed in the page: {result.get('error')}"
+    return result.get("value")

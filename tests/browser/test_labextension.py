@@ -30,7 +30,7 @@ from hyperpod_rl.jobs import latest_submission, stop_run, submit_run
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 
-from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, wait_restored
+from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, settle, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -167,7 +167,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             page.screenshot(path=str(SHOTS / "labextension-metrics.png"))
 
             # 6. The launcher card copies the tutorial and opens its first notebook.
-            page.evaluate("async () => { await window.jupyterapp.commands.execute('launcher:create'); return true; }")
+            settle(page, "window.jupyterapp.commands.execute('launcher:create')")
             page.locator(".jp-LauncherCard:visible", has_text="Hyperpod RL tutorial").first.click()
             page.locator(".lm-TabBar-tab", has_text="01-quickstart-local.ipynb").wait_for(timeout=60_000)
             assert (lab["root"] / "hyperpod-rl-tutorial" / "01-quickstart-local.ipynb").is_file()

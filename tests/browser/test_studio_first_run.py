@@ -46,7 +46,7 @@ from hyperpod_rl.jobs import latest_submission, stop_run
 from hyperpod_rl.paths import run_dir
 
 from ..labextension.test_shared_versions import required
-from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, wait_restored
+from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, settle, wait_restored
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -236,7 +236,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                 assert AWS_PLUGIN in page.evaluate("() => window.jupyterapp.listPlugins()")
 
                 # 1. The launcher card: tutorial 01 opens on the hyperpod-rl kernel and its first cells run.
-                page.evaluate("async () => { await window.jupyterapp.commands.execute('launcher:create'); return true; }")
+                settle(page, "window.jupyterapp.commands.execute('launcher:create')")
                 card = page.locator(".jp-LauncherCard:visible", has_text="Hyperpod RL tutorial").first
                 card.wait_for(timeout=30_000)
                 assert card.locator("svg").count() >= 1  # its icon, not a letter placeholder
@@ -288,9 +288,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                 _shot(page, "panels")
 
                 # 2. Open metrics while a notebook on the server's own kernel is active: a new notebook on hyperpod-rl.
-                page.evaluate(
-                    "async () => { await window.jupyterapp.commands.execute('notebook:create-new', {kernelName: 'python3'}); return true; }"
-                )
+                settle(page, "window.jupyterapp.commands.execute('notebook:create-new', {kernelName: 'python3'})")
                 assert _wait_kernel(page) == "python3"
                 wrong = _current(page, "w.context.path")
                 page.locator(".hprl-statusbar").click()
@@ -310,8 +308,8 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                     timeout=240_000,
                 )
                 assert "MetricsPanel(" in _current(page, "w.content.activeCell.model.sharedModel.getSource()")
-                wrong_cells = page.evaluate(
-                    f"async () => (await window.jupyterapp.serviceManager.contents.get({json.dumps(wrong)})).content.cells.length"
+                wrong_cells = settle(
+                    page, f"window.jupyterapp.serviceManager.contents.get({json.dumps(wrong)}).then((m) => m.content.cells.length)"
                 )
                 assert wrong_cells <= 1  # nothing was appended to the notebook on the wrong kernel
                 _shot(page, "metrics")
@@ -321,7 +319,7 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
                 assert "local-cluster.json" in cluster_row.locator(".hprl-token-hint").inner_text()
                 cluster_row.locator("button.hprl-copy-token").click()
                 page.locator(".jp-toast-message, .Toastify__toast", has_text="Copied the Ray token").first.wait_for(timeout=30_000)
-                copied_token = page.evaluate("async () => await navigator.clipboard.readText()")
+                copied_token = settle(page, "navigator.clipboard.readText()")
                 assert copied_token == local_cluster.state.token
                 with browser.expect_page(timeout=60_000) as new_page:
                     cluster_row.locator("a.hprl-dashboard-link").click()
