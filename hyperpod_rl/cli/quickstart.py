@@ -81,7 +81,7 @@ def quickstart(
     summary_json: Path | None = typer.Option(None, help="also write the summary (phase times, figures) to this file"),
     **options: Any,
 ) -> None:
-    """Run the whole loop locally: cluster, task data (the maze unless --task), base eval, GRPO job, adapter eval, serving."""
+    """Run the whole loop locally: cluster, task data (the maze unless --task), base eval, SFT warm start and its eval (--no-sft skips them), GRPO job from the SFT adapter, adapter eval, serving."""
     from hyperpod_rl.quickstart import default_run_id, run
 
     phases = _Phases()
