@@ -58,8 +58,10 @@ def _iv(d: Any) -> dict[str, float]:
     return {"value": round(d.value, 4), "low": round(d.low, 4), "high": round(d.high, 4)}
 
 
-def _figures(compare: Any, base: Any, tuned: Any) -> dict[str, Any]:
+def _figures(base: Any, tuned: Any) -> dict[str, Any]:
     """The adapter's optimal-move rate, its paired difference from the base's, and its most common answer's share."""
+    from hyperpod_rl.eval import compare
+
     diff = compare(base, tuned).deltas["optimal_move_rate"]
     return {"optimal_move_rate": _iv(diff.candidate), "diff_vs_base": _iv(diff.diff), "top_answer_share": _top_answer_share(tuned.per_maze)}
 
@@ -127,7 +129,7 @@ def main() -> int:
             adapters[lr] = adapter = ReferenceTrainer(cfg, run_dir).train()
             tuned = evaluate(model_dir, validation, adapter_path=adapter, label=f"lr {lr:g}")
             entropy = _entropy_curve(run_dir / "metrics.jsonl", every=max(args.steps // 10, 1))
-            runs.append({"lr": lr, **_figures(compare, base, tuned), "entropy_curve": entropy, "final_entropy": entropy[-1][1]})
+            runs.append({"lr": lr, **_figures(base, tuned), "entropy_curve": entropy, "final_entropy": entropy[-1][1]})
             r = runs[-1]
             print(
                 f"lr {lr:g}: validation optimal-move rate {r['optimal_move_rate']['value']:.3f} "
@@ -139,7 +141,7 @@ def main() -> int:
         heldout = read_rows(data.heldout)  # read once, for the chosen learning rate only
         base_heldout = evaluate(model_dir, heldout, label="base")
         final = evaluate(model_dir, heldout, adapter_path=adapters[chosen], label=f"lr {chosen:g}")
-        report = {"lr": chosen, **_figures(compare, base_heldout, final)}
+        report = {"lr": chosen, **_figures(base_heldout, final)}
         print(
             f"chosen on validation: lr {chosen:g}; held-out optimal-move rate {report['optimal_move_rate']['value']:.3f} "
             f"(Δ {report['diff_vs_base']['value']:+.3f} [{report['diff_vs_base']['low']:+.3f}, {report['diff_vs_base']['high']:+.3f}])",
