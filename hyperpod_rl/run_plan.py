@@ -161,6 +161,7 @@ def plan_input_for(
         use_kl=config.grpo.kl_coef > 0,
         fsdp=skyrl,
         rollout_engine=engine,
+        engine_sleeps=skyrl or engine != "vllm" or config.rollout.engine_sleep,
         generated_tokens_per_turn=config.rollout.max_new_tokens,
         gpu=gpu,
     )

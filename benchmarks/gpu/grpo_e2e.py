@@ -299,7 +299,8 @@ def _config(
                 "max_new_tokens": args.max_new_tokens,
                 "decode": decode or args.decode,
                 "engine": engine,
-                "max_prompt_tokens": 4096,
+                **({"engine_sleep": args.engine_sleep} if engine == "vllm" else {}),
+                "max_prompt_tokens": args.max_prompt_tokens,
                 "gpu_memory_utilization": args.vllm_fraction_cap,
             },
             "data": {"train_path": "/unused/train.parquet", "heldout_path": "/unused/heldout.parquet", "prompts_per_step": args.mazes},
@@ -424,6 +425,8 @@ def run_ours(
         "workers": args.workers,
         "engine": "vllm" if trainer.engine is not None else "hf",
         "engine_start_s": engine_start_s,
+        "engine_sleep": bool(trainer.engine.sleep_mode) if trainer.engine is not None else None,
+        "max_prompt_tokens": args.max_prompt_tokens,
         "standalone_vllm": standalone,
         "trainer_build_s": build_trainer_s,
         "decode": "compiled" if trainer.policy.compiled_decode else "eager",
@@ -669,6 +672,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--workers", type=int, default=1, help="data-parallel workers (Ray Train TorchTrainer, one GPU each)")
     p.add_argument("--engine", default="hf", choices=["hf", "vllm"], help="rollout.engine of our runs")
+    p.add_argument(
+        "--engine-sleep",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="rollout.engine_sleep of our vLLM runs (--no-engine-sleep: the engine stays awake beside the update)",
+    )
+    p.add_argument(
+        "--max-prompt-tokens", type=int, default=4096, help="rollout.max_prompt_tokens of our runs (sizes our engine's KV cache)"
+    )
     p.add_argument("--vllm-fraction-cap", type=float, default=0.8, help="rollout.gpu_memory_utilization: the cap of our engine's fraction")
     p.add_argument(
         "--one",

@@ -72,17 +72,40 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--side-timeout", type=float, default=300.0, help="seconds one run may take")
-    p.add_argument("--extra", default="", help="more grpo_e2e arguments, one string")
+    p.add_argument("--extra", default="", help="more grpo_e2e arguments for every side, one string")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=SIDE ARGS",
+        help="a side NAME that runs grpo_e2e's --one SIDE with ARGS added, e.g. "
+        "'ours-vllm-awake=ours-vllm --no-engine-sleep' (repeatable; list NAME in --sides)",
+    )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        help="an earlier result (or .partial.json) of the same sides: its runs are kept and only the missing "
+        "repetitions run, each in the order its number gives (a device call's time limit splits a comparison)",
+    )
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
+    args.variants = {}
+    for spec in args.variant:
+        name, sep, rest = spec.partition("=")
+        if not sep or not rest.split():
+            raise SystemExit(f"--variant {spec!r}: write NAME=SIDE [ARGS...]")
+        args.variants[name.strip()] = rest.split()
     baseline = args.baseline or next((s for s in args.sides if s.startswith("trl")), args.sides[-1])
-    runs: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = _earlier_runs(args.resume, args.sides) if args.resume else []
     with Recording(args.out.stem, params={k: str(v) for k, v in vars(args).items()}, path=args.out) as rec:
         rec.results = {"runs": runs, "summary": None}
         try:
             for rep in range(args.reps):
                 order = args.sides if rep % 2 == 0 else list(reversed(args.sides))
                 for side in order:
+                    if any(r["rep"] == rep and r["side"] == side for r in runs):
+                        continue  # from --resume
                     runs.append(_one(args, side, rep))
                     rec.results["summary"] = summarize(runs, baseline)
                     _checkpoint(rec, args.out)
@@ -90,6 +113,15 @@ def main(argv: list[str] | None = None) -> None:
             rec.notes = f"interrupted after {len(runs)} runs; the runs listed are complete"
         rec.results["summary"] = summarize(runs, baseline)
         print(json.dumps(rec.results["summary"], indent=1), flush=True)
+
+
+def _earlier_runs(path: Path, sides: list[str]) -> list[dict[str, Any]]:
+    """The runs of an earlier result file whose side is one of ``sides`` (failed runs are run again)."""
+    data = json.loads(path.read_text())
+    results = data.get("results", data)  # a final file, or a .partial.json (its results only)
+    kept = [r for r in results.get("runs", []) if r.get("side") in sides and r.get("status") != "failed"]
+    print(f"resuming from {path}: {len(kept)} runs kept", flush=True)
+    return kept
 
 
 def _checkpoint(rec: Recording, out: Path) -> None:
@@ -101,7 +133,8 @@ def _one(args: argparse.Namespace, side: str, rep: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         child = Path(tmp) / "side.json"
         cmd = [sys.executable, "-m", "benchmarks.gpu.grpo_e2e", "--shapes", args.shape, "--max-turns", str(args.turns)]
-        cmd += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--one", side, "--out", str(child), *args.extra.split()]
+        one, *own = args.variants.get(side, [side])
+        cmd += ["--warmup", str(args.warmup), "--steps", str(args.steps), "--one", one, "--out", str(child), *args.extra.split(), *own]
         t0 = time.monotonic()
         env = dict(os.environ, HPRL_RESULTS_DIR=tmp)
         print(f"== rep {rep} {side}: {' '.join(cmd[1:])}", flush=True)

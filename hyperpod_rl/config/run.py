@@ -166,7 +166,7 @@ class RunConfig(_Section):
         written with the old names and one with the new names hash the same, and so do the
         hashes recorded in run directories before the rename (resume still matches them).
         Fields added later (:data:`ADDED_FIELDS`: the SFT stage, ``model.init_adapter``, the
-        rollout engine and its importance correction, ``checkpoint.export_interval``) are left out while at their defaults, so a
+        rollout engine, its sleep and its importance correction, ``checkpoint.export_interval``) are left out while at their defaults, so a
         config written before them hashes as it did.
         """
         exclude: dict[str, Any] = {"run_id": True}
@@ -192,6 +192,7 @@ class RunConfig(_Section):
 ADDED_FIELDS: tuple[tuple[str, str], ...] = (
     ("model", "init_adapter"),
     ("rollout", "engine"),
+    ("rollout", "engine_sleep"),
     ("grpo", "is_correction"),
     ("grpo", "is_cap"),
     ("checkpoint", "export_interval"),

@@ -168,6 +168,13 @@ class RolloutConfig(_Section):
         "(sleeps during the update; the adapter reloaded every step), 'hf' transformers generate in the trainer; "
         "'auto': vLLM on a CUDA GPU where vllm imports and action_constraint='none', else hf",
     )
+    engine_sleep: bool = Field(
+        True,
+        description="the reference backend's vLLM engine sleeps during the policy update (weights to CPU, KV cache "
+        "dropped) and wakes for the next rollout; false keeps it awake beside the update (no sleep/wake each step, "
+        "the engine's memory and the update's held at once: `hyperpod-rl plan` adds them up). SkyRL's colocated "
+        "engines always sleep",
+    )
     decode: Literal["auto", "eager", "compiled"] = Field(
         "auto",
         description="free generation on the reference backend: 'compiled' decodes with a static KV cache and a "

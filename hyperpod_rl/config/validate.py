@@ -179,6 +179,9 @@ def _engine(cfg: RunConfig) -> list[str]:
     problems = []
     if ro.engine != "auto" and cfg.backend == "skyrl":
         problems.append(f"rollout.engine={ro.engine!r} picks the reference backend's rollout engine; SkyRL rolls out with vLLM: remove it")
+    if not ro.engine_sleep and (cfg.backend == "skyrl" or ro.engine == "hf"):
+        who = "SkyRL's colocated engines always sleep" if cfg.backend == "skyrl" else "rollout.engine='hf' runs no vLLM engine"
+        problems.append(f"rollout.engine_sleep=false keeps the reference backend's vLLM engine awake, but {who}: remove it")
     if ro.engine == "vllm" and ro.action_constraint != "none":
         problems.append(
             "rollout.engine='vllm' decodes free text, but rollout.action_constraint='directions' samples one answer word from a "

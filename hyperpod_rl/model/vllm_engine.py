@@ -4,16 +4,21 @@ One offline ``vllm.LLM`` lives in the training process, on the training GPU, bes
 being trained (the layout of TRL's ``vllm_mode="colocate"`` and of SkyRL's ``colocate_all``):
 
 * **Weights.** vLLM loads the base model from the run's base-model directory once; only the LoRA
-  adapter changes. After every update the trainer saves the adapter (peft ``save_pretrained``,
-  adapter weights only) into a sync folder and the engine reloads it under one ``LoRARequest`` id
+  adapter changes. After every update the trainer writes the adapter into a sync folder (peft's
+  ``adapter_config.json`` once, and ``get_peft_model_state_dict``'s tensors cast to the engine's
+  bf16, the dtype vLLM casts LoRA weights to on load anyway, with safetensors: half the bytes of
+  peft's float32 file, so nothing the engine computes changes) and the engine reloads it under one
+  ``LoRARequest`` id
   with ``load_inplace=True`` (vLLM 0.25 ``vllm/lora/request.py``: "forces reloading the adapter
   even if one with the same lora_int_id already exists"), so no adapter piles up in the engine.
   vLLM 0.25 has no in-memory LoRA path for offline engines (its other loader is tensorizer's), so
   the sync goes through a file; :attr:`VLLMEngine.timings` records its seconds.
-* **Memory.** The engine is created with ``enable_sleep_mode=True``. Between the rollout and the
-  policy update it sleeps at level 1 (weights offloaded to pinned CPU memory, KV cache dropped),
-  so the update has the GPU; it wakes before the next rollout. The memory fraction it may take
-  while awake is chosen by the trainer (:func:`hyperpod_rl.plan.memory.vllm_rollout_fraction`).
+* **Memory.** With ``rollout.engine_sleep`` (the default) the engine is created with
+  ``enable_sleep_mode=True``. Between the rollout and the policy update it sleeps at level 1
+  (weights offloaded to pinned CPU memory, KV cache dropped), so the update has the GPU; it wakes
+  before the next rollout. With ``engine_sleep: false`` it stays awake (TRL's colocate default):
+  no sleep and wake each step, its memory held beside the update's. The memory fraction it may
+  take is chosen by the trainer (:func:`hyperpod_rl.plan.memory.vllm_rollout_fraction`).
 * **Sampling exactly as the run config says.** ``generation_config="vllm"``: the checkpoint's
   ``generation_config.json`` never changes sampling (vLLM's default ``"auto"`` would apply it as
   request defaults: :mod:`hyperpod_rl.model.sampling`). Every request sets temperature, ``top_p=1``,
@@ -52,12 +57,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+from PIL import Image
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.model.policy import Action, Conversation, messages_to_template
+from hyperpod_rl.model.policy import Action, Conversation
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS
+from hyperpod_rl.tasks.vision import decode_image_part
 
-__all__ = ["EngineChoice", "VLLMEngine", "choose_engine", "vllm_importable"]
+__all__ = ["EngineChoice", "VLLMEngine", "choose_engine", "save_adapter_for_engine", "split_images", "vllm_importable"]
 
 #: the one ``LoRARequest`` id the policy's adapter is served under (reloaded in place every step)
 POLICY_LORA_ID = 1
@@ -174,6 +181,78 @@ def to_action(token_ids: Sequence[int], logprobs: Sequence[Any] | None, text: st
     return Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(sum(token_lps)), token_logprobs=token_lps or None)
 
 
+def split_images(messages: Conversation, decoded: dict[str, Image.Image] | None = None) -> tuple[Conversation, list[Image.Image]]:
+    """Template-ready messages (image parts as ``{"type": "image"}``) and their images, in order.
+
+    ``decoded`` maps an image part's data URL to its decoded image and is filled as it goes, so
+    a URL seen before (the same observation in several prompts) is not decoded again. Parts that
+    hold an image object or bytes are decoded each time.
+
+    Raises:
+        TaskError: an image part cannot be decoded (:func:`~hyperpod_rl.tasks.vision.decode_image_part`).
+    """
+    cache = {} if decoded is None else decoded
+    images: list[Image.Image] = []
+    out: Conversation = []
+    for msg in messages:
+        content = msg["content"]
+        if isinstance(content, str):
+            out.append({"role": msg["role"], "content": content})
+            continue
+        parts = []
+        for part in content:
+            if part.get("type") in ("image", "image_url"):
+                url = part.get("image_url", {}).get("url") if isinstance(part.get("image_url"), dict) else None
+                if url is None:
+                    images.append(decode_image_part(part))
+                else:
+                    if url not in cache:
+                        cache[url] = decode_image_part(part)
+                    images.append(cache[url])
+                parts.append({"type": "image"})
+            else:
+                parts.append(part)
+        out.append({"role": msg["role"], "content": parts})
+    return out, images
+
+
+def save_adapter_for_engine(model: Any, folder: Path, *, write_config: bool = True, dtype: torch.dtype = torch.bfloat16) -> int:
+    """Write a peft model's active adapter as vLLM loads it: ``adapter_model.safetensors`` + ``adapter_config.json``.
+
+    The tensors are peft's own (``get_peft_model_state_dict``: the keys ``save_pretrained`` writes;
+    no embedding layers, which our adapters never train, so peft does not look the base model's
+    config up on the Hub to decide) cast to ``dtype``, the engine's LoRA dtype (vLLM casts adapter weights to the model's dtype on
+    load: vLLM 0.25 ``vllm/lora/worker_manager.py`` passes ``lora_config.lora_dtype``, the model dtype by default, to ``LoRAModel.from_local_checkpoint``), so the engine computes with the same numbers as from
+    peft's float32 file, from half the bytes.
+
+    Args:
+        model: a peft ``PeftModel``.
+        folder: the sync folder (created).
+        write_config: also write ``adapter_config.json`` (needed once: the config never changes in a run).
+        dtype: the engine's dtype.
+
+    Returns:
+        Bytes of tensors written.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    from peft import get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if write_config or not (folder / "adapter_config.json").exists():  # peft's own config file, as save_pretrained writes it
+        model.save_pretrained(str(folder), save_embedding_layers=False)
+    state = {
+        k: v.detach().to(device="cpu", dtype=dtype).contiguous()
+        for k, v in get_peft_model_state_dict(model, save_embedding_layers=False).items()
+    }
+    tmp = folder / "adapter_model.safetensors.tmp"
+    save_file(state, str(tmp), metadata={"format": "pt"})
+    tmp.replace(folder / "adapter_model.safetensors")
+    return sum(t.numel() * t.element_size() for t in state.values())
+
+
 @dataclass
 class VLLMEngine:
     """The colocated engine: :meth:`act` has :meth:`MazePolicy.act`'s signature, so
@@ -190,6 +269,8 @@ class VLLMEngine:
     eos_id: int
     bad_words: list[str]
     lora_rank: int
+    #: created with sleep mode (``rollout.engine_sleep``); without it :meth:`sleep` and :meth:`wake` do nothing
+    sleep_mode: bool = True
     sleeping: bool = False
     adapter_version: int = 0
     #: the ``LoRARequest`` every request names (None until the first :meth:`sync_adapter`)
@@ -268,6 +349,7 @@ class VLLMEngine:
             eos_id=tok.convert_tokens_to_ids("<|im_end|>"),
             bad_words=[t for t in VISION_SPECIAL_TOKENS if t in vocab],
             lora_rank=lora_rank,
+            sleep_mode=sleep,
         )
         engine.start_s = time.perf_counter() - t0
         return engine
@@ -282,8 +364,7 @@ class VLLMEngine:
         from vllm.lora.request import LoRARequest
 
         t0 = time.perf_counter()
-        self.sync_dir.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(self.sync_dir))  # adapter weights + adapter_config.json only
+        save_adapter_for_engine(model, self.sync_dir, write_config=self.adapter_version == 0)
         self.adapter_version += 1
         # reloaded once, in place, before the next generate; requests then name the same id without
         # load_inplace (with it, vLLM would reload the adapter from disk at every scheduler step)
@@ -294,8 +375,8 @@ class VLLMEngine:
         return dt
 
     def sleep(self) -> None:
-        """Free the GPU for the update (level 1: weights to CPU, KV cache dropped)."""
-        if self.sleeping:
+        """Free the GPU for the update (level 1: weights to CPU, KV cache dropped); nothing without sleep mode."""
+        if self.sleeping or not self.sleep_mode:
             return
         t0 = time.perf_counter()
         self.llm.sleep(level=1)
@@ -314,10 +395,15 @@ class VLLMEngine:
 
     # ------------------------------------------------------------------ acting
     def requests(self, prompts: Sequence[Conversation]) -> list[dict[str, Any]]:
-        """vLLM prompt dicts: the policy's chat-template text and the observation images."""
+        """vLLM prompt dicts: the policy's chat-template text and the observation images.
+
+        An image is decoded once per call however many prompts show it (a group's episodes share
+        their first observation), and no image cache key is computed (vLLM hashes what it caches).
+        """
         out = []
+        decoded: dict[str, Image.Image] = {}
         for messages in prompts:
-            tmpl, images, _ = messages_to_template(messages)
+            tmpl, images = split_images(messages, decoded)
             text = self.processor.apply_chat_template(tmpl, add_generation_prompt=True, tokenize=False)
             req: dict[str, Any] = {"prompt": text}
             if images:

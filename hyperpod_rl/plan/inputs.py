@@ -45,6 +45,11 @@ class PlanInput(RaisesOnInit):
     inference_gpus: int = Field(default=0, ge=0, description="GPUs for vLLM when placement='split' (0: same count as training)")
     inference_tensor_parallel_size: int = Field(default=1, gt=0)
     gpu_memory_utilization: float = Field(default=0.6, gt=0, le=1.0, description="vLLM's fraction of GPU memory")
+    engine_sleeps: bool = Field(
+        default=True,
+        description="a colocated vLLM engine sleeps during the update (False: it stays awake and keeps its whole "
+        "gpu_memory_utilization share beside the update; rollout.engine_sleep)",
+    )
     gradient_checkpointing: bool = True
     checkpoint_layers: float = Field(
         default=1.0,
@@ -89,6 +94,11 @@ class PlanInput(RaisesOnInit):
             )
         if self.placement == "colocated" and self.inference_gpus:
             raise ConfigError("inference_gpus is only for placement='split'; colocated engines share the training GPUs, so leave it 0")
+        if not self.engine_sleeps and (self.placement != "colocated" or self.fsdp):
+            raise ConfigError(
+                "engine_sleeps=False is the reference backend's awake colocated engine (one process, no FSDP2): "
+                "leave it True with fsdp=True or placement='split'"
+            )
         if self.gpu_memory_utilization > 0.95:
             raise ConfigError(
                 f"gpu_memory_utilization={self.gpu_memory_utilization} leaves no room for CUDA context and graphs; use 0.9 or less"

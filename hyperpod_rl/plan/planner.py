@@ -85,9 +85,16 @@ def plan(inp: PlanInput) -> Plan:
     verdicts: list[str] = []
     blockers: list[str] = []
     vllm = inp.rollout_engine == "vllm"
-    resident = VLLM_ASLEEP_GIB if vllm and inp.placement == "colocated" else 0.0
+    resident = 0.0
+    where = ""
+    if vllm and inp.placement == "colocated":
+        if inp.engine_sleeps:
+            resident = VLLM_ASLEEP_GIB
+            where = f" (with {resident:g} GiB held by the sleeping vLLM engine)"
+        else:
+            resident = g.memory_gib * inp.gpu_memory_utilization
+            where = f" (with {resident:.0f} GiB held by the awake vLLM engine, rollout.engine_sleep=false)"
     budget = g.memory_gib - resident
-    where = f" (with {resident:g} GiB held by the sleeping vLLM engine)" if resident else ""
     if mem.peak_gib > budget:
         best = _largest_fitting_micro_batch(inp, budget)
         if best:
@@ -96,6 +103,8 @@ def plan(inp: PlanInput) -> Plan:
             fix = f"mini_batch_size={inp.mini_batch_size} does not split over {inp.world_size} GPUs: make it a multiple of {inp.world_size}"
         else:
             fix = "no micro batch fits: " + _no_fit_hint(inp)
+        if vllm and not inp.engine_sleeps:
+            fix += f"; or set rollout.engine_sleep=true, so the engine frees its {resident:.0f} GiB during the update"
         verdicts.append(
             f"micro_train_batch_size_per_gpu={inp.micro_train_batch_size_per_gpu} needs about {mem.peak_gib:.0f} GiB per GPU "
             f"on {g.memory_gib:.0f} GiB{where}: {fix}"

@@ -381,6 +381,7 @@ class ReferenceTrainer:
             max_num_seqs=max(cfg.rollout.max_num_seqs, sizing.sequences),
             seed=cfg.trainer.seed,
             sync_dir=self.run_dir / "lora-sync",
+            sleep=cfg.rollout.engine_sleep,
         )
 
     def _load_base(self, model_dir: Path, dtype: torch.dtype) -> tuple[Any, Any, str, str]:

@@ -18,9 +18,9 @@ from PIL import Image
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.model.lora import wrap_lora
-from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.model.policy import MazePolicy, messages_to_template
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS, build_tiny_qwen3vl
-from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine, sampling_kwargs, to_action
+from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine, sampling_kwargs, save_adapter_for_engine, split_images, to_action
 from hyperpod_rl.tasks.maze import generate_maze, image_part
 from hyperpod_rl.train.grpo import engine_gap
 
@@ -65,6 +65,27 @@ def test_config_refuses_engine_knobs_where_they_do_nothing():
         RunConfig.build(base | {"rollout": {"engine": "vllm", "action_constraint": "directions"}})
     cfg = RunConfig.build(base | {"rollout": {"engine": "vllm", "action_constraint": "none"}})
     assert cfg.rollout.engine == "vllm" and cfg.grpo.is_correction == "token_truncate" and cfg.grpo.is_cap == 2.0
+    with pytest.raises(ConfigError, match="rollout.engine='hf' runs no vLLM engine"):
+        RunConfig.build(base | {"rollout": {"engine": "hf", "engine_sleep": False}})
+    with pytest.raises(ConfigError, match="SkyRL's colocated engines always sleep"):
+        RunConfig.build(base | {"backend": "skyrl", "model": {"path": "Qwen/Qwen3-VL-2B-Instruct"}, "rollout": {"engine_sleep": False}})
+    awake = RunConfig.build(base | {"rollout": {"engine": "vllm", "action_constraint": "none", "engine_sleep": False}})
+    assert awake.rollout.engine_sleep is False
+
+
+class _NoSleepLLM:
+    def sleep(self, level: int) -> None:
+        raise AssertionError("an engine created without sleep mode was put to sleep")
+
+    wake_up = sleep
+
+
+def test_an_engine_without_sleep_mode_never_sleeps_or_wakes():
+    engine = VLLMEngine(llm=_NoSleepLLM(), processor=None, max_new_tokens=5, sync_dir=None, eos_id=0, bad_words=[], lora_rank=8)
+    engine.sleep_mode = False
+    engine.sleep()
+    engine.wake()
+    assert engine.sleeping is False and engine.timings["sleep_s"] == engine.timings["wake_s"] == 0.0
 
 
 def test_every_request_sets_sampling_from_the_run_config_alone():
@@ -137,6 +158,44 @@ def test_requests_carry_the_trainers_template_and_the_image(policy):
         tokenize=False,
     )
     assert reqs[0]["prompt"] == text and int(enc["input_ids"].shape[1]) > len(policy.tokenizer(text)["input_ids"])
+
+
+def test_split_images_decodes_a_shared_observation_once_and_matches_the_policys_split(monkeypatch):
+    import hyperpod_rl.model.vllm_engine as ve
+
+    calls = []
+    real = ve.decode_image_part
+    monkeypatch.setattr(ve, "decode_image_part", lambda part: calls.append(1) or real(part))
+    group = [_prompt(1)] * 8 + [_prompt(2)] * 8  # two groups of 8 episodes, one first observation each
+    decoded: dict = {}
+    splits = [split_images(p, decoded) for p in group]
+    assert len(calls) == 2 and len(decoded) == 2
+    for prompt, (tmpl, images) in zip(group, splits, strict=True):
+        want_tmpl, want_images, _ = messages_to_template(prompt)
+        assert tmpl == want_tmpl
+        assert [im.tobytes() for im in images] == [im.tobytes() for im in want_images]
+    assert splits[0][1][0] is splits[7][1][0] and splits[0][1][0] is not splits[8][1][0]
+
+
+def test_the_engine_adapter_file_is_peft_s_own_in_bf16(policy, tmp_path):
+    from safetensors.torch import load_file
+
+    with torch.no_grad():  # non-zero B factors, so the comparison sees real values
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.02, generator=torch.Generator().manual_seed(len(name)))
+    policy.model.save_pretrained(str(tmp_path / "peft"), save_embedding_layers=False)
+    written = save_adapter_for_engine(policy.model, tmp_path / "engine")
+    ref = load_file(str(tmp_path / "peft" / "adapter_model.safetensors"))
+    got = load_file(str(tmp_path / "engine" / "adapter_model.safetensors"))
+    assert sorted(got) == sorted(ref) and written == sum(t.numel() * 2 for t in got.values())
+    assert all(got[k].dtype == torch.bfloat16 and torch.equal(got[k], ref[k].to(torch.bfloat16)) for k in ref)
+    assert (tmp_path / "engine" / "adapter_config.json").read_text() == (tmp_path / "peft" / "adapter_config.json").read_text()
+    # a later sync rewrites the tensors only, and leaves no temporary file behind
+    (tmp_path / "engine" / "adapter_config.json").write_text("{}")
+    save_adapter_for_engine(policy.model, tmp_path / "engine", write_config=False)
+    assert (tmp_path / "engine" / "adapter_config.json").read_text() == "{}"
+    assert not list((tmp_path / "engine").glob("*.tmp"))
 
 
 def test_trainer_logprobs_do_not_depend_on_the_engine_that_sampled(policy):

@@ -11,7 +11,9 @@ import pytest
 
 from benchmarks.gpu import decode_fit
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.plan import plan
+from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.plan import PlanInput, plan
+from hyperpod_rl.plan.memory import policy_update_memory
 from hyperpod_rl.plan.report import plan_tables
 from hyperpod_rl.plan.throughput import HF_DECODE
 from hyperpod_rl.run_plan import plan_input_for
@@ -36,7 +38,7 @@ def _config(backend: str, tmp_path, **over) -> RunConfig:
     from hyperpod_rl.plan import model_shape
 
     ck = tmp_path / "ck"
-    ck.mkdir()
+    ck.mkdir(parents=True, exist_ok=True)
     (ck / "config.json").write_text(hf_config(model_shape(SHAPES["8B"])).to_json_string())
     base = {
         "run_id": "plan-decode",
@@ -199,3 +201,26 @@ def test_reference_micro_batches_follow_the_reference_trainer(tmp_path, micro, p
     assert result.input.micro_train_batch_size_per_gpu == planned
     assert result.fits and not result.blockers
     assert "rollouts in the training process" in plan_summary(result) and "colocated" not in plan_summary(result)
+
+
+def test_an_awake_engine_is_planned_beside_the_update(tmp_path):
+    """rollout.engine_sleep=false: the engine's whole share stays on the GPU during the update, so the
+    plan adds it to the update's memory, and a run that then does not fit is told to let it sleep."""
+    rollout = {"max_turns": 3, "action_constraint": "none", "max_new_tokens": 128, "engine": "vllm"}
+    asleep = plan_input_for(_config("reference", tmp_path, rollout=rollout))
+    awake = plan_input_for(_config("reference", tmp_path / "awake", rollout=rollout | {"engine_sleep": False}))
+    assert asleep.engine_sleeps and not awake.engine_sleeps
+    held = awake.gpu_spec().memory_gib * awake.gpu_memory_utilization
+    fits = plan(awake)
+    assert fits.fits and any(f"with {held:.0f} GiB held by the awake vLLM engine" in v for v in fits.verdicts), fits.verdicts
+    assert any("held by the sleeping vLLM engine" in v for v in plan(asleep).verdicts)
+    # a micro batch whose update fits beside a sleeping engine but not beside an awake one
+    update = policy_update_memory(awake).peak_gib
+    big = awake.model_copy(
+        update={"gpu_memory_utilization": round((awake.gpu_spec().memory_gib - update / 2) / awake.gpu_spec().memory_gib, 3)}
+    )
+    blocked = plan(big)
+    assert not blocked.fits and "set rollout.engine_sleep=true" in blocked.blockers[0], blocked.blockers
+    assert plan(big.model_copy(update={"engine_sleeps": True})).fits
+    with pytest.raises(ConfigError, match="engine_sleeps=False"):
+        PlanInput(engine_sleeps=False)  # SkyRL's FSDP2 layout
