@@ -668,6 +668,7 @@ README_GPU_MFU: tuple[str, str, str] = ("h200_update_ckpt", "b16_s807_img448_ckp
 VLLM_SIDES: tuple[str, ...] = ("h200_vllm_sides_2b_t1", "h200_vllm_sides_2b_t1_trl")
 _SIDE_LABEL = {
     "ours-vllm": "hyperpod-rl reference, `rollout.engine: vllm`",
+    "ours-vllm-fast": "hyperpod-rl reference, vLLM engine awake (`rollout.engine_sleep: false`), compiled layers + `save_matmuls`",
     "ours-hf": "hyperpod-rl reference, `rollout.engine: hf`",
     "trl": "TRL `GRPOTrainer`, `use_vllm=False`",
 }
@@ -734,6 +735,44 @@ def gpu_vllm_sides() -> str:
         f"two sides alternate order over {res['params']['reps']} repetitions; {_gpu_provenance(res)}. Command: `{_cmd(res)}` "
         f"(and `--sides trl-vllm-0.3-nois trl-vllm-0.5 --reps 1` for `{VLLM_SIDES[1]}.json`). Peak memory is what the device "
         "reports in use (total minus free, polled every 10 ms), so each colocated engine's reservation counts.",
+    ]
+    return "\n".join(rows)
+
+
+VLLM_LEVERS = "h200_vllm_sides_fast_2b_t1"
+
+
+def gpu_vllm_levers() -> str:
+    """Block (docs/gpu.md): the engine and update levers against TRL + vLLM colocate, three paired repetitions."""
+    res = load_result(VLLM_LEVERS)
+    runs = [r for r in res["results"]["runs"] if r.get("status") != "failed"]
+    ratios = res["results"]["summary"]["ratios_to_baseline"]
+    rows = [
+        "| side | runs | step s | samples/s | samples/s ÷ TRL's, same repetition | update s | adapter sync s | sleep + wake s | peak GiB (device) | grad norm non-zero |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for side in dict.fromkeys(r["side"] for r in runs):
+        mine = [r for r in runs if r["side"] == side]
+        steps = [st for r in mine for st in r.get("steps", []) if not st["warmup"]]
+        ours = side.startswith("ours")
+
+        def med(key: str, steps: list[dict[str, Any]] = steps) -> str:
+            return f"{statistics.median(st[key] for st in steps):.2f}"
+
+        ratio = ratios.get(side)
+        vs = f"{ratio['median']:.2f}× [{ratio['min']:.2f}–{ratio['max']:.2f}]" if ratio else "baseline"
+        naps = f"{statistics.median(st['engine_sleep_s'] + st['engine_wake_s'] for st in steps):.2f}" if ours else "-"
+        rows.append(
+            f"| {_side_label(side)} | {len(mine)} | {_range([r['median_step_s'] for r in mine], '{:.2f}')} | "
+            f"{_range([r['samples_per_s'] for r in mine], '{:.2f}')} | {vs} | "
+            f"{med('update_s') if ours else '-'} | {med('engine_sync_s') if ours else '-'} | {naps} | "
+            f"{_range([r['peak_device_gib'] for r in mine], '{:.1f}')} | {' ; '.join(_learns(r) for r in mine)} |"
+        )
+    rows += [
+        "",
+        f"Qwen3-VL-2B shape, the workload of the table above; each run in a fresh process, {res['params']['warmup']} warm-up and "
+        f"{res['params']['steps']} measured steps, medians [min–max] over {res['params']['reps']} repetitions, the order of the sides "
+        f"alternating; {_gpu_provenance(res)}. Command: `{_cmd(res)}` (two device calls, the second with `--resume`).",
     ]
     return "\n".join(rows)
 
@@ -882,6 +921,7 @@ PASSAGES: dict[str, Passage] = {
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-vllm-sides": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_sides, block=True),
     "gpu-vllm-verdict": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_verdict),
+    "gpu-vllm-levers": Passage("docs/gpu.md", (VLLM_LEVERS,), gpu_vllm_levers, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
     "gpu-trl-verdict": Passage("docs/gpu.md", tuple(README_GPU_TRL.values()), gpu_trl_verdict),
     "gpu-decode": Passage("docs/gpu.md", _DECODE, gpu_decode, block=True),
