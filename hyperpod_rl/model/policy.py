@@ -62,7 +62,7 @@ from hyperpod_rl.model.sampling import explicit_generation_config
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
 from hyperpod_rl.tasks.vision import decode_image_part
 
-__all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key"]
+__all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key", "split_images"]
 
 Conversation = list[dict[str, Any]]
 
@@ -105,10 +105,18 @@ def prompt_key(messages: Conversation) -> str:
     return hashlib.sha1(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Image.Image], list[str]]:
-    """Split chat messages into template-ready messages, their images and image cache keys."""
+def split_images(messages: Conversation, decoded: dict[str, Image.Image] | None = None) -> tuple[Conversation, list[Image.Image]]:
+    """Template-ready messages (image parts as ``{"type": "image"}``) and their images, in order.
+
+    ``decoded`` maps an image part's data URL to its decoded image and is filled as it goes, so
+    a URL seen before (the same observation in several prompts) is not decoded again. Parts that
+    hold an image object or bytes are decoded each time.
+
+    Raises:
+        TaskError: an image part cannot be decoded (:func:`~hyperpod_rl.tasks.vision.decode_image_part`).
+    """
+    cache = {} if decoded is None else decoded
     images: list[Image.Image] = []
-    keys: list[str] = []
     out: Conversation = []
     for msg in messages:
         content = msg["content"]
@@ -118,13 +126,24 @@ def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Ima
         parts = []
         for part in content:
             if part.get("type") in ("image", "image_url"):
-                img = decode_image_part(part)
-                images.append(img)
-                keys.append(hashlib.sha1(img.tobytes() + bytes(str(img.size), "ascii")).hexdigest())
+                url = part.get("image_url", {}).get("url") if isinstance(part.get("image_url"), dict) else None
+                if url is None:
+                    images.append(decode_image_part(part))
+                else:
+                    if url not in cache:
+                        cache[url] = decode_image_part(part)
+                    images.append(cache[url])
                 parts.append({"type": "image"})
             else:
                 parts.append(part)
         out.append({"role": msg["role"], "content": parts})
+    return out, images
+
+
+def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Image.Image], list[str]]:
+    """Split chat messages into template-ready messages, their images and image cache keys."""
+    out, images = split_images(messages)
+    keys = [hashlib.sha1(img.tobytes() + bytes(str(img.size), "ascii")).hexdigest() for img in images]
     return out, images, keys
 
 

@@ -60,11 +60,10 @@ import torch
 from PIL import Image
 
 from hyperpod_rl.errors import ConfigError
-from hyperpod_rl.model.policy import Action, Conversation
+from hyperpod_rl.model.policy import Action, Conversation, split_images
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS
-from hyperpod_rl.tasks.vision import decode_image_part
 
-__all__ = ["EngineChoice", "VLLMEngine", "choose_engine", "save_adapter_for_engine", "split_images", "vllm_importable"]
+__all__ = ["EngineChoice", "VLLMEngine", "choose_engine", "save_adapter_for_engine", "vllm_importable"]
 
 #: the one ``LoRARequest`` id the policy's adapter is served under (reloaded in place every step)
 POLICY_LORA_ID = 1
@@ -179,41 +178,6 @@ def to_action(token_ids: Sequence[int], logprobs: Sequence[Any] | None, text: st
             token_lps.append(float(getattr(value, "logprob", value)))
     text = text.replace("<|im_end|>", "")
     return Action(text=text, response_ids=ids, loss_mask=[True] * len(ids), logprob=float(sum(token_lps)), token_logprobs=token_lps or None)
-
-
-def split_images(messages: Conversation, decoded: dict[str, Image.Image] | None = None) -> tuple[Conversation, list[Image.Image]]:
-    """Template-ready messages (image parts as ``{"type": "image"}``) and their images, in order.
-
-    ``decoded`` maps an image part's data URL to its decoded image and is filled as it goes, so
-    a URL seen before (the same observation in several prompts) is not decoded again. Parts that
-    hold an image object or bytes are decoded each time.
-
-    Raises:
-        TaskError: an image part cannot be decoded (:func:`~hyperpod_rl.tasks.vision.decode_image_part`).
-    """
-    cache = {} if decoded is None else decoded
-    images: list[Image.Image] = []
-    out: Conversation = []
-    for msg in messages:
-        content = msg["content"]
-        if isinstance(content, str):
-            out.append({"role": msg["role"], "content": content})
-            continue
-        parts = []
-        for part in content:
-            if part.get("type") in ("image", "image_url"):
-                url = part.get("image_url", {}).get("url") if isinstance(part.get("image_url"), dict) else None
-                if url is None:
-                    images.append(decode_image_part(part))
-                else:
-                    if url not in cache:
-                        cache[url] = decode_image_part(part)
-                    images.append(cache[url])
-                parts.append({"type": "image"})
-            else:
-                parts.append(part)
-        out.append({"role": msg["role"], "content": parts})
-    return out, images
 
 
 def save_adapter_for_engine(model: Any, folder: Path, *, write_config: bool = True, dtype: torch.dtype = torch.bfloat16) -> int:

@@ -18,9 +18,9 @@ from PIL import Image
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.model.lora import wrap_lora
-from hyperpod_rl.model.policy import MazePolicy, messages_to_template
+from hyperpod_rl.model.policy import MazePolicy, messages_to_template, split_images
 from hyperpod_rl.model.tiny import VISION_SPECIAL_TOKENS, build_tiny_qwen3vl
-from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine, sampling_kwargs, save_adapter_for_engine, split_images, to_action
+from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine, sampling_kwargs, save_adapter_for_engine, to_action
 from hyperpod_rl.tasks.maze import generate_maze, image_part
 from hyperpod_rl.train.grpo import engine_gap
 
@@ -161,11 +161,11 @@ def test_requests_carry_the_trainers_template_and_the_image(policy):
 
 
 def test_split_images_decodes_a_shared_observation_once_and_matches_the_policys_split(monkeypatch):
-    import hyperpod_rl.model.vllm_engine as ve
+    import hyperpod_rl.model.policy as pol
 
     calls = []
-    real = ve.decode_image_part
-    monkeypatch.setattr(ve, "decode_image_part", lambda part: calls.append(1) or real(part))
+    real = pol.decode_image_part
+    monkeypatch.setattr(pol, "decode_image_part", lambda part: calls.append(1) or real(part))
     group = [_prompt(1)] * 8 + [_prompt(2)] * 8  # two groups of 8 episodes, one first observation each
     decoded: dict = {}
     splits = [split_images(p, decoded) for p in group]
