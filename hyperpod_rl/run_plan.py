@@ -7,6 +7,8 @@ a SkyRL run is predicted not to fit) and by front-ends that show the plan.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -195,7 +197,46 @@ def plan_run(config: RunConfig, *, gpu: str = "H200", image_px: tuple[int, int] 
     Raises:
         ConfigError: unknown GPU, bad image size, or a config the planner rejects (an SFT stage among them).
     """
-    return plan(plan_input_for(config, gpu=gpu, image_px=image_px))
+    planned = plan(plan_input_for(config, gpu=gpu, image_px=image_px))
+    words = _config_words(config)
+    return planned.model_copy(update={"verdicts": [words(v) for v in planned.verdicts], "blockers": [words(b) for b in planned.blockers]})
+
+
+#: PlanInput fields (the planner's, named as SkyRL's config names them) -> the RunConfig field a user
+#: of plan_run sets instead, where the two mean the same value (plan_input_for maps them).
+_RUN_CONFIG_FIELD = {
+    "inference_tensor_parallel_size": "placement.tensor_parallel_size",
+    "gpu_memory_utilization": "rollout.gpu_memory_utilization",
+    "micro_train_batch_size_per_gpu": "trainer.micro_batch_size",
+    "train_batch_size": "data.prompts_per_step",
+    "group_size": "grpo.group_size",
+    "gradient_checkpointing": "trainer.gradient_checkpointing",
+}
+
+
+def _config_words(config: RunConfig) -> Callable[[str], str]:
+    """Rewrite a verdict in the RunConfig's field names (a plan of a RunConfig told users to set
+    ``inference_tensor_parallel_size``, a field they do not have). ``mini_batch_size=N`` is the
+    planner's count of sequences; the RunConfig's is prompts, so ``N`` becomes ``N / group_size``
+    (or stays a count of sequences where it does not divide)."""
+    group = config.grpo.group_size
+    names = re.compile(r"(?<![\w.])(" + "|".join(_RUN_CONFIG_FIELD) + r")\b")
+
+    def mini(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        return f"trainer.mini_batch_size={n // group}" if n % group == 0 else f"a mini batch of {n} sequences"
+
+    def words(text: str) -> str:
+        text = re.sub(r"(?<![\w.])mini_batch_size=(\d+)", mini, text)
+        text = names.sub(lambda m: _RUN_CONFIG_FIELD[m.group(1)], text)
+        # a RunConfig sets the engine count beside the TP size (placement.num_engines x TP = the GPUs)
+        return re.sub(
+            r"placement\.tensor_parallel_size=(\d+) \((\d+) engines of \d+ GPUs\)",
+            r"placement.tensor_parallel_size=\1 and placement.num_engines=\2",
+            text,
+        )
+
+    return words
 
 
 def fit_warnings(config: RunConfig, *, gpu: str = "H200") -> list[str]:

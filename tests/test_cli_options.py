@@ -50,3 +50,24 @@ def test_a_bad_run_id_is_refused_before_the_banner(tmp_path, monkeypatch):
     assert "run_id: run id 'My_Run' is invalid: use 3-63 lower-case letters" in out.stderr
     assert "hyperpod-rl quickstart" not in out.stdout  # no banner
     assert not (tmp_path / "local-cluster.json").exists()
+
+
+def test_no_help_text_shows_raw_docstring_markup():
+    """``job stop --help`` printed ````stopped```` verbatim: the help a terminal shows is the command's
+    docstring as written, so no command's or option's help may hold reST/Sphinx markup."""
+    markup = ("``", ":class:", ":func:", ":meth:", ":data:", ":mod:", ":attr:")
+    seen, bad = 0, []
+
+    def walk(command: Any, path: str) -> None:
+        nonlocal seen
+        for text in [command.help or ""] + [getattr(p, "help", None) or "" for p in command.params]:
+            seen += 1
+            bad.extend(f"{path}: {m!r} in {text[:80]!r}" for m in markup if m in text)
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, f"{path} {name}")
+
+    walk(typer.main.get_command(app), "hyperpod-rl")
+    assert seen > 100 and not bad, bad
+    # what the user saw, rendered
+    out = CliRunner().invoke(app, ["job", "stop", "--help"], env={"COLUMNS": "120"}).output
+    assert "record 'stopped' in the run's provenance" in " ".join(out.split()) and "``" not in out

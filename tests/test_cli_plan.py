@@ -104,7 +104,8 @@ def test_a_run_that_does_not_fit_exits_1_with_the_blocker(tmp_path):
     assert out.exit_code == 1, out.output
     assert "does NOT fit (1 blocker)" in out.output
     assert f"blocker: {expected.blockers[0]}" in out.output
-    assert "micro_train_batch_size_per_gpu=64 needs about" in expected.blockers[0]
+    # in the RunConfig's own field names (the planner's are SkyRL's): what the user sets in big.yaml
+    assert "trainer.micro_batch_size=64 needs about" in expected.blockers[0] and "micro_train_batch" not in out.output
     as_json = _invoke("--config", str(path), "--gpu", "H100", "--json")
     assert as_json.exit_code == 1
     assert json.loads(as_json.stdout)["blockers"] == expected.blockers
@@ -129,8 +130,11 @@ def test_the_seed_preset_does_not_fit_the_a10g_and_the_blocker_says_what_would()
     out = _invoke("--preset", "hyperpod-6gpu", "--gpu", "A10G")
     assert out.exit_code == 1 and "6 x NVIDIA A10G" in out.output.splitlines()[0], out.output
     blocker = " ".join(_line_with(out.output, "blocker:").split())
-    assert "gpu_memory_utilization=0.45 leaves 0.0 GiB for vLLM's KV cache" in blocker, blocker
-    assert blocker.endswith("set inference_tensor_parallel_size=2 (3 engines of 2 GPUs) with gpu_memory_utilization of at least 0.58")
+    assert "rollout.gpu_memory_utilization=0.45 leaves 0.0 GiB for vLLM's KV cache" in blocker, blocker
+    # named as the preset's RunConfig fields, which the fix below sets (the planner's own names are SkyRL's)
+    assert blocker.endswith(
+        "set placement.tensor_parallel_size=2 and placement.num_engines=3 with rollout.gpu_memory_utilization of at least 0.58"
+    ), blocker
     fixed = RunConfig.from_preset(
         "hyperpod-6gpu", placement={"num_engines": 3, "tensor_parallel_size": 2}, **{"rollout.gpu_memory_utilization": 0.58}
     )

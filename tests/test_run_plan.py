@@ -23,7 +23,7 @@ def test_oversized_micro_batch_gets_a_planner_warning():
         "single-gpu", run_id="plan-check", data=data, **{"trainer.micro_batch_size": 512, "trainer.mini_batch_size": 64}
     )
     warnings = fit_warnings(config)
-    assert warnings and any("micro_train_batch_size_per_gpu=512" in w for w in warnings), warnings
+    assert warnings and any("trainer.micro_batch_size=512" in w for w in warnings), warnings
 
 
 def test_sft_stages_are_not_planned_as_grpo_runs():

@@ -158,8 +158,8 @@ def job_status(run_id: str, address: str | None = Address) -> None:
 
     Exit code: 0 when the job is PENDING, RUNNING or SUCCEEDED; 1 when it FAILED, was STOPPED
     or is LOST (the cluster no longer knows it), so a script can test it; 2 when the status
-    cannot be read (no such run, cluster unreachable). Unlike ``ray job status``, which exits 0
-    whatever the job did, this matches ``job submit --follow`` and ``job logs --follow``.
+    cannot be read (no such run, cluster unreachable). Unlike 'ray job status', which exits 0
+    whatever the job did, this matches 'job submit --follow' and 'job logs --follow'.
     """
     from hyperpod_rl.jobs import latest_job, reconcile_statuses
     from hyperpod_rl.runs import run_paths, summarize
@@ -205,7 +205,7 @@ def job_stop(
     timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
 ) -> None:
     """Stop a run's job (cancelling it while it is still PENDING), wait until it has ended, and record
-    ``stopped`` in the run's provenance (its checkpoints stay; resubmitting resumes)."""
+    'stopped' in the run's provenance (its checkpoints stay; resubmitting resumes)."""
     from hyperpod_rl.jobs import stop_and_record
 
     client = job_client(address)

@@ -78,8 +78,8 @@ def list_cmd(
 ) -> None:
     """Runs, most recently updated first, with their adapter's primary metric (the task's).
 
-    A run recorded ``submitted`` or ``running`` whose Ray job has ended is recorded as ended
-    first (the cluster is asked); a bad ``--status`` is an error listing the statuses; when the cluster cannot be reached it shows ``unknown (cluster not reachable)``.
+    A run recorded 'submitted' or 'running' whose Ray job has ended is recorded as ended
+    first (the cluster is asked); a bad '--status' is an error listing the statuses; when the cluster cannot be reached it shows 'unknown (cluster not reachable)'.
     """
     reachable = _reconcile(address)
     with _open(ledger) as led:
@@ -269,7 +269,7 @@ def reproduce(
 def sync(ledger: Path | None = LedgerOpt, address: str | None = Address) -> None:
     """Import the run directories under the storage root that changed since the last sync.
 
-    Runs recorded ``running`` whose Ray job has ended are recorded as ended first (the cluster
+    Runs recorded 'running' whose Ray job has ended are recorded as ended first (the cluster
     is asked); when it cannot be reached, their status is said to be unknown.
     """
     from hyperpod_rl.ledger import Ledger

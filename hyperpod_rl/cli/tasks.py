@@ -131,8 +131,8 @@ def sample(
     seed: int = typer.Option(0, help="master seed"),
     options: str | None = typer.Option(None, "--options", help="the task's options as JSON (hyperpod-rl tasks show TASK)"),
 ) -> None:
-    """Write a few rendered examples to look at: ``<split>-<i>.png``, ``<split>-<i>.json`` (prompt text,
-    stratum, image tokens, text twin) and ``<split>.parquet``."""
+    """Write a few rendered examples to look at: '<split>-<i>.png', '<split>-<i>.json' (prompt text,
+    stratum, image tokens, text twin) and '<split>.parquet'."""
     splits = split or ["train"]
     output_dir(out, "--out")
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -52,6 +53,8 @@ __all__ = [
     "start_local_cluster",
     "wait_for_local_cluster",
 ]
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "local-cluster.json"
 DEFAULT_DASHBOARD_PORT = 8265
@@ -545,15 +548,26 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
     Raises:
         ClusterError: Ray failed to start; a port conflict says which ports and what to do.
     """
-    from tenacity import retry, retry_if_exception, stop_after_attempt, wait_fixed
+    from tenacity import RetryCallState, retry, retry_if_exception, stop_after_attempt, wait_fixed
 
     def transient(err: BaseException) -> bool:
         if not isinstance(err, ClusterError):
             return False
         return (any(s in str(err) for s in _PORT_CONFLICT) and dashboard_port is None) or any(s in str(err) for s in _DASHBOARD_FAILED)
 
+    def say_retry(state: RetryCallState) -> None:
+        # said while waiting (Python's last-resort handler prints it on stderr where nothing configured
+        # logging, e.g. the CLI): a retry under load takes minutes and was silent until the last one failed
+        err = state.outcome.exception() if state.outcome else None
+        first = str(err).strip().splitlines()[0] if err else "unknown error"
+        log.warning(
+            "ray start, attempt %d of 3, failed: %s; trying again in %.0f s on new ports", state.attempt_number, first, RETRY_WAIT_S
+        )
+
     # a few seconds between attempts: a loaded machine gets a moment, a port race a new draw
-    @retry(retry=retry_if_exception(transient), stop=stop_after_attempt(3), wait=wait_fixed(RETRY_WAIT_S), reraise=True)
+    @retry(
+        retry=retry_if_exception(transient), stop=stop_after_attempt(3), wait=wait_fixed(RETRY_WAIT_S), before_sleep=say_retry, reraise=True
+    )
     def attempt() -> LocalCluster:
         ports = head_ports(dashboard_port)
         dash, gcs, metrics, client_port = ports["dashboard"], ports["gcs"], ports["metrics_export"], ports["client_server"]

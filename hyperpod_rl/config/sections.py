@@ -223,6 +223,12 @@ class TaskConfig(_Section):
         description="the task's options (its options model as JSON); empty: the task's defaults",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _name_alone(cls, value: Any) -> Any:
+        """``task: maze`` is short for ``task: {name: maze}`` (the task's default options); the same config and hash."""
+        return {"name": value} if isinstance(value, str) else value
+
     @field_validator("name")
     @classmethod
     def _known(cls, value: str) -> str:

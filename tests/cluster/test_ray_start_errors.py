@@ -62,7 +62,10 @@ def start(tmp_path: Path, exe: Path, monkeypatch: pytest.MonkeyPatch) -> Cluster
 
 
 @pytest.mark.parametrize("with_dashboard_log", [False, True], ids=["no-dashboard-log", "dashboard-log-20-info-lines"])
-def test_dashboard_timeout_keeps_rays_errors_and_the_log_path_and_is_retried(no_stop, tmp_path, monkeypatch, with_dashboard_log) -> None:
+def test_dashboard_timeout_keeps_rays_errors_and_the_log_path_and_is_retried(
+    no_stop, tmp_path, monkeypatch, with_dashboard_log, caplog
+) -> None:
+    caplog.set_level("WARNING", logger=local.__name__)
     if with_dashboard_log:
         stdout, stderr = "", RECORDED_WITH_LOG.read_text()
         assert "Failed to start the dashboard" not in stderr[-2000:]  # what the old message kept
@@ -73,6 +76,10 @@ def test_dashboard_timeout_keeps_rays_errors_and_the_log_path_and_is_retried(no_
     # retried twice, then the overloaded-machine message, with the timeout that was in force
     assert (tmp_path / "seen").read_text().splitlines() == ["150 150"] * 3
     assert "did not come up within 150 s" in message and "overloaded" in message
+    # each retry is said while it waits (it was silent for minutes until the last attempt failed)
+    notes = [r.getMessage() for r in caplog.records if r.name == local.__name__]
+    assert [n.split(", failed")[0] for n in notes] == ["ray start, attempt 1 of 3", "ray start, attempt 2 of 3"]
+    assert all("trying again" in n and "\n" not in n for n in notes)
     # Ray's ERROR lines and its exception line, not its INFO lines or the traceback's frames
     assert "ERROR services.py:1431 -- Failed to start the dashboard" in message
     if with_dashboard_log:  # where Ray's dashboard log is, which holds the dashboard's own error

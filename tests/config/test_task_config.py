@@ -51,3 +51,13 @@ def test_skyrl_env_class_is_the_tasks() -> None:
     maze = to_skyrl_overrides(RunConfig.build(data))
     shapes = to_skyrl_overrides(RunConfig.build({**data, "task": {"name": "shapes"}}))
     assert (maze["environment.env_class"], shapes["environment.env_class"]) == ("hyperpod_rl.maze", "hprl_shapes.shapes")
+
+
+def test_a_task_name_alone_is_the_task_with_its_default_options() -> None:
+    """``task: maze`` in a run YAML was refused ("give a mapping of TaskConfig fields"): a name alone is the task."""
+    for name in ("maze", "shapes"):
+        short, full = RunConfig.build({**BASE, "task": name}), RunConfig.build({**BASE, "task": {"name": name}})
+        assert short == full and short.config_hash() == full.config_hash() and short.task.options == {}
+    assert RunConfig.build({**BASE, "task": "maze"}).config_hash() == RunConfig.build(BASE).config_hash()
+    with pytest.raises(ConfigError, match=r"task\.name: unknown task 'mazes'"):
+        RunConfig.build({**BASE, "task": "mazes"})
