@@ -34,6 +34,7 @@ __all__ = [
     "TRAINING_PANELS",
     "bottleneck_verdict",
     "hardware_layout",
+    "hardware_panels",
     "hardware_traces",
     "merge_records",
     "series",
@@ -325,14 +326,26 @@ def training_layout() -> dict[str, Any]:
     }
 
 
-def hardware_layout() -> dict[str, Any]:
-    """Layout keys of the hardware figure (units on every axis, time axis in UTC, legends per row; 640 pixels high)."""
+def hardware_layout(rows: int = len(HARDWARE_PANELS)) -> dict[str, Any]:
+    """Layout keys of the hardware figure with its first ``rows`` panels of :data:`HARDWARE_PANELS`
+    (see :func:`hardware_panels`): units on every axis, the time axis (UTC) under the last row, a
+    legend per row shown even when it holds one trace (plotly hides a lone trace's legend); 640
+    pixels high with the GPU rows, 400 without."""
     return {
         "autosize": True,
-        "height": 640,
+        "height": 640 if rows > 2 else 400,
         "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
-        **_row_layout(HARDWARE_AXES, "time (UTC)"),
+        "showlegend": True,
+        **_row_layout(HARDWARE_AXES[:rows], "time (UTC)"),
     }
+
+
+def hardware_panels(traces: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The panels the hardware figure draws for ``traces`` (from :func:`hardware_traces`): CPU and
+    memory always, the two GPU rows only when some node reports a GPU, so a CPU-only cluster (a
+    laptop, CI, a CPU worker group) gets no blank GPU subplots and its time axis under the memory row."""
+    gpus = any(t["row"] > 2 for t in traces)
+    return HARDWARE_PANELS if gpus else HARDWARE_PANELS[:2]
 
 
 def hardware_traces(

@@ -38,6 +38,7 @@ from hyperpod_rl.metrics.plots import (
     TRAINING_PANELS,
     bottleneck_verdict,
     hardware_layout,
+    hardware_panels,
     hardware_traces,
     merge_records,
     training_layout,
@@ -203,7 +204,9 @@ class MetricsPanel(Panel):
         self.hardware_errors = 0
         tasks = []
         if self._hardware is not None:
-            self.hardware_fig = _figure(HARDWARE_PANELS, [], hardware_layout(), live=self.live)
+            # CPU and memory until a sample shows a GPU (hardware_panels): no blank GPU rows on a CPU node
+            self.hardware_fig = _figure(HARDWARE_PANELS[:2], [], hardware_layout(2), live=self.live)
+            self.hardware_view = w.VBox([self.hardware_fig if self.live else self.hardware_out], layout=w.Layout(width="100%"))
             tasks.append((hardware_period_s, self._poll_hardware_quietly))
         self.stream = MetricStream(
             self._on_records,
@@ -217,7 +220,7 @@ class MetricsPanel(Panel):
             charts += [
                 w.HTML("<b>Hardware</b>"),
                 self.hardware_status,
-                self.hardware_fig if self.live else self.hardware_out,
+                self.hardware_view,
             ]
         self.children = (*charts, self.errors_out)
         if run_id is not None:
@@ -312,6 +315,14 @@ class MetricsPanel(Panel):
         except HyperpodRLError:
             self.hardware_errors += 1
 
+    def _replace_hardware_figure(self, traces: list[dict[str, Any]]) -> None:
+        panels = hardware_panels(traces)
+        old, self.hardware_fig = self.hardware_fig, _figure(panels, traces, hardware_layout(len(panels)), live=self.live)
+        if self.live:
+            self.hardware_view.children = (self.hardware_fig,)
+            if isinstance(old, w.Widget):
+                old.close()
+
     def poll_hardware(self) -> NodeSample:
         """Take one hardware sample and redraw the hardware figure (the poller calls this)."""
         if self._hardware is None or self.hardware_fig is None:
@@ -330,22 +341,13 @@ class MetricsPanel(Panel):
         for t in traces:
             t["x"] = [datetime.fromtimestamp(x, UTC).isoformat() for x in t["x"]]
         names = tuple(t["name"] for t in traces)
+        if names != self._hw_nodes:  # a node, or a node's GPU, came or went: a figure with the rows it needs
+            self._replace_hardware_figure(traces)
+            self._hw_nodes = names
         fig = self.hardware_fig
         with fig.batch_update():
-            if names != self._hw_nodes:
-                import plotly.graph_objects as go
-
-                fig.data = ()
-                for t in traces:
-                    fig.add_trace(
-                        go.Scatter(x=t["x"], y=t["y"], name=t["name"], mode="lines", legend=t["legend"]),
-                        row=t["row"],
-                        col=1,
-                    )
-                self._hw_nodes = names
-            else:
-                for trace, t in zip(fig.data, traces, strict=True):
-                    trace.x, trace.y = t["x"], t["y"]
+            for trace, t in zip(fig.data, traces, strict=True):
+                trace.x, trace.y = t["x"], t["y"]
         if not self.live:
             self.hardware_out.outputs = (_static_output(fig),)
         self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"

@@ -155,3 +155,45 @@ def test_no_jupyter_server_means_live(live: bool, monkeypatch: pytest.MonkeyPatc
     assert metrics_panel.live_widgets_available() is live
     monkeypatch.setattr("hyperpod_rl.jupyter.server_frontends", lambda *a, **k: None)
     assert metrics_panel.live_widgets_available() is True
+
+
+class _Nodes:
+    """A hardware source whose nodes change between samples (a GPU worker joining a CPU head),
+    each sample shaped as :func:`hyperpod_rl.metrics.hardware.parse_ray_metrics` returns it."""
+
+    def __init__(self) -> None:
+        self.now: dict[str, dict[str, float]] = {"10.0.0.1": {"cpu_percent": 12.0, "mem_used_bytes": 3 * 1024**3}}
+
+    def sample(self) -> dict[str, dict[str, float]]:
+        return {node: dict(values) for node, values in self.now.items()}
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_a_cpu_node_draws_cpu_and_memory_with_legends_and_a_time_axis(monkeypatch, live: bool) -> None:
+    """Issue 31 item 8: on a CPU node the hardware figure had blank GPU subplots, no time axis and no CPU legend."""
+    monkeypatch.setattr(hyperpod_rl.jupyter, "server_frontends", lambda: None)
+    nodes = _Nodes()
+    panel = MetricsPanel(hardware=nodes, hardware_period_s=3600, live=live)
+    try:
+        panel.poll_hardware()
+        fig = panel.hardware_fig.to_plotly_json()
+        titles = [a["text"] for a in fig["layout"]["annotations"]]
+        assert titles == ["CPU (%)", "memory (GiB)"]
+        assert fig["layout"]["xaxis2"]["title"]["text"] == "time (UTC)" and "xaxis3" not in fig["layout"]
+        assert fig["layout"]["showlegend"] is True  # plotly hides a legend holding one trace unless told
+        assert [(t["name"], t["legend"]) for t in fig["data"]] == [("10.0.0.1 CPU", "legend"), ("10.0.0.1 memory", "legend2")]
+        if not live:  # the static output is the figure drawn, not the empty one the panel started with
+            (out,) = panel.hardware_out.outputs
+            assert len(out["data"]["application/vnd.plotly.v1+json"]["data"]) == 2
+        # a GPU worker joins: the GPU rows appear, with the time axis under the last one
+        nodes.now["10.0.0.2"] = {"cpu_percent": 50.0, "mem_used_bytes": 1024**3, "gpu_percent": 90.0, "gram_used_bytes": 2 * 1024**3}
+        panel.poll_hardware()
+        fig = panel.hardware_fig.to_plotly_json()
+        assert [a["text"] for a in fig["layout"]["annotations"]] == ["CPU (%)", "memory (GiB)", "GPU (%)", "GPU memory (GiB)"]
+        assert fig["layout"]["xaxis4"]["title"]["text"] == "time (UTC)"
+        assert {t["name"] for t in fig["data"] if t["yaxis"] == "y3"} == {"10.0.0.2 GPU"}
+        assert [len(t["x"]) for t in fig["data"] if t["name"] == "10.0.0.1 CPU"] == [2]  # history kept across the redraw
+        if live:
+            assert panel.hardware_view.children == (panel.hardware_fig,)
+    finally:
+        panel.close()
