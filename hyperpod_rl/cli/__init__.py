@@ -91,12 +91,14 @@ def local_status() -> None:
 
 @local_app.command("stop")
 def local_stop() -> None:
-    """Stop the local cluster (only its own Ray processes)."""
-    from hyperpod_rl.cluster.local import current_local_cluster
+    """Stop the local cluster (only its own Ray processes), or what a killed start left running."""
+    from hyperpod_rl.cluster.local import current_local_cluster, local_temp_dir, stop_cluster_processes
 
     cluster = current_local_cluster()
     if cluster is None:
-        console.print("no local cluster recorded")
+        # a start killed before it recorded its state leaves Ray processes with this data dir's temp dir
+        leftover = stop_cluster_processes(local_temp_dir())
+        console.print("no local cluster recorded" + (f"; stopped {leftover} Ray processes a killed start left running" if leftover else ""))
         return
     cluster.stop()
     console.print("local Ray cluster stopped")

@@ -49,8 +49,10 @@ __all__ = [
     "free_ports",
     "head_ports",
     "local_job_client",
+    "local_temp_dir",
     "private_tmp_dir",
     "start_local_cluster",
+    "stop_cluster_processes",
     "wait_for_local_cluster",
 ]
 
@@ -254,47 +256,9 @@ class LocalCluster:
         Returns:
             The number of processes signalled.
         """
-        import psutil
-
-        port = self.state.gcs_address.rsplit(":", 1)[-1]
-        me = psutil.Process()
-        spared = {me.pid, *(p.pid for p in me.parents())}
-        found: dict[int, psutil.Process] = {}
-        for proc in psutil.process_iter(["cmdline"]):
-            if proc.pid in spared:
-                continue
-            try:
-                cmd = " ".join(proc.info["cmdline"] or [])
-                ours = self.state.temp_dir in cmd
-                # Orphans that outlive a killed raylet: the Ray Client server (its --address names
-                # the GCS port) and job drivers (their RAY_ADDRESS is this cluster's GCS).
-                ours = ours or ("ray.util.client.server" in cmd and f":{port} " in f"{cmd} ")
-                if not ours and cmd:
-                    address = proc.environ().get("RAY_ADDRESS", "")
-                    ours = (
-                        bool(address)
-                        and address.rsplit(":", 1)[-1] == port
-                        and address.split(":")[0] in ("127.0.0.1", socket.gethostbyname(socket.gethostname()))
-                    )
-                if ours:
-                    found[proc.pid] = proc
-                    found.update({child.pid: child for child in proc.children(recursive=True)})
-            except (psutil.Error, TypeError, OSError):
-                continue
-        procs = [p for pid, p in found.items() if pid not in spared]
-        for proc in procs:
-            try:
-                proc.terminate()
-            except psutil.Error:
-                pass
-        _, alive = psutil.wait_procs(procs, timeout=timeout_s)
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
+        signalled = stop_cluster_processes(self.state.temp_dir, gcs_port=self.state.gcs_address.rsplit(":", 1)[-1], timeout_s=timeout_s)
         self.state_path.unlink(missing_ok=True)
-        return len(procs)
+        return signalled
 
 
 def _node_port_flags() -> list[str]:
@@ -404,6 +368,60 @@ def _read_state(path: Path) -> LocalClusterState | None:
         return None
 
 
+def stop_cluster_processes(temp_dir: str, *, gcs_port: str | None = None, timeout_s: float = 30.0) -> int:
+    """Terminate (then kill, after ``timeout_s`` seconds) every process of one local cluster: those
+    with its Ray ``--temp-dir`` on their command line and their children, and with ``gcs_port``
+    also the orphans a killed raylet leaves (the Ray Client server, job drivers whose
+    ``RAY_ADDRESS`` is that GCS). This process and its parents are spared. Returns the number signalled.
+    """
+    import psutil
+
+    me = psutil.Process()
+    spared = {me.pid, *(p.pid for p in me.parents())}
+    found: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid in spared:
+            continue
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+            ours = temp_dir in cmd
+            if gcs_port is not None:
+                ours = ours or ("ray.util.client.server" in cmd and f":{gcs_port} " in f"{cmd} ")
+                if not ours and cmd:
+                    address = proc.environ().get("RAY_ADDRESS", "")
+                    ours = (
+                        bool(address)
+                        and address.rsplit(":", 1)[-1] == gcs_port
+                        and address.split(":")[0] in ("127.0.0.1", socket.gethostbyname(socket.gethostname()))
+                    )
+            if ours:
+                found[proc.pid] = proc
+                found.update({child.pid: child for child in proc.children(recursive=True)})
+        except (psutil.Error, TypeError, OSError):
+            continue
+    procs = [p for pid, p in found.items() if pid not in spared]
+    for proc in procs:
+        try:
+            proc.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    return len(procs)
+
+
+def local_temp_dir() -> str:
+    """The Ray ``--temp-dir`` of this data dir's local cluster: ``<tmp>/hprl-<uid>/<10 hex digits of
+    the data dir's path>``. Short and per data dir: Ray puts Unix sockets under it (107-byte path
+    limit); inside this user's private directory (:func:`private_tmp_dir`), so no other user can
+    plant or read anything there."""
+    return str(private_tmp_dir() / hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10])
+
+
 def start_local_cluster(
     *,
     num_cpus: int | None = None,
@@ -445,10 +463,12 @@ def start_local_cluster(
             f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, or omit it to pick a free one"
         )
     token = secrets.token_hex(32)
-    # Short and per data dir: Ray puts Unix sockets under it (107-byte path limit); inside this
-    # user's private directory, so no other user can plant or read anything there.
-    temp_dir = str(private_tmp_dir() / hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10])
+    temp_dir = local_temp_dir()
     with _machine_start_lock():  # our clusters on this machine pick and bind their ports one at a time
+        if _read_state(path) is None:
+            # nothing recorded, yet a start of this data dir that was killed before it wrote its state
+            # (a timeout, Ctrl-C, SIGKILL) leaves a running head with this temp dir: stop it, or it runs on unseen
+            stale = stop_cluster_processes(temp_dir) > 0 or stale
         cluster = _start_head(path, token=token, temp_dir=temp_dir, num_cpus=num_cpus, dashboard_port=dashboard_port)
     try:
         _wait_ready(cluster, timeout_s=wait_s)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,50 @@ def test_a_node_that_timed_out_under_load_is_retried_too(no_stop, tmp_path, monk
     err = start(tmp_path, fake_ray(tmp_path, "", "Traceback (most recent call last):\n" + timed_out), monkeypatch)
     assert len((tmp_path / "seen").read_text().splitlines()) == 3
     assert "overloaded; stop other heavy work" in str(err) and "The current node timed out during startup" in str(err)
+
+
+def _leftover_head(temp_dir: str) -> subprocess.Popen[bytes]:
+    """A process standing for the Ray head a killed ``local start`` left behind: it carries the
+    data dir's ``--temp-dir`` on its command line, as every process of a local cluster does."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", f"--temp-dir={temp_dir}"])
+
+
+def test_a_start_killed_before_it_recorded_its_state_leaves_nothing_running(tmp_path, monkeypatch) -> None:
+    """Reported: a cluster-starter subprocess killed at its time limit left its Ray head running,
+    unseen (no state file). The next start of the same data dir stops it first."""
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "home"))
+    leftover = _leftover_head(local.local_temp_dir())
+    other = _leftover_head(str(tmp_path / "another-data-dirs-cluster"))
+    try:
+
+        def head(*_: object, **__: object) -> local.LocalCluster:
+            raise ClusterError("stopped here: the test needs only what happens before ray start")
+
+        monkeypatch.setattr(local, "_start_head", head)
+        with pytest.raises(ClusterError, match="stopped here"):
+            local.start_local_cluster(num_cpus=1)
+        assert leftover.wait(timeout=30) is not None  # terminated by the sweep
+        assert other.poll() is None  # another data dir's cluster is left alone
+    finally:
+        for proc in (leftover, other):
+            proc.kill()
+            proc.wait()
+
+
+def test_local_stop_without_a_recorded_cluster_stops_what_a_killed_start_left(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "home"))
+    leftover = _leftover_head(local.local_temp_dir())
+    try:
+        out = CliRunner().invoke(app, ["local", "stop"])
+        assert out.exit_code == 0, out.output
+        assert "no local cluster recorded; stopped 1 Ray processes a killed start left running" in " ".join(out.output.split())
+        assert leftover.wait(timeout=30) is not None
+        again = CliRunner().invoke(app, ["local", "stop"])
+        assert again.output.strip() == "no local cluster recorded"
+    finally:
+        leftover.kill()
+        leftover.wait()
