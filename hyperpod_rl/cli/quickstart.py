@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.console import Group, RenderableType
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, writing
@@ -39,34 +41,67 @@ class _Phases:
         console.print(f"[green]✓[/] {n} {phase.message} [dim]({phase.seconds:.0f} s)[/]")
 
 
-def _table(summary: QuickstartSummary, max_turns: int) -> Table:
+def _table(summary: QuickstartSummary, max_turns: int, *, width: int | None = None) -> RenderableType:
+    """The result table; where it would be wider than ``width`` characters (a log, an 80-column
+    terminal) it becomes two tables, the rates and then the paired differences, each value's
+    interval under it, so no cell wraps mid-interval."""
+    table = _build_table(summary, max_turns, columns=None)
+    if width is None or Measurement.get(console, console.options.update(width=10_000), table).maximum <= width:
+        return table
+    rates, deltas = (["metric", "base", "SFT", "SFT → GRPO"], ["metric", "Δ SFT−base (paired)", "Δ GRPO−SFT (paired)"])
+    if summary.sft is None or summary.sft_comparison is None:
+        rates, deltas = ["metric", "base", "adapter"], ["metric", "Δ (paired)"]
+    return Group(_build_table(summary, max_turns, columns=rates), _build_table(summary, max_turns, columns=deltas, title=False))
+
+
+def _build_table(summary: QuickstartSummary, max_turns: int, *, columns: list[str] | None, title: bool = True) -> Table:
+    """The result table with every column, or (``columns``) only those, each interval under its value."""
     maze = summary.base.task == "maze"
     items = "mazes" if maze else f"{summary.base.task} items"
     turns = f"≤{max_turns} turns" if maze else "the task's turn limit"
-    table = Table(title=f"held-out {items}: {summary.heldout_rows} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)")
+    heading = f"held-out {items}: {summary.heldout_rows} (greedy, {turns}; rates averaged over {items}, 95% bootstrap CIs)"
+    rows: list[dict[str, str]] = []
     if summary.sft is not None and summary.sft_comparison is not None:
-        for column in ("metric", "base", "SFT", "SFT → GRPO", "Δ SFT−base (paired)", "Δ GRPO−SFT (paired)"):
-            table.add_column(column, justify="left" if column == "metric" else "right")
         grpo = {r["metric"]: r for r in summary.comparison.table_rows()}
         for row in summary.sft_comparison.table_rows():
             if row["metric"] in _LABELS or not maze:
                 after = grpo.get(row["metric"], {})
-                table.add_row(
-                    _LABELS.get(row["metric"], row["metric"]),
-                    row["base"],
-                    row["candidate"],
-                    after.get("candidate", ""),
-                    row["delta"],
-                    after.get("delta", ""),
+                rows.append(
+                    {
+                        "metric": _LABELS.get(row["metric"], row["metric"]),
+                        "base": row["base"],
+                        "SFT": row["candidate"],
+                        "SFT → GRPO": after.get("candidate", ""),
+                        "Δ SFT−base (paired)": row["delta"],
+                        "Δ GRPO−SFT (paired)": after.get("delta", ""),
+                    }
                 )
-        table.add_row(items, str(summary.base.num_mazes), str(summary.sft.num_mazes), str(summary.adapter.num_mazes), "", "")
-        return table
-    for column in ("metric", "base", "adapter", "Δ (paired)"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
-    for row in summary.comparison.table_rows():
-        if row["metric"] in _LABELS or not maze:  # other tasks: every reported metric, by its own name
-            table.add_row(_LABELS.get(row["metric"], row["metric"]), row["base"], row["candidate"], row["delta"])
-    table.add_row(items, str(summary.base.num_mazes), str(summary.adapter.num_mazes), "")
+        counts = {
+            "metric": items,
+            "base": str(summary.base.num_mazes),
+            "SFT": str(summary.sft.num_mazes),
+            "SFT → GRPO": str(summary.adapter.num_mazes),
+        }
+    else:
+        for row in summary.comparison.table_rows():
+            if row["metric"] in _LABELS or not maze:  # other tasks: every reported metric, by its own name
+                rows.append(
+                    {
+                        "metric": _LABELS.get(row["metric"], row["metric"]),
+                        "base": row["base"],
+                        "adapter": row["candidate"],
+                        "Δ (paired)": row["delta"],
+                    }
+                )
+        counts = {"metric": items, "base": str(summary.base.num_mazes), "adapter": str(summary.adapter.num_mazes)}
+    names = columns or list(rows[0] if rows else counts)
+    table = Table(title=heading if title else None)
+    for name in names:
+        table.add_column(name, justify="left" if name == "metric" else "right", no_wrap=name == "metric" or columns is not None)
+    for row in rows:
+        table.add_row(*(row[n].replace(" [", "\n[", 1) if columns is not None and n != "metric" else row[n] for n in names))
+    if any(counts.get(n) for n in names if n != "metric"):
+        table.add_row(*(counts.get(n, "") for n in names))
     return table
 
 
@@ -102,7 +137,7 @@ def quickstart(
         if phases.status is not None:
             phases.status.stop()
         fail(err)
-    console.print(_table(summary, opts.max_turns))
+    console.print(_table(summary, opts.max_turns, width=console.width))
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if summary.base.task == "maze":
