@@ -12,15 +12,18 @@ one learning rate at a time. Training runs in this process (``ReferenceTrainer``
 the sweep measures learning, not the job system). Each learning rate starts from the same base
 model, data and seed.
 
-Selection on validation, held-out once (issue 29): every learning rate is scored on a validation
-split (``--validation`` mazes, disjoint from train and held-out by layout hash), the one with the best
-validation optimal-move rate is chosen, and only that adapter is evaluated on the held-out split.
+Selection on validation, held-out once (issue 29): every learning rate is trained from each of
+``--seeds`` (data, model and training; default 0, 1, 2) and scored on a validation split
+(``--validation`` mazes, disjoint from train and held-out by layout hash); the one with the best mean
+validation optimal-move rate over the seeds is chosen, and only its adapters are evaluated on the
+held-out split, once per seed. ``--jobs N`` trains N (seed, lr) cells at once, each in its own
+process with ``cpu_count / N`` torch threads.
 
-Figures (greedy, one move per maze): per learning rate, on validation, the adapter's optimal-move
+Figures (greedy, one move per maze): per learning rate and seed, on validation, the adapter's optimal-move
 rate, its paired difference from the base model's (measured in the same run) with the 95% bootstrap
 interval, the policy entropy over training (a collapse to one answer shows as entropy falling
 towards 0) and the share of mazes answered with the most common move; then, for the chosen rate
-only, the same on the held-out split.
+only, the same on the held-out split, per seed.
 
 Writes ``benchmarks/results/lr_sweep.json`` (or ``lr_sweep_quick.json`` with ``--quick``).
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -66,6 +70,73 @@ def _figures(base: Any, tuned: Any) -> dict[str, Any]:
     return {"optimal_move_rate": _iv(diff.candidate), "diff_vs_base": _iv(diff.diff), "top_answer_share": _top_answer_share(tuned.per_maze)}
 
 
+def _cell(seed: int, lr: float, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
+    """Train one learning rate from one seed's base model and data; score it on validation.
+
+    Runs in a worker process (``--jobs``): its own storage under ``home`` (the data and base model
+    are rebuilt from the seed, byte for byte the same in every cell of that seed)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    os.environ["HYPERPOD_RL_HOME"] = home  # nothing lands in the user's data dir or ledger
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.eval import evaluate
+    from hyperpod_rl.quickstart import make_run_config, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
+    from hyperpod_rl.train.reference import ReferenceTrainer
+
+    opts = _options(args, seed)
+    storage = Path(home) / f"seed{seed}-lr{lr:g}"
+    data = prepare_dataset(opts, storage)
+    model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
+    assert data.validation is not None  # validation_rows > 0
+    validation = read_rows(data.validation)
+    base = evaluate(model_dir, validation, label="base")
+    cfg = make_run_config(
+        opts.model_copy(update={"lr": lr}),
+        run_id="lr-" + format(lr, ".1e").replace(".", "p").replace("+", ""),
+        model_path=model_dir,
+        revision=revision,
+        data=data,
+    )
+    raw = cfg.model_dump(mode="json")
+    raw["trainer"]["eval_rows"] = 1  # the base model is evaluated on validation above
+    raw["checkpoint"]["interval"] = args.steps  # no checkpoint before the end
+    cfg = RunConfig.build(raw)
+    run_dir = storage / "runs" / cfg.run_id
+    adapter = ReferenceTrainer(cfg, run_dir).train()
+    tuned = evaluate(model_dir, validation, adapter_path=adapter, label=f"lr {lr:g}")
+    entropy = _entropy_curve(run_dir / "metrics.jsonl", every=max(args.steps // 10, 1))
+    return {
+        "seed": seed,
+        "lr": lr,
+        **_figures(base, tuned),
+        "base_optimal_move_rate": round(base.metrics["optimal_move_rate"], 4),
+        "entropy_curve": entropy,
+        "final_entropy": entropy[-1][1],
+        "adapter": str(adapter),
+        "model_dir": str(model_dir),
+        "heldout_path": str(data.heldout),
+    }
+
+
+def _options(args: argparse.Namespace, seed: int) -> Any:
+    from hyperpod_rl.quickstart import QuickstartOptions
+
+    return QuickstartOptions.build(
+        seed=seed,
+        max_turns=1,
+        prompts_per_step=args.mazes_per_step,
+        group_size=args.group_size,
+        train_rows=args.train_mazes,
+        heldout_rows=args.heldout,
+        validation_rows=args.validation,
+        steps=args.steps,
+        serve=False,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lrs", type=float, nargs="+", default=[3e-4, 5e-4, 1e-3, 3e-3], help="learning rates to try")
@@ -75,92 +146,66 @@ def main() -> int:
     parser.add_argument("--train-mazes", type=int, default=2000)
     parser.add_argument("--heldout", type=int, default=200, help="held-out mazes, evaluated once, for the chosen learning rate (greedy)")
     parser.add_argument("--validation", type=int, default=200, help="validation mazes the learning rate is chosen on (greedy)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="training seeds (data, model and training)")
+    parser.add_argument("--jobs", type=int, default=1, help="(seed, lr) cells trained at once, each in its own process")
     parser.add_argument("--quick", action="store_true", help=f"smoke run: {QUICK}")
     args = parser.parse_args()
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
 
-    home = Path(tempfile.mkdtemp(prefix="hprl-bench-lr-"))
-    os.environ["HYPERPOD_RL_HOME"] = str(home)  # nothing lands in the user's data dir or ledger
+    home = tempfile.mkdtemp(prefix="hprl-bench-lr-")
+    os.environ["HYPERPOD_RL_HOME"] = home
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
-
-    from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
-    from hyperpod_rl.tasks.maze import read_rows
-    from hyperpod_rl.train.reference import ReferenceTrainer
-
+    threads = max(1, (os.cpu_count() or 1) // max(args.jobs, 1))
     name = "lr_sweep_quick" if args.quick else "lr_sweep"
     with Recording(name, params=vars(args)) as rec:
-        opts = QuickstartOptions.build(
-            seed=args.seed,
-            max_turns=1,
-            prompts_per_step=args.mazes_per_step,
-            group_size=args.group_size,
-            train_rows=args.train_mazes,
-            heldout_rows=args.heldout,
-            validation_rows=args.validation,
-            steps=args.steps,
-            serve=False,
-        )
-        storage = home / "storage"
-        data = prepare_dataset(opts, storage)
-        model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
-        assert data.validation is not None  # validation_rows > 0
-        validation = read_rows(data.validation)
-        base = evaluate(model_dir, validation, label="base")
-        print(f"base model: validation optimal-move rate {base.metrics['optimal_move_rate']:.3f} ({len(validation)} mazes, first move)")
-        runs, adapters = [], {}
+        from concurrent.futures import ProcessPoolExecutor
+
+        from hyperpod_rl.eval import evaluate
+        from hyperpod_rl.tasks.maze import read_rows
+
+        cells = [(seed, lr) for seed in args.seeds for lr in args.lrs]
+        with ProcessPoolExecutor(max_workers=max(args.jobs, 1)) as pool:
+            done = list(pool.map(_cell, *zip(*cells, strict=True), *([x] * len(cells) for x in (args, home, threads))))
+        runs = []
         for lr in args.lrs:
-            cfg = make_run_config(
-                opts.model_copy(update={"lr": lr}),
-                run_id="lr-" + format(lr, ".1e").replace(".", "p").replace("+", ""),
-                model_path=model_dir,
-                revision=revision,
-                data=data,
+            mine = [c for c in done if c["lr"] == lr]
+            mean = statistics.mean(c["optimal_move_rate"]["value"] for c in mine)
+            runs.append({"lr": lr, "mean_optimal_move_rate": round(mean, 4), "seeds": [_public(c) for c in mine]})
+            print(f"lr {lr:g}: mean validation optimal-move rate {mean:.3f} over seeds {args.seeds}", flush=True)
+        chosen = max(runs, key=lambda run: run["mean_optimal_move_rate"])["lr"]
+        heldout = []
+        for cell in (c for c in done if c["lr"] == chosen):  # read once, for the chosen learning rate only
+            rows = read_rows(Path(cell["heldout_path"]))
+            base = evaluate(cell["model_dir"], rows, label="base")
+            final = evaluate(cell["model_dir"], rows, adapter_path=cell["adapter"], label=f"lr {chosen:g}")
+            heldout.append(
+                {"seed": cell["seed"], **_figures(base, final), "base_optimal_move_rate": round(base.metrics["optimal_move_rate"], 4)}
             )
-            raw = cfg.model_dump(mode="json")
-            raw["trainer"]["eval_rows"] = 1  # the base model is evaluated once, above, on every held-out maze
-            raw["checkpoint"]["interval"] = args.steps  # no checkpoint before the end
-            cfg = RunConfig.build(raw)
-            run_dir = storage / "runs" / cfg.run_id
-            adapters[lr] = adapter = ReferenceTrainer(cfg, run_dir).train()
-            tuned = evaluate(model_dir, validation, adapter_path=adapter, label=f"lr {lr:g}")
-            entropy = _entropy_curve(run_dir / "metrics.jsonl", every=max(args.steps // 10, 1))
-            runs.append({"lr": lr, **_figures(base, tuned), "entropy_curve": entropy, "final_entropy": entropy[-1][1]})
-            r = runs[-1]
+            h = heldout[-1]
             print(
-                f"lr {lr:g}: validation optimal-move rate {r['optimal_move_rate']['value']:.3f} "
-                f"(Δ {r['diff_vs_base']['value']:+.3f} [{r['diff_vs_base']['low']:+.3f}, {r['diff_vs_base']['high']:+.3f}]); "
-                f"entropy {entropy[0][1]:.2f} -> {r['final_entropy']:.2f}; most common answer on {r['top_answer_share']:.0%} of mazes",
+                f"seed {cell['seed']}: held-out optimal-move rate {h['optimal_move_rate']['value']:.3f} "
+                f"(Δ {h['diff_vs_base']['value']:+.3f} [{h['diff_vs_base']['low']:+.3f}, {h['diff_vs_base']['high']:+.3f}])",
                 flush=True,
             )
-        chosen = max(runs, key=lambda run: run["optimal_move_rate"]["value"])["lr"]
-        heldout = read_rows(data.heldout)  # read once, for the chosen learning rate only
-        base_heldout = evaluate(model_dir, heldout, label="base")
-        final = evaluate(model_dir, heldout, adapter_path=adapters[chosen], label=f"lr {chosen:g}")
-        report = {"lr": chosen, **_figures(base_heldout, final)}
-        print(
-            f"chosen on validation: lr {chosen:g}; held-out optimal-move rate {report['optimal_move_rate']['value']:.3f} "
-            f"(Δ {report['diff_vs_base']['value']:+.3f} [{report['diff_vs_base']['low']:+.3f}, {report['diff_vs_base']['high']:+.3f}])",
-            flush=True,
-        )
+        print(f"chosen on validation: lr {chosen:g}")
         rec.results = {
             "task": "first move (max_turns=1)",
-            "selection": "validation",
-            "validation_mazes": len(validation),
-            "base_optimal_move_rate": _iv(compare(base, base).deltas["optimal_move_rate"].base),
-            "base_top_answer_share": _top_answer_share(base.per_maze),
+            "selection": "validation (mean over seeds)",
+            "validation_mazes": args.validation,
+            "heldout_mazes": args.heldout,
             "runs": runs,
             "chosen_lr": chosen,
-            "heldout_mazes": len(heldout),
-            "heldout_base_optimal_move_rate": _iv(compare(base_heldout, base_heldout).deltas["optimal_move_rate"].base),
-            "heldout": report,
+            "heldout": heldout,
         }
-    print(json.dumps(rec.results))
+    print(json.dumps({k: rec.results[k] for k in ("chosen_lr", "heldout")}))
     return 0
+
+
+def _public(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell's figures without the worker's temporary paths."""
+    return {k: v for k, v in cell.items() if k not in ("adapter", "model_dir", "heldout_path")}
 
 
 if __name__ == "__main__":
