@@ -1,0 +1,218 @@
+"""The SFT warm start's settings, chosen on the validation split (issue 29, scope 4).
+
+Usage (repository root)::
+
+    python -m benchmarks.sft_sweep                 # the grid below, seeds 0 1 2
+    python -m benchmarks.sft_sweep --lrs 5e-4 1e-3 --steps 300 450 --seeds 0 1 2 --grpo-steps 200 --jobs 12
+
+Workload: the quickstart's own data and tiny random-init Qwen3-VL (3x3..5x5 mazes, turn limit 6,
+its default options), an SFT warm start per (learning rate, steps) cell of the grid and seed,
+trained by :class:`hyperpod_rl.train.sft.SFTTrainer` (the trainer a ``stage: sft`` Ray Job runs;
+no cluster: the sweep measures learning, not the job system). Every cell of a seed starts from the
+same base model and data (rebuilt from the seed, byte for byte, in each cell's own directory).
+``--jobs N`` trains N cells at once, each in its own process with ``cpu_count / N`` torch threads.
+
+Selection on validation only: each adapter is evaluated greedily on the validation split
+(``--validation`` mazes, disjoint from train and held-out by layout hash); the cell with the best
+mean validation solve rate over the seeds (ties: optimal-move rate, then fewer steps) is chosen.
+The held-out split is not read here: the quickstart benchmark (:mod:`benchmarks.quickstart`)
+reports it once, with the chosen settings as the quickstart's defaults.
+
+Figures per cell and seed: validation solve rate and optimal-move rate with 95% bootstrap
+intervals and the paired difference from the base model's (measured in the same run), the SFT
+loss at the last step, and the training seconds. With ``--grpo-steps N``, GRPO then trains from each
+seed's chosen SFT adapter with the quickstart's GRPO settings (the quickstart's second stage) and
+is scored on validation too, paired against its SFT start. Writes ``benchmarks/results/sft_sweep.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from benchmarks._record import Recording
+
+
+def _iv(d: Any) -> dict[str, float]:
+    return {"value": round(d.value, 4), "low": round(d.low, 4), "high": round(d.high, 4)}
+
+
+def _setup(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> tuple[Any, ...]:
+    """A worker's own copy of the seed's data and base model, and the base model's validation result."""
+    import torch
+
+    torch.set_num_threads(threads)
+    os.environ["HYPERPOD_RL_HOME"] = home  # nothing lands in the user's data dir or ledger
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    from hyperpod_rl.eval import evaluate
+    from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model, prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
+
+    opts = QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False)
+    storage = Path(home) / where
+    data = prepare_dataset(opts, storage)
+    model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
+    assert data.validation is not None  # validation_rows > 0
+    validation = read_rows(data.validation)
+    return opts, storage, data, model_dir, revision, validation, evaluate(model_dir, validation, label="base")
+
+
+def _config(opts: Any, *, run_id: str, model_dir: Path, revision: str, data: Any, steps: int, **kw: Any) -> Any:
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.quickstart import make_run_config
+
+    raw = make_run_config(opts, run_id=run_id, model_path=model_dir, revision=revision, data=data, **kw).model_dump(mode="json")
+    raw["trainer"]["eval_rows"] = 1  # the base is evaluated on validation by the sweep
+    raw["checkpoint"]["interval"] = steps  # no checkpoint before the end
+    return RunConfig.build(raw)
+
+
+def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
+    from hyperpod_rl.eval import compare, evaluate
+    from hyperpod_rl.train.sft import SFTTrainer
+
+    run_id = f"sft-s{seed}-{steps}-" + format(lr, ".0e").replace("-", "m").replace("+", "")
+    opts, storage, data, model_dir, revision, validation, base = _setup(seed, args, home, threads, run_id)
+    opts = opts.model_copy(update={"sft_lr": lr, "sft_steps": steps, "sft_rows_per_step": args.rows_per_step})
+    cfg = _config(opts, run_id=run_id, model_dir=model_dir, revision=revision, data=data, steps=steps, stage="sft")
+    run_dir = storage / "runs" / run_id
+    t0 = time.perf_counter()
+    adapter = SFTTrainer(cfg, run_dir).train()
+    seconds = round(time.perf_counter() - t0, 1)
+    deltas = compare(base, evaluate(model_dir, validation, adapter_path=adapter, label=run_id)).deltas
+    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["values"]
+    return {
+        "seed": seed,
+        "lr": lr,
+        "steps": steps,
+        "base_solve_rate": round(base.metrics["solve_rate"], 4),
+        "solve_rate": _iv(deltas["solve_rate"].candidate),
+        "solve_rate_diff_vs_base": _iv(deltas["solve_rate"].diff),
+        "optimal_move_rate": _iv(deltas["optimal_move_rate"].candidate),
+        "final_loss": round(last["sft/loss"], 4),
+        "train_s": seconds,
+        "adapter": str(adapter),
+    }
+
+
+def _grpo_cell(seed: int, start: str, grpo_steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
+    from hyperpod_rl.eval import compare, evaluate
+    from hyperpod_rl.train.reference import ReferenceTrainer
+
+    run_id = f"grpo-s{seed}"
+    opts, storage, data, model_dir, revision, validation, _ = _setup(seed, args, home, threads, run_id)
+    opts = opts.model_copy(update={"steps": grpo_steps})
+    cfg = _config(opts, run_id=run_id, model_dir=model_dir, revision=revision, data=data, steps=grpo_steps, init_adapter=Path(start))
+    t0 = time.perf_counter()
+    adapter = ReferenceTrainer(cfg, storage / "runs" / run_id).train()
+    seconds = round(time.perf_counter() - t0, 1)
+    sft = evaluate(model_dir, validation, adapter_path=start, label="sft")
+    deltas = compare(sft, evaluate(model_dir, validation, adapter_path=adapter, label="grpo")).deltas
+    return {
+        "seed": seed,
+        "solve_rate": _iv(deltas["solve_rate"].candidate),
+        "solve_rate_diff_vs_sft": _iv(deltas["solve_rate"].diff),
+        "optimal_move_rate": _iv(deltas["optimal_move_rate"].candidate),
+        "train_s": seconds,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lrs", type=float, nargs="+", default=[5e-4, 1e-3, 3e-3], help="SFT learning rates to try")
+    parser.add_argument("--steps", type=int, nargs="+", default=[150, 300, 450], help="SFT step counts to try")
+    parser.add_argument("--rows-per-step", type=int, default=8, help="mazes per SFT step (sft.rows_per_step)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds (data, model and training)")
+    parser.add_argument("--validation", type=int, default=200, help="validation mazes the settings are chosen on (greedy)")
+    parser.add_argument(
+        "--grpo-steps",
+        type=int,
+        default=0,
+        help="then GRPO from each seed's chosen SFT adapter for this many steps (quickstart settings); 0: none",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="cells trained at once, each in its own process")
+    args = parser.parse_args()
+
+    home = tempfile.mkdtemp(prefix="hprl-bench-sft-")
+    os.environ["HYPERPOD_RL_HOME"] = home
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    jobs = max(args.jobs, 1)
+    with Recording("sft_sweep", params=vars(args)) as rec:
+        grid = [(seed, lr, steps) for seed in args.seeds for lr in args.lrs for steps in args.steps]
+        threads = max(1, (os.cpu_count() or 1) // min(jobs, len(grid)))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            done = list(pool.map(_sft_cell, *zip(*grid, strict=True), *([x] * len(grid) for x in (args, home, threads))))
+        for c in done:
+            print(
+                f"seed {c['seed']}, lr {c['lr']:g}, {c['steps']} steps: validation solve {c['solve_rate']['value']:.3f} "
+                f"[{c['solve_rate']['low']:.3f}, {c['solve_rate']['high']:.3f}], optimal move {c['optimal_move_rate']['value']:.3f}, "
+                f"loss {c['final_loss']:.3f}, {c['train_s']:.0f} s",
+                flush=True,
+            )
+        cells = {(lr, steps): [c for c in done if (c["lr"], c["steps"]) == (lr, steps)] for lr in args.lrs for steps in args.steps}
+
+        def score(key: tuple[float, int]) -> tuple[float, float, int]:
+            runs = cells[key]
+            return (
+                statistics.mean(r["solve_rate"]["value"] for r in runs),
+                statistics.mean(r["optimal_move_rate"]["value"] for r in runs),
+                -key[1],
+            )
+
+        chosen = max(cells, key=score)
+        print(
+            f"chosen on validation: sft_lr {chosen[0]:g}, sft_steps {chosen[1]} (mean validation solve rate {score(chosen)[0]:.3f})",
+            flush=True,
+        )
+        # recorded before the GRPO stage: an interrupted run (timeout -s INT) still writes the SFT grid
+        rec.results = {
+            "task": "maze (quickstart defaults)",
+            "selection": "validation (mean solve rate over seeds)",
+            "validation_mazes": args.validation,
+            "base": [{"seed": c["seed"], "solve_rate": c["base_solve_rate"]} for c in cells[chosen]],
+            "cells": [
+                {
+                    "lr": lr,
+                    "steps": steps,
+                    "mean_solve_rate": round(score((lr, steps))[0], 4),
+                    "mean_optimal_move_rate": round(score((lr, steps))[1], 4),
+                    "seeds": [{k: v for k, v in r.items() if k != "adapter"} for r in runs],
+                }
+                for (lr, steps), runs in cells.items()
+            ],
+            "chosen": {"sft_lr": chosen[0], "sft_steps": chosen[1]},
+        }
+        grpo: list[dict[str, Any]] = []
+        rec.results["grpo_from_chosen"] = grpo
+        if args.grpo_steps:
+            starts = list(cells[chosen])
+            threads = max(1, (os.cpu_count() or 1) // min(jobs, len(starts)))
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                grpo.extend(
+                    pool.map(
+                        _grpo_cell,
+                        [c["seed"] for c in starts],
+                        [c["adapter"] for c in starts],
+                        *([x] * len(starts) for x in (args.grpo_steps, args, home, threads)),
+                    )
+                )
+            for g in grpo:
+                d = g["solve_rate_diff_vs_sft"]
+                print(
+                    f"seed {g['seed']}: GRPO {args.grpo_steps} steps from the SFT adapter: validation solve {g['solve_rate']['value']:.3f} "
+                    f"(Δ vs SFT {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]), {g['train_s']:.0f} s",
+                    flush=True,
+                )
+    print(json.dumps(rec.results["chosen"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
