@@ -104,12 +104,102 @@ def quickstart_eval() -> str:
     om, sr = f["optimal_move_rate"], f["solve_rate"]
     args = _quickstart_args(res)
     how = f"with `{' '.join(args)}` (the defaults otherwise)" if args else "with the defaults"
-    return (
-        f"Measured {how} on {r['heldout_mazes']} held-out mazes (`python -m benchmarks.quickstart{' ' + ' '.join(args) if args else ''}`, "
-        f"{_provenance(res, load=False)}; value [95% bootstrap interval]; Δ is adapter minus base, paired by maze): "
-        f"optimal-move rate {_ci(om['base'])} → {_ci(om['adapter'])}, Δ {_ci(om['diff'], signed=True)}; "
-        f"solve rate {_ci(sr['base'])} → {_ci(sr['adapter'])}, Δ {_ci(sr['diff'], signed=True)}."
+    seed = f", seed {r['seeds'][0]['seed']}" if r.get("seeds") else ""
+    head = (
+        f"Measured {how}{seed} on {r['heldout_mazes']} held-out mazes (`python -m benchmarks.quickstart{' ' + ' '.join(args) if args else ''}`, "
+        f"{_provenance(res, load=False)}; value [95% bootstrap interval]"
     )
+    if "sft" not in sr:  # a result from before the SFT stage: base and adapter only
+        return (
+            f"{head}; Δ is adapter minus base, paired by maze): "
+            f"optimal-move rate {_ci(om['base'])} → {_ci(om['adapter'])}, Δ {_ci(om['diff'], signed=True)}; "
+            f"solve rate {_ci(sr['base'])} → {_ci(sr['adapter'])}, Δ {_ci(sr['diff'], signed=True)}."
+        )
+    return (
+        f"{head}; base → SFT → GRPO, Δ paired by maze): solve rate {_ci(sr['base'])} → {_ci(sr['sft'])} → {_ci(sr['adapter'])}, "
+        f"GRPO − SFT {_ci(sr['grpo_vs_sft'], signed=True)}; optimal-move rate {_ci(om['base'])} → {_ci(om['sft'])} → "
+        f"{_ci(om['adapter'])}, GRPO − SFT {_ci(om['grpo_vs_sft'], signed=True)}. Every seed: [docs/sft.md](docs/sft.md#what-the-tiny-model-reaches)."
+    )
+
+
+def quickstart_seeds() -> str:
+    """Issue 29's goal, seed by seed: held-out solve rates of base, SFT and GRPO, the paired GRPO − SFT
+    gain, the wall time and the load the run started at; then the median and range over seeds."""
+    res = load_result("quickstart")
+    r = res["results"]
+    runs, goal = r["seeds"], r["goal"]
+    t = goal["targets"]
+    rows = [
+        f"`{_cmd(res)}`, measured {_provenance(res)}; {r['heldout_mazes']} held-out mazes per seed, greedy, "
+        "value [95% bootstrap interval], Δ paired by maze:",
+        "",
+        "| seed | base solve rate | after SFT | after GRPO | GRPO − SFT | optimal-move rate, base → SFT → GRPO | wall time (load average at start) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        sr, om = run["figures"]["solve_rate"], run["figures"]["optimal_move_rate"]
+        rows.append(
+            f"| {run['seed']} | {_ci(sr['base'])} | {_ci(sr['sft'])} | {_ci(sr['adapter'])} | {_ci(sr['grpo_vs_sft'], signed=True)} "
+            f"| {om['base']['value']:.3f} → {om['sft']['value']:.3f} → {om['adapter']['value']:.3f} "
+            f"| {run['wall_s_total']:.0f} s ({run['load_avg_start'][0]:.1f}) |"
+        )
+
+    def spread(values: list[float], fmt: str = "{:.3f}") -> str:
+        return f"{fmt.format(statistics.median(values))} [{fmt.format(min(values))}–{fmt.format(max(values))}]"
+
+    sft = [run["figures"]["solve_rate"]["sft"]["value"] for run in runs]
+    gain = [run["figures"]["solve_rate"]["grpo_vs_sft"]["value"] for run in runs]
+    walls = [run["wall_s_total"] for run in runs]
+    idle = [ok for ok in goal["wall_s"] if ok is not None]
+    met = sum(goal["sft_solve_rate"]), sum(a and b for a, b in zip(goal["grpo_gain_over_sft"], goal["grpo_gain_low_above_0"], strict=True))
+    rows += [
+        "",
+        f"Median [range] over {len(runs)} seeds: solve rate after SFT {spread(sft)}, GRPO − SFT {spread(gain, '{:+.3f}')}, "
+        f"wall time {spread(walls, '{:.0f}')} s. Goal: solve rate ≥ {t['sft_solve_rate']:.2f} after SFT in {met[0]} of {len(runs)} seeds; "
+        f"GRPO ≥ {t['grpo_gain_over_sft']:.2f} above its SFT start with the interval's lower bound above 0 in {met[1]} of {len(runs)}; "
+        + (
+            f"within {t['wall_s']:.0f} s in {sum(idle)} of the {len(idle)} seeds that started on an idle machine (load average below 1)."
+            if idle
+            else f"the {t['wall_s']:.0f} s goal is for an idle machine, and no seed started on one (load average 1 or more), so it is not judged here."
+        ),
+    ]
+    return "\n".join(rows)
+
+
+def sft_sweep() -> str:
+    """The SFT settings chosen on validation (issue 29 scope 4) and GRPO from the chosen start, on validation."""
+    res = load_result("sft_sweep")
+    r, p = res["results"], res["params"]
+    seeds = p["seeds"]
+    rows = [
+        f"`{_cmd(res)}`, measured {_provenance(res)}; validation solve rate on {r['validation_mazes']} mazes per seed "
+        f"(greedy, value [95% bootstrap interval]), {p['rows_per_step']} mazes per SFT step; the base model scores "
+        + ", ".join(f"{b['solve_rate']:.3f}" for b in r["base"])
+        + f" (seeds {', '.join(str(x) for x in seeds)}):",
+        "",
+        "| sft.lr | SFT steps | mean over seeds | " + " | ".join(f"seed {x}" for x in seeds) + " |",
+        "|---|---|---|" + "---|" * len(seeds),
+    ]
+    for cell in r["cells"]:
+        rows.append(
+            f"| {cell['lr']:g} | {cell['steps']} | {cell['mean_solve_rate']:.3f} | "
+            + " | ".join(_ci(run["solve_rate"]) for run in cell["seeds"])
+            + " |"
+        )
+    c = r["chosen"]
+    rows += [
+        "",
+        f"Chosen on validation (the best mean): `sft_lr={c['sft_lr']:g}`, `sft_steps={c['sft_steps']}`, the quickstart's defaults.",
+    ]
+    if r.get("grpo_from_chosen"):
+        g = r["grpo_from_chosen"]
+        rows[-1] += (
+            f" GRPO from each seed's chosen SFT adapter ({p['grpo_steps']} steps, the quickstart's GRPO settings), validation solve rate and "
+            "Δ against its SFT start, paired: "
+            + "; ".join(f"seed {x['seed']} {_ci(x['solve_rate'])}, Δ {_ci(x['solve_rate_diff_vs_sft'], signed=True)}" for x in g)
+            + "."
+        )
+    return "\n".join(rows)
 
 
 def forward_rows() -> str:
@@ -220,35 +310,33 @@ def metrics_latency() -> str:
 
 # ---------------------------------------------------------------- learning experiments
 def lr_sweep() -> str:
-    """The learning-rate table: chosen on validation, held-out once (results since issue 29 item 4), or,
-    for a result written before the validation split, the held-out table it holds, saying so."""
+    """The learning-rate table: every rate from each seed, chosen on the mean validation rate, the
+    chosen rate's adapters evaluated on held-out once per seed (issue 29 item 4)."""
     res = load_result("lr_sweep")
     r, p = res["results"], res["params"]
-    on = "validation" if r.get("selection") == "validation" else "held-out"
-    mazes = r["validation_mazes"] if on == "validation" else r["heldout_mazes"]
+    seeds = p["seeds"]
     rows = [
         f"Measured on the first-move task (1 turn, {p['mazes_per_step']} mazes × {p['group_size']} samples per step, "
-        f"{p['steps']} steps, {on} greedy optimal-move rate on {mazes} mazes; the base model, measured in the "
-        f"same run, scores {_ci(r['base_optimal_move_rate'])}); `{_cmd(res)}`, measured {_provenance(res)}:",
+        f"{p['steps']} steps, validation greedy optimal-move rate on {r['validation_mazes']} mazes, seeds "
+        f"{', '.join(str(x) for x in seeds)}); `{_cmd(res)}`, measured {_provenance(res)}:",
         "",
-        f"| lr | {on} optimal-move rate | Δ vs base (paired) | policy entropy, first → last step | most common answer |",
-        "|---|---|---|---|---|",
+        "| lr | mean over seeds | "
+        + " | ".join(f"seed {x}: rate, Δ vs base (paired)" for x in seeds)
+        + " | policy entropy, first → last step |",
+        "|---|---|" + "---|" * len(seeds) + "---|",
     ]
     for run in r["runs"]:
-        rows.append(
-            f"| {run['lr']:g} | {_ci(run['optimal_move_rate'])} | {_ci(run['diff_vs_base'], signed=True)} "
-            f"| {run['entropy_curve'][0][1]:.2f} → {run['final_entropy']:.2f} | {run['top_answer_share']:.0%} of mazes |"
-        )
-    if on == "validation":
-        h = r["heldout"]
-        rows += [
-            "",
-            f"Chosen on validation: lr {r['chosen_lr']:g}. Held-out, evaluated once for it ({r['heldout_mazes']} mazes): "
-            f"{_ci(h['optimal_move_rate'])} against the base's {_ci(r['heldout_base_optimal_move_rate'])}, "
-            f"Δ {_ci(h['diff_vs_base'], signed=True)}.",
-        ]
-    else:
-        rows += ["", "This result predates the validation split: every rate was scored on the held-out split."]
+        cells = " | ".join(f"{c['optimal_move_rate']['value']:.3f}, {_ci(c['diff_vs_base'], signed=True)}" for c in run["seeds"])
+        entropy = ", ".join(f"{c['entropy_curve'][0][1]:.2f} → {c['final_entropy']:.2f}" for c in run["seeds"])
+        rows.append(f"| {run['lr']:g} | {run['mean_optimal_move_rate']:.3f} | {cells} | {entropy} |")
+    held = "; ".join(
+        f"seed {h['seed']} {_ci(h['optimal_move_rate'])} against the base's {h['base_optimal_move_rate']:.3f}, Δ {_ci(h['diff_vs_base'], signed=True)}"
+        for h in r["heldout"]
+    )
+    rows += [
+        "",
+        f"Chosen on validation: lr {r['chosen_lr']:g}, the quickstart's default. Held-out ({r['heldout_mazes']} mazes), evaluated once for it: {held}.",
+    ]
     return "\n".join(rows)
 
 
@@ -884,6 +972,8 @@ _H200 = ("h200_1gpu", "h200_1gpu_2b", "h200_1gpu_4b", "h200_1gpu_fsdp", "h200_2g
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
+    "quickstart-seeds": Passage("docs/sft.md", ("quickstart",), quickstart_seeds, block=True),
+    "sft-sweep": Passage("docs/sft.md", ("sft_sweep",), sft_sweep, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),

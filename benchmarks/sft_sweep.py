@@ -145,11 +145,12 @@ def main() -> int:
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
     jobs = max(args.jobs, 1)
     with Recording("sft_sweep", params=vars(args)) as rec:
-        grid = [(seed, lr, steps) for seed in args.seeds for lr in args.lrs for steps in args.steps]
+        # longest cells first, so the last wave of workers is not one long cell alone
+        grid = sorted(((seed, lr, steps) for seed in args.seeds for lr in args.lrs for steps in args.steps), key=lambda c: -c[2])
         threads = max(1, (os.cpu_count() or 1) // min(jobs, len(grid)))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             done = list(pool.map(_sft_cell, *zip(*grid, strict=True), *([x] * len(grid) for x in (args, home, threads))))
-        for c in done:
+        for c in sorted(done, key=lambda c: (c["seed"], c["lr"], c["steps"])):
             print(
                 f"seed {c['seed']}, lr {c['lr']:g}, {c['steps']} steps: validation solve {c['solve_rate']['value']:.3f} "
                 f"[{c['solve_rate']['low']:.3f}, {c['solve_rate']['high']:.3f}], optimal move {c['optimal_move_rate']['value']:.3f}, "

@@ -125,7 +125,7 @@ class QuickstartOptions(Model):
     steps: int = Field(200, gt=0)
     """GRPO steps"""
     lr: float = Field(5e-4, gt=0)
-    """AdamW learning rate of the LoRA adapter"""
+    """AdamW learning rate of the LoRA adapter (chosen on validation: benchmarks/lr_sweep.py)"""
     advantage: Literal["outcome", "process"] = "process"
     """GRPO advantage: 'process' (per-turn, DeepSeekMath §4.1.3) or 'outcome' (per-episode)"""
     gamma: float = Field(0.5, ge=0, le=1)
@@ -134,9 +134,9 @@ class QuickstartOptions(Model):
     """LoRA rank of the adapter"""
     sft: bool = True
     """warm-start GRPO from an SFT adapter trained on the task's demonstrations (--no-sft: GRPO from the base model)"""
-    sft_steps: int = Field(40, gt=0)
-    """SFT steps of the warm start"""
-    sft_lr: float = Field(3e-3, gt=0)
+    sft_steps: int = Field(450, gt=0)
+    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py)"""
+    sft_lr: float = Field(5e-4, gt=0)
     """AdamW learning rate of the SFT warm start"""
     sft_rows_per_step: int = Field(8, gt=0)
     """mazes per SFT step (every turn of each maze's demonstration is a training example)"""
