@@ -149,13 +149,17 @@ def machine() -> dict[str, Any]:
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
-    """Installed versions of ``names`` (missing ones are left out)."""
+    """Installed versions of ``names`` (missing ones are left out); hyperpod-rl run from a copy of the
+    checkout that is not installed (a device machine's ``PYTHONPATH``) is the checkout's pyproject version."""
     out = {}
     for name in names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
-            continue
+            if name == "hyperpod-rl" and (REPO / "pyproject.toml").is_file():
+                import tomllib
+
+                out[name] = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"] + " (checkout, not installed)"
     return out
 
 

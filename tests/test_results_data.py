@@ -65,8 +65,45 @@ def test_results_made_here_record_machine_load_and_a_clean_tree(path: Path) -> N
     m = data["machine"]
     assert m["cpu_model"] and m["cpu_cores"] >= 1 and m["python"]
     assert data["load_avg_start"] is not None and data["load_avg_end"] is not None
-    assert data["git_dirty"] is False, f"{path.name} was measured on uncommitted code: commit, then rerun its script"
+    if data["git_dirty"] is not False:
+        # a result may name the tracked files that differed from its commit (a device machine's copy of
+        # the working tree has no .git); none of them may be code its script runs
+        dirty = data.get("dirty_files")
+        assert dirty, f"{path.name} was measured on uncommitted code: commit, then rerun its script"
+        ran = _benchmark_modules(data["script"])
+        assert not set(dirty) & ran, f"{path.name} was measured with uncommitted changes to {sorted(set(dirty) & ran)}: rerun its script"
     assert {"hyperpod-rl", "pydantic"} <= set(data["packages"])
+
+
+def _benchmark_modules(script: str) -> set[str]:
+    """The repository files a benchmark script can run: itself and every ``benchmarks`` or
+    ``hyperpod_rl`` module it imports, anywhere in its code (lazy imports included), transitively."""
+    import ast
+
+    seen: set[str] = set()
+    todo = [REPO / script]
+    while todo:
+        path = todo.pop()
+        rel = str(path.relative_to(REPO))
+        if rel in seen or not path.is_file():
+            continue
+        seen.add(rel)
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            for name in names:
+                if name.split(".")[0] in ("benchmarks", "hyperpod_rl"):
+                    base = REPO.joinpath(*name.split("."))
+                    todo += [base.with_suffix(".py"), base / "__init__.py"]
+    return seen
+
+
+def test_the_import_closure_finds_lazy_imports() -> None:
+    """The check above relies on it: the quickstart benchmark imports benchmarks.figures inside main()."""
+    ran = _benchmark_modules("benchmarks/quickstart.py")
+    assert {"benchmarks/quickstart.py", "benchmarks/figures.py", "benchmarks/_record.py"} <= ran
+    assert "benchmarks/figures.py" not in _benchmark_modules("benchmarks/lr_sweep.py")
 
 
 @pytest.mark.parametrize("name", H200)
