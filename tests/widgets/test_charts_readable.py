@@ -175,8 +175,10 @@ def test_a_cpu_node_draws_cpu_and_memory_with_legends_and_a_time_axis(monkeypatc
     nodes = _Nodes()
     panel = MetricsPanel(hardware=nodes, hardware_period_s=3600, live=live)
     try:
+        panel.stream.stop()  # its poller samples once at start too: only this test's polls from here on
         panel.poll_hardware()
         fig = panel.hardware_fig.to_plotly_json()
+        polled = len(fig["data"][0]["x"])
         titles = [a["text"] for a in fig["layout"]["annotations"]]
         assert titles == ["CPU (%)", "memory (GiB)"]
         assert fig["layout"]["xaxis2"]["title"]["text"] == "time (UTC)" and "xaxis3" not in fig["layout"]
@@ -192,7 +194,7 @@ def test_a_cpu_node_draws_cpu_and_memory_with_legends_and_a_time_axis(monkeypatc
         assert [a["text"] for a in fig["layout"]["annotations"]] == ["CPU (%)", "memory (GiB)", "GPU (%)", "GPU memory (GiB)"]
         assert fig["layout"]["xaxis4"]["title"]["text"] == "time (UTC)"
         assert {t["name"] for t in fig["data"] if t["yaxis"] == "y3"} == {"10.0.0.2 GPU"}
-        assert [len(t["x"]) for t in fig["data"] if t["name"] == "10.0.0.1 CPU"] == [2]  # history kept across the redraw
+        assert [len(t["x"]) for t in fig["data"] if t["name"] == "10.0.0.1 CPU"] == [polled + 1]  # history kept across the redraw
         if live:
             assert panel.hardware_view.children == (panel.hardware_fig,)
     finally:
