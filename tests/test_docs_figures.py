@@ -46,14 +46,18 @@ def test_readme_quotes_the_committed_quickstart_result() -> None:
     assert f"{result['wall_s_total']:.0f} s" in timing
     assert f"training {result['wall_s_phases']['train']:.0f} s" in timing
     assert f"{result['heldout_mazes']} held-out mazes" in figures
+    # with the SFT stage: base -> SFT -> GRPO and the paired GRPO - SFT difference; before it: base, adapter, difference
+    sft = "sft" in result["figures"]["solve_rate"]
+    parts = (("base", "{:.3f}"), ("sft", "{:.3f}"), ("adapter", "{:.3f}"), ("grpo_vs_sft", "{:+.3f}")) if sft else (
+        ("base", "{:.3f}"), ("adapter", "{:.3f}"), ("diff", "{:+.3f}"))  # fmt: skip
     for metric in ("optimal_move_rate", "solve_rate"):
         f = result["figures"][metric]
-        for part, fmt in (("base", "{:.3f}"), ("adapter", "{:.3f}"), ("diff", "{:+.3f}")):
+        for part, fmt in parts:
             iv = f[part]
             quoted = f"{fmt.format(iv['value'])} [{fmt.format(iv['low'])}, {fmt.format(iv['high'])}]"
             assert quoted in figures, f"README lacks {metric} {part} {quoted}"
     quoted_numbers = re.findall(r"[+-]?\d+\.\d{3}", figures)
-    assert len(quoted_numbers) == 2 * 9, "the README quotes a number the check above does not cover"
+    assert len(quoted_numbers) == 2 * 3 * len(parts), "the README quotes a number the check above does not cover"
 
 
 @pytest.mark.parametrize("doc", documents())
