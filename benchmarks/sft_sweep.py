@@ -22,7 +22,8 @@ Figures per cell and seed: validation solve rate and optimal-move rate with 95% 
 intervals and the paired difference from the base model's (measured in the same run), the SFT
 loss at the last step, and the training seconds. With ``--grpo-steps N``, GRPO then trains from each
 seed's chosen SFT adapter with the quickstart's GRPO settings (the quickstart's second stage) and
-is scored on validation too, paired against its SFT start. Writes ``benchmarks/results/sft_sweep.json``.
+is scored on validation too, paired against its SFT start, at each of ``--grpo-lrs`` (the
+quickstart's 5e-4 by default). Writes ``benchmarks/results/sft_sweep.json``.
 """
 
 from __future__ import annotations
@@ -102,13 +103,13 @@ def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: 
     }
 
 
-def _grpo_cell(seed: int, start: str, grpo_steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
+def _grpo_cell(seed: int, start: str, lr: float, grpo_steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.train.reference import ReferenceTrainer
 
-    run_id = f"grpo-s{seed}"
+    run_id = f"grpo-s{seed}-" + format(lr, ".0e").replace("-", "m").replace("+", "")
     opts, storage, data, model_dir, revision, validation, _ = _setup(seed, args, home, threads, run_id)
-    opts = opts.model_copy(update={"steps": grpo_steps})
+    opts = opts.model_copy(update={"steps": grpo_steps, "lr": lr})
     cfg = _config(opts, run_id=run_id, model_dir=model_dir, revision=revision, data=data, steps=grpo_steps, init_adapter=Path(start))
     t0 = time.perf_counter()
     adapter = ReferenceTrainer(cfg, storage / "runs" / run_id).train()
@@ -117,6 +118,7 @@ def _grpo_cell(seed: int, start: str, grpo_steps: int, args: argparse.Namespace,
     deltas = compare(sft, evaluate(model_dir, validation, adapter_path=adapter, label="grpo")).deltas
     return {
         "seed": seed,
+        "lr": lr,
         "solve_rate": _iv(deltas["solve_rate"].candidate),
         "solve_rate_diff_vs_sft": _iv(deltas["solve_rate"].diff),
         "optimal_move_rate": _iv(deltas["optimal_move_rate"].candidate),
@@ -137,6 +139,10 @@ def main() -> int:
         default=0,
         help="then GRPO from each seed's chosen SFT adapter for this many steps (quickstart settings); 0: none",
     )
+    parser.add_argument(
+        "--grpo-lrs", type=float, nargs="+", default=[5e-4], help="GRPO learning rates from the chosen start (5e-4: the quickstart's)"
+    )
+    parser.add_argument("--name", default="sft_sweep", help="result name: benchmarks/results/NAME.json")
     parser.add_argument("--jobs", type=int, default=1, help="cells trained at once, each in its own process")
     args = parser.parse_args()
 
@@ -144,7 +150,7 @@ def main() -> int:
     os.environ["HYPERPOD_RL_HOME"] = home
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
     jobs = max(args.jobs, 1)
-    with Recording("sft_sweep", params=vars(args)) as rec:
+    with Recording(args.name, params=vars(args)) as rec:
         # longest cells first, so the last wave of workers is not one long cell alone
         grid = sorted(((seed, lr, steps) for seed in args.seeds for lr in args.lrs for steps in args.steps), key=lambda c: -c[2])
         threads = max(1, (os.cpu_count() or 1) // min(jobs, len(grid)))
@@ -193,21 +199,22 @@ def main() -> int:
         grpo: list[dict[str, Any]] = []
         rec.results["grpo_from_chosen"] = grpo
         if args.grpo_steps:
-            starts = list(cells[chosen])
+            starts = [(c, lr) for c in cells[chosen] for lr in args.grpo_lrs]
             threads = max(1, (os.cpu_count() or 1) // min(jobs, len(starts)))
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 grpo.extend(
                     pool.map(
                         _grpo_cell,
-                        [c["seed"] for c in starts],
-                        [c["adapter"] for c in starts],
+                        [c["seed"] for c, _ in starts],
+                        [c["adapter"] for c, _ in starts],
+                        [lr for _, lr in starts],
                         *([x] * len(starts) for x in (args.grpo_steps, args, home, threads)),
                     )
                 )
             for g in grpo:
                 d = g["solve_rate_diff_vs_sft"]
                 print(
-                    f"seed {g['seed']}: GRPO {args.grpo_steps} steps from the SFT adapter: validation solve {g['solve_rate']['value']:.3f} "
+                    f"seed {g['seed']}: GRPO {args.grpo_steps} steps at lr {g['lr']:g} from the SFT adapter: validation solve {g['solve_rate']['value']:.3f} "
                     f"(Δ vs SFT {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]), {g['train_s']:.0f} s",
                     flush=True,
                 )
