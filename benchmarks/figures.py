@@ -340,6 +340,22 @@ def lr_sweep() -> str:
     return "\n".join(rows)
 
 
+def sft_grpo_lr() -> str:
+    """GRPO from an SFT start at several learning rates, scored on validation against that start."""
+    res = load_result("sft_grpo_lr")
+    r, p = res["results"], res["params"]
+    cell = r["cells"][0]
+    runs = "; ".join(
+        f"lr {g['lr']:g} (seed {g['seed']}): {_ci(g['solve_rate'])}, Δ {_ci(g['solve_rate_diff_vs_sft'], signed=True)}"
+        for g in r["grpo_from_chosen"]
+    )
+    return (
+        f"GRPO for {p['grpo_steps']} steps from the SFT adapter (`sft_lr={cell['lr']:g}`, {cell['steps']} steps; validation solve rate "
+        f"{_ci(cell['seeds'][0]['solve_rate'])}), validation solve rate and Δ against that start, paired: {runs} "
+        f"(`{_cmd(res)}`, measured {_provenance(res)})"
+    )
+
+
 # ---------------------------------------------------------------- document reading
 def doc_read_throughput() -> str:
     res = load_result("doc_read_throughput")
@@ -974,6 +990,7 @@ PASSAGES: dict[str, Passage] = {
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
     "quickstart-seeds": Passage("docs/sft.md", ("quickstart",), quickstart_seeds, block=True),
     "sft-sweep": Passage("docs/sft.md", ("sft_sweep",), sft_sweep, block=True),
+    "sft-grpo-lr": Passage("docs/sft.md", ("sft_grpo_lr",), sft_grpo_lr),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
