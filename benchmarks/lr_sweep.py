@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._record import Recording
+from benchmarks._sweep import cell_config, iv, seeded
 
 QUICK = {"lrs": [5e-4, 3e-3], "steps": 20, "heldout": 50, "validation": 50}
 
@@ -58,16 +59,12 @@ def _top_answer_share(per_maze: list[dict[str, Any]]) -> float:
     return round(first.most_common(1)[0][1] / sum(first.values()), 4) if first else 0.0
 
 
-def _iv(d: Any) -> dict[str, float]:
-    return {"value": round(d.value, 4), "low": round(d.low, 4), "high": round(d.high, 4)}
-
-
 def _figures(base: Any, tuned: Any) -> dict[str, Any]:
     """The adapter's optimal-move rate, its paired difference from the base's, and its most common answer's share."""
     from hyperpod_rl.eval import compare
 
     diff = compare(base, tuned).deltas["optimal_move_rate"]
-    return {"optimal_move_rate": _iv(diff.candidate), "diff_vs_base": _iv(diff.diff), "top_answer_share": _top_answer_share(tuned.per_maze)}
+    return {"optimal_move_rate": iv(diff.candidate), "diff_vs_base": iv(diff.diff), "top_answer_share": _top_answer_share(tuned.per_maze)}
 
 
 def _cell(seed: int, lr: float, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
@@ -75,36 +72,14 @@ def _cell(seed: int, lr: float, args: argparse.Namespace, home: str, threads: in
 
     Runs in a worker process (``--jobs``): its own storage under ``home`` (the data and base model
     are rebuilt from the seed, byte for byte the same in every cell of that seed)."""
-    import torch
-
-    torch.set_num_threads(threads)
-    os.environ["HYPERPOD_RL_HOME"] = home  # nothing lands in the user's data dir or ledger
-    os.environ["HYPERPOD_RL_LEDGER"] = "off"
-    from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.eval import evaluate
-    from hyperpod_rl.quickstart import make_run_config, prepare_base_model, prepare_dataset
-    from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.train.reference import ReferenceTrainer
 
-    opts = _options(args, seed)
-    storage = Path(home) / f"seed{seed}-lr{lr:g}"
-    data = prepare_dataset(opts, storage)
-    model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
-    assert data.validation is not None  # validation_rows > 0
-    validation = read_rows(data.validation)
-    base = evaluate(model_dir, validation, label="base")
-    cfg = make_run_config(
-        opts.model_copy(update={"lr": lr}),
-        run_id="lr-" + format(lr, ".1e").replace(".", "p").replace("+", ""),
-        model_path=model_dir,
-        revision=revision,
-        data=data,
-    )
-    raw = cfg.model_dump(mode="json")
-    raw["trainer"]["eval_rows"] = 1  # the base model is evaluated on validation above
-    raw["checkpoint"]["interval"] = args.steps  # no checkpoint before the end
-    cfg = RunConfig.build(raw)
-    run_dir = storage / "runs" / cfg.run_id
+    run_id = "lr-" + format(lr, ".1e").replace(".", "p").replace("+", "")
+    s = seeded(_options(args, seed), home, f"seed{seed}-lr{lr:g}", threads)
+    base, model_dir, validation = s.base, s.model_dir, s.validation
+    cfg = cell_config(s, s.opts.model_copy(update={"lr": lr}), run_id=run_id, steps=args.steps)
+    run_dir = s.storage / "runs" / cfg.run_id
     adapter = ReferenceTrainer(cfg, run_dir).train()
     tuned = evaluate(model_dir, validation, adapter_path=adapter, label=f"lr {lr:g}")
     entropy = _entropy_curve(run_dir / "metrics.jsonl", every=max(args.steps // 10, 1))
@@ -117,7 +92,7 @@ def _cell(seed: int, lr: float, args: argparse.Namespace, home: str, threads: in
         "final_entropy": entropy[-1][1],
         "adapter": str(adapter),
         "model_dir": str(model_dir),
-        "heldout_path": str(data.heldout),
+        "heldout_path": str(s.data.heldout),
     }
 
 

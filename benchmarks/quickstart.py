@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._record import Recording, exit_on_sigterm
+from benchmarks.figures import _ci
 
 METRICS = ("optimal_move_rate", "solve_rate", "invalid_move_rate")
 
@@ -178,22 +179,17 @@ def _print_seed(run: dict[str, Any]) -> None:
     print(f"{'wall (total)':>14}: {run['wall_s_total']:7.1f} s")
     print(f"{run['heldout_mazes']} held-out mazes, greedy; 95% percentile-bootstrap intervals over mazes; Δ paired by maze")
     for m, f in run["figures"].items():
-        line = f"{m:>18}: base {_fmt(f['base'])}"
+        line = f"{m:>18}: base {_ci(f['base'])}"
         if "sft" in f:
-            line += f"  SFT {_fmt(f['sft'])}  GRPO {_fmt(f['adapter'])}  Δ GRPO-SFT {_fmt(f['grpo_vs_sft'], signed=True)}"
+            line += f"  SFT {_ci(f['sft'])}  GRPO {_ci(f['adapter'])}  Δ GRPO-SFT {_ci(f['grpo_vs_sft'], signed=True)}"
         else:
-            line += f"  adapter {_fmt(f['adapter'])}  Δ {_fmt(f['diff'], signed=True)}"
+            line += f"  adapter {_ci(f['adapter'])}  Δ {_ci(f['diff'], signed=True)}"
         print(line)
     fr = run["forward_rows"]
     print(
         f"policy update: {fr['samples']} samples in {fr['forward_rows']} forward rows over {fr['steps']} steps "
         f"({fr['saving']}x fewer forwards than one per sample)"
     )
-
-
-def _fmt(iv: dict[str, Any], signed: bool = False) -> str:
-    f = "{:+.3f}" if signed else "{:.3f}"
-    return f"{f.format(iv['value'])} [{f.format(iv['low'])}, {f.format(iv['high'])}]"
 
 
 if __name__ == "__main__":

@@ -39,40 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._record import Recording
+from benchmarks._sweep import Seeded, cell_config, iv, seeded
 
 
-def _iv(d: Any) -> dict[str, float]:
-    return {"value": round(d.value, 4), "low": round(d.low, 4), "high": round(d.high, 4)}
+def _seeded(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> Seeded:
+    from hyperpod_rl.quickstart import QuickstartOptions
 
-
-def _setup(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> tuple[Any, ...]:
-    """A worker's own copy of the seed's data and base model, and the base model's validation result."""
-    import torch
-
-    torch.set_num_threads(threads)
-    os.environ["HYPERPOD_RL_HOME"] = home  # nothing lands in the user's data dir or ledger
-    os.environ["HYPERPOD_RL_LEDGER"] = "off"
-    from hyperpod_rl.eval import evaluate
-    from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model, prepare_dataset
-    from hyperpod_rl.tasks.maze import read_rows
-
-    opts = QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False)
-    storage = Path(home) / where
-    data = prepare_dataset(opts, storage)
-    model_dir, revision = prepare_base_model(opts, storage, read_rows(data.train))
-    assert data.validation is not None  # validation_rows > 0
-    validation = read_rows(data.validation)
-    return opts, storage, data, model_dir, revision, validation, evaluate(model_dir, validation, label="base")
-
-
-def _config(opts: Any, *, run_id: str, model_dir: Path, revision: str, data: Any, steps: int, **kw: Any) -> Any:
-    from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.quickstart import make_run_config
-
-    raw = make_run_config(opts, run_id=run_id, model_path=model_dir, revision=revision, data=data, **kw).model_dump(mode="json")
-    raw["trainer"]["eval_rows"] = 1  # the base is evaluated on validation by the sweep
-    raw["checkpoint"]["interval"] = steps  # no checkpoint before the end
-    return RunConfig.build(raw)
+    return seeded(QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False), home, where, threads)
 
 
 def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
@@ -80,23 +53,24 @@ def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: 
     from hyperpod_rl.train.sft import SFTTrainer
 
     run_id = f"sft-s{seed}-{steps}-" + format(lr, ".0e").replace("-", "m").replace("+", "")
-    opts, storage, data, model_dir, revision, validation, base = _setup(seed, args, home, threads, run_id)
-    opts = opts.model_copy(update={"sft_lr": lr, "sft_steps": steps, "sft_rows_per_step": args.rows_per_step})
-    cfg = _config(opts, run_id=run_id, model_dir=model_dir, revision=revision, data=data, steps=steps, stage="sft")
-    run_dir = storage / "runs" / run_id
+    s = _seeded(seed, args, home, threads, run_id)
+    opts = s.opts.model_copy(update={"sft_lr": lr, "sft_steps": steps, "sft_rows_per_step": args.rows_per_step})
+    cfg = cell_config(s, opts, run_id=run_id, steps=steps, stage="sft")
+    run_dir = s.storage / "runs" / run_id
     t0 = time.perf_counter()
     adapter = SFTTrainer(cfg, run_dir).train()
     seconds = round(time.perf_counter() - t0, 1)
-    deltas = compare(base, evaluate(model_dir, validation, adapter_path=adapter, label=run_id)).deltas
+    base = s.base
+    deltas = compare(base, evaluate(s.model_dir, s.validation, adapter_path=adapter, label=run_id)).deltas
     last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["values"]
     return {
         "seed": seed,
         "lr": lr,
         "steps": steps,
         "base_solve_rate": round(base.metrics["solve_rate"], 4),
-        "solve_rate": _iv(deltas["solve_rate"].candidate),
-        "solve_rate_diff_vs_base": _iv(deltas["solve_rate"].diff),
-        "optimal_move_rate": _iv(deltas["optimal_move_rate"].candidate),
+        "solve_rate": iv(deltas["solve_rate"].candidate),
+        "solve_rate_diff_vs_base": iv(deltas["solve_rate"].diff),
+        "optimal_move_rate": iv(deltas["optimal_move_rate"].candidate),
         "final_loss": round(last["sft/loss"], 4),
         "train_s": seconds,
         "adapter": str(adapter),
@@ -108,20 +82,20 @@ def _grpo_cell(seed: int, start: str, lr: float, grpo_steps: int, args: argparse
     from hyperpod_rl.train.reference import ReferenceTrainer
 
     run_id = f"grpo-s{seed}-" + format(lr, ".0e").replace("-", "m").replace("+", "")
-    opts, storage, data, model_dir, revision, validation, _ = _setup(seed, args, home, threads, run_id)
-    opts = opts.model_copy(update={"steps": grpo_steps, "lr": lr})
-    cfg = _config(opts, run_id=run_id, model_dir=model_dir, revision=revision, data=data, steps=grpo_steps, init_adapter=Path(start))
+    s = _seeded(seed, args, home, threads, run_id)
+    opts = s.opts.model_copy(update={"steps": grpo_steps, "lr": lr})
+    cfg = cell_config(s, opts, run_id=run_id, steps=grpo_steps, init_adapter=Path(start))
     t0 = time.perf_counter()
-    adapter = ReferenceTrainer(cfg, storage / "runs" / run_id).train()
+    adapter = ReferenceTrainer(cfg, s.storage / "runs" / run_id).train()
     seconds = round(time.perf_counter() - t0, 1)
-    sft = evaluate(model_dir, validation, adapter_path=start, label="sft")
-    deltas = compare(sft, evaluate(model_dir, validation, adapter_path=adapter, label="grpo")).deltas
+    sft = evaluate(s.model_dir, s.validation, adapter_path=start, label="sft")
+    deltas = compare(sft, evaluate(s.model_dir, s.validation, adapter_path=adapter, label="grpo")).deltas
     return {
         "seed": seed,
         "lr": lr,
-        "solve_rate": _iv(deltas["solve_rate"].candidate),
-        "solve_rate_diff_vs_sft": _iv(deltas["solve_rate"].diff),
-        "optimal_move_rate": _iv(deltas["optimal_move_rate"].candidate),
+        "solve_rate": iv(deltas["solve_rate"].candidate),
+        "solve_rate_diff_vs_sft": iv(deltas["solve_rate"].diff),
+        "optimal_move_rate": iv(deltas["optimal_move_rate"].candidate),
         "train_s": seconds,
     }
 
