@@ -16,7 +16,9 @@ Usage::
 
 Standard library only: the GPU harness uses it on a machine that has torch but little else.
 ``HPRL_RESULTS_DIR`` redirects the files (tests use it); ``HPRL_GIT_COMMIT`` supplies the commit
-where the checkout has no ``.git`` (a copied working tree).
+where the checkout has no ``.git`` (a copied working tree), and ``HPRL_GIT_MANIFEST`` that
+commit's ``git ls-files -s`` output, against which the copy's files are hashed to say whether
+the code that ran is the commit's (:func:`manifest_dirty`).
 """
 
 from __future__ import annotations
@@ -81,8 +83,50 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip()
 
 
+def _counted(path: str) -> bool:
+    """Whether a tracked file's changes make a tree dirty (not results, not Markdown)."""
+    return not path.startswith("benchmarks/results/") and not path.endswith(".md")
+
+
+def manifest_dirty(manifest: Path, root: Path = REPO) -> list[str]:
+    """The tracked files under ``root`` that differ from a commit's ``git ls-files -s`` output.
+
+    Args:
+        manifest: That output, saved to a file (``mode sha stage\tpath`` per line) where the commit
+            was checked out, for a copy of the tree that travels without ``.git``.
+        root: The copied tree.
+
+    Returns:
+        The paths, outside ``benchmarks/results/`` and Markdown, whose bytes do not hash to the
+        commit's blob (git's ``sha1("blob <size>\\0" + bytes)``) or that are missing; empty when
+        the copy is the commit's code. Submodules (mode 160000) are skipped; symlinks hash their target path.
+
+    Raises:
+        OSError: the manifest cannot be read.
+    """
+    import hashlib
+
+    differ = []
+    for line in manifest.read_text().splitlines():
+        meta, _, name = line.partition("\t")
+        mode, sha, *_ = meta.split()
+        if mode == "160000" or not _counted(name):
+            continue
+        f = root / name
+        if f.is_symlink():
+            data = os.readlink(f).encode()
+        elif f.is_file():
+            data = f.read_bytes()
+        else:
+            differ.append(name)
+            continue
+        if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() != sha:
+            differ.append(name)
+    return differ
+
+
 def git_state() -> dict[str, Any]:
-    """``{"commit": sha or None, "dirty": bool or None}``.
+    """``{"commit": sha or None, "dirty": bool or None}``, plus ``dirty_files`` where a manifest was checked.
 
     ``dirty`` is True when tracked files other than ``benchmarks/results/`` and Markdown differ
     from the commit, i.e. the code that ran is not exactly the commit's (the scripts rewrite the
@@ -91,7 +135,11 @@ def git_state() -> dict[str, Any]:
     top = _git("rev-parse", "--show-toplevel")
     if os.environ.get("HPRL_GIT_COMMIT"):
         # the caller says: a device machine's copy of the checkout may carry an older commit plus the changes as a dirty tree
-        return {"commit": os.environ["HPRL_GIT_COMMIT"], "dirty": None}
+        manifest = os.environ.get("HPRL_GIT_MANIFEST")
+        if not manifest:
+            return {"commit": os.environ["HPRL_GIT_COMMIT"], "dirty": None}
+        differ = manifest_dirty(Path(manifest))
+        return {"commit": os.environ["HPRL_GIT_COMMIT"], "dirty": bool(differ), "dirty_files": differ}
     if top is None or Path(top).resolve() != REPO.resolve():
         # a copied working tree (no .git of its own, perhaps inside another checkout): the caller says
         return {"commit": os.environ.get("HPRL_GIT_COMMIT"), "dirty": None}
@@ -215,6 +263,7 @@ class Recording:
             "params": self.params,
             "git_commit": self._git["commit"],
             "git_dirty": self._git["dirty"],
+            **({"dirty_files": self._git["dirty_files"]} if self._git.get("dirty_files") else {}),
             "date": self._started,
             "finished": _now(),
             "wall_s": round(time.monotonic() - self._t0, 1),

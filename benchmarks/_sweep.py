@@ -3,7 +3,9 @@ data and base model, the run config of one cell, and rounded intervals for the r
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,14 +51,40 @@ def seeded(opts: Any, home: str, where: str, threads: int) -> Seeded:
     return Seeded(opts, storage, data, model_dir, revision, validation, evaluate(model_dir, validation, label="base"))
 
 
-def cell_config(s: Seeded, opts: Any, *, run_id: str, steps: int, **kw: Any) -> Any:
+def cell_config(s: Seeded, opts: Any, *, run_id: str, steps: int, settings: Mapping[str, Any] | None = None, **kw: Any) -> Any:
     """The quickstart's run config for one cell (``opts``: the seed's options with the cell's
-    changes), without the trainer's own base benchmark (the sweep scores the base on validation)
-    and without a checkpoint before the end."""
+    changes; ``settings``: run-config fields by dotted path, e.g. ``{"grpo.entropy_coef": 0.0}``,
+    set on top), without the trainer's own base benchmark (the sweep scores the base on
+    validation) and without a checkpoint before the end.
+
+    Raises:
+        ConfigError: a setting names no run-config field or has a value the field refuses.
+    """
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.quickstart import make_run_config
 
     raw = make_run_config(opts, run_id=run_id, model_path=s.model_dir, revision=s.revision, data=s.data, **kw).model_dump(mode="json")
     raw["trainer"]["eval_rows"] = 1
     raw["checkpoint"]["interval"] = steps
+    for path, value in (settings or {}).items():
+        *sections, field = path.split(".")
+        node = raw
+        for name in sections:
+            node = node.setdefault(name, {})
+        node[field] = value
     return RunConfig.build(raw)
+
+
+def parse_settings(spec: str) -> dict[str, Any]:
+    """``"grpo.lr=1e-4,rollout.temperature=0.7,grpo.advantage=outcome"`` as a dict; each value read
+    as JSON where it parses (numbers, booleans), else kept as text."""
+    out: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in spec.split(","))):
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"setting {item!r} is not KEY=VALUE (e.g. grpo.lr=1e-4)")
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out

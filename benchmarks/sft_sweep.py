@@ -22,8 +22,9 @@ Figures per cell and seed: validation solve rate and optimal-move rate with 95% 
 intervals and the paired difference from the base model's (measured in the same run), the SFT
 loss at the last step, and the training seconds. With ``--grpo-steps N``, GRPO then trains from each
 seed's chosen SFT adapter with the quickstart's GRPO settings (the quickstart's second stage) and
-is scored on validation too, paired against its SFT start, at each of ``--grpo-lrs`` (the
-quickstart's 5e-4 by default). Writes ``benchmarks/results/sft_sweep.json``.
+is scored on validation too, paired against its SFT start, in each GRPO cell: a ``--grpo-lrs``
+learning rate or a ``--grpo-cell`` set of run-config fields (the quickstart's settings by default);
+the result gives each cell's mean over the seeds (``grpo_cells``). Writes ``benchmarks/results/sft_sweep.json``.
 """
 
 from __future__ import annotations
@@ -34,12 +35,12 @@ import os
 import statistics
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 from benchmarks._record import Recording
-from benchmarks._sweep import Seeded, cell_config, iv, seeded
+from benchmarks._sweep import Seeded, cell_config, iv, parse_settings, seeded
 
 
 def _seeded(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> Seeded:
@@ -77,14 +78,16 @@ def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: 
     }
 
 
-def _grpo_cell(seed: int, start: str, lr: float, grpo_steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
+def _grpo_cell(
+    seed: int, start: str, index: int, settings: dict[str, Any], grpo_steps: int, args: argparse.Namespace, home: str, threads: int
+) -> dict[str, Any]:
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.train.reference import ReferenceTrainer
 
-    run_id = f"grpo-s{seed}-" + format(lr, ".0e").replace("-", "m").replace("+", "")
+    run_id = f"grpo-s{seed}-c{index}"
     s = _seeded(seed, args, home, threads, run_id)
-    opts = s.opts.model_copy(update={"steps": grpo_steps, "lr": lr})
-    cfg = cell_config(s, opts, run_id=run_id, steps=grpo_steps, init_adapter=Path(start))
+    opts = s.opts.model_copy(update={"steps": grpo_steps})
+    cfg = cell_config(s, opts, run_id=run_id, steps=grpo_steps, settings=settings, init_adapter=Path(start))
     t0 = time.perf_counter()
     adapter = ReferenceTrainer(cfg, s.storage / "runs" / run_id).train()
     seconds = round(time.perf_counter() - t0, 1)
@@ -92,12 +95,40 @@ def _grpo_cell(seed: int, start: str, lr: float, grpo_steps: int, args: argparse
     deltas = compare(sft, evaluate(s.model_dir, s.validation, adapter_path=adapter, label="grpo")).deltas
     return {
         "seed": seed,
-        "lr": lr,
+        "cell": index,
+        "settings": settings,
+        "lr": cfg.grpo.lr,
         "solve_rate": iv(deltas["solve_rate"].candidate),
         "solve_rate_diff_vs_sft": iv(deltas["solve_rate"].diff),
         "optimal_move_rate": iv(deltas["optimal_move_rate"].candidate),
         "train_s": seconds,
     }
+
+
+def _grpo_settings(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The GRPO cells: one per ``--grpo-lrs`` value, then one per ``--grpo-cell``; the quickstart's own
+    settings (``{}``) when neither is given."""
+    cells = [{"grpo.lr": lr} for lr in args.grpo_lrs or []] + [parse_settings(spec) for spec in args.grpo_cell or []]
+    return cells or [{}]
+
+
+def _grpo_summary(runs: list[dict[str, Any]], settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per GRPO cell: its settings, the mean validation solve rate and the mean paired Δ against the
+    SFT start over the seeds that finished, and each seed's run."""
+    out = []
+    for index, cell in enumerate(settings):
+        mine = sorted((r for r in runs if r["cell"] == index), key=lambda r: r["seed"])
+        if mine:
+            out.append(
+                {
+                    "cell": index,
+                    "settings": cell,
+                    "mean_solve_rate": round(statistics.mean(r["solve_rate"]["value"] for r in mine), 4),
+                    "mean_diff_vs_sft": round(statistics.mean(r["solve_rate_diff_vs_sft"]["value"] for r in mine), 4),
+                    "seeds": [r["seed"] for r in mine],
+                }
+            )
+    return out
 
 
 def main() -> int:
@@ -113,8 +144,13 @@ def main() -> int:
         default=0,
         help="then GRPO from each seed's chosen SFT adapter for this many steps (quickstart settings); 0: none",
     )
+    parser.add_argument("--grpo-lrs", type=float, nargs="+", help="GRPO learning rates from the chosen start, one cell each")
     parser.add_argument(
-        "--grpo-lrs", type=float, nargs="+", default=[5e-4], help="GRPO learning rates from the chosen start (5e-4: the quickstart's)"
+        "--grpo-cell",
+        action="append",
+        metavar="SETTINGS",
+        help="a GRPO cell from the chosen start: run-config fields by dotted path, e.g. "
+        "'grpo.lr=1e-4,grpo.entropy_coef=0,grpo.advantage=outcome' (repeatable; neither this nor --grpo-lrs: the quickstart's settings)",
     )
     parser.add_argument("--name", default="sft_sweep", help="result name: benchmarks/results/NAME.json")
     parser.add_argument("--jobs", type=int, default=1, help="cells trained at once, each in its own process")
@@ -173,23 +209,31 @@ def main() -> int:
         grpo: list[dict[str, Any]] = []
         rec.results["grpo_from_chosen"] = grpo
         if args.grpo_steps:
-            starts = [(c, lr) for c in cells[chosen] for lr in args.grpo_lrs]
+            settings = _grpo_settings(args)
+            starts = [(c, i) for i in range(len(settings)) for c in cells[chosen]]
             threads = max(1, (os.cpu_count() or 1) // min(jobs, len(starts)))
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                grpo.extend(
-                    pool.map(
-                        _grpo_cell,
-                        [c["seed"] for c, _ in starts],
-                        [c["adapter"] for c, _ in starts],
-                        [lr for _, lr in starts],
-                        *([x] * len(starts) for x in (args.grpo_steps, args, home, threads)),
+                futures = [
+                    pool.submit(_grpo_cell, c["seed"], c["adapter"], i, settings[i], args.grpo_steps, args, home, threads)
+                    for c, i in starts
+                ]
+                # each run is recorded as it finishes: an interrupted sweep keeps the finished ones
+                for future in as_completed(futures):
+                    g = future.result()
+                    grpo.append(g)
+                    rec.results["grpo_cells"] = _grpo_summary(grpo, settings)
+                    d = g["solve_rate_diff_vs_sft"]
+                    print(
+                        f"seed {g['seed']}: GRPO {args.grpo_steps} steps {g['settings'] or 'quickstart settings'} from the SFT adapter: "
+                        f"validation solve {g['solve_rate']['value']:.3f} (Δ vs SFT {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]), "
+                        f"{g['train_s']:.0f} s",
+                        flush=True,
                     )
-                )
-            for g in grpo:
-                d = g["solve_rate_diff_vs_sft"]
+            grpo.sort(key=lambda g: (g["cell"], g["seed"]))
+            for cell in rec.results["grpo_cells"]:
                 print(
-                    f"seed {g['seed']}: GRPO {args.grpo_steps} steps at lr {g['lr']:g} from the SFT adapter: validation solve {g['solve_rate']['value']:.3f} "
-                    f"(Δ vs SFT {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]), {g['train_s']:.0f} s",
+                    f"GRPO cell {cell['settings'] or 'quickstart settings'}: mean validation solve {cell['mean_solve_rate']:.3f}, "
+                    f"mean Δ vs SFT {cell['mean_diff_vs_sft']:+.3f} (seeds {cell['seeds']})",
                     flush=True,
                 )
     print(json.dumps(rec.results["chosen"]))

@@ -106,6 +106,36 @@ def test_the_import_closure_finds_lazy_imports() -> None:
     assert "benchmarks/figures.py" not in _benchmark_modules("benchmarks/lr_sweep.py")
 
 
+def test_a_copied_tree_is_checked_against_its_commits_manifest(tmp_path: Path) -> None:
+    """A device machine's copy has no .git: the commit's ``git ls-files -s`` says whether its code is the commit's."""
+    import shutil
+    import subprocess
+
+    from benchmarks._record import manifest_dirty
+
+    repo = tmp_path / "repo"
+    (repo / "benchmarks" / "results").mkdir(parents=True)
+    (repo / "run.py").write_text("print(1)\n")
+    (repo / "lib.py").write_bytes(b"x = 1\n")
+    (repo / "notes.md").write_text("a\n")
+    (repo / "benchmarks" / "results" / "r.json").write_text("{}\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    manifest = tmp_path / "manifest"
+    manifest.write_text(subprocess.run([*git, "ls-files", "-s"], check=True, capture_output=True, text=True).stdout)
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy, ignore=shutil.ignore_patterns(".git"))
+    assert manifest_dirty(manifest, copy) == []
+    (copy / "notes.md").write_text("b\n")
+    (copy / "benchmarks" / "results" / "r.json").write_text('{"new": 1}\n')
+    assert manifest_dirty(manifest, copy) == []  # results and docs are rewritten by the scripts
+    (copy / "lib.py").write_bytes(b"x = 2\n")
+    (copy / "run.py").unlink()
+    assert sorted(manifest_dirty(manifest, copy)) == ["lib.py", "run.py"]
+
+
 @pytest.mark.parametrize("name", H200)
 def test_h200_records_are_self_consistent(name: str) -> None:
     records = load_records(RESULTS / name)
