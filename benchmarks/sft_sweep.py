@@ -131,6 +131,36 @@ def _grpo_summary(runs: list[dict[str, Any]], settings: list[dict[str, Any]]) ->
     return out
 
 
+def _grpo_runs(
+    starts: list[tuple[dict[str, Any], int]],
+    settings: list[dict[str, Any]],
+    args: argparse.Namespace,
+    home: str,
+    threads: int,
+    jobs: int,
+    grpo: list[dict[str, Any]],
+    rec: Recording,
+) -> None:
+    """Run the GRPO cells ``jobs`` at a time, appending each run to ``grpo`` (and the cells' means to
+    ``rec.results``) as it finishes."""
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [
+            pool.submit(_grpo_cell, c["seed"], c["adapter"], i, settings[i], args.grpo_steps, args, home, threads) for c, i in starts
+        ]
+        # each run is recorded as it finishes: an interrupted sweep keeps the finished ones
+        for future in as_completed(futures):
+            g = future.result()
+            grpo.append(g)
+            rec.results["grpo_cells"] = _grpo_summary(grpo, settings)
+            d = g["solve_rate_diff_vs_sft"]
+            print(
+                f"seed {g['seed']}: GRPO {args.grpo_steps} steps {g['settings'] or 'quickstart settings'} from the SFT adapter: "
+                f"validation solve {g['solve_rate']['value']:.3f} (Δ vs SFT {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]), "
+                f"{g['train_s']:.0f} s",
+                flush=True,
+            )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lrs", type=float, nargs="+", default=[5e-4, 1e-3, 3e-3], help="SFT learning rates to try")
@@ -212,25 +242,13 @@ def main() -> int:
             settings = _grpo_settings(args)
             starts = [(c, i) for i in range(len(settings)) for c in cells[chosen]]
             threads = max(1, (os.cpu_count() or 1) // min(jobs, len(starts)))
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [
-                    pool.submit(_grpo_cell, c["seed"], c["adapter"], i, settings[i], args.grpo_steps, args, home, threads)
-                    for c, i in starts
-                ]
-                # each run is recorded as it finishes: an interrupted sweep keeps the finished ones
-                for future in as_completed(futures):
-                    g = future.result()
-                    grpo.append(g)
-                    rec.results["grpo_cells"] = _grpo_summary(grpo, settings)
-                    d = g["solve_rate_diff_vs_sft"]
-                    print(
-                        f"seed {g['seed']}: GRPO {args.grpo_steps} steps {g['settings'] or 'quickstart settings'} from the SFT adapter: "
-                        f"validation solve {g['solve_rate']['value']:.3f} (Δ vs SFT {d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]), "
-                        f"{g['train_s']:.0f} s",
-                        flush=True,
-                    )
+            try:
+                _grpo_runs(starts, settings, args, home, threads, jobs, grpo, rec)
+            except KeyboardInterrupt:  # timeout -s INT: the runs that finished are recorded
+                rec.notes = f"interrupted (SIGINT) after {len(grpo)} of {len(starts)} GRPO runs; the finished ones are recorded"
+                print(rec.notes, flush=True)
             grpo.sort(key=lambda g: (g["cell"], g["seed"]))
-            for cell in rec.results["grpo_cells"]:
+            for cell in rec.results.get("grpo_cells", []):
                 print(
                     f"GRPO cell {cell['settings'] or 'quickstart settings'}: mean validation solve {cell['mean_solve_rate']:.3f}, "
                     f"mean Δ vs SFT {cell['mean_diff_vs_sft']:+.3f} (seeds {cell['seeds']})",
