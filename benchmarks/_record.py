@@ -42,6 +42,7 @@ __all__ = [
     "git_state",
     "load_result",
     "machine",
+    "manifest_dirty",
     "package_versions",
     "results_dir",
 ]

@@ -356,6 +356,35 @@ def sft_grpo_lr() -> str:
     )
 
 
+def sft_grpo_levers() -> str:
+    """GRPO from the SFT start with each cell's settings, over seeds, scored on validation against that start."""
+    res = load_result("sft_grpo_levers")
+    r, p = res["results"], res["params"]
+    runs = {(g["cell"], g["seed"]): g for g in r["grpo_from_chosen"]}
+    seeds = p["seeds"]
+    rows = [
+        "| GRPO settings (besides the quickstart's) | mean validation solve | mean Δ vs SFT | "
+        + " | ".join(f"seed {s}: Δ vs SFT" for s in seeds)
+        + " |",
+        "|---|---|---|" + "---|" * len(seeds),
+    ]
+    for cell in r["grpo_cells"]:
+        settings = ", ".join(f"`{k}={v}`" for k, v in cell["settings"].items()) or "none"
+        rows.append(
+            f"| {settings} | {cell['mean_solve_rate']:.3f} | {cell['mean_diff_vs_sft']:+.3f} | "
+            + " | ".join(_ci(runs[cell["cell"], s]["solve_rate_diff_vs_sft"], signed=True) for s in seeds)
+            + " |"
+        )
+    sft = "; ".join(f"seed {c['seed']} {c['solve_rate']['value']:.3f}" for c in r["cells"][0]["seeds"])
+    rows += [
+        "",
+        f"{p['grpo_steps']} GRPO steps from each seed's SFT adapter (`sft_lr={r['chosen']['sft_lr']:g}`, {r['chosen']['sft_steps']} steps; "
+        f"validation solve rate {sft}), {r['validation_mazes']} validation mazes, 95 % paired intervals "
+        f"(`{_cmd(res)}`, measured {_provenance(res)}).",
+    ]
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- document reading
 def doc_read_throughput() -> str:
     res = load_result("doc_read_throughput")
@@ -991,6 +1020,7 @@ PASSAGES: dict[str, Passage] = {
     "quickstart-seeds": Passage("docs/sft.md", ("quickstart",), quickstart_seeds, block=True),
     "sft-sweep": Passage("docs/sft.md", ("sft_sweep",), sft_sweep, block=True),
     "sft-grpo-lr": Passage("docs/sft.md", ("sft_grpo_lr",), sft_grpo_lr),
+    "sft-grpo-levers": Passage("docs/sft.md", ("sft_grpo_levers",), sft_grpo_levers, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
