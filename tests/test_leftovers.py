@@ -60,6 +60,30 @@ def test_a_tagged_process_is_reported_until_it_stops(leftovers_mod):
     assert "no process of this run is left" in proc.stdout
 
 
+def _noop() -> None:
+    pass
+
+
+def test_the_sessions_own_resource_tracker_is_spared_and_a_tagged_process_is_not(leftovers_mod, monkeypatch):
+    """A spawn context starts multiprocessing's resource tracker, which lives as long as this process
+    (and carries its tag); it is not left behind, a tagged process beside it is."""
+    import multiprocessing as mp
+
+    tag = f"t-{uuid.uuid4().hex}"
+    monkeypatch.setenv("HPRL_RUN_TAG", tag)
+    ctx = mp.get_context("spawn")
+    child = ctx.Process(target=_noop)
+    child.start()
+    child.join(60)
+    mine = _spawn(tag)
+    try:
+        found = leftovers_mod.leftovers(tag)
+        assert [p.pid for p in found] == [mine.pid]
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 def test_the_check_needs_a_tag():
     env = {k: v for k, v in os.environ.items() if k != "HPRL_RUN_TAG"}
     proc = subprocess.run([sys.executable, str(CHECK)], capture_output=True, text=True, env=env, timeout=60)
