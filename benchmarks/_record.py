@@ -84,9 +84,16 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip()
 
 
+#: Tracked files whose changes do not make a tree dirty (git pathspec / fnmatch patterns): the
+#: results and the docs, which the scripts themselves rewrite.
+_NOT_CODE = ("benchmarks/results/*", "*.md")
+
+
 def _counted(path: str) -> bool:
-    """Whether a tracked file's changes make a tree dirty (not results, not Markdown)."""
-    return not path.startswith("benchmarks/results/") and not path.endswith(".md")
+    """Whether a tracked file's changes make a tree dirty (it matches none of :data:`_NOT_CODE`)."""
+    import fnmatch
+
+    return not any(fnmatch.fnmatchcase(path, pattern) for pattern in _NOT_CODE)
 
 
 def manifest_dirty(manifest: Path, root: Path = REPO) -> list[str]:
@@ -145,7 +152,7 @@ def git_state() -> dict[str, Any]:
         # a copied working tree (no .git of its own, perhaps inside another checkout): the caller says
         return {"commit": os.environ.get("HPRL_GIT_COMMIT"), "dirty": None}
     commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results", ":(exclude)*.md")
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ".", *(f":(exclude){p}" for p in _NOT_CODE))
     return {"commit": commit, "dirty": None if status is None else bool(status)}
 
 

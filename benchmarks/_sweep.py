@@ -58,21 +58,17 @@ def cell_config(s: Seeded, opts: Any, *, run_id: str, steps: int, settings: Mapp
     validation) and without a checkpoint before the end.
 
     Raises:
-        ConfigError: a setting names no run-config field or has a value the field refuses.
+        ConfigError: a setting names no run-config field, goes through a field that is not a
+            section, or has a value the field refuses.
     """
+    from hyperpod_rl.config.presets import with_overrides
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.quickstart import make_run_config
 
     raw = make_run_config(opts, run_id=run_id, model_path=s.model_dir, revision=s.revision, data=s.data, **kw).model_dump(mode="json")
     raw["trainer"]["eval_rows"] = 1
     raw["checkpoint"]["interval"] = steps
-    for path, value in (settings or {}).items():
-        *sections, field = path.split(".")
-        node = raw
-        for name in sections:
-            node = node.setdefault(name, {})
-        node[field] = value
-    return RunConfig.build(raw)
+    return RunConfig.build(with_overrides(raw, dict(settings or {})))
 
 
 def parse_settings(spec: str) -> dict[str, Any]:

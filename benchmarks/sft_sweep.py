@@ -139,19 +139,16 @@ def _grpo_runs(
     threads: int,
     jobs: int,
     grpo: list[dict[str, Any]],
-    rec: Recording,
 ) -> None:
-    """Run the GRPO cells ``jobs`` at a time, appending each run to ``grpo`` (and the cells' means to
-    ``rec.results``) as it finishes."""
+    """Run the GRPO cells ``jobs`` at a time, appending each run to ``grpo`` as it finishes."""
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         futures = [
             pool.submit(_grpo_cell, c["seed"], c["adapter"], i, settings[i], args.grpo_steps, args, home, threads) for c, i in starts
         ]
-        # each run is recorded as it finishes: an interrupted sweep keeps the finished ones
+        # each run is kept as it finishes: an interrupted sweep records the finished ones
         for future in as_completed(futures):
             g = future.result()
             grpo.append(g)
-            rec.results["grpo_cells"] = _grpo_summary(grpo, settings)
             d = g["solve_rate_diff_vs_sft"]
             print(
                 f"seed {g['seed']}: GRPO {args.grpo_steps} steps {g['settings'] or 'quickstart settings'} from the SFT adapter: "
@@ -243,12 +240,13 @@ def main() -> int:
             starts = [(c, i) for i in range(len(settings)) for c in cells[chosen]]
             threads = max(1, (os.cpu_count() or 1) // min(jobs, len(starts)))
             try:
-                _grpo_runs(starts, settings, args, home, threads, jobs, grpo, rec)
+                _grpo_runs(starts, settings, args, home, threads, jobs, grpo)
             except KeyboardInterrupt:  # timeout -s INT: the runs that finished are recorded
                 rec.notes = f"interrupted (SIGINT) after {len(grpo)} of {len(starts)} GRPO runs; the finished ones are recorded"
                 print(rec.notes, flush=True)
             grpo.sort(key=lambda g: (g["cell"], g["seed"]))
-            for cell in rec.results.get("grpo_cells", []):
+            rec.results["grpo_cells"] = _grpo_summary(grpo, settings)
+            for cell in rec.results["grpo_cells"]:
                 print(
                     f"GRPO cell {cell['settings'] or 'quickstart settings'}: mean validation solve {cell['mean_solve_rate']:.3f}, "
                     f"mean Δ vs SFT {cell['mean_diff_vs_sft']:+.3f} (seeds {cell['seeds']})",
