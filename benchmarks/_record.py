@@ -190,9 +190,14 @@ def _gpus() -> list[str]:
     return [line.strip() for line in out.stdout.splitlines() if line.strip()]
 
 
+def usable_cores() -> int:
+    """The logical cores this process may run on (its CPU affinity, e.g. under ``taskset``)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def machine() -> dict[str, Any]:
     """CPU model, logical cores (and those this process may use), memory, OS, Python, GPUs."""
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = usable_cores()
     return {
         "cpu_model": _cpu_model(),
         "cpu_cores": os.cpu_count(),

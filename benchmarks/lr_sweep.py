@@ -17,7 +17,7 @@ Selection on validation, held-out once (issue 29): every learning rate is traine
 (``--validation`` mazes, disjoint from train and held-out by layout hash); the one with the best mean
 validation optimal-move rate over the seeds is chosen, and only its adapters are evaluated on the
 held-out split, once per seed. ``--jobs N`` trains N (seed, lr) cells at once, each in its own
-process with ``cpu_count / N`` torch threads.
+process with ``cores / N`` torch threads (the cores it may use: its CPU affinity).
 
 Figures (greedy, one move per maze): per learning rate and seed, on validation, the adapter's optimal-move
 rate, its paired difference from the base model's (measured in the same run) with the 95% bootstrap
@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks._record import Recording
+from benchmarks._record import Recording, usable_cores
 from benchmarks._sweep import cell_config, iv, seeded
 
 QUICK = {"lrs": [5e-4, 3e-3], "steps": 20, "heldout": 50, "validation": 50}
@@ -132,7 +132,7 @@ def main() -> int:
     home = tempfile.mkdtemp(prefix="hprl-bench-lr-")
     os.environ["HYPERPOD_RL_HOME"] = home
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
-    threads = max(1, (os.cpu_count() or 1) // max(args.jobs, 1))
+    threads = max(1, usable_cores() // max(args.jobs, 1))
     name = "lr_sweep_quick" if args.quick else "lr_sweep"
     with Recording(name, params=vars(args)) as rec:
         from concurrent.futures import ProcessPoolExecutor

@@ -10,7 +10,7 @@ its default options), an SFT warm start per (learning rate, steps) cell of the g
 trained by :class:`hyperpod_rl.train.sft.SFTTrainer` (the trainer a ``stage: sft`` Ray Job runs;
 no cluster: the sweep measures learning, not the job system). Every cell of a seed starts from the
 same base model and data (rebuilt from the seed, byte for byte, in each cell's own directory).
-``--jobs N`` trains N cells at once, each in its own process with ``cpu_count / N`` torch threads.
+``--jobs N`` trains N cells at once, each in its own process with ``cores / N`` torch threads (the cores it may use: its CPU affinity).
 
 Selection on validation only: each adapter is evaluated greedily on the validation split
 (``--validation`` mazes, disjoint from train and held-out by layout hash); the cell with the best
@@ -24,7 +24,13 @@ loss at the last step, and the training seconds. With ``--grpo-steps N``, GRPO t
 seed's chosen SFT adapter with the quickstart's GRPO settings (the quickstart's second stage) and
 is scored on validation too, paired against its SFT start, in each GRPO cell: a ``--grpo-lrs``
 learning rate or a ``--grpo-cell`` set of run-config fields (the quickstart's settings by default);
-the result gives each cell's mean over the seeds (``grpo_cells``). Writes ``benchmarks/results/sft_sweep.json``.
+the result gives each cell's mean over the seeds (``grpo_cells``), and each GRPO run's training
+signal (the share of tied groups, the sampled reward over its first and last tenth of steps).
+
+What limits the tiny model: ``--tiny HIDDENxLAYERS`` sizes the tiny model (capacity),
+``--train-eval N`` scores each SFT adapter on N of its own train mazes too (fit against
+generalisation), ``--set SETTINGS`` sets run-config fields on every SFT and GRPO run. Writes
+``benchmarks/results/NAME.json`` (``--name``, default ``sft_sweep``).
 """
 
 from __future__ import annotations
@@ -39,14 +45,28 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from benchmarks._record import Recording
+from benchmarks._record import Recording, usable_cores
 from benchmarks._sweep import Seeded, cell_config, iv, parse_settings, seeded
+
+
+def _tiny(spec: str) -> dict[str, int]:
+    """``"256x4"`` as the quickstart's tiny-model options (text hidden size x decoder layers)."""
+    hidden, sep, layers = spec.partition("x")
+    if not sep or not hidden.isdigit() or not layers.isdigit():
+        raise argparse.ArgumentTypeError(f"--tiny {spec!r} is not HIDDENxLAYERS (e.g. 256x4)")
+    return {"tiny_hidden_size": int(hidden), "tiny_layers": int(layers)}
 
 
 def _seeded(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> Seeded:
     from hyperpod_rl.quickstart import QuickstartOptions
 
-    return seeded(QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False), home, where, threads)
+    opts = QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False, **args.tiny)
+    return seeded(opts, home, where, threads)
+
+
+def _last_values(run_dir: Path) -> list[dict[str, Any]]:
+    """Each step's metric values of a run (``metrics.jsonl``), in step order."""
+    return [json.loads(line)["values"] for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
 
 
 def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
@@ -56,14 +76,23 @@ def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: 
     run_id = f"sft-s{seed}-{steps}-" + format(lr, ".0e").replace("-", "m").replace("+", "")
     s = _seeded(seed, args, home, threads, run_id)
     opts = s.opts.model_copy(update={"sft_lr": lr, "sft_steps": steps, "sft_rows_per_step": args.rows_per_step})
-    cfg = cell_config(s, opts, run_id=run_id, steps=steps, stage="sft")
+    cfg = cell_config(s, opts, run_id=run_id, steps=steps, stage="sft", settings=args.set)
     run_dir = s.storage / "runs" / run_id
     t0 = time.perf_counter()
     adapter = SFTTrainer(cfg, run_dir).train()
     seconds = round(time.perf_counter() - t0, 1)
     base = s.base
     deltas = compare(base, evaluate(s.model_dir, s.validation, adapter_path=adapter, label=run_id)).deltas
-    last = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])["values"]
+    last = _last_values(run_dir)[-1]
+    fit = {}
+    if args.train_eval:  # the fit on mazes it was trained on, beside validation: capacity or generalisation
+        from hyperpod_rl.tasks.maze import read_rows
+
+        train = evaluate(s.model_dir, read_rows(s.data.train)[: args.train_eval], adapter_path=adapter, label="train")
+        fit = {
+            "train_solve_rate": round(train.metrics["solve_rate"], 4),
+            "train_optimal_move_rate": round(train.metrics["optimal_move_rate"], 4),
+        }
     return {
         "seed": seed,
         "lr": lr,
@@ -73,6 +102,7 @@ def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: 
         "solve_rate_diff_vs_base": iv(deltas["solve_rate"].diff),
         "optimal_move_rate": iv(deltas["optimal_move_rate"].candidate),
         "final_loss": round(last["sft/loss"], 4),
+        **fit,
         "train_s": seconds,
         "adapter": str(adapter),
     }
@@ -87,10 +117,13 @@ def _grpo_cell(
     run_id = f"grpo-s{seed}-c{index}"
     s = _seeded(seed, args, home, threads, run_id)
     opts = s.opts.model_copy(update={"steps": grpo_steps})
-    cfg = cell_config(s, opts, run_id=run_id, steps=grpo_steps, settings=settings, init_adapter=Path(start))
+    cfg = cell_config(s, opts, run_id=run_id, steps=grpo_steps, settings={**args.set, **settings}, init_adapter=Path(start))
+    run_dir = s.storage / "runs" / run_id
     t0 = time.perf_counter()
-    adapter = ReferenceTrainer(cfg, s.storage / "runs" / run_id).train()
+    adapter = ReferenceTrainer(cfg, run_dir).train()
     seconds = round(time.perf_counter() - t0, 1)
+    steps = [v for v in _last_values(run_dir) if "reward/avg_raw_reward" in v]
+    tenth = max(1, len(steps) // 10)
     sft = evaluate(s.model_dir, s.validation, adapter_path=start, label="sft")
     deltas = compare(sft, evaluate(s.model_dir, s.validation, adapter_path=adapter, label="grpo")).deltas
     return {
@@ -101,6 +134,11 @@ def _grpo_cell(
         "solve_rate": iv(deltas["solve_rate"].candidate),
         "solve_rate_diff_vs_sft": iv(deltas["solve_rate"].diff),
         "optimal_move_rate": iv(deltas["optimal_move_rate"].candidate),
+        # the training signal: the share of groups whose rewards all tie (no advantage), and the
+        # sampled reward over the first and the last tenth of the steps
+        "tied_group_share": round(statistics.mean(v.get("reward/tied_group_share", 0.0) for v in steps), 4),
+        "sampled_reward_first": round(statistics.mean(v["reward/avg_raw_reward"] for v in steps[:tenth]), 4),
+        "sampled_reward_last": round(statistics.mean(v["reward/avg_raw_reward"] for v in steps[-tenth:]), 4),
         "train_s": seconds,
     }
 
@@ -179,6 +217,17 @@ def main() -> int:
         help="a GRPO cell from the chosen start: run-config fields by dotted path, e.g. "
         "'grpo.lr=1e-4,grpo.entropy_coef=0,grpo.advantage=outcome' (repeatable; neither this nor --grpo-lrs: the quickstart's settings)",
     )
+    parser.add_argument(
+        "--tiny", type=_tiny, default=_tiny("128x2"), metavar="HIDDENxLAYERS", help="the tiny model's text hidden size and layers"
+    )
+    parser.add_argument(
+        "--set",
+        type=parse_settings,
+        default={},
+        metavar="SETTINGS",
+        help="run-config fields by dotted path for every SFT and GRPO run, e.g. 'trainer.dtype=float32'",
+    )
+    parser.add_argument("--train-eval", type=int, default=0, help="also score each SFT adapter on this many of its train mazes")
     parser.add_argument("--name", default="sft_sweep", help="result name: benchmarks/results/NAME.json")
     parser.add_argument("--jobs", type=int, default=1, help="cells trained at once, each in its own process")
     args = parser.parse_args()
@@ -190,7 +239,7 @@ def main() -> int:
     with Recording(args.name, params=vars(args)) as rec:
         # longest cells first, so the last wave of workers is not one long cell alone
         grid = sorted(((seed, lr, steps) for seed in args.seeds for lr in args.lrs for steps in args.steps), key=lambda c: -c[2])
-        threads = max(1, (os.cpu_count() or 1) // min(jobs, len(grid)))
+        threads = max(1, usable_cores() // min(jobs, len(grid)))
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             done = list(pool.map(_sft_cell, *zip(*grid, strict=True), *([x] * len(grid) for x in (args, home, threads))))
         for c in sorted(done, key=lambda c: (c["seed"], c["lr"], c["steps"])):
@@ -238,7 +287,7 @@ def main() -> int:
         if args.grpo_steps:
             settings = _grpo_settings(args)
             starts = [(c, i) for i in range(len(settings)) for c in cells[chosen]]
-            threads = max(1, (os.cpu_count() or 1) // min(jobs, len(starts)))
+            threads = max(1, usable_cores() // min(jobs, len(starts)))
             try:
                 _grpo_runs(starts, settings, args, home, threads, jobs, grpo)
             except KeyboardInterrupt:  # timeout -s INT: the runs that finished are recorded

@@ -104,6 +104,10 @@ class QuickstartOptions(Model):
     """run id; default quickstart-<UTC time>"""
     model_path: str | None = None
     """local Qwen3-VL checkpoint directory instead of the embedded tiny model"""
+    tiny_hidden_size: int = Field(128, gt=0, multiple_of=32)
+    """text hidden size of the embedded tiny model (a multiple of 32; ignored with model_path)"""
+    tiny_layers: int = Field(2, gt=0)
+    """decoder layers of the embedded tiny model (ignored with model_path)"""
     seed: int = 0
     """seed for data, model and training"""
     min_size: int = Field(3, ge=2)
@@ -314,9 +318,9 @@ def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:
 def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRow]) -> tuple[Path, str]:
     """The base model directory and its revision (content hash).
 
-    With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (tokenizer trained on
-    the env's own texts) and saves it under ``storage/models/``; the same seed gives the same
-    revision.
+    With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (``tiny_hidden_size``,
+    ``tiny_layers``; tokenizer trained on the env's own texts) and saves it under
+    ``storage/models/``; the same seed and sizes give the same revision.
 
     Raises:
         ConfigError: ``model_path`` is not a Qwen3-VL checkpoint directory
@@ -326,7 +330,14 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
         path = check_model_dir(opts.model_path, "model_path")
         return path, revision_of(path)
     words = get_task(opts.task).answer_words
-    return save_tiny_base_model(storage / "models", seed=opts.seed, corpus=_tokenizer_corpus(rows), answer_words=words)
+    return save_tiny_base_model(
+        storage / "models",
+        seed=opts.seed,
+        hidden_size=opts.tiny_hidden_size,
+        num_layers=opts.tiny_layers,
+        corpus=_tokenizer_corpus(rows),
+        answer_words=words,
+    )
 
 
 def sft_run_id(run_id: str) -> str:
