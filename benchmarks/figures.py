@@ -385,6 +385,54 @@ def sft_grpo_levers() -> str:
     return "\n".join(rows)
 
 
+_LIMITS = ("limits_capacity_128x2", "limits_capacity_256x4", "limits_steps_128x2", "limits_steps_256x4")
+
+
+def _mean(values: Any) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def sft_limits() -> str:
+    """What limits the tiny model: SFT and GRPO from it, by model size and SFT steps, on validation."""
+    rows = [
+        "| tiny model (hidden × layers) | SFT steps | SFT validation solve: mean (seeds) | SFT train solve, mean | last SFT loss, mean "
+        "| GRPO from it: steps, mean Δ vs SFT (seeds) | sampled reward, first → last tenth of GRPO | tied groups |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for name in _LIMITS:
+        res = load_result(name)
+        r, p = res["results"], res["params"]
+        size = f"{p['tiny']['tiny_hidden_size']} × {p['tiny']['tiny_layers']}"
+        grpo = sorted(r["grpo_from_chosen"], key=lambda g: g["seed"])
+        for cell in r["cells"]:
+            runs = cell["seeds"]
+            sft = f"{cell['mean_solve_rate']:.3f} ({', '.join(f'{s["solve_rate"]["value"]:.3f}' for s in runs)})"
+            row = f"| {size} | {cell['steps']} | {sft} | {_mean(s['train_solve_rate'] for s in runs):.3f} | {_mean(s['final_loss'] for s in runs):.3f} |"
+            if (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"]) and grpo:
+                deltas = ", ".join(f"{g['solve_rate_diff_vs_sft']['value']:+.3f}" for g in grpo)
+                mean = _mean(g["solve_rate_diff_vs_sft"]["value"] for g in grpo)
+                first, last = _mean(g["sampled_reward_first"] for g in grpo), _mean(g["sampled_reward_last"] for g in grpo)
+                row += f" {p['grpo_steps']}, {mean:+.3f} ({deltas}) | {first:.3f} → {last:.3f} | {_mean(g['tied_group_share'] for g in grpo):.0%} |"
+            elif (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"]) and p["grpo_steps"]:
+                row += " not measured: the device call ended first | | |"
+            else:
+                row += " | | |"
+            rows.append(row)
+        notes.append(f"`{_cmd(res)}`, measured {_provenance(res)}")
+    first = load_result(_LIMITS[0])
+    p = first["params"]
+    settings = ", ".join(f"`{k}={v}`" for k, v in first["results"]["grpo_cells"][0]["settings"].items())
+    rows += [
+        "",
+        f"{first['results']['validation_mazes']} validation mazes per seed, greedy, seeds {', '.join(map(str, p['seeds']))}; "
+        f"GRPO ({settings}) from the best SFT cell of each run; train solve: {p['train_eval']} of the SFT run's "
+        "own train mazes. " + "; ".join(notes) + ".",
+    ]
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------- document reading
 def doc_read_throughput() -> str:
     res = load_result("doc_read_throughput")
@@ -1021,6 +1069,7 @@ PASSAGES: dict[str, Passage] = {
     "sft-sweep": Passage("docs/sft.md", ("sft_sweep",), sft_sweep, block=True),
     "sft-grpo-lr": Passage("docs/sft.md", ("sft_grpo_lr",), sft_grpo_lr),
     "sft-grpo-levers": Passage("docs/sft.md", ("sft_grpo_levers",), sft_grpo_levers, block=True),
+    "sft-limits": Passage("docs/sft.md", _LIMITS, sft_limits, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),

@@ -37,3 +37,20 @@ def test_from_run_needs_a_finished_run(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["job", "submit", str(cfg), "--from-run", "sft-x"])
     assert result.exit_code == 2
     assert "--from-run sft-x" in result.output and "holds no finished adapter" in result.output and "job status sft-x" in result.output
+
+
+def test_the_tiny_models_size_is_an_option_and_a_bad_size_says_what_to_fix(tiny_setup, tmp_path):
+    import pytest
+
+    from hyperpod_rl.errors import ConfigError
+    from hyperpod_rl.quickstart import prepare_base_model
+    from hyperpod_rl.tasks.maze import read_rows
+
+    with pytest.raises(ConfigError, match=r"tiny_hidden_size(.|\n)*multiple of 32"):
+        QuickstartOptions.build(tiny_hidden_size=100)
+    opts = QuickstartOptions.build(**{**tiny_setup["opts"].model_dump(), "tiny_hidden_size": 64, "tiny_layers": 1})
+    model_dir, revision = prepare_base_model(opts, tmp_path, read_rows(tiny_setup["data"].train))
+    text = json.loads((model_dir / "config.json").read_text())["text_config"]
+    assert (text["hidden_size"], text["num_hidden_layers"]) == (64, 1)
+    assert revision != tiny_setup["revision"]  # the default sizes (128, 2) are another base model
+    assert "--tiny-hidden-size" in CliRunner().invoke(app, ["quickstart", "--help"], terminal_width=200).output
