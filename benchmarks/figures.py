@@ -388,11 +388,6 @@ def sft_grpo_levers() -> str:
 _LIMITS = ("limits_capacity_128x2", "limits_capacity_256x4", "limits_steps_128x2", "limits_steps_256x4")
 
 
-def _mean(values: Any) -> float:
-    values = list(values)
-    return sum(values) / len(values)
-
-
 def sft_limits() -> str:
     """What limits the tiny model: SFT and GRPO from it, by model size and SFT steps, on validation."""
     rows = [
@@ -409,12 +404,15 @@ def sft_limits() -> str:
         for cell in r["cells"]:
             runs = cell["seeds"]
             sft = f"{cell['mean_solve_rate']:.3f} ({', '.join(f'{s["solve_rate"]["value"]:.3f}' for s in runs)})"
-            row = f"| {size} | {cell['steps']} | {sft} | {_mean(s['train_solve_rate'] for s in runs):.3f} | {_mean(s['final_loss'] for s in runs):.3f} |"
+            row = f"| {size} | {cell['steps']} | {sft} | {statistics.mean(s['train_solve_rate'] for s in runs):.3f} | {statistics.mean(s['final_loss'] for s in runs):.3f} |"
             if (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"]) and grpo:
                 deltas = ", ".join(f"{g['solve_rate_diff_vs_sft']['value']:+.3f}" for g in grpo)
-                mean = _mean(g["solve_rate_diff_vs_sft"]["value"] for g in grpo)
-                first, last = _mean(g["sampled_reward_first"] for g in grpo), _mean(g["sampled_reward_last"] for g in grpo)
-                row += f" {p['grpo_steps']}, {mean:+.3f} ({deltas}) | {first:.3f} → {last:.3f} | {_mean(g['tied_group_share'] for g in grpo):.0%} |"
+                mean = statistics.mean(g["solve_rate_diff_vs_sft"]["value"] for g in grpo)
+                first, last = (
+                    statistics.mean(g["sampled_reward_first"] for g in grpo),
+                    statistics.mean(g["sampled_reward_last"] for g in grpo),
+                )
+                row += f" {p['grpo_steps']}, {mean:+.3f} ({deltas}) | {first:.3f} → {last:.3f} | {statistics.mean(g['tied_group_share'] for g in grpo):.0%} |"
             elif (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"]) and p["grpo_steps"]:
                 row += " not measured: the device call ended first | | |"
             else:
