@@ -27,7 +27,9 @@ learning rate or a ``--grpo-cell`` set of run-config fields (the quickstart's se
 the result gives each cell's mean over the seeds (``grpo_cells``), and each GRPO run's training
 signal (the share of tied groups, the sampled reward over its first and last tenth of steps).
 
-What limits the tiny model: ``--tiny HIDDENxLAYERS`` sizes the tiny model (capacity),
+What limits the tiny model: ``--tiny HIDDENxLAYERS`` sizes the tiny model's text decoder
+(capacity), ``--options SETTINGS`` sets other quickstart options of the data and base model (its
+vision tower, the maze's cell size in pixels),
 ``--train-eval N`` scores each SFT adapter on N of its own train mazes too (fit against
 generalisation), ``--set SETTINGS`` sets run-config fields on every SFT and GRPO run. Writes
 ``benchmarks/results/NAME.json`` (``--name``, default ``sft_sweep``).
@@ -60,7 +62,7 @@ def _tiny(spec: str) -> dict[str, int]:
 def _seeded(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> Seeded:
     from hyperpod_rl.quickstart import QuickstartOptions
 
-    opts = QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False, **args.tiny)
+    opts = QuickstartOptions.build(seed=seed, validation_rows=args.validation, serve=False, **args.tiny, **args.options)
     return seeded(opts, home, where, threads)
 
 
@@ -221,6 +223,13 @@ def main() -> int:
         "--tiny", type=_tiny, default=_tiny("128x2"), metavar="HIDDENxLAYERS", help="the tiny model's text hidden size and layers"
     )
     parser.add_argument(
+        "--options",
+        type=parse_settings,
+        default={},
+        metavar="SETTINGS",
+        help="quickstart options of the data and base model, e.g. 'tiny_vision_hidden_size=128,tiny_vision_depth=4,cell_px=60'",
+    )
+    parser.add_argument(
         "--set",
         type=parse_settings,
         default={},
@@ -240,8 +249,15 @@ def main() -> int:
         # longest cells first, so the last wave of workers is not one long cell alone
         grid = sorted(((seed, lr, steps) for seed in args.seeds for lr in args.lrs for steps in args.steps), key=lambda c: -c[2])
         threads = max(1, usable_cores() // min(jobs, len(grid)))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            done = list(pool.map(_sft_cell, *zip(*grid, strict=True), *([x] * len(grid) for x in (args, home, threads))))
+        done: list[dict[str, Any]] = []
+        try:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(_sft_cell, seed, lr, steps, args, home, threads) for seed, lr, steps in grid]
+                for future in as_completed(futures):
+                    done.append(future.result())
+        except KeyboardInterrupt:  # timeout -s INT: the SFT runs that finished are recorded, no GRPO stage
+            rec.notes = f"interrupted (SIGINT) after {len(done)} of {len(grid)} SFT runs; the finished ones are recorded"
+            print(rec.notes, flush=True)
         for c in sorted(done, key=lambda c: (c["seed"], c["lr"], c["steps"])):
             print(
                 f"seed {c['seed']}, lr {c['lr']:g}, {c['steps']} steps: validation solve {c['solve_rate']['value']:.3f} "
@@ -250,6 +266,9 @@ def main() -> int:
                 flush=True,
             )
         cells = {(lr, steps): [c for c in done if (c["lr"], c["steps"]) == (lr, steps)] for lr in args.lrs for steps in args.steps}
+        cells = {key: runs for key, runs in cells.items() if runs}  # an interrupted grid: the cells with a finished run
+        if not cells:
+            return 1
 
         def score(key: tuple[float, int]) -> tuple[float, float, int]:
             runs = cells[key]
@@ -284,7 +303,7 @@ def main() -> int:
         }
         grpo: list[dict[str, Any]] = []
         rec.results["grpo_from_chosen"] = grpo
-        if args.grpo_steps:
+        if args.grpo_steps and len(done) == len(grid):
             settings = _grpo_settings(args)
             starts = [(c, i) for i in range(len(settings)) for c in cells[chosen]]
             threads = max(1, usable_cores() // min(jobs, len(starts)))

@@ -48,6 +48,7 @@ from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
 from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
+from hyperpod_rl.tasks.maze.render import RenderStyle
 
 if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult
@@ -108,6 +109,12 @@ class QuickstartOptions(Model):
     """text hidden size of the embedded tiny model (a multiple of 32; ignored with model_path)"""
     tiny_layers: int = Field(2, gt=0)
     """decoder layers of the embedded tiny model (ignored with model_path)"""
+    tiny_vision_hidden_size: int = Field(64, gt=0, multiple_of=32)
+    """vision-tower hidden size of the embedded tiny model (a multiple of 32; ignored with model_path)"""
+    tiny_vision_depth: int = Field(2, gt=0)
+    """vision-tower blocks of the embedded tiny model (ignored with model_path)"""
+    cell_px: int = Field(30, ge=18, le=128)
+    """maze: cell pitch of the rendered mazes in pixels, walls included (18..128; the task's render_style.cell_px)"""
     seed: int = 0
     """seed for data, model and training"""
     min_size: int = Field(3, ge=2)
@@ -199,8 +206,12 @@ def _task_problems(opts: QuickstartOptions) -> list[str]:
         return [f"task: {err}"]
     if opts.task == "maze":
         return (
-            [] if not opts.task_options else ["task_options: the maze quickstart takes its options from min_size, max_size and max_turns"]
+            []
+            if not opts.task_options
+            else ["task_options: the maze quickstart takes its options from min_size, max_size, max_turns and cell_px"]
         )
+    if opts.cell_px != type(opts).model_fields["cell_px"].default:
+        return [f"cell_px is the maze's cell size; task {opts.task!r} takes its drawing options in task_options"]
     try:
         task.options_model.build(_task_options_data(opts, task))
     except HyperpodRLError as err:
@@ -256,6 +267,7 @@ def _spec(opts: QuickstartOptions) -> DatasetSpec:
         counts=_counts(opts),
         max_turns=opts.max_turns,
         prompt_style=style,
+        render_style=RenderStyle(cell_px=opts.cell_px),
     )
 
 
@@ -318,8 +330,8 @@ def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:
 def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRow]) -> tuple[Path, str]:
     """The base model directory and its revision (content hash).
 
-    With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (``tiny_hidden_size``,
-    ``tiny_layers``; tokenizer trained on the env's own texts) and saves it under
+    With ``model_path`` unset, builds the tiny random-init Qwen3-VL in code (``tiny_*`` sizes;
+    tokenizer trained on the env's own texts) and saves it under
     ``storage/models/``; the same seed and sizes give the same revision.
 
     Raises:
@@ -335,6 +347,8 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
         seed=opts.seed,
         hidden_size=opts.tiny_hidden_size,
         num_layers=opts.tiny_layers,
+        vision_hidden_size=opts.tiny_vision_hidden_size,
+        vision_depth=opts.tiny_vision_depth,
         corpus=_tokenizer_corpus(rows),
         answer_words=words,
     )

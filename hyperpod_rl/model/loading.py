@@ -82,13 +82,16 @@ def save_tiny_base_model(
     seed: int = 0,
     hidden_size: int = 128,
     num_layers: int = 2,
+    vision_hidden_size: int = 64,
+    vision_depth: int = 2,
     corpus: tuple[str, ...] = (),
     answer_words: tuple[str, ...] | None = None,
 ) -> tuple[Path, str]:
     """Build the tiny random-init Qwen3-VL and save it under ``root/tiny-qwen3-vl-<revision>``.
 
     The revision is the content hash of the saved files (:func:`directory_revision`), so the same
-    seed and sizes always give the same directory. Written to a temporary directory first and
+    seed and sizes (text and vision tower, as :func:`~hyperpod_rl.model.tiny.build_tiny_qwen3vl`)
+    always give the same directory. Written to a temporary directory first and
     renamed, so a crash never leaves half a model behind.
 
     ``answer_words`` (the task's constrained-decoding vocabulary) become single tokens; None keeps
@@ -105,7 +108,15 @@ def save_tiny_base_model(
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     words = {} if answer_words is None else {"answer_words": answer_words}
-    model, processor = build_tiny_qwen3vl(seed=seed, hidden_size=hidden_size, num_layers=num_layers, corpus=corpus, **words)
+    model, processor = build_tiny_qwen3vl(
+        seed=seed,
+        hidden_size=hidden_size,
+        num_layers=num_layers,
+        vision_hidden_size=vision_hidden_size,
+        vision_depth=vision_depth,
+        corpus=corpus,
+        **words,
+    )
     tmp = Path(tempfile.mkdtemp(prefix=".tiny-", dir=root))
     model.save_pretrained(tmp)
     processor.save_pretrained(tmp)
