@@ -386,49 +386,76 @@ def sft_grpo_levers() -> str:
 
 
 _LIMITS = ("limits_capacity_128x2", "limits_capacity_256x4", "limits_steps_128x2", "limits_steps_256x4")
+_VIEW = ("limits_view_base", "limits_view_vision", "limits_view_cell48")
+
+
+def _base_model(p: dict[str, Any]) -> str:
+    """A limits run's tiny model and maze image, as ``text H × L, vision H × D, N-px cells``."""
+    from hyperpod_rl.quickstart import QuickstartOptions
+
+    o = {k: f.default for k, f in QuickstartOptions.model_fields.items()} | p["tiny"] | p.get("options", {})
+    return (
+        f"text {o['tiny_hidden_size']} × {o['tiny_layers']}, vision {o['tiny_vision_hidden_size']} × {o['tiny_vision_depth']}, "
+        f"{o['cell_px']}-px cells"
+    )
+
+
+def _limits_rows(name: str) -> list[str]:
+    """One table row per SFT cell of a limits run, with the GRPO from its chosen cell where it ran."""
+    res = load_result(name)
+    r, p = res["results"], res["params"]
+    grpo = sorted(r["grpo_from_chosen"], key=lambda g: g["seed"])
+    rows = []
+    for cell in r["cells"]:
+        runs = cell["seeds"]
+        sft = f"{cell['mean_solve_rate']:.3f} ({', '.join(f'{s["solve_rate"]["value"]:.3f}' for s in runs)})"
+        train = f"{statistics.mean(s['train_solve_rate'] for s in runs):.3f}" if p["train_eval"] else "not measured"
+        row = f"| {_base_model(p)} | {cell['steps']} | {sft} | {train} | {statistics.mean(s['final_loss'] for s in runs):.3f} |"
+        chosen = (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"])
+        if chosen and grpo:
+            deltas = ", ".join(f"{g['solve_rate_diff_vs_sft']['value']:+.3f}" for g in grpo)
+            mean = statistics.mean(g["solve_rate_diff_vs_sft"]["value"] for g in grpo)
+            first = statistics.mean(g["sampled_reward_first"] for g in grpo)
+            last = statistics.mean(g["sampled_reward_last"] for g in grpo)
+            tied = statistics.mean(g["tied_group_share"] for g in grpo)
+            row += f" {p['grpo_steps']}, {mean:+.3f} ({deltas}) | {first:.3f} → {last:.3f} | {tied:.0%} |"
+        elif chosen and p["grpo_steps"]:
+            row += " not measured: the device call ended first | | |"
+        else:
+            row += " | | |"
+        rows.append(row)
+    return rows
 
 
 def sft_limits() -> str:
-    """What limits the tiny model: SFT and GRPO from it, by model size and SFT steps, on validation."""
-    rows = [
-        "| tiny model (hidden × layers) | SFT steps | SFT validation solve: mean (seeds) | SFT train solve, mean | last SFT loss, mean "
+    """What limits the tiny model: SFT and GRPO from it, by model size, SFT steps, vision tower and
+    image size, on validation."""
+    head = [
+        "| tiny model and maze image | SFT steps | SFT validation solve: mean (seeds) | SFT train solve, mean | last SFT loss, mean "
         "| GRPO from it: steps, mean Δ vs SFT (seeds) | sampled reward, first → last tenth of GRPO | tied groups |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    notes = []
-    for name in _LIMITS:
-        res = load_result(name)
-        r, p = res["results"], res["params"]
-        size = f"{p['tiny']['tiny_hidden_size']} × {p['tiny']['tiny_layers']}"
-        grpo = sorted(r["grpo_from_chosen"], key=lambda g: g["seed"])
-        for cell in r["cells"]:
-            runs = cell["seeds"]
-            sft = f"{cell['mean_solve_rate']:.3f} ({', '.join(f'{s["solve_rate"]["value"]:.3f}' for s in runs)})"
-            row = f"| {size} | {cell['steps']} | {sft} | {statistics.mean(s['train_solve_rate'] for s in runs):.3f} | {statistics.mean(s['final_loss'] for s in runs):.3f} |"
-            if (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"]) and grpo:
-                deltas = ", ".join(f"{g['solve_rate_diff_vs_sft']['value']:+.3f}" for g in grpo)
-                mean = statistics.mean(g["solve_rate_diff_vs_sft"]["value"] for g in grpo)
-                first, last = (
-                    statistics.mean(g["sampled_reward_first"] for g in grpo),
-                    statistics.mean(g["sampled_reward_last"] for g in grpo),
-                )
-                row += f" {p['grpo_steps']}, {mean:+.3f} ({deltas}) | {first:.3f} → {last:.3f} | {statistics.mean(g['tied_group_share'] for g in grpo):.0%} |"
-            elif (cell["lr"], cell["steps"]) == (r["chosen"]["sft_lr"], r["chosen"]["sft_steps"]) and p["grpo_steps"]:
-                row += " not measured: the device call ended first | | |"
-            else:
-                row += " | | |"
-            rows.append(row)
-        notes.append(f"`{_cmd(res)}`, measured {_provenance(res)}")
     first = load_result(_LIMITS[0])
     p = first["params"]
     settings = ", ".join(f"`{k}={v}`" for k, v in first["results"]["grpo_cells"][0]["settings"].items())
-    rows += [
+    text = [
+        "**Text decoder size and SFT steps**, with GRPO from the best SFT cell of each run:",
+        "",
+        *head,
+        *(row for name in _LIMITS for row in _limits_rows(name)),
+        "",
+        "**The view: vision tower and maze image size**, SFT only, against the quickstart's model in the same "
+        "device call (each run pinned to its own cores):",
+        "",
+        *head,
+        *(row for name in _VIEW for row in _limits_rows(name)),
         "",
         f"{first['results']['validation_mazes']} validation mazes per seed, greedy, seeds {', '.join(map(str, p['seeds']))}; "
-        f"GRPO ({settings}) from the best SFT cell of each run; train solve: {p['train_eval']} of the SFT run's "
-        "own train mazes. " + "; ".join(notes) + ".",
+        f"GRPO ({settings}); train solve: {p['train_eval']} of the SFT run's own train mazes. "
+        + "; ".join(f"`{_cmd(res)}`, measured {_provenance(res)}" for res in map(load_result, (*_LIMITS, *_VIEW)))
+        + ".",
     ]
-    return "\n".join(rows)
+    return "\n".join(text)
 
 
 # ---------------------------------------------------------------- document reading
@@ -1067,7 +1094,7 @@ PASSAGES: dict[str, Passage] = {
     "sft-sweep": Passage("docs/sft.md", ("sft_sweep",), sft_sweep, block=True),
     "sft-grpo-lr": Passage("docs/sft.md", ("sft_grpo_lr",), sft_grpo_lr),
     "sft-grpo-levers": Passage("docs/sft.md", ("sft_grpo_levers",), sft_grpo_levers, block=True),
-    "sft-limits": Passage("docs/sft.md", _LIMITS, sft_limits, block=True),
+    "sft-limits": Passage("docs/sft.md", (*_LIMITS, *_VIEW), sft_limits, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),

@@ -39,7 +39,7 @@ def test_from_run_needs_a_finished_run(tmp_path, monkeypatch):
     assert "--from-run sft-x" in result.output and "holds no finished adapter" in result.output and "job status sft-x" in result.output
 
 
-def test_the_tiny_models_size_is_an_option_and_a_bad_size_says_what_to_fix(tiny_setup, tmp_path):
+def test_the_tiny_models_sizes_are_options_and_a_bad_size_says_what_to_fix(tiny_setup, tmp_path):
     import pytest
 
     from hyperpod_rl.errors import ConfigError
@@ -48,9 +48,24 @@ def test_the_tiny_models_size_is_an_option_and_a_bad_size_says_what_to_fix(tiny_
 
     with pytest.raises(ConfigError, match=r"tiny_hidden_size(.|\n)*multiple of 32"):
         QuickstartOptions.build(tiny_hidden_size=100)
-    opts = QuickstartOptions.build(**{**tiny_setup["opts"].model_dump(), "tiny_hidden_size": 64, "tiny_layers": 1})
+    with pytest.raises(ConfigError, match="cell_px is the maze's cell size"):
+        QuickstartOptions.build(task="doc_read", cell_px=40)
+    sizes = {"tiny_hidden_size": 64, "tiny_layers": 1, "tiny_vision_hidden_size": 32, "tiny_vision_depth": 3}
+    opts = QuickstartOptions.build(**{**tiny_setup["opts"].model_dump(), **sizes})
     model_dir, revision = prepare_base_model(opts, tmp_path, read_rows(tiny_setup["data"].train))
-    text = json.loads((model_dir / "config.json").read_text())["text_config"]
-    assert (text["hidden_size"], text["num_hidden_layers"]) == (64, 1)
+    config = json.loads((model_dir / "config.json").read_text())
+    text, vision = config["text_config"], config["vision_config"]
+    assert (text["hidden_size"], text["num_hidden_layers"], vision["hidden_size"], vision["depth"]) == (64, 1, 32, 3)
     assert revision != tiny_setup["revision"]  # the default sizes (128, 2) are another base model
     assert "--tiny-hidden-size" in CliRunner().invoke(app, ["quickstart", "--help"], terminal_width=200).output
+
+
+def test_the_mazes_cell_size_is_an_option_of_the_quickstarts_data(tmp_path):
+    from hyperpod_rl.quickstart import prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
+
+    sizes = {}
+    for px in (30, 48):
+        data = prepare_dataset(QuickstartOptions.build(train_rows=8, heldout_rows=4, cell_px=px), tmp_path)
+        sizes[px] = {json.loads(row["render_style"])["cell_px"] for row in read_rows(data.train)}
+    assert sizes == {30: {30}, 48: {48}}  # two datasets, one per cell size
