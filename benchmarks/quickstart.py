@@ -4,7 +4,9 @@ Usage (repository root): ``python -m benchmarks.quickstart [--seeds 0 1 2] [extr
 
 It runs ``hyperpod-rl quickstart --seed N`` once per seed (default 0, 1, 2), each in a fresh process
 and a fresh data dir (so the cluster start, data generation and model build are all timed), and
-always stops the local Ray cluster it started, even on failure. Then, per seed, it
+always stops the local Ray cluster it started, even on failure. Before each seed it waits (at most
+``--settle`` seconds) for the 1-minute load average to fall below 1, so that a seed does not start
+on the load its predecessor left. Then, per seed, it
 
 * prints the wall time of each phase;
 * prints the held-out figures of the base model, the SFT warm start and the GRPO adapter with
@@ -107,11 +109,29 @@ def _seed_figures(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _settle(limit_s: float) -> float:
+    """Wait up to ``limit_s`` seconds (polled every 5 s) for the 1-minute load average to fall below
+    1, so that a seed does not start on the load its predecessor left; returns the seconds waited."""
+    from tenacity import retry, retry_if_result, stop_after_delay, wait_fixed
+
+    # still busy after limit_s: the seed starts anyway, and its load average at start says so
+    @retry(retry=retry_if_result(bool), stop=stop_after_delay(limit_s), wait=wait_fixed(5), retry_error_callback=lambda _: True)
+    def busy() -> bool:
+        return os.getloadavg()[0] >= 1.0
+
+    t0 = time.monotonic()
+    busy()
+    return round(time.monotonic() - t0, 1)
+
+
 def main() -> int:
     exit_on_sigterm()  # a timeout or kill still stops the cluster (finally blocks run)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog="other options go to hyperpod-rl quickstart")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="one fresh quickstart per seed (its --seed)")
     parser.add_argument("--no-docs", action="store_true", help="do not rewrite the passages that quote the result")
+    parser.add_argument(
+        "--settle", type=float, default=240.0, help="seconds to wait at most, before each seed, for the load average to fall below 1"
+    )
     opts, args = parser.parse_known_args()
     if any(a == "--seed" or a.startswith("--seed=") for a in args):
         parser.error("give the seeds as --seeds N [N ...] (one quickstart each), not --seed")
@@ -123,10 +143,11 @@ def main() -> int:
         extra += ["--serve-port", str(find_free_port())]
     if not any(a.startswith("--dashboard-port") for a in extra):  # 8265 is raced for by every other cluster
         extra += ["--dashboard-port", str(find_free_port())]
-    with Recording("quickstart", params={"quickstart_args": extra, "seeds": seeds, "fresh_home": True}) as rec:
+    with Recording("quickstart", params={"quickstart_args": extra, "seeds": seeds, "fresh_home": True, "settle_s": opts.settle}) as rec:
         runs = []
         for seed in seeds:
             home = Path(tempfile.mkdtemp(prefix=f"hprl-bench-quickstart-s{seed}-"))
+            settled = _settle(opts.settle)
             load_start = [round(x, 2) for x in os.getloadavg()]
             summary, wall = _run(home, [*extra, "--seed", str(seed)])
             runs.append(
@@ -135,6 +156,7 @@ def main() -> int:
                     "wall_s_total": round(wall, 1),
                     "wall_s_phases": summary["wall_s"],
                     "load_avg_start": load_start,
+                    "settle_s": settled,
                     "load_avg_end": [round(x, 2) for x in os.getloadavg()],
                     "heldout_mazes": summary["heldout_rows"],
                     "paired_level": summary["comparison"]["level"],

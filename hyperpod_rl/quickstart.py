@@ -135,8 +135,10 @@ class QuickstartOptions(Model):
     """rows (prompts) per GRPO step"""
     steps: int = Field(200, gt=0)
     """GRPO steps"""
-    lr: float = Field(5e-4, gt=0)
-    """AdamW learning rate of the LoRA adapter (chosen on validation: benchmarks/lr_sweep.py)"""
+    lr: float | None = Field(None, gt=0)
+    """GRPO's AdamW learning rate of the LoRA adapter; default 5e-4 from the base model (benchmarks/lr_sweep.py), 1e-4 from the SFT adapter (benchmarks/sft_sweep.py), each chosen on validation"""
+    entropy_coef: float | None = Field(None, ge=0)
+    """GRPO's entropy bonus coefficient; default 0.01 from the base model, 0 from the SFT adapter (chosen on validation: benchmarks/sft_sweep.py)"""
     advantage: Literal["outcome", "process"] = "process"
     """GRPO advantage: 'process' (per-turn, DeepSeekMath §4.1.3) or 'outcome' (per-episode)"""
     gamma: float = Field(0.5, ge=0, le=1)
@@ -359,6 +361,14 @@ def sft_run_id(run_id: str) -> str:
     return f"{run_id[:59].rstrip('-')}-sft"
 
 
+def grpo_defaults(*, from_adapter: bool) -> tuple[float, float]:
+    """The quickstart's GRPO ``(lr, entropy_coef)`` when its options leave them unset, each chosen
+    on the validation split: from the base model lr 5e-4 (``benchmarks/results/lr_sweep.json``)
+    with the run config's entropy bonus 0.01; from the SFT adapter lr 1e-4 and no entropy bonus
+    (``benchmarks/results/sft_grpo_levers.json``: the best mean gain over its SFT start in 3 seeds)."""
+    return (1e-4, 0.0) if from_adapter else (5e-4, 0.01)
+
+
 def make_run_config(
     opts: QuickstartOptions,
     *,
@@ -382,6 +392,14 @@ def make_run_config(
         extra["stage"] = "sft"
         extra["sft"] = {"lr": opts.sft_lr, "rows_per_step": opts.sft_rows_per_step}
     steps = opts.sft_steps if stage == "sft" else opts.steps
+    lr, entropy_coef = grpo_defaults(from_adapter=init_adapter is not None)
+    grpo = {
+        "group_size": opts.group_size,
+        "lr": lr if opts.lr is None else opts.lr,
+        "entropy_coef": entropy_coef if opts.entropy_coef is None else opts.entropy_coef,
+        "advantage": opts.advantage,
+        "gamma": opts.gamma,
+    }
     model: dict[str, Any] = {"path": str(model_path), "revision": revision}
     if init_adapter is not None:
         model["init_adapter"] = str(init_adapter)
@@ -392,7 +410,7 @@ def make_run_config(
             **extra,
             "model": model,
             "lora": {"rank": opts.lora_rank, "alpha": 2.0 * opts.lora_rank},
-            "grpo": {"group_size": opts.group_size, "lr": opts.lr, "advantage": opts.advantage, "gamma": opts.gamma},
+            "grpo": grpo,
             "rollout": rollout,
             "data": {"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": opts.prompts_per_step},
             "trainer": {"steps": steps, "seed": opts.seed, "eval_rows": opts.heldout_rows},

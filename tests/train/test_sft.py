@@ -155,3 +155,17 @@ def test_an_adapter_of_another_base_revision_is_refused_with_the_fix(sft_run, ti
         check_init_adapter(sft_adapter, base_revision=tiny_setup["revision"], lora=LoRAConfig(rank=8))
     with pytest.raises(ConfigError, match="is not an adapter directory"):
         _config(tiny_setup, "grpo-none", stage="grpo", init_adapter=str(sft_adapter.parent / "nowhere"))
+
+
+def test_grpo_from_the_sft_adapter_takes_its_own_validation_chosen_defaults(sft_run, tiny_setup):
+    from hyperpod_rl.quickstart import QuickstartOptions, make_run_config
+
+    _, _, sft_adapter = sft_run
+    args = {"model_path": tiny_setup["model_dir"], "revision": tiny_setup["revision"], "data": tiny_setup["data"]}
+    opts = tiny_setup["opts"]
+    base = make_run_config(opts, run_id="qsb", **args).grpo
+    warm = make_run_config(opts, run_id="qsw", init_adapter=sft_adapter, **args).grpo
+    assert (base.lr, base.entropy_coef, warm.lr, warm.entropy_coef) == (5e-4, 0.01, 1e-4, 0.0)
+    mine = QuickstartOptions.build(**{**opts.model_dump(), "lr": 3e-4, "entropy_coef": 0.02})
+    chosen = make_run_config(mine, run_id="qsw", init_adapter=sft_adapter, **args).grpo
+    assert (chosen.lr, chosen.entropy_coef) == (3e-4, 0.02)  # a user's setting wins over both defaults
