@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import ConfigError, JobError
+from hyperpod_rl.errors import ConfigError, HyperpodRLError, JobError
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
@@ -176,6 +176,18 @@ class QuickstartOptions(Model):
                 raise ValueError(str(err)) from None
         return v
 
+    @field_validator("serve_port", "dashboard_port")
+    @classmethod
+    def _outside_ray_workers(cls, v: int | None, info: ValidationInfo) -> int | None:
+        from hyperpod_rl.cluster.local import check_port_outside_ray_workers
+
+        if v is not None:
+            try:
+                check_port_outside_ray_workers(v, info.field_name or "port")
+            except HyperpodRLError as err:
+                raise ValueError(str(err).removeprefix(f"{info.field_name} {v} is ")) from None
+        return v
+
     @field_validator("group_size")
     @classmethod
     def _group(cls, v: int) -> int:
@@ -200,8 +212,6 @@ class QuickstartOptions(Model):
 
 
 def _task_problems(opts: QuickstartOptions) -> list[str]:
-    from hyperpod_rl.errors import HyperpodRLError
-
     try:
         task = get_task(opts.task)
     except HyperpodRLError as err:

@@ -119,6 +119,9 @@ def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
         (("--min-size", "6", "--max-size", "4"), "min_size (6) is larger than max_size (4)"),
         (("--steps", "0"), "steps: must be > 0 (got 0)"),
         (("--serve-port", str(busy_port)), f"--serve-port {busy_port} is in use by another program"),
+        # reported: a dashboard port in Ray's worker range failed ~30 s later, inside `ray start`
+        (("--dashboard-port", "18266"), "dashboard_port: inside Ray's worker port range 10002-19999"),
+        (("--serve-port", "12000"), "serve_port: inside Ray's worker port range 10002-19999"),
     ]:
         proc = _cli("quickstart", "--run-id", "bad-input", *args, timeout=120)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)

@@ -60,6 +60,23 @@ log = logging.getLogger(__name__)
 
 STATE_FILE = "local-cluster.json"
 DEFAULT_DASHBOARD_PORT = 8265
+#: Ray's worker port range (``ray start --min-worker-port 10002 --max-worker-port 19999``, its
+#: defaults: Ray docs, "Configuring Ray", ports): Ray refuses a dashboard port inside it, and a
+#: worker may hold any port of it.
+RAY_WORKER_PORTS = range(10002, 20000)
+
+
+def check_port_outside_ray_workers(port: int, option: str) -> None:
+    """Refuse a port of ours inside Ray's worker port range (:data:`RAY_WORKER_PORTS`).
+
+    Raises:
+        ClusterError: ``port`` is inside the range; the message names ``option`` and the fix.
+    """
+    if port in RAY_WORKER_PORTS:
+        raise ClusterError(
+            f"{option} {port} is inside Ray's worker port range {RAY_WORKER_PORTS.start}-{RAY_WORKER_PORTS.stop - 1}, "
+            f"which Ray's workers use: choose a port below {RAY_WORKER_PORTS.start} or above {RAY_WORKER_PORTS.stop - 1}"
+        )
 
 
 def find_free_port(preferred: int | None = None) -> int:
@@ -458,6 +475,8 @@ def start_local_cluster(
             return cluster
         stale = not restart
         cluster.stop()
+    if dashboard_port is not None:
+        check_port_outside_ray_workers(dashboard_port, "--dashboard-port")
     if dashboard_port is not None and not _port_free(dashboard_port):
         raise ClusterError(
             f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, or omit it to pick a free one"

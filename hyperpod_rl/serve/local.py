@@ -617,6 +617,7 @@ def deploy_local(
         completions to ``<url>/v1/chat/completions``.
 
     Raises:
+        ClusterError: ``port`` is inside Ray's worker port range (nothing is deployed).
         ServeError: an adapter fails preflight (nothing is deployed), the deploy job failed
             (its log tail is in the message) or the app did not answer within ``timeout_s``.
     """
@@ -626,8 +627,10 @@ def deploy_local(
     import requests
     from ray.job_submission import JobStatus
 
+    from hyperpod_rl.cluster.local import check_port_outside_ray_workers
     from hyperpod_rl.errors import ServeError
 
+    check_port_outside_ray_workers(port, "--port")
     prefix = route_prefix(app_name)
     check_adapters(model_path, adapters, model_id=model_id)
     action_constraint_of(adapters)
