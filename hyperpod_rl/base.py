@@ -161,7 +161,9 @@ def _problem(item: Any, info: FieldInfo | None, inner: bool) -> str:
         return f"must be {ctx.get('min_length', 0)}..{ctx.get('max_length', 'any')} characters long"
     if kind == "string_pattern_mismatch":
         return f"must match the pattern {ctx.get('pattern')}"
-    if kind.endswith(("_type", "_parsing")) or kind in ("bool_parsing", "int_from_float", "finite_number"):
+    if kind == "finite_number":
+        return f"give a finite number, not inf or nan{hint}{eg}"
+    if kind.endswith(("_type", "_parsing")) or kind in ("bool_parsing", "int_from_float"):
         if inner and isinstance(item["loc"][-1], int):  # an item of a list or tuple field
             return f"item {item['loc'][-1]} is not {_item_word(kind)}; give {expected or 'valid items'}{eg}"
         if inner:  # a value of a mapping field

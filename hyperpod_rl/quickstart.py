@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
@@ -94,6 +94,7 @@ class QuickstartOptions(Model):
     ``heldout_rows`` and ``prompts_per_step`` (accepted with a warning; CLI: ``--train-mazes`` ...).
     """
 
+    model_config = ConfigDict(**Model.model_config, allow_inf_nan=False)  # reported: --lr inf was accepted
     error_what = "quickstart options"
     renamed_fields: ClassVar[Mapping[str, str]] = {
         "train_mazes": "train_rows",

@@ -29,7 +29,8 @@ __all__ = [
 
 
 class _Section(Model):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, use_attribute_docstrings=True)
+    # a number field takes no inf or nan (reported: --lr inf was accepted and the job crashed in torch)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 class ModelConfig(_Section):

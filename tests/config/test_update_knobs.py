@@ -34,7 +34,10 @@ def _build(**sections) -> RunConfig:
             r"trainer.checkpoint_layers=0.5 shape gradient checkpointing, which is off",
         ),
         ({"trainer": {"checkpoint_layers": 1.5}}, r"trainer.checkpoint_layers: .*1"),
-        ({"trainer": {"checkpoint_layers": float("nan")}}, r"trainer.checkpoint_layers: give a number .*e.g. 1.0 \(got nan\)"),
+        (
+            {"trainer": {"checkpoint_layers": float("nan")}},
+            r"trainer.checkpoint_layers: give a finite number, not inf or nan .*e.g. 1.0 \(got nan\)",
+        ),
         ({"trainer": {"checkpoint_policy": "some"}}, r"trainer.checkpoint_policy: .*'full'.*'save_matmuls'"),
         (
             {"rollout": {"decode": "compiled"}},

@@ -69,3 +69,21 @@ def test_the_mazes_cell_size_is_an_option_of_the_quickstarts_data(tmp_path):
         data = prepare_dataset(QuickstartOptions.build(train_rows=8, heldout_rows=4, cell_px=px), tmp_path)
         sizes[px] = {json.loads(row["render_style"])["cell_px"] for row in read_rows(data.train)}
     assert sizes == {30: {30}, 48: {48}}  # two datasets, one per cell size
+
+
+def test_infinite_or_nan_numbers_are_refused_in_quickstart_options_and_run_configs(tiny_setup):
+    """Reported: ``--lr inf`` was accepted and the job then crashed inside torch."""
+    import pytest
+
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.errors import ConfigError
+
+    for field in ("lr", "sft_lr", "entropy_coef", "gamma"):
+        with pytest.raises(ConfigError, match=rf"{field}: give a finite number, not inf or nan"):
+            QuickstartOptions.build(**{field: float("inf")})
+    args = {"model_path": tiny_setup["model_dir"], "revision": tiny_setup["revision"], "data": tiny_setup["data"]}
+    raw = make_run_config(tiny_setup["opts"], run_id="qsinf", **args).model_dump(mode="json")
+    for section, field in (("grpo", "lr"), ("grpo", "entropy_coef"), ("sft", "lr")):
+        bad = {**raw, section: {**raw[section], field: float("inf")}}
+        with pytest.raises(ConfigError, match=rf"{section}\.{field}: give a finite number"):
+            RunConfig.build(bad)
