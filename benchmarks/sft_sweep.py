@@ -198,6 +198,29 @@ def _grpo_runs(
             )
 
 
+def _check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Refuse bad options, settings and cells before anything trains (a typo in a GRPO cell would
+    otherwise fail only after the whole SFT grid): each through the config that will take it."""
+    from hyperpod_rl.config.presets import with_overrides
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.errors import HyperpodRLError
+    from hyperpod_rl.quickstart import QuickstartOptions
+
+    if args.validation < 1:
+        parser.error("--validation must be >= 1: the settings are chosen on validation mazes")
+    try:
+        QuickstartOptions.build(validation_rows=args.validation, serve=False, **args.tiny, **args.options)
+        data = {"train_path": "train.parquet", "heldout_path": "heldout.parquet"}  # checked here, not read
+        raw = RunConfig.build({"run_id": "sweep-check", "backend": "reference", "data": data}).model_dump(mode="json")
+        for lr in args.lrs:
+            for steps in args.steps:
+                RunConfig.build(with_overrides(raw, {**args.set, "stage": "sft", "sft.lr": lr, "trainer.steps": steps}))
+        for cell in _grpo_settings(args) if args.grpo_steps else []:
+            RunConfig.build(with_overrides(raw, {**args.set, "trainer.steps": args.grpo_steps, **cell}))
+    except HyperpodRLError as err:
+        parser.error(str(err))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lrs", type=float, nargs="+", default=[5e-4, 1e-3, 3e-3], help="SFT learning rates to try")
@@ -240,8 +263,13 @@ def main() -> int:
     parser.add_argument("--name", default="sft_sweep", help="result name: benchmarks/results/NAME.json")
     parser.add_argument("--jobs", type=int, default=1, help="cells trained at once, each in its own process")
     args = parser.parse_args()
+    _check(args, parser)
+    with tempfile.TemporaryDirectory(prefix="hprl-bench-sft-") as home:  # the cells' data, models and runs
+        return _sweep(args, home)
 
-    home = tempfile.mkdtemp(prefix="hprl-bench-sft-")
+
+def _sweep(args: argparse.Namespace, home: str) -> int:
+    """Train and score the grid (and the GRPO cells) under ``home``; record the result."""
     os.environ["HYPERPOD_RL_HOME"] = home
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
     jobs = max(args.jobs, 1)
