@@ -193,7 +193,7 @@ class QuickstartOptions(Model):
     @classmethod
     def _group(cls, v: int) -> int:
         if v < 2:
-            raise ValueError(f"group_size must be >= 2 (GRPO compares samples within a group), got {v}")
+            raise ValueError("group_size must be >= 2 (GRPO compares samples within a group)")
         return v
 
     @model_validator(mode="after")

@@ -151,7 +151,7 @@ def build_tiny_qwen3vl(
 
     Args:
         seed: torch seed for the random weights (same seed, same weights).
-        hidden_size: text hidden size; must be divisible by 4 attention heads of head_dim 32.
+        hidden_size: text hidden size, a multiple of 32: ``hidden_size / 32`` attention heads of head_dim 32.
         num_layers: text decoder layers.
         vision_hidden_size: vision-tower hidden size (4 heads).
         vision_depth: vision-tower blocks (patch 16, spatial merge 2, as Qwen3-VL).
