@@ -66,9 +66,11 @@ def _seeded(seed: int, args: argparse.Namespace, home: str, threads: int, where:
     return seeded(opts, home, where, threads)
 
 
-def _last_values(run_dir: Path) -> list[dict[str, Any]]:
-    """Each step's metric values of a run (``metrics.jsonl``), in step order."""
-    return [json.loads(line)["values"] for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line.strip()]
+def _step_values(run_dir: Path) -> list[dict[str, Any]]:
+    """Each step's metric values of a run (its ``metrics.jsonl``), in step order."""
+    from hyperpod_rl.metrics import read_metrics
+
+    return [dict(record.values) for record in read_metrics(run_dir / "metrics.jsonl")]
 
 
 def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: str, threads: int) -> dict[str, Any]:
@@ -85,7 +87,7 @@ def _sft_cell(seed: int, lr: float, steps: int, args: argparse.Namespace, home: 
     seconds = round(time.perf_counter() - t0, 1)
     base = s.base
     deltas = compare(base, evaluate(s.model_dir, s.validation, adapter_path=adapter, label=run_id)).deltas
-    last = _last_values(run_dir)[-1]
+    last = _step_values(run_dir)[-1]
     fit = {}
     if args.train_eval:  # the fit on mazes it was trained on, beside validation: capacity or generalisation
         from hyperpod_rl.tasks.maze import read_rows
@@ -124,7 +126,7 @@ def _grpo_cell(
     t0 = time.perf_counter()
     adapter = ReferenceTrainer(cfg, run_dir).train()
     seconds = round(time.perf_counter() - t0, 1)
-    steps = [v for v in _last_values(run_dir) if "reward/avg_raw_reward" in v]
+    steps = [v for v in _step_values(run_dir) if "reward/avg_raw_reward" in v]
     tenth = max(1, len(steps) // 10)
     sft = evaluate(s.model_dir, s.validation, adapter_path=start, label="sft")
     deltas = compare(sft, evaluate(s.model_dir, s.validation, adapter_path=adapter, label="grpo")).deltas

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from hyperpod_rl.base import Model
 from hyperpod_rl.cluster.local import start_local_cluster
@@ -179,14 +179,12 @@ class QuickstartOptions(Model):
 
     @field_validator("serve_port", "dashboard_port")
     @classmethod
-    def _outside_ray_workers(cls, v: int | None, info: ValidationInfo) -> int | None:
-        from hyperpod_rl.cluster.local import check_port_outside_ray_workers
+    def _outside_ray_workers(cls, v: int | None) -> int | None:
+        from hyperpod_rl.cluster.local import ray_worker_port_problem
 
-        if v is not None:
-            try:
-                check_port_outside_ray_workers(v, info.field_name or "port")
-            except HyperpodRLError as err:
-                raise ValueError(str(err).removeprefix(f"{info.field_name} {v} is ")) from None
+        problem = None if v is None else ray_worker_port_problem(v)
+        if problem:
+            raise ValueError(problem)
         return v
 
     @field_validator("group_size")
@@ -372,12 +370,12 @@ def sft_run_id(run_id: str) -> str:
     return f"{run_id[:59].rstrip('-')}-sft"
 
 
-def grpo_defaults(*, from_adapter: bool) -> tuple[float, float]:
-    """The quickstart's GRPO ``(lr, entropy_coef)`` when its options leave them unset, each chosen
-    on the validation split: from the base model lr 5e-4 (``benchmarks/results/lr_sweep.json``)
-    with the run config's entropy bonus 0.01; from the SFT adapter lr 1e-4 and no entropy bonus
+def grpo_defaults(*, from_adapter: bool) -> dict[str, float]:
+    """The quickstart's GRPO settings that its options leave unset, each chosen on the validation
+    split: from the base model lr 5e-4 (``benchmarks/results/lr_sweep.json``) with the run config's
+    own entropy bonus; from the SFT adapter lr 1e-4 and no entropy bonus
     (``benchmarks/results/sft_grpo_levers.json``: the best mean gain over its SFT start in 3 seeds)."""
-    return (1e-4, 0.0) if from_adapter else (5e-4, 0.01)
+    return {"lr": 1e-4, "entropy_coef": 0.0} if from_adapter else {"lr": 5e-4}
 
 
 def make_run_config(
@@ -403,14 +401,9 @@ def make_run_config(
         extra["stage"] = "sft"
         extra["sft"] = {"lr": opts.sft_lr, "rows_per_step": opts.sft_rows_per_step}
     steps = opts.sft_steps if stage == "sft" else opts.steps
-    lr, entropy_coef = grpo_defaults(from_adapter=init_adapter is not None)
-    grpo = {
-        "group_size": opts.group_size,
-        "lr": lr if opts.lr is None else opts.lr,
-        "entropy_coef": entropy_coef if opts.entropy_coef is None else opts.entropy_coef,
-        "advantage": opts.advantage,
-        "gamma": opts.gamma,
-    }
+    defaults = grpo_defaults(from_adapter=init_adapter is not None)
+    chosen = {k: v for k, v in (("lr", opts.lr), ("entropy_coef", opts.entropy_coef)) if v is not None}
+    grpo = {"group_size": opts.group_size, **defaults, **chosen, "advantage": opts.advantage, "gamma": opts.gamma}
     model: dict[str, Any] = {"path": str(model_path), "revision": revision}
     if init_adapter is not None:
         model["init_adapter"] = str(init_adapter)

@@ -66,17 +66,24 @@ DEFAULT_DASHBOARD_PORT = 8265
 RAY_WORKER_PORTS = range(10002, 20000)
 
 
+def ray_worker_port_problem(port: int) -> str | None:
+    """What is wrong with ``port`` as a port of ours (dashboard, Serve): inside Ray's worker port
+    range (:data:`RAY_WORKER_PORTS`), with the fix; None when it is outside."""
+    if port not in RAY_WORKER_PORTS:
+        return None
+    first, last = RAY_WORKER_PORTS.start, RAY_WORKER_PORTS.stop - 1
+    return f"inside Ray's worker port range {first}-{last}, which Ray's workers use: choose a port below {first} or above {last}"
+
+
 def check_port_outside_ray_workers(port: int, option: str) -> None:
-    """Refuse a port of ours inside Ray's worker port range (:data:`RAY_WORKER_PORTS`).
+    """Refuse a port of ours inside Ray's worker port range (:func:`ray_worker_port_problem`).
 
     Raises:
         ClusterError: ``port`` is inside the range; the message names ``option`` and the fix.
     """
-    if port in RAY_WORKER_PORTS:
-        raise ClusterError(
-            f"{option} {port} is inside Ray's worker port range {RAY_WORKER_PORTS.start}-{RAY_WORKER_PORTS.stop - 1}, "
-            f"which Ray's workers use: choose a port below {RAY_WORKER_PORTS.start} or above {RAY_WORKER_PORTS.stop - 1}"
-        )
+    problem = ray_worker_port_problem(port)
+    if problem:
+        raise ClusterError(f"{option} {port} is {problem}")
 
 
 def find_free_port(preferred: int | None = None) -> int:
