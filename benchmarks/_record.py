@@ -63,6 +63,7 @@ PACKAGES = (
     "ray",
     "skyrl-gym",
     "skyrl",
+    "vllm",
     "qwen-vl-utils",
     "pydantic",
     "plotly",

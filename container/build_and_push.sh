@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the hyperpod-rl cluster image and push it to Amazon ECR.
 #
-#   FLASH_ATTN_WHEEL=<url of a prebuilt flash_attn-2.8.3 wheel for cp312 / torch 2.13 / CUDA 13> \
+#   FLASH_ATTN_WHEEL=<url of a prebuilt flash_attn-2.8.3 wheel for cp312 / torch 2.11 / CUDA 13> \
 #   AWS_REGION=us-west-2 [ECR_REPO=hyperpod-rl] [TARGET=final|efa] [TAG=...] container/build_and_push.sh
 #
 # Needs docker (with buildx) and the AWS CLI v2 with credentials allowed to push to ECR. Run it from
@@ -9,7 +9,7 @@
 set -euo pipefail
 
 : "${AWS_REGION:?set AWS_REGION, e.g. us-west-2}"
-: "${FLASH_ATTN_WHEEL:?set FLASH_ATTN_WHEEL to a prebuilt flash-attn 2.8.3 wheel (cp312, torch 2.13, CUDA 13)}"
+: "${FLASH_ATTN_WHEEL:?set FLASH_ATTN_WHEEL to a prebuilt flash-attn 2.8.3 wheel (cp312, torch 2.11, CUDA 13)}"
 ECR_REPO="${ECR_REPO:-hyperpod-rl}"
 TARGET="${TARGET:-final}"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,7 +18,7 @@ REGISTRY="${ACCOUNT}.dkr.ecr.${AWS_REGION}.amazonaws.com"
 GIT_SHA="$(git -C "${ROOT}" rev-parse --short HEAD)"
 SUFFIX=""
 if [ "${TARGET}" = "efa" ]; then SUFFIX="-efa"; fi
-TAG="${TAG:-ray2.57.0-skyrl0.4.0-${GIT_SHA}${SUFFIX}}"
+TAG="${TAG:-ray2.56.0-skyrl0.3.0-${GIT_SHA}${SUFFIX}}"
 IMAGE="${REGISTRY}/${ECR_REPO}:${TAG}"
 
 aws ecr describe-repositories --region "${AWS_REGION}" --repository-names "${ECR_REPO}" >/dev/null 2>&1 \
@@ -35,4 +35,4 @@ docker buildx build \
   "${ROOT}"
 
 echo "pushed ${IMAGE}"
-echo "use it in a ClusterSpec: image=${IMAGE} (its rayVersion is 2.57.0)"
+echo "use it in a ClusterSpec: image=${IMAGE} (its rayVersion is 2.56.0)"

@@ -1,33 +1,47 @@
-"""The SkyRL backend on one GPU, end to end through our entrypoint (issue 27, scope 2).
+"""The SkyRL backend on one GPU, end to end through our entrypoint (issue 39, scope 2-4).
 
-    PYTHONPATH=$HPRL_SITE_SKYRL:$PYTHONPATH python3 -m benchmarks.gpu.skyrl_e2e --out $OUT/h200_skyrl_e2e_2b.json [--shape 2B]
+    bash benchmarks/gpu/run_skyrl.sh       # the device call (stages the kit's last call, then runs this)
+    PYTHONPATH=$HPRL_SITE_SKYRL:$PYTHONPATH python3 -m benchmarks.gpu.skyrl_e2e --out $OUT/h100_skyrl_e2e_2b.json
 
-(after ``bash benchmarks/gpu/stage.sh N && source $HOME/stage/env.sh``; see docs/gpu.md). Phases, each
-recorded with its seconds, whether it passed and its error, the record rewritten after every
-phase so a failure midway still leaves evidence:
+(after ``bash benchmarks/gpu/stage.sh 1..N`` and ``source $HOME/stage/env.sh``; docs/gpu.md, "SkyRL 0.3.0
+on one GPU"). The stack is the production image's: SkyRL 0.3.0, vLLM 0.23.0, Ray 2.56.0, transformers
+5.8.0, peft 0.18.1 on the GPU image's torch 2.11.0. Phases, each recorded with its seconds, whether it
+passed and its error, the record rewritten after every phase so a failure midway still leaves evidence:
 
-1. ``model``: a Qwen3-VL checkpoint directory of the shape (random init, the real config numbers of
-   :mod:`hyperpod_rl.plan.shapes`, bf16 safetensors) with the embedded tiny tokenizer/processor
-   (:func:`benchmarks.gpu.grpo_e2e.build_model`, as the reference-backend GPU runs use);
+1. ``env``: versions (transformers must be SkyRL's 5.8.0: site-skyrl in front);
 2. ``data``: maze train/held-out parquet files (:func:`hyperpod_rl.quickstart.prepare_dataset`);
-3. ``cluster``: the embedded local Ray cluster (:func:`hyperpod_rl.cluster.local.start_local_cluster`),
+3. ``model``: a Qwen3-VL checkpoint directory of the shape (random init, the real config numbers of
+   :mod:`hyperpod_rl.plan.shapes`, bf16 safetensors) with the embedded tiny tokenizer/processor
+   (:func:`benchmarks.gpu.grpo_e2e.build_model`), reused when an earlier call on the same machine
+   wrote it; with ``--init-adapter`` also a starting LoRA adapter (r32, random non-zero B, its
+   ``provenance.json`` naming the checkpoint's revision) standing in for an SFT adapter;
+4. ``cluster``: the embedded local Ray cluster (:func:`hyperpod_rl.cluster.local.start_local_cluster`),
    started with ``PYTHONPATH`` = site-skyrl first (SkyRL replaces the job's runtime env with its
-   own, ``RAY_OVERRIDE_JOB_RUNTIME_ENV=1``, so its workers see the cluster's environment), plus
-   ``benchmarks/gpu/skyrl_shims`` with ``--shim``;
-4. ``train``: ``python -m hyperpod_rl.train --backend skyrl`` submitted with
+   own, ``RAY_OVERRIDE_JOB_RUNTIME_ENV=1``, so its workers see the cluster's environment);
+5. ``train``: ``python -m hyperpod_rl.train --backend skyrl`` submitted with
    :func:`hyperpod_rl.jobs.submit_run` from the ``single-gpu`` preset (colocated FSDP2 policy + one
-   vLLM engine with sleep mode, LoRA r32, group 8, multi-turn maze), ``trainer.steps = --steps + 1``
-   and a checkpoint every step; once checkpoint ``--steps`` is written the job is stopped;
-5. ``resume``: the same run submitted again (``resume_mode=latest``): it resumes from that
+   vLLM engine with sleep mode, LoRA r32, group 8, multi-turn maze, the VLM generator),
+   ``trainer.steps = --steps + 1`` and a checkpoint every step; once checkpoint ``--steps`` is
+   written the job is stopped (``--train-to-end`` lets it finish and export instead). With
+   ``--init-adapter`` the policy starts from the adapter (:mod:`hyperpod_rl.train.skyrl_init_adapter`;
+   its read-back check is recorded); if that run fails before its first step, the phase is tried
+   once more from a fresh LoRA, and the record says so;
+6. ``resume``: the same run submitted again (``resume_mode=latest``): it resumes from the newest
    checkpoint, trains the last step and exports ``<run>/adapter/`` with provenance;
-6. ``serve``: the adapter in ``vllm.LLM`` (``LoRARequest``) and in the in-process policy
+7. ``serve``: the adapter in ``vllm.LLM`` (``LoRARequest``) and in the in-process policy
    (:func:`hyperpod_rl.model.adapter.load_policy`), greedy answers on ``--heldout`` held-out mazes
-   (the direction after ``<answer>``, both constrained to the answer words), compared.
+   (the direction after ``<answer>``, both constrained to the answer words), compared;
+8. ``reference``: the reference backend on the same workload (same model, data, group, turns,
+   lengths, LoRA; ``rollout.engine: vllm``, its defaults otherwise), ``--reference-steps`` steps
+   submitted the same way, its per-step timings beside SkyRL's.
 
-Recorded: per-phase seconds, SkyRL's per-step timings (``timing/*``) from our ``metrics.jsonl``,
-samples/s and generated tokens/s from them, peak GPU memory (device level, nvidia-smi), the
-vLLM KV cache and engine start lines of SkyRL's log, package versions, the job statuses and the
-last 200 lines of the job and SkyRL logs on failure. The cluster is stopped whatever happens.
+``--phases`` picks the phases to run (each with what it needs: a later call on the same machine
+finds the model, the data and the run directory of an earlier one). Recorded: per-phase seconds,
+SkyRL's per-step timings (``timing/*``) from our ``metrics.jsonl``, samples/s and generated tokens/s
+from them, SkyRL's rollout-vs-train log-prob difference, peak GPU memory (device level, nvidia-smi),
+the vLLM KV cache and engine start lines of SkyRL's log, package versions, the job statuses and the
+last 200 lines of the job and SkyRL logs on failure. ``--copy-to DIR`` copies each run's
+``metrics.jsonl`` and the tails of SkyRL's logs there. The cluster is stopped whatever happens.
 ``--time-budget`` (s) bounds the whole run: a phase that cannot finish in what is left is skipped.
 """
 
@@ -36,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,8 +62,9 @@ from typing import Any
 
 from benchmarks._record import REPO, Recording, exit_on_sigterm
 
-SHIMS = REPO / "benchmarks" / "gpu" / "skyrl_shims"
 GIB = 2**30
+#: SkyRL 0.3.0's transformers pin, which the run must see (site-skyrl in front of the image's 5.17).
+SKYRL_TRANSFORMERS = "5.8.0"
 VERSIONS = ("torch", "transformers", "peft", "vllm", "ray", "skyrl", "skyrl-gym", "trl", "flash-attn", "pydantic")
 
 
@@ -89,24 +105,26 @@ class Run:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.t0 = time.monotonic()
-        self.results: dict[str, Any] = {"phases": {}, "passed": {}, "shims": [str(SHIMS.relative_to(REPO))] if args.shim else []}
+        self.results: dict[str, Any] = {"phases": {}, "passed": {}}
 
     def left(self) -> float:
         return self.args.time_budget - (time.monotonic() - self.t0)
 
     def save(self) -> None:
-        notes = "SkyRL 0.4.0 (pinned to vLLM 0.30 / torch 2.13) run on vLLM 0.25.0 + torch 2.11 (the H200 image); " + (
-            "with the GPU-test-only shim benchmarks/gpu/skyrl_shims (vllm.entrypoints.launchers.cli_args alias)"
-            if self.args.shim
-            else "no shim"
+        notes = (
+            "SkyRL 0.3.0 with its own pins (vLLM 0.23.0, Ray 2.56.0, transformers 5.8.0, peft 0.18.1) on the GPU image's "
+            "torch 2.11.0+cu130: the production image's stack (container/requirements.lock); flash-attn not carried "
+            "(sdpa attention, benchmarks/gpu/kit.py's import stand-in)"
         )
         self.results["wall_s"] = round(time.monotonic() - self.t0, 1)
         with Recording(self.args.out.stem, params=vars(self.args) | {"out": str(self.args.out)}, path=self.args.out, notes=notes) as rec:
             rec.results = self.results
 
     def phase(self, name: str, need_s: float, fn: Any, *deps: str) -> Any:
-        """Run ``fn()`` as phase ``name`` if its dependencies passed and ``need_s`` seconds are left."""
+        """Run ``fn()`` as phase ``name`` if it was asked for, its dependencies passed and ``need_s`` seconds are left."""
         rec: dict[str, Any] = {}
+        if name not in self.args.phases:
+            return None
         self.results["phases"][name] = rec
         missing = [d for d in deps if not self.results["passed"].get(d)]
         if missing:
@@ -197,8 +215,12 @@ def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
     return steps
 
 
-def build_checkpoint(args: argparse.Namespace, storage: Path, rows: list[dict[str, Any]]) -> Path:
-    """The random-init checkpoint directory of ``--shape`` with the tiny tokenizer and processor."""
+def build_checkpoint(args: argparse.Namespace, storage: Path, rows: list[dict[str, Any]]) -> tuple[Path, bool]:
+    """The random-init checkpoint directory of ``--shape`` with the tiny tokenizer and processor, and whether it was reused.
+
+    An earlier call on the same machine (same ``HPRL_E2E_STORAGE``) left it complete when its
+    ``hyperpod_rl_model.json`` (written last) is there.
+    """
     import torch
 
     from benchmarks.gpu.grpo_e2e import build_model
@@ -206,27 +228,87 @@ def build_checkpoint(args: argparse.Namespace, storage: Path, rows: list[dict[st
     from hyperpod_rl.model.tiny import build_tiny_qwen3vl
     from hyperpod_rl.tasks import get_task
 
+    root = storage / "models" / f"qwen3-vl-{args.shape.lower()}-random"
+    if (root / "hyperpod_rl_model.json").is_file():
+        return root, True
     _, processor = build_tiny_qwen3vl(
         seed=0, corpus=[json.dumps(r["prompt"])[:2000] for r in rows[:16]], answer_words=get_task("maze").answer_words
     )
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model = build_model(args.shape, processor, device=device, tiny=args.tiny)
-    root = storage / "models" / f"qwen3-vl-{args.shape.lower()}-random"
     save_for_vllm(root, model, processor)
     (root / "hyperpod_rl_model.json").write_text(json.dumps({"model_id": f"random-init Qwen3-VL-{args.shape} shape", "seed": 0}))
     del model
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    return root
+    return root, False
 
 
-def run_config(args: argparse.Namespace, storage: Path, model_dir: Path, data: Any) -> Any:
+def build_init_adapter(args: argparse.Namespace, model_dir: Path, storage: Path) -> Path:
+    """A starting LoRA adapter for the train phase, standing in for an SFT adapter (none can be trained here in time).
+
+    PEFT's LoRA on the language model only (``exclude_modules`` = the vision tower), rank and alpha
+    of the ``single-gpu`` preset, ``init_lora_weights=False``: B is random, not zero, so the adapter
+    changes the policy and a run that silently started from a fresh LoRA would show. Its
+    ``provenance.json`` names the checkpoint's revision (``random-init``), as a run's adapter does.
+    """
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
     from hyperpod_rl.config.run import RunConfig
 
+    out = storage / "adapters" / f"init-{args.shape.lower()}"
+    if (out / "provenance.json").is_file():
+        return out
+    lora = RunConfig.from_preset("single-gpu").lora
+    torch.manual_seed(1)
+    base = AutoModelForImageTextToText.from_pretrained(str(model_dir), dtype=torch.bfloat16)
+    peft = get_peft_model(
+        base,
+        LoraConfig(
+            r=lora.rank,
+            lora_alpha=lora.alpha,
+            target_modules=lora.target_modules if isinstance(lora.target_modules, str) else list(lora.target_modules),
+            exclude_modules=lora.exclude_modules,
+            init_lora_weights=False,
+        ),
+    )
+    with torch.no_grad():  # a small change: random B scaled so the logits move but stay in range
+        for name, p in peft.named_parameters():
+            if ".lora_B." in name:
+                p.mul_(0.01)
+    peft.save_pretrained(str(out))
+    (out / "provenance.json").write_text(
+        json.dumps(
+            {
+                "run_id": "synthetic-init",
+                "stage": "sft",
+                "steps": 0,
+                "base_model_revision": "random-init",
+                "note": "random LoRA (B not zero) standing in for an SFT adapter: benchmarks/gpu/skyrl_e2e.py build_init_adapter",
+            }
+        )
+    )
+    del peft, base
+    return out
+
+
+def run_config(
+    args: argparse.Namespace, storage: Path, model_dir: Path, data: Any, *, init_adapter: Path | None = None, backend: str = "skyrl"
+) -> Any:
+    """The ``single-gpu`` preset on this workload; ``backend='reference'`` is the same workload on the reference backend."""
+    from hyperpod_rl.config.run import RunConfig
+
+    model: dict[str, Any] = {"path": str(model_dir), "model_id": f"random-init-qwen3-vl-{args.shape.lower()}", "revision": "random-init"}
+    if init_adapter is not None:
+        model["init_adapter"] = str(init_adapter)
+    extra: dict[str, Any] = {"backend": "reference"} if backend == "reference" else {}
+    engine = {"engine": "vllm"} if backend == "reference" else {}
     return RunConfig.from_preset(
         "single-gpu",
-        run_id=f"skyrl-e2e-{args.shape.lower()}",
-        model={"path": str(model_dir), "model_id": f"random-init-qwen3-vl-{args.shape.lower()}", "revision": "random-init"},
+        run_id=f"{'skyrl' if backend == 'skyrl' else 'reference'}-e2e-{args.shape.lower()}{'-init' if init_adapter else ''}",
+        model=model,
         data={"train_path": str(data.train), "heldout_path": str(data.heldout), "prompts_per_step": args.mazes},
         grpo={"group_size": args.group},
         rollout={
@@ -235,11 +317,13 @@ def run_config(args: argparse.Namespace, storage: Path, model_dir: Path, data: A
             "max_model_len": args.max_model_len,
             "max_input_tokens": args.max_model_len - args.max_new_tokens,
             "gpu_memory_utilization": args.gpu_memory_utilization,
+            **engine,
         },
         trainer={"steps": args.steps + 1, "eval_interval": 0, "mini_batch_size": args.mazes, "micro_batch_size": args.micro_batch},
         checkpoint={"interval": 1, "keep": args.steps + 2, "resume": "latest"},
         storage={"root": str(storage), "shared": False},
         logging={"logger": "console"},
+        **extra,
     )
 
 
@@ -287,7 +371,7 @@ def _job_record(rec: dict[str, Any], client: Any, submission_id: str, run_dir: P
     rec["vllm_lines"] = _grep(
         every, "KV cache", "init engine", "Loading weights took", "Model loading took", "torch.compile takes", "Graph capturing"
     )
-    rec["skyrl_lines"] = _grep(every, "Resum", "resum", "global_step", "flash-attn", "sdpa", "adapter written", "[skyrl-shim]")
+    rec["skyrl_lines"] = _grep(every, "Resum", "resum", "global_step", "flash-attn", "sdpa", "adapter written", "policy LoRA initialised")
     if not ok:
         rec["job_log_tail"] = logs[-200:]
         rec["skyrl_log_tails"] = skyrl
@@ -372,6 +456,21 @@ def compare_serving(args: argparse.Namespace, model_dir: Path, adapter: Path, he
     )
 
 
+PHASES = ("env", "data", "model", "cluster", "train", "resume", "serve", "reference")
+
+
+def _copy_run_files(run_dir: Path, dest: Path | None, tag: str) -> None:
+    """``metrics.jsonl`` and the tails of SkyRL's logs of a run, to ``dest`` (the device call's ``$OUT``)."""
+    if dest is None or not run_dir.is_dir():
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    if (run_dir / "metrics.jsonl").is_file():
+        shutil.copyfile(run_dir / "metrics.jsonl", dest / f"metrics_{tag}.jsonl")
+    logs = _skyrl_logs(run_dir, 400)
+    if logs:
+        (dest / f"skyrl_logs_{tag}.txt").write_text("".join(f"===== {name}\n" + "\n".join(lines) + "\n" for name, lines in logs.items()))
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -385,12 +484,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--micro-batch", type=int, default=8)
     ap.add_argument("--gpu-memory-utilization", type=float, default=0.5)
     ap.add_argument("--heldout", type=int, default=16, help="held-out mazes compared in the serve phase")
+    ap.add_argument("--reference-steps", type=int, default=4, help="steps of the reference backend in the reference phase")
     ap.add_argument("--time-budget", type=float, default=540.0, help="seconds for the whole run")
     ap.add_argument(
-        "--shim", action=argparse.BooleanOptionalAction, default=True, help="benchmarks/gpu/skyrl_shims on the cluster's PYTHONPATH"
+        "--phases", default="train,resume,serve", help=f"comma-separated, of {', '.join(PHASES[4:])} (env..cluster run as needed)"
     )
+    ap.add_argument("--init-adapter", action="store_true", help="the train phase starts from a starting adapter (build_init_adapter)")
+    ap.add_argument("--train-to-end", action="store_true", help="the train phase runs all steps and exports (no stop and resume)")
+    ap.add_argument("--copy-to", type=Path, help="copy each run's metrics.jsonl and SkyRL log tails here")
     ap.add_argument("--tiny", action="store_true", help="a tiny model (a CPU dry run of this script's plumbing)")
     args = ap.parse_args(argv)
+    wanted = {p.strip() for p in args.phases.split(",") if p.strip()}
+    if wanted - set(PHASES[4:]):
+        ap.error(f"--phases: unknown {sorted(wanted - set(PHASES[4:]))}; choose from {', '.join(PHASES[4:])}")
+    needs_cluster = bool(wanted & {"train", "resume", "reference"})
+    args.phases = [p for p in PHASES if p in {"env", "data", "model", *(["cluster"] if needs_cluster else []), *wanted}]
     exit_on_sigterm()
     run = Run(args)
     storage = Path(os.environ.get("HPRL_E2E_STORAGE") or tempfile.mkdtemp(prefix="skyrl-e2e-"))
@@ -405,7 +513,7 @@ def main(argv: list[str] | None = None) -> None:
         rec["pythonpath"] = os.environ.get("PYTHONPATH", "").split(":")
         rec["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
         rec["storage"] = str(storage)
-        rec["ok"] = rec["versions"]["transformers"] == "5.16.1" or args.tiny  # SkyRL's pin: site-skyrl in front
+        rec["ok"] = rec["versions"]["transformers"] == SKYRL_TRANSFORMERS or args.tiny  # SkyRL's pin: site-skyrl in front
 
     def data(rec: dict[str, Any]) -> None:
         from hyperpod_rl.quickstart import QuickstartOptions, prepare_dataset
@@ -427,57 +535,88 @@ def main(argv: list[str] | None = None) -> None:
         )
 
     def model(rec: dict[str, Any]) -> None:
-        state["model_dir"] = build_checkpoint(args, storage, state["train_rows"])
+        state["model_dir"], rec["reused"] = build_checkpoint(args, storage, state["train_rows"])
         files = sorted(state["model_dir"].iterdir())
         rec.update(path=str(state["model_dir"]), files={f.name: f.stat().st_size for f in files})
+        if args.init_adapter:
+            state["init_adapter"] = build_init_adapter(args, state["model_dir"], storage)
+            rec["init_adapter"] = str(state["init_adapter"])
 
     def cluster(rec: dict[str, Any]) -> None:
         from hyperpod_rl.cluster.local import start_local_cluster
 
         path = [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
-        if args.shim:
-            path.insert(0, str(SHIMS))
         if str(REPO) not in path:
             path.append(str(REPO))
         os.environ["PYTHONPATH"] = ":".join(path)  # the cluster (and SkyRL's workers) inherit it
         state["cluster"] = start_local_cluster()
         rec.update(dashboard=state["cluster"].dashboard_url, pythonpath=path)
 
-    def train(rec: dict[str, Any]) -> None:
+    def submit_and_follow(rec: dict[str, Any], cfg: Any, *, stop_at: int | None, reserve_s: float) -> tuple[Path, str]:
         from hyperpod_rl.jobs import entrypoint_gpus, submit_run
 
-        cfg = run_config(args, storage, state["model_dir"], state["data"])
-        state["config"] = cfg
         client = state["cluster"].job_client()
         run_dir = storage / "runs" / cfg.run_id
-        state["run_dir"] = run_dir
         handle = submit_run(client, cfg, run_dir, env_vars=_job_env())
         rec["entrypoint_num_gpus"] = entrypoint_gpus(cfg)
-        status, stopped = _follow(client, handle.submission_id, run_dir, stop_at_ckpt=args.steps, timeout_s=max(run.left() - 200, 60))
-        ok = _latest_ckpt(run_dir) >= args.steps and len(_metrics(run_dir, samples)) >= args.steps
+        status, stopped = _follow(client, handle.submission_id, run_dir, stop_at_ckpt=stop_at, timeout_s=max(run.left() - reserve_s, 60))
+        ok = _latest_ckpt(run_dir) >= (stop_at or 1) and len(_metrics(run_dir, samples)) >= (stop_at or 1)
         _job_record(rec, client, handle.submission_id, run_dir, status, ok, samples)
         rec["stopped_after_checkpoint"] = stopped
+        _copy_run_files(run_dir, args.copy_to, cfg.run_id)
+        return run_dir, status
+
+    def train(rec: dict[str, Any]) -> None:
+        from hyperpod_rl.train.skyrl_init_adapter import read_check
+
+        stop_at = None if args.train_to_end else args.steps
+        init = state.get("init_adapter")
+        cfg = run_config(args, storage, state["model_dir"], state["data"], init_adapter=init)
+        run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=200)
+        if init is not None:
+            rec["init_adapter_check"] = read_check(run_dir)
+            if not rec["metrics"] and run.left() > 330:
+                # the starting adapter kept the run from its first step: the rest of the record from a fresh LoRA
+                first = {k: rec.pop(k) for k in list(rec) if k != "init_adapter_check"}
+                rec["init_adapter_attempt"] = first
+                cfg = run_config(args, storage, state["model_dir"], state["data"])
+                run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=200)
+        state["config"], state["run_dir"] = cfg, run_dir
 
     def resume(rec: dict[str, Any]) -> None:
-        from hyperpod_rl.jobs import submit_run
-
-        client = state["cluster"].job_client()
+        if "config" not in state:  # an earlier call on this machine trained it
+            init = state.get("init_adapter")
+            state["config"] = run_config(args, storage, state["model_dir"], state["data"], init_adapter=init)
+            state["run_dir"] = storage / "runs" / state["config"].run_id
         run_dir = state["run_dir"]
         before = _latest_ckpt(run_dir)
-        handle = submit_run(client, state["config"], run_dir, env_vars=_job_env())
-        status, _ = _follow(client, handle.submission_id, run_dir, stop_at_ckpt=None, timeout_s=max(run.left() - 90, 60))
+        rec["resumed_from"] = before
+        if before < 1:
+            raise RuntimeError(f"no checkpoint under {run_dir}/checkpoints to resume from")
+        _, status = submit_and_follow(rec, state["config"], stop_at=None, reserve_s=90)
         steps = [m["step"] for m in _metrics(run_dir, samples)]
         adapter = run_dir / "adapter"
         prov = json.loads((adapter / "provenance.json").read_text()) if (adapter / "provenance.json").exists() else None
-        ok = status == "SUCCEEDED" and prov is not None and prov.get("steps") == args.steps + 1 and steps[-1:] == [args.steps + 1]
-        _job_record(rec, client, handle.submission_id, run_dir, status, ok, samples)
+        rec["ok"] = status == "SUCCEEDED" and prov is not None and prov.get("steps") == args.steps + 1 and steps[-1:] == [args.steps + 1]
         rec.update(
-            resumed_from=before,
             metric_steps=steps,
             provenance=prov,
             adapter_files=sorted(p.name for p in adapter.iterdir()) if adapter.is_dir() else [],
         )
-        state["adapter"] = adapter
+
+    def reference(rec: dict[str, Any]) -> None:
+        cfg = run_config(args, storage, state["model_dir"], state["data"], backend="reference")
+        cfg = cfg.model_copy(update={"trainer": cfg.trainer.model_copy(update={"steps": args.reference_steps})})
+        submit_and_follow(rec, cfg, stop_at=None, reserve_s=20)
+
+    def serve(rec: dict[str, Any]) -> None:
+        run_dir = state.get("run_dir") or storage / "runs" / run_config(args, storage, state["model_dir"], state["data"]).run_id
+        candidates = [run_dir / "adapter"] + sorted((storage / "runs").glob("skyrl-e2e-*/adapter"))
+        adapter = next((a for a in candidates if (a / "provenance.json").is_file()), None)
+        if adapter is None:
+            raise RuntimeError(f"no exported adapter under {storage / 'runs'}")
+        rec["adapter"] = str(adapter)
+        compare_serving(args, state["model_dir"], adapter, state["heldout_rows"], rec)
 
     try:
         run.phase("env", 5, env)
@@ -485,7 +624,8 @@ def main(argv: list[str] | None = None) -> None:
         run.phase("model", 60, model, "data")
         run.phase("cluster", 60, cluster)
         run.phase("train", 150, train, "model", "cluster")
-        run.phase("resume", 100, resume, "train")
+        run.phase("resume", 100, resume, "model", "cluster")
+        run.phase("reference", 120, reference, "model", "cluster")
     finally:
         if "cluster" in state:
             try:
@@ -494,10 +634,8 @@ def main(argv: list[str] | None = None) -> None:
             except Exception as err:  # noqa: BLE001 - recorded; nothing else to do
                 run.results["cluster_stopped"] = f"{type(err).__name__}: {err}"
             run.save()
-    run.phase("serve", 90, lambda rec: compare_serving(args, state["model_dir"], state["adapter"], state["heldout_rows"], rec), "resume")
-    run.results["passed"]["all"] = all(
-        run.results["passed"].get(p) for p in ("env", "data", "model", "cluster", "train", "resume", "serve")
-    )
+    run.phase("serve", 90, serve, "model")
+    run.results["passed"]["all"] = all(run.results["passed"].get(p) for p in args.phases)
     run.save()
     print(json.dumps(run.results["passed"]), flush=True)
 

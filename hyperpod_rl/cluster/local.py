@@ -127,7 +127,7 @@ def _ray_executable() -> str:
         return str(candidate)
     found = shutil.which("ray")
     if not found:
-        raise ClusterError("the `ray` command is not installed: pip install 'ray[default]==2.57.0'")
+        raise ClusterError("the `ray` command is not installed: pip install 'ray[default]==2.56.0'")
     return found
 
 

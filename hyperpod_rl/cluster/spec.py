@@ -14,7 +14,7 @@ only the fields whose spec value changed, so an unchanged import exports the sam
 Example:
     >>> spec = ClusterSpec.from_preset("seed", name="maze-rl")  # doctest: +SKIP
     >>> spec.to_manifest()["spec"]["rayVersion"]  # doctest: +SKIP
-    '2.57.0'
+    '2.56.0'
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ __all__ = [
     "ray_version_of_image",
 ]
 
-DEFAULT_RAY_VERSION = "2.57.0"
-"""Ray version of the cluster image; SkyRL 0.4 pins ray==2.57.0."""
+DEFAULT_RAY_VERSION = "2.56.0"
+"""Ray version of the cluster image; SkyRL 0.3.0 pins ray==2.56.0 (and so does this package, for the client)."""
 
 DEFAULT_IMAGE = f"rayproject/ray:{DEFAULT_RAY_VERSION}-py312-gpu"
 """Official Ray image (Python 3.12, CUDA) whose tag matches `DEFAULT_RAY_VERSION`."""

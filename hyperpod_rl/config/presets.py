@@ -37,13 +37,13 @@ tokens (``hyperpod-6gpu``'s 15 turns: 5,626). Qwen3-VL-8B has 8.77 B parameters:
     The walkthrough starts GRPO from a supervised checkpoint of the maze task (as issue 29 quotes
     it). Same model, LoRA, placement, storage and rollout limits as ``hyperpod-6gpu`` (so its
     demonstrations are played up to 15 turns, in the GRPO rollout's chat format), trained by
-    SkyRL 0.4's own SFT trainer (:mod:`hyperpod_rl.config.skyrl_sft`). **Ours, not the post's**:
+    SkyRL 0.3.0's own SFT trainer (:mod:`hyperpod_rl.config.skyrl_sft`). **Ours, not the post's**:
     48 demonstration turns per step (8 per GPU, micro batch 2: SkyRL's batch rule), lr 1e-4
     (an untuned LoRA SFT rate for the 8B model; the ``sft.lr`` default, 2e-3, is the tiny
     quickstart model's), 200 steps. Not planned: the planner sizes GRPO runs (rollouts and the
-    policy update) and refuses an SFT stage. A SkyRL GRPO run does not yet start from its adapter
-    (``model.init_adapter`` is refused for ``backend='skyrl'``, see
-    :func:`hyperpod_rl.config.sft.init_adapter_problems`).
+    policy update) and refuses an SFT stage. The GRPO run starts from its adapter with
+    ``model.init_adapter=/fsx/hyperpod-rl/runs/hyperpod-6gpu-sft/adapter``
+    (:mod:`hyperpod_rl.train.skyrl_init_adapter` loads it into SkyRL's policy).
 ``single-node-8gpu`` (one 8 x H200 node, e.g. ml.p5en.48xlarge)
     FSDP2 over 8 GPUs, 8 engines at TP1, 32 mazes x 8 samples per step, 2 optimizer steps,
     micro batch 8, KL 0.001 (a reference model, colocated and offloaded while the policy trains).

@@ -66,21 +66,17 @@ def init_adapter_problems(cfg: Any) -> list[str]:
 
     Checked here where the directory is readable (the reference backend's local paths): it holds
     ``adapter_config.json``; its ``provenance.json`` names the same base model revision as
-    ``model.revision`` (when set) and its rank equals ``lora.rank``. The SkyRL backend does not
-    load a starting adapter (SkyRL 0.4's PPO and SFT trainers have no key for one: their FSDP
-    workers build a fresh LoRA), so a SkyRL run with ``model.init_adapter`` is refused rather
-    than trained from a fresh adapter under a lineage that names its start.
+    ``model.revision`` (when set) and its rank equals ``lora.rank``; for the SkyRL backend a path that
+    does not exist here is left to the job (it names cluster storage). Both backends start from it: the
+    reference trainer loads it into its PEFT model, the SkyRL backend into SkyRL's sharded policy
+    (:mod:`hyperpod_rl.train.skyrl_init_adapter`); the job checks it again where it runs.
     """
     init = cfg.model.init_adapter
     if init is None:
         return []
     path = Path(init).expanduser()
-    if cfg.backend == "skyrl":
-        return [
-            f"model.init_adapter={init!r}: the SkyRL backend does not start from an adapter yet (SkyRL 0.4's PPO and SFT "
-            "trainers have no key for one; their workers would train a fresh LoRA): leave model.init_adapter unset for "
-            "backend='skyrl', or train from the adapter with backend='reference'"
-        ]
+    if cfg.backend == "skyrl" and not path.exists():
+        return []  # a cluster path (FSx) this machine may not mount: the job checks it where it runs
     if not (path / "adapter_config.json").is_file():
         return [
             f"model.init_adapter={init!r} is not an adapter directory (no adapter_config.json): give a run's adapter/ "

@@ -1,6 +1,6 @@
-"""``RunConfig`` (``stage='sft'``) -> SkyRL 0.4's own SFT trainer overrides (the only module with its key names).
+"""``RunConfig`` (``stage='sft'``) -> SkyRL 0.3.0's own SFT trainer overrides (the only module with its key names).
 
-SkyRL 0.4 ships a supervised trainer, ``skyrl.train.sft_trainer.SFTTrainer``, configured by
+SkyRL 0.3.0 ships a supervised trainer, ``skyrl.train.sft_trainer.SFTTrainer``, configured by
 ``skyrl.train.config.sft_config.SFTConfig`` (``SFTConfig.from_cli_overrides(dict)``, then
 ``validate_sft_cfg`` and ``build_skyrl_config_for_sft``; entry point ``skyrl.train.main_sft``).
 The SkyRL backend's SFT stage (:mod:`hyperpod_rl.train.skyrl_sft`) writes the demonstrations as a
@@ -9,7 +9,7 @@ the last assistant message: SkyRL's only mode for images) and hands SkyRL these 
 ``tests/config/test_skyrl_sft_contract.py`` loads them through SkyRL's own loader and validator.
 
 =====================================  ======================================
-``train_datasets``                     ``[<run dir>/sft-data]`` (``train.parquet``)
+``dataset_name``                       ``<run dir>/sft-data`` (``train.parquet``; split ``train``)
 ``ckpt_path``                          ``<run dir>/checkpoints``
 ``export_path``                        ``<run dir>/skyrl-export``
 ``cache_dir``                          ``<run dir>/sft-cache`` (tokenized dataset)
@@ -63,8 +63,10 @@ def to_skyrl_sft_overrides(cfg: RunConfig, run_dir: str | Path) -> dict[str, obj
         "placement.num_nodes": pl.nodes,
         "placement.num_gpus_per_node": pl.gpus_per_node,
         "fsdp_config.cpu_offload": pl.cpu_offload,
-        "train_datasets": [str(rd / SFT_DATA_DIR)],
-        "train_dataset_splits": ["train"],
+        # SkyRL 0.3.0 reads one dataset with datasets.load_dataset(dataset_name, split=dataset_split):
+        # a local folder of parquet files loads as the split "train".
+        "dataset_name": str(rd / SFT_DATA_DIR),
+        "dataset_split": "train",
         "messages_key": "messages",
         "train_on_what": "last_assistant_message",
         # images: padded micro batches (the THD packing path needs flash_attn and drops nothing for VLMs)

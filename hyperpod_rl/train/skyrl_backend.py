@@ -1,6 +1,6 @@
 """The SkyRL backend: ``python -m hyperpod_rl.train --backend skyrl --config <run dir>/config.json``.
 
-Runs SkyRL 0.4's GRPO trainer (FSDP2 policy shards colocated with vLLM rollout engines) on the
+Runs SkyRL 0.3.0's GRPO trainer (FSDP2 policy shards colocated with vLLM rollout engines) on the
 Ray cluster the job runs in, then writes the same artifacts as the reference backend:
 
 1. ``RAY_OVERRIDE_JOB_RUNTIME_ENV=1`` is set before Ray starts (SkyRL's own ``ray.init(runtime_env=...)``
@@ -22,7 +22,11 @@ Ray cluster the job runs in, then writes the same artifacts as the reference bac
    ``data.train_data`` / ``data.val_data`` at the filtered copies in ``<run dir>/skyrl-data/``
    (SkyRL's own length filter counts text tokens only); how many rows were dropped goes to the job
    log and the adapter's provenance (``prompt_filter``);
-7. still inside the task (on a GPU worker, where rank 0 wrote it), the PEFT adapter of the final
+7. with ``model.init_adapter`` (e.g. GRPO from an SFT warm start) the adapter is checked against the
+   run (base model revision, rank, checksums) and SkyRL's trainer builds its policy with
+   :func:`hyperpod_rl.train.skyrl_init_adapter.policy_worker_class`, which loads the adapter into the
+   sharded LoRA before the first weight sync, so rollouts and updates both start from it;
+8. still inside the task (on a GPU worker, where rank 0 wrote it), the PEFT adapter of the final
    checkpoint (``global_step_N/policy/lora_adapter/``) is copied to ``<run dir>/adapter/`` with
    ``provenance.json`` and ``checksums.json``, the reference layout; ``adapter_config.json`` is
    rewritten with sorted lists and keys (byte-identical for identical runs), and every
@@ -207,7 +211,7 @@ def _step_of(line: str) -> int | None:
 def flash_attn_installed() -> bool:
     """Whether flash-attn 2 is installed: its distribution and its compiled ``flash_attn_2_cuda`` extension.
 
-    SkyRL 0.4's ``trainer.flash_attn`` (default true) loads the policy with
+    SkyRL 0.3.0's ``trainer.flash_attn`` (default true) loads the policy with
     ``attn_implementation="flash_attention_2"`` (``skyrl/backends/skyrl_train/workers/model_wrapper.py``),
     which transformers refuses without flash-attn; the production image pins flash-attn 2.8.3,
     an image without it trains with sdpa attention instead (:func:`main`).
@@ -409,9 +413,24 @@ def _trainer_task(skyrl_cfg: Any, config_json: str, run_dir: str) -> str:
             super().log(data, step, commit=commit)
             sink.write(data, step)
 
+    init_worker = None
+    if config.model.init_adapter is not None:
+        from hyperpod_rl.train.init_adapter import check_init_adapter
+        from hyperpod_rl.train.skyrl_init_adapter import policy_worker_class
+
+        check_init_adapter(config.model.init_adapter, base_revision=base_model_revision(config), lora=config.lora)
+        init_worker = policy_worker_class(str(Path(config.model.init_adapter).expanduser()), run_dir)
+
     class _Exp(BasePPOExp):
         def get_trainer(self, *args: Any, **kwargs: Any) -> Any:
             trainer = super().get_trainer(*args, **kwargs)
+            if init_worker is not None:
+                build = trainer.build_models
+
+                def build_models(policy_worker: Any, critic_worker: Any, ref_worker: Any) -> Any:
+                    return build(init_worker, critic_worker, ref_worker)  # SkyRL's worker + the starting adapter
+
+                trainer.build_models = build_models
             compute = trainer.compute_advantages_and_returns
 
             def with_tied_share(batch: Any) -> Any:

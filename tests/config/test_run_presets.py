@@ -74,13 +74,15 @@ def test_sft_preset_is_the_seed_topology_with_stage_sft():
     assert fit_warnings(sft) == []
 
 
-def test_grpo_from_the_sft_adapter_is_refused_on_skyrl_until_it_is_loaded():
-    """Reported here: a SkyRL run with model.init_adapter trained a fresh LoRA (SkyRL 0.4 has no key for a starting adapter)
-    while its lineage named the SFT start. It is refused when built, with the fix."""
-    with pytest.raises(
-        ConfigError, match=r"model.init_adapter='/fsx/hyperpod-rl/runs/hyperpod-6gpu-sft/adapter': the SkyRL backend does not start"
-    ):
-        RunConfig.from_preset("hyperpod-6gpu", **{"model.init_adapter": "/fsx/hyperpod-rl/runs/hyperpod-6gpu-sft/adapter"})
+def test_grpo_from_the_sft_adapter_builds_on_skyrl_and_is_checked_where_readable(tmp_path):
+    """GRPO from the SFT adapter on SkyRL (the walkthrough's recipe): an FSx path this machine does not mount is
+    left to the job (hyperpod_rl.train.skyrl_init_adapter loads and checks it there); a readable adapter of
+    another rank is refused when built, with the fix."""
+    fsx = "/fsx/hyperpod-rl/runs/hyperpod-6gpu-sft/adapter"
+    assert RunConfig.from_preset("hyperpod-6gpu", **{"model.init_adapter": fsx}).model.init_adapter == fsx
+    (tmp_path / "adapter_config.json").write_text('{"r": 16}')
+    with pytest.raises(ConfigError, match=r"model.init_adapter has LoRA rank 16, but lora.rank is 32: set lora.rank=16"):
+        RunConfig.from_preset("hyperpod-6gpu", **{"model.init_adapter": str(tmp_path)})
 
 
 @pytest.mark.parametrize("name", GRPO_PRESETS)

@@ -1,11 +1,11 @@
-"""Contract (issue 29 item 1): an SFT-stage SkyRL config loads and validates with SkyRL 0.4's own SFT
+"""Contract (issue 29 item 1): an SFT-stage SkyRL config loads and validates with SkyRL 0.3.0's own SFT
 config code, and the demonstration dataset passes SkyRL's own SFT tokenizer with its images. CPU only."""
 
 from __future__ import annotations
 
 import pytest
 
-# skyrl==0.4.0 is a dev dependency: CI installs it, so a missing SkyRL fails here instead of skipping.
+# skyrl==0.3.0 is a dev dependency: CI installs it, so a missing SkyRL fails here instead of skipping.
 from skyrl.train.config.sft_config import SFTConfig, build_skyrl_config_for_sft, validate_sft_cfg
 from skyrl.train.sft_trainer import tokenize_chat_example
 
@@ -29,7 +29,7 @@ def test_sft_overrides_load_and_validate_with_skyrl(tmp_path):
     assert sft.optimizer_config.lr == cfg.sft.lr and sft.num_steps == cfg.trainer.steps
     assert sft.batch_size == 48 and sft.micro_train_batch_size_per_gpu == cfg.trainer.micro_batch_size
     assert sft.placement.num_nodes * sft.placement.num_gpus_per_node == cfg.placement.policy_gpus == 6
-    assert sft.train_datasets == [str(tmp_path / "sft-data")] and sft.messages_key == "messages"
+    assert (sft.dataset_name, sft.dataset_split) == (str(tmp_path / "sft-data"), "train") and sft.messages_key == "messages"
     assert sft.train_on_what.value == "last_assistant_message" and sft.remove_microbatch_padding is False
     assert sft.resume_from == "latest" and sft.ckpt_path == str(tmp_path / "checkpoints")
     assert skyrl.trainer.strategy == "fsdp" and skyrl.trainer.placement.policy_num_gpus_per_node == 2
@@ -63,7 +63,7 @@ def test_demonstration_dataset_passes_skyrls_own_tokenizer(tiny_setup, tmp_path)
     rows = list(read_rows(tiny_setup["data"].train))[:12]
     stats = write_sft_dataset("maze", rows, tmp_path / "sft-data", max_turns=6)
     assert stats["rows"] + stats["skipped"] == 12 and stats["examples"] >= stats["rows"]
-    loaded = datasets.load_dataset(str(tmp_path / "sft-data"), split="train")  # as SkyRL loads train_datasets
+    loaded = datasets.load_dataset(str(tmp_path / "sft-data"), split="train")  # as SkyRL 0.3.0 loads dataset_name / dataset_split
     assert len(loaded) == stats["examples"]
     _, processor, _ = load_base_model(tiny_setup["model_dir"])
     for example in loaded.select(range(3)):

@@ -1,8 +1,8 @@
 """The cluster image's files: the Dockerfile lints clean, and versions agree everywhere.
 
 The image itself cannot be built here (docs/container.md). What can drift is checked: the
-Dockerfile's version ARGs, ``container/requirements.lock``, ``pyproject.toml`` and SkyRL 0.4's
-own declared pins (its installed metadata) must agree for Ray, SkyRL, vLLM, torch,
+Dockerfile's version ARGs, ``container/requirements.lock``, ``pyproject.toml`` and SkyRL's
+own declared pins (SkyRL 0.3.0's installed metadata) must agree for Ray, SkyRL, vLLM, torch,
 transformers and peft.
 """
 
@@ -103,8 +103,8 @@ def test_versions_agree(package):
 def test_every_pinned_package_is_covered():
     pins = lock_pins(LOCK.read_text())
     assert set(PACKAGES) <= set(pins)
-    assert pins["skyrl"] == "0.4.0" and pins["skyrl-gym"] == "0.4.0"
-    assert dockerfile_args(DOCKERFILE.read_text())["BASE_IMAGE"].startswith("anyscale/ray:" + pins["ray"] + "-py312-cu130")
+    assert pins["skyrl"] == "0.3.0" and pins["skyrl-gym"] == "0.4.0"
+    assert dockerfile_args(DOCKERFILE.read_text())["BASE_IMAGE"].startswith("anyscale/ray:" + pins["ray"] + "-py312-cu")
 
 
 def test_base_image_ray_matches_the_cluster_default():
@@ -115,7 +115,10 @@ def test_base_image_ray_matches_the_cluster_default():
 
 def test_version_drift_is_detected():
     """The parsers see a change: a Dockerfile ARG that differs from the lock is a mismatch."""
-    drifted = DOCKERFILE.read_text().replace("ARG VLLM_VERSION=0.30.0", "ARG VLLM_VERSION=0.29.0")
+    text = DOCKERFILE.read_text()
+    pinned = lock_pins(LOCK.read_text())["vllm"]
+    assert f"ARG VLLM_VERSION={pinned}" in text
+    drifted = text.replace(f"ARG VLLM_VERSION={pinned}", "ARG VLLM_VERSION=0.22.0")
     assert dockerfile_args(drifted)["VLLM_VERSION"] != lock_pins(LOCK.read_text())["vllm"]
 
 
