@@ -117,7 +117,8 @@ class Run:
             "(sdpa attention, benchmarks/gpu/kit.py's import stand-in)"
         )
         self.results["wall_s"] = round(time.monotonic() - self.t0, 1)
-        with Recording(self.args.out.stem, params=vars(self.args) | {"out": str(self.args.out)}, path=self.args.out, notes=notes) as rec:
+        params = {k: str(v) if isinstance(v, Path) else v for k, v in vars(self.args).items()}
+        with Recording(self.args.out.stem, params=params, path=self.args.out, notes=notes) as rec:
             rec.results = self.results
 
     def phase(self, name: str, need_s: float, fn: Any, *deps: str) -> Any:
@@ -572,7 +573,8 @@ def main(argv: list[str] | None = None) -> None:
         stop_at = None if args.train_to_end else args.steps
         init = state.get("init_adapter")
         cfg = run_config(args, storage, state["model_dir"], state["data"], init_adapter=init)
-        run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=200)
+        reserve = 200 if {"resume", "serve"} & set(args.phases) else 25  # what the later phases of this call need
+        run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=reserve)
         if init is not None:
             rec["init_adapter_check"] = read_check(run_dir)
             if not rec["metrics"] and run.left() > 330:
@@ -580,7 +582,7 @@ def main(argv: list[str] | None = None) -> None:
                 first = {k: rec.pop(k) for k in list(rec) if k != "init_adapter_check"}
                 rec["init_adapter_attempt"] = first
                 cfg = run_config(args, storage, state["model_dir"], state["data"])
-                run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=200)
+                run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=reserve)
         state["config"], state["run_dir"] = cfg, run_dir
 
     def resume(rec: dict[str, Any]) -> None:
@@ -593,7 +595,7 @@ def main(argv: list[str] | None = None) -> None:
         rec["resumed_from"] = before
         if before < 1:
             raise RuntimeError(f"no checkpoint under {run_dir}/checkpoints to resume from")
-        _, status = submit_and_follow(rec, state["config"], stop_at=None, reserve_s=90)
+        _, status = submit_and_follow(rec, state["config"], stop_at=None, reserve_s=130 if "serve" in args.phases else 20)
         steps = [m["step"] for m in _metrics(run_dir, samples)]
         adapter = run_dir / "adapter"
         prov = json.loads((adapter / "provenance.json").read_text()) if (adapter / "provenance.json").exists() else None
