@@ -305,7 +305,10 @@ def run_config(
     if init_adapter is not None:
         model["init_adapter"] = str(init_adapter)
     extra: dict[str, Any] = {"backend": "reference"} if backend == "reference" else {}
-    engine = {"engine": "vllm"} if backend == "reference" else {}
+    # A random-init model writes no well-formed answers: SkyRL's rollouts sample only the answer tokens (its VLM
+    # generator needs each turn's text to tokenize back to what was sampled); the reference backend's vLLM
+    # engine decodes free text (its constrained mode is a one-pass sampler, not a vLLM engine).
+    engine = {"engine": "vllm"} if backend == "reference" else {"action_constraint": "directions"}
     return RunConfig.from_preset(
         "single-gpu",
         run_id=f"{'skyrl' if backend == 'skyrl' else 'reference'}-e2e-{args.shape.lower()}{'-init' if init_adapter else ''}",
@@ -584,6 +587,10 @@ def main(argv: list[str] | None = None) -> None:
                 cfg = run_config(args, storage, state["model_dir"], state["data"])
                 run_dir, status = submit_and_follow(rec, cfg, stop_at=stop_at, reserve_s=reserve)
         state["config"], state["run_dir"] = cfg, run_dir
+        if args.train_to_end:  # all steps in one job, then the export
+            prov_file = run_dir / "adapter" / "provenance.json"
+            rec["provenance"] = json.loads(prov_file.read_text()) if prov_file.is_file() else None
+            rec["ok"] = status == "SUCCEEDED" and len(rec["metrics"]) >= args.steps + 1 and rec["provenance"] is not None
 
     def resume(rec: dict[str, Any]) -> None:
         if "config" not in state:  # an earlier call on this machine trained it

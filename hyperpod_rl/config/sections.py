@@ -156,7 +156,8 @@ class RolloutConfig(_Section):
     action_constraint: Literal["directions", "none"] = Field(
         "directions",
         description="'directions': the answer is <answer>DIR</answer> with DIR sampled from the four "
-        "direction tokens (constrained decoding, needed for tiny random models); 'none': free generation",
+        "direction tokens (constrained decoding, needed for tiny random models; on the SkyRL backend vLLM samples only "
+        "the answer words, the answer tags and end-of-turn, and the policy learns the structure); 'none': free generation",
     )
     max_new_tokens: int = Field(
         32,

@@ -356,12 +356,6 @@ def _skyrl(cfg: RunConfig) -> list[str]:
             "grpo.advantage='process' is implemented by the reference backend only; SkyRL's grpo estimator "
             "uses outcome advantages: set grpo.advantage='outcome'"
         )
-    if ro.action_constraint != "none":
-        out.append(
-            "rollout.action_constraint='directions' (constrained decoding) exists only in the reference backend; "
-            "vLLM samples freely: set rollout.action_constraint='none'"
-        )
-
     # lengths
     if ro.max_input_tokens < ro.max_prompt_tokens:
         out.append(

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import time
 from collections.abc import Sequence
@@ -62,7 +63,16 @@ from hyperpod_rl.model.sampling import explicit_generation_config
 from hyperpod_rl.model.tiny import DIRECTION_TOKENS, VISION_SPECIAL_TOKENS
 from hyperpod_rl.tasks.vision import decode_image_part
 
-__all__ = ["Action", "MazePolicy", "PolicyBatch", "messages_to_template", "prompt_key", "split_images"]
+__all__ = [
+    "Action",
+    "MazePolicy",
+    "PolicyBatch",
+    "answer_vocabulary",
+    "answer_word_ids",
+    "messages_to_template",
+    "prompt_key",
+    "split_images",
+]
 
 Conversation = list[dict[str, Any]]
 
@@ -98,6 +108,61 @@ class Action:
     loss_mask: list[bool]
     logprob: float
     token_logprobs: list[float] | None = None
+
+
+def answer_word_ids(tokenizer: Any, words: Sequence[str]) -> list[int]:
+    """The token id of each answer word (``rollout.action_constraint='directions'``), in the order given.
+
+    Raises:
+        ConfigError: the task has no answer words, or a word is more than one token in this tokenizer.
+    """
+    if not words:
+        raise ConfigError("rollout.action_constraint='directions' needs the task's answer words; this task has none: use 'none'")
+    ids = []
+    for word in words:
+        enc = tokenizer.encode(word, add_special_tokens=False)
+        if len(enc) != 1:
+            raise ConfigError(
+                f"rollout.action_constraint='directions' needs each answer word to be one token; "
+                f"{word!r} is {len(enc)} tokens in this tokenizer: use action_constraint='none'"
+            )
+        ids.append(enc[0])
+    return ids
+
+
+def answer_vocabulary(tokenizer: Any, words: Sequence[str]) -> list[int]:
+    """The tokens a vLLM engine may sample under ``action_constraint='directions'``: the answer words, the
+    ``<answer>`` / ``</answer>`` tags and end-of-turn (sorted ids, for ``SamplingParams.allowed_token_ids``).
+
+    The SkyRL backend's rollouts constrain this way: its VLM generator re-renders the conversation's text each
+    turn and slices the observation's tokens at the end of the sampled ones, so a turn's text must tokenize back
+    to the tokens sampled (a random-init model's free tokens almost never do: seen on the GPU as "Image features
+    and image tokens do not match"). Every sequence of up to three of these tokens is checked to tokenize back
+    to itself here (merges are local, so longer sequences follow).
+
+    Raises:
+        ConfigError: see :func:`answer_word_ids`; a tag is not one token; or some of these tokens merge when
+            written one after another in this tokenizer.
+    """
+    ids = set(answer_word_ids(tokenizer, words))
+    for tag in ("<answer>", "</answer>"):
+        enc = tokenizer.encode(tag, add_special_tokens=False)
+        if len(enc) != 1:
+            raise ConfigError(
+                f"rollout.action_constraint='directions' needs {tag!r} to be one token; it is {len(enc)} in this tokenizer: "
+                "use action_constraint='none'"
+            )
+        ids.add(enc[0])
+    ids.add(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    out = sorted(ids)
+    for seq in itertools.chain(itertools.product(out, repeat=2), itertools.product(out, repeat=3)):
+        if tokenizer.encode(tokenizer.decode(list(seq)), add_special_tokens=False) != list(seq):
+            raise ConfigError(
+                f"rollout.action_constraint='directions': the answer tokens {tokenizer.convert_ids_to_tokens(list(seq))} merge "
+                "when written one after another in this tokenizer, so a turn would not tokenize back to what was sampled: "
+                "use action_constraint='none' with a model that writes well-formed answers"
+            )
+    return out
 
 
 def prompt_key(messages: Conversation) -> str:
@@ -202,18 +267,7 @@ class MazePolicy:
         vision_ids = {tok.convert_tokens_to_ids(t) for t in VISION_SPECIAL_TOKENS} & set(range(vocab_size))
         self.eos_id = tok.convert_tokens_to_ids("<|im_end|>")
         if action_constraint == "directions":
-            if not self.answer_words:
-                raise ConfigError("rollout.action_constraint='directions' needs the task's answer words; this task has none: use 'none'")
-            ids = []
-            for word in self.answer_words:
-                enc = tok.encode(word, add_special_tokens=False)
-                if len(enc) != 1:
-                    raise ConfigError(
-                        f"rollout.action_constraint='directions' needs each answer word to be one token; "
-                        f"{word!r} is {len(enc)} tokens in this tokenizer: use action_constraint='none'"
-                    )
-                ids.append(enc[0])
-            self.allowed_ids = torch.tensor(ids)
+            self.allowed_ids = torch.tensor(answer_word_ids(tok, self.answer_words))
             self.prefix_ids = tok.encode("<answer>", add_special_tokens=False)
             self.suffix_ids = tok.encode("</answer>", add_special_tokens=False) + [self.eos_id]
         else:

@@ -148,6 +148,8 @@ def _prompt_filter_report(run_dir: Path) -> dict[str, Any] | None:
 def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) -> dict[str, object]:
     """Make the run directory ready and return the SkyRL overrides for it in this environment.
 
+    With ``rollout.action_constraint='directions'`` the sampling parameters allow only the task's answer
+    tokens (:func:`_constrain_answers`; the base model's tokenizer is read here, on the cluster).
     Without flash-attn installed (:func:`flash_attn_installed`) the overrides add
     ``trainer.flash_attn=false`` (sdpa attention): SkyRL's default would fail to load the policy.
     ``fresh`` deletes this run's checkpoints and metrics first. Otherwise an existing checkpoint
@@ -176,10 +178,27 @@ def prepare_run(config: RunConfig, run_dir: str | Path, *, fresh: bool = False) 
     marker.write_text(config.config_hash())
     _trim_metrics(RunPaths(rd).metrics, _latest_step(ckpt))
     overrides = to_skyrl_overrides(config, rd)
+    if config.rollout.action_constraint == "directions":
+        _constrain_answers(overrides, config)
     if not flash_attn_installed():
         overrides["trainer.flash_attn"] = False
         print("flash-attn is not installed here: SkyRL's policy uses sdpa attention (trainer.flash_attn=false)", flush=True)
     return overrides
+
+
+def _constrain_answers(overrides: dict[str, object], config: RunConfig) -> None:
+    """``rollout.action_constraint='directions'`` on SkyRL: rollouts (and greedy eval) sample only the task's answer
+    tokens (:func:`hyperpod_rl.model.policy.answer_vocabulary`, vLLM's ``allowed_token_ids``), so each turn's text
+    tokenizes back to what was sampled, as SkyRL's VLM generator needs. Unlike the reference backend's
+    constraint, the response's structure (``<answer>DIR</answer>``) is not forced: the policy learns it, the
+    env's reward scores it. Log-probs stay over the whole vocabulary in both vLLM and the trainer."""
+    from hyperpod_rl.model.loading import load_processor
+    from hyperpod_rl.model.policy import answer_vocabulary
+
+    allowed = answer_vocabulary(load_processor(config.model.path).tokenizer, get_task(config.task.name).answer_words)
+    for key in ("generator.sampling_params.additional_kwargs", "generator.eval_sampling_params.additional_kwargs"):
+        overrides[key] = {**dict(overrides[key]), "allowed_token_ids": allowed}  # type: ignore[arg-type]
+    print(f"rollout.action_constraint='directions': vLLM samples only the answer tokens {allowed}", flush=True)
 
 
 def _latest_step(ckpt: Path) -> int:

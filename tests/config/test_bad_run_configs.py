@@ -133,12 +133,6 @@ BAD: list[tuple[str, str, dict, str]] = [
         r"grpo.advantage='process' is implemented by the reference backend only",
     ),
     (
-        "constrained-decoding",
-        "single-gpu",
-        {"rollout": {"action_constraint": "directions"}},
-        r"rollout.action_constraint='directions' \(constrained decoding\)",
-    ),
-    (
         "input-below-prompt",
         "single-gpu",
         {"rollout": {"max_input_tokens": 1024}},

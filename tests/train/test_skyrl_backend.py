@@ -383,3 +383,69 @@ def test_exported_adapter_config_is_canonical(tmp_path):
         outputs.append((export_adapter(cfg, run_dir, base_revision="rev") / "adapter_config.json").read_bytes())
     assert outputs[0] == outputs[1]
     assert json.loads(outputs[0])["target_modules"] == ["k_proj", "q_proj", "v_proj"]
+
+
+def test_directions_constraint_reaches_vllm_as_allowed_answer_tokens(tmp_path, tiny_setup):
+    """rollout.action_constraint='directions' on SkyRL: vLLM samples only the answer tokens, so every turn's text
+    tokenizes back to the tokens sampled (SkyRL's VLM generator slices the next observation at that boundary; free
+    tokens of a random model broke it on the GPU: "Image features and image tokens do not match")."""
+    import random
+
+    from skyrl.backends.skyrl_train.inference_servers.engine_utils import get_vllm_sampling_params
+    from skyrl.train.config import SkyRLTrainConfig
+
+    from hyperpod_rl.model.loading import load_processor
+
+    data = tiny_setup["data"]
+    cfg = _config(
+        tmp_path,
+        model={"path": str(tiny_setup["model_dir"]), "revision": "rev-123"},
+        data={"train_path": str(data.train), "heldout_path": str(data.heldout)},
+        rollout={"action_constraint": "directions"},
+    )
+    skyrl_cfg = SkyRLTrainConfig.from_cli_overrides(prepare_run(cfg, tmp_path / "runs" / "sky-run"))
+    tok = load_processor(tiny_setup["model_dir"]).tokenizer
+    want = sorted(tok.convert_tokens_to_ids(["up", "down", "left", "right", "<answer>", "</answer>", "<|im_end|>"]))
+    for params in (skyrl_cfg.generator.sampling_params, skyrl_cfg.generator.eval_sampling_params):
+        sent = get_vllm_sampling_params(params)  # what SkyRL sends to its vLLM servers
+        assert sent["allowed_token_ids"] == want and sent["bad_words"]
+    rng = random.Random(0)
+    for _ in range(200):
+        ids = [rng.choice(want) for _ in range(rng.randint(1, 40))]
+        assert tok.encode(tok.decode(ids), add_special_tokens=False) == ids
+    # free generation keeps the whole vocabulary
+    free = _config(tmp_path, run_id="free", rollout={"action_constraint": "none"})
+    overrides = prepare_run(free, tmp_path / "runs" / "free")
+    assert "allowed_token_ids" not in overrides["generator.sampling_params.additional_kwargs"]
+
+
+def test_answer_vocabulary_refuses_tokens_that_merge():
+    from hyperpod_rl.errors import ConfigError
+    from hyperpod_rl.model.policy import answer_vocabulary
+
+    class Merging:
+        """A tokenizer in which 'up' then 'up' reads back as one token 'upup'."""
+
+        vocab = {"up": 1, "down": 2, "<answer>": 3, "</answer>": 4, "<|im_end|>": 5, "upup": 6}
+
+        def encode(self, text, add_special_tokens=False):
+            out, rest = [], text
+            while rest:
+                tok = max((t for t in self.vocab if rest.startswith(t)), key=len)
+                out.append(self.vocab[tok])
+                rest = rest[len(tok) :]
+            return out
+
+        def decode(self, ids):
+            inv = {v: k for k, v in self.vocab.items()}
+            return "".join(inv[i] for i in ids)
+
+        def convert_tokens_to_ids(self, token):
+            return self.vocab[token]
+
+        def convert_ids_to_tokens(self, ids):
+            inv = {v: k for k, v in self.vocab.items()}
+            return [inv[i] for i in ids]
+
+    with pytest.raises(ConfigError, match=r"the answer tokens \['up', 'up'\] merge .* use action_constraint='none'"):
+        answer_vocabulary(Merging(), ("up", "down"))
