@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One run call of the SkyRL 0.3.0 GPU benchmark (benchmarks/gpu/skyrl_e2e.py), after stage.sh calls 1..N-1 on the
 # same machine (each call started within 30 s of the last one's end). From the repository root:
-#   HPRL_GIT_COMMIT=<sha> [PHASES=train,resume,serve] [E2E_ARGS="--init-adapter"] [KIT_CALL=N] bash benchmarks/gpu/run_skyrl.sh
+#   HPRL_GIT_COMMIT=<40-hex sha of the commit that ran: git rev-parse HEAD, here> [PHASES=train,resume,serve] [E2E_ARGS="--init-adapter"] [KIT_CALL=N] bash benchmarks/gpu/run_skyrl.sh
 # KIT_CALL=N (carry .gpu-kit/callN): stages the kit's last call first. Without PHASES the phases follow from what
 # this machine already has: an exported adapter -> serve; a checkpoint -> resume,serve; else train,resume,serve.
 # Writes to $OUT (the device call's output folder): the log, the result JSON, each run's metrics.jsonl and the tails
