@@ -1041,6 +1041,80 @@ def readme_gpu() -> str:
     )
 
 
+#: The SkyRL 0.3.0 backend on one GPU (benchmarks/gpu/skyrl_e2e.py): the train phase, then the serving comparison.
+SKYRL_E2E: tuple[str, str] = ("h100_skyrl030_e2e_2b", "h100_skyrl030_serve_2b")
+
+
+def _skyrl_records() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(the train record, its train phase, the serve phase)."""
+    train = load_result(SKYRL_E2E[0])
+    return train, train["results"]["phases"]["train"], load_result(SKYRL_E2E[1])["results"]["phases"]["serve"]
+
+
+def gpu_skyrl() -> str:
+    """Block (docs/gpu.md): each SkyRL step's timings, then the adapter, its serving check and where it ran."""
+    res, tr, sv = _skyrl_records()
+    p = res["params"]
+    rows = [
+        "| step | step s | generate s | policy update s | checkpoint save s | weight sync s | samples/s | generated tok/s (est.) "
+        "| rollout vs train log-prob, mean abs (nats/token) | tied groups |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for m in tr["metrics"]:
+        rows.append(
+            f"| {m['step']} | {m['timing/step']:.1f} | {m['timing/generate']:.1f} | {m['timing/policy_train']:.1f} | "
+            f"{m['timing/save_checkpoints']:.1f} | {m['timing/sync_weights']:.2f} | {m['samples_per_s']:.2f} | "
+            f"{m['generated_tokens_per_s_est']:,.0f} | {m['policy/rollout_train_logprobs_abs_diff_mean']:.4f} | "
+            f"{100 * m['reward/tied_group_share']:.0f} % |"
+        )
+    later = [m for m in tr["metrics"] if m["step"] > 1]
+    init, prov = tr["init_adapter_check"], tr["provenance"]
+    stages = " → ".join(f"{e['stage']} `{e.get('run_id') or e.get('model_id')}`" for e in prov["lineage"])
+    margins = [x for x in sv["top2_margin_nats"] if x is not None]
+    effect = sv["adapter_vs_base_max_logprob_change"]
+    answers = sorted(set(sv["vllm_answers"]))
+    rows += [
+        "",
+        f"- **Run**: `python -m hyperpod_rl.train --backend skyrl` submitted with `submit_run` to the embedded cluster "
+        f"(job `{tr['submission_id']}`: {tr['status']}); {p['mazes']} mazes × group {p['group']} = {p['mazes'] * p['group']} "
+        f"episodes a step, up to {p['max_turns']} turns, {p['max_new_tokens']} new tokens a turn; "
+        f"median after the first step: {statistics.median(m['timing/step'] for m in later):.1f} s a step, "
+        f"{statistics.median(m['samples_per_s'] for m in later):.2f} samples/s. Peak GPU memory {tr['peak_gpu_gib']:.1f} GiB "
+        f"(device level, nvidia-smi). Phase seconds: train {tr['seconds']:.0f} (the job from submission to its end).",
+        f"- **Learning: none here.** Mean reward {statistics.mean(m['reward/avg_raw_reward'] for m in tr['metrics']):.2f}; "
+        f"{min(100 * m['reward/tied_group_share'] for m in tr['metrics']):.0f} % of groups tied in every step (the random-init "
+        f"policy wrote no valid move), so every advantage and gradient was zero (grad norm "
+        f"{max(m['policy/grad_norm'] for m in tr['metrics']):g}): this run shows the machinery, not learning.",
+        f"- **Starting adapter** (`model.init_adapter`): {init['tensors']} LoRA tensors loaded into the FSDP2-sharded policy "
+        f"and read back with max |difference| {init['max_abs_diff']:g}.",
+        f"- **Export**: `{prov['steps']}` steps, adapter sha256 `{prov['adapter_sha256'][:12]}…`, "
+        f"{sum(prov['lora_matched_modules'].values())} language-model modules wrapped; lineage {stages}.",
+        f"- **Served by vLLM** (`LoRARequest`, its own engine, after the cluster stopped): greedy answers equal to the in-process "
+        f"policy's on {sv['equal']} of {sv['mazes']} held-out mazes ({', '.join(f'`{a}`' for a in answers)}"
+        f"{' in every maze' if len(answers) == 1 else ''}); the top-2 margin of vLLM's "
+        f"answer was {min(margins):.2f}–{max(margins):.2f} nats and the adapter moved the answer log-probs by "
+        f"{min(effect):.3f}–{max(effect):.3f} nats against the base model.",
+        f"- {_gpu_provenance(res)}; `{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`.",
+    ]
+    return "\n".join(rows)
+
+
+def skyrl_summary() -> str:
+    """Inline (README, docs/container.md): what the SkyRL backend ran, on which GPU, with which versions."""
+    res, tr, sv = _skyrl_records()
+    v = res["packages"]
+    later = [m for m in tr["metrics"] if m["step"] > 1]
+    gpu = (res["machine"].get("gpus") or ["a GPU"])[0].split(",")[0]
+    return (
+        f"On one {gpu} ({res['date'][:10]}), SkyRL {v['skyrl']} with vLLM {v['vllm']}, Ray {v['ray']}, transformers "
+        f"{v['transformers']} and torch {v['torch']} trained {len(tr['metrics'])} GRPO steps of a random-init "
+        f"Qwen3-VL-2B-shaped model through our entrypoint, from a starting adapter, at "
+        f"{statistics.median(m['timing/step'] for m in later):.0f} s a step after the first, exported the adapter with "
+        f"provenance, and vLLM served it with greedy answers equal to the in-process policy's on {sv['equal']} of "
+        f"{sv['mazes']} held-out mazes (`benchmarks/results/{SKYRL_E2E[0]}.json`)"
+    )
+
+
 def decode_fit_held_out() -> str:
     """Inline (docs/planner.md): the decode model's error on each held-out shape."""
     data = decode_fit.points()
@@ -1130,6 +1204,10 @@ PASSAGES: dict[str, Passage] = {
     "planner-cli-own-gpu": Passage("docs/planner.md", ("plan_cli",), _plan_cli("own-gpu", tables=False), block=True),
     "planner-cli-a10g": Passage("docs/planner.md", ("plan_cli",), _plan_cli("a10g", tables=False), block=True),
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
+    "gpu-skyrl": Passage("docs/gpu.md", SKYRL_E2E, gpu_skyrl, block=True),
+    "gpu-skyrl-summary": Passage("docs/gpu.md", SKYRL_E2E, skyrl_summary),
+    "readme-skyrl": Passage("README.md", SKYRL_E2E, skyrl_summary),
+    "container-skyrl": Passage("docs/container.md", SKYRL_E2E, skyrl_summary),
     "gpu-vllm-sides": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_sides, block=True),
     "gpu-vllm-verdict": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_verdict),
     "gpu-vllm-levers": Passage("docs/gpu.md", (VLLM_LEVERS,), gpu_vllm_levers, block=True),
