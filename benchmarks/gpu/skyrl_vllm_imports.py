@@ -1,9 +1,11 @@
-"""Which of SkyRL's vLLM imports an installed vLLM provides (issue 27: SkyRL 0.4 on the image's vLLM).
+"""Which of SkyRL's vLLM imports an installed vLLM provides (issue 27; kept for the next SkyRL or vLLM move).
 
     python -m benchmarks.gpu.skyrl_vllm_imports --site PATH_WITH_VLLM [--skyrl PATH_WITH_SKYRL] [--out FILE]
 
-SkyRL 0.4.0 pins ``vllm==0.30.0`` (its ``fsdp`` extra); the GPU image pins vLLM 0.25.0, the newest
-that runs on its torch 2.11 (vLLM >= 0.26 needs torch >= 2.13). This script reads every
+It was written when SkyRL 0.4.0 (which pins ``vllm==0.30.0``) had to run on vLLM 0.25.0, the newest
+vLLM for the GPU image's torch 2.11: ``benchmarks/results/skyrl_vllm_imports.json`` is that check, and
+its missing weight-transfer names are why the project pins SkyRL 0.3.0 (vLLM 0.23.0) instead.
+This script reads every
 ``from vllm... import ...`` statement of the SkyRL package (``ast``, module level and inside
 functions alike) and, in one subprocess whose ``sys.path`` starts with ``--site``, imports each
 module and looks each name up, so the answer comes from the vLLM that would run, not from its
