@@ -30,15 +30,31 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import UnionType
-from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from hyperpod_rl.errors import ConfigError, HyperpodRLError
 
-__all__ = ["Model", "RaisesOnInit", "format_validation_error", "read_user_text"]
+__all__ = [
+    "MAX_SEED",
+    "MIN_SEED",
+    "Model",
+    "RaisesOnInit",
+    "Seed",
+    "format_validation_error",
+    "nesting_depth",
+    "read_user_text",
+]
+
+#: The range of a seed: a signed 64-bit integer, what torch's generators, NumPy, parquet's int64
+#: columns and vLLM take. A larger one is refused where it is given, not deep inside a library.
+MIN_SEED = -(2**63)
+MAX_SEED = 2**63 - 1
+#: A seed field: an integer from :data:`MIN_SEED` to :data:`MAX_SEED`.
+Seed = Annotated[int, Field(ge=MIN_SEED, le=MAX_SEED)]
 
 _MAX_SHOWN = 80  # characters of a bad value shown in a message
 
@@ -305,6 +321,21 @@ class RaisesOnInit(Model):
             super().__init__(**data)
         except ValidationError as err:
             raise type(self).error_class(type(self).format_error(err)) from None
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep mappings and lists nest in parsed JSON or YAML (a scalar: 0, ``{}``: 1), without recursion.
+
+    So a value nested thousands deep is measured without a ``RecursionError``; callers refuse it
+    above their limit before any other code walks it.
+    """
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 def read_user_text(
