@@ -52,7 +52,7 @@ from typing import Any
 
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.runs.files import file_sha256, write_json_atomic
+from hyperpod_rl.runs.files import file_sha256, storage_errors, write_json_atomic
 from hyperpod_rl.runs.versions import git_state, package_versions
 
 __all__ = [
@@ -231,15 +231,20 @@ def update_provenance(run_dir: str | Path, change: Callable[[dict[str, Any] | No
 
     Returns:
         The manifest written.
+
+    Raises:
+        StorageError: the run directory is full, read-only or forbidden (the manifest is left as
+            it was, and no temporary file).
     """
     rdir = Path(run_dir)
-    rdir.mkdir(parents=True, exist_ok=True)
-    with _locked(rdir):
-        current = read_provenance(rdir)
-        new = change(current)
-        new["updated_at"] = _now()
-        path = rdir / PROVENANCE_FILE
-        write_json_atomic(path, new)
+    path = rdir / PROVENANCE_FILE
+    with storage_errors(path):
+        rdir.mkdir(parents=True, exist_ok=True)
+        with _locked(rdir):
+            current = read_provenance(rdir)
+            new = change(current)
+            new["updated_at"] = _now()
+            write_json_atomic(path, new)
     return new
 
 

@@ -56,6 +56,7 @@ single-process path, unchanged.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import logging
 import os
@@ -91,6 +92,7 @@ from hyperpod_rl.runs.files import (
     latest_valid_checkpoint,
     prune_checkpoints,
     remove_stale_temporaries,
+    storage_errors,
     verify_checksums,
     write_dir_atomically,
     write_json_atomic,
@@ -532,8 +534,14 @@ class ReferenceTrainer:
 
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> Path:
+        """Write ``checkpoints/step_N`` atomically (:func:`~hyperpod_rl.runs.files.write_dir_atomically`).
+
+        Raises:
+            StorageError: the run directory is full, read-only or forbidden: no part of the new
+                checkpoint is left and the previous ones stay valid.
+        """
         from peft import get_peft_model_state_dict
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
         rng = self._rng_states()
         # every worker's RNG states (a collective: all ranks call this); the optimizer state and the
@@ -544,12 +552,19 @@ class ReferenceTrainer:
         lines = sum(1 for _ in self.metrics_path.open()) if self.metrics_path.exists() else 0
 
         def write(tmp: Path) -> None:
+            # serialized in memory (LoRA weights and their optimizer state: megabytes) and written by
+            # Python, so a full or read-only disk is an OSError with its errno: torch.save and
+            # safetensors writing to a path report only "unexpected pos" / a Rust error text
             weights = {k: v.detach().contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
-            save_file(weights, str(tmp / "adapter_model.safetensors"))
+            (tmp / "adapter_model.safetensors").write_bytes(save(weights))
             state: dict[str, Any] = {"optimizer": self.optimizer.state_dict(), **rng}
             if ranks is not None:
                 state["ranks"] = ranks
-            torch.save(state, tmp / "training_state.pt")
+            buffer = io.BytesIO()
+            torch.save(state, buffer)
+            (tmp / "training_state.pt").write_bytes(
+                buffer.getvalue()
+            )  # bytes: a memoryview of a BytesIO in a failed write's traceback crashes CPython 3.12's final GC
             (tmp / "trainer_state.json").write_text(
                 json.dumps(
                     {"step": self.step, "sampler": self.sampler.state(), "metrics_lines": lines, "config_hash": self.config.config_hash()}
@@ -899,12 +914,15 @@ class ReferenceTrainer:
 
     def _loop(self) -> None:
         cfg = self.config
-        with self.metrics_path.open("a") if self.is_writer else nullcontext() as sink:
+        with storage_errors(self.metrics_path):
+            sink = self.metrics_path.open("a") if self.is_writer else None
+        with sink if sink is not None else nullcontext():
             while self.step < cfg.trainer.steps:
                 record = self._step()
                 if sink is not None:
-                    sink.write(record.model_dump_json() + "\n")
-                    sink.flush()
+                    with storage_errors(self.metrics_path):  # a full disk: named, as every run write
+                        sink.write(record.model_dump_json() + "\n")
+                        sink.flush()
                     print(record.to_line(), flush=True)
                 if cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps:
                     self._save_checkpoint()
