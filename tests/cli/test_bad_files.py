@@ -139,3 +139,87 @@ def test_a_model_path_without_weights_or_of_another_kind_is_refused(tmp_path: Pa
     _one_error(["quickstart", "--model-path", str(model), "--no-serve"], words=("has no weights",))
     (model / "config.json").write_text(json.dumps({"model_type": "llama"}))
     _one_error(["quickstart", "--model-path", str(model), "--no-serve"], words=("'llama'", "Qwen3-VL"))
+
+
+# ---------------------------------------------------------------- untrusted YAML and JSON (issue 42 item 4)
+def _bomb(levels: int = 9, fan: int = 9) -> str:
+    """The "billion laughs": each anchor lists ``fan`` aliases of the one before (``fan ** levels`` values)."""
+    lines = ["l0: &l0 [" + ", ".join(['"lol"'] * fan) + "]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * fan) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+#: kind -> (file text, words of the error)
+UNTRUSTED = {
+    "alias bomb": (_bomb(), ("values with its aliases (*name) expanded", "refer to fewer anchors")),
+    "wide alias fan-out": (
+        "base: &b [" + ", ".join(str(i) for i in range(2000)) + "]\n" + "".join(f"k{i}: *b\n" for i in range(100)),
+        ("more than 100000 values",),
+    ),
+    "alias inside its own anchor": ("run_id: &a [x, *a]\n", ("refers to itself through an alias",)),
+    "flow nesting thousands deep": ("run_id: " + "[" * 100_000 + "]" * 100_000 + "\n", ("nests deeper than 64 levels", "flatten it")),
+    "block nesting hundreds deep": (
+        "".join(f"{'  ' * i}k{i}:\n" for i in range(300)) + "  " * 300 + "v: 1\n",
+        ("nests deeper than 64 levels",),
+    ),
+    "deep through aliases": (
+        "a: &a " + "[" * 40 + "1" + "]" * 40 + "\nb: &b [[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+        ("nests deeper than 64 levels with its aliases expanded",),
+    ),
+    "two mebibytes": ("run_id: x\n" + "# padding\n" * 210_000, ("bytes; the limit is 1048576 bytes",)),
+}
+
+YAML_READERS = [c for c in sorted(READERS) if "{f}" in READERS[c] and not READERS[c][0] == "maze"]
+
+
+@pytest.mark.parametrize("kind", sorted(UNTRUSTED))
+@pytest.mark.parametrize("command", YAML_READERS)
+def test_untrusted_yaml_is_refused_with_one_error_line(command: str, kind: str, tmp_path: Path) -> None:
+    text, words = UNTRUSTED[kind]
+    f = tmp_path / "untrusted.yaml"
+    f.write_text(text)
+    args = [a.format(f=f, model=tmp_path, out=tmp_path / "out") for a in READERS[command]]
+    err = _one_error(args, words=words)
+    assert str(f) in err, err
+
+
+#: JSON readers: command -> arguments, ``{f}`` a JSON file, ``{model}`` a model folder whose config.json is ``{f}``'s text.
+JSON_READERS = {
+    "maze build --spec": ["maze", "build", "--spec", "{f}", "--out", "{out}"],
+    "serve preflight --base": ["serve", "preflight", "{model}", "--base", "{model}"],
+    "tasks sample --options": ["tasks", "sample", "maze", "--options", "@{f}", "--out", "{out}", "--count", "1"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(JSON_READERS))
+def test_json_nested_thousands_deep_is_refused_with_one_error_line(command: str, tmp_path: Path) -> None:
+    deep = '{"seed": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    f = tmp_path / "deep.json"
+    f.write_text(deep)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(deep)
+    (model / "model.safetensors").write_bytes(b"\0" * 16)
+    args = [a.format(f=f, model=model, out=tmp_path / "out") for a in JSON_READERS[command]]
+    args = [deep if a == f"@{f}" else a for a in args]  # --options takes the text itself
+    _one_error(args, words=("nests deeper than 64 levels",))
+
+
+def test_the_loader_stays_within_a_small_memory_limit_on_a_bomb(tmp_path: Path) -> None:
+    """Bounded in memory: the loader, under a 1 GiB address-space limit, refuses a bomb that
+    expands to 9**12 (2.8e11) values; expanding it would need terabytes."""
+    import subprocess
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_bomb(levels=12))
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from hyperpod_rl.base import load_user_data\n"
+        "from hyperpod_rl.errors import ConfigError\n"
+        "try:\n    load_user_data(sys.argv[1], 'run config file')\n"
+        "except ConfigError as err:\n    print(err)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "holds more than 100000 values with its aliases (*name) expanded at line" in proc.stdout, proc.stdout
