@@ -491,7 +491,8 @@ def parse_user_data(
         documents: return every YAML document (``---``-separated) as a list.
         error: the project error to raise (default :class:`~hyperpod_rl.errors.ConfigError`).
         repair: the fix the message gives for text that is not valid YAML / JSON (default
-            ``"fix its syntax"``; e.g. ``"restore it from the checkpoint"`` for a file a program wrote).
+            ``"fix its syntax"``; e.g. ``"restore it from the checkpoint"`` for a file a program
+            wrote, which is then also the fix for one nested too deep or an alias bomb).
 
     Raises:
         ConfigError (or ``error``): the text is not valid YAML / JSON (with the line and column),
@@ -500,7 +501,7 @@ def parse_user_data(
             inside its own anchor. Each is refused while parsing, before the data is built.
     """
     if syntax == "json":
-        too_deep = f"{what} nests deeper than {MAX_DATA_DEPTH} levels: flatten it"
+        too_deep = f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {'flatten it' if repair == 'fix its syntax' else repair}"
         try:
             data = json.loads(text)
         except RecursionError:
@@ -520,7 +521,7 @@ def parse_user_data(
         return yaml.load(text, Loader=loader)
     except _Refused as err:
         at = f" at line {err.mark.line + 1}, column {err.mark.column + 1}" if err.mark is not None else ""
-        raise error(f"{what} {err.problem}{at}: {err.fix}") from None
+        raise error(f"{what} {err.problem}{at}: {err.fix if repair == 'fix its syntax' else repair}") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -537,14 +538,18 @@ def load_user_data(
     documents: bool = False,
     error: type[HyperpodRLError] = ConfigError,
     repair: str = "fix its syntax",
+    max_bytes: int | None = MAX_DATA_BYTES,
 ) -> Any:
     """The data of a YAML or JSON file the user gives (run configs, cluster specs and manifests,
-    dataset specs): :func:`read_user_text` (at most :data:`MAX_DATA_BYTES`), then
-    :func:`parse_user_data`. The one loader of such files.
+    dataset specs, a model's or an adapter's JSON files) or that the package reads back (run
+    records): :func:`read_user_text` (at most ``max_bytes``, default :data:`MAX_DATA_BYTES`;
+    ``None`` for a record this package wrote, which grows with the run), then
+    :func:`parse_user_data`. The one loader of such files: a file that is not what it claims is
+    one error naming it.
 
     Raises:
         ConfigError (or ``error``): as :func:`read_user_text` and :func:`parse_user_data`, the
             message naming the file.
     """
-    text = read_user_text(path, what, fix=fix, error=error, max_bytes=MAX_DATA_BYTES)
+    text = read_user_text(path, what, fix=fix, error=error, max_bytes=max_bytes)
     return parse_user_data(text, f"{what} {str(path)!r}", syntax=syntax, documents=documents, error=error, repair=repair)

@@ -13,6 +13,7 @@
     │   └── ClusterRefused       the KubeRay operator refused the RayCluster (terminal)
     ├── JobError             Ray Job submission / lookup failed
     ├── CheckpointError      missing, truncated or corrupt checkpoint / adapter / run file
+    ├── LedgerError          the run ledger is not an SQLite ledger, is damaged, or cannot be used
     ├── StorageError         a run file or directory cannot be written or read (read-only, full, denied)
     ├── ServeError           serving or preflight failed
     │   └── PromotionRefused     the promotion gate refused an adapter (``.decision``)
@@ -37,6 +38,7 @@ __all__ = [
     "ConfigError",
     "HyperpodRLError",
     "JobError",
+    "LedgerError",
     "LogprobInputError",
     "MazeError",
     "PromotionRefused",
@@ -94,6 +96,12 @@ class JobError(HyperpodRLError):
 
 class CheckpointError(HyperpodRLError):
     """A checkpoint, adapter or run file is missing, truncated or corrupt."""
+
+
+class LedgerError(HyperpodRLError):
+    """The run ledger file is not an SQLite database, is damaged, is another program's database,
+    or cannot be opened or written; the message names the file and the fix (a damaged ledger is
+    rebuilt from the run directories: ``hyperpod-rl runs sync --rebuild``)."""
 
 
 class StorageError(HyperpodRLError, OSError):

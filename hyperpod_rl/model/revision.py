@@ -69,8 +69,10 @@ def check_model_dir(path: str | Path, what: str = "model path") -> Path:
     if not (root / "config.json").is_file():
         raise ConfigError(f"{what} {str(path)!r} has no config.json: {fix}")
     config = load_user_data(root / "config.json", f"{what} config.json", syntax="json", repair=fix)
-    if not isinstance(config, dict) or config.get("model_type") != "qwen3_vl":
-        kind = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{what} config.json {str(root / 'config.json')!r} holds a JSON {type(config).__name__}, not an object: {fix}")
+    if config.get("model_type") != "qwen3_vl":
+        kind = config.get("model_type")
         raise ConfigError(f"{what} {str(path)!r} is a {kind!r} model: hyperpod-rl trains Qwen3-VL (model_type 'qwen3_vl')")
     if not any(next(root.glob(pattern), None) for pattern in _WEIGHTS):
         raise ConfigError(f"{what} {str(path)!r} has no weights (*.safetensors): {fix}")

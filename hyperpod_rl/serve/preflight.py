@@ -300,7 +300,7 @@ def _json_object(path: Path, what: str) -> dict[str, Any]:
     """A JSON object file of a model directory (UTF-8), or :class:`ServeError` naming the file and the fix."""
     data = load_user_data(path, what, syntax="json", error=ServeError, repair="restore the file from the checkpoint")
     if not isinstance(data, dict):
-        raise ServeError(f"{what} {str(path)!r} is not a JSON object: restore the file from the checkpoint")
+        raise ServeError(f"{what} {str(path)!r} holds a JSON {type(data).__name__}, not an object: restore the file from the checkpoint")
     return data
 
 

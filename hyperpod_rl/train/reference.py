@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
@@ -358,7 +359,7 @@ class ReferenceTrainer:
     def _start_engine(self, model_dir: Path, processor: Any) -> VLLMEngine:
         """The colocated vLLM engine, asking for the memory :func:`vllm_rollout_fraction` counts."""
         cfg = self.config
-        shape = shape_from_hf_config(json.loads((Path(model_dir) / "config.json").read_text()))
+        shape = shape_from_hf_config(load_user_data(Path(model_dir) / "config.json", "base model config.json", syntax="json"))
         free, total = torch.cuda.mem_get_info(self.device)
         sizing = engine_sizing(cfg)  # as `hyperpod-rl plan` counts it
         fraction = vllm_rollout_fraction(
@@ -452,10 +453,10 @@ class ReferenceTrainer:
         adapter = self.paths.adapter
         prov = adapter / "provenance.json"
         if prov.is_file() and verify_checksums(adapter) is None:
-            info = json.loads(prov.read_text())
-            if info.get("config_hash") != self.config.config_hash():
+            info = load_user_data(prov, "adapter provenance", syntax="json", error=CheckpointError, repair="resubmit with --fresh")
+            if not isinstance(info, dict) or info.get("config_hash") != self.config.config_hash():
                 raise CheckpointError(
-                    f"{adapter} was trained with another config (hash {info.get('config_hash')}): resubmit with --fresh to overwrite it, or pick a new run id"
+                    f"{adapter} was trained with another config (hash {info.get('config_hash') if isinstance(info, dict) else None}): resubmit with --fresh to overwrite it, or pick a new run id"
                 )
             if int(info.get("steps") or 0) >= self.config.trainer.steps:
                 if self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*")) and latest_valid_checkpoint(self.ckpt_root) is None:

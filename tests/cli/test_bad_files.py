@@ -223,3 +223,65 @@ def test_the_loader_stays_within_a_small_memory_limit_on_a_bomb(tmp_path: Path) 
     proc = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "holds more than 100000 values with its aliases (*name) expanded at line" in proc.stdout, proc.stdout
+
+
+# ---------------------------------------------------------------- files that are not what they claim (issue 42 item 3)
+#: kind -> (config.json bytes, words of the error)
+NOT_A_CONFIG = {
+    "not JSON": (b"{'model_type': 'qwen3_vl'}", ("is not valid JSON at line 1, column 2",)),
+    "a JSON list": (b'["qwen3_vl"]', ("holds a JSON list, not an object",)),
+    "binary": (bytes(range(256)) * 4, ("is not UTF-8 text",)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_A_CONFIG))
+@pytest.mark.parametrize("command", ["quickstart --model-path", "serve preflight --base"])
+def test_a_model_whose_config_json_is_not_what_it_claims_is_one_error_naming_it(command: str, kind: str, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_bytes(NOT_A_CONFIG[kind][0])
+    (model / "model.safetensors").write_bytes(b"\0" * 16)
+    args = [a.format(f=tmp_path / "none", model=model, out=tmp_path / "out") for a in READERS[command]]
+    err = _one_error(args, words=NOT_A_CONFIG[kind][1])
+    assert str(model / "config.json") in err, err
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_A_CONFIG))
+def test_plan_of_a_run_whose_model_config_is_not_what_it_claims(kind: str, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_bytes(NOT_A_CONFIG[kind][0])
+    run = tmp_path / "run.yaml"
+    run.write_text(f"run_id: bad-model\nmodel: {{path: {model}}}\ndata: {{train_path: /d/t.parquet, heldout_path: /d/h.parquet}}\n")
+    err = _one_error(["plan", "--config", str(run)], words=NOT_A_CONFIG[kind][1])
+    assert str(model / "config.json") in err, err
+
+
+def test_the_job_with_a_model_whose_config_json_is_not_json_ends_with_one_error_line(tiny_setup, tmp_path: Path) -> None:
+    """The trainer (a Ray job's entry point) given a model folder whose config.json is damaged."""
+    import os
+    import shutil
+    import subprocess
+
+    from hyperpod_rl.quickstart import make_run_config
+    from hyperpod_rl.runs import RunPaths, write_config
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_setup["model_dir"], model)
+    (model / "config.json").write_text('{"model_type": "qwen3_vl", "text_config": {')  # cut short, as an interrupted copy leaves it
+    cfg = make_run_config(tiny_setup["opts"], run_id="bad-model-job", model_path=model, revision=None, data=tiny_setup["data"])
+    run_dir = tmp_path / cfg.run_id
+    write_config(RunPaths(run_dir), cfg)
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "hyperpod_rl.train", "--config", str(run_dir / "config.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        cwd=repo,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and str(model / "config.json") in errors[0] and "is not valid JSON at line 1" in errors[0], proc.stderr[-3000:]
