@@ -33,8 +33,9 @@ the image header before any pixel is decoded, so a small PNG that declares 20,00
 is refused unread. ``max_tokens`` (or ``max_completion_tokens``) caps free decoding. A failure
 inside the server is a 500 whose message carries only a request id (also the ``x-request-id``
 header); the exception and its traceback go to the replica's log under that id, never to the
-client. Transparent images are composited onto white (:func:`hyperpod_rl.tasks.flatten_alpha`),
-as vLLM does.
+client. Images are decoded as in training (:func:`hyperpod_rl.tasks.to_rgb`): transparency is
+composited onto white, as vLLM does; a 16-bit grayscale image is scaled to 8 bits, and a 32-bit
+integer or floating-point one is refused with a 400 ``invalid_image`` that says so.
 
 Every adapter passes :func:`hyperpod_rl.serve.preflight.preflight` (against
 :data:`~hyperpod_rl.serve.preflight.LOCAL_SERVER`) before the deploy job is even submitted, and
@@ -46,7 +47,6 @@ again in the job before Serve starts.
 import asyncio
 import base64
 import binascii
-import io
 import json
 import logging
 import re
@@ -186,9 +186,10 @@ def openai_error(status: int, message: str, code: str | None = None) -> dict[str
 
 def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
     """Messages in the policy's format, with images decoded and checked (raises ValueError / LookupError)."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
-    from hyperpod_rl.tasks import flatten_alpha
+    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.tasks import open_image, to_rgb
 
     out: list[dict[str, Any]] = []
     images = 0
@@ -214,26 +215,23 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                         "send the latest observation only"
                     )
                 try:
-                    img = Image.open(io.BytesIO(raw))  # reads the header only
+                    img = open_image(raw)  # reads the header only
                 except Image.DecompressionBombError:  # PIL's own check, from the header: far above our limit
                     raise OverflowError(
                         f"image declares more than {2 * (Image.MAX_IMAGE_PIXELS or 0)} pixels; the limit is {MAX_IMAGE_PIXELS} pixels "
                         f"({MAX_IMAGE_PX} px per side): downscale it"
                     ) from None
-                except (UnidentifiedImageError, OSError):
-                    raise ValueError("image_url data is not a readable image: send PNG or JPEG bytes") from None
+                except TaskError as err:
+                    raise ValueError(f"image_url data: {err}") from None
                 width, height = img.size
                 if max(width, height) > MAX_IMAGE_PX or width * height > MAX_IMAGE_PIXELS:
                     raise OverflowError(
                         f"image is {width}x{height} px; the limit is {MAX_IMAGE_PX} px per side and {MAX_IMAGE_PIXELS} pixels: downscale it"
                     )
-                try:
-                    img.load()
-                except (OSError, ValueError, SyntaxError):
-                    raise ValueError(
-                        "image_url data is not a readable image (truncated or damaged): send complete PNG or JPEG bytes"
-                    ) from None
-                parts.append({"type": "image", "image": flatten_alpha(img)})  # transparency onto white, as vLLM
+                try:  # decoded as in training: 16-bit scaled to 8 bits or refused, transparency onto white (as vLLM)
+                    parts.append({"type": "image", "image": to_rgb(img)})
+                except TaskError as err:
+                    raise ValueError(f"image_url data: {err}") from None
                 images += 1
             else:
                 raise ValueError(f"unsupported content part type {part.type!r}: use 'text' or 'image_url'")
