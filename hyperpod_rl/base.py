@@ -501,16 +501,16 @@ def parse_user_data(
             inside its own anchor. Each is refused while parsing, before the data is built.
     """
     if syntax == "json":
-        too_deep = f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {'flatten it' if repair == 'fix its syntax' else repair}"
+        fix = "flatten it" if repair == "fix its syntax" else repair
         try:
             data = json.loads(text)
         except RecursionError:
-            raise error(too_deep) from None
+            raise error(f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {fix}") from None
         except ValueError as err:
             at = f" at line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
             raise error(f"{what} is not valid JSON{at}: {repair}") from None
         if nesting_depth(data) > MAX_DATA_DEPTH:
-            raise error(too_deep)
+            raise error(f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {fix}")
         return [data] if documents else data
     import yaml
 
