@@ -80,9 +80,10 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
-# Static checks: ruff (lint + format), mypy on the pure packages, import-linter's contracts.
+# Static checks: ruff (lint: the whole repository, notebooks included; format: the packages), mypy
+# on the pure packages, import-linter's contracts. The tools are pinned in the dev extra.
 lint: venv
-	$(VENV)/bin/ruff check hyperpod_rl tests benchmarks examples labextension/hyperpod_rl_jupyterlab
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check hyperpod_rl tests benchmarks examples labextension/hyperpod_rl_jupyterlab
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports --no-cache

@@ -154,19 +154,50 @@ def _message(node: ast.expr) -> str | None:
     return None
 
 
+def _error_defaults(func: ast.FunctionDef | ast.AsyncFunctionDef, classes: set[str]) -> dict[str, str]:
+    """Parameters of ``func`` whose default is an error class (``error: type[...] = ConfigError``): name -> class."""
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+    return {a.arg: d.id for a, d in pairs if isinstance(d, ast.Name) and d.id in classes}
+
+
 def raise_sites(classes: set[str]) -> dict[str, list[tuple[str, int, str]]]:
-    """Error class name -> ``(module path, line, message template)`` for every ``raise`` in the package."""
+    """Error class name -> ``(module path, line, message template)`` for every message the package raises:
+
+    - ``raise XError(...)``;
+    - ``raise error(...)`` where ``error`` is a parameter whose default is an error class (the
+      one loaders, ``read_user_text`` / ``parse_user_data``: a caller may pass another class);
+    - ``return XError(...)`` of a function that builds the error its caller raises
+      (``storage_error``, ``ledger_error``).
+    """
     sites: dict[str, list[tuple[str, int, str]]] = {name: [] for name in classes}
     for path in sorted(PACKAGE.rglob("*.py")):
         tree = ast.parse(path.read_text(), filename=str(path))
+        defaults: dict[int, str] = {}  # id(call node) -> class, for raise error(...) inside a function with such a default
+        for func in ast.walk(tree):
+            if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                params = _error_defaults(func, classes)
+                for node in ast.walk(func):
+                    if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name):
+                        if node.exc.func.id in params:
+                            defaults[id(node.exc)] = params[node.exc.func.id]
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Raise) or not isinstance(node.exc, ast.Call):
+            if isinstance(node, ast.Raise):
+                call = node.exc
+            elif isinstance(node, ast.Return):
+                call = node.value
+            else:
                 continue
-            func = node.exc.func
+            if not isinstance(call, ast.Call) or not call.args:
+                continue
+            func = call.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if name not in classes or not node.exc.args:
+            name = defaults.get(id(call), name)
+            if name not in classes:
                 continue
-            message = _message(node.exc.args[0])
+            message = _message(call.args[0])
             if message:
                 sites[name].append((str(path.relative_to(REPO)), node.lineno, message))
     return sites

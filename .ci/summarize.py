@@ -14,7 +14,6 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-
 SLOWEST = 15
 
 

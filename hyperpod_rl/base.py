@@ -20,25 +20,52 @@ field) overrides ``model_config`` with ``frozen=False, validate_assignment=True`
 :func:`read_user_text` is the one reader of a text file the user wrote (run configs, cluster
 specs and manifests, dataset specs, model and adapter JSON): a missing, unreadable or
 non-UTF-8 file is one :class:`~hyperpod_rl.errors.ConfigError` naming the file and the fix.
+:func:`load_user_data` is the one loader of a YAML or JSON file the user wrote (and
+:func:`parse_user_data` of such text): bounded in size (:data:`MAX_DATA_BYTES`), nesting
+(:data:`MAX_DATA_DEPTH`) and values after aliases are expanded (:data:`MAX_DATA_VALUES`), so an
+alias bomb or a file nested thousands deep is one error line, never runaway memory or a
+``RecursionError``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import UnionType
-from typing import Any, ClassVar, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from hyperpod_rl.errors import ConfigError, HyperpodRLError
 
-__all__ = ["Model", "RaisesOnInit", "format_validation_error", "read_user_text"]
+__all__ = [
+    "MAX_DATA_BYTES",
+    "MAX_DATA_DEPTH",
+    "MAX_DATA_VALUES",
+    "MAX_SEED",
+    "MIN_SEED",
+    "Model",
+    "RaisesOnInit",
+    "Seed",
+    "format_validation_error",
+    "load_user_data",
+    "nesting_depth",
+    "parse_user_data",
+    "read_user_text",
+]
+
+#: The range of a seed: a signed 64-bit integer, what torch's generators, NumPy, parquet's int64
+#: columns and vLLM take. A larger one is refused where it is given, not deep inside a library.
+MIN_SEED = -(2**63)
+MAX_SEED = 2**63 - 1
+#: A seed field: an integer from :data:`MIN_SEED` to :data:`MAX_SEED`.
+Seed = Annotated[int, Field(ge=MIN_SEED, le=MAX_SEED)]
 
 _MAX_SHOWN = 80  # characters of a bad value shown in a message
 
@@ -307,8 +334,28 @@ class RaisesOnInit(Model):
             raise type(self).error_class(type(self).format_error(err)) from None
 
 
+def nesting_depth(value: Any) -> int:
+    """How deep mappings and lists nest in parsed JSON or YAML (a scalar: 0, ``{}``: 1), without recursion.
+
+    So a value nested thousands deep is measured without a ``RecursionError``; callers refuse it
+    above their limit before any other code walks it.
+    """
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def read_user_text(
-    path: str | Path, what: str, *, fix: str = "give an existing, readable file", error: type[HyperpodRLError] = ConfigError
+    path: str | Path,
+    what: str,
+    *,
+    fix: str = "give an existing, readable file",
+    error: type[HyperpodRLError] = ConfigError,
+    max_bytes: int | None = None,
 ) -> str:
     """The text of a file the user gives (UTF-8; a BOM is dropped), or one clear error.
 
@@ -317,15 +364,18 @@ def read_user_text(
         what: what the file is, for the message, e.g. ``"run config file"``.
         fix: what to do when the file cannot be read at all.
         error: the project error to raise (default :class:`~hyperpod_rl.errors.ConfigError`).
+        max_bytes: refuse a larger file before reading it (default: no limit).
 
     Raises:
-        ConfigError (or ``error``): the file is missing, is a folder, cannot be read, or is not
+        ConfigError (or ``error``): the file is missing, is a folder, is over ``max_bytes``, cannot be read, or is not
             UTF-8 text (the message gives the line and column of the first bad byte and says to
             save it as UTF-8). YAML and JSON are defined on Unicode text (YAML 1.2 section 5.2,
             RFC 8259 section 8.1), so no other encoding is guessed.
     """
     path = Path(path)
     try:
+        if max_bytes is not None and (size := path.stat().st_size) > max_bytes:
+            raise error(f"{what} {str(path)!r} is {size} bytes; the limit is {max_bytes} bytes: give the file it should be (a few kB)")
         data = path.read_bytes()
     except IsADirectoryError:
         raise error(f"{what} {str(path)!r} is a folder: give the file") from None
@@ -341,3 +391,165 @@ def read_user_text(
             f"{what} {str(path)!r} is not UTF-8 text (byte 0x{data[err.start]:02x} at line {line}, column {column}): "
             "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
         ) from None
+
+
+#: Largest YAML or JSON file the user gives that is loaded (run configs and cluster manifests are a few kB).
+MAX_DATA_BYTES = 1024 * 1024
+#: Deepest nesting of mappings and lists in such a file (a KubeRay manifest nests about 15 levels).
+MAX_DATA_DEPTH = 64
+#: Most values (scalars, mappings, lists) in such a file with every alias expanded.
+MAX_DATA_VALUES = 100_000
+
+
+class _Refused(Exception):
+    """Raised by the bounded YAML loader: what is wrong, where (a YAML mark) and the fix."""
+
+    def __init__(self, problem: str, mark: Any, fix: str) -> None:
+        super().__init__(problem)
+        self.problem, self.mark, self.fix = problem, mark, fix
+
+
+@functools.cache
+def _bounded_loader() -> type:
+    """PyYAML's ``SafeLoader`` with limits on nesting and on values after alias expansion.
+
+    PyYAML composes an alias as the anchored node itself (no copy), so a file of a few hundred
+    bytes can stand for billions of values (nested aliases: the "billion laughs") that the first
+    consumer to walk it expands. This loader counts, for every node, its values and its depth
+    as they would be with every alias expanded, and stops composing as soon as either passes its
+    limit; a node that refers to itself through an alias is refused too. Nesting is checked on
+    the way down, before PyYAML's recursive composer could reach Python's recursion limit.
+    """
+    import yaml
+
+    class BoundedSafeLoader(yaml.SafeLoader):
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self._depth = 0
+            self._values = 0
+            self._seen: dict[int, tuple[int, int]] = {}  # id(node) -> (values, height), aliases expanded
+
+        def _count(self, values: int, mark: Any) -> None:
+            self._values += values
+            if self._values > MAX_DATA_VALUES:
+                raise _Refused(
+                    f"holds more than {MAX_DATA_VALUES} values with its aliases (*name) expanded",
+                    mark,
+                    "write the values out, or refer to fewer anchors",
+                )
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            mark = self.peek_event().start_mark
+            if self.check_event(yaml.AliasEvent):
+                node = super().compose_node(parent, index)
+                if id(node) not in self._seen:
+                    raise _Refused("refers to itself through an alias (*name inside its own &name)", mark, "write the value out")
+                values, height = self._seen[id(node)]
+                self._count(values, mark)
+                if self._depth + height > MAX_DATA_DEPTH:
+                    raise _Refused(f"nests deeper than {MAX_DATA_DEPTH} levels with its aliases expanded", mark, "flatten it")
+                return node
+            self._depth += 1
+            if self._depth > MAX_DATA_DEPTH:
+                raise _Refused(f"nests deeper than {MAX_DATA_DEPTH} levels", mark, "flatten it")
+            before = self._values
+            self._count(1, mark)
+            try:
+                node = super().compose_node(parent, index)
+            finally:
+                self._depth -= 1
+            children = (
+                node.value
+                if isinstance(node, yaml.SequenceNode)
+                else [n for pair in node.value for n in pair]
+                if isinstance(node, yaml.MappingNode)
+                else []
+            )
+            height = 1 + max((self._seen[id(child)][1] for child in children), default=0)
+            self._seen[id(node)] = (self._values - before, height)
+            return node
+
+    return BoundedSafeLoader
+
+
+def parse_user_data(
+    text: str,
+    what: str,
+    *,
+    syntax: Literal["yaml", "json"] = "yaml",
+    documents: bool = False,
+    error: type[HyperpodRLError] = ConfigError,
+    repair: str = "fix its syntax",
+) -> Any:
+    """The data of YAML or JSON text the user wrote, bounded, or one clear error.
+
+    Args:
+        text: the text (see :func:`read_user_text`).
+        what: what it is, for the message, e.g. ``"run config file '/x/run.yaml'"``.
+        syntax: ``"yaml"`` (YAML 1.1 safe types; JSON is YAML) or ``"json"`` (JSON only, parsed
+            by :mod:`json`).
+        documents: return every YAML document (``---``-separated) as a list.
+        error: the project error to raise (default :class:`~hyperpod_rl.errors.ConfigError`).
+        repair: the fix the message gives for text that is not valid YAML / JSON (default
+            ``"fix its syntax"``; e.g. ``"restore it from the checkpoint"`` for a file a program
+            wrote, which is then also the fix for one nested too deep or an alias bomb).
+
+    Raises:
+        ConfigError (or ``error``): the text is not valid YAML / JSON (with the line and column),
+            nests deeper than :data:`MAX_DATA_DEPTH` levels, or holds more than
+            :data:`MAX_DATA_VALUES` values with its aliases expanded (a YAML alias bomb) or an alias
+            inside its own anchor. Each is refused while parsing, before the data is built.
+    """
+    if syntax == "json":
+        fix = "flatten it" if repair == "fix its syntax" else repair
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise error(f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {fix}") from None
+        except ValueError as err:
+            at = f" at line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
+            raise error(f"{what} is not valid JSON{at}: {repair}") from None
+        if nesting_depth(data) > MAX_DATA_DEPTH:
+            raise error(f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {fix}")
+        return [data] if documents else data
+    import yaml
+
+    loader = _bounded_loader()
+    try:
+        if documents:
+            return list(yaml.load_all(text, Loader=loader))
+        return yaml.load(text, Loader=loader)
+    except _Refused as err:
+        at = f" at line {err.mark.line + 1}, column {err.mark.column + 1}" if err.mark is not None else ""
+        raise error(f"{what} {err.problem}{at}: {err.fix if repair == 'fix its syntax' else repair}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None)
+        raise error(f"{what} is not valid YAML or JSON{at}: {repair}{f' ({problem})' if problem else ''}") from None
+
+
+def load_user_data(
+    path: str | Path,
+    what: str,
+    *,
+    fix: str = "give an existing YAML or JSON file",
+    syntax: Literal["yaml", "json"] = "yaml",
+    documents: bool = False,
+    error: type[HyperpodRLError] = ConfigError,
+    repair: str = "fix its syntax",
+    max_bytes: int | None = MAX_DATA_BYTES,
+) -> Any:
+    """The data of a YAML or JSON file the user gives (run configs, cluster specs and manifests,
+    dataset specs, a model's or an adapter's JSON files) or that the package reads back (run
+    records): :func:`read_user_text` (at most ``max_bytes``, default :data:`MAX_DATA_BYTES`;
+    ``None`` for a record this package wrote, which grows with the run), then
+    :func:`parse_user_data`. The one loader of such files: a file that is not what it claims is
+    one error naming it.
+
+    Raises:
+        ConfigError (or ``error``): as :func:`read_user_text` and :func:`parse_user_data`, the
+            message naming the file.
+    """
+    text = read_user_text(path, what, fix=fix, error=error, max_bytes=max_bytes)
+    return parse_user_data(text, f"{what} {str(path)!r}", syntax=syntax, documents=documents, error=error, repair=repair)

@@ -13,6 +13,7 @@
     │   └── ClusterRefused       the KubeRay operator refused the RayCluster (terminal)
     ├── JobError             Ray Job submission / lookup failed
     ├── CheckpointError      missing, truncated or corrupt checkpoint / adapter / run file
+    ├── LedgerError          the run ledger is not an SQLite ledger, is damaged, or cannot be used
     ├── StorageError         a run file or directory cannot be written or read (read-only, full, denied)
     ├── ServeError           serving or preflight failed
     │   └── PromotionRefused     the promotion gate refused an adapter (``.decision``)
@@ -24,6 +25,7 @@ says what to change. No message ever contains a token or cookie.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "ConfigError",
     "HyperpodRLError",
     "JobError",
+    "LedgerError",
     "LogprobInputError",
     "MazeError",
     "PromotionRefused",
@@ -95,6 +98,12 @@ class CheckpointError(HyperpodRLError):
     """A checkpoint, adapter or run file is missing, truncated or corrupt."""
 
 
+class LedgerError(HyperpodRLError):
+    """The run ledger file is not an SQLite database, is damaged, is another program's database,
+    or cannot be opened or written; the message names the file and the fix (a damaged ledger is
+    rebuilt from the run directories: ``hyperpod-rl runs sync --rebuild``)."""
+
+
 class StorageError(HyperpodRLError, OSError):
     """A file or directory on the run's storage cannot be written or read: read-only, full,
     permission denied, gone. The message names the path and the fix (:func:`storage_error`)."""
@@ -105,33 +114,38 @@ _STORAGE_FIXES = {
     "EROFS": "the file system is read-only: mount the storage read-write for this job, or point HYPERPOD_RL_STORAGE at a writable directory",
     "EACCES": "permission denied for uid {uid}: give that user write access to {parent} (chown/chmod, or the FSx/volume mount's owner)",
     "EPERM": "operation not permitted for uid {uid}: give that user write access to {parent} (chown/chmod, or the mount's options)",
-    "ENOSPC": "no space left on that file system: free space or grow it (FSx: raise its storage capacity), then resubmit",
-    "EDQUOT": "the disk quota is used up: free space or raise the quota, then resubmit",
-    "ENOENT": "it does not exist (the storage was unmounted or the run directory removed): check the mount, then resubmit",
-    "EIO": "the storage reported an I/O error: check the file system's health (FSx: its status in the console), then resubmit",
+    "ENOSPC": "no space left on that file system: free space or grow it (FSx: raise its storage capacity), then {again}",
+    "EDQUOT": "the disk quota is used up: free space or raise the quota, then {again}",
+    "EFBIG": "the file is larger than the file system or this process's file-size limit allows (ulimit -f): raise the limit, then {again}",
+    "ENOENT": "it does not exist (the storage was unmounted or the run directory removed): check the mount, then {again}",
+    "EIO": "the storage reported an I/O error: check the file system's health (FSx: its status in the console), then {again}",
 }
 
 
-def storage_error(err: OSError, path: str | None = None) -> StorageError:
+#: What to do once the storage is fixed (the fixes above end with it).
+_AGAIN = "try again (a resubmitted run resumes from its last checkpoint)"
+
+
+def storage_error(err: OSError, path: str | os.PathLike[str] | None = None, *, verb: str = "use") -> StorageError:
     """One line for an ``OSError`` of the run's storage: the path, what failed and the fix.
 
     Args:
         err: the error (``err.filename`` names the path unless ``path`` is given).
         path: the file or directory concerned, when the error does not name it.
+        verb: what could not be done to it, e.g. ``"write"`` (``cannot write <path>: ...``).
 
     Returns:
         A :class:`StorageError` to raise (``from None``), e.g. ``cannot write /fsx/runs/r1/trainer.lock:
         the file system is read-only: mount the storage read-write ...``.
     """
     import errno
-    import os
 
     where = path or err.filename or "the run directory"
     name = errno.errorcode.get(err.errno or 0, "")
     parent = os.path.dirname(str(where)) or str(where)
-    fix = _STORAGE_FIXES.get(name, "{strerror}: check the storage is mounted and writable, then resubmit")
-    fix = fix.format(uid=os.getuid(), parent=parent, strerror=err.strerror or type(err).__name__)
-    return StorageError(f"cannot use {where}: {fix}")
+    fix = _STORAGE_FIXES.get(name, "{strerror}: check the storage is mounted and writable, then {again}")
+    fix = fix.format(uid=os.getuid(), parent=parent, strerror=err.strerror or type(err).__name__, again=_AGAIN)
+    return StorageError(f"cannot {verb} {where}: {fix}")
 
 
 class ServeError(HyperpodRLError):

@@ -25,10 +25,18 @@ Search (:meth:`Ledger.search`) takes either
   eval figure (``solve_rate>=0.4``, ``adapter.solve_rate>0.3``), numerically when the value is
   a number; or
 * free text: every word must occur (FTS5, any order) in a run's config, an eval or a note.
+
+A file that is not what it claims (not SQLite, damaged, another program's database) or that
+cannot be used (read-only, full, locked past the busy timeout) is one :class:`LedgerError`
+naming the file and the fix, from every method. The ledger holds nothing the run directories do
+not, but for notes: :meth:`Ledger.rebuild` (``hyperpod-rl runs sync --rebuild``) moves the old
+file aside (kept, so its notes can be recovered with ``sqlite3 OLD .recover``) and imports every
+run directory into a new one.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -36,16 +44,27 @@ import re
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Self
 
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.base import parse_user_data
+from hyperpod_rl.errors import ConfigError, LedgerError
 from hyperpod_rl.paths import data_dir
 
-__all__ = ["JOURNAL_ENV", "LEDGER_ENV", "Ledger", "SearchHit", "filesystem_type", "flatten", "ledger_path"]
+__all__ = [
+    "JOURNAL_ENV",
+    "LEDGER_ENV",
+    "REBUILD_COMMAND",
+    "Ledger",
+    "SearchHit",
+    "filesystem_type",
+    "flatten",
+    "ledger_error",
+    "ledger_path",
+]
 
 LEDGER_ENV = "HYPERPOD_RL_LEDGER"
 #: Journal mode of the ledger (``WAL`` or ``DELETE``) for every opener that does not pass one.
@@ -171,6 +190,56 @@ def _journal_mode(path: Path, requested: JournalMode | None) -> JournalMode | No
     return None if mode == existing else mode  # type: ignore[return-value]
 
 
+#: The one command that rebuilds a ledger from the run directories (:meth:`Ledger.rebuild`).
+REBUILD_COMMAND = "hyperpod-rl runs sync --rebuild"
+
+
+def ledger_error(path: Path, err: sqlite3.Error) -> LedgerError:
+    """What an SQLite error of the ledger at ``path`` means for the user, and the fix."""
+    name = getattr(err, "sqlite_errorname", "") or ""
+    rebuild = f"rebuild it from the run directories: {REBUILD_COMMAND} (the old file is kept beside it)"
+    if name == "SQLITE_NOTADB":
+        return LedgerError(f"ledger {path} is not an SQLite database ({err}): {rebuild}, or set {LEDGER_ENV} to the ledger")
+    if name.startswith("SQLITE_CORRUPT"):
+        return LedgerError(f"ledger {path} is damaged ({err}): {rebuild}")
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return LedgerError(f"ledger {path} stayed locked by another writer past the busy timeout ({err}): try again")
+    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_AUTH")):
+        return LedgerError(
+            f"cannot use ledger {path} ({err}): make its folder writable with room to spare, or set {LEDGER_ENV} to another file"
+        )
+    return LedgerError(f"ledger {path} failed ({type(err).__name__}: {err}): if it persists, {rebuild}")
+
+
+def _reported[**P, R](method: Callable[P, R]) -> Callable[P, R]:
+    """Turn an SQLite error of a :class:`Ledger` method into :func:`ledger_error`."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except sqlite3.Error as err:
+            raise ledger_error(args[0].path, err) from None  # type: ignore[attr-defined]
+
+    return wrapper
+
+
+def _foreign_tables(path: Path) -> list[str]:
+    """The tables of an SQLite file at ``path`` that is another program's database (tables, no
+    ``runs``); ``[]`` for a ledger, a missing file, or one SQLite cannot read (damaged, not SQLite)."""
+    if not path.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return tables if tables and "runs" not in tables else []
+
+
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     """``{"grpo": {"lr": 5e-4}}`` -> ``{"grpo.lr": 5e-4}``; lists become JSON text."""
     if isinstance(data, dict):
@@ -234,8 +303,12 @@ class Ledger:
     Raises:
         ConfigError: the path is a directory, its parent cannot be created, or the journal mode
             is unknown.
+        LedgerError: the file is not an SQLite database, is damaged, is another program's
+            database (tables, but no ``runs``), or cannot be opened (every method raises it for
+            an SQLite failure, naming the file and the fix).
     """
 
+    @_reported
     def __init__(self, path: str | Path | None = None, *, timeout_s: float = 60.0, journal_mode: JournalMode | None = None) -> None:
         self.path = Path(path).expanduser() if path else ledger_path()
         if self.path.is_dir():
@@ -254,9 +327,62 @@ class Ledger:
             self._conn.execute(f"PRAGMA journal_mode = {mode}")
         self.journal_mode: str = str(self._conn.execute("PRAGMA journal_mode").fetchone()[0]).upper()
         self._conn.execute("PRAGMA synchronous = NORMAL" if self.journal_mode == "WAL" else "PRAGMA synchronous = FULL")
+        tables = sorted(r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+        if tables and "runs" not in tables:
+            self._conn.close()
+            raise LedgerError(
+                f"{self.path} is an SQLite database but not a hyperpod-rl ledger (its tables: {', '.join(tables[:6])}): "
+                f"set {LEDGER_ENV} or --ledger to the ledger file, or to a new file"
+            )
         with self._write() as cur:
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 cur.execute(statement)
+
+    @classmethod
+    def rebuild(
+        cls, path: str | Path | None = None, *, runs_root: str | Path, journal_mode: JournalMode | None = None
+    ) -> tuple[Ledger, Path | None]:
+        """A new ledger at ``path`` filled from the run directories under ``runs_root``.
+
+        The one way to rebuild a ledger that is damaged or not SQLite (``hyperpod-rl runs sync
+        --rebuild``). The old file (and its ``-wal`` / ``-shm`` / ``-journal`` files) is moved
+        aside to ``<name>.before-rebuild-<UTC time>``, not deleted: every run, config, status,
+        checkpoint, adapter and evaluation comes back from the run directories, and the old
+        file's free-text notes can be recovered from it (``sqlite3 OLD .recover``). Run it while
+        nothing else writes the ledger.
+
+        Returns:
+            ``(the new ledger, where the old file was moved or None)``.
+
+        Raises:
+            ConfigError: as the constructor (a folder, an unwritable parent).
+            LedgerError: the new file cannot be created.
+            StorageError: the old file cannot be moved aside.
+        """
+        from hyperpod_rl.errors import storage_error
+
+        target = Path(path).expanduser() if path else ledger_path()
+        if target.is_dir():
+            raise ConfigError(f"ledger path {target} is a directory: pass a file path such as {target / 'ledger.sqlite'}")
+        aside = None
+        foreign = _foreign_tables(target)
+        if foreign:
+            raise LedgerError(
+                f"{target} is an SQLite database but not a hyperpod-rl ledger (its tables: {', '.join(foreign[:6])}): it is left as it is; "
+                f"set {LEDGER_ENV} or --ledger to the ledger file, or to a new file"
+            )
+        if target.exists():
+            aside = target.with_name(f"{target.name}.before-rebuild-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}")
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                old = Path(f"{target}{suffix}")
+                if old.exists():
+                    try:
+                        old.rename(f"{aside}{suffix}")
+                    except OSError as err:
+                        raise storage_error(err, verb="move aside") from None
+        ledger = cls(target, journal_mode=journal_mode)
+        ledger.sync_storage(runs_root)
+        return ledger, aside
 
     def close(self) -> None:
         """Close the connection."""
@@ -281,6 +407,7 @@ class Ledger:
             cur.execute("COMMIT")
 
     # ------------------------------------------------------------------ writes
+    @_reported
     def record_run(
         self,
         run_id: str,
@@ -329,6 +456,7 @@ class Ledger:
         """Set a run's status (the run row is created when missing)."""
         self.record_run(run_id, status=status)
 
+    @_reported
     def add_artifact(self, run_id: str, kind: str, path: str | Path, sha256: str | None = None) -> None:
         """Record an artifact (``checkpoint``, ``adapter``, ``metrics``, ``eval``...) of a run."""
         with self._write() as cur:
@@ -338,6 +466,7 @@ class Ledger:
                 (run_id, kind, str(path), sha256, time.time()),
             )
 
+    @_reported
     def add_eval(
         self,
         run_id: str,
@@ -375,6 +504,7 @@ class Ledger:
             body = f"eval {label} mazes={num_mazes} " + " ".join(f"{k}={float(v):.4g}" for k, v in sorted(metrics.items()))
             cur.execute("INSERT INTO search_index (run_id, kind, ref, body) VALUES (?, 'eval', ?, ?)", (run_id, label, body))
 
+    @_reported
     def add_note(self, text: str, *, run_id: str | None = None, kind: NoteKind = "note") -> int:
         """Add a free-text note (``note``, ``runbook``, ``incident``, ``finding``); return its id.
 
@@ -394,6 +524,7 @@ class Ledger:
         return note_id
 
     # ------------------------------------------------------------------ reads
+    @_reported
     def list_runs(self, *, status: str | None = None, limit: int = 100) -> list[RunRecord]:
         """Runs, most recently updated first.
 
@@ -422,6 +553,7 @@ class Ledger:
             for r in rows
         ]
 
+    @_reported
     def get_run(self, run_id: str) -> RunRecord | None:
         """Everything recorded about one run, or ``None``."""
         r = self._conn.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
@@ -434,7 +566,7 @@ class Ledger:
             config_hash=r["config_hash"],
             created_at=r["created_at"],
             updated_at=r["updated_at"],
-            config=json.loads(r["config_json"]) if r["config_json"] else None,
+            config=self._json(r["config_json"], run_id),
         )
         rec.artifacts = [
             dict(a)
@@ -444,8 +576,8 @@ class Ledger:
         ]
         for e in self._conn.execute("SELECT * FROM evals WHERE run_id = ? ORDER BY created_at", (run_id,)):
             rec.evals[e["label"]] = {
-                "metrics": json.loads(e["metrics_json"]),
-                "ci": json.loads(e["ci_json"]) if e["ci_json"] else None,
+                "metrics": self._json(e["metrics_json"], run_id) or {},
+                "ci": self._json(e["ci_json"], run_id),
                 "num_mazes": e["num_mazes"],
                 "path": e["path"],
             }
@@ -454,6 +586,15 @@ class Ledger:
         ]
         return rec
 
+    def _json(self, text: str | None, run_id: str) -> Any:
+        """A JSON column of a row, or ``None``; a damaged one is a :class:`LedgerError` saying how to rebuild."""
+        if not text:
+            return None
+        return parse_user_data(
+            text, f"ledger {self.path}, a row of run {run_id!r},", syntax="json", error=LedgerError, repair=f"rebuild it: {REBUILD_COMMAND}"
+        )
+
+    @_reported
     def notes(self, *, run_id: str | None = None) -> list[dict[str, Any]]:
         """Notes of one run, or all notes (newest last)."""
         if run_id is None:
@@ -463,6 +604,7 @@ class Ledger:
             for n in self._conn.execute("SELECT id, run_id, kind, text, created_at FROM notes WHERE run_id = ? ORDER BY id", (run_id,))
         ]
 
+    @_reported
     def search(self, query: str, *, limit: int = 50) -> list[SearchHit]:
         """Find runs (and notes) by a config value, an eval figure or note text.
 
@@ -511,6 +653,7 @@ class Ledger:
             for r in rows
         ]
 
+    @_reported
     def compare(self, run_ids: list[str]) -> dict[str, Any]:
         """Config keys that differ between runs, and their eval figures side by side.
 
@@ -541,6 +684,7 @@ class Ledger:
         return {"runs": run_ids, "config": config, "eval": dict(sorted(figures.items()))}
 
     # ------------------------------------------------------------------ run directories
+    @_reported
     def import_manifest(self, manifest: dict[str, Any], run_dir: str | Path | None = None, *, updated_at: float | None = None) -> None:
         """Record a run from its ``manifest.json`` content: config, status, checkpoints, adapter, evals.
 
@@ -571,6 +715,7 @@ class Ledger:
             if promotion.get("promoted"):
                 self.add_artifact(rid, "promoted_adapter", promotion.get("adapter", "adapter"), promotion.get("adapter_sha256"))
 
+    @_reported
     def sync_storage(self, runs_root: str | Path) -> int:
         """Import every run directory under ``runs_root`` that changed since the ledger's row (its
         ``manifest.json``, ``config.json``, ``metrics.jsonl`` or ``submissions.json`` is newer than the row's ``updated_at``).

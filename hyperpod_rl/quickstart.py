@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from hyperpod_rl.base import Model
+from hyperpod_rl.base import Model, load_user_data
 from hyperpod_rl.cluster.local import start_local_cluster
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import ConfigError, HyperpodRLError, JobError
+from hyperpod_rl.errors import ConfigError, HyperpodRLError, JobError, TaskError
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
@@ -296,7 +296,7 @@ def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
     root = storage / "datasets" / key
     meta = root / "dataset.json"
     if meta.exists():
-        return DatasetPaths.of(root, json.loads(meta.read_text()))
+        return DatasetPaths.of(root, _dataset_record(meta))
     splits = build_dataset(spec)
     root.mkdir(parents=True, exist_ok=True)
     hashes = {name: write_parquet(rows, root / f"{name}.parquet") for name, rows in splits.items()}
@@ -316,7 +316,17 @@ def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPath
     meta = root / "dataset.json"
     if not meta.exists():
         write_dataset(task, options, root)
-    return DatasetPaths.of(root, json.loads(meta.read_text()))
+    return DatasetPaths.of(root, _dataset_record(meta))
+
+
+def _dataset_record(meta: Path) -> dict[str, Any]:
+    """A cached dataset's ``dataset.json``, or a :class:`~hyperpod_rl.errors.TaskError` naming it and the fix."""
+    record = load_user_data(
+        meta, "dataset record", syntax="json", error=TaskError, repair=f"delete the folder {meta.parent} to build the dataset again"
+    )
+    if not isinstance(record, dict):
+        raise TaskError(f"dataset record {meta} is not a JSON object: delete the folder {meta.parent} to build the dataset again")
+    return record
 
 
 def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:

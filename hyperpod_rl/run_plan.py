@@ -6,12 +6,12 @@ a SkyRL run is predicted not to fit) and by front-ends that show the plan.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan import Plan, PlanInput, image_tokens, plan
@@ -125,12 +125,9 @@ def plan_input_for(
         )
     local = Path(config.model.path).expanduser() / "config.json"
     if local.is_file():
-        try:
-            model = json.loads(local.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise ConfigError(
-                f"{local} is not valid JSON ({err}): point model.path at a checkpoint directory with a valid config.json"
-            ) from err
+        model = load_user_data(
+            local, "model.path config.json", syntax="json", repair="point model.path at a checkpoint directory with a valid config.json"
+        )
         if not isinstance(model, dict):
             raise ConfigError(f"{local} holds a JSON {type(model).__name__}, not an object: point model.path at a Qwen3-VL checkpoint")
     micro = config.trainer.micro_batch_size

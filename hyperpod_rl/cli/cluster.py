@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import yaml
 
-from hyperpod_rl.base import read_user_text
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.cli._common import HprlGroup, fail, output_file, writing
 from hyperpod_rl.cluster.crd import DEFAULT_KUBERAY, KUBERAY_VERSIONS
 from hyperpod_rl.cluster.probe import PROBE_CHOICES
@@ -191,20 +191,12 @@ def _is_ray_io(doc: Any) -> bool:
 
 
 def _documents(path: Path) -> list[Any]:
-    text = read_user_text(path, "RayCluster YAML file")
-    try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path} is not valid YAML ({exc}): fix its syntax") from None
+    return [d for d in load_user_data(path, "RayCluster YAML file", documents=True) if d is not None]
 
 
 def _spec_overrides(path: Path) -> dict[str, Any]:
     """The ClusterSpec fields of a ``--spec`` file (YAML or JSON mapping)."""
-    text = read_user_text(path, "cluster spec file", fix="give an existing YAML or JSON file of ClusterSpec fields")
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"cluster spec file {str(path)!r} is not valid YAML or JSON ({exc}): fix its syntax") from None
+    data = load_user_data(path, "cluster spec file", fix="give an existing YAML or JSON file of ClusterSpec fields")
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -5,14 +5,13 @@ A typer sub-app (``app``) over :mod:`hyperpod_rl.tasks.maze`; no task logic live
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from hyperpod_rl.base import read_user_text
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.cli._common import HprlGroup, console, fail, output_dir, output_file, writing
 from hyperpod_rl.errors import HyperpodRLError, TaskError
 from hyperpod_rl.tasks.maze import (
@@ -89,9 +88,10 @@ def build(
     output_dir(out, "--out")
     try:
         if spec_file is not None:
-            spec = DatasetSpec(
-                **json.loads(read_user_text(spec_file, "dataset spec file", fix="give an existing JSON file of DatasetSpec fields"))
-            )
+            fields = load_user_data(spec_file, "dataset spec file", fix="give an existing JSON file of DatasetSpec fields", syntax="json")
+            if not isinstance(fields, dict):
+                fail(f"dataset spec file {spec_file} holds a {type(fields).__name__}, not an object: write DatasetSpec fields as keys")
+            spec = DatasetSpec(**fields)
         else:
             spec = DatasetSpec(
                 seed=seed,
@@ -103,8 +103,8 @@ def build(
                 mode=mode,
             )
         splits = build_dataset(spec)
-    except (HyperpodRLError, json.JSONDecodeError) as err:
-        fail(err if not isinstance(err, json.JSONDecodeError) else f"dataset spec file {spec_file} is not JSON ({err}): fix its syntax")
+    except HyperpodRLError as err:
+        fail(err)
     table = Table("split", "rows", "sha256", "strata (count)")
     with writing(out, "--out"):
         (out / "spec.json").write_text(spec.model_dump_json(indent=2))

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
 
+from hyperpod_rl.base import parse_user_data
 from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
@@ -121,9 +122,9 @@ def quickstart(
 
     phases = _Phases()
     try:
-        extra = json.loads(task_options) if task_options else {}
-    except json.JSONDecodeError as err:
-        raise typer.BadParameter(f"--task-options is not JSON ({err}): pass an object, e.g. '{{\"fill\": 0.5}}'") from None
+        extra = parse_user_data(task_options, "--task-options", syntax="json") if task_options else {}
+    except HyperpodRLError as err:
+        raise typer.BadParameter(f"{err}; pass an object, e.g. '{{\"fill\": 0.5}}'") from None
     if not isinstance(extra, dict):
         raise typer.BadParameter("--task-options must be a JSON object")
     options["task_options"] = extra

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -54,15 +56,17 @@ def _shown_status(status: str, reachable: bool) -> str:
     return UNREACHABLE if status in ("submitted", "running") and not reachable else status
 
 
-def _open(path: Path | None, *, sync: bool = True):
+@contextmanager
+def _open(path: Path | None, *, sync: bool = True) -> Iterator[Any]:
+    """The ledger, synced with the run directories; a project error inside the block (a damaged
+    ledger, a bad argument) is one ``error:`` line (:func:`handled`)."""
     from hyperpod_rl.ledger import Ledger
     from hyperpod_rl.runs import runs_root
 
-    with handled():
-        ledger = Ledger(path)
+    with handled(), Ledger(path) as ledger:
         if sync:
             ledger.sync_storage(runs_root())
-    return ledger
+        yield ledger
 
 
 def _when(ts: float) -> str:
@@ -266,19 +270,32 @@ def reproduce(
 
 
 @app.command("sync")
-def sync(ledger: Path | None = LedgerOpt, address: str | None = Address) -> None:
+def sync(
+    ledger: Path | None = LedgerOpt,
+    address: str | None = Address,
+    rebuild: bool = typer.Option(
+        False, "--rebuild", help="build a new ledger from the run directories (a damaged one is kept aside as <file>.before-rebuild-<time>)"
+    ),
+) -> None:
     """Import the run directories under the storage root that changed since the last sync.
 
     Runs recorded 'running' whose Ray job has ended are recorded as ended first (the cluster
-    is asked); when it cannot be reached, their status is said to be unknown.
+    is asked); when it cannot be reached, their status is said to be unknown. With --rebuild,
+    the ledger is built anew from the run directories (hyperpod_rl.ledger.Ledger.rebuild): the
+    fix for a ledger that is damaged or not SQLite.
     """
     from hyperpod_rl.ledger import Ledger
     from hyperpod_rl.runs import runs_root
 
     reachable = _reconcile(address)
-    with handled(), Ledger(ledger) as led:
-        count = led.sync_storage(runs_root())
-        running = [r.run_id for r in led.list_runs(status="running", limit=1000)]
-    console.print(f"{count} run(s) imported into {led.path}")
+    aside = None
+    with handled():
+        led, aside = Ledger.rebuild(ledger, runs_root=runs_root()) if rebuild else (Ledger(ledger), None)
+        with led:
+            count = len(led.list_runs(limit=1 << 30)) if rebuild else led.sync_storage(runs_root())
+            running = [r.run_id for r in led.list_runs(status="running", limit=1000)]
+    console.print(f"{count} run(s) imported into {'a new ledger ' if rebuild else ''}{led.path}")
+    if aside is not None:
+        console.print(f"the old ledger is kept as {aside} (its notes: sqlite3 {aside} .recover)", soft_wrap=True)
     if running and not reachable:
         console.print(f"{len(running)} run(s) recorded running: status {UNREACHABLE}: {', '.join(running)}", soft_wrap=True)

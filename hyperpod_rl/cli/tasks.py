@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from hyperpod_rl.base import parse_user_data
 from hyperpod_rl.cli._common import HprlGroup, console, fail, output_dir, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.tasks import get_task, load_reward_fn, metric_spec, run_audit, task_sources, write_parquet
@@ -26,9 +27,9 @@ app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="Task plug-ins: list
 
 def _options(task: Any, text: str | None, **fixed: Any) -> Any:
     try:
-        data = json.loads(text) if text else {}
-    except json.JSONDecodeError as err:
-        raise typer.BadParameter(f"--options is not JSON ({err}): pass an object, e.g. '{{\"seed\": 1}}'") from None
+        data = parse_user_data(text, "--options", syntax="json") if text else {}
+    except HyperpodRLError as err:
+        raise typer.BadParameter(f"{err}; pass an object, e.g. '{{\"seed\": 1}}'") from None
     if not isinstance(data, dict):
         raise typer.BadParameter("--options must be a JSON object")
     return task.options_model.build({**data, **fixed})

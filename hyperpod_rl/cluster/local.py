@@ -18,7 +18,6 @@ Security model (measured with Ray 2.57, see docs/references.md §2 "Local Ray se
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -469,10 +468,24 @@ def start_local_cluster(
     Returns:
         The running :class:`LocalCluster`.
 
+    Two starts at once with one data dir (two notebooks, a notebook and a terminal) start one
+    head: the data dir's start lock (:func:`home_start_lock_path`) is held from before the state
+    file is read until the new cluster is recorded and answers, so the second caller waits and
+    then reuses the first one's cluster.
+
     Raises:
-        ClusterError: an explicit ``dashboard_port`` is in use, or Ray failed to start (its
-            output is in the message, with the token redacted).
+        ClusterError: an explicit ``dashboard_port`` is in use, Ray failed to start (its output
+            is in the message, with the token redacted), or another start of this data dir held
+            its lock for :data:`START_LOCK_TIMEOUT_S` seconds.
     """
+    if dashboard_port is not None:
+        check_port_outside_ray_workers(dashboard_port, "--dashboard-port")  # refused before anything, the lock file included
+    with _held(home_start_lock_path(), START_LOCK_TIMEOUT_S, "another hyperpod-rl local start of this data dir is still starting"):
+        return _start_or_reuse(num_cpus=num_cpus, dashboard_port=dashboard_port, restart=restart, wait_s=wait_s)
+
+
+def _start_or_reuse(*, num_cpus: int | None, dashboard_port: int | None, restart: bool, wait_s: float) -> LocalCluster:
+    """:func:`start_local_cluster`'s work, under the data dir's start lock."""
     path = data_dir() / STATE_FILE
     previous = _read_state(path)
     stale = False
@@ -482,8 +495,6 @@ def start_local_cluster(
             return cluster
         stale = not restart
         cluster.stop()
-    if dashboard_port is not None:
-        check_port_outside_ray_workers(dashboard_port, "--dashboard-port")
     if dashboard_port is not None and not _port_free(dashboard_port):
         raise ClusterError(
             f"dashboard port {dashboard_port} is already in use: pass another --dashboard-port, or omit it to pick a free one"
@@ -544,6 +555,34 @@ def start_lock_path() -> Path:
     return private_tmp_dir() / "local-start.lock"
 
 
+def home_start_lock_path() -> Path:
+    """The lock held by :func:`start_local_cluster` from reading this data dir's state file to
+    recording its cluster: ``<data dir>/local-cluster.lock``."""
+    return data_dir() / "local-cluster.lock"
+
+
+#: Seconds a start waits for another start of the same data dir (ray start's attempts and the
+#: readiness waits of a loaded machine fit in it).
+START_LOCK_TIMEOUT_S = 900.0
+
+
+@contextmanager
+def _held(lock: Path, timeout_s: float, busy: str) -> Iterator[None]:
+    """Hold ``lock`` (:class:`filelock.FileLock`: an ``flock`` the kernel releases when the process
+    dies), waiting at most ``timeout_s`` seconds for another holder.
+
+    Raises:
+        ClusterError: ``busy``, with the wait and the lock file, when the wait runs out.
+    """
+    from filelock import FileLock, Timeout
+
+    try:
+        with FileLock(lock, timeout=timeout_s):
+            yield
+    except Timeout:
+        raise ClusterError(f"{busy} after {timeout_s:.0f} s (lock {lock}): wait for it, or stop it (hyperpod-rl local stop)") from None
+
+
 _PORT_CONFLICT = ("Address already in use", "address already in use", "Failed to start the grpc server", "is already in use")
 #: What ``ray start`` says when its dashboard process died or was too slow to come up, or its
 #: node timed out starting, which happens on a loaded machine (seen with load average > 6 per
@@ -557,9 +596,8 @@ _DASHBOARD_FAILED = (
 )
 
 
-@contextmanager
-def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
-    """Serialise this user's local-cluster starts on this machine (``fcntl`` lock, released if the process dies).
+def _machine_start_lock(timeout_s: float = 600.0) -> Any:
+    """Serialise this user's local-cluster starts on this machine (:func:`_held` on :func:`start_lock_path`).
 
     Two notebooks, or a notebook and a terminal, that start clusters at the same moment would
     otherwise both see the same port free and one ``ray start`` would fail.
@@ -567,23 +605,7 @@ def _machine_start_lock(timeout_s: float = 600.0) -> Iterator[None]:
     Raises:
         ClusterError: another start held the lock for ``timeout_s`` seconds.
     """
-    deadline = time.monotonic() + timeout_s
-    lock = start_lock_path()
-    with open(lock, "a+") as fh:
-        while True:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"another local cluster has been starting for {timeout_s:.0f} s (lock {lock}): wait for it or stop it"
-                    ) from None
-                time.sleep(0.2)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return _held(start_lock_path(), timeout_s, "another local cluster of this user is still starting")
 
 
 def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, dashboard_port: int | None) -> LocalCluster:

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hyperpod_rl.base import read_user_text
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -134,21 +134,14 @@ class RunConfig(_Section):
         Overrides are as in :meth:`from_preset` (dotted paths with ``**{"trainer.micro_batch_size": 4}``).
 
         Raises:
-            ConfigError: the file cannot be read or is not UTF-8 (:func:`hyperpod_rl.base.read_user_text`), is not YAML/JSON, does not hold a mapping, or the
-                result is invalid (one line per field).
+            ConfigError: the file cannot be read, is not UTF-8 or is not YAML/JSON, or is too large,
+                too deeply nested or an alias bomb (:func:`hyperpod_rl.base.load_user_data`), does
+                not hold a mapping, or the result is invalid (one line per field).
         """
-        import yaml
-
         from hyperpod_rl.config.presets import with_overrides
 
         path = Path(path)
-        text = read_user_text(path, "run config file", fix="give an existing YAML or JSON file")
-        try:
-            data = yaml.safe_load(text)  # JSON is YAML
-        except yaml.YAMLError as err:
-            where = getattr(err, "problem_mark", None)
-            at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
-            raise ConfigError(f"run config file {str(path)!r} is not valid YAML or JSON{at}: fix its syntax") from None
+        data = load_user_data(path, "run config file", fix="give an existing YAML or JSON file")  # JSON is YAML
         if not isinstance(data, dict):
             raise ConfigError(
                 f"run config file {str(path)!r} holds a {type(data).__name__}, not a mapping: write the RunConfig fields "

@@ -11,9 +11,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from hyperpod_rl.base import Model
+from hyperpod_rl.base import Model, Seed
 
 __all__ = [
+    "MAX_TEMPERATURE",
+    "MIN_TEMPERATURE",
     "CheckpointConfig",
     "DataConfig",
     "GRPOConfig",
@@ -26,6 +28,15 @@ __all__ = [
     "TaskConfig",
     "TrainerConfig",
 ]
+
+
+#: Lowest positive sampling temperature. Logits are divided by it in float32: below it the
+#: quotient overflows for large logits, and a subnormal temperature (1e-320) is zero to torch, so
+#: sampling gets inf and nan. vLLM raises smaller temperatures to the same 0.01
+#: (``vllm/sampling_params.py``, ``_MAX_TEMP``); here they are refused where they are given.
+MIN_TEMPERATURE = 0.01
+#: Highest sampling temperature a request may ask for (OpenAI's chat-completions limit).
+MAX_TEMPERATURE = 2.0
 
 
 class _Section(Model):
@@ -152,7 +163,7 @@ class RolloutConfig(_Section):
     """Multi-turn rollouts through the maze env."""
 
     max_turns: int = Field(6, gt=0, description="turn limit per episode")
-    temperature: float = Field(1.0, gt=0, description="sampling temperature during training rollouts")
+    temperature: float = Field(1.0, ge=MIN_TEMPERATURE, description="sampling temperature during training rollouts")
     action_constraint: Literal["directions", "none"] = Field(
         "directions",
         description="'directions': the answer is <answer>DIR</answer> with DIR sampled from the four "
@@ -295,7 +306,7 @@ class TrainerConfig(_Section):
     renamed_prefix: ClassVar[str] = "trainer."
 
     steps: int = Field(120, gt=0, description="GRPO steps (SkyRL trainer.max_training_steps)")
-    seed: int = Field(0, description="seed for Python, NumPy and torch")
+    seed: Seed = Field(0, description="seed for Python, NumPy and torch (a signed 64-bit integer)")
     eval_rows: int = Field(200, gt=0, description="held-out rows evaluated before and after training")
     micro_batch_size: int = Field(
         64,

@@ -12,13 +12,14 @@ problem, each ending with the fix.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from pydantic import Field
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.sections import _Section
+from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = ["STAGES", "SFTConfig", "init_adapter_problems", "read_adapter_record", "sft_problems"]
 
@@ -55,8 +56,8 @@ def read_adapter_record(path: str | Path) -> dict[str, Any] | None:
     """The ``provenance.json`` of an adapter directory, or None when it has none or it is unreadable."""
     prov = Path(path).expanduser() / "provenance.json"
     try:
-        data = json.loads(prov.read_text())
-    except (OSError, ValueError):
+        data = load_user_data(prov, "adapter provenance", syntax="json")
+    except HyperpodRLError:  # missing or not JSON: no record (init_adapter_problems says what is missing)
         return None
     return data if isinstance(data, dict) else None
 
@@ -91,9 +92,10 @@ def init_adapter_problems(cfg: Any) -> list[str]:
             "start from an adapter trained on this base model, or set model.path/model.revision to the adapter's base model"
         )
     try:
-        rank = json.loads((path / "adapter_config.json").read_text()).get("r")
-    except (OSError, ValueError):
-        rank = None
+        adapter_config = load_user_data(path / "adapter_config.json", "model.init_adapter adapter_config.json", syntax="json")
+    except HyperpodRLError as err:
+        return [*out, f"{err} (re-export the adapter, or start from another one)"]
+    rank = adapter_config.get("r") if isinstance(adapter_config, dict) else None
     if rank is not None and int(rank) != cfg.lora.rank:
         out.append(f"model.init_adapter has LoRA rank {rank}, but lora.rank is {cfg.lora.rank}: set lora.rank={rank}")
     return out

@@ -7,7 +7,6 @@ provenance record), call :func:`hyperpod_rl.runs.record_eval` with :meth:`EvalRe
 from __future__ import annotations
 
 import html
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,8 +72,18 @@ class EvalResult:
 
     @classmethod
     def load(cls, path: str | Path) -> EvalResult:
-        """Read a saved result."""
-        return cls.from_json(json.loads(Path(path).read_text()))
+        """Read a saved result.
+
+        Raises:
+            CheckpointError: the file is missing, not UTF-8 or not a JSON object (the message names it).
+        """
+        from hyperpod_rl.base import load_user_data
+        from hyperpod_rl.errors import CheckpointError
+
+        data = load_user_data(path, "evaluation result", syntax="json", error=CheckpointError, max_bytes=None, repair="evaluate again")
+        if not isinstance(data, dict):
+            raise CheckpointError(f"evaluation result {str(path)!r} is not a JSON object: evaluate again")
+        return cls.from_json(data)
 
     def save(self, path: str | Path) -> Path:
         """Write the JSON form atomically (canonical JSON: sorted keys), and nothing else."""

@@ -9,11 +9,11 @@ policies through :func:`load_policy`, so they decode the same way.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.model.loading import load_base_model
 from hyperpod_rl.model.policy import MazePolicy
@@ -59,10 +59,7 @@ def read_adapter_provenance(adapter_dir: str | Path) -> dict[str, Any]:
     path = Path(adapter_dir).expanduser() / ADAPTER_PROVENANCE
     if not path.is_file():
         return {}
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as err:
-        raise CheckpointError(f"{path} is not valid JSON ({err}): re-export the adapter") from None
+    data = load_user_data(path, "adapter provenance", syntax="json", error=CheckpointError, repair="re-export the adapter")
     if not isinstance(data, dict):
         raise CheckpointError(f"{path} is not a JSON object: re-export the adapter")
     return data

@@ -14,8 +14,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.sections import ModelConfig
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.errors import ConfigError, HyperpodRLError
 from hyperpod_rl.model.revision import TINY_MODEL_ID, directory_revision
 from hyperpod_rl.model.sampling import report_generation_config
 
@@ -146,8 +147,8 @@ def resolve_base_model(model: ModelConfig, run_dir: str | Path) -> Path:
     wanted = (model.tiny_hidden_size, model.tiny_layers)
     for existing in sorted(root.glob("tiny-qwen3-vl-*")):
         try:
-            text = json.loads((existing / "config.json").read_text())["text_config"]
-        except (OSError, ValueError, KeyError):
+            text = load_user_data(existing / "config.json", "tiny model config.json", syntax="json")["text_config"]
+        except (HyperpodRLError, KeyError, TypeError):  # a damaged copy: another is built
             continue
         if (text.get("hidden_size"), text.get("num_hidden_layers")) == wanted:
             return existing
@@ -205,15 +206,18 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = 
         )
     if not (root / "config.json").is_file():
         raise ConfigError(f"model.path={str(root)!r} has no config.json: pass a Qwen3-VL checkpoint directory")
-    config = json.loads((root / "config.json").read_text())
-    if config.get("model_type") not in ("qwen3_vl",):
+    config = load_user_data(
+        root / "config.json", f"model.path={str(root)!r} config.json", syntax="json", repair="restore it from the checkpoint you downloaded"
+    )
+    if not isinstance(config, dict) or config.get("model_type") not in ("qwen3_vl",):
         raise ConfigError(
-            f"model.path={str(root)!r} is a {config.get('model_type')!r} model: hyperpod-rl trains Qwen3-VL (model_type 'qwen3_vl')"
+            f"model.path={str(root)!r} is a {config.get('model_type') if isinstance(config, dict) else None!r} model: hyperpod-rl trains Qwen3-VL (model_type 'qwen3_vl')"
         )
     marker = root / "hyperpod_rl_model.json"
     if marker.exists():
         processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)
-        model_id = json.loads(marker.read_text()).get("model_id", TINY_MODEL_ID)
+        record = load_user_data(marker, "tiny model record", syntax="json", repair="delete the model folder to build it again")
+        model_id = record.get("model_id", TINY_MODEL_ID) if isinstance(record, dict) else TINY_MODEL_ID
     else:
         try:
             processor = AutoProcessor.from_pretrained(root)

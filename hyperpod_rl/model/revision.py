@@ -6,7 +6,6 @@ CLI and the quickstart's option checks stay fast; :mod:`hyperpod_rl.model.loadin
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from hyperpod_rl.errors import ConfigError
@@ -59,7 +58,7 @@ def check_model_dir(path: str | Path, what: str = "model path") -> Path:
         ConfigError: it is not a directory, is empty, has no ``config.json``, an unreadable or
             non-JSON one, another ``model_type``, or no weight files (the message says which).
     """
-    from hyperpod_rl.base import read_user_text
+    from hyperpod_rl.base import load_user_data
 
     root = Path(path).expanduser()
     fix = "pass a local Qwen3-VL checkpoint directory (config.json and *.safetensors, e.g. huggingface-cli download Qwen/Qwen3-VL-2B-Instruct --local-dir DIR)"
@@ -69,13 +68,11 @@ def check_model_dir(path: str | Path, what: str = "model path") -> Path:
         raise ConfigError(f"{what} {str(path)!r} is an empty folder: {fix}")
     if not (root / "config.json").is_file():
         raise ConfigError(f"{what} {str(path)!r} has no config.json: {fix}")
-    text = read_user_text(root / "config.json", f"{what} config.json")
-    try:
-        config = json.loads(text)
-    except ValueError as err:
-        raise ConfigError(f"{what} {str(root / 'config.json')!r} is not JSON ({err}): {fix}") from None
-    if not isinstance(config, dict) or config.get("model_type") != "qwen3_vl":
-        kind = config.get("model_type") if isinstance(config, dict) else None
+    config = load_user_data(root / "config.json", f"{what} config.json", syntax="json", repair=fix)
+    if not isinstance(config, dict):
+        raise ConfigError(f"{what} config.json {str(root / 'config.json')!r} holds a JSON {type(config).__name__}, not an object: {fix}")
+    if config.get("model_type") != "qwen3_vl":
+        kind = config.get("model_type")
         raise ConfigError(f"{what} {str(path)!r} is a {kind!r} model: hyperpod-rl trains Qwen3-VL (model_type 'qwen3_vl')")
     if not any(next(root.glob(pattern), None) for pattern in _WEIGHTS):
         raise ConfigError(f"{what} {str(path)!r} has no weights (*.safetensors): {fix}")

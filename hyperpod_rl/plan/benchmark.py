@@ -7,11 +7,11 @@ so that predictions can be recomputed from the JSON alone (the CPU tests do this
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan.inputs import PlanInput
 
@@ -85,7 +85,7 @@ def load_records(path: Path) -> list[dict[str, Any]]:
     Raises:
         ConfigError: the file is not a harness result file.
     """
-    data = json.loads(Path(path).read_text())
+    data = load_user_data(path, "harness result file", syntax="json", max_bytes=None)
     records = data.get("results") if isinstance(data, dict) else None
     if not isinstance(records, list):
         raise ConfigError(f"{path} is not a harness result file (expected a JSON object whose 'results' is a list of records)")

@@ -15,6 +15,11 @@ leaves either a whole checkpoint or none; leftovers of an interrupted write
 the run directory (an adapter export SIGKILL interrupted leaves ``adapter.tmp-<pid>/``). On load, checkpoints are tried newest
 first; one whose checksums do not match (truncated, corrupt) is skipped with a warning, so
 resume falls back to the previous valid one.
+
+A write that fails (no space left, a read-only or forbidden run directory, a quota) removes its
+temporary file or directory, leaves the previous file or checkpoint as it was, and raises one
+:class:`~hyperpod_rl.errors.StorageError` naming the path and the fix (:func:`storage_errors`,
+the one place an ``OSError`` of a run write becomes that error).
 """
 
 from __future__ import annotations
@@ -25,18 +30,25 @@ import os
 import re
 import shutil
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from hyperpod_rl.errors import StorageError, storage_error
 
 __all__ = [
     "checkpoint_entries",
     "file_sha256",
+    "os_error_of",
+    "storage_errors",
     "latest_valid_checkpoint",
     "prune_checkpoints",
     "remove_stale_temporaries",
     "verify_checksums",
     "write_checksums",
     "write_dir_atomically",
+    "write_bytes_atomic",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -51,21 +63,90 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+#: How a native writer (safetensors' Rust ``std::io::Error``) states the OS error it got.
+_NATIVE_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def os_error_of(err: BaseException) -> OSError | None:
+    """The ``OSError`` behind a failed write: ``err`` itself, or the one a native writer reported
+    in its message (safetensors raises ``SafetensorError('... No space left on device (os error 28)')``).
+    ``None`` when the failure is not the storage's."""
+    if isinstance(err, OSError):
+        return err
+    match = _NATIVE_OS_ERROR.search(str(err))
+    if match is None:
+        return None
+    code = int(match.group(1))
+    return OSError(code, os.strerror(code))
+
+
+@contextmanager
+def storage_errors(path: str | Path, *, verb: str = "write") -> Iterator[None]:
+    """Turn a storage failure inside the block into one :class:`~hyperpod_rl.errors.StorageError`
+    naming ``path`` and the fix (:func:`hyperpod_rl.errors.storage_error`); other errors pass.
+
+    An ``OSError`` about another file (not ``path``, its temporary copy or a file inside it: an
+    input the write read) names that file instead.
+
+    Raises:
+        StorageError: e.g. ``cannot write /fsx/runs/r1/manifest.json: no space left on that file
+            system: free space or grow it (FSx: raise its storage capacity), then try again ...``.
+    """
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as err:
+        found = os_error_of(err)
+        if found is None:
+            raise
+        named = str(found.filename) if found.filename is not None else None
+        if named is not None and not named.startswith(str(path)):  # another file (an input read), not the one written
+            raise storage_error(found, verb="use") from None
+        raise storage_error(found, path, verb=verb) from None
+
+
+@contextmanager
+def _removed_on_failure(tmp: Path) -> Iterator[None]:
+    """Remove ``tmp`` (a file or a directory) when the block fails, then re-raise."""
+    try:
+        yield
+    except BaseException:
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:
+                pass  # a read-only directory: the file was never created
+        raise
+
+
 def write_text_atomic(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file in the same directory, fsynced, then renamed.
 
     A reader sees the old file or the new one, never a part; two writers never share a
     temporary file (its name carries the pid and thread id).
+
+    Raises:
+        StorageError: the directory cannot be written (full, read-only, forbidden): the old file
+            is unchanged and the temporary file is removed.
     """
+    return write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """:func:`write_text_atomic` for bytes."""
     import threading
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    with storage_errors(path), _removed_on_failure(tmp):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
     return path
 
 
@@ -80,7 +161,8 @@ def write_json_atomic(path: Path, data: Any) -> Path:
 def write_checksums(directory: Path) -> dict[str, str]:
     """Write ``checksums.json`` for every other file in ``directory``; return the mapping."""
     sums = {p.name: file_sha256(p) for p in sorted(directory.iterdir()) if p.is_file() and p.name != "checksums.json"}
-    (directory / "checksums.json").write_text(json.dumps(sums, indent=1, sort_keys=True))
+    with storage_errors(directory / "checksums.json"):
+        (directory / "checksums.json").write_text(json.dumps(sums, indent=1, sort_keys=True))
     return sums
 
 
@@ -106,26 +188,39 @@ def write_dir_atomically(final: Path, write: Any) -> Path:
     """Call ``write(tmp_dir)``, add checksums, fsync, and rename ``tmp_dir`` to ``final``.
 
     An existing ``final`` is replaced only after the new directory is complete.
+
+    Raises:
+        StorageError: the run's storage failed (full, read-only, forbidden), in ``write`` or after
+            it: the temporary directory is removed and an existing ``final`` is kept as it was.
+            Other errors of ``write`` pass unchanged, after the same clean-up.
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    write(tmp)
-    write_checksums(tmp)
-    for p in tmp.iterdir():
-        with open(p, "rb") as fh:
-            os.fsync(fh.fileno())
-    _fsync_dir(tmp)
-    if final.exists():
-        old = final.with_name(f"{final.name}.old-{os.getpid()}")
-        final.rename(old)
-        tmp.rename(final)
-        shutil.rmtree(old)
-    else:
-        tmp.rename(final)
-    _fsync_dir(final.parent)
+    old = final.with_name(f"{final.name}.old-{os.getpid()}")
+    with storage_errors(final), _removed_on_failure(tmp):
+        final.parent.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        write(tmp)
+        write_checksums(tmp)
+        for p in tmp.iterdir():
+            with open(p, "rb") as fh:
+                os.fsync(fh.fileno())
+        _fsync_dir(tmp)
+        if final.exists():
+            final.rename(old)
+            try:
+                tmp.rename(final)
+            except BaseException:
+                old.rename(final)  # the previous copy back in place
+                raise
+        else:
+            tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)  # a leftover is removed on resume (remove_stale_temporaries)
+    try:
+        _fsync_dir(final.parent)
+    except OSError:
+        pass  # the rename is done; the directory entry reaches the disk with the file system's next flush
     return final
 
 
@@ -175,8 +270,6 @@ def remove_stale_temporaries(directory: Path) -> list[str]:
     Raises:
         StorageError: a leftover cannot be removed (read-only or forbidden storage).
     """
-    from hyperpod_rl.errors import storage_error
-
     if not directory.is_dir():
         return []
     removed = []
@@ -193,7 +286,7 @@ def remove_stale_temporaries(directory: Path) -> list[str]:
             else:
                 path.unlink()
         except OSError as err:
-            raise storage_error(err) from None
+            raise storage_error(err, verb="remove") from None
         removed.append(path.name)
     return removed
 

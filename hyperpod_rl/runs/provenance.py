@@ -50,9 +50,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import CheckpointError, ConfigError
-from hyperpod_rl.runs.files import file_sha256, write_json_atomic
+from hyperpod_rl.errors import CheckpointError, ConfigError, HyperpodRLError
+from hyperpod_rl.runs.files import file_sha256, storage_errors, write_json_atomic
 from hyperpod_rl.runs.versions import git_state, package_versions
 
 __all__ = [
@@ -122,8 +123,8 @@ def eval_summaries(run_dir: Path) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for path in sorted((run_dir / "eval").glob("*.json")):
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = load_user_data(path, "evaluation", syntax="json", error=CheckpointError, max_bytes=None)
+        except HyperpodRLError:  # unreadable or damaged: left out of the summary (read_eval names it)
             continue
         if isinstance(data, dict) and "metrics" in data:
             keep = ("label", "split", "observation", "num_mazes", "metrics", "ci")
@@ -136,9 +137,11 @@ def _dataset_entry(path: str, sha256: str) -> dict[str, Any]:
     meta = Path(path).parent / "dataset.json"
     if meta.is_file():
         try:
-            entry["spec"] = json.loads(meta.read_text()).get("spec")
-        except ValueError:
-            pass
+            record = load_user_data(meta, "dataset record", syntax="json")
+        except HyperpodRLError:  # a damaged record: the dataset's hash still identifies it
+            record = None
+        if isinstance(record, dict):
+            entry["spec"] = record.get("spec")
     return entry
 
 
@@ -204,12 +207,19 @@ def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
     path = Path(run_dir) / PROVENANCE_FILE
     if not path.is_file():
         return None
-    try:
-        return json.loads(path.read_text())
-    except ValueError as err:
+    data = load_user_data(
+        path,
+        "run manifest",
+        syntax="json",
+        error=CheckpointError,
+        max_bytes=None,
+        repair="restore it from a backup, or delete it and resubmit with --fresh to start the run over",
+    )
+    if not isinstance(data, dict):
         raise CheckpointError(
-            f"{path} is not valid JSON ({err}): restore it from the ledger or delete it to start the run over with --fresh"
-        ) from None
+            f"run manifest {path} holds a JSON {type(data).__name__}, not an object: restore it, or delete it and resubmit with --fresh"
+        )
+    return data
 
 
 @contextmanager
@@ -231,15 +241,20 @@ def update_provenance(run_dir: str | Path, change: Callable[[dict[str, Any] | No
 
     Returns:
         The manifest written.
+
+    Raises:
+        StorageError: the run directory is full, read-only or forbidden (the manifest is left as
+            it was, and no temporary file).
     """
     rdir = Path(run_dir)
-    rdir.mkdir(parents=True, exist_ok=True)
-    with _locked(rdir):
-        current = read_provenance(rdir)
-        new = change(current)
-        new["updated_at"] = _now()
-        path = rdir / PROVENANCE_FILE
-        write_json_atomic(path, new)
+    path = rdir / PROVENANCE_FILE
+    with storage_errors(path):
+        rdir.mkdir(parents=True, exist_ok=True)
+        with _locked(rdir):
+            current = read_provenance(rdir)
+            new = change(current)
+            new["updated_at"] = _now()
+            write_json_atomic(path, new)
     return new
 
 
@@ -255,7 +270,7 @@ def config_from_provenance(run_dir: str | Path, *, run_id: str | None = None) ->
     if manifest is not None:
         data = dict(manifest["config"])
     elif (rdir / "config.json").is_file():
-        data = json.loads((rdir / "config.json").read_text())
+        data = load_user_data(rdir / "config.json", "run config", syntax="json", error=CheckpointError, max_bytes=None)
     else:
         raise CheckpointError(f"{rdir} has no manifest.json or config.json: is it a run directory? (hyperpod-rl runs list)")
     if run_id is not None:

@@ -8,7 +8,6 @@ and the provenance record have their own modules beside this one). Every write i
 from __future__ import annotations
 
 import fcntl
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
@@ -53,14 +53,9 @@ def read_json(path: Path) -> Any:
     Raises:
         CheckpointError: the file exists but is not valid JSON (the message names it).
     """
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    if not path.exists():
         return None
-    try:
-        return json.loads(text)
-    except ValueError as err:
-        raise CheckpointError(f"{path} is not valid JSON ({err}): restore it or delete it") from None
+    return load_user_data(path, "run file", syntax="json", error=CheckpointError, max_bytes=None, repair="restore it or delete it")
 
 
 def write_json(path: Path, data: Any) -> Path:

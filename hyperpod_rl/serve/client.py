@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_rl.errors import ServeError
-from hyperpod_rl.tasks import flatten_alpha, make_env, metric_spec, task_of_row
+from hyperpod_rl.errors import ServeError, TaskError
+from hyperpod_rl.tasks import decode_image, make_env, metric_spec, task_of_row, to_rgb
 from hyperpod_rl.tasks.maze import Maze
 
 __all__ = ["SolveResult", "chat", "image_url_part", "maze_request", "solve"]
@@ -25,9 +25,10 @@ __all__ = ["SolveResult", "chat", "image_url_part", "maze_request", "solve"]
 def image_url_part(image: Any) -> dict[str, Any]:
     """An OpenAI ``image_url`` content part (PNG data URL) for an image of your own.
 
-    The image is decoded and flattened with :func:`hyperpod_rl.tasks.flatten_alpha` before it is
-    encoded: transparent pixels become white, as in training, evaluation and the local serve
-    route, whatever the server does with alpha (older vLLM releases drop LA and palette alpha).
+    The image is decoded and converted with :func:`hyperpod_rl.tasks.to_rgb` before it is
+    encoded, as in training, evaluation and the local serve route: transparent pixels become
+    white, whatever the server does with alpha (older vLLM releases drop LA and palette alpha),
+    and a 16-bit grayscale image is scaled to 8 bits (a 32-bit integer or float one is refused).
 
     Args:
         image: a path (``str`` or ``Path``), PNG/JPEG bytes, or a PIL image, of any mode.
@@ -37,24 +38,25 @@ def image_url_part(image: Any) -> dict[str, Any]:
         RGB PNG.
 
     Raises:
-        ServeError: the file or bytes are not a readable image.
+        ServeError: the file cannot be read, or the image is not readable or is refused (:func:`hyperpod_rl.tasks.to_rgb`).
     """
     import base64
     import io
     from pathlib import Path
 
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
     try:
         if isinstance(image, Image.Image):
-            rgb = flatten_alpha(image)
+            rgb = to_rgb(image)
         else:
-            raw = Path(image).read_bytes() if isinstance(image, (str, Path)) else bytes(image)
-            with Image.open(io.BytesIO(raw)) as img:
-                img.load()
-                rgb = flatten_alpha(img)
-    except (UnidentifiedImageError, OSError) as err:
-        raise ServeError(f"not a readable image ({err.__class__.__name__}): pass a PNG or JPEG file, its bytes, or a PIL image") from None
+            rgb = decode_image(Path(image).read_bytes() if isinstance(image, (str, Path)) else bytes(image))
+    except OSError as err:
+        raise ServeError(
+            f"cannot read the image {image!s:.200} ({err.strerror or err}): pass a PNG or JPEG file, its bytes, or a PIL image"
+        ) from None
+    except TaskError as err:
+        raise ServeError(f"{err}: pass a PNG or JPEG file, its bytes, or a PIL image") from None
     buf = io.BytesIO()
     rgb.save(buf, format="PNG")
     return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")}}

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from hyperpod_rl.base import Model, format_validation_error
+from hyperpod_rl.base import Model, Seed, format_validation_error, load_user_data
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ConfigError, ServeError
 from hyperpod_rl.serve.local import MAX_IMAGE_PIXELS
@@ -154,7 +154,7 @@ class ClusterServeSpec(Model):
     images_per_prompt: int = Field(1, ge=1)
     max_image_pixels: int = Field(MAX_IMAGE_PIXELS, ge=28 * 28)
     dtype: Literal["auto", "bfloat16", "float16"] = "bfloat16"
-    seed: int = 0
+    seed: Seed = 0
     host: str = "0.0.0.0"
     port: int = Field(8000, ge=1, le=65535)
 
@@ -191,7 +191,9 @@ def _adapter_rank(path: str | Path) -> int:
     cfg_file = Path(path) / "adapter_config.json"
     if not cfg_file.is_file():
         raise ServeError(f"adapter {path} has no adapter_config.json: pass the run's adapter/ directory on shared storage")
-    cfg = json.loads(cfg_file.read_text())
+    cfg = load_user_data(cfg_file, "adapter_config.json", syntax="json", error=ServeError, repair="re-export the adapter")
+    if not isinstance(cfg, dict):
+        raise ServeError(f"adapter_config.json {str(cfg_file)!r} is not a JSON object: re-export the adapter")
     return max([int(cfg.get("r", 8))] + [int(v) for v in (cfg.get("rank_pattern") or {}).values()])
 
 

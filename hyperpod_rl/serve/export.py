@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperpod_rl.errors import ConfigError
+from hyperpod_rl.base import load_user_data
+from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.runs.files import write_text_atomic
 
 __all__ = ["AdapterExport", "export_adapter"]
 
@@ -50,11 +52,11 @@ def _record_export(adapter_dir: Path, entry: dict[str, Any]) -> None:
     The one place that writes the export record; when the run-directory module exists, this moves there.
     """
     path = adapter_dir / "provenance.json"
-    record = json.loads(path.read_text())
+    record = load_user_data(path, "adapter provenance", syntax="json", error=CheckpointError, repair="re-export the adapter")
+    if not isinstance(record, dict):
+        raise CheckpointError(f"adapter provenance {str(path)!r} is not a JSON object: re-export the adapter")
     record["exports"] = [*record.get("exports", []), entry]
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True))  # no temporary left on a full disk
 
 
 def export_adapter(

@@ -17,8 +17,12 @@ against it unchanged (``tests/serve/test_openai_sdk.py``):
 - every error body is OpenAI's ``{"error": {"message", "type", "code", "param"}}``.
 
 Input is bounded before it is read. Bad requests get a 4xx with a message that says what to
-fix and names the limit, and never take the replica down: 400 for malformed JSON, bad base64, a
-request without an image, more than :data:`MAX_IMAGES_PER_REQUEST` images (``too_many_images``),
+fix and names the limit, and never take the replica down: 400 for malformed JSON or JSON nested
+deeper than :data:`MAX_JSON_DEPTH` levels (measured without recursion before anything walks it),
+sampling values at their extremes (a ``temperature`` other than 0 outside
+:data:`~hyperpod_rl.config.sections.MIN_TEMPERATURE`..:data:`~hyperpod_rl.config.sections.MAX_TEMPERATURE`,
+inf or nan, a ``seed`` outside signed 64-bit integers), a ``model`` name over
+:data:`MAX_NAME_CHARS` characters, bad base64, a request without an image, more than :data:`MAX_IMAGES_PER_REQUEST` images (``too_many_images``),
 a prompt over :data:`MAX_PROMPT_TOKENS` tokens or the model's context (``context_length_exceeded``),
 ``max_tokens`` beyond the model's room for the prompt (``max_tokens_too_large``) or below one
 constrained answer (``max_tokens_too_small``), or ``n`` other than 1; 404 for an unknown model
@@ -29,8 +33,9 @@ the image header before any pixel is decoded, so a small PNG that declares 20,00
 is refused unread. ``max_tokens`` (or ``max_completion_tokens``) caps free decoding. A failure
 inside the server is a 500 whose message carries only a request id (also the ``x-request-id``
 header); the exception and its traceback go to the replica's log under that id, never to the
-client. Transparent images are composited onto white (:func:`hyperpod_rl.tasks.flatten_alpha`),
-as vLLM does.
+client. Images are decoded as in training (:func:`hyperpod_rl.tasks.to_rgb`): transparency is
+composited onto white, as vLLM does; a 16-bit grayscale image is scaled to 8 bits, and a 32-bit
+integer or floating-point one is refused with a 400 ``invalid_image`` that says so.
 
 Every adapter passes :func:`hyperpod_rl.serve.preflight.preflight` (against
 :data:`~hyperpod_rl.serve.preflight.LOCAL_SERVER`) before the deploy job is even submitted, and
@@ -42,7 +47,6 @@ again in the job before Serve starts.
 import asyncio
 import base64
 import binascii
-import io
 import json
 import logging
 import re
@@ -52,10 +56,15 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from hyperpod_rl.base import Seed, nesting_depth
+from hyperpod_rl.config.sections import MAX_TEMPERATURE, MIN_TEMPERATURE
 
 __all__ = [
     "MAX_BODY_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_NAME_CHARS",
     "MAX_IMAGES_PER_REQUEST",
     "MAX_IMAGE_PIXELS",
     "MAX_IMAGE_PX",
@@ -109,11 +118,16 @@ MAX_PROMPT_TOKENS = 8192
 #: Largest request body accepted, in bytes: refused from the ``Content-Length`` header before
 #: the body is read, and while it streams in when there is no such header.
 MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Deepest nesting of objects and arrays in a request body (a chat request nests 5 levels; tool
+#: schemas of OpenAI clients a few more): measured before the request is validated.
+MAX_JSON_DEPTH = 32
+#: Longest ``model`` name and content part ``type`` accepted, in characters.
+MAX_NAME_CHARS = 256
 
 
 class _Part(BaseModel):
     model_config = ConfigDict(extra="allow")
-    type: str
+    type: str = Field(..., max_length=MAX_NAME_CHARS)
     text: str | None = None
     image_url: dict[str, Any] | str | None = None
 
@@ -127,16 +141,26 @@ class _Message(BaseModel):
 class ChatRequest(BaseModel):
     """The subset of OpenAI's chat-completions request this server honours."""
 
-    model_config = ConfigDict(extra="allow")
-    model: str = Field(..., description="adapter name, or 'base'")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    model: str = Field(..., max_length=MAX_NAME_CHARS, description="adapter name, or 'base'")
     messages: list[_Message] = Field(..., min_length=1)
-    temperature: float = Field(0.0, ge=0.0, description="0 = greedy")
+    temperature: float = Field(0.0, ge=0.0, le=MAX_TEMPERATURE, description=f"0 = greedy; else from {MIN_TEMPERATURE} to {MAX_TEMPERATURE}")
     max_tokens: int | None = Field(None, gt=0, description="most completion tokens (refused beyond the model's room)")
     max_completion_tokens: int | None = Field(None, gt=0, description="OpenAI's newer name for max_tokens (wins when both are set)")
-    seed: int | None = None
+    seed: Seed | None = Field(None, description="sampling seed, a signed 64-bit integer")
     n: int = Field(1, description="choices per request; only 1 is served")
     stream: bool = Field(False, description="answer with server-sent events (chat.completion.chunk)")
     stream_options: dict[str, Any] | None = Field(None, description="{'include_usage': true} adds a usage chunk")
+
+    @field_validator("temperature")
+    @classmethod
+    def _sampleable(cls, value: float) -> float:
+        if 0 < value < MIN_TEMPERATURE:
+            raise ValueError(
+                "too small to sample with (the logits divided by it overflow): "
+                f"send 0 for greedy decoding, or a temperature from {MIN_TEMPERATURE} to {MAX_TEMPERATURE}"
+            )
+        return value
 
 
 #: OpenAI error ``type`` per HTTP status (``openai`` SDK: ``BadRequestError`` 400,
@@ -162,9 +186,10 @@ def openai_error(status: int, message: str, code: str | None = None) -> dict[str
 
 def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
     """Messages in the policy's format, with images decoded and checked (raises ValueError / LookupError)."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
-    from hyperpod_rl.tasks import flatten_alpha
+    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.tasks import open_image, to_rgb
 
     out: list[dict[str, Any]] = []
     images = 0
@@ -190,26 +215,23 @@ def _decode_images(req: ChatRequest) -> list[dict[str, Any]]:
                         "send the latest observation only"
                     )
                 try:
-                    img = Image.open(io.BytesIO(raw))  # reads the header only
+                    img = open_image(raw)  # reads the header only
                 except Image.DecompressionBombError:  # PIL's own check, from the header: far above our limit
                     raise OverflowError(
                         f"image declares more than {2 * (Image.MAX_IMAGE_PIXELS or 0)} pixels; the limit is {MAX_IMAGE_PIXELS} pixels "
                         f"({MAX_IMAGE_PX} px per side): downscale it"
                     ) from None
-                except (UnidentifiedImageError, OSError):
-                    raise ValueError("image_url data is not a readable image: send PNG or JPEG bytes") from None
+                except TaskError as err:
+                    raise ValueError(f"image_url data: {err}") from None
                 width, height = img.size
                 if max(width, height) > MAX_IMAGE_PX or width * height > MAX_IMAGE_PIXELS:
                     raise OverflowError(
                         f"image is {width}x{height} px; the limit is {MAX_IMAGE_PX} px per side and {MAX_IMAGE_PIXELS} pixels: downscale it"
                     )
-                try:
-                    img.load()
-                except (OSError, ValueError, SyntaxError):
-                    raise ValueError(
-                        "image_url data is not a readable image (truncated or damaged): send complete PNG or JPEG bytes"
-                    ) from None
-                parts.append({"type": "image", "image": flatten_alpha(img)})  # transparency onto white, as vLLM
+                try:  # decoded as in training: 16-bit scaled to 8 bits or refused, transparency onto white (as vLLM)
+                    parts.append({"type": "image", "image": to_rgb(img)})
+                except TaskError as err:
+                    raise ValueError(f"image_url data: {err}") from None
                 images += 1
             else:
                 raise ValueError(f"unsupported content part type {part.type!r}: use 'text' or 'image_url'")
@@ -389,10 +411,15 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
             from pydantic import ValidationError
 
             raw = await _read_body(request, fail)
+            too_deep = f"the body nests JSON deeper than {MAX_JSON_DEPTH} levels; the limit is {MAX_JSON_DEPTH}: send an OpenAI chat-completions request"
             try:
                 body = json.loads(raw)
+            except RecursionError:  # nested thousands deep: refused, never walked
+                raise fail(400, "invalid_json", too_deep) from None
             except ValueError:
                 raise fail(400, "invalid_json", "the body is not JSON: send an OpenAI chat-completions request") from None
+            if nesting_depth(body) > MAX_JSON_DEPTH:
+                raise fail(400, "invalid_json", too_deep)
             try:
                 req = ChatRequest.model_validate(body)
             except ValidationError as err:

@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hyperpod_rl.base import Model, read_user_text
+from hyperpod_rl.base import MAX_DATA_BYTES, Model, load_user_data, parse_user_data, read_user_text
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
@@ -298,12 +298,9 @@ class PreflightReport:
 
 def _json_object(path: Path, what: str) -> dict[str, Any]:
     """A JSON object file of a model directory (UTF-8), or :class:`ServeError` naming the file and the fix."""
-    try:
-        data = json.loads(read_user_text(path, what, error=ServeError))
-    except json.JSONDecodeError as err:
-        raise ServeError(f"{what} {str(path)!r} is not JSON ({err}): restore the file from the checkpoint") from None
+    data = load_user_data(path, what, syntax="json", error=ServeError, repair="restore the file from the checkpoint")
     if not isinstance(data, dict):
-        raise ServeError(f"{what} {str(path)!r} is not a JSON object: restore the file from the checkpoint")
+        raise ServeError(f"{what} {str(path)!r} holds a JSON {type(data).__name__}, not an object: restore the file from the checkpoint")
     return data
 
 
@@ -333,8 +330,8 @@ def _safetensors_header(path: Path) -> dict[str, Any]:
         if length > size - 8:
             raise ValueError(f"the header claims {length} bytes but the file has {size - 8} after the length")
         try:
-            header = json.loads(fh.read(length))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            header = parse_user_data(fh.read(length).decode(), "the safetensors header", syntax="json", error=ServeError)
+        except (UnicodeDecodeError, ServeError):  # not JSON, or nested past MAX_DATA_DEPTH
             header = None
     if not isinstance(header, dict):
         raise ValueError("the safetensors header is not a JSON object")  # noqa: TRY004 - a file-content problem, reported as such
@@ -380,9 +377,11 @@ def tokenizer_fingerprint(path: str | Path) -> dict[str, str | None]:
     elif (root / "chat_template.json").is_file():
         text = read_user_text(root / "chat_template.json", "chat template", error=ServeError)
         try:
-            template = json.loads(text).get("chat_template", template)
-        except json.JSONDecodeError:
-            template = text
+            data = parse_user_data(text, "chat template", syntax="json", error=ServeError)
+        except ServeError:
+            template = text  # a bare template saved under the .json name
+        else:
+            template = data.get("chat_template", template) if isinstance(data, dict) else text
     return {
         "tokenizer_sha256": tok.hexdigest() if seen else None,
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template is not None else None,
@@ -413,9 +412,10 @@ class _Checker:
             self.add(check, "error", f"{name} is missing from {self.adapter}.", fix_missing)
             return None
         try:
-            data = json.loads(path.read_text())
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            self.add(check, "error", f"{name} is not valid JSON ({err.__class__.__name__}).", f"re-export the adapter; {name} was damaged")
+            text = read_user_text(path, name, error=ServeError, max_bytes=MAX_DATA_BYTES)
+            data = parse_user_data(text, name, syntax="json", error=ServeError, repair="it was damaged")
+        except ServeError as err:
+            self.add(check, "error", f"{err}.", f"re-export the adapter; {name} was damaged")
             return None
         if not isinstance(data, dict):
             self.add(check, "error", f"{name} is not a JSON object.", f"re-export the adapter; {name} was damaged")

@@ -67,7 +67,18 @@ from hyperpod_rl.tasks.registry import (
     task_sources,
     unregister_task,
 )
-from hyperpod_rl.tasks.vision import decode_image_part, encode_png, flatten_alpha, image_part, image_token_count, round_up_px, smart_resize
+from hyperpod_rl.tasks.vision import (
+    decode_image,
+    decode_image_part,
+    encode_png,
+    flatten_alpha,
+    image_part,
+    image_token_count,
+    open_image,
+    round_up_px,
+    smart_resize,
+    to_rgb,
+)
 
 __all__ = [
     "BUILTIN_TASKS",
@@ -87,8 +98,11 @@ __all__ = [
     "check_task",
     "clean_messages",
     "content_hash",
+    "decode_image",
     "decode_image_part",
     "flatten_alpha",
+    "open_image",
+    "to_rgb",
     "derive_seed",
     "encode_png",
     "get_task",

@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Protocol, run
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
 
-from hyperpod_rl.base import RaisesOnInit, format_validation_error
+from hyperpod_rl.base import RaisesOnInit, Seed, format_validation_error
 from hyperpod_rl.errors import TaskError
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ class TaskOptions(RaisesOnInit):
 
     error_class = TaskError
 
-    seed: int = 0
+    seed: Seed = 0
     """Master seed of dataset generation; same options -> same rows, byte for byte."""
     counts: dict[str, int] = Field(default_factory=lambda: {"train": 256, "heldout": 64})
     """Rows per split; keys from train, heldout, ood."""

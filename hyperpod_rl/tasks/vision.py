@@ -5,6 +5,23 @@ per merged patch; :func:`image_token_count` gives that number for an image size,
 record the known token count of every image in its rows (``image_tokens``) and keep it under a cap.
 Image parts follow SkyRL's VLM message format:
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``.
+
+Decoding has one owner, here: :func:`open_image` (the header only, so a caller checks the size
+before a pixel is decoded), :func:`to_rgb` (the one conversion of a decoded image to the 8-bit RGB
+the models see) and :func:`decode_image` (both). Every decode point uses them: training and
+evaluation prompts (:func:`decode_image_part`), the local serve route and the serving client.
+What :func:`to_rgb` does with each kind of image, converted or refused:
+
+- 16-bit grayscale (PNG, TIFF, PGM; PIL modes ``I;16*``): **converted**, every level scaled to 8
+  bits (``round(v * 255 / 65535)``), so a 16-bit picture keeps its contrast (a plain
+  ``convert("RGB")`` clips every level above 255 to white). 16-bit RGB and RGBA PNGs Pillow
+  already reads as 8 bits per channel, scaled the same way;
+- 32-bit integer (``I``) and floating-point (``F``) images (TIFF): **refused** with
+  :class:`~hyperpod_rl.errors.TaskError`: their white level is not in the file, so any 8-bit
+  rendering would be a guess; the message says to save the image as an 8- or 16-bit PNG;
+- transparency (RGBA, LA, PA, ``tRNS``): composited onto white (:func:`flatten_alpha`);
+- every other mode PIL can convert (1-bit, palette, CMYK, YCbCr): converted by PIL; one it cannot
+  is refused the same way.
 """
 
 from __future__ import annotations
@@ -24,9 +41,12 @@ __all__ = [
     "BACKGROUND_RGB",
     "DATA_URI_PREFIX",
     "QWEN_VL_MAX_RATIO",
+    "decode_image",
     "decode_image_part",
     "encode_png",
     "flatten_alpha",
+    "open_image",
+    "to_rgb",
     "image_part",
     "image_token_count",
     "round_up_px",
@@ -126,11 +146,87 @@ def image_part(image: Image.Image | bytes) -> dict[str, Any]:
 BACKGROUND_RGB: Final[tuple[int, int, int]] = (255, 255, 255)
 
 
+#: PIL modes of 16-bit grayscale images (PNG, TIFF, PGM): :func:`to_rgb` scales them to 8 bits.
+GRAY16_MODES: Final[frozenset[str]] = frozenset({"I;16", "I;16L", "I;16B", "I;16N"})
+#: PIL modes :func:`to_rgb` refuses, with what they are: their white level is not in the file.
+REFUSED_MODES: Final[dict[str, str]] = {"I": "a 32-bit integer image", "F": "a floating-point image"}
+
+
+def open_image(data: bytes) -> Image.Image:
+    """The image in ``data`` with only its header read (size and mode known, no pixel decoded), so
+    a caller can check its size before :func:`to_rgb` decodes it.
+
+    Raises:
+        TaskError: the bytes are not an image PIL reads. PIL's ``DecompressionBombError`` (a header
+            declaring more than twice ``Image.MAX_IMAGE_PIXELS``) passes, for the caller to name its limit.
+    """
+    try:
+        return Image.open(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError) as e:
+        raise TaskError(f"the bytes are not a readable image ({type(e).__name__}): send PNG or JPEG bytes") from None
+
+
+def to_rgb(img: Image.Image) -> Image.Image:
+    """The 8-bit RGB image the models see, of a PIL image of any mode (decoded here if it was only opened).
+
+    The one conversion every image decode point uses (see the module docstring for what is
+    converted and what is refused): 16-bit grayscale scaled to 8 bits, then transparency
+    composited onto white (:func:`flatten_alpha`).
+
+    Returns:
+        A new RGB image of the same size (``img`` itself when it is already RGB without transparency).
+
+    Raises:
+        TaskError: the pixels cannot be decoded (truncated or damaged), or the image is a 32-bit
+            integer or floating-point image, or of a mode PIL cannot convert to RGB; the message
+            says it was refused and how to save the image instead.
+    """
+    try:
+        img.load()
+    except (OSError, ValueError, SyntaxError) as e:
+        raise TaskError(f"the image's pixels cannot be decoded (truncated or damaged: {e}): send complete PNG or JPEG bytes") from None
+    if img.mode in GRAY16_MODES:
+        import numpy as np
+
+        levels = np.asarray(img).astype(np.uint32)
+        gray = Image.fromarray(((levels * 255 + 32767) // 65535).astype(np.uint8), "L")
+        transparent = img.info.get("transparency")
+        if isinstance(transparent, int):  # a 16-bit tRNS level: those pixels are transparent
+            alpha = np.where(levels == transparent, 0, 255).astype(np.uint8)
+            gray = Image.merge("LA", (gray, Image.fromarray(alpha, "L")))
+        img = gray
+    elif img.mode in REFUSED_MODES:
+        raise TaskError(
+            f"the image is {REFUSED_MODES[img.mode]} (PIL mode {img.mode}), refused rather than clipped: its white level is not "
+            "in the file: save it as an 8-bit or 16-bit PNG"
+        )
+    try:
+        return flatten_alpha(img)
+    except ValueError as e:
+        raise TaskError(
+            f"the image's mode {img.mode} cannot be converted to RGB ({e}), so it is refused: save it as an 8-bit PNG or JPEG"
+        ) from None
+
+
+def decode_image(data: bytes) -> Image.Image:
+    """The 8-bit RGB image of image bytes (PNG, JPEG, TIFF...): :func:`open_image` then :func:`to_rgb`.
+
+    Raises:
+        TaskError: not an image, truncated or damaged, a decompression bomb, or refused by :func:`to_rgb`.
+    """
+    try:
+        img = open_image(data)
+    except Image.DecompressionBombError as e:
+        raise TaskError(f"the image declares too many pixels ({e}): downscale it") from None
+    with img:
+        return to_rgb(img)
+
+
 def flatten_alpha(img: Image.Image) -> Image.Image:
     """An RGB image with any transparency composited onto white (:data:`BACKGROUND_RGB`).
 
-    The one conversion every image decode point uses (training data, evaluation, the local serve
-    route, the serving client). A plain ``img.convert("RGB")`` drops alpha and keeps the stored
+    The alpha step of :func:`to_rgb`, which every decode point calls (training data, evaluation,
+    the local serve route, the serving client). A plain ``img.convert("RGB")`` drops alpha and keeps the stored
     colour of transparent pixels, which PNG writers often store as ``(0, 0, 0, 0)``: a maze on a
     transparent background then comes out black. vLLM (``vllm/multimodal/image.py``,
     ``rgba_to_rgb``) and qwen-vl-utils (``to_rgb``) composite RGBA onto white; this does the same
@@ -154,14 +250,15 @@ def flatten_alpha(img: Image.Image) -> Image.Image:
 
 
 def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
-    """Decode an image content part back to an RGB PIL image (transparency composited onto
-    white by :func:`flatten_alpha`: every decode point of every task goes through here).
+    """Decode an image content part back to an 8-bit RGB PIL image (:func:`to_rgb`: high bit depth
+    scaled or refused, transparency composited onto white; every task's prompts go through here).
 
     Accepts ``{"type": "image_url", "image_url": {"url": "data:image/...;base64,..."}}`` and
     ``{"type": "image", "image": <PIL image | data URI | PNG bytes>}``.
 
     Raises:
-        TaskError: the part is not an image part or its data cannot be decoded.
+        TaskError: the part is not an image part, or its data cannot be decoded or is refused
+            (:func:`to_rgb`).
     """
     kind = part.get("type")
     if kind == "image_url" and isinstance(part.get("image_url"), Mapping):
@@ -171,7 +268,7 @@ def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
     else:
         raise TaskError(f"content part of type {kind!r} is not an image part (expected 'image_url' or 'image')")
     if isinstance(payload, Image.Image):
-        return flatten_alpha(payload)
+        return to_rgb(payload)
     if isinstance(payload, str):
         if not payload.startswith("data:image/") or ";base64," not in payload:
             raise TaskError("image part URL must be a base64 data URI (data:image/png;base64,...)")
@@ -182,8 +279,6 @@ def decode_image_part(part: Mapping[str, Any]) -> Image.Image:
     if not isinstance(payload, (bytes, bytearray)):
         raise TaskError(f"image part payload of type {type(payload).__name__} cannot be decoded")
     try:
-        with Image.open(io.BytesIO(payload)) as img:
-            img.load()
-            return flatten_alpha(img)
-    except (UnidentifiedImageError, OSError) as e:
-        raise TaskError(f"image part bytes are not a readable image: {e}") from e
+        return decode_image(bytes(payload))
+    except TaskError as e:
+        raise TaskError(f"image part: {e}") from None

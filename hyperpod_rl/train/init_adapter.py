@@ -8,10 +8,10 @@ checkpoint mean nothing on another). Its files must match their checksums, its r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.sections import LoRAConfig
 from hyperpod_rl.config.sft import read_adapter_record
 from hyperpod_rl.errors import CheckpointError, ConfigError
@@ -53,7 +53,10 @@ def check_init_adapter(path: str | Path, *, base_revision: str, lora: LoRAConfig
             f"model.init_adapter {root} was trained on base model revision {theirs}, but this run's base model is revision "
             f"{base_revision}: set model.path to that adapter's base model, or start from an adapter trained on this one"
         )
-    rank = json.loads((root / "adapter_config.json").read_text()).get("r")
+    adapter_config = load_user_data(
+        root / "adapter_config.json", "model.init_adapter adapter_config.json", syntax="json", repair="re-export the adapter"
+    )
+    rank = adapter_config.get("r") if isinstance(adapter_config, dict) else None
     if rank is not None and int(rank) != lora.rank:
         raise ConfigError(f"model.init_adapter {root} has LoRA rank {rank}, but lora.rank is {lora.rank}: set lora.rank={rank}")
     return record

@@ -56,6 +56,7 @@ single-process path, unchanged.
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import logging
 import os
@@ -70,6 +71,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
@@ -91,6 +93,7 @@ from hyperpod_rl.runs.files import (
     latest_valid_checkpoint,
     prune_checkpoints,
     remove_stale_temporaries,
+    storage_errors,
     verify_checksums,
     write_dir_atomically,
     write_json_atomic,
@@ -356,7 +359,7 @@ class ReferenceTrainer:
     def _start_engine(self, model_dir: Path, processor: Any) -> VLLMEngine:
         """The colocated vLLM engine, asking for the memory :func:`vllm_rollout_fraction` counts."""
         cfg = self.config
-        shape = shape_from_hf_config(json.loads((Path(model_dir) / "config.json").read_text()))
+        shape = shape_from_hf_config(load_user_data(Path(model_dir) / "config.json", "base model config.json", syntax="json"))
         free, total = torch.cuda.mem_get_info(self.device)
         sizing = engine_sizing(cfg)  # as `hyperpod-rl plan` counts it
         fraction = vllm_rollout_fraction(
@@ -450,10 +453,10 @@ class ReferenceTrainer:
         adapter = self.paths.adapter
         prov = adapter / "provenance.json"
         if prov.is_file() and verify_checksums(adapter) is None:
-            info = json.loads(prov.read_text())
-            if info.get("config_hash") != self.config.config_hash():
+            info = load_user_data(prov, "adapter provenance", syntax="json", error=CheckpointError, repair="resubmit with --fresh")
+            if not isinstance(info, dict) or info.get("config_hash") != self.config.config_hash():
                 raise CheckpointError(
-                    f"{adapter} was trained with another config (hash {info.get('config_hash')}): resubmit with --fresh to overwrite it, or pick a new run id"
+                    f"{adapter} was trained with another config (hash {info.get('config_hash') if isinstance(info, dict) else None}): resubmit with --fresh to overwrite it, or pick a new run id"
                 )
             if int(info.get("steps") or 0) >= self.config.trainer.steps:
                 if self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*")) and latest_valid_checkpoint(self.ckpt_root) is None:
@@ -532,8 +535,14 @@ class ReferenceTrainer:
 
     # ------------------------------------------------------------------ checkpoints
     def _save_checkpoint(self) -> Path:
+        """Write ``checkpoints/step_N`` atomically (:func:`~hyperpod_rl.runs.files.write_dir_atomically`).
+
+        Raises:
+            StorageError: the run directory is full, read-only or forbidden: no part of the new
+                checkpoint is left and the previous ones stay valid.
+        """
         from peft import get_peft_model_state_dict
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
         rng = self._rng_states()
         # every worker's RNG states (a collective: all ranks call this); the optimizer state and the
@@ -544,12 +553,19 @@ class ReferenceTrainer:
         lines = sum(1 for _ in self.metrics_path.open()) if self.metrics_path.exists() else 0
 
         def write(tmp: Path) -> None:
+            # serialized in memory (LoRA weights and their optimizer state: megabytes) and written by
+            # Python, so a full or read-only disk is an OSError with its errno: torch.save and
+            # safetensors writing to a path report only "unexpected pos" / a Rust error text
             weights = {k: v.detach().contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
-            save_file(weights, str(tmp / "adapter_model.safetensors"))
+            (tmp / "adapter_model.safetensors").write_bytes(save(weights))
             state: dict[str, Any] = {"optimizer": self.optimizer.state_dict(), **rng}
             if ranks is not None:
                 state["ranks"] = ranks
-            torch.save(state, tmp / "training_state.pt")
+            buffer = io.BytesIO()
+            torch.save(state, buffer)
+            (tmp / "training_state.pt").write_bytes(
+                buffer.getvalue()
+            )  # bytes: a memoryview of a BytesIO in a failed write's traceback crashes CPython 3.12's final GC
             (tmp / "trainer_state.json").write_text(
                 json.dumps(
                     {"step": self.step, "sampler": self.sampler.state(), "metrics_lines": lines, "config_hash": self.config.config_hash()}
@@ -899,12 +915,15 @@ class ReferenceTrainer:
 
     def _loop(self) -> None:
         cfg = self.config
-        with self.metrics_path.open("a") if self.is_writer else nullcontext() as sink:
+        with storage_errors(self.metrics_path):
+            sink = self.metrics_path.open("a") if self.is_writer else None
+        with sink if sink is not None else nullcontext():
             while self.step < cfg.trainer.steps:
                 record = self._step()
                 if sink is not None:
-                    sink.write(record.model_dump_json() + "\n")
-                    sink.flush()
+                    with storage_errors(self.metrics_path):  # a full disk: named, as every run write
+                        sink.write(record.model_dump_json() + "\n")
+                        sink.flush()
                     print(record.to_line(), flush=True)
                 if cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps:
                     self._save_checkpoint()

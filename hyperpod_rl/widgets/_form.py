@@ -16,6 +16,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 import ipywidgets as w
 from pydantic import BaseModel
 
+from hyperpod_rl.base import parse_user_data
+from hyperpod_rl.errors import HyperpodRLError
+
 __all__ = ["ModelForm"]
 
 _STYLE = {"description_width": "160px"}
@@ -48,8 +51,8 @@ def _from_text(text: str) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
-    except ValueError:
+        return parse_user_data(text, "the field", syntax="json")  # bounded: a value nested thousands deep stays text
+    except HyperpodRLError:
         return text
 
 

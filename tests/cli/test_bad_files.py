@@ -139,3 +139,149 @@ def test_a_model_path_without_weights_or_of_another_kind_is_refused(tmp_path: Pa
     _one_error(["quickstart", "--model-path", str(model), "--no-serve"], words=("has no weights",))
     (model / "config.json").write_text(json.dumps({"model_type": "llama"}))
     _one_error(["quickstart", "--model-path", str(model), "--no-serve"], words=("'llama'", "Qwen3-VL"))
+
+
+# ---------------------------------------------------------------- untrusted YAML and JSON (issue 42 item 4)
+def _bomb(levels: int = 9, fan: int = 9) -> str:
+    """The "billion laughs": each anchor lists ``fan`` aliases of the one before (``fan ** levels`` values)."""
+    lines = ["l0: &l0 [" + ", ".join(['"lol"'] * fan) + "]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * fan) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+#: kind -> (file text, words of the error)
+UNTRUSTED = {
+    "alias bomb": (_bomb(), ("values with its aliases (*name) expanded", "refer to fewer anchors")),
+    "wide alias fan-out": (
+        "base: &b [" + ", ".join(str(i) for i in range(2000)) + "]\n" + "".join(f"k{i}: *b\n" for i in range(100)),
+        ("more than 100000 values",),
+    ),
+    "alias inside its own anchor": ("run_id: &a [x, *a]\n", ("refers to itself through an alias",)),
+    "flow nesting thousands deep": ("run_id: " + "[" * 100_000 + "]" * 100_000 + "\n", ("nests deeper than 64 levels", "flatten it")),
+    "block nesting hundreds deep": (
+        "".join(f"{'  ' * i}k{i}:\n" for i in range(300)) + "  " * 300 + "v: 1\n",
+        ("nests deeper than 64 levels",),
+    ),
+    "deep through aliases": (
+        "a: &a " + "[" * 40 + "1" + "]" * 40 + "\nb: &b [[[[[[[[[[[[[[[[[[[[[[[[[[[[[*a]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n",
+        ("nests deeper than 64 levels with its aliases expanded",),
+    ),
+    "two mebibytes": ("run_id: x\n" + "# padding\n" * 210_000, ("bytes; the limit is 1048576 bytes",)),
+}
+
+YAML_READERS = [c for c in sorted(READERS) if "{f}" in READERS[c] and not READERS[c][0] == "maze"]
+
+
+@pytest.mark.parametrize("kind", sorted(UNTRUSTED))
+@pytest.mark.parametrize("command", YAML_READERS)
+def test_untrusted_yaml_is_refused_with_one_error_line(command: str, kind: str, tmp_path: Path) -> None:
+    text, words = UNTRUSTED[kind]
+    f = tmp_path / "untrusted.yaml"
+    f.write_text(text)
+    args = [a.format(f=f, model=tmp_path, out=tmp_path / "out") for a in READERS[command]]
+    err = _one_error(args, words=words)
+    assert str(f) in err, err
+
+
+#: JSON readers: command -> arguments, ``{f}`` a JSON file, ``{model}`` a model folder whose config.json is ``{f}``'s text.
+JSON_READERS = {
+    "maze build --spec": ["maze", "build", "--spec", "{f}", "--out", "{out}"],
+    "serve preflight --base": ["serve", "preflight", "{model}", "--base", "{model}"],
+    "tasks sample --options": ["tasks", "sample", "maze", "--options", "@{f}", "--out", "{out}", "--count", "1"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(JSON_READERS))
+def test_json_nested_thousands_deep_is_refused_with_one_error_line(command: str, tmp_path: Path) -> None:
+    deep = '{"seed": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    f = tmp_path / "deep.json"
+    f.write_text(deep)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(deep)
+    (model / "model.safetensors").write_bytes(b"\0" * 16)
+    args = [a.format(f=f, model=model, out=tmp_path / "out") for a in JSON_READERS[command]]
+    args = [deep if a == f"@{f}" else a for a in args]  # --options takes the text itself
+    _one_error(args, words=("nests deeper than 64 levels",))
+
+
+def test_the_loader_stays_within_a_small_memory_limit_on_a_bomb(tmp_path: Path) -> None:
+    """Bounded in memory: the loader, under a 1 GiB address-space limit, refuses a bomb that
+    expands to 9**12 (2.8e11) values; expanding it would need terabytes."""
+    import subprocess
+
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(_bomb(levels=12))
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from hyperpod_rl.base import load_user_data\n"
+        "from hyperpod_rl.errors import ConfigError\n"
+        "try:\n    load_user_data(sys.argv[1], 'run config file')\n"
+        "except ConfigError as err:\n    print(err)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(bomb)], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "holds more than 100000 values with its aliases (*name) expanded at line" in proc.stdout, proc.stdout
+
+
+# ---------------------------------------------------------------- files that are not what they claim (issue 42 item 3)
+#: kind -> (config.json bytes, words of the error)
+NOT_A_CONFIG = {
+    "not JSON": (b"{'model_type': 'qwen3_vl'}", ("is not valid JSON at line 1, column 2",)),
+    "a JSON list": (b'["qwen3_vl"]', ("holds a JSON list, not an object",)),
+    "binary": (bytes(range(256)) * 4, ("is not UTF-8 text",)),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_A_CONFIG))
+@pytest.mark.parametrize("command", ["quickstart --model-path", "serve preflight --base"])
+def test_a_model_whose_config_json_is_not_what_it_claims_is_one_error_naming_it(command: str, kind: str, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_bytes(NOT_A_CONFIG[kind][0])
+    (model / "model.safetensors").write_bytes(b"\0" * 16)
+    args = [a.format(f=tmp_path / "none", model=model, out=tmp_path / "out") for a in READERS[command]]
+    err = _one_error(args, words=NOT_A_CONFIG[kind][1])
+    assert str(model / "config.json") in err, err
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_A_CONFIG))
+def test_plan_of_a_run_whose_model_config_is_not_what_it_claims(kind: str, tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_bytes(NOT_A_CONFIG[kind][0])
+    run = tmp_path / "run.yaml"
+    run.write_text(f"run_id: bad-model\nmodel: {{path: {model}}}\ndata: {{train_path: /d/t.parquet, heldout_path: /d/h.parquet}}\n")
+    err = _one_error(["plan", "--config", str(run)], words=NOT_A_CONFIG[kind][1])
+    assert str(model / "config.json") in err, err
+
+
+def test_the_job_with_a_model_whose_config_json_is_not_json_ends_with_one_error_line(tiny_setup, tmp_path: Path) -> None:
+    """The trainer (a Ray job's entry point) given a model folder whose config.json is damaged."""
+    import os
+    import shutil
+    import subprocess
+
+    from hyperpod_rl.quickstart import make_run_config
+    from hyperpod_rl.runs import RunPaths, write_config
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_setup["model_dir"], model)
+    (model / "config.json").write_text('{"model_type": "qwen3_vl", "text_config": {')  # cut short, as an interrupted copy leaves it
+    cfg = make_run_config(tiny_setup["opts"], run_id="bad-model-job", model_path=model, revision=None, data=tiny_setup["data"])
+    run_dir = tmp_path / cfg.run_id
+    write_config(RunPaths(run_dir), cfg)
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "hyperpod_rl.train", "--config", str(run_dir / "config.json")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        cwd=repo,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and str(model / "config.json") in errors[0] and "is not valid JSON at line 1" in errors[0], proc.stderr[-3000:]

@@ -205,6 +205,11 @@ BAD: list[tuple[str, str, dict, str]] = [
         r"placement.gpus: not a known field",
     ),
     ("zero-nodes", "single-gpu", {"placement": {"nodes": 0}}, r"placement.nodes"),
+    # issue 42 item 1: values at numeric extremes are refused where they are given, not in torch
+    ("temperature-underflows", "single-gpu", {"rollout": {"temperature": 1e-320}}, r"rollout.temperature: must be >= 0.01"),
+    ("seed-beyond-64-bit", "single-gpu", {"trainer": {"seed": 2**64}}, r"trainer.seed: must be <= 9223372036854775807"),
+    ("seed-below-64-bit", "single-gpu", {"trainer": {"seed": -(2**63) - 1}}, r"trainer.seed: must be >= -9223372036854775808"),
+    ("task-seed-beyond-64-bit", "single-gpu", {"task": {"options": {"seed": 2**80}}}, r"seed: must be <= 9223372036854775807"),
 ]
 
 

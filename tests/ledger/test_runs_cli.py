@@ -119,3 +119,105 @@ def test_reproduce_takes_a_cluster_address(runs, tmp_path, monkeypatch):
     out = runner.invoke(app, ["reproduce", "cli-run-a", "--address", "sagemaker_ray://maze/hyperpod-ns-a"])
     assert out.exit_code == 2 and "Traceback" not in out.output
     assert "cannot reach sagemaker_ray://maze/hyperpod-ns-a: no HyperPod cluster named" in " ".join(out.output.split())
+
+
+# ---------------------------------------------------------------- files that are not what they claim (issue 42 item 3)
+def _damage_pages(path) -> None:
+    """Overwrite every page after the first (the schema) with a pattern: the tables' b-trees are garbage."""
+    data = bytearray(path.read_bytes())
+    page = int.from_bytes(data[16:18], "big")
+    data[page:] = bytes((i * 7) & 0xFF for i in range(page, len(data)))
+    path.write_bytes(bytes(data))
+
+
+def _damage_a_row(path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET config_json = '{\"grpo\": {\"lr\": ' WHERE run_id = 'cli-run-a'")
+    conn.close()
+
+
+def _not_sqlite(path) -> None:
+    path.write_text("run_id,status\ncli-run-a,succeeded\n" * 100)  # a spreadsheet saved under the ledger's name
+
+
+def _truncated(path) -> None:
+    path.write_bytes(path.read_bytes()[: 4096 + 100])  # cut inside its second page, as a full disk or a bad copy leaves it
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        (_not_sqlite, ("is not an SQLite database",)),
+        (_damage_pages, ("is damaged (database disk image is malformed)",)),
+        (_truncated, ("is damaged",)),
+        (_damage_a_row, ("a row of run 'cli-run-a', is not valid JSON", "rebuild it")),
+    ],
+    ids=lambda d: getattr(d, "__name__", ""),
+)
+def test_a_damaged_ledger_is_one_error_line_and_one_command_rebuilds_it(runs, tmp_path, damage, words):
+    path = tmp_path / "ledger.sqlite"
+    assert runner.invoke(app, ["list"]).exit_code == 0  # the ledger, filled from the run directories
+    runner.invoke(app, ["note", "keep this finding", "--run", "cli-run-a"])
+    damage(path)
+    for wal in (tmp_path / "ledger.sqlite-wal", tmp_path / "ledger.sqlite-shm"):
+        wal.unlink(missing_ok=True)  # the damage is the main file's (a checkpointed WAL is empty)
+    damaged = path.read_bytes()
+    commands = [["list"], ["show", "cli-run-a"], ["compare", "cli-run-a", "cli-run-b"]]
+    if damage is not _damage_a_row:  # search reads the facts table, not the damaged row's config text
+        commands.append(["search", "grpo.lr=0.0005"])
+    for command in commands:
+        out = runner.invoke(app, command)
+        assert out.exit_code == 2, (command, out.output, out.exception)
+        assert out.stderr.startswith("error: ") and out.stderr.count("error:") == 1 and "Traceback" not in out.output, out.output
+        assert str(path) in out.stderr and "hyperpod-rl runs sync --rebuild" in out.stderr, out.stderr
+        for word in words:
+            assert word in out.stderr, (word, out.stderr)
+    out = runner.invoke(app, ["sync", "--rebuild", "--address", "http://127.0.0.1:9"])
+    assert out.exit_code == 0, out.output
+    assert "imported into a new ledger" in out.output and "the old ledger is kept as" in out.output, out.output
+    [aside] = tmp_path.glob("ledger.sqlite.before-rebuild-*Z")  # beside it: its -wal / -shm, when it had them
+    assert aside.read_bytes() == damaged  # nothing lost: the old file, notes included, is kept as it was
+    out = runner.invoke(app, ["list"])
+    assert out.exit_code == 0 and "cli-run-a" in out.output and "0.410 [0.360, 0.460]" in out.output and "cli-run-b" in out.output
+
+
+def test_another_programs_database_is_refused_and_left_alone(runs, tmp_path):
+    import sqlite3
+
+    path = tmp_path / "ledger.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE songs (title TEXT)")
+    conn.close()
+    before = path.read_bytes()
+    for command in (["list"], ["sync", "--rebuild", "--address", "http://127.0.0.1:9"]):
+        out = runner.invoke(app, command)
+        assert out.exit_code == 2 and out.stderr.count("error:") == 1, out.output
+        assert f"{path} is an SQLite database but not a hyperpod-rl ledger (its tables: songs)" in out.stderr, out.stderr
+    assert path.read_bytes() == before and not list(tmp_path.glob("ledger.sqlite.before-rebuild-*"))
+
+
+@pytest.mark.parametrize(
+    "text", ['{"run_id": "cli-run-a", "status": ', '{"config": ' + "[" * 100_000 + "]" * 100_000 + "}"], ids=["cut-short", "nested-deep"]
+)
+def test_a_damaged_run_manifest_is_one_error_line_naming_it(runs, text):
+    (_, rdir), _ = runs
+    assert runner.invoke(app, ["list"]).exit_code == 0
+    (rdir / "manifest.json").write_text(text)
+    out = runner.invoke(app, ["show", "cli-run-a"])
+    assert out.exit_code == 2 and out.stderr.count("error:") == 1 and "Traceback" not in out.output, out.output
+    assert f"run manifest '{rdir / 'manifest.json'}'" in out.stderr and "delete it and resubmit with --fresh" in out.stderr, out.stderr
+
+
+def test_a_damaged_dataset_record_is_one_error_naming_it(tiny_setup, tmp_path):
+    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.quickstart import prepare_dataset
+
+    first = prepare_dataset(tiny_setup["opts"], tmp_path)
+    record = first.train.parent / "dataset.json"
+    record.write_text('{"hashes": {"train": ')
+    with pytest.raises(
+        TaskError, match=rf"dataset record '{record}' is not valid JSON at line 1, column \d+: delete the folder {first.train.parent}"
+    ):
+        prepare_dataset(tiny_setup["opts"], tmp_path)

@@ -184,7 +184,9 @@ def test_bad_model_paths_are_config_errors(tmp_path):
             "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet"},
         }
     )
-    with pytest.raises(ConfigError, match=r"config.json is not valid JSON .*point model.path at a checkpoint directory"):
+    with pytest.raises(
+        ConfigError, match=r"config.json '.*/config.json' is not valid JSON at line 1, column 1: point model.path at a checkpoint directory"
+    ):
         plan_input_for(cfg)
     tiny = RunConfig.build({"run_id": "tiny-ck", "data": {"train_path": "/d/t.parquet", "heldout_path": "/d/h.parquet"}})
     with pytest.raises(ConfigError, match=r"model.path='tiny' is the embedded CPU model.*Qwen/Qwen3-VL-8B-Instruct"):

@@ -8,7 +8,9 @@ trainer: like a killed trainer, it never writes its status).
 
 from __future__ import annotations
 
+import os
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,8 @@ from hyperpod_rl.cli import app
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.jobs import RUN_ID_METADATA, reconcile_statuses
 from hyperpod_rl.runs import add_submission, read_provenance, record_final_status, run_paths, update_provenance
+from tests.ray_jobs import wait_terminal
+from tests.storage_faults import on_a_full_disk, read_only
 
 runner = CliRunner()
 
@@ -172,3 +176,37 @@ def test_a_failed_resubmission_reads_failed_in_runs_list_and_job_status(local_cl
     assert " failed " in _row(_list(tmp_path, "--address", local_cluster.dashboard_url), run_id)
     record = read_provenance(paths.root)
     assert record["status"] == "failed" and record["ended"]["submission_id"] == second and first != second
+
+
+@pytest.mark.ray
+@pytest.mark.parametrize("fault", ["full", "read-only"])
+def test_job_status_that_cannot_record_the_end_says_so_and_leaves_nothing(local_cluster, tmp_path: Path, fault: str) -> None:
+    """Issue 42 item 2: ``job status`` of an ended job whose run directory is full (a tmpfs with
+    no room: the kernel's ENOSPC) or read-only: one ``error:`` line naming the manifest and the
+    fix, no temporary file, the record unchanged; once the storage is back, the end is recorded."""
+    run_id = f"status-storage-{fault}"
+    root = _running_run(run_id)
+    client = local_cluster.job_client()
+    sid = f"hprl-{run_id}-1"
+    add_submission(run_paths(run_id), sid)
+    client.submit_job(entrypoint="exit 3", submission_id=sid, metadata={RUN_ID_METADATA: run_id})  # fails before any trainer
+    assert wait_terminal(client, sid, 240) == "FAILED"
+    before = (root / "manifest.json").read_bytes()
+    argv = [sys.executable, "-m", "hyperpod_rl.cli", "job", "status", run_id, "--address", local_cluster.dashboard_url]
+    env = {**os.environ, "COLUMNS": "300"}
+    after = tmp_path / "after"
+    if fault == "full":
+        proc = on_a_full_disk(root, argv, free=0, copy_to=after, env=env)
+    else:
+        proc = subprocess.run(read_only(root, argv), capture_output=True, text=True, env=env, timeout=300, check=False)
+        after = root
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and proc.stderr.count("error:") == 1, proc.stderr[-3000:]
+    assert f"error: cannot write {root / 'manifest.json'}: " in proc.stderr, proc.stderr
+    assert (
+        "no space left on that file system: free space" if fault == "full" else "read-only: mount the storage read-write"
+    ) in proc.stderr
+    assert sorted(p.name for p in after.iterdir() if ".tmp-" in p.name) == []
+    assert (after / "manifest.json").read_bytes() == before
+    status = runner.invoke(app, ["job", "status", run_id, "--address", local_cluster.dashboard_url], env={"COLUMNS": "300"})
+    assert status.exit_code == 1 and "run recorded failed" in status.output, status.output  # nothing lost

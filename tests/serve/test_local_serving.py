@@ -175,6 +175,18 @@ def test_solve_a_bare_maze(served):
         ("long-prompt", 400, "context_length_exceeded", r"the prompt is \d+ tokens \(text and image tokens\); the limit is \d+"),
         ("max-tokens-beyond-room", 400, "max_tokens_too_large", r"max_tokens=1000000 exceeds the model's room .* send max_tokens <= \d+"),
         ("max-tokens-below-an-answer", 400, "max_tokens_too_small", r"max_tokens=1 is below the \d+ tokens of one answer"),
+        # issue 42 item 1: numeric extremes and deep nesting, refused before the model runs
+        (
+            "temperature-underflows",
+            400,
+            "invalid_request",
+            r"temperature: too small to sample with .* send 0 for greedy decoding, or a temperature from 0.01 to 2.0 \(got 1e-320\)",
+        ),
+        ("temperature-infinite", 400, "invalid_request", r"temperature: give a finite number, not inf or nan"),
+        ("seed-beyond-64-bit", 400, "invalid_request", r"seed: must be <= 9223372036854775807"),
+        ("nested-past-recursion", 400, "invalid_json", r"nests JSON deeper than 32 levels"),
+        ("nested-past-the-limit", 400, "invalid_json", r"nests JSON deeper than 32 levels"),
+        ("megabyte-model-name", 400, "invalid_request", r"model: must be 0\.\.256 characters long"),
     ],
 )
 def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, status, code, detail):
@@ -196,6 +208,16 @@ def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, statu
         "long-prompt": _with_text(row, "left right " * 20_000),
         "max-tokens-beyond-room": {**maze_request(row, model="maze"), "max_tokens": 1_000_000},
         "max-tokens-below-an-answer": {**maze_request(row, model="maze"), "max_completion_tokens": 1},
+        "temperature-underflows": {**maze_request(row, model="maze"), "temperature": 1e-320},
+        "temperature-infinite": json.dumps(maze_request(row, model="maze"))[:-1].encode() + b', "temperature": Infinity}',
+        "seed-beyond-64-bit": {**maze_request(row, model="maze"), "seed": 2**70},
+        "nested-past-recursion": json.dumps(maze_request(row, model="maze"))[:-1].encode()
+        + b', "user": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}",
+        "nested-past-the-limit": {**maze_request(row, model="maze"), "user": json.loads("[" * 40 + "]" * 40)},
+        "megabyte-model-name": maze_request(row, model="m" * 1_000_000),
     }[case]
     resp = _post(url, body)
     assert resp.status_code == status, resp.text

@@ -16,6 +16,7 @@ import pytest
 from fastapi import HTTPException
 from starlette.requests import Request
 
+from hyperpod_rl.base import format_validation_error
 from hyperpod_rl.serve.local import MAX_BODY_BYTES, ChatRequest, _decode_images, _read_body
 
 
@@ -108,3 +109,33 @@ def test_a_body_within_the_limit_is_read_whole_and_a_bad_length_is_a_400() -> No
     with pytest.raises(HTTPException) as info:
         asyncio.run(_read_body(_starlette_request({"content-length": "12x"}, [b"{}"], []), _fail))
     assert info.value.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"temperature": 1e-320}, "temperature: too small to sample with"),  # positive, yet zero to torch
+        ({"temperature": 5e-3}, "temperature: too small to sample with"),
+        ({"temperature": float("inf")}, "temperature: give a finite number, not inf or nan"),
+        ({"temperature": float("nan")}, "temperature: give a finite number, not inf or nan"),
+        ({"temperature": 1e308}, "temperature: must be <= 2.0"),
+        ({"temperature": -0.5}, "temperature: must be >= 0.0"),
+        ({"seed": 2**64}, "seed: must be <= 9223372036854775807"),
+        ({"seed": -(2**63) - 1}, "seed: must be >= -9223372036854775808"),
+        ({"model": "m" * 300}, "model: must be 0..256 characters long"),
+    ],
+)
+def test_sampling_values_at_their_extremes_are_refused_by_the_request_model(change: dict, expected: str) -> None:
+    """Issue 42 item 1: the route validates with ChatRequest before the model runs (400 invalid_request)."""
+    from pydantic import ValidationError
+
+    body = {"model": "maze", "messages": [{"role": "user", "content": "hi"}], **change}
+    with pytest.raises(ValidationError) as info:
+        ChatRequest.model_validate(body)
+    assert expected in format_validation_error(info.value, what="chat-completions request", model=ChatRequest)
+
+
+def test_sampling_values_at_the_edges_of_their_ranges_are_accepted() -> None:
+    for change in ({"temperature": 0.0}, {"temperature": 0.01}, {"temperature": 2.0}, {"seed": 2**63 - 1}, {"seed": -(2**63)}):
+        req = ChatRequest.model_validate({"model": "maze", "messages": [{"role": "user", "content": "hi"}], **change})
+        assert getattr(req, next(iter(change))) == next(iter(change.values()))

@@ -6,7 +6,6 @@ import fcntl
 import json
 import os
 import pickle
-import shlex
 import shutil
 import subprocess
 import sys
@@ -23,9 +22,10 @@ from hyperpod_rl.ledger import Ledger
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.runs import RunPaths, write_config
-from hyperpod_rl.runs.files import write_checksums
+from hyperpod_rl.runs.files import verify_checksums, write_checksums
 from hyperpod_rl.tasks.maze import write_parquet
 from hyperpod_rl.train.reference import ReferenceTrainer, load_training_state, read_rows
+from tests.storage_faults import PAGE, on_a_full_disk, pages, read_only
 
 STEPS = 4
 
@@ -213,17 +213,6 @@ def test_resume_cleans_what_a_killed_writer_left_and_only_that(finished, tmp_pat
     assert left == [in_progress.name], left
 
 
-def _read_only(run_dir, argv: list[str]) -> list[str]:
-    """``argv`` run with ``run_dir`` read-only: a read-only bind mount in a user namespace as root
-    (root ignores mode bits), mode 0555 otherwise."""
-    if os.geteuid() != 0:
-        for path in (run_dir, *run_dir.rglob("*")):
-            path.chmod(0o555 if path.is_dir() else 0o444)
-        return argv
-    script = f"mount --bind -o ro {shlex.quote(str(run_dir))} {shlex.quote(str(run_dir))} && exec {shlex.join(argv)}"
-    return ["unshare", "--map-root-user", "--mount", "sh", "-c", script]
-
-
 def test_a_read_only_run_directory_ends_the_job_with_one_error_line(finished, tmp_path):
     """Issue 30 item 5c: the job ends with one ``error:`` line naming the path and the fix, not a traceback."""
     cfg, run_dir, _, _ = finished
@@ -232,10 +221,71 @@ def test_a_read_only_run_directory_ends_the_job_with_one_error_line(finished, tm
     argv = [sys.executable, "-m", "hyperpod_rl.train", "--config", str(crashed / "config.json")]
     repo = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    proc = subprocess.run(_read_only(crashed, argv), capture_output=True, text=True, env=env, cwd=repo, timeout=600, check=False)
+    proc = subprocess.run(read_only(crashed, argv), capture_output=True, text=True, env=env, cwd=repo, timeout=600, check=False)
     assert proc.returncode == 1, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, proc.stderr[-3000:]
     assert str(crashed / "trainer.lock") in errors[0] and ("read-only" in errors[0] or "permission denied" in errors[0]), errors[0]
     assert "HYPERPOD_RL_STORAGE" in errors[0] or "write access" in errors[0], errors[0]
+
+
+# ---------------------------------------------------------------- storage faults (issue 42 item 2)
+def _trainer_argv(run_dir: Path) -> tuple[list[str], dict[str, str], Path]:
+    repo = Path(__file__).resolve().parents[2]
+    argv = [sys.executable, "-m", "hyperpod_rl.train", "--config", str(run_dir / "config.json")]
+    return argv, {**os.environ, "PYTHONPATH": str(repo)}, repo
+
+
+def _one_storage_error(proc: subprocess.CompletedProcess[str], path: Path) -> str:
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert f"cannot write {path}: no space left on that file system: free space or grow it" in errors[0], errors[0]
+    return errors[0]
+
+
+def _leftovers(run_dir: Path) -> list[str]:
+    return sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*") if ".tmp-" in p.name or ".old-" in p.name)
+
+
+def test_a_full_disk_while_writing_a_checkpoint_loses_nothing(finished, tmp_path):
+    """The kernel's own ENOSPC (a tmpfs with half a checkpoint free) while step 3's checkpoint is
+    written: one error line naming it, no temporary left, step 2's checkpoint intact, and a
+    resume on a disk with room ends with the uninterrupted run's adapter."""
+    cfg, run_dir, weights, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path, cfg.run_id)
+    shutil.rmtree(crashed / "checkpoints" / "step_000003")  # the job died after step 2's checkpoint
+    write_config(RunPaths(crashed), cfg)
+    checkpoint = pages(crashed / "checkpoints" / "step_000002")
+    # room for the resume's record rewrites (each holds a temporary copy) and step 3's metric line, not for a checkpoint
+    free = 2 * pages(crashed / "metrics.jsonl", crashed / "manifest.json") + 4 * PAGE + checkpoint // 2
+    argv, env, repo = _trainer_argv(crashed)
+    after = tmp_path / "after"
+    proc = on_a_full_disk(crashed, argv, free=free, copy_to=after, env=env, cwd=repo)
+    _one_storage_error(proc, crashed / "checkpoints" / "step_000003")
+    assert _leftovers(after) == []
+    assert sorted(p.name for p in (after / "checkpoints").iterdir()) == ["step_000001", "step_000002"]
+    assert verify_checksums(after / "checkpoints" / "step_000002") is None
+    adapter = ReferenceTrainer(cfg, after).train()  # the storage freed: resubmitting resumes
+    assert _same(load_file(str(adapter / "adapter_model.safetensors")), weights)
+    assert json.loads((after / "manifest.json").read_text())["resumes"][-1]["from_step"] == 2
+
+
+def test_a_full_disk_while_writing_the_final_adapter_loses_nothing(finished, tmp_path):
+    """ENOSPC while the adapter is exported after the last step: one error line naming adapter/,
+    no adapter.tmp-<pid>/ left, every checkpoint intact, and the resume exports the same adapter."""
+    cfg, run_dir, weights, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path, cfg.run_id)
+    write_config(RunPaths(crashed), cfg)
+    adapter_size = pages(run_dir / "adapter")
+    free = 2 * pages(crashed / "metrics.jsonl", crashed / "manifest.json") + 4 * PAGE + adapter_size // 2
+    argv, env, repo = _trainer_argv(crashed)
+    after = tmp_path / "after"
+    proc = on_a_full_disk(crashed, argv, free=free, copy_to=after, env=env, cwd=repo)
+    _one_storage_error(proc, crashed / "adapter")
+    assert _leftovers(after) == [] and not (after / "adapter").exists()
+    assert all(verify_checksums(p) is None for p in (after / "checkpoints").glob("step_*"))
+    adapter = ReferenceTrainer(cfg, after).train()
+    assert _same(load_file(str(adapter / "adapter_model.safetensors")), weights)

@@ -42,7 +42,7 @@ from typing import Any, Final, TypedDict, cast
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from hyperpod_rl.base import format_validation_error
+from hyperpod_rl.base import Seed, format_validation_error
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, take_quota
 from hyperpod_rl.tasks.dataset import read_rows as _read
@@ -101,7 +101,7 @@ class DatasetSpec(DocModel):
     Every field's description is the docstring under it.
     """
 
-    seed: int = 0
+    seed: Seed = 0
     """Master seed; each sample derives from (seed, split, index)."""
     counts: SplitCounts = Field(default_factory=lambda: {"train": 512, "heldout": 128, "ood": 128})
     """Rows per split; keys from train, heldout, ood, validation."""

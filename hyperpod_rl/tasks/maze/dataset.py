@@ -38,6 +38,7 @@ from typing import Any, Final, NotRequired, TypedDict, cast
 
 from pydantic import Field, field_validator, model_validator
 
+from hyperpod_rl.base import Seed
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks import dataset as _shared
 from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, take_quota, write_parquet
@@ -93,7 +94,7 @@ class DatasetSpec(MazeModel):
     Every field's description is the docstring under it.
     """
 
-    seed: int = 0
+    seed: Seed = 0
     """Master seed; each maze's seed derives from (seed, split, index)."""
     sizes: tuple[tuple[int, int], ...] = ((5, 5),)
     """In-distribution grid sizes (rows, cols) in cells, drawn uniformly."""

@@ -25,6 +25,7 @@ import hashlib
 import json
 import re
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import Any, Final, Literal
@@ -53,8 +54,10 @@ __all__ = [
     "default_max_turns",
     "distance_to_goal",
     "find_element",
+    "fold_label",
     "initial_state",
     "is_solved",
+    "label_clashes",
     "label_problem",
     "optimal_actions",
     "press",
@@ -79,7 +82,7 @@ class Control:
     """One control of a page.
 
     Attributes:
-        label: Visible label (unique on its page, case-insensitively).
+        label: Visible label (unique on its page once case and runs of spaces are ignored: :func:`fold_label`).
         kind: ``"toggle"`` (a switch, value bool) or ``"field"`` (a text field, value str).
         initial: Value when the app starts (toggle: bool; field: ``""``).
     """
@@ -165,8 +168,9 @@ class App:
 
     Raises:
         TaskError: naming the bad field: a broken tree (bad parent, child, kind), a label that is
-            empty, non-ASCII, reserved or repeated on one screen, a goal outside the app, or a goal
-            that already holds at the start.
+            empty, non-ASCII or reserved, labels of one screen that are one label to a click
+            (:func:`label_clashes`: the same once case and runs of spaces are ignored; the message
+            names them), a goal outside the app, or a goal that already holds at the start.
     """
 
     name: str
@@ -210,9 +214,11 @@ class App:
                     if c.kind != want or (want == "toggle" and not isinstance(c.initial, bool)) or (want == "field" and c.initial != ""):
                         raise TaskError(f"{where}.controls[{j}]: a {s.kind} page holds {want}s (toggle initial bool, field initial '')")
                 labels = [c.label for c in s.controls] + [s.action_label]
-            folded = [x.lower() for x in labels]
-            if len(set(folded)) != len(folded):
-                raise TaskError(f"{where}: labels {labels} repeat on one screen (case-insensitively)")
+            if clashes := label_clashes(labels):
+                raise TaskError(
+                    f"{where}: labels {clashes} are one label to a click, which ignores case and runs of spaces "
+                    "(one of them could never be clicked): rename them apart"
+                )
         g = self.goal
         if not 0 < g.page < n or self.screens[g.page].kind == "menu":
             raise TaskError(f"goal.page={g.page} must be a page (settings or form) of the app")
@@ -432,15 +438,26 @@ def visible_elements(app: App, state: State) -> tuple[Element, ...]:
     return (*(Element(c.label, role, j) for j, c in enumerate(s.controls)), Element(s.action_label, "commit"))
 
 
-def _fold(label: str) -> str:
+def fold_label(label: str) -> str:
+    """A label as a click matches it (:func:`find_element`): runs of spaces collapsed, case
+    ignored, so ``"Dark  Mode"`` and ``"dark mode"`` are one label."""
     return " ".join(label.split()).lower()
+
+
+def label_clashes(labels: Iterable[str]) -> str:
+    """The labels among ``labels`` that are one label to a click (:func:`fold_label`), as
+    ``"'Dark mode' and 'dark  mode'"`` (groups joined by ``"; "``), or ``""`` when there are none."""
+    groups: dict[str, list[str]] = {}
+    for label in labels:
+        groups.setdefault(fold_label(label), []).append(label)
+    return "; ".join(" and ".join(repr(x) for x in group) for group in groups.values() if len(group) > 1)
 
 
 def find_element(app: App, state: State, label: str) -> Element | None:
     """The visible element whose label equals ``label`` (case-insensitive, spaces collapsed), or None."""
-    key = _fold(label)
+    key = fold_label(label)
     for el in visible_elements(app, state):
-        if _fold(el.label) == key:
+        if fold_label(el.label) == key:
             return el
     return None
 

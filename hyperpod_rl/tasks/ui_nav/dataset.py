@@ -36,6 +36,7 @@ from typing import Any, Final, cast
 
 from pydantic import Field, field_validator, model_validator
 
+from hyperpod_rl.base import Seed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import StratumMix, derive_seed, quotas, take_quota, write_parquet
 from hyperpod_rl.tasks.dataset import read_rows as _read_rows
@@ -88,7 +89,7 @@ class DatasetSpec(TaskOptions):
         data_source: Prefix of the ``data_source`` column.
     """
 
-    seed: int = 0
+    seed: Seed = 0
     """Master seed; same options -> same rows, byte for byte."""
     counts: dict[str, int] = Field(default_factory=lambda: {"train": 256, "heldout": 64, "ood": 64})
     """Rows per split; keys from train, heldout, ood, validation."""

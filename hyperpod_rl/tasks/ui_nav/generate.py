@@ -18,9 +18,9 @@ import random
 from typing import Final, Literal
 
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.ui_nav.app import App, Control, Goal, Screen
+from hyperpod_rl.tasks.ui_nav.app import App, Control, Goal, Screen, label_clashes
 
-__all__ = ["ACTION_LABELS", "GOAL_KINDS", "VOCABULARIES", "generate_app", "vocabulary"]
+__all__ = ["ACTION_LABELS", "GOAL_KINDS", "VOCABULARIES", "generate_app", "vocabulary", "vocabulary_clashes"]
 
 GoalKind = Literal["settings", "form"]
 GOAL_KINDS: Final[tuple[str, ...]] = ("settings", "form")
@@ -70,6 +70,26 @@ VOCABULARIES: Final[dict[str, tuple[str, ...]]] = {
 }
 #: One word in this many goes to the held-out part of each vocabulary (by sha256 of the word).
 HELDOUT_ONE_IN: Final[int] = 4
+
+
+def vocabulary_clashes() -> list[str]:
+    """Words a generated screen could show together that are one label to a click
+    (:func:`~hyperpod_rl.tasks.ui_nav.app.label_clashes`: the same once case and runs of spaces
+    are ignored), one line each; ``[]`` for the vocabularies above, which is what lets
+    :func:`generate_app` draw labels without ever producing such a screen. A menu lists section
+    titles; a page shows toggles or fields and its commit button."""
+    out = []
+    for name in ("sections", "toggles", "fields"):
+        if clash := label_clashes(VOCABULARIES[name]):
+            out.append(f"the {name} vocabulary: {clash}")
+    for name, kind in (("toggles", "settings"), ("fields", "form")):
+        if clash := label_clashes([*dict.fromkeys(VOCABULARIES[name]), *ACTION_LABELS[kind]]):
+            out.append(f"the {name} vocabulary and the {kind} buttons: {clash}")
+    return out
+
+
+if _CLASHES := vocabulary_clashes():  # an edit of the words above: refused when the module loads, not in a played app
+    raise TaskError("ui_nav label vocabularies hold labels a click cannot tell apart: " + "; ".join(_CLASHES))
 
 
 def _is_heldout(word: str) -> bool:

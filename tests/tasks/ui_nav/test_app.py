@@ -116,7 +116,7 @@ def test_json_round_trip_and_content_hash() -> None:
         (lambda d: d["screens"][1].update(title="Play-back"), "must not hold the words"),
         (lambda d: d["screens"][1].update(title="Tab\there"), "printable ASCII"),
         (lambda d: d["screens"][1].update(title="12, 40"), "look like click coordinates"),
-        (lambda d: d["screens"][5].update(title="Display"), "repeat on one screen"),
+        (lambda d: d["screens"][5].update(title="Display"), "labels 'Display' and 'Display' are one label to a click"),
         (lambda d: d["screens"][0].update(kind="settings"), "home menu"),
         (lambda d: d["goal"].update(page=1), "must be a page"),
         (lambda d: d["goal"].update(targets=[[0, False]]), "already holds"),
@@ -199,3 +199,57 @@ def test_goal_is_never_met_at_start() -> None:
         app = generate_app(seed=seed, depth=1, goal_kind="settings", targets=2)
         assert not is_solved(app, initial_state(app))
         assert isinstance(app.goal, Goal)
+
+
+# ---------------------------------------------------------------- labels that collide after normalization (issue 42 item 6)
+def _control(label: str) -> dict:
+    return {"label": label, "kind": "toggle", "initial": False}
+
+
+@pytest.mark.parametrize(
+    ("mutate", "named"),
+    [
+        (lambda d: d["screens"][4]["controls"].append(_control("DARK MODE")), "'Dark mode' and 'DARK MODE'"),
+        (lambda d: d["screens"][4]["controls"].append(_control("Dark  mode")), "'Dark mode' and 'Dark  mode'"),
+        (lambda d: d["screens"][4]["controls"].append(_control("dark   MODE")), "'Dark mode' and 'dark   MODE'"),
+        (lambda d: d["screens"][4]["controls"].append(_control("save")), "'save' and 'Save'"),  # a toggle beside the Save button
+        (lambda d: d["screens"][5].update(title="display"), "'Display' and 'display'"),  # two buttons of the Settings menu
+        (lambda d: d["screens"][5].update(title="Dis play"), None),  # one space inside a word is another label: accepted
+    ],
+    ids=["case", "spaces", "case-and-spaces", "control-and-button", "menu-buttons", "a-different-label"],
+)
+def test_a_user_built_app_whose_labels_collide_after_normalization_is_refused_naming_them(mutate, named) -> None:
+    data = NOTELY.to_dict()
+    mutate(data)
+    if named is None:
+        assert App.from_dict(data).screens[5].title == "Dis play"
+        return
+    with pytest.raises(TaskError, match="are one label to a click, which ignores case and runs of spaces") as info:
+        App.from_dict(data)
+    assert named in str(info.value), info.value
+
+
+def test_the_generator_never_produces_labels_that_collide() -> None:
+    from hyperpod_rl.tasks.ui_nav.app import fold_label
+    from hyperpod_rl.tasks.ui_nav.generate import vocabulary_clashes
+
+    assert vocabulary_clashes() == []  # every screen's labels are drawn from these, so they never collide
+    for seed in range(120):
+        for labels in ("train", "heldout"):
+            app = generate_app(seed=seed, depth=1 + seed % 3, goal_kind=("settings", "form")[seed % 2], controls=(2, 4), labels=labels)
+            state = initial_state(app)
+            for i in range(len(app.screens)):
+                shown = [el.label for el in visible_elements(app, replace(state, screen=i))]
+                assert len({fold_label(x) for x in shown}) == len(shown), (seed, labels, i, shown)
+
+
+def test_a_vocabulary_edit_that_would_collide_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hyperpod_rl.tasks.ui_nav import generate
+
+    monkeypatch.setitem(generate.VOCABULARIES, "toggles", (*generate.VOCABULARIES["toggles"], "dark  MODE"))
+    monkeypatch.setitem(generate.VOCABULARIES, "fields", (*generate.VOCABULARIES["fields"], "send"))
+    assert generate.vocabulary_clashes() == [
+        "the toggles vocabulary: 'Dark mode' and 'dark  MODE'",
+        "the toggles vocabulary and the settings buttons: 'Dark mode' and 'dark  MODE'",
+        "the fields vocabulary and the form buttons: 'send' and 'Send'",
+    ]

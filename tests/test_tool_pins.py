@@ -1,0 +1,27 @@
+"""Issue 42 item 8: the lint and type tools `make lint` runs are pinned exactly, to what is installed.
+
+An unpinned ruff drifted: a newer release lints the notebooks, and `ruff check .` at the repository
+root failed on a tree that had passed. The pins in the dev extra are exact (``==``), and the
+environment the checks run in has exactly those versions, so a clean tree stays clean until a pin
+is raised on purpose.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+@pytest.mark.parametrize("tool", ["ruff", "mypy", "import-linter"])
+def test_the_lint_and_type_tools_are_pinned_exactly_to_what_is_installed(tool: str) -> None:
+    dev = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]["dev"]
+    [spec] = [d for d in dev if re.match(rf"{re.escape(tool)}\s*[=<>!~]", d)]
+    pinned = re.fullmatch(rf"{re.escape(tool)}==(\d+(?:\.\d+)+)", spec)
+    assert pinned, f"{spec!r}: pin {tool} exactly (==) in the dev extra"
+    assert importlib.metadata.version(tool) == pinned.group(1), f"installed {tool} is not the pinned {pinned.group(1)}: make venv"
