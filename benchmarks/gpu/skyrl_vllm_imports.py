@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         import skyrl
 
         args.skyrl = Path(skyrl.__file__).resolve().parents[1]
-    with Recording(args.out.stem if args.out else "skyrl_vllm_imports", params={k: str(v) for k, v in vars(args).items()}, path=args.out) as rec:
+    with Recording(
+        args.out.stem if args.out else "skyrl_vllm_imports", params={k: str(v) for k, v in vars(args).items()}, path=args.out
+    ) as rec:
         imports = vllm_imports(args.skyrl)
         states = probe(args.site, imports)
         rows, missing = [], []

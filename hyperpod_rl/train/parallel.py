@@ -163,7 +163,7 @@ class DataParallel:
             scoring,
             device_ids=None,  # the policy moves its own inputs; DDP leaves them as they are
             init_sync=False,  # no broadcast of every base weight: only the LoRA weights above
-            forward_sync_buffers=False,  # rotary tables etc. are computed identically on every worker
+            broadcast_buffers=False,  # rotary tables etc. are computed identically on every worker (torch 2.11's name)
             # A LoRA module the scoring pass never reaches (e.g. on lm_head, whose weight the
             # chunked log-prob path reads directly) gets no gradient; DDP must not wait for it.
             find_unused_parameters=True,
