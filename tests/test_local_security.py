@@ -22,7 +22,7 @@ import requests
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.serve.local import deploy_local, shutdown_local
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.job]
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "local-cluster.md"
 LOOPBACK = ("127.0.0.1", "::1")

@@ -124,6 +124,7 @@ def _outputs_text(nb) -> str:
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPECTED)
+@pytest.mark.job
 def test_notebook_runs_end_to_end_locally(name, local_cluster, tmp_path):
     from hyperpod_rl.cluster.local import find_free_port
 

@@ -35,7 +35,7 @@ from hyperpod_rl.metrics.schema import MetricRecord
 
 from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.browser]
 
 REPO = Path(__file__).resolve().parents[2]
 LABEXTENSIONS = ("@jupyter-widgets", "jupyterlab-plotly", "@jupyterhub")  # anywidget left out on purpose

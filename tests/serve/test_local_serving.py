@@ -20,7 +20,7 @@ from hyperpod_rl.errors import ServeError
 from hyperpod_rl.serve.client import chat, maze_request, solve
 from hyperpod_rl.tasks.maze import clean_messages, read_rows
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.job]  # one Ray Serve app for the module
 
 PORT = find_free_port()  # not a fixed port: another engineer's serving test may hold it
 REPO = Path(__file__).resolve().parents[2]

@@ -27,7 +27,7 @@ from hyperpod_rl.metrics.schema import parse_metric_line
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.reference import load_training_state
 
-pytestmark = [pytest.mark.ray]
+pytestmark = [pytest.mark.ray, pytest.mark.job]
 
 TIMING = ("timing/", "trainer/tokens_per_second")
 

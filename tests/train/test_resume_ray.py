@@ -22,7 +22,7 @@ from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.tasks.maze import read_rows, write_parquet
 from tests.ray_jobs import submit, wait_terminal
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.job]
 
 TRAIN_ROWS, PROMPTS_PER_STEP, STEPS, INTERVAL = 6, 2, 9, 2  # 3 steps per epoch; checkpoints at 2, 4, 6, 8
 TIMING = ("timing/", "trainer/tokens_per_second")

@@ -9,7 +9,7 @@ from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.reference import ReferenceTrainer
 from hyperpod_rl.widgets import ServePanel
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.job]
 
 
 def test_deploy_and_play_a_heldout_maze(local_cluster, tiny_setup, tmp_path):
