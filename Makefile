@@ -16,6 +16,8 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
+# --no-compile: pip would byte-compile all of the environment's ~33,000 modules (about 100 s of one
+# core here); Python compiles the ones a program imports, once, when it first imports them.
 # Every extra is installed (dev and studio), so the suite is collected as CI users have it: the
 # studio extra's sagemaker brings a top-level `tests` package (smdebug_rulesconfig), which
 # tests/__init__.py keeps from shadowing ours (tests/test_test_package.py).
@@ -25,7 +27,7 @@ $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,studio]"
+	$(PY) -m pip install -q --no-compile -e ".[dev,studio]"
 	$(PY) -m pip install -q --no-deps -e examples/shapes-task
 	touch $@
 
@@ -46,7 +48,7 @@ $(STUDIO_ENV)/.installed: $(STUDIO_REQS)
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: pass PYTHON312=/path/to/python3.12"; exit 1; }
 	rm -rf $(STUDIO_ENV) && $(PYTHON312) -m venv $(STUDIO_ENV)
 	$(STUDIO_ENV)/bin/python -m pip install -q --upgrade pip
-	$(STUDIO_ENV)/bin/python -m pip install -q -r $(STUDIO_REQS)
+	$(STUDIO_ENV)/bin/python -m pip install -q --no-compile -r $(STUDIO_REQS)
 	$(STUDIO_ENV)/bin/python -m pip download -q -d $(STUDIO_ENV)/wheelhouse "anywidget>=0.9"
 	$(STUDIO_ENV)/bin/python -m pip download -q --no-deps -d $(STUDIO_ENV)/core "jupyterlab==4.5.0"
 	$(STUDIO_ENV)/bin/python -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('$(STUDIO_ENV)/core/jupyterlab-4.5.0-*.whl')[0]); \
@@ -103,6 +105,10 @@ docs: venv
 # listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
 # checkout it changed or added, and anything a test or benchmark left in the temp directory, then
 # removes the run's TMPDIR. The summary's status is kept until then.
+# pytest on two workers (pytest-xdist, --dist loadgroup): tests/conftest.py puts every test that
+# uses Ray in one group, run by one worker one after another on its one session cluster, while the
+# other worker runs the CPU-only tests. XDIST= runs it in one process.
+XDIST ?= -n 2 --dist loadgroup
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl
 PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)
@@ -120,7 +126,7 @@ test:
 	$(PHASE) "extension build" -- $(MAKE) --no-print-directory labextension
 	$(PHASE) lint -- $(MAKE) --no-print-directory lint
 	-$(PHASE) jest -- bash -c 'cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json'
-	-$(PHASE) pytest -- $(PY) -m pytest -q $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
+	-$(PHASE) pytest -- $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
 	-$(PY) -m benchmarks.ci_time .test-results
 	$(PY) .ci/summarize.py .test-results; status=$$?; \
 	  $(PY) .ci/leftovers.py --since .test-results/before.json || status=1; exit $$status
@@ -132,7 +138,7 @@ screenshots: venv chromium labextension
 	HPRL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/browser/test_labextension.py tests/browser/test_studio_first_run.py
 
 test-fast: venv
-	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not ray and not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(STUDIO_ENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist

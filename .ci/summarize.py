@@ -16,6 +16,7 @@ is missing or a slow test gives no reason.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -57,7 +58,7 @@ def read_cases(root: ET.Element) -> list[Case]:
     for c in root.iter("testcase"):
         props = {p.get("name"): p.get("value") or "" for p in c.iter("property")}
         classname = c.get("classname", "")
-        name = c.get("name", "")
+        name = re.sub(r"@\w+$", "", c.get("name", ""))  # pytest-xdist's "@<group>" suffix (--dist loadgroup)
         if classname.split(".")[-1][:1].isupper():
             name = f"{classname.split('.')[-1]}::{name}"
         cases.append(

@@ -42,6 +42,8 @@ def pytest_configure(config: pytest.Config) -> None:
     checkout's and the temp directories' state, so that what a test or benchmark left there is
     found at the end too (``.ci/leftovers.py``: :func:`changes`)."""
     os.environ.setdefault("HPRL_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12]}")
+    if _xdist_worker(config):
+        return  # the controller set the tag and the directory before starting it, and checks at the end
     leftovers = _leftovers_module()
     if not os.environ.get(leftovers.TMPDIR_VAR):
         run_tmp = leftovers.make_run_tmp()
@@ -54,18 +56,31 @@ def pytest_configure(config: pytest.Config) -> None:
 
 _OWN_TMP = pytest.StashKey[Path]()
 _SNAPSHOT = pytest.StashKey[dict]()
+#: The pytest-xdist group of every test that uses a Ray cluster (``-n 2 --dist loadgroup``, as
+#: ``make test`` runs): one worker runs them one after another on its one session cluster, as a
+#: plain session would, while the other worker takes the CPU-only tests.
+RAY_GROUP = "ray"
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (``-n``), not the session that started them."""
+    return hasattr(config, "workerinput")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test that uses the session's cluster is marked ``ray`` (before ``-m`` deselects), and every
+    """A test that uses the session's cluster is marked ``ray`` (before ``-m`` deselects; under
+    pytest-xdist every ``ray`` test is in the :data:`RAY_GROUP` group), and every
     test's registered marks and ``Slow:`` reason go into the junit file as properties (``marks``,
     ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and checks that a
     test over 60 s says why."""
     registered = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
+    worker = _xdist_worker(config)
     for item in items:
         if "local_cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("ray") is None:
             item.add_marker(pytest.mark.ray)
+        if worker and item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
         item.user_properties.append(("marks", " ".join(sorted({m.name for m in item.iter_markers()} & registered))))
         reason = SLOW_REASON.search(getattr(getattr(item, "function", None), "__doc__", None) or "")
         if reason:
@@ -76,7 +91,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the session when a process it started is still running after every fixture was torn
     down (a Ray cluster, Serve replica, JupyterLab or Chromium left behind), or when it left the
     checkout or the temp directory changed (a rewritten docs image, a benchmark's temp folder),
-    listing them; then remove the session's own temporary directory (kept when a test failed)."""
+    listing them; then remove the session's own temporary directory (kept when a test failed).
+    Under pytest-xdist the session that started the workers does this, once they all ended."""
+    if _xdist_worker(session.config):
+        return
     leftovers = _leftovers_module()
     left = leftovers.wait_for_none(os.environ["HPRL_RUN_TAG"], 30.0)
     lines = []

@@ -43,7 +43,7 @@ def test_slowest_files_and_tests_come_first_with_their_seconds(tmp_path):
 MARKED = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0"
 tests="4" time="300"><testcase classname="tests.test_e2e" name="test_quickstart" time="150.0"><properties>
 <property name="marks" value="job ray slow"/><property name="slow_reason" value="80 GRPO steps"/></properties></testcase>
-<testcase classname="tests.test_c" name="test_two_clusters" time="70.0"><properties><property name="marks" value="cluster ray"/>
+<testcase classname="tests.test_c" name="test_two_clusters@ray" time="70.0"><properties><property name="marks" value="cluster ray"/>
 </properties></testcase><testcase classname="tests.test_c" name="test_fast" time="0.5"><properties><property name="marks" value=""/>
 </properties></testcase><testcase classname="tests.browser.test_lab" name="test_ui" time="59.5"><properties>
 <property name="marks" value="browser ray"/></properties></testcase></testsuite></testsuites>"""

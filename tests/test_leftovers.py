@@ -97,7 +97,9 @@ def test_the_check_needs_a_tag():
 def test_a_benchmark_killed_half_way_stops_its_cluster(leftovers_mod, tmp_path):
     """benchmarks/serve_load.py (self-contained) gets SIGTERM once its cluster's first processes
     run (while `ray start` runs, or later): what it started is stopped (start_local_cluster stops a
-    half-started cluster, the benchmark's finally blocks a started one), so no process is left."""
+    half-started cluster, the benchmark's finally blocks a started one), so no process is left.
+
+    Slow: the benchmark starts a cluster of its own before it is killed."""
     tag = f"bench-{uuid.uuid4().hex}"
     env = {**os.environ, "HPRL_RUN_TAG": tag, "HPRL_RESULTS_DIR": str(tmp_path)}
     bench = subprocess.Popen(

@@ -95,6 +95,8 @@ def test_job_runs_to_success_and_streams_metrics(local_cluster, tiny_setup, tmp_
 
 @pytest.mark.job
 def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_setup, tmp_path):
+    """Slow: two submissions of one run, each stopped once it trains, and the check that no trainer
+    outlives them."""
     client = local_cluster.job_client()
     cfg = _config(tiny_setup, "job-stop", steps=500)
     handle = submit_run(client, cfg, tmp_path / "job-stop")
@@ -128,7 +130,9 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
 
 @pytest.mark.cluster
 def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):
-    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so."""
+    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so.
+
+    Slow: a real cluster of its own is started (and stopped) beside the session's."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead_port = sock.getsockname()[1]
@@ -245,7 +249,10 @@ def _wait_for_metrics(port: int, timeout_s: float = 120.0) -> str:
 @pytest.mark.cluster
 def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
     """Field report (issue 14, item 16): a cluster started while another was starting failed at
-    `ray start`. Two notebooks on one Studio space do exactly this."""
+    `ray start`. Two notebooks on one Studio space do exactly this.
+
+    Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they both
+    start is the test."""
     homes = [tmp_path / "a", tmp_path / "b"]
     procs = [
         subprocess.Popen(

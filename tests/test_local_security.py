@@ -98,6 +98,7 @@ def _probe(host: str, port: int, methods: dict[str, str]) -> tuple[str, str]:
 
 
 def test_no_listener_serves_without_the_token_off_loopback(local_cluster, tiny_setup):
+    """Slow: a job and a Serve app run so that every listener of the cluster is up, then each is probed."""
     port = find_free_port()
     url = deploy_local(local_cluster.job_client(), tiny_setup["model_dir"], {}, port=port)
     try:

@@ -85,6 +85,7 @@ def _trainers(run_id: str) -> list[int]:
 
 
 def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster, tiny_setup):
+    """Slow: JupyterLab, headless Chromium and two real training runs."""
     from playwright.sync_api import sync_playwright
 
     client = local_cluster.job_client()

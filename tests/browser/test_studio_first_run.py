@@ -188,6 +188,8 @@ def _wait_kernel(page) -> str:
 
 
 def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
+    """Slow: Studio's lifecycle script, JupyterLab 4.5, headless Chromium and a notebook that trains, as a
+    user's first run."""
     from playwright.sync_api import sync_playwright
 
     lab, t_start = studio, time.monotonic()

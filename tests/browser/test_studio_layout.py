@@ -132,6 +132,7 @@ def studio_lab(tmp_path: Path, local_cluster):
 
 
 def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, local_cluster, tmp_path: Path) -> None:
+    """Slow: JupyterLab behind Studio's proxy layout and headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium"

@@ -439,7 +439,9 @@ def test_load_benchmark_runs_against_the_endpoint(served):
 
 @pytest.mark.slow
 def test_load_bar_16_clients_x_50_requests_without_failures(served):
-    """The issue's bar: 16 concurrent clients x 50 requests with maze images, zero failed."""
+    """The issue's bar: 16 concurrent clients x 50 requests with maze images, zero failed.
+
+    Slow: 800 requests with maze images through one CPU replica."""
     proc = subprocess.run(
         [
             sys.executable,

@@ -90,6 +90,7 @@ def _numbers(run_dir: Path) -> list[dict[str, float]]:
 
 
 def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_path):
+    """Slow: a Ray job SIGKILLed mid-run, resumed, and compared with an uninterrupted run."""
     client = local_cluster.job_client()
     straight_dir, killed_dir = tmp_path / "runs" / "resume-straight", tmp_path / "runs" / "resume-killed"
     straight_cfg, killed_cfg = _config(tiny_setup, tmp_path, "resume-straight"), _config(tiny_setup, tmp_path, "resume-killed")
