@@ -122,3 +122,18 @@ def test_a_missing_result_file_fails(tmp_path):
     (tmp_path / "jest.json").write_text(json.dumps({"numPassedTests": 1, "numFailedTests": 0, "numPendingTests": 0}))
     out = subprocess.run([sys.executable, str(REPO / ".ci" / "summarize.py"), str(tmp_path)], capture_output=True, text=True, check=False)
     assert out.returncode == 1 and f"error: no pytest results ({tmp_path / 'pytest.xml'})" in out.stdout
+
+
+def test_a_phase_is_timed_and_keeps_its_commands_exit_status(tmp_path):
+    """``.ci/phase.py`` (each phase of make test): the command's exit status passes through, and one
+    line per phase records its seconds and status after the run's start line with its load average."""
+    record = tmp_path / "phases.jsonl"
+    phase = [sys.executable, str(REPO / ".ci" / "phase.py"), str(record)]
+    began = time.time()
+    assert subprocess.run([*phase, "--start"], check=False).returncode == 0
+    assert subprocess.run([*phase, "lint", "--", sys.executable, "-c", "import time; time.sleep(1.2)"], check=False).returncode == 0
+    assert subprocess.run([*phase, "jest", "--", sys.executable, "-c", "raise SystemExit(3)"], check=False).returncode == 3
+    start, lint, jest = (json.loads(line) for line in record.read_text().splitlines())
+    assert began - 1 <= start["start"] <= time.time() and len(start["load_avg"]) == 3
+    assert lint["phase"] == "lint" and lint["rc"] == 0 and lint["seconds"] >= 1.2  # the command's sleep, at least
+    assert jest == {"phase": "jest", "seconds": jest["seconds"], "rc": 3}

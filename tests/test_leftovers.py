@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -97,10 +98,14 @@ def test_the_check_needs_a_tag():
 def test_a_benchmark_killed_half_way_stops_its_cluster(leftovers_mod, tmp_path):
     """benchmarks/serve_load.py (self-contained) gets SIGTERM once its cluster's first processes
     run (while `ray start` runs, or later): what it started is stopped (start_local_cluster stops a
-    half-started cluster, the benchmark's finally blocks a started one), so no process is left.
+    half-started cluster, the benchmark's finally blocks a started one), so no process is left,
+    and its temporary folder (data, model, the cluster's home) is removed.
 
     Slow: the benchmark starts a cluster of its own before it is killed."""
     tag = f"bench-{uuid.uuid4().hex}"
+    # its data, model and cluster home go to a folder of the temp directory (TMPDIR is inherited; a
+    # deeper one would make Ray's socket paths too long), which must go with it
+    ours = set(Path(tempfile.gettempdir()).glob("hprl-bench-serve-*"))
     env = {**os.environ, "HPRL_RUN_TAG": tag, "HPRL_RESULTS_DIR": str(tmp_path)}
     bench = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.serve_load", "--clients", "1", "--requests", "1", "--single-requests", "1"],
@@ -125,6 +130,7 @@ def test_a_benchmark_killed_half_way_stops_its_cluster(leftovers_mod, tmp_path):
             bench.wait()
     left = leftovers_mod.wait_for_none(tag, 60)
     assert left == [], [str(p) for p in left]
+    assert set(Path(tempfile.gettempdir()).glob("hprl-bench-serve-*")) == ours  # issue 44: it left a folder of several MB there
 
 
 def _git_repo(path: Path) -> Path:
