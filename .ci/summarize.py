@@ -5,8 +5,9 @@ Before it, where the run's time went: the seconds of each phase (``phases.jsonl`
 slowest test files, the :data:`SLOWEST` slowest tests with their files, and the seconds of the
 tests of each mark (``ray``, ``cluster``, ``job``, ``browser``, ...; from the ``marks`` property
 ``tests/conftest.py`` writes into the junit file). Then the policy that keeps the suite cut: a
-test that took over :data:`LIMIT_S` seconds needs a ``Slow:`` line in its docstring saying why
-(the ``slow_reason`` property); those without one are listed, and the run fails.
+test whose own call (the ``call_s`` property: not the setup of a session fixture it was first to
+need) took over :data:`LIMIT_S` seconds needs a ``Slow:`` line in its docstring saying why (the
+``slow_reason`` property); those without one are listed, and the run fails.
 
 Usage: python .ci/summarize.py RESULTS_DIR   (reads pytest.xml from --junitxml, jest.json
 from jest --json and phases.jsonl if present); exits non-zero when any test failed, a result file
@@ -31,13 +32,15 @@ LIMIT_S = 60.0
 
 @dataclass(frozen=True)
 class Case:
-    """One junit test case: its seconds (setup + call + teardown), file, name, marks, slow reason."""
+    """One junit test case: its seconds (setup + call + teardown), file, name, marks, slow reason,
+    and the seconds of its own call (``call_s``; None where the junit file does not say)."""
 
     seconds: float
     file: str
     name: str
     marks: tuple[str, ...]
     slow_reason: str
+    call_s: float | None = None
 
     @property
     def nodeid(self) -> str:
@@ -61,9 +64,9 @@ def read_cases(root: ET.Element) -> list[Case]:
         name = re.sub(r"@\w+$", "", c.get("name", ""))  # pytest-xdist's "@<group>" suffix (--dist loadgroup)
         if classname.split(".")[-1][:1].isupper():
             name = f"{classname.split('.')[-1]}::{name}"
-        cases.append(
-            Case(float(c.get("time") or 0), _file_of(classname), name, tuple(props.get("marks", "").split()), props.get("slow_reason", ""))
-        )
+        call_s = float(props["call_s"]) if props.get("call_s") else None
+        marks = tuple(props.get("marks", "").split())
+        cases.append(Case(float(c.get("time") or 0), _file_of(classname), name, marks, props.get("slow_reason", ""), call_s))
     return cases
 
 
@@ -109,9 +112,14 @@ def print_times(cases: list[Case]) -> None:
             print(f"  {sum(times):7.0f} s  {mark} ({len(times)} tests)")
 
 
+def _own_s(case: Case) -> float:
+    """A test's own seconds: its call's where recorded (not the session fixture its setup started), else its total."""
+    return case.call_s if case.call_s is not None else case.seconds
+
+
 def unexplained_slow(cases: list[Case]) -> list[Case]:
-    """Tests over :data:`LIMIT_S` seconds whose docstring has no ``Slow:`` reason, slowest first."""
-    return sorted((c for c in cases if c.seconds > LIMIT_S and not c.slow_reason), key=lambda c: -c.seconds)
+    """Tests whose own call took over :data:`LIMIT_S` seconds and whose docstring has no ``Slow:`` reason, slowest first."""
+    return sorted((c for c in cases if _own_s(c) > LIMIT_S and not c.slow_reason), key=lambda c: -_own_s(c))
 
 
 def main(results: Path) -> int:
@@ -124,7 +132,7 @@ def main(results: Path) -> int:
         cases = read_cases(root)
         print_times(cases)
         for case in unexplained_slow(cases):
-            problems.append(f"{case.nodeid} took {case.seconds:.0f} s (over {LIMIT_S:.0f} s) and its docstring gives no 'Slow:' reason")
+            problems.append(f"{case.nodeid} took {_own_s(case):.0f} s (over {LIMIT_S:.0f} s) and its docstring gives no 'Slow:' reason")
         for suite in [root] if root.tag == "testsuite" else root.iter("testsuite"):
             total, fail = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
             skip = int(suite.get("skipped", 0))

@@ -87,6 +87,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.user_properties.append(("slow_reason", reason.group(1)))
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The seconds of the test's own call go into the junit file (``call_s``): the slow-test policy
+    judges those, not the setup of a session fixture (the local cluster's start) that the first test
+    to need it happens to pay."""
+    yield
+    if call.when == "call":
+        item.user_properties.append(("call_s", f"{call.duration:.2f}"))
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the session when a process it started is still running after every fixture was torn
     down (a Ray cluster, Serve replica, JupyterLab or Chromium left behind), or when it left the

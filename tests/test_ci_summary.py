@@ -137,3 +137,43 @@ def test_a_phase_is_timed_and_keeps_its_commands_exit_status(tmp_path):
     assert began - 1 <= start["start"] <= time.time() and len(start["load_avg"]) == 3
     assert lint["phase"] == "lint" and lint["rc"] == 0 and lint["seconds"] >= 1.2  # the command's sleep, at least
     assert jest == {"phase": "jest", "seconds": jest["seconds"], "rc": 3}
+
+
+def test_the_policy_judges_a_tests_own_call_not_the_session_fixture_it_started(tmp_path):
+    """The first test to need the session's local cluster pays its start in its setup: 95 s in all,
+    0.5 s of its own (``call_s``), so it needs no reason; one whose call took 70 s does."""
+    junit = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="0" skipped="0"
+tests="2" time="190"><testcase classname="tests.test_c" name="test_first_ray" time="95.0"><properties><property name="marks"
+value="ray"/><property name="call_s" value="0.50"/></properties></testcase><testcase classname="tests.test_c" name="test_long"
+time="95.0"><properties><property name="marks" value="ray"/><property name="call_s" value="70.00"/></properties></testcase>
+</testsuite></testsuites>"""
+    (tmp_path / "pytest.xml").write_text(junit)
+    (tmp_path / "jest.json").write_text(json.dumps({"numPassedTests": 0, "numFailedTests": 0, "numPendingTests": 0}))
+    out = subprocess.run([sys.executable, str(REPO / ".ci" / "summarize.py"), str(tmp_path)], capture_output=True, text=True, check=False)
+    errors = [line for line in out.stdout.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: tests/test_c.py::test_long took 70 s (over 60 s) and its docstring gives no 'Slow:' reason"]
+    assert out.returncode == 1
+
+
+def test_the_session_writes_each_tests_marks_reason_and_call_seconds_into_junit(tmp_path):
+    """tests/conftest.py's hooks, in a real session: a test using a registered mark and a ``Slow:``
+    docstring line gets the properties .ci/summarize.py reads."""
+    test_file = tmp_path / "test_props.py"
+    test_file.write_text(
+        'import pytest\n@pytest.mark.job\ndef test_marked():\n    """Does a thing.\n\n    Slow: it waits for a reason."""\n'
+    )
+    junit = tmp_path / "out.xml"
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(REPO)]
+    cmd += ["-c", str(REPO / "pyproject.toml"), str(test_file), f"--junitxml={junit}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sys.path.insert(0, str(REPO / ".ci"))
+    try:
+        import summarize
+    finally:
+        sys.path.remove(str(REPO / ".ci"))
+    import xml.etree.ElementTree as ET
+
+    (case,) = summarize.read_cases(ET.parse(junit).getroot())
+    assert case.name == "test_marked" and case.marks == ("job",) and case.slow_reason == "it waits for a reason."
+    assert case.call_s is not None and 0 <= case.call_s <= case.seconds
