@@ -45,9 +45,9 @@ TMPDIR_VAR = "HPRL_RUN_TMPDIR"
 RUN_TMP_PREFIX = "hprl-t-"
 #: Entries of a run's temporary directory that are not leftovers: pytest's ``tmp_path`` root
 #: (pytest prunes it), the local clusters' private directory (``cluster.local.private_tmp_dir``:
-#: their Ray temp dirs, kept for their logs) and torch.compile's cache; all go when the run's
-#: directory is removed.
-MANAGED = ("pytest-of-*", "hprl-[0-9]*", "torchinductor_*")
+#: their Ray temp dirs, kept for their logs), Ray's own default one (a driver's ``ray.init``) and
+#: torch.compile's cache; all go when the run's directory is removed.
+MANAGED = ("pytest-of-*", "hprl-[0-9]*", "ray", "torchinductor_*")
 
 
 @dataclass(frozen=True)
