@@ -16,8 +16,9 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-# --no-compile: pip would byte-compile all of the environment's ~33,000 modules (about 100 s of one
-# core here); Python compiles the ones a program imports, once, when it first imports them.
+# pip byte-compiles the environment's ~33,000 modules (about 100 s of one core here). Kept: where
+# PYTHONDONTWRITEBYTECODE is set (as in this machine's shells) Python never writes a .pyc itself,
+# so without pip's every process would compile torch, transformers and Ray again at each import.
 # Every extra is installed (dev and studio), so the suite is collected as CI users have it: the
 # studio extra's sagemaker brings a top-level `tests` package (smdebug_rulesconfig), which
 # tests/__init__.py keeps from shadowing ours (tests/test_test_package.py).
@@ -27,7 +28,7 @@ $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -e ".[dev,studio]"
+	$(PY) -m pip install -q -e ".[dev,studio]"
 	$(PY) -m pip install -q --no-deps -e examples/shapes-task
 	touch $@
 
@@ -48,7 +49,7 @@ $(STUDIO_ENV)/.installed: $(STUDIO_REQS)
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: pass PYTHON312=/path/to/python3.12"; exit 1; }
 	rm -rf $(STUDIO_ENV) && $(PYTHON312) -m venv $(STUDIO_ENV)
 	$(STUDIO_ENV)/bin/python -m pip install -q --upgrade pip
-	$(STUDIO_ENV)/bin/python -m pip install -q --no-compile -r $(STUDIO_REQS)
+	$(STUDIO_ENV)/bin/python -m pip install -q -r $(STUDIO_REQS)
 	$(STUDIO_ENV)/bin/python -m pip download -q -d $(STUDIO_ENV)/wheelhouse "anywidget>=0.9"
 	$(STUDIO_ENV)/bin/python -m pip download -q --no-deps -d $(STUDIO_ENV)/core "jupyterlab==4.5.0"
 	$(STUDIO_ENV)/bin/python -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('$(STUDIO_ENV)/core/jupyterlab-4.5.0-*.whl')[0]); \
