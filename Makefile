@@ -9,13 +9,16 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv chromium labextension labextension-jest studio-server-env quickstart lint docs test test-fast clean
+.PHONY: venv chromium labextension labextension-jest studio-server-env quickstart lint docs test test-fast screenshots clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
 # browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
+# pip byte-compiles the environment's ~33,000 modules (about 100 s of one core here). Kept: where
+# PYTHONDONTWRITEBYTECODE is set (as in this machine's shells) Python never writes a .pyc itself,
+# so without pip's every process would compile torch, transformers and Ray again at each import.
 # Every extra is installed (dev and studio), so the suite is collected as CI users have it: the
 # studio extra's sagemaker brings a top-level `tests` package (smdebug_rulesconfig), which
 # tests/__init__.py keeps from shadowing ours (tests/test_test_package.py).
@@ -94,19 +97,53 @@ lint: venv
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
-# pytest (Python, server extension, browser) and jest (extension frontend), then one closing line
-# with both counts added up, then the check that nothing the run started is left running: every
-# process it starts inherits HPRL_RUN_TAG, and .ci/leftovers.py fails listing any that is still
-# alive (Ray, Serve replicas, JupyterLab, Chromium, ...). The summary's status is kept until then.
-test: export HPRL_RUN_TAG := make-test-$(shell date +%s)-$(shell od -An -N4 -tx4 /dev/urandom | tr -d ' ')
-test: venv chromium labextension lint
-	rm -rf .test-results && mkdir -p .test-results
-	-cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json
-	-$(PY) -m pytest -q $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
-	$(PY) .ci/summarize.py .test-results; status=$$?; $(PY) .ci/leftovers.py || status=1; exit $$status
+# The whole check, as CI runs it (.ci/run): each phase timed by .ci/phase.py into
+# .test-results/phases.jsonl (install, Debian packages, JupyterLab 4.5's env, the extension's
+# build, lint, jest, pytest), then .ci/summarize.py prints the phases, the slowest files and tests,
+# the seconds per mark and the slow-test policy, and one closing line with both runners' counts
+# added up; .test-results/ci_time.json is recorded from the same files (benchmarks/ci_time.py). Last, the
+# check that the run left nothing: every process it starts inherits HPRL_RUN_TAG, and everything it
+# writes to temporary files goes to its own TMPDIR (HPRL_RUN_TMPDIR); .ci/leftovers.py fails
+# listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
+# checkout it changed or added, and anything a test or benchmark left in the temp directory, then
+# removes the run's TMPDIR. The summary's status is kept until then.
+# pytest in one process by default. XDIST="-n 2 --dist loadgroup" runs it on two workers
+# (pytest-xdist): tests/conftest.py puts every test that uses Ray in one group, run by one worker one
+# after another on its one session cluster, while the other worker runs the CPU-only tests. On a
+# busy 2-core machine two workers were slower on the CPU-only tests (tests/train/test_grpo.py,
+# test_logprobs.py, test_sft.py, tests/tasks/maze: 152 s against 105 and 115 s in one process,
+# load average 6-11), so it is not the default until a quiet full run shows a gain.
+XDIST ?=
+PHASE_PY := $(or $(PYTHON312),python3)
+PHASES = .test-results/phases.jsonl
+PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)
+RUN_ID := $(shell date +%s)-$(shell od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+test: export HPRL_RUN_TAG := make-test-$(RUN_ID)
+test: export HPRL_RUN_TMPDIR := $(or $(TMPDIR),/tmp)/hprl-t-$(RUN_ID)
+test: export TMPDIR := $(HPRL_RUN_TMPDIR)
+test:
+	rm -rf .test-results && mkdir -p .test-results && mkdir -m 700 "$$HPRL_RUN_TMPDIR"
+	$(PHASE) --start
+	$(PHASE_PY) .ci/leftovers.py --snapshot .test-results/before.json
+	$(PHASE) "install (venv, pip)" -- $(MAKE) --no-print-directory venv
+	$(PHASE) "Debian packages (chromium)" -- $(MAKE) --no-print-directory chromium
+	$(PHASE) "JupyterLab 4.5 env" -- $(MAKE) --no-print-directory studio-server-env
+	$(PHASE) "extension build" -- $(MAKE) --no-print-directory labextension
+	$(PHASE) lint -- $(MAKE) --no-print-directory lint
+	-$(PHASE) jest -- bash -c 'cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json'
+	-$(PHASE) pytest -- $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
+	-$(PY) -m benchmarks.ci_time .test-results
+	$(PY) .ci/summarize.py .test-results; status=$$?; \
+	  $(PY) .ci/leftovers.py --since .test-results/before.json || status=1; exit $$status
+
+# The docs' screenshots (docs/img: the extension's sidebar, metrics and tutorial, the Studio first
+# run): the browser tests, with their screenshots copied into docs/img when they pass. A plain
+# `make test` leaves docs/img as it is.
+screenshots: venv chromium labextension
+	HPRL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/browser/test_labextension.py tests/browser/test_studio_first_run.py
 
 test-fast: venv
-	$(PY) -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "not ray and not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(STUDIO_ENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist

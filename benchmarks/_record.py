@@ -45,6 +45,7 @@ __all__ = [
     "manifest_dirty",
     "package_versions",
     "results_dir",
+    "scratch_dir",
 ]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -232,8 +233,8 @@ def _load() -> list[float] | None:
         return None
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def _now(epoch_s: float | None = None) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))
 
 
 class Recording:
@@ -245,10 +246,22 @@ class Recording:
         script: the producing script, relative to the repo (default: the running ``__main__``).
         notes: free text stored with the result (what was run, caveats).
         path: write here instead of ``<results dir>/<name>.json`` (the GPU harness writes to ``$OUT``).
+        started_at: when the measured work began (epoch seconds), where that was before this
+            recording (``benchmarks/ci_time.py`` records a CI run after it ran): sets ``date``
+            and ``wall_s``. Default: the ``with`` block's start.
+        load_avg_start: the load average when the measured work began (1, 5, 15 min), with ``started_at``.
     """
 
     def __init__(
-        self, name: str, *, params: dict[str, Any] | None = None, script: str | None = None, notes: str = "", path: Path | None = None
+        self,
+        name: str,
+        *,
+        params: dict[str, Any] | None = None,
+        script: str | None = None,
+        notes: str = "",
+        path: Path | None = None,
+        started_at: float | None = None,
+        load_avg_start: list[float] | None = None,
     ) -> None:
         self.name = name
         self.params = dict(params or {})
@@ -256,12 +269,14 @@ class Recording:
         self.notes = notes
         self.results: Any = None
         self.path = path
+        self._started_at = started_at
+        self._given_load = load_avg_start
 
     def __enter__(self) -> Recording:
         self._git = git_state()
-        self._started = _now()
-        self._load_start = _load()
-        self._t0 = time.monotonic()
+        self._started = _now() if self._started_at is None else _now(self._started_at)
+        self._load_start = _load() if self._given_load is None else [round(float(x), 2) for x in self._given_load]
+        self._t0 = time.monotonic() - (0.0 if self._started_at is None else max(0.0, time.time() - self._started_at))
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -314,6 +329,24 @@ def _main_script() -> str:
         return str(path.relative_to(REPO))
     except ValueError:
         return str(path)
+
+
+def scratch_dir(prefix: str) -> Path:
+    """A new temporary directory (under ``$TMPDIR``) for a benchmark's data, models and clusters' homes,
+    removed with everything in it when the script exits: normally, by an exception, or by SIGTERM
+    once :func:`exit_on_sigterm` turned it into ``SystemExit`` (issue 44: a benchmark leaves nothing
+    in the temp directory). Stop what runs in it first (``finally`` blocks run before this).
+
+    Args:
+        prefix: the directory name's start, e.g. ``"hprl-bench-serve-"``.
+    """
+    import atexit
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def exit_on_sigterm() -> None:

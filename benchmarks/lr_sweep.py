@@ -34,12 +34,11 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks._record import Recording, usable_cores
+from benchmarks._record import Recording, scratch_dir, usable_cores
 from benchmarks._sweep import cell_config, iv, seeded
 
 QUICK = {"lrs": [5e-4, 3e-3], "steps": 20, "heldout": 50, "validation": 50}
@@ -129,7 +128,7 @@ def main() -> int:
         for key, value in QUICK.items():
             setattr(args, key, value)
 
-    home = tempfile.mkdtemp(prefix="hprl-bench-lr-")
+    home = str(scratch_dir("hprl-bench-lr-"))
     os.environ["HYPERPOD_RL_HOME"] = home
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
     threads = max(1, usable_cores() // max(args.jobs, 1))

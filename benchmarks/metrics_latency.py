@@ -27,11 +27,9 @@ import argparse
 import json
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
-from benchmarks._record import Recording, exit_on_sigterm
+from benchmarks._record import Recording, exit_on_sigterm, scratch_dir
 
 
 def main() -> int:
@@ -46,7 +44,7 @@ def main() -> int:
         help="MetricsPanel poll interval, seconds",
     )
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="hprl-metrics-bench-"))
+    home = scratch_dir("hprl-metrics-bench-")
     os.environ["HYPERPOD_RL_HOME"] = str(home)
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
     with Recording("metrics_latency", params=vars(args), notes="tiny reference-backend run on a fresh local Ray cluster") as rec:

@@ -24,11 +24,10 @@ import argparse
 import json
 import os
 import random
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks._record import Recording
+from benchmarks._record import Recording, scratch_dir
 
 QUICK = {"steps": 10, "heldout": 50, "eval_every": 5}
 
@@ -158,7 +157,7 @@ def main() -> int:
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
-    home = Path(tempfile.mkdtemp(prefix="hprl-bench-prompt-"))
+    home = scratch_dir("hprl-bench-prompt-")
     os.environ["HYPERPOD_RL_HOME"] = str(home)
     name = "prompt_style_quick" if args.quick else "prompt_style"
     with Recording(name, params=vars(args)) as rec:

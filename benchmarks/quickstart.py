@@ -34,12 +34,11 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._record import Recording, exit_on_sigterm
+from benchmarks._record import Recording, exit_on_sigterm, scratch_dir
 from benchmarks.figures import _ci
 
 METRICS = ("optimal_move_rate", "solve_rate", "invalid_move_rate")
@@ -146,7 +145,7 @@ def main() -> int:
     with Recording("quickstart", params={"quickstart_args": extra, "seeds": seeds, "fresh_home": True, "settle_s": opts.settle}) as rec:
         runs = []
         for seed in seeds:
-            home = Path(tempfile.mkdtemp(prefix=f"hprl-bench-quickstart-s{seed}-"))
+            home = scratch_dir(f"hprl-bench-quickstart-s{seed}-")
             settled = _settle(opts.settle)
             load_start = [round(x, 2) for x in os.getloadavg()]
             summary, wall = _run(home, [*extra, "--seed", str(seed)])

@@ -65,8 +65,12 @@ Path(sys.argv[1]).write_text(json.dumps({"data_hashes": data.hashes, "revision":
 
 
 def run_side(cwd: Path, steps: int, out: Path, timeout_s: float) -> dict[str, Any]:
-    """Run :data:`WORKER` in ``cwd`` (its own ``hyperpod_rl``) in a fresh process; its JSON result."""
-    env = {**os.environ, "HYPERPOD_RL_HOME": tempfile.mkdtemp(prefix="hprl-parity-home-")}
+    """Run :data:`WORKER` in ``cwd`` (its own ``hyperpod_rl``) in a fresh process; its JSON result.
+
+    Its data dir and its temporary files (the worker's storage) go beside ``out``, in the caller's
+    temporary directory, which removes them."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"{out.stem}-", dir=out.parent))
+    env = {**os.environ, "HYPERPOD_RL_HOME": str(scratch / "home"), "TMPDIR": str(scratch)}
     proc = subprocess.run(
         [sys.executable, "-c", WORKER, str(out), str(steps)],
         cwd=cwd,

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -172,12 +171,12 @@ def main() -> int:
             results = _measure(args.endpoint, args, rows)
         return _report(results, args.endpoint)
 
-    from benchmarks._record import Recording, exit_on_sigterm
+    from benchmarks._record import Recording, exit_on_sigterm, scratch_dir
     from hyperpod_rl.cluster.local import find_free_port
     from hyperpod_rl.serve.local import deploy_local, shutdown_local
 
     exit_on_sigterm()  # a timeout or kill still stops the cluster (finally blocks run)
-    home = Path(tempfile.mkdtemp(prefix="hprl-bench-serve-"))
+    home = scratch_dir("hprl-bench-serve-")
     os.environ["HYPERPOD_RL_HOME"] = str(home)  # a cluster of its own, never the user's
     os.environ["HYPERPOD_RL_LEDGER"] = "off"
     params = {k: v for k, v in vars(args).items() if k not in ("endpoint", "heldout", "record")}

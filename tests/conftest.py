@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: A test's docstring line saying why it takes over a minute (``.ci/summarize.py`` fails a test over
+#: 60 s without one): ``Slow: <why>``.
+SLOW_REASON = re.compile(r"^\s*Slow:\s*(\S.*)$", re.M)
+#: Set (``make screenshots``) to copy the browser tests' screenshots into docs/img; otherwise they
+#: stay in the session's temporary directory and the checkout is left as it was.
+SCREENSHOTS_VAR = "HPRL_UPDATE_SCREENSHOTS"
 
 
 def _leftovers_module():
@@ -27,20 +35,98 @@ def _leftovers_module():
 
 def pytest_configure(config: pytest.Config) -> None:
     """Tag this session: every process a test starts inherits ``HPRL_RUN_TAG`` (``make test``
-    exports one; a bare ``pytest`` gets its own), so what is left can be found at the end."""
+    exports one; a bare ``pytest`` gets its own), so what is left can be found at the end.
+
+    Give it a temporary directory of its own (``HPRL_RUN_TMPDIR``, also ``TMPDIR``, inherited by
+    every process a test starts; ``make test`` makes one for its whole run) and record the
+    checkout's and the temp directories' state, so that what a test or benchmark left there is
+    found at the end too (``.ci/leftovers.py``: :func:`changes`)."""
     os.environ.setdefault("HPRL_RUN_TAG", f"pytest-{uuid.uuid4().hex[:12]}")
+    if _xdist_worker(config):
+        return  # the controller set the tag and the directory before starting it, and checks at the end
+    leftovers = _leftovers_module()
+    if not os.environ.get(leftovers.TMPDIR_VAR):
+        run_tmp = leftovers.make_run_tmp()
+        os.environ[leftovers.TMPDIR_VAR] = str(run_tmp)
+        config.stash[_OWN_TMP] = run_tmp
+    os.environ["TMPDIR"] = os.environ[leftovers.TMPDIR_VAR]
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    config.stash[_SNAPSHOT] = leftovers.snapshot(REPO)
+
+
+_OWN_TMP = pytest.StashKey[Path]()
+_SNAPSHOT = pytest.StashKey[dict]()
+#: The pytest-xdist group of every test that uses a Ray cluster (``-n 2 --dist loadgroup``, as
+#: ``make test`` runs): one worker runs them one after another on its one session cluster, as a
+#: plain session would, while the other worker takes the CPU-only tests.
+RAY_GROUP = "ray"
+
+
+def _xdist_worker(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker (``-n``), not the session that started them."""
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses the session's cluster is marked ``ray`` (before ``-m`` deselects; under
+    pytest-xdist every ``ray`` test is in the :data:`RAY_GROUP` group), and every
+    test's registered marks and ``Slow:`` reason go into the junit file as properties (``marks``,
+    ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and checks that a
+    test over 60 s says why."""
+    registered = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
+    worker = _xdist_worker(config)
+    for item in items:
+        if "local_cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("ray") is None:
+            item.add_marker(pytest.mark.ray)
+        if worker and item.get_closest_marker("ray") is not None:
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
+        item.user_properties.append(("marks", " ".join(sorted({m.name for m in item.iter_markers()} & registered))))
+        reason = SLOW_REASON.search(getattr(getattr(item, "function", None), "__doc__", None) or "")
+        if reason:
+            item.user_properties.append(("slow_reason", reason.group(1)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The seconds of the test's own call go into the junit file (``call_s``): the slow-test policy
+    judges those, not the setup of a session fixture (the local cluster's start) that the first test
+    to need it happens to pay."""
+    yield
+    if call.when == "call":
+        item.user_properties.append(("call_s", f"{call.duration:.2f}"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the session when a process it started is still running after every fixture was torn
-    down (a Ray cluster, Serve replica, JupyterLab or Chromium left behind), listing them."""
-    left = _leftovers_module().wait_for_none(os.environ["HPRL_RUN_TAG"], 30.0)
+    down (a Ray cluster, Serve replica, JupyterLab or Chromium left behind), or when it left the
+    checkout or the temp directory changed (a rewritten docs image, a benchmark's temp folder),
+    listing them; then remove the session's own temporary directory (kept when a test failed).
+    Under pytest-xdist the session that started the workers does this, once they all ended."""
+    if _xdist_worker(session.config):
+        return
+    leftovers = _leftovers_module()
+    left = leftovers.wait_for_none(os.environ["HPRL_RUN_TAG"], 30.0)
+    lines = []
     if left:
+        lines += [f"{len(left)} process(es) started by this test session are still running:", *(f"  {p}" for p in left)]
+    before = session.config.stash.get(_SNAPSHOT, None)
+    expected = ("docs/img/",) if os.environ.get(SCREENSHOTS_VAR) else ()  # make screenshots refreshes them
+    changed = leftovers.changes(before, leftovers.snapshot(REPO), expected=expected, system_tmp=False) if before is not None else []
+    if changed:
+        lines += [f"this test session left {len(changed)} change(s) in the checkout or the temp directory:", *(f"  {c}" for c in changed)]
+    own_tmp = session.config.stash.get(_OWN_TMP, None)
+    if own_tmp is not None:
+        if exitstatus == 0:
+            leftovers.remove_run_tmp(own_tmp)
+        else:  # the failed tests' tmp_path folders are in it
+            lines.append(f"the session's temporary directory is kept for a look (remove it after): {own_tmp}")
+    if lines:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        lines = [f"{len(left)} process(es) started by this test session are still running:", *(f"  {p}" for p in left)]
         if reporter is not None:
-            reporter.write_line("\n".join(lines), red=True)
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            reporter.write_line("\n".join(lines), red=bool(left or changed))
+        if left or changed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -108,6 +108,7 @@ def test_public_name_has_a_docstring_with_args_and_raises(name):
 
 @pytest.mark.slow
 def test_site_builds_strictly(tmp_path):
+    """Slow: a full MkDocs build: the API reference read from the code, six notebooks rendered."""
     site = tmp_path / "site"
     result = _mkdocs("-d", str(site))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
@@ -129,6 +130,7 @@ def _documented_id(name: str) -> str:
 
 @pytest.mark.slow
 def test_a_broken_link_fails_the_strict_build(tmp_path):
+    """Slow: a second full MkDocs build, of a copy with one broken link."""
     copy = tmp_path / "repo"
     copy.mkdir()
     for item in ("mkdocs.yml", "docs_hooks.py"):

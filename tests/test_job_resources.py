@@ -25,7 +25,7 @@ from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 from tests.ray_jobs import submit, wait_terminal
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.job]
 
 
 def _config(setup, run_id: str, **sections):

@@ -74,6 +74,7 @@ def test_explicit_dashboard_port_in_use_is_refused_before_starting(tmp_path):
     assert not (tmp_path / "local-cluster.json").exists()
 
 
+@pytest.mark.job
 def test_job_runs_to_success_and_streams_metrics(local_cluster, tiny_setup, tmp_path):
     client = local_cluster.job_client()
     cfg = _config(tiny_setup, "job-ok", steps=2)
@@ -92,7 +93,10 @@ def test_job_runs_to_success_and_streams_metrics(local_cluster, tiny_setup, tmp_
         submit_run(client, cfg, tmp_path / "job-ok")
 
 
+@pytest.mark.job
 def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_setup, tmp_path):
+    """Slow: two submissions of one run, each stopped once it trains, and the check that no trainer
+    outlives them."""
     client = local_cluster.job_client()
     cfg = _config(tiny_setup, "job-stop", steps=500)
     handle = submit_run(client, cfg, tmp_path / "job-stop")
@@ -124,8 +128,11 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
     assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
 
 
+@pytest.mark.cluster
 def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):
-    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so."""
+    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so.
+
+    Slow: a real cluster of its own is started (and stopped) beside the session's."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         dead_port = sock.getsockname()[1]
@@ -160,6 +167,7 @@ def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, t
     assert local_cluster.is_alive()  # the session's cluster was left alone
 
 
+@pytest.mark.job
 def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, tiny_setup):
     import signal
 
@@ -195,6 +203,7 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     stop_run(client, handle.submission_id)
 
 
+@pytest.mark.job
 def test_readiness_probe_jobs_are_removed_whatever_their_status(local_cluster):
     """Issue 14 item 15: probe jobs that succeeded (the case Ray's job monitor used to write back
     as FAILED after the delete), failed or still run are all removed, and stay removed."""
@@ -237,9 +246,13 @@ def _wait_for_metrics(port: int, timeout_s: float = 120.0) -> str:
         time.sleep(1)
 
 
+@pytest.mark.cluster
 def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
     """Field report (issue 14, item 16): a cluster started while another was starting failed at
-    `ray start`. Two notebooks on one Studio space do exactly this."""
+    `ray start`. Two notebooks on one Studio space do exactly this.
+
+    Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they both
+    start is the test."""
     homes = [tmp_path / "a", tmp_path / "b"]
     procs = [
         subprocess.Popen(
@@ -282,6 +295,7 @@ def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
             )
 
 
+@pytest.mark.job
 def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cluster, tiny_setup, tmp_path):
     """Field report (issue 14, item 7): two submits of one run at the same moment gave a raw
     FileNotFoundError or a Ray traceback, and the refused caller's config overwrote config.json."""
@@ -323,6 +337,7 @@ def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cl
                 stop_run(client, r.submission_id)
 
 
+@pytest.mark.job
 def test_submission_ids_never_dead_end_when_the_record_is_lost(local_cluster, tiny_setup, tmp_path):
     """Field report (issue 14, item 7): with hprl-<run>-1 on the cluster but no submissions.json
     (another storage root, a wiped run directory), every resubmit failed with Ray's "already exists"."""

@@ -22,7 +22,7 @@ import requests
 from hyperpod_rl.cluster.local import find_free_port
 from hyperpod_rl.serve.local import deploy_local, shutdown_local
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.job]
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "local-cluster.md"
 LOOPBACK = ("127.0.0.1", "::1")
@@ -98,6 +98,7 @@ def _probe(host: str, port: int, methods: dict[str, str]) -> tuple[str, str]:
 
 
 def test_no_listener_serves_without_the_token_off_loopback(local_cluster, tiny_setup):
+    """Slow: a job and a Serve app run so that every listener of the cluster is up, then each is probed."""
     port = find_free_port()
     url = deploy_local(local_cluster.job_client(), tiny_setup["model_dir"], {}, port=port)
     try:

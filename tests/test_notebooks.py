@@ -124,7 +124,10 @@ def _outputs_text(nb) -> str:
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize("name", EXPECTED)
+@pytest.mark.job
 def test_notebook_runs_end_to_end_locally(name, local_cluster, tmp_path):
+    """Slow: a real kernel runs the notebook's training, monitoring or serving on the session's cluster
+    (01: SFT, GRPO and evaluation)."""
     from hyperpod_rl.cluster.local import find_free_port
 
     nb = _read(name)

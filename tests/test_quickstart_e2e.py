@@ -25,7 +25,10 @@ def _cli(*args: str, timeout: float = 840) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
+@pytest.mark.job
 def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
+    """Slow: 4 SFT and 80 GRPO steps (the fewest whose rewards show the trend asserted here), the base, SFT
+    and GRPO adapters evaluated on 60 held-out mazes, and a Serve deployment; about 240 s on 2 cores."""
     try:
         summary_path = tmp_path / "summary.json"
         start = time.monotonic()
@@ -132,9 +135,12 @@ def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
     assert runs_after == runs_before
 
 
+@pytest.mark.job
 def test_tiny_ui_nav_quickstart_says_no_rollout_was_valid(local_cluster, tmp_path):
     """The untrained tiny model cannot write ui_nav's free-form action syntax: the quickstart must
-    say so (and what to do) instead of reporting a flat reward silently."""
+    say so (and what to do) instead of reporting a flat reward silently.
+
+    Slow: the whole quickstart path (data, SFT, GRPO, evaluation) as a Ray job, at its smallest."""
     summary_path = tmp_path / "summary.json"
     proc = _cli(
         "quickstart",

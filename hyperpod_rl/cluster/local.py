@@ -396,6 +396,11 @@ def stop_cluster_processes(temp_dir: str, *, gcs_port: str | None = None, timeou
     with its Ray ``--temp-dir`` on their command line and their children, and with ``gcs_port``
     also the orphans a killed raylet leaves (the Ray Client server, job drivers whose
     ``RAY_ADDRESS`` is that GCS). This process and its parents are spared. Returns the number signalled.
+
+    The GCS server goes last, once the others have exited (each round waits up to ``timeout_s``):
+    terminated together, the GCS server and the autoscaler's monitor outlived SIGTERM until they
+    were killed (30 s with the default), while in this order the cluster was gone in about 13 s on a
+    busy 2-core machine.
     """
     import psutil
 
@@ -423,18 +428,30 @@ def stop_cluster_processes(temp_dir: str, *, gcs_port: str | None = None, timeou
         except (psutil.Error, TypeError, OSError):
             continue
     procs = [p for pid, p in found.items() if pid not in spared]
-    for proc in procs:
-        try:
-            proc.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=timeout_s)
-    for proc in alive:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
+    gcs = [p for p in procs if _is_gcs_server(p)]
+    for group in ([p for p in procs if p not in gcs], gcs):
+        for proc in group:
+            try:
+                proc.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(group, timeout=timeout_s)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
     return len(procs)
+
+
+def _is_gcs_server(proc: Any) -> bool:
+    """Whether a ``psutil.Process`` is Ray's GCS server (gone already: no)."""
+    import psutil
+
+    try:
+        return proc.name() == "gcs_server"
+    except psutil.Error:
+        return False
 
 
 def local_temp_dir() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -24,6 +25,32 @@ from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_fixe
 from hyperpod_rl.cluster.local import find_free_port
 
 CHROMIUM = "/usr/bin/chromium"
+REPO = Path(__file__).resolve().parents[2]
+#: Where the browser tests save their screenshots (the run's results, ignored by git).
+SHOTS = REPO / ".test-results" / "screenshots"
+DOCS_IMG = REPO / "docs" / "img"
+
+
+def publish_screenshots(names: dict[str, str]) -> list[Path]:
+    """Copy a passing browser test's screenshots into docs/img (the docs show them), only when
+    ``HPRL_UPDATE_SCREENSHOTS`` is set (``make screenshots``): a plain test run leaves the
+    committed images as they are (issue 44).
+
+    Args:
+        names: screenshot file in :data:`SHOTS` -> its file name in docs/img.
+
+    Returns:
+        The docs/img paths written (none without ``HPRL_UPDATE_SCREENSHOTS``).
+    """
+    if not os.environ.get("HPRL_UPDATE_SCREENSHOTS"):
+        return []
+    written = []
+    for shot, doc_name in names.items():
+        shutil.copy(SHOTS / shot, DOCS_IMG / doc_name)
+        written.append(DOCS_IMG / doc_name)
+    return written
+
+
 FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -6,8 +6,8 @@ Checks: the extension activates with no console error; the sidebar lists a run a
 reaches succeeded; Stop on a second run ends it (Ray says STOPPED, no trainer process is left);
 Open metrics puts a live MetricsPanel in a notebook; the launcher card opens the tutorial; the
 cluster's dashboard link goes through jupyter-server-proxy. Screenshots are saved under
-``.test-results/screenshots/`` and, when the test passes, copied into ``docs/img/`` (the docs site
-shows them).
+``.test-results/screenshots/``; ``make screenshots`` copies a passing run's into ``docs/img/`` (the
+docs site shows them).
 
 Build and install the extension first (``make labextension``; ``make test`` does it).
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -30,14 +29,12 @@ from hyperpod_rl.jobs import latest_submission, stop_run, submit_run
 from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 
-from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, settle, wait_restored
+from ._chromium import BASE, CHROMIUM, FLAGS, SHOTS, jupyterlab, publish_screenshots, settle, wait_restored
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.browser, pytest.mark.job]
 
 REPO = Path(__file__).resolve().parents[2]
 DONE, STOP = "lab-ui-done", "lab-ui-stop"
-SHOTS = REPO / ".test-results" / "screenshots"
-DOCS_IMG = REPO / "docs" / "img"
 
 
 def _config(setup, run_id: str, steps: int):
@@ -88,6 +85,7 @@ def _trainers(run_id: str) -> list[int]:
 
 
 def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster, tiny_setup):
+    """Slow: JupyterLab, headless Chromium and two real training runs."""
     from playwright.sync_api import sync_playwright
 
     client = local_cluster.job_client()
@@ -183,6 +181,5 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
     assert local_cluster.state.token not in lab["log"].read_text()
     assert console_errors == [], json.dumps(console_errors, indent=1)
     assert (SHOTS / "labextension-sidebar.png").stat().st_size > 10_000
-    # The docs site shows these (docs/labextension.md); only a passing run's screenshots reach it.
-    for shot in ("labextension-sidebar.png", "labextension-metrics.png", "labextension-tutorial.png"):
-        shutil.copy(SHOTS / shot, DOCS_IMG / shot)
+    # The docs site shows these (docs/labextension.md); only a passing run's reach it, with make screenshots.
+    publish_screenshots({shot: shot for shot in ("labextension-sidebar.png", "labextension-metrics.png", "labextension-tutorial.png")})

@@ -22,8 +22,8 @@ set in the parameters cell), Submit starts the run and the reward chart gains po
 tests/browser/test_studio_notebook.py, folded in here: one JupyterLab, one browser); Open metrics with
 a notebook on the server's own kernel active opens a new notebook on ``hyperpod-rl`` and shows
 the run's charts; Copy token gives the token the dashboard asks for and the dashboard (through
-the proxy) accepts it; Stop ends the run. Screenshots go to docs/img/studio-first-run-*.png when
-the test passes (docs/studio.md shows them).
+the proxy) accepts it; Stop ends the run. ``make screenshots`` copies a passing run's screenshots
+to docs/img/studio-first-run-*.png (docs/studio.md shows them); a plain run leaves docs/img alone.
 """
 
 from __future__ import annotations
@@ -46,14 +46,12 @@ from hyperpod_rl.jobs import latest_submission, stop_run
 from hyperpod_rl.paths import run_dir
 
 from ..labextension.test_shared_versions import required
-from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab, settle, wait_restored
+from ._chromium import BASE, CHROMIUM, FLAGS, SHOTS, jupyterlab, publish_screenshots, settle, wait_restored
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.browser, pytest.mark.job]
 
 REPO = Path(__file__).resolve().parents[2]
 RUN = "studio-first-run"
-SHOTS = REPO / ".test-results" / "screenshots"
-DOCS_IMG = REPO / "docs" / "img"
 LAB45 = Path(os.environ.get("HPRL_STUDIO_SERVER_ENV") or REPO / ".venv-lab45")
 AWS_EXTENSION = "@amzn/extension-ray-jupyterlab-sagemaker-ai"
 AWS_PLUGIN = "@sagemaker-studio:RayCluster"  # its plug-in id (from its bundle)
@@ -190,6 +188,8 @@ def _wait_kernel(page) -> str:
 
 
 def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
+    """Slow: Studio's lifecycle script, JupyterLab 4.5, headless Chromium and a notebook that trains, as a
+    user's first run."""
     from playwright.sync_api import sync_playwright
 
     lab, t_start = studio, time.monotonic()
@@ -371,6 +371,8 @@ def test_studio_first_run_on_jupyterlab_45(studio, local_cluster) -> None:
         f"studio first run: lifecycle script {lab['setup_s']:.0f} s, browser path {time.monotonic() - t_start:.0f} s,"
         f" {len(unsatisfied)} 'Unsatisfied version' warnings of other extensions: {sorted(set(unsatisfied))}"
     )
-    for shot in ("launcher", "tutorial", "metrics", "dashboard", "stopped"):
-        shutil.copy(SHOTS / f"studio-first-run-{shot}.png", DOCS_IMG / f"studio-first-run-{shot}.png")
-    shutil.copy(SHOTS / "studio-first-run-panels.png", DOCS_IMG / "studio-panels.png")  # docs/widgets.md
+    shots = {
+        f"studio-first-run-{shot}.png": f"studio-first-run-{shot}.png"
+        for shot in ("launcher", "tutorial", "metrics", "dashboard", "stopped")
+    }
+    publish_screenshots({**shots, "studio-first-run-panels.png": "studio-panels.png"})  # docs/studio.md, docs/widgets.md (make screenshots)

@@ -33,9 +33,9 @@ import pytest
 
 from hyperpod_rl.metrics.schema import MetricRecord
 
-from ._chromium import BASE, CHROMIUM, FLAGS, jupyterlab
+from ._chromium import BASE, CHROMIUM, FLAGS, SHOTS, jupyterlab
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.browser]
 
 REPO = Path(__file__).resolve().parents[2]
 LABEXTENSIONS = ("@jupyter-widgets", "jupyterlab-plotly", "@jupyterhub")  # anywidget left out on purpose
@@ -132,6 +132,7 @@ def studio_lab(tmp_path: Path, local_cluster):
 
 
 def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, local_cluster, tmp_path: Path) -> None:
+    """Slow: JupyterLab behind Studio's proxy layout and headless Chromium."""
     from playwright.sync_api import sync_playwright
 
     assert Path(CHROMIUM).exists(), "Debian chromium is missing: apt-get install -y chromium"
@@ -203,6 +204,7 @@ def test_studio_layout_panels_proxy_link_static_charts_and_doctor(studio_lab, lo
             assert "Jupyter Server" not in body  # not a Jupyter 404 page
         finally:
             browser.close()
-    shutil.copy(tmp_path / "studio-layout.png", "/tmp/studio-layout.png")
+    SHOTS.mkdir(parents=True, exist_ok=True)  # the run's results (.test-results), not the system temp directory
+    shutil.copy(tmp_path / "studio-layout.png", SHOTS / "studio-layout.png")
     assert errors == [], errors
     assert local_cluster.state.token not in doctor_text + metrics_text

@@ -102,6 +102,7 @@ def test_a_step_larger_than_the_training_set_is_named_with_its_fix(tiny_setup) -
 
 # ------------------------------------------------------------------ the real local cluster
 @pytest.mark.ray
+@pytest.mark.job
 def test_local_submit_checks_data_and_python_before_submitting(local_cluster, tiny_setup, tmp_path: Path) -> None:
     from hyperpod_rl.jobs import run_jobs, submit_run
     from hyperpod_rl.tasks import count_rows
@@ -125,6 +126,7 @@ def test_local_submit_checks_data_and_python_before_submitting(local_cluster, ti
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_runs_list_records_a_job_that_failed_before_its_trainer_started(local_cluster, tiny_setup) -> None:
     from hyperpod_rl.jobs import RUN_ID_METADATA
     from hyperpod_rl.runs import add_submission, run_paths, summarize, write_config
@@ -145,6 +147,7 @@ def test_runs_list_records_a_job_that_failed_before_its_trainer_started(local_cl
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_a_failed_run_shows_its_error_line_and_the_same_config_resubmits(local_cluster, tiny_setup, tmp_path: Path) -> None:
     from hyperpod_rl.jobs import run_jobs, submit_run
     from hyperpod_rl.runs import read_provenance, run_paths

@@ -52,6 +52,7 @@ def _config_file(setup, tmp_path: Path, run_id: str, **trainer) -> Path:
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_job_submit_follows_a_run_file_to_its_adapter(local_cluster, tiny_setup, tmp_path: Path) -> None:
     from hyperpod_rl.paths import run_dir
 
@@ -66,6 +67,7 @@ def test_job_submit_follows_a_run_file_to_its_adapter(local_cluster, tiny_setup,
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_job_submit_refuses_a_cuda_run_on_a_cluster_without_gpus(local_cluster, tiny_setup, tmp_path: Path) -> None:
     from hyperpod_rl.cluster.resources import node_resources
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.cluster, pytest.mark.job]  # a worker node of its own
 
 
 def test_job_on_a_lost_worker_node_is_reported_failed(local_cluster):

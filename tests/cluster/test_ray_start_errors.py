@@ -171,3 +171,43 @@ def test_local_stop_without_a_recorded_cluster_stops_what_a_killed_start_left(tm
     finally:
         leftover.kill()
         leftover.wait()
+
+
+def test_a_clusters_gcs_server_is_stopped_after_its_other_processes(tmp_path) -> None:
+    """Terminated together, Ray's GCS server and the autoscaler's monitor outlived SIGTERM until the
+    kill after ``timeout_s`` (30 s for every cluster stopped); stopped last, the GCS server exits at
+    once. Stand-ins with the cluster's ``--temp-dir``: one named ``gcs_server``, one not, each noting
+    when SIGTERM reached it."""
+    temp_dir = str(tmp_path / "cluster-temp")
+    log = tmp_path / "order"
+    gcs_exe = tmp_path / "gcs_server"  # the process name Ray's GCS server has
+    gcs_exe.symlink_to(os.path.realpath(sys.executable))
+    code = (
+        "import signal, sys, time, pathlib\n"
+        "def bye(*_):\n"
+        "    time.sleep(1.5 if sys.argv[1] == 'raylet' else 0)  # the raylet takes longer to go\n"
+        f"    open({str(log)!r}, 'a').write(sys.argv[1] + '\\n')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        f"pathlib.Path({str(tmp_path)!r}, sys.argv[1] + '.ready').touch()\n"
+        "time.sleep(120)\n"
+    )
+    procs = [
+        subprocess.Popen([exe, "-c", code, name, f"--temp-dir={temp_dir}"])
+        for exe, name in ((str(gcs_exe), "gcs"), (sys.executable, "raylet"))
+    ]
+    try:
+        for name in ("gcs", "raylet"):
+            ready = tmp_path / f"{name}.ready"
+            for _ in range(600):
+                if ready.exists():
+                    break
+                assert all(p.poll() is None for p in procs), "a stand-in exited early"
+                subprocess.run(["sleep", "0.1"], check=True)
+        assert local.stop_cluster_processes(temp_dir, timeout_s=60) == 2
+        assert log.read_text().split() == ["raylet", "gcs"]
+        assert [p.wait(timeout=30) for p in procs] == [0, 0]  # both exited on SIGTERM, none was killed
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -35,6 +35,7 @@ def test_script_fits_studio_and_is_shellcheck_clean() -> None:
 
 @pytest.mark.slow
 def test_two_runs_install_register_restart_once(tmp_path: Path) -> None:
+    """Slow: the lifecycle script runs twice, installing packages into a fresh environment."""
     base = getattr(sys, "_base_executable", sys.executable)
     server = tmp_path / "opt-conda"
     subprocess.run([base, "-m", "venv", str(server)], check=True)

@@ -16,7 +16,7 @@ from hyperpod_rl.paths import run_dir
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.runs import read_provenance
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.job]
 
 RUN_ID = "lab-done"
 

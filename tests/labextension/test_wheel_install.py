@@ -28,6 +28,7 @@ def _run(cmd: list[str], env: dict[str, str], cwd) -> str:
 
 
 def test_fresh_venv_lists_the_extension_enabled_and_ok(tmp_path):
+    """Slow: a fresh virtual environment with pip, and the wheel installed into it."""
     wheels = sorted((REPO / "labextension" / "dist").glob("hyperpod_rl_jupyterlab-*.whl"))
     assert wheels, "no built wheel in labextension/dist: run `make labextension`"
     studio = REPO / ".venv-lab45"

@@ -59,7 +59,9 @@ def test_collate_pads_to_a_length_multiple(lora_model):
 
 @pytest.mark.slow
 def test_compiled_decode_answers_as_eager(lora_model):
-    """Greedy answers of the compiled path equal the eager path's, over calls of different shapes."""
+    """Greedy answers of the compiled path equal the eager path's, over calls of different shapes.
+
+    Slow: torch.compile of the decoder for several shapes."""
     model, proc = lora_model
     eager = MazePolicy(model, proc, action_constraint="none", max_new_tokens=12, decode="eager")
     compiled = MazePolicy(model, proc, action_constraint="none", max_new_tokens=12, decode="compiled")
@@ -78,7 +80,9 @@ def test_compiled_decode_answers_as_eager(lora_model):
 
 @pytest.mark.slow
 def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
-    """One reference-trainer step with compiled decoder layers gives the eager step's loss and update."""
+    """One reference-trainer step with compiled decoder layers gives the eager step's loss and update.
+
+    Slow: torch.compile of the decoder layers, forward and backward."""
     from torch._dynamo.utils import counters
 
     from hyperpod_rl.config.run import RunConfig

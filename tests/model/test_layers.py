@@ -107,7 +107,9 @@ def test_layers_of_a_model_that_is_not_qwen3_vl_are_refused_with_the_setting_to_
 
 @pytest.mark.slow
 def test_compiled_layers_run_only_inside_their_block_and_match_eager_with_checkpointing_inside():
-    """Compiled layers tracing a checkpoint (full and selective) give the eager loss and gradients."""
+    """Compiled layers tracing a checkpoint (full and selective) give the eager loss and gradients.
+
+    Slow: torch.compile tracing checkpointed layers, forward and backward."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 

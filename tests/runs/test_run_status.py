@@ -83,6 +83,7 @@ def test_unreachable_cluster_says_unknown_not_running(tmp_path: Path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_job_stop_waits_and_records_stopped(local_cluster, tmp_path: Path) -> None:
     run_id = "status-stop"
     _running_run(run_id)
@@ -98,6 +99,7 @@ def test_job_stop_waits_and_records_stopped(local_cluster, tmp_path: Path) -> No
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_runs_list_reconciles_a_job_stopped_elsewhere(local_cluster, tmp_path: Path) -> None:
     """A job stopped from the dashboard (or killed) leaves ``running``; the next list records its end."""
     run_id = "status-reconcile"
@@ -156,6 +158,7 @@ def test_runs_list_shows_a_stale_end_as_not_known(tmp_path: Path) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.job
 def test_a_failed_resubmission_reads_failed_in_runs_list_and_job_status(local_cluster, tmp_path: Path) -> None:
     run_id = "status-failed-resubmit"
     _running_run(run_id)

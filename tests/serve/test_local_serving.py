@@ -20,7 +20,7 @@ from hyperpod_rl.errors import ServeError
 from hyperpod_rl.serve.client import chat, maze_request, solve
 from hyperpod_rl.tasks.maze import clean_messages, read_rows
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.job]  # one Ray Serve app for the module
 
 PORT = find_free_port()  # not a fixed port: another engineer's serving test may hold it
 REPO = Path(__file__).resolve().parents[2]
@@ -461,7 +461,9 @@ def test_load_benchmark_runs_against_the_endpoint(served):
 
 @pytest.mark.slow
 def test_load_bar_16_clients_x_50_requests_without_failures(served):
-    """The issue's bar: 16 concurrent clients x 50 requests with maze images, zero failed."""
+    """The issue's bar: 16 concurrent clients x 50 requests with maze images, zero failed.
+
+    Slow: 800 requests with maze images through one CPU replica."""
     proc = subprocess.run(
         [
             sys.executable,

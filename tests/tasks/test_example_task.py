@@ -67,6 +67,7 @@ def test_a_free_form_constraint_is_required_for_tasks_without_answer_words(tmp_p
 
 @pytest.mark.slow
 def test_example_trains_a_few_steps_and_evaluates(tmp_path) -> None:
+    """Slow: a few real training steps and an evaluation of the example plug-in task."""
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
     from hyperpod_rl.tasks import read_rows

@@ -27,7 +27,7 @@ from hyperpod_rl.metrics.schema import parse_metric_line
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.reference import load_training_state
 
-pytestmark = [pytest.mark.ray]
+pytestmark = [pytest.mark.ray, pytest.mark.job]
 
 TIMING = ("timing/", "trainer/tokens_per_second")
 
@@ -57,6 +57,8 @@ def _numbers(run_dir: Path) -> list[dict[str, float]]:
 
 
 def test_two_worker_job_trains_exports_and_resumes_bitwise(tiny_setup, local_cluster, tmp_path):
+    """Slow: a 2-worker Ray Train job (two processes with their own model, Gloo), then its resubmission;
+    about 90 s on 2 cores."""
     client = local_cluster.job_client()
     cfg = _config(
         tiny_setup,
@@ -148,6 +150,7 @@ def _update_job(work: Path) -> None:
 
 
 def test_two_worker_update_equals_one_process_update(tiny_setup, local_cluster, tmp_path):
+    """Slow: a Ray Train group of 2 workers and one process, each building the tiny model and updating it."""
     import pickle
 
     from hyperpod_rl.model.rollout import play_episodes

@@ -47,6 +47,7 @@ def _tree(root: Path, *subdirs: str) -> dict[str, str]:
 
 @pytest.mark.slow  # two trainings in fresh interpreters: about 2 minutes on 2 cores
 def test_two_identical_runs_write_identical_adapters_and_checkpoints(tiny_setup, tmp_path):
+    """Slow: two trainings in fresh interpreters (about 2 minutes on 2 cores)."""
     from hyperpod_rl.quickstart import make_run_config
 
     cfg = make_run_config(

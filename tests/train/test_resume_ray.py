@@ -22,7 +22,7 @@ from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.tasks.maze import read_rows, write_parquet
 from tests.ray_jobs import submit, wait_terminal
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.job]
 
 TRAIN_ROWS, PROMPTS_PER_STEP, STEPS, INTERVAL = 6, 2, 9, 2  # 3 steps per epoch; checkpoints at 2, 4, 6, 8
 TIMING = ("timing/", "trainer/tokens_per_second")
@@ -90,6 +90,7 @@ def _numbers(run_dir: Path) -> list[dict[str, float]]:
 
 
 def test_sigkilled_run_resumes_bitwise_identical(tiny_setup, local_cluster, tmp_path):
+    """Slow: a Ray job SIGKILLed mid-run, resumed, and compared with an uninterrupted run."""
     client = local_cluster.job_client()
     straight_dir, killed_dir = tmp_path / "runs" / "resume-straight", tmp_path / "runs" / "resume-killed"
     straight_cfg, killed_cfg = _config(tiny_setup, tmp_path, "resume-straight"), _config(tiny_setup, tmp_path, "resume-killed")

@@ -11,7 +11,7 @@ import pytest
 from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.widgets import ClusterPanel, MetricsPanel, RunPanel, studio
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.job]
 
 
 def _wait(predicate, timeout_s: float, what: str, panel=None):

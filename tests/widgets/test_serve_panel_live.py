@@ -9,10 +9,11 @@ from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.train.reference import ReferenceTrainer
 from hyperpod_rl.widgets import ServePanel
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.job]
 
 
 def test_deploy_and_play_a_heldout_maze(local_cluster, tiny_setup, tmp_path):
+    """Slow: a real Ray Serve deployment of the tiny model with its adapter, then a maze played through it."""
     from hyperpod_rl.serve.local import shutdown_local
 
     config = make_run_config(
@@ -50,7 +51,9 @@ def test_deploy_and_play_a_heldout_maze(local_cluster, tiny_setup, tmp_path):
 
 
 def test_a_panels_own_app_runs_beside_another_and_undeploy_deletes_only_it(local_cluster, tiny_setup, tmp_path):
-    """Field report: notebook 01's last cell deleted whatever Serve app was running, not only its own."""
+    """Field report: notebook 01's last cell deleted whatever Serve app was running, not only its own.
+
+    Slow: two Ray Serve apps deployed side by side (about 90 s on 2 cores)."""
     import requests
 
     from hyperpod_rl.serve.local import deploy_local, shutdown_local

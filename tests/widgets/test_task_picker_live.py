@@ -11,7 +11,7 @@ from hyperpod_rl.quickstart import QuickstartOptions, prepare_base_model
 from hyperpod_rl.tasks import read_rows
 from hyperpod_rl.widgets import RunPanel
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.job]
 
 
 COUNTS = {"train": 16, "heldout": 4}

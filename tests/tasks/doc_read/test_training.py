@@ -9,6 +9,7 @@ import pytest
 
 @pytest.mark.slow
 def test_doc_read_trains_a_few_steps_and_evaluates(tmp_path) -> None:
+    """Slow: a few real training steps and an evaluation of the doc_read task."""
     from hyperpod_rl.eval import compare, evaluate
     from hyperpod_rl.quickstart import QuickstartOptions, make_run_config, prepare_base_model, prepare_dataset
     from hyperpod_rl.tasks import read_rows
