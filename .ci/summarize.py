@@ -7,11 +7,14 @@ tests of each mark (``ray``, ``cluster``, ``job``, ``browser``, ...; from the ``
 ``tests/conftest.py`` writes into the junit file). Then the policy that keeps the suite cut: a
 test whose own call (the ``call_s`` property: not the setup of a session fixture it was first to
 need) took over :data:`LIMIT_S` seconds needs a ``Slow:`` line in its docstring saying why (the
-``slow_reason`` property); those without one are listed, and the run fails.
+``slow_reason`` property); those without one are listed as ``warning:`` lines. They do not fail
+the run: a test's seconds on the shared 2-core CI machine vary by a factor of two from run to run,
+and a submission must not turn red because the machine was busy (a speed target, which tests never
+hold). The list is what review reads.
 
 Usage: python .ci/summarize.py RESULTS_DIR   (reads pytest.xml from --junitxml, jest.json
-from jest --json and phases.jsonl if present); exits non-zero when any test failed, a result file
-is missing or a slow test gives no reason.
+from jest --json and phases.jsonl if present); exits non-zero when any test failed or a result file
+is missing.
 """
 
 from __future__ import annotations
@@ -132,7 +135,7 @@ def main(results: Path) -> int:
         cases = read_cases(root)
         print_times(cases)
         for case in unexplained_slow(cases):
-            problems.append(f"{case.nodeid} took {_own_s(case):.0f} s (over {LIMIT_S:.0f} s) and its docstring gives no 'Slow:' reason")
+            print(f"warning: {case.nodeid} took {_own_s(case):.0f} s (over {LIMIT_S:.0f} s) and its docstring gives no 'Slow:' reason")
         for suite in [root] if root.tag == "testsuite" else root.iter("testsuite"):
             total, fail = int(suite.get("tests", 0)), int(suite.get("failures", 0)) + int(suite.get("errors", 0))
             skip = int(suite.get("skipped", 0))

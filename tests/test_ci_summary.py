@@ -77,13 +77,14 @@ def test_seconds_per_mark_and_phases_come_before_the_closing_line(tmp_path):
     assert out[-1].startswith("total: ")
 
 
-def test_a_test_over_60_s_without_a_slow_reason_fails_the_run(tmp_path):
-    """The over-60 s test with a ``Slow:`` reason passes; the one without is named, and the run fails
-    (the 59.5 s one is under the line). A policy on the run's summary, not a timed assertion in a test."""
+def test_a_test_over_60_s_without_a_slow_reason_is_named_without_failing_the_run(tmp_path):
+    """The over-60 s test with a ``Slow:`` reason is not listed; the one without is named in a warning (the 59.5 s
+    one is under the line). A policy on the run's summary, never a failure: CI's seconds vary with its load."""
     out = _summarize_marked(tmp_path)
-    assert out.returncode == 1
-    errors = [line for line in out.stdout.splitlines() if line.startswith("error: ")]
-    assert errors == ["error: tests/test_c.py::test_two_clusters took 70 s (over 60 s) and its docstring gives no 'Slow:' reason"]
+    assert out.returncode == 0, out.stdout
+    warnings = [line for line in out.stdout.splitlines() if line.startswith("warning: ")]
+    assert warnings == ["warning: tests/test_c.py::test_two_clusters took 70 s (over 60 s) and its docstring gives no 'Slow:' reason"]
+    assert not [line for line in out.stdout.splitlines() if line.startswith("error: ")]
     (tmp_path / "pytest.xml").write_text(
         MARKED.replace('value="cluster ray"/>', 'value="cluster ray"/><property name="slow_reason" value="two ray starts"/>')
     )
@@ -150,9 +151,9 @@ time="95.0"><properties><property name="marks" value="ray"/><property name="call
     (tmp_path / "pytest.xml").write_text(junit)
     (tmp_path / "jest.json").write_text(json.dumps({"numPassedTests": 0, "numFailedTests": 0, "numPendingTests": 0}))
     out = subprocess.run([sys.executable, str(REPO / ".ci" / "summarize.py"), str(tmp_path)], capture_output=True, text=True, check=False)
-    errors = [line for line in out.stdout.splitlines() if line.startswith("error: ")]
-    assert errors == ["error: tests/test_c.py::test_long took 70 s (over 60 s) and its docstring gives no 'Slow:' reason"]
-    assert out.returncode == 1
+    warnings = [line for line in out.stdout.splitlines() if line.startswith("warning: ")]
+    assert warnings == ["warning: tests/test_c.py::test_long took 70 s (over 60 s) and its docstring gives no 'Slow:' reason"]
+    assert out.returncode == 0
 
 
 def test_the_session_writes_each_tests_marks_reason_and_call_seconds_into_junit(tmp_path):
