@@ -555,7 +555,8 @@ def follow_quietly(client: Any, submission_id: str, total_steps: int) -> str:
 def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
     """Follow a job with a ``tqdm.auto`` bar (a widget in a notebook, text elsewhere) until it ends.
 
-    The bar shows the step, reward, loss and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
+    The bar is labelled with the run's stage (``grpo``, ``sft``) and shows the step, the figures
+    (GRPO: reward and loss; SFT: its loss) and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
     (from the steps' own finish times); trainer notices (a corrupt checkpoint skipped, the step a
     job resumed from) are written above it as they come. :func:`run`'s default ``follow``.
 
@@ -574,14 +575,15 @@ def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
             status = update.status
             for notice in state.add(update):
                 bar.write(f"note: {notice}")
+            bar.set_description_str(state.label, refresh=False)
             if update.records:
                 eta = state.eta_s
                 bar.n = state.step
                 bar.set_postfix_str(
-                    f"reward {state.reward()}, loss {state.loss()}" + ("" if eta is None else f", ETA {format_duration(eta)}"),
+                    state.figures(sep=", ") + ("" if eta is None else f", ETA {format_duration(eta)}"),
                     refresh=False,
                 )
-                bar.refresh()
+            bar.refresh()
     return status
 
 
