@@ -136,7 +136,7 @@ def test_quickstart_prints_each_phase_by_default(capsys: pytest.CaptureFixture[s
     print_phase(Phase("dataset", done=False))
     print_phase(Phase("dataset", done=True, message="mazes written", seconds=2.4))
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"2/{len(PHASES)} {PHASES['dataset']} ...", f"✓ 2/{len(PHASES)} mazes written (2 s)"]
+    assert out == [f"1/{len(PHASES)} {PHASES['dataset']} ...", f"✓ 1/{len(PHASES)} mazes written (2 s)"]
 
 
 def _sft_records(n: int) -> list[Any]:
