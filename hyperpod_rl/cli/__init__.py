@@ -19,7 +19,7 @@ from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli import tasks as _tasks
-from hyperpod_rl.cli._common import Address, HprlGroup, console, follow_with_progress, handled, job_client, reachable_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client, reachable_client
 from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.plan import plan_command
 from hyperpod_rl.cli.quickstart import quickstart
@@ -165,11 +165,15 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     up, reads its recorded end. Unlike 'ray job status', which exits 0 whatever the job did,
     this matches 'job submit --follow' and 'job logs --follow'.
     """
+    from hyperpod_rl.errors import HyperpodRLError
     from hyperpod_rl.jobs import run_status
 
     client, unreachable = reachable_client(address)
-    with handled():
+    try:
         status = run_status(client, run_id, unreachable=unreachable)
+    except HyperpodRLError as err:
+        said = str(err)
+        fail(said if not unreachable or unreachable in said else f"{unreachable}; and the run directory cannot tell: {said}")
     run_says = f" · run recorded {status.recorded}" if status.recorded else ""
     console.print(f"{run_id} ({status.submission_id}): {status.status} {status.detail}{run_says}", soft_wrap=True, highlight=False)
     if status.exit_code:
