@@ -24,11 +24,16 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # tests/__init__.py keeps from shadowing ours (tests/test_test_package.py).
 # The example task plug-in (examples/shapes-task, docs/tasks.md) is installed beside the package:
 # it registers a task by entry point, and tests/tasks trains it for a few steps.
+# The environment is about 8 GB, most of it the CUDA build of torch that PyPI serves (torch, its
+# nvidia-* libraries and triton). Where PyTorch's CPU wheel index can be reached, TORCH_INDEX_URL
+# names it as an extra index, and pip takes torch's CPU build from there (its +cpu version sorts
+# above PyPI's). Unset, the default, everything comes from PyPI. Run `make clean` first to rebuild.
+TORCH_INDEX_URL ?=
 $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[dev,studio]"
+	$(PY) -m pip install -q $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL) )-e ".[dev,studio]"
 	$(PY) -m pip install -q --no-deps -e examples/shapes-task
 	touch $@
 

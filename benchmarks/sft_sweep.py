@@ -59,6 +59,18 @@ def _tiny(spec: str) -> dict[str, int]:
     return {"tiny_hidden_size": int(hidden), "tiny_layers": int(layers)}
 
 
+def task_label(tiny: dict[str, int], options: dict[str, Any]) -> str:
+    """The workload a result describes: ``maze (quickstart defaults)``, or the quickstart options
+    ``--tiny`` and ``--options`` changed from them, e.g. ``maze (quickstart defaults but cell_px=48)``."""
+    from hyperpod_rl.quickstart import QuickstartOptions
+
+    defaults = QuickstartOptions()
+    changed = {k: v for k, v in {**tiny, **options}.items() if getattr(defaults, k) != v}
+    if not changed:
+        return "maze (quickstart defaults)"
+    return "maze (quickstart defaults but " + ", ".join(f"{k}={v}" for k, v in sorted(changed.items())) + ")"
+
+
 def _seeded(seed: int, args: argparse.Namespace, home: str, threads: int, where: str) -> Seeded:
     from hyperpod_rl.quickstart import QuickstartOptions
 
@@ -315,7 +327,7 @@ def _sweep(args: argparse.Namespace, home: str) -> int:
         )
         # recorded before the GRPO stage: an interrupted run (timeout -s INT) still writes the SFT grid
         rec.results = {
-            "task": "maze (quickstart defaults)",
+            "task": task_label(args.tiny, args.options),
             "selection": "validation (mean solve rate over seeds)",
             "validation_mazes": args.validation,
             "base": [{"seed": c["seed"], "solve_rate": c["base_solve_rate"]} for c in cells[chosen]],

@@ -29,22 +29,26 @@ from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
 from hyperpod_rl.runs import (
     FINAL_STATUSES,
     RunPaths,
+    RunSummary,
     add_submission,
     config_conflict,
     read_submissions,
     record_final_status,
     run_paths,
     submit_lock,
+    summarize,
     write_config,
 )
 
 __all__ = [
     "RUN_ID_METADATA",
     "NOTICE_PATTERN",
+    "STAGE_METADATA",
     "JobUpdate",
     "RunProgress",
     "RunHandle",
     "RunJob",
+    "RunStatus",
     "check_fits",
     "dataset_problems",
     "entrypoint_gpus",
@@ -58,9 +62,11 @@ __all__ = [
     "list_runs",
     "overview",
     "reconcile_statuses",
+    "readable_log",
     "reproduce_run",
     "reproduction",
     "run_jobs",
+    "run_status",
     "stop_and_record",
     "stop_run",
     "wait_terminal",
@@ -69,6 +75,8 @@ __all__ = [
 ]
 
 RUN_ID_METADATA = "hyperpod_rl_run_id"
+#: Job metadata key of the run's stage (``grpo`` or ``sft``), so a follower labels its bar before any step.
+STAGE_METADATA = "hyperpod_rl_stage"
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,8 @@ class JobUpdate:
         records: metric records parsed from the new lines.
         terminal: the job has ended.
         message: Ray's status message (e.g. the error of a failed job).
+        stage: the run's stage from the job's metadata (``grpo`` or ``sft``; None for a job
+            submitted without it).
     """
 
     status: str
@@ -97,6 +107,7 @@ class JobUpdate:
     records: list[MetricRecord] = field(default_factory=list)
     terminal: bool = False
     message: str = ""
+    stage: str | None = None
 
 
 #: Trainer log lines a follower shows as they come (the rest stays in ``job logs``): a newer
@@ -107,8 +118,9 @@ NOTICE_PATTERN = re.compile(r"(checkpoint \S+ is unusable \(.*\); falling back t
 
 @dataclass
 class RunProgress:
-    """A followed run's progress, fed with :func:`follow_run`'s updates: the step, the last reward
-    and loss, the trainer's notices, and an ETA from the steps' own finish times.
+    """A followed run's progress, fed with :func:`follow_run`'s updates: the stage, the step, the
+    last figures (GRPO: reward and loss; SFT: its loss), the trainer's notices, and an ETA from
+    the steps' own finish times.
 
     The ETA uses :attr:`MetricRecord.time_s` (when each step finished), not the time the
     follower saw it: a follower that reattaches reads a hundred steps at once, and a rate taken
@@ -121,6 +133,8 @@ class RunProgress:
         values: that step's metric values.
         notices: the notice lines seen so far (:data:`NOTICE_PATTERN`), oldest first.
         window: how many recent steps the ETA averages over.
+        stage: ``grpo`` or ``sft``: from the job's metadata (:data:`STAGE_METADATA`), else from
+            its records (an SFT step records ``sft/loss``); None before either is seen.
     """
 
     total_steps: int
@@ -128,18 +142,27 @@ class RunProgress:
     values: dict[str, float] = field(default_factory=dict)
     notices: list[str] = field(default_factory=list)
     window: int = 10
+    stage: str | None = None
     _times: list[tuple[int, float]] = field(default_factory=list)
 
     def add(self, update: JobUpdate) -> list[str]:
         """Take one update in; return the notices it brought (to print now)."""
+        self.stage = update.stage or self.stage
         for rec in update.records:
             if self._times and rec.step <= self._times[-1][0]:
                 self._times.clear()  # steps produced again after a resume: their times start over
             self.step, self.values = rec.step, rec.values
             self._times = [*self._times, (rec.step, rec.time_s)][-(self.window + 1) :]
+            if self.stage is None:
+                self.stage = "sft" if "sft/loss" in rec.values else "grpo"
         new = [m.group(1) for m in (NOTICE_PATTERN.search(line) for line in update.lines) if m]
         self.notices.extend(new)
         return new
+
+    @property
+    def label(self) -> str:
+        """What a bar or line is labelled with: the stage (``grpo``, ``sft``), ``train`` while unknown."""
+        return self.stage or "train"
 
     @property
     def seconds_per_step(self) -> float | None:
@@ -161,16 +184,25 @@ class RunProgress:
         return "-" if value is None else f"{value:+.3f}"
 
     def loss(self) -> str:
-        """``policy/policy_loss`` of the newest step, signed (``-`` before any)."""
+        """The newest step's loss (``-`` before any): ``policy/policy_loss`` signed, or an SFT
+        run's ``sft/loss`` (nats per target token)."""
+        if self.stage == "sft":
+            value = self.values.get("sft/loss")
+            return "-" if value is None else f"{value:.4f}"
         value = self.values.get("policy/policy_loss")
         return "-" if value is None else f"{value:+.4f}"
 
+    def figures(self, sep: str = " ") -> str:
+        """The newest step's figures as a bar shows them: ``reward +0.120 loss -0.0153`` (GRPO),
+        ``loss 0.8123`` (SFT: it has no reward); ``sep`` goes between two figures."""
+        return f"loss {self.loss()}" if self.stage == "sft" else f"reward {self.reward()}{sep}loss {self.loss()}"
+
     def line(self) -> str:
-        """One plain progress line, e.g. ``train 40/200 reward +0.120 loss -0.0153 · 2.1 s/step · ETA 5m36s``."""
+        """One plain progress line, e.g. ``grpo 40/200 reward +0.120 loss -0.0153 · 2.1 s/step · ETA 5m36s``."""
         per, eta = self.seconds_per_step, self.eta_s
         rate = f" · {per:.1f} s/step" if per is not None else ""
         left = f" · ETA {format_duration(eta)}" if eta is not None else ""
-        return f"train {self.step}/{self.total_steps} reward {self.reward()} loss {self.loss()}{rate}{left}"
+        return f"{self.label} {self.step}/{self.total_steps} {self.figures()}{rate}{left}"
 
 
 def format_duration(seconds: float) -> str:
@@ -546,7 +578,7 @@ def _submit_once(
             entrypoint=entrypoint,
             submission_id=submission_id,
             runtime_env={"env_vars": {**_job_env(config, threads), **(env_vars or {})}},
-            metadata={RUN_ID_METADATA: config.run_id},
+            metadata={RUN_ID_METADATA: config.run_id, STAGE_METADATA: config.stage},
             entrypoint_num_cpus=entrypoint_num_cpus,
             **({"entrypoint_num_gpus": entrypoint_num_gpus} if entrypoint_num_gpus else {}),
         )
@@ -596,7 +628,8 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
         terminal = status.is_terminal()
         if new or status != last_status or terminal:
             records = [r for r in (parse_metric_line(x) for x in new) if r is not None]
-            yield JobUpdate(status=status.value, lines=new, records=records, terminal=terminal, message=info.message or "")
+            stage = (info.metadata or {}).get(STAGE_METADATA)
+            yield JobUpdate(status=status.value, lines=new, records=records, terminal=terminal, message=info.message or "", stage=stage)
         last_status = status
         if terminal:
             return
@@ -887,23 +920,139 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
     for run in store_runs(storage):
         if run_ids is not None and run.run_id not in run_ids:
             continue
-        if (
-            run.status in FINAL_STATUSES
-            or run.submission_id is None
-            or run.submission_id not in ray
-            or ray[run.submission_id] not in _ENDED
-        ):
-            continue
-        ray_status = ray[run.submission_id]
-        if record_final_status(
-            RunPaths(run.run_dir),
-            _ENDED[ray_status],
-            submission_id=run.submission_id,
-            source=f"Ray job status {ray_status} (the trainer did not record its end)",
-            only_over_running=True,
-        ):
-            changed[run.run_id] = _ENDED[ray_status]
+        recorded = _record_ray_end(run, ray.get(run.submission_id or ""))
+        if recorded:
+            changed[run.run_id] = recorded
     return changed
+
+
+def _record_ray_end(run: RunSummary, ray_status: str | None) -> str | None:
+    """Record in ``run``'s directory how its newest job ended, when Ray says it has (``ray_status``
+    of ``run.submission_id``) and the run records no end yet; return the status recorded, or None."""
+    if run.status in FINAL_STATUSES or run.submission_id is None or ray_status not in _ENDED:
+        return None
+    recorded = record_final_status(
+        RunPaths(run.run_dir),
+        _ENDED[ray_status],
+        submission_id=run.submission_id,
+        source=f"Ray job status {ray_status} (the trainer did not record its end)",
+        only_over_running=True,
+    )
+    return _ENDED[ray_status] if recorded else None
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """A run's status, from the one rule every front-end uses (:func:`run_status`).
+
+    Attributes:
+        run_id: the run.
+        submission_id: its newest job (``hprl-<run_id>-<n>``), or None when it has none.
+        status: Ray's word for the newest job: ``PENDING``, ``RUNNING``, ``SUCCEEDED``,
+            ``FAILED``, ``STOPPED``; read from the run directory's recorded end when the cluster
+            cannot tell (it was restarted, or none answers); ``LOST`` when the cluster answers,
+            no longer knows the job and the run directory records no end; ``UNKNOWN`` when no
+            cluster answers and the run directory records no end; ``CREATED`` for a run never
+            submitted (:func:`overview` only).
+        detail: one sentence saying where the status comes from (and what to do when unknown).
+        recorded: the run directory's own status (``created``, ``submitted``, ``running``,
+            ``succeeded``, ``failed``, ``stopped``; :func:`hyperpod_rl.runs.current_status`),
+            None without a run directory.
+    """
+
+    run_id: str
+    submission_id: str | None
+    status: str
+    detail: str
+    recorded: str | None
+
+    @property
+    def exit_code(self) -> int:
+        """``hyperpod-rl job status``'s exit code: 0 pending, running or succeeded; 1 failed,
+        stopped or lost; 2 unknown (it cannot tell)."""
+        if self.status == "UNKNOWN":
+            return 2
+        return 1 if self.status in ("FAILED", "STOPPED", "LOST") else 0
+
+
+def run_status(client: Any | None, run_id: str, run_dir: Path | None = None, *, unreachable: str | None = None) -> RunStatus:
+    """The status of a run's newest job: Ray's, while the cluster knows the job; else the end its
+    run directory records; else ``LOST`` (the cluster answers but does not know it) or ``UNKNOWN``
+    (no cluster answers). ``hyperpod-rl job status`` shows this; ``runs list`` and the notebook's
+    runs table read the same recorded ends (:func:`reconcile_statuses`, :func:`overview`).
+
+    A job that ended while no one recorded it (a kill, a dashboard stop) has its end recorded in
+    the run directory here, as :func:`reconcile_statuses` does.
+
+    Args:
+        client: the cluster's job client, or None when no cluster could be reached.
+        run_id: the run.
+        run_dir: its run directory (default: under the storage root).
+        unreachable: why no client could be made (shown in :attr:`RunStatus.detail`).
+
+    Raises:
+        JobError: the run has no job on the cluster and no run directory recording one (the
+            message says why the cluster was not asked, when it was not).
+    """
+    paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
+    jobs: list[RunJob] = []
+    if client is not None:
+        try:
+            jobs = run_jobs(client, run_id, paths.root)
+        except JobError as err:  # the cluster does not answer: read the run directory
+            client, unreachable = None, str(err)
+    summary = summarize(paths) if paths.root.is_dir() else None
+    newest = jobs[-1] if jobs else None
+    if newest is not None and not newest.alive and newest.status != "LOST" and summary is not None:
+        if summary.submission_id == newest.submission_id and _record_ray_end(summary, newest.status):
+            summary = summarize(paths)
+    if newest is None and (summary is None or summary.submission_id is None):
+        why = f" ({unreachable})" if unreachable else ""
+        raise JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory{why}: submit it first")
+    return _decide(run_id, newest, summary, answered=client is not None, unreachable=unreachable)
+
+
+def _decide(run_id: str, newest: RunJob | None, summary: RunSummary | None, *, answered: bool, unreachable: str | None = None) -> RunStatus:
+    """The one status rule (:func:`run_status`, :func:`overview`): Ray's status of the newest job
+    while the cluster knows it; else the end the run directory records; else ``LOST`` (the
+    cluster answered) or ``UNKNOWN`` (none did); ``CREATED`` for a run never submitted."""
+    recorded = summary.status if summary is not None else None
+    if newest is not None and newest.status != "LOST":
+        return RunStatus(run_id, newest.submission_id, newest.status, newest.message or f"Ray job status {newest.status}", recorded)
+    submission_id = newest.submission_id if newest is not None else (summary.submission_id if summary is not None else None)
+    if submission_id is None:
+        return RunStatus(run_id, None, "CREATED", "never submitted: there is no job yet", recorded)
+    if recorded in FINAL_STATUSES:
+        gone = f"the cluster no longer knows job {submission_id}" if answered else "no cluster answers"
+        return RunStatus(run_id, submission_id, str(recorded).upper(), f"the run directory records its end ({gone})", recorded)
+    if answered:
+        detail = f"the cluster does not know job {submission_id} (restarted, or another cluster) and the run directory records no end"
+        return RunStatus(run_id, submission_id, "LOST", detail, recorded)
+    detail = f"no cluster answers ({unreachable or 'none given'}) and the run directory records no end: start the cluster and ask again"
+    return RunStatus(run_id, submission_id, "UNKNOWN", detail, recorded)
+
+
+def readable_log(log: str, total_steps: int | None = None) -> str:
+    """A job log with each metric line (``HPRL_METRIC {json}``, about 1.3 KB a step) replaced by
+    the progress line a follower prints for that step (:meth:`RunProgress.line`, e.g.
+    ``grpo 40/200 reward +0.120 loss -0.0153 · 2.1 s/step``); every other line as it is.
+
+    Args:
+        log: the job's log text (:func:`job_logs`).
+        total_steps: the run's ``trainer.steps``; default: the last step in the log.
+    """
+    lines = log.splitlines()
+    records = [parse_metric_line(line) for line in lines]
+    steps = [r.step for r in records if r is not None]
+    state = RunProgress(total_steps if total_steps is not None else max(steps, default=0))
+    out = []
+    for line, record in zip(lines, records, strict=True):
+        if record is None:
+            out.append(line)
+            continue
+        state.add(JobUpdate(status="RUNNING", records=[record]))
+        out.append(state.line())
+    return "".join(f"{line}\n" for line in out)
 
 
 def list_runs(client: Any) -> list[dict[str, Any]]:
@@ -984,30 +1133,44 @@ def overview(client: Any | None, storage: str | Path | None = None) -> list[dict
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
 
     Returns:
-        One dict per run: ``run_id``, ``submission_id`` (or ``None``), ``status`` (the Ray job's
-        status when the cluster knows the job, else the run store's: ``created``, ``submitted``,
-        ``running``, ``succeeded``, ``failed``), ``where`` (``cluster`` or ``run store``),
-        ``step``, ``total_steps``, ``last_reward``.
+        One dict per run: ``run_id``, ``submission_id`` (or ``None``), ``status`` (the rule of
+        :func:`run_status`, which ``hyperpod-rl job status`` shows: the Ray job's status while
+        the cluster knows the run's newest job, else the end its run directory records
+        (``SUCCEEDED``, ``FAILED``, ``STOPPED``), else ``LOST`` (the cluster does not know the job)
+        or ``UNKNOWN`` (no client); ``CREATED`` when never submitted), ``where`` (``cluster`` or
+        ``run store``: where the status comes from), ``step``, ``total_steps``, ``last_reward``.
 
     Raises:
         JobError: the cluster cannot be reached (only when ``client`` is given).
     """
     from hyperpod_rl.runs import list_runs as store_runs
 
+    on_cluster: dict[str, dict[str, Any]] = {}
+    if client is not None:
+        for job in list_runs(client):  # newest first: the first job of a run is its newest
+            on_cluster.setdefault(job["run_id"], job)
     rows: dict[str, dict[str, Any]] = {}
     for r in store_runs(storage):
+        job = on_cluster.pop(r.run_id, None)
+        newest = RunJob(job["submission_id"], job["status"], job["message"]) if job else None
+        status = _decide(r.run_id, newest, r, answered=client is not None)
         rows[r.run_id] = {
             "run_id": r.run_id,
-            "submission_id": r.submission_id,
-            "status": r.status,
-            "where": "run store",
+            "submission_id": status.submission_id,
+            "status": status.status,
+            "where": "cluster" if job else "run store",
             "step": r.step,
             "total_steps": r.total_steps,
             "last_reward": r.last_reward,
         }
-    if client is not None:
-        for job in list_runs(client):
-            row = rows.setdefault(job["run_id"], {"run_id": job["run_id"], "step": 0, "total_steps": None, "last_reward": None})
-            if row.get("where") != "cluster":  # newest job first in list_runs
-                row.update(submission_id=job["submission_id"], status=job["status"], where="cluster")
+    for run_id, job in on_cluster.items():  # jobs whose run directory is not in this store
+        rows[run_id] = {
+            "run_id": run_id,
+            "submission_id": job["submission_id"],
+            "status": job["status"],
+            "where": "cluster",
+            "step": 0,
+            "total_steps": None,
+            "last_reward": None,
+        }
     return list(rows.values())

@@ -2,10 +2,11 @@
 
 :func:`run` is the flow the CLI (``hyperpod-rl quickstart``), notebook 01 and the tests share:
 
-1. cluster: the embedded local Ray cluster with token auth (reused if running), unless a job
+1. dataset: :func:`prepare_dataset`, parquet splits of the task (train / held-out, disjoint; the
+   visual maze unless ``task`` names another registered task), first, so that counts its
+   options cannot fill are reported before a cluster starts;
+2. cluster: the embedded local Ray cluster with token auth (reused if running), unless a job
    client is given;
-2. dataset: :func:`prepare_dataset`, parquet splits of the task (train / held-out, disjoint; the
-   visual maze unless ``task`` names another registered task);
 3. base_model: :func:`prepare_base_model`, the tiny random-init Qwen3-VL (or a local checkpoint);
 4. eval_base: :func:`hyperpod_rl.eval.evaluate` of the base model on the held-out mazes;
 5. sft: the supervised warm start (``stage='sft'``): a detached Ray Job training a LoRA adapter
@@ -22,12 +23,17 @@
 
 Front-ends watch it through two callbacks: ``on_phase`` gets a :class:`Phase` when a step starts
 and when it ends, ``follow`` follows the training job (a progress bar, a tqdm bar, or nothing).
+
+Ctrl-C stops it with :class:`QuickstartInterrupted`, which says what was not done;
+``hyperpod-rl quickstart --resume RUN_ID`` (:func:`resume`) finishes it: the steps that ended are
+kept (their results are in the run directories), a job still running is followed, the rest is done.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import warnings as _warnings
 from collections.abc import Callable, Mapping
@@ -55,8 +61,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PHASES",
+    "RESUME_OVERRIDES",
     "DatasetPaths",
     "Phase",
+    "QuickstartInterrupted",
     "QuickstartOptions",
     "QuickstartSummary",
     "check_serve_port",
@@ -67,23 +75,57 @@ __all__ = [
     "make_run_config",
     "prepare_base_model",
     "prepare_dataset",
+    "phase_text",
     "print_phase",
+    "resume",
+    "resume_options",
     "run",
     "start_local_cluster",
 ]
 
-#: The quickstart's steps, in order, with what a front-end shows while each runs.
-PHASES: dict[str, str] = {
+#: The quickstart's steps, in order, with what a front-end shows while each runs; ``{task}``,
+#: ``{item}`` and ``{items}`` are the task's name and what its rows are called (:func:`phase_text`).
+_PHASE_TEXT: dict[str, str] = {
+    "dataset": "generating {task} data",
     "cluster": "starting the local Ray cluster (token auth, dashboard on 127.0.0.1)",
-    "dataset": "generating maze data",
     "base_model": "preparing the base model",
-    "eval_base": "evaluating the base model on the held-out mazes",
+    "eval_base": "evaluating the base model on the held-out {items}",
     "sft": "supervised warm start (SFT on the task's demonstrations): detached Ray Job",
-    "eval_sft": "evaluating the SFT adapter on the same held-out mazes",
-    "train": "training: detached Ray Job",
-    "eval_adapter": "evaluating the adapter on the same held-out mazes",
-    "serve": "serving the adapter with Ray Serve and asking it one held-out maze",
+    "eval_sft": "evaluating the SFT adapter on the same held-out {items}",
+    "train": "GRPO training: detached Ray Job",
+    "eval_adapter": "evaluating the adapter on the same held-out {items}",
+    "serve": "serving the adapter with Ray Serve and asking it one held-out {item}",
 }
+
+
+def phase_text(name: str, task: str = "maze") -> str:
+    """What a front-end shows while step ``name`` runs, in the words of ``task`` (its
+    :func:`~hyperpod_rl.tasks.item_names`: ``held-out documents`` for doc_read)."""
+    from hyperpod_rl.tasks import item_names
+
+    item, items = item_names(get_task(task))
+    return _PHASE_TEXT[name].format(task=task, item=item, items=items)
+
+
+#: The quickstart's steps, in order, with what a front-end shows while each runs (the maze's words;
+#: :attr:`Phase.text` holds the run's own task's, :func:`phase_text`).
+PHASES: dict[str, str] = {name: text.format(task="maze", item="maze", items="mazes") for name, text in _PHASE_TEXT.items()}
+
+#: What is left when the quickstart stops before a step ends (:class:`QuickstartInterrupted`).
+_LEFT: dict[str, str] = {
+    "dataset": "the dataset",
+    "cluster": "the local cluster",
+    "base_model": "the base model",
+    "eval_base": "the base model's evaluation",
+    "sft": "the SFT warm start",
+    "eval_sft": "the SFT adapter's evaluation",
+    "train": "the GRPO job",
+    "eval_adapter": "the adapter's evaluation and the comparison table",
+    "serve": "serving",
+}
+
+#: Options :func:`resume_options` may change: they change nothing that is trained or measured.
+RESUME_OVERRIDES = ("serve", "serve_port", "dashboard_port")
 
 
 class QuickstartOptions(Model):
@@ -148,8 +190,8 @@ class QuickstartOptions(Model):
     """LoRA rank of the adapter"""
     sft: bool = True
     """warm-start GRPO from an SFT adapter trained on the task's demonstrations (--no-sft: GRPO from the base model)"""
-    sft_steps: int = Field(450, gt=0)
-    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py)"""
+    sft_steps: int = Field(450, ge=0)
+    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py); 0 only with sft off"""
     sft_lr: float = Field(5e-4, gt=0)
     """AdamW learning rate of the SFT warm start"""
     sft_rows_per_step: int = Field(8, gt=0)
@@ -199,6 +241,8 @@ class QuickstartOptions(Model):
         problems = []
         if self.min_size > self.max_size:
             problems.append(f"min_size ({self.min_size}) is larger than max_size ({self.max_size})")
+        if self.sft and self.sft_steps == 0:
+            problems.append("sft_steps: must be > 0 with the SFT warm start on (got 0); or turn it off (--no-sft)")
         if self.model_path is not None:
             try:  # checked before anything runs, so no step is reported done before it fails
                 check_model_dir(self.model_path, "model_path")
@@ -287,9 +331,30 @@ def prepare_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
 
     Train and held-out items are disjoint (checked by content hash: the maze's layout hash, or
     :func:`hyperpod_rl.tasks.check_splits` for other tasks).
+
+    Raises:
+        ConfigError: the options ask for more distinct items than the task can make (e.g. more
+            mazes than ``min_size``..``max_size`` have layouts); the message names the options.
     """
-    if opts.task != "maze":
-        return _prepare_task_dataset(opts, storage)
+    from hyperpod_rl.errors import TaskError
+
+    try:
+        return _prepare_task_dataset(opts, storage) if opts.task != "maze" else _prepare_maze_dataset(opts, storage)
+    except TaskError as err:
+        raise ConfigError(f"the quickstart's data: {_in_option_terms(str(err), opts.task)}") from None
+
+
+#: The quickstart option that sets each split's count (the task's ``counts.<split>``).
+_COUNT_OPTIONS = {"train": "train_rows", "heldout": "heldout_rows", "validation": "validation_rows"}
+
+
+def _in_option_terms(message: str, task: str) -> str:
+    """A dataset error in the quickstart's option names (``train_rows``, not ``counts.train``)."""
+    out = re.sub(r"\bcounts\.(train|heldout|validation)\b", lambda m: _COUNT_OPTIONS[m.group(1)], message)
+    return re.sub(r"\bChange sizes\b", "Change min_size / max_size", out) if task == "maze" else out
+
+
+def _prepare_maze_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPaths:
     spec = _spec(opts)
     spec_json = spec.model_dump_json()
     key = hashlib.sha256(spec_json.encode()).hexdigest()[:12]
@@ -476,12 +541,44 @@ class Phase:
         done: the step has ended.
         message: what happened, when it ended (e.g. the cluster's dashboard address).
         seconds: wall time of the step in seconds, when it ended.
+        text: what the step does, in the run's task's words (:func:`phase_text`); empty: :data:`PHASES`'.
     """
 
     name: str
     done: bool
     message: str = ""
     seconds: float = 0.0
+    text: str = ""
+
+    @property
+    def description(self) -> str:
+        """:attr:`text`, else the step's :data:`PHASES` line."""
+        return self.text or PHASES[self.name]
+
+
+class QuickstartInterrupted(KeyboardInterrupt):
+    """Ctrl-C (a kernel interrupt) stopped :func:`run` before it ended; a ``KeyboardInterrupt``.
+
+    Its message says what was not done and the one command that finishes it,
+    ``hyperpod-rl quickstart --resume <run id>`` (in Python :func:`resume`): the resume keeps
+    every step that ended, follows a training job that kept running, and does the rest.
+
+    Attributes:
+        run_id: the quickstart's run.
+        phase: the step that was running (a key of :data:`PHASES`), or None before the first.
+        left: what was not done, in order (e.g. ``["the SFT adapter's evaluation", "the GRPO job
+            (not submitted)", ...]``).
+        job: the submission id of a training job that keeps running, or None.
+    """
+
+    def __init__(self, run_id: str, phase: str | None, left: list[str], job: str | None) -> None:
+        self.run_id, self.phase, self.left, self.job = run_id, phase, left, job
+        during = f" during {_LEFT[phase]}" if phase else ""
+        running = f"; its job {job} keeps running" if job else ""
+        super().__init__(
+            f"interrupted{during}{running}. Not done: {', '.join(left) or 'nothing'}. "
+            f"Finish it: hyperpod-rl quickstart --resume {run_id} (in Python: hp.quickstart.resume({run_id!r}))"
+        )
 
 
 @dataclass
@@ -565,7 +662,8 @@ def follow_quietly(client: Any, submission_id: str, total_steps: int) -> str:
 def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
     """Follow a job with a ``tqdm.auto`` bar (a widget in a notebook, text elsewhere) until it ends.
 
-    The bar shows the step, reward, loss and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
+    The bar is labelled with the run's stage (``grpo``, ``sft``) and shows the step, the figures
+    (GRPO: reward and loss; SFT: its loss) and the ETA of :class:`hyperpod_rl.jobs.RunProgress`
     (from the steps' own finish times); trainer notices (a corrupt checkpoint skipped, the step a
     job resumed from) are written above it as they come. :func:`run`'s default ``follow``.
 
@@ -584,14 +682,15 @@ def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
             status = update.status
             for notice in state.add(update):
                 bar.write(f"note: {notice}")
+            bar.set_description_str(state.label, refresh=False)
             if update.records:
                 eta = state.eta_s
                 bar.n = state.step
                 bar.set_postfix_str(
-                    f"reward {state.reward()}, loss {state.loss()}" + ("" if eta is None else f", ETA {format_duration(eta)}"),
+                    state.figures(sep=", ") + ("" if eta is None else f", ETA {format_duration(eta)}"),
                     refresh=False,
                 )
-                bar.refresh()
+            bar.refresh()
     return status
 
 
@@ -605,7 +704,7 @@ def print_phase(phase: Phase) -> None:
     if phase.done:
         print(f"✓ {n} {phase.message} ({phase.seconds:.0f} s)", flush=True)
     else:
-        print(f"{n} {PHASES[phase.name]} ...", flush=True)
+        print(f"{n} {phase.description} ...", flush=True)
 
 
 def run(
@@ -615,55 +714,210 @@ def run(
     storage: Path | None = None,
     on_phase: Callable[[Phase], None] | None = None,
     follow: Follow | None = None,
+    resume: bool = False,
 ) -> QuickstartSummary:
     """Run the whole quickstart loop (module docstring) and return what it produced.
 
     Args:
-        opts: the options.
+        opts: the options (written to ``<run dir>/quickstart-options.json`` first, for ``resume``).
         client: a ``JobSubmissionClient`` of the cluster to train on; default: the embedded
             local cluster, started (or reused) here.
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
         on_phase: called with a :class:`Phase` when each step starts and ends (default:
             :func:`print_phase`, a line per start and end; ``lambda phase: None`` for silence).
-        follow: ``follow(client, submission_id, total_steps) -> final status``, called while the
+        follow: ``follow(client, submission_id, total_steps) -> final status``, called while a
             job trains (default: :func:`follow_with_tqdm`, a ``tqdm.auto`` bar;
-            :func:`follow_quietly` for none). Raising ``KeyboardInterrupt`` in it detaches: the
-            job keeps running.
+            :func:`follow_quietly` for none). A ``KeyboardInterrupt`` in it detaches: the job
+            keeps running, and :class:`QuickstartInterrupted` says how to finish.
+        resume: finish the interrupted quickstart of ``opts.run_id``, with the options it started
+            with (:func:`resume_options`; :func:`resume` does both): each step whose result its run
+            directories hold (an evaluation, a finished job's adapter) is kept, a job of the run
+            still running is followed, not submitted again, and the rest is done.
 
     Returns:
-        The :class:`QuickstartSummary`, also written to ``<run dir>/quickstart.json``.
+        The :class:`QuickstartSummary`, also written to ``<run dir>/quickstart.json`` (with
+        ``resume``, ``wall_s`` holds the steps this call ran).
 
     Raises:
-        ConfigError: the run id exists already, or the serve port is taken.
+        QuickstartInterrupted: Ctrl-C stopped it (a ``KeyboardInterrupt``; the message says what
+            was not done and the command that finishes it).
+        ConfigError: the run id exists already (without ``resume``), the run has no quickstart
+            record or was started with other options (with ``resume``), or the serve port is taken.
         ClusterError: the local cluster could not start.
         JobError: the training job did not succeed (the message says how to read its log).
         ServeError: serving failed its checks or did not answer.
     """
-    from hyperpod_rl.eval import compare, evaluate
-    from hyperpod_rl.jobs import submit_run
-
-    notify = on_phase or print_phase
     storage = storage or storage_root()
     rid = opts.run_id or default_run_id()
     paths = run_paths(rid, storage=storage)
-    if paths.submissions.exists() or paths.config.exists():
-        raise ConfigError(f"run {rid!r} already exists at {paths.root}: pick another run id (or omit it)")
+    sft_paths = run_paths(sft_run_id(rid), storage=storage) if opts.sft else None
+    if resume:
+        _check_resume(opts, rid, paths)
+    else:
+        _check_new(rid, paths, sft_paths)
     if opts.serve:
         check_serve_port(opts.serve_port)
-    timings: dict[str, float] = {}
-    t_total = time.perf_counter()
+    write_json(paths.quickstart_options, {**opts.model_dump(mode="json"), "run_id": rid})
+    order = [
+        name
+        for name in PHASES
+        if (name != "cluster" or client is None) and (opts.sft or name not in ("sft", "eval_sft")) and (opts.serve or name != "serve")
+    ]
+    flow = _Flow(rid, order, on_phase or print_phase, opts.task, resume)
+    try:
+        return _run(flow, opts, client, storage, paths, sft_paths, follow or follow_with_tqdm)
+    except QuickstartInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise flow.interrupted() from None
 
-    def step(name: str, work: Callable[[], Any], message: Callable[[Any], str]) -> Any:
-        notify(Phase(name, done=False))
+
+def resume_options(run_id: str, *, storage: Path | None = None, **overrides: Any) -> QuickstartOptions:
+    """The options the quickstart of ``run_id`` started with (``<run dir>/quickstart-options.json``),
+    with ``overrides`` of :data:`RESUME_OVERRIDES` (e.g. another ``serve_port``); an override
+    equal to the recorded value is accepted too.
+
+    Raises:
+        ConfigError: the run did not come from a quickstart (no recorded options), or an override
+            would change what is trained or measured (the message names it).
+    """
+    paths = run_paths(run_id, storage=storage)
+    recorded = _recorded_options(run_id, paths)
+    changed = sorted(k for k, v in overrides.items() if k not in RESUME_OVERRIDES and recorded.get(k) != v)
+    if changed:
+        flags = ", ".join("--" + k.replace("_", "-") for k in changed)
+        may = ", ".join("--" + k.replace("_", "-") for k in RESUME_OVERRIDES)
+        raise ConfigError(
+            f"--resume finishes run {run_id!r} with the options it started with: leave out {flags} (only {may} may change), "
+            "or start a new run without --resume"
+        )
+    return QuickstartOptions.build({**recorded, **overrides, "run_id": run_id})
+
+
+def resume(
+    run_id: str,
+    *,
+    storage: Path | None = None,
+    client: Any = None,
+    on_phase: Callable[[Phase], None] | None = None,
+    follow: Follow | None = None,
+    **overrides: Any,
+) -> QuickstartSummary:
+    """Finish an interrupted quickstart (what ``hyperpod-rl quickstart --resume RUN_ID`` runs):
+    :func:`run` with the options it started with (:func:`resume_options`, ``overrides`` of
+    :data:`RESUME_OVERRIDES` applied) and ``resume=True``.
+
+    Raises:
+        ConfigError: see :func:`resume_options`; and what :func:`run` raises.
+    """
+    opts = resume_options(run_id, storage=storage, **overrides)
+    return run(opts, client=client, storage=storage, on_phase=on_phase, follow=follow, resume=True)
+
+
+def _recorded_options(run_id: str, paths: RunPaths) -> dict[str, Any]:
+    from hyperpod_rl.runs import read_json
+
+    recorded = read_json(paths.quickstart_options)
+    if not isinstance(recorded, dict):
+        raise ConfigError(
+            f"run {run_id!r} has no quickstart record ({paths.quickstart_options}): only a run the quickstart started can be "
+            "resumed; check the run id (hyperpod-rl runs list), or start a new quickstart without --resume"
+        )
+    return recorded
+
+
+def _check_new(rid: str, paths: RunPaths, sft_paths: RunPaths | None) -> None:
+    """Refuse a run id a quickstart (or any run) already used; one whose quickstart stopped before
+    it wrote anything but its options (e.g. on a count its options could not fill) may start again."""
+    wrote = paths.root.is_dir() and any(p.name != paths.quickstart_options.name for p in paths.root.iterdir())
+    if paths.quickstart_options.exists() and not paths.quickstart.exists() and wrote:
+        raise ConfigError(
+            f"run {rid!r} was started by a quickstart that did not finish: finish it with hyperpod-rl quickstart --resume {rid}, "
+            "or pick another run id (or omit it)"
+        )
+    for p in (paths, sft_paths):
+        if p is not None and (p.submissions.exists() or p.config.exists() or p.quickstart.exists()):
+            raise ConfigError(f"run {p.run_id!r} already exists at {p.root}: pick another run id (or omit it)")
+
+
+def _check_resume(opts: QuickstartOptions, rid: str, paths: RunPaths) -> None:
+    """Refuse to resume a run the quickstart did not start, or with other options than it started with."""
+    recorded = _recorded_options(rid, paths)
+    mine = {**opts.model_dump(mode="json"), "run_id": rid}
+    differ = sorted(k for k, v in mine.items() if k not in RESUME_OVERRIDES and recorded.get(k) != v)
+    if differ:
+        raise ConfigError(
+            f"run {rid!r} started with other options ({', '.join(differ)} differ): resume it with its own, "
+            f"hyperpod-rl quickstart --resume {rid} (hp.quickstart.resume({rid!r}))"
+        )
+
+
+class _Flow:
+    """The steps of one quickstart call: each announced, timed and remembered, so that an
+    interrupt can say what is left (:meth:`interrupted`); with ``resume``, a step found done is
+    announced as kept."""
+
+    def __init__(self, run_id: str, order: list[str], notify: Callable[[Phase], None], task: str, resume: bool) -> None:
+        self.run_id, self.order, self.notify, self.task, self.resume = run_id, order, notify, task, resume
+        self.timings: dict[str, float] = {}
+        self.done: set[str] = set()
+        self.phase: str | None = None
+        self.job: str | None = None  # a training job that keeps running when the quickstart stops
+        self.started = time.perf_counter()
+
+    def step(self, name: str, work: Callable[[], Any], message: Callable[[Any], str], *, found: Any = None) -> Any:
+        """Run step ``name`` (``work()``), or with ``found`` (its result, kept from before) only announce it."""
+        self.phase = name
+        text = phase_text(name, self.task)
+        if found is not None:
+            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the interrupted run)", text=text))
+            self.done.add(name)
+            return found
+        self.notify(Phase(name, done=False, text=text))
         start = time.perf_counter()
         out = work()
-        timings[name] = round(time.perf_counter() - start, 2)
-        notify(Phase(name, done=True, message=message(out), seconds=timings[name]))
+        self.timings[name] = round(time.perf_counter() - start, 2)
+        self.notify(Phase(name, done=True, message=message(out), seconds=self.timings[name], text=text))
+        self.done.add(name)
         return out
 
+    def interrupted(self) -> QuickstartInterrupted:
+        """What the interrupt left undone, and the job that keeps running."""
+        now = self.order.index(self.phase) if self.phase in self.order else -1
+        left = []
+        for i, name in enumerate(self.order):
+            if name in self.done or (name == self.phase and self.job):
+                continue
+            submitted_later = name in ("sft", "train") and i > now
+            left.append(_LEFT[name] + (" (not submitted)" if submitted_later else ""))
+        return QuickstartInterrupted(self.run_id, self.phase, left, self.job)
+
+
+def _run(
+    flow: _Flow,
+    opts: QuickstartOptions,
+    client: Any,
+    storage: Path,
+    paths: RunPaths,
+    sft_paths: RunPaths | None,
+    follow: Follow,
+) -> QuickstartSummary:
+    """:func:`run`'s steps, after its checks."""
+    from hyperpod_rl.eval import Comparison, EvalResult, compare, evaluate
+    from hyperpod_rl.runs import read_eval
+    from hyperpod_rl.tasks import item_names
+
+    def kept(run: RunPaths, *names: str) -> list[dict[str, Any]] | None:
+        """The saved evaluations ``names`` of the run being resumed (None unless each is there)."""
+        found = [read_eval(run, name) for name in names] if flow.resume else []
+        return [f for f in found if f is not None] if found and all(f is not None for f in found) else None
+
+    # the data first: a count its options cannot fill is reported before a cluster starts
+    written = item_names(get_task(opts.task))[1]
+    data = flow.step("dataset", lambda: prepare_dataset(opts, storage), lambda d: f"{written} written under {d.train.parent}")
     dashboard_url = None
     if client is None:
-        cluster = step(
+        cluster = flow.step(
             "cluster",
             lambda: start_local_cluster(dashboard_port=opts.dashboard_port),
             lambda c: (
@@ -672,72 +926,73 @@ def run(
             ),
         )
         client, dashboard_url = cluster.job_client(), cluster.dashboard_url
-    written = "mazes" if opts.task == "maze" else f"{opts.task} rows"
-    data = step("dataset", lambda: prepare_dataset(opts, storage), lambda d: f"{written} written under {d.train.parent}")
     reader = read_rows if opts.task == "maze" else read_task_rows
     train_rows, heldout_rows = list(reader(data.train)), list(reader(data.heldout))
-    model_dir, revision = step(
+    model_dir, revision = flow.step(
         "base_model", lambda: prepare_base_model(opts, storage, train_rows), lambda out: f"base model {out[0].name} (revision {out[1]})"
     )
-    base = step(
+    found = kept(paths, "base")
+    base = flow.step(
         "eval_base",
         lambda: evaluate(model_dir, heldout_rows, label="base"),
         lambda r: _base_message(opts, r),
+        found=EvalResult.from_json(found[0]) if found else None,
     )
     _record_evals(paths, base=base)  # before the job starts: its trainer then skips its own base benchmark
 
-    def submit_and_follow(config: RunConfig, root: Path, phase: str) -> str:
-        handle = submit_run(client, config, root)
-
-        def train() -> str:
-            return (follow or follow_with_tqdm)(client, handle.submission_id, config.trainer.steps)
-
-        status = step(phase, train, lambda st: f"job {handle.submission_id} ended {st}")
-        if status != "SUCCEEDED":
-            raise JobError(f"training job {handle.submission_id} ended {status}; its log: hyperpod-rl job logs {config.run_id}")
-        return handle.submission_id
-
     start, sft_result, sft_comparison, sft_id, init_adapter = base, None, None, None, None
-    if opts.sft:
-        sft_id = sft_run_id(rid)
-        sft_paths = run_paths(sft_id, storage=storage)
-        if sft_paths.submissions.exists() or sft_paths.config.exists():
-            raise ConfigError(f"run {sft_id!r} already exists at {sft_paths.root}: pick another run id (or omit it)")
+    if sft_paths is not None:
+        sft_id = sft_paths.run_id
         _record_evals(sft_paths, base=base)
         sft_config = make_run_config(opts, run_id=sft_id, model_path=model_dir, revision=revision, data=data, stage="sft")
-        submit_and_follow(sft_config, sft_paths.root, "sft")
+        _train_job(flow, client, follow, sft_config, sft_paths, "sft")
 
         def eval_sft() -> tuple[EvalResult, Comparison]:
             result = evaluate(model_dir, heldout_rows, adapter_path=sft_paths.adapter, label="sft")
             return result, compare(base, result)
 
-        sft_result, sft_comparison = step("eval_sft", eval_sft, lambda out: f"SFT adapter: {out[1].reason}")
-        _record_evals(sft_paths, adapter=sft_result, comparison=sft_comparison)
+        found = kept(sft_paths, "adapter", "comparison")
+        sft_result, sft_comparison = flow.step(
+            "eval_sft",
+            eval_sft,
+            lambda out: f"SFT adapter: {out[1].reason}",
+            found=(EvalResult.from_json(found[0]), Comparison.from_json(found[1])) if found else None,
+        )
+        if not found:
+            _record_evals(sft_paths, adapter=sft_result, comparison=sft_comparison)
         _record_evals(paths, start=sft_result)
         start, init_adapter = sft_result, sft_paths.adapter
-    config = make_run_config(opts, run_id=rid, model_path=model_dir, revision=revision, data=data, init_adapter=init_adapter)
-    submission_id = submit_and_follow(config, paths.root, "train")
+    config = make_run_config(opts, run_id=paths.run_id, model_path=model_dir, revision=revision, data=data, init_adapter=init_adapter)
+    submission_id = _train_job(flow, client, follow, config, paths, "train")
 
     def eval_adapter() -> tuple[EvalResult, Comparison, Comparison]:
         tuned = evaluate(model_dir, heldout_rows, adapter_path=paths.adapter, label="adapter")
         # promotion compares the adapter with where its training started (the SFT adapter), not only the base
         return tuned, compare(start, tuned), compare(base, tuned)
 
-    tuned, comparison, base_comparison = step("eval_adapter", eval_adapter, lambda out: out[1].reason)
+    found = kept(paths, "adapter", "comparison", *(["base_comparison"] if opts.sft else []))
+    tuned, comparison, base_comparison = flow.step(
+        "eval_adapter",
+        eval_adapter,
+        lambda out: out[1].reason,
+        found=(EvalResult.from_json(found[0]), Comparison.from_json(found[1]), Comparison.from_json(found[-1])) if found else None,
+    )
     warnings = _validity_warnings(opts, paths, base, tuned)
-    _record_evals(paths, adapter=tuned, comparison=comparison)
-    if opts.sft:
-        _record_evals(paths, base_comparison=base_comparison)
+    if not found:
+        _record_evals(paths, adapter=tuned, comparison=comparison)
+        if opts.sft:
+            _record_evals(paths, base_comparison=base_comparison)
     answer = None
     if opts.serve:
-        answer = step(
+        answer = flow.step(
             "serve",
             lambda: _serve_and_ask(client, model_dir, paths, heldout_rows[0], port=opts.serve_port, name=opts.task),
             _served_message,
         )
-    timings["total"] = round(time.perf_counter() - t_total, 2)
+    flow.phase = None
+    timings = {**flow.timings, "total": round(time.perf_counter() - flow.started, 2)}
     summary = QuickstartSummary(
-        run_id=rid,
+        run_id=paths.run_id,
         run_dir=paths.root,
         submission_id=submission_id,
         wall_s=timings,
@@ -755,6 +1010,35 @@ def run(
     )
     write_json(paths.quickstart, summary.to_json())
     return summary
+
+
+def _train_job(flow: _Flow, client: Any, follow: Follow, config: RunConfig, run: RunPaths, phase: str) -> str:
+    """Submit the run's job and follow it until it ends (step ``phase``); return its submission id.
+
+    Resuming, a run whose adapter exists is kept, and a job of the run still running is followed
+    instead of submitting another (a resubmission resumes from its checkpoints).
+
+    Raises:
+        JobError: the job did not succeed.
+    """
+    from hyperpod_rl.jobs import latest_submission, run_jobs, submit_run
+
+    flow.phase = phase
+    if flow.resume and (run.adapter / "adapter_model.safetensors").is_file():
+        done = latest_submission(run.root)
+        return str(flow.step(phase, lambda: done, lambda sid: f"job {sid} ended SUCCEEDED", found=done))
+    live = [job for job in run_jobs(client, config.run_id, run.root) if job.alive] if flow.resume else []
+    submission_id = live[-1].submission_id if live else submit_run(client, config, run.root).submission_id
+    flow.job = submission_id
+    status = flow.step(
+        phase,
+        lambda: follow(client, submission_id, config.trainer.steps),
+        lambda st: f"job {submission_id} ended {st}" + (" (followed again after the interrupt)" if live else ""),
+    )
+    flow.job = None
+    if status != "SUCCEEDED":
+        raise JobError(f"training job {submission_id} ended {status}; its log: hyperpod-rl job logs {config.run_id}")
+    return submission_id
 
 
 def _validity_warnings(opts: QuickstartOptions, paths: RunPaths, base: EvalResult, tuned: EvalResult) -> list[str]:

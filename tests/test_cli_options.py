@@ -29,7 +29,7 @@ def test_every_field_is_an_option_with_the_model_default_and_help():
         renamed = {new: old for old, new in QuickstartOptions.renamed_fields.items()}
         suffix = f" (--{renamed[name].replace('_', '-')}: deprecated name)" if name in renamed else ""
         assert field.description and options[name].help == field.description + suffix, name
-    assert set(options) == set(QuickstartOptions.model_fields) | {"summary_json"}
+    assert set(options) == set(QuickstartOptions.model_fields) | {"summary_json", "resume"}
 
 
 def test_bad_options_are_refused_by_the_model_before_anything_starts(tmp_path, monkeypatch):
@@ -50,6 +50,75 @@ def test_a_bad_run_id_is_refused_before_the_banner(tmp_path, monkeypatch):
     assert "run_id: run id 'My_Run' is invalid: use 3-63 lower-case letters" in out.stderr
     assert "hyperpod-rl quickstart" not in out.stdout  # no banner
     assert not (tmp_path / "local-cluster.json").exists()
+
+
+def test_summary_json_is_checked_before_anything_starts(tmp_path, monkeypatch):
+    """Field report: a --summary-json that cannot be written failed only at the end of the run."""
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "home"))
+    (tmp_path / "a-file").write_text("x")
+    for target, message in ((tmp_path, "is a folder: give a file name"), (tmp_path / "a-file" / "s.json", "cannot write the folder")):
+        out = CliRunner().invoke(app, ["quickstart", "--summary-json", str(target), "--no-serve"])
+        assert out.exit_code == 2 and message in " ".join(out.stderr.split()), out.output
+        assert "hyperpod-rl quickstart" not in out.stdout and not (tmp_path / "home").exists()  # nothing ran, nothing written
+
+
+def test_sft_steps_zero_is_accepted_with_sft_off_only():
+    """Field report: --no-sft --sft-steps 0 was refused although SFT is off."""
+    assert QuickstartOptions.build(sft=False, sft_steps=0).sft_steps == 0
+    out = CliRunner().invoke(app, ["quickstart", "--sft-steps", "0", "--no-serve"])
+    assert out.exit_code == 2
+    assert "sft_steps: must be > 0 with the SFT warm start on (got 0); or turn it off (--no-sft)" in " ".join(out.stderr.split())
+
+
+def test_a_maze_count_the_sizes_cannot_fill_is_refused_before_a_cluster_starts(tmp_path, monkeypatch):
+    """Field report: such a count was reported after the cluster had started, in ``counts.train`` terms."""
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
+    args = ["quickstart", "--min-size", "2", "--max-size", "2", "--train-rows", "500", "--heldout-rows", "4", "--no-sft", "--no-serve"]
+    args += ["--run-id", "fits-later"]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 2, out.output
+    error = " ".join(out.stderr.split())
+    assert error.startswith("error: the quickstart's data: train_rows=500 cannot be filled with unique layouts"), error
+    assert "Change min_size / max_size" in error and "lower train_rows" in error and "counts." not in error
+    assert "starting the local Ray cluster" not in out.stdout and not (tmp_path / "local-cluster.json").exists()
+    again = CliRunner().invoke(app, args)  # nothing but its options was written: the id may start again
+    assert again.exit_code == 2 and "cannot be filled" in again.stderr, again.output
+    assert (tmp_path / "storage" / "runs" / "fits-later" / "quickstart-options.json").is_file()  # the second start got as far
+
+
+def test_resume_takes_the_recorded_options_and_refuses_others(tmp_path, monkeypatch):
+    from hyperpod_rl.quickstart import resume_options
+    from hyperpod_rl.runs import run_paths, write_json
+
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
+    missing = CliRunner().invoke(app, ["quickstart", "--resume", "never-started"])
+    assert missing.exit_code == 2 and "run 'never-started' has no quickstart record" in " ".join(missing.stderr.split())
+    recorded = QuickstartOptions.build(run_id="half-done", steps=7, sft_steps=3)
+    write_json(run_paths("half-done").quickstart_options, recorded.model_dump(mode="json"))
+    assert resume_options("half-done", serve_port=8125, steps=7) == QuickstartOptions.build({**recorded.model_dump(), "serve_port": 8125})
+    changed = CliRunner().invoke(app, ["quickstart", "--resume", "half-done", "--steps", "9", "--lr", "0.001"])
+    assert changed.exit_code == 2, changed.output
+    assert "--resume finishes run 'half-done' with the options it started with: leave out --lr, --steps" in " ".join(changed.stderr.split())
+    write_json(run_paths("half-done").eval_file("base"), {"label": "base"})  # as its base evaluation left it
+    # a new start with its id; sizes that cannot be filled, so that were it not refused it would stop before a cluster starts
+    unfillable = ["--min-size", "2", "--max-size", "2", "--train-rows", "500", "--no-sft"]
+    again = CliRunner().invoke(app, ["quickstart", "--run-id", "half-done", "--no-serve", *unfillable])
+    assert again.exit_code == 2 and "finish it with hyperpod-rl quickstart --resume half-done" in " ".join(again.stderr.split())
+
+
+def test_the_quickstart_says_to_activate_its_environment_when_path_does_not_lead_to_it(monkeypatch):
+    """Field report: the quickstart's closing ``hyperpod-rl ...`` hints failed in a new shell (``make
+    quickstart`` runs ``.venv/bin/hyperpod-rl``; nothing said to activate ``.venv``)."""
+    import sys
+    from pathlib import Path
+
+    from hyperpod_rl.cli.quickstart import activate_hint
+
+    bin_dir = Path(sys.prefix) / "bin"
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert activate_hint() == f"the hyperpod-rl commands above run in this environment: in a new shell, first run source {bin_dir}/activate"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")  # activated
+    assert activate_hint() is None
 
 
 def test_no_help_text_shows_raw_docstring_markup():

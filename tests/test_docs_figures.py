@@ -44,7 +44,10 @@ def test_readme_quotes_the_committed_quickstart_result() -> None:
     result = json.loads((REPO / "benchmarks" / "results" / "quickstart.json").read_text())["results"]
     timing, figures = _readme_passage("quickstart-time"), _readme_passage("quickstart-eval")
     assert f"{result['wall_s_total']:.0f} s" in timing
-    assert f"training {result['wall_s_phases']['train']:.0f} s" in timing
+    phases = result["wall_s_phases"]  # training: each stage's job, both named (not GRPO's alone)
+    assert (
+        f"training {phases['sft'] + phases['train']:.0f} s (SFT warm start {phases['sft']:.0f} s, GRPO {phases['train']:.0f} s)" in timing
+    )
     assert f"{result['heldout_mazes']} held-out mazes" in figures
     # with the SFT stage: base -> SFT -> GRPO and the paired GRPO - SFT difference; before it: base, adapter, difference
     sft = "sft" in result["figures"]["solve_rate"]

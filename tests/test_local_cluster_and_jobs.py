@@ -188,7 +188,7 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
     )
     try:
         first = ""
-        while not first.startswith("train "):  # the follower is following: it printed step 1
+        while not first.startswith("grpo "):  # the follower is following: it printed step 1 (labelled by the stage)
             first = follower.stdout.readline()
             assert first, "the follower ended before following"
         follower.send_signal(signal.SIGINT)

@@ -95,8 +95,13 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         # reattach from a new process by run id alone
         status = _cli("job", "status", "e2e", timeout=120)
         assert status.returncode == 0 and "SUCCEEDED" in status.stdout
-        logs = _cli("job", "logs", "e2e", timeout=120)
-        assert "HPRL_METRIC" in logs.stdout and token not in logs.stdout
+        logs = _cli("job", "logs", "e2e", timeout=120)  # one readable line a step, as the follower prints it
+        assert re.search(r"^grpo 80/80 reward [+-]\d\.\d{3} loss ", logs.stdout, re.M) and "HPRL_METRIC" not in logs.stdout, logs.stdout[
+            -2000:
+        ]
+        assert token not in logs.stdout
+        raw = _cli("job", "logs", "e2e", "--raw", timeout=120)
+        assert raw.stdout.count("HPRL_METRIC") == 80 and token not in raw.stdout
         listed = _cli("job", "list", timeout=120)
         assert "hprl-e2e-1" in listed.stdout
         asked = _cli("serve", "ask", "e2e", "--index", "1", "--endpoint", "http://127.0.0.1:8123", timeout=120)

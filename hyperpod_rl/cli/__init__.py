@@ -19,7 +19,7 @@ from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli import tasks as _tasks
-from hyperpod_rl.cli._common import Address, HprlGroup, console, follow_with_progress, handled, job_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client, reachable_client
 from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.plan import plan_command
 from hyperpod_rl.cli.quickstart import quickstart
@@ -156,44 +156,53 @@ def job_submit(
 
 @job_app.command("status")
 def job_status(run_id: str, address: str | None = Address) -> None:
-    """Status of a run's newest job (found in its run directory or on the cluster).
+    """Status of a run's newest job: Ray's while the cluster knows it, else the end its run directory records.
 
     Exit code: 0 when the job is PENDING, RUNNING or SUCCEEDED; 1 when it FAILED, was STOPPED
-    or is LOST (the cluster no longer knows it), so a script can test it; 2 when the status
-    cannot be read (no such run, cluster unreachable). Unlike 'ray job status', which exits 0
-    whatever the job did, this matches 'job submit --follow' and 'job logs --follow'.
+    or is LOST (the cluster no longer knows it and the run directory records no end), so a
+    script can test it; 2 when the status cannot be read (no such run; no cluster answers and
+    the run directory records no end). A run whose cluster was restarted, or with no cluster
+    up, reads its recorded end. Unlike 'ray job status', which exits 0 whatever the job did,
+    this matches 'job submit --follow' and 'job logs --follow'.
     """
-    from hyperpod_rl.jobs import latest_job, reconcile_statuses
-    from hyperpod_rl.runs import run_paths, summarize
+    from hyperpod_rl.errors import HyperpodRLError
+    from hyperpod_rl.jobs import run_status
 
-    client = job_client(address)
-    with handled():
-        job = latest_job(client, run_id)
-        if not job.alive and job.status != "LOST":  # record the end as runs list shows it (one status everywhere)
-            reconcile_statuses(client, run_ids=[run_id])
-        recorded = summarize(run_paths(run_id)).status if run_paths(run_id).root.is_dir() else None
-    run_says = f" · run recorded {recorded}" if recorded else ""
-    console.print(f"{run_id} ({job.submission_id}): {job.status} {job.message}{run_says}", soft_wrap=True, highlight=False)
-    if job.status in ("FAILED", "STOPPED", "LOST"):
-        raise typer.Exit(code=1)
+    client, unreachable = reachable_client(address)
+    try:
+        status = run_status(client, run_id, unreachable=unreachable)
+    except HyperpodRLError as err:
+        said = str(err)
+        fail(said if not unreachable or unreachable in said else f"{unreachable}; and the run directory cannot tell: {said}")
+    run_says = f" · run recorded {status.recorded}" if status.recorded else ""
+    console.print(f"{run_id} ({status.submission_id}): {status.status} {status.detail}{run_says}", soft_wrap=True, highlight=False)
+    if status.exit_code:
+        raise typer.Exit(code=status.exit_code)
 
 
 @job_app.command("logs")
 def job_logs(
     run_id: str,
     follow: bool = typer.Option(False, "--follow", "-f", help="stream until the job ends (Ctrl-C detaches)"),
+    raw: bool = typer.Option(False, "--raw", help="print the metric lines as the trainer wrote them (HPRL_METRIC JSON)"),
     address: str | None = Address,
 ) -> None:
-    """Print a run's job log; with --follow, show progress until it ends."""
+    """Print a run's job log, each step as one progress line (--raw: as written); with --follow, show progress until it ends."""
+    from hyperpod_rl.errors import HyperpodRLError
     from hyperpod_rl.jobs import job_logs as read_logs
-    from hyperpod_rl.jobs import latest_job
+    from hyperpod_rl.jobs import latest_job, readable_log
     from hyperpod_rl.runs import read_config
 
     client = job_client(address)
     with handled():
         job = latest_job(client, run_id)
         if not follow:
-            sys.stdout.write(read_logs(client, job.submission_id))
+            log = read_logs(client, job.submission_id)
+            try:
+                total: int | None = read_config(run_id).trainer.steps
+            except HyperpodRLError:  # the run directory is elsewhere: count the log's own steps
+                total = None
+            sys.stdout.write(log if raw else readable_log(log, total))
             return
         total = read_config(run_id).trainer.steps
     status = follow_with_progress(client, job.submission_id, total)

@@ -35,6 +35,7 @@ __all__ = [
     "model_options",
     "output_dir",
     "output_file",
+    "reachable_client",
     "writing",
 ]
 
@@ -169,6 +170,26 @@ def job_client(address: str | None = None) -> Any:
         return job_client_of(address)
 
 
+def reachable_client(address: str | None = None) -> tuple[Any | None, str | None]:
+    """``(job client, None)`` for ``address`` (as :func:`job_client`), or ``(None, why)`` when
+    the cluster cannot be reached (none running, refused connection, no kubeconfig), for the
+    commands that can answer from the run directory alone; exits 2 on a malformed address."""
+    from hyperpod_rl.errors import ClusterError, JobError
+
+    try:
+        if address:
+            from hyperpod_rl.cluster.access import job_client_of
+
+            return job_client_of(address), None
+        from hyperpod_rl.cluster.local import local_job_client
+
+        return local_job_client(), None
+    except (ClusterError, JobError, OSError, RuntimeError) as err:  # Ray's client raises these when nothing answers
+        return None, str(err)
+    except HyperpodRLError as err:
+        fail(err)
+
+
 def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Give a typer command one ``--option`` per field of ``model`` (defaults and help from the model).
 
@@ -203,10 +224,12 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
 PLAIN_LINE_EVERY_S = 30.0
 
 
-def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, from_start: bool = True) -> str:
-    """Show a rich progress bar with reward, loss and ETA until the job ends; return its final Ray status.
+def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, from_start: bool = True, detach: bool = True) -> str:
+    """Show a rich progress bar, labelled with the run's stage (``grpo``, ``sft``), with its figures
+    (GRPO: reward and loss; SFT: its loss) and ETA until the job ends; return its final Ray status.
 
-    Ctrl-C detaches: the job keeps running (exit code 130). When stdout is not a terminal (a
+    Ctrl-C detaches: the job keeps running (exit code 130; with ``detach=False`` the
+    ``KeyboardInterrupt`` goes to the caller, e.g. the quickstart, which says what is left). When stdout is not a terminal (a
     piped or CI log), a plain line (:meth:`hyperpod_rl.jobs.RunProgress.line`: step, reward, loss,
     seconds per step, ETA) is printed every 10% of the steps and at least every
     :data:`PLAIN_LINE_EVERY_S` seconds while steps come. The ETA is computed from the steps' own
@@ -221,16 +244,15 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
     run_id = submission_id.split("-", 1)[1].rsplit("-", 1)[0]
     live = console.is_terminal
     columns = [
-        TextColumn("[bold]train"),
+        TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("reward {task.fields[reward]}"),
-        TextColumn("loss {task.fields[loss]}"),
+        TextColumn("{task.fields[figures]}"),
         TimeElapsedColumn(),
         TextColumn("ETA {task.fields[eta]}"),
     ]
     progress = Progress(*columns, console=console, transient=False, disable=not live)
-    task = progress.add_task("train", total=total_steps, reward="-", loss="-", eta="-")
+    task = progress.add_task("train", total=total_steps, figures="", eta="-")
     state = RunProgress(total_steps)
     seen: list[dict[str, float]] = []
     shown_decile, shown_at, shown_step = -1, time.monotonic(), -1
@@ -243,7 +265,11 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
                 seen.extend(rec.values for rec in update.records)
                 eta = state.eta_s
                 progress.update(
-                    task, completed=state.step, reward=state.reward(), loss=state.loss(), eta="-" if eta is None else format_duration(eta)
+                    task,
+                    description=state.label,
+                    completed=state.step,
+                    figures=state.figures(),
+                    eta="-" if eta is None else format_duration(eta),
                 )
                 decile = state.step * 10 // max(total_steps, 1)
                 due = decile > shown_decile or time.monotonic() - shown_at >= PLAIN_LINE_EVERY_S
@@ -253,6 +279,8 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
                 if update.terminal and status != "SUCCEEDED":
                     _print_failure(client, submission_id, run_id, status, update.message)
     except KeyboardInterrupt:
+        if not detach:
+            raise
         console.print(f"\ndetached; the job keeps running. Reattach: hyperpod-rl job logs --follow {run_id}")
         raise typer.Exit(code=130) from None
     _warn_if_never_valid(run_id, seen)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,11 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from hyperpod_rl.base import parse_user_data
-from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, writing
+from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, output_file, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
 
-__all__ = ["quickstart"]
+__all__ = ["activate_hint", "quickstart"]
 
 _LABELS = {"solve_rate": "solve rate", "optimal_move_rate": "optimal-move rate", "invalid_move_rate": "invalid-move rate"}
 _STEPS = {name: i for i, name in enumerate(PHASES, start=1)}
@@ -33,13 +34,17 @@ class _Phases:
         n = f"{_STEPS[phase.name]}/{len(PHASES)}"
         if not phase.done:
             if phase.name not in ("train", "sft"):  # training shows its own progress bar
-                self.status = console.status(f"{n} {PHASES[phase.name]}")
+                self.status = console.status(f"{n} {phase.description}")
                 self.status.start()
             return
+        self.stop()
+        console.print(f"[green]✓[/] {n} {phase.message} [dim]({phase.seconds:.0f} s)[/]")
+
+    def stop(self) -> None:
+        """Stop the spinner of the step that is running, if any."""
         if self.status is not None:
             self.status.stop()
             self.status = None
-        console.print(f"[green]✓[/] {n} {phase.message} [dim]({phase.seconds:.0f} s)[/]")
 
 
 def _table(summary: QuickstartSummary, max_turns: int, *, width: int | None = None) -> RenderableType:
@@ -115,12 +120,24 @@ def quickstart(
         help=f"{QuickstartOptions.model_fields['task_options'].description}, as a JSON object (hyperpod-rl tasks show TASK)",
     ),
     summary_json: Path | None = typer.Option(None, help="also write the summary (phase times, figures) to this file"),
+    resume: str | None = typer.Option(
+        None,
+        "--resume",
+        metavar="RUN_ID",
+        help="finish the interrupted quickstart RUN_ID with the options it started with: keeps the steps it ended, follows its "
+        "running job, does the rest (only --serve-port, --dashboard-port and --no-serve may be given with it)",
+    ),
     **options: Any,
 ) -> None:
-    """Run the whole loop locally: cluster, task data (the maze unless --task), base eval, SFT warm start and its eval (--no-sft skips them), GRPO job from the SFT adapter, adapter eval, serving."""
-    from hyperpod_rl.quickstart import default_run_id, run
+    """Run the whole loop locally: task data (the maze unless --task), cluster, base eval, SFT warm start and its eval (--no-sft skips them), GRPO job from the SFT adapter, adapter eval, serving.
+
+    Ctrl-C stops it and says what was not done; hyperpod-rl quickstart --resume RUN_ID finishes it.
+    """
+    from hyperpod_rl.quickstart import QuickstartInterrupted, default_run_id, resume_options, run
 
     phases = _Phases()
+    if summary_json is not None:  # checked before anything runs, not after the whole loop
+        output_file(summary_json, "--summary-json")
     try:
         extra = parse_user_data(task_options, "--task-options", syntax="json") if task_options else {}
     except HyperpodRLError as err:
@@ -129,15 +146,23 @@ def quickstart(
         raise typer.BadParameter("--task-options must be a JSON object")
     options["task_options"] = extra
     try:
-        opts = QuickstartOptions.build(options)
-        if opts.run_id is None:
-            opts = QuickstartOptions.build({**options, "run_id": default_run_id()})
-        console.rule(f"[bold]hyperpod-rl quickstart[/] · run {opts.run_id}")
-        summary = run(opts, on_phase=phases, follow=follow_with_progress)
+        if resume is not None:
+            fields = QuickstartOptions.model_fields
+            given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+            opts = resume_options(resume, **given)
+        else:
+            opts = QuickstartOptions.build(options)
+            if opts.run_id is None:
+                opts = QuickstartOptions.build({**options, "run_id": default_run_id()})
+        console.rule(f"[bold]hyperpod-rl quickstart[/] · run {opts.run_id}" + (" (resumed)" if resume else ""))
+        summary = run(opts, on_phase=phases, follow=partial(follow_with_progress, detach=False), resume=resume is not None)
     except HyperpodRLError as err:
-        if phases.status is not None:
-            phases.status.stop()
+        phases.stop()
         fail(err)
+    except QuickstartInterrupted as stop:
+        phases.stop()
+        console.print(f"\n[bold yellow]{escape(str(stop))}[/]", soft_wrap=True, highlight=False)
+        raise typer.Exit(code=130) from None
     console.print(_table(summary, opts.max_turns, width=console.width))
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
@@ -151,3 +176,19 @@ def quickstart(
         with writing(summary_json, "--summary-json"):
             summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
     console.print(f"[bold green]done[/] in {summary.wall_s['total']:.0f} s · run dir {summary.run_dir}")
+    hint = activate_hint()
+    if hint:
+        console.print(hint, soft_wrap=True, highlight=False)
+
+
+def activate_hint() -> str | None:
+    """How a new shell gets this environment's ``hyperpod-rl`` (the commands the quickstart names),
+    when ``PATH`` does not lead to it (``make quickstart`` runs ``.venv/bin/hyperpod-rl``); None when it does."""
+    import shutil
+    import sys
+
+    bin_dir = Path(sys.prefix) / "bin"
+    found = shutil.which("hyperpod-rl")
+    if found and Path(found).resolve() == (bin_dir / "hyperpod-rl").resolve():
+        return None
+    return f"the hyperpod-rl commands above run in this environment: in a new shell, first run source {bin_dir / 'activate'}"

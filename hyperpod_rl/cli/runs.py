@@ -19,7 +19,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client
+from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client, reachable_client
 from hyperpod_rl.errors import HyperpodRLError
 
 app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
@@ -31,29 +31,30 @@ LedgerOpt = typer.Option(None, "--ledger", help="ledger database file (default $
 UNREACHABLE = "unknown (cluster not reachable)"
 
 
-def _reconcile(address: str | None) -> bool:
-    """Record the end of runs not recorded as ended whose Ray job has ended; False when the
+def _reconcile(address: str | None) -> dict[str, str] | None:
+    """Record the end of runs not recorded as ended whose Ray job has ended, and return each
+    store run's status by the one rule (:func:`hyperpod_rl.jobs.overview`, which ``job status``
+    shares; lower case, e.g. ``lost`` for a job the cluster no longer knows); None when the
     cluster (``address``, else the local one) cannot be reached."""
-    from hyperpod_rl.jobs import reconcile_statuses
+    from hyperpod_rl.jobs import overview, reconcile_statuses
 
+    client, _ = reachable_client(address)
+    if client is None:
+        return None
     try:
-        if address:
-            from hyperpod_rl.cluster.access import job_client_of
-
-            client = job_client_of(address)
-        else:
-            from hyperpod_rl.cluster.local import local_job_client
-
-            client = local_job_client()
         reconcile_statuses(client)
-    except (HyperpodRLError, OSError, RuntimeError):  # no cluster, refused connection, Ray's client errors
-        return False
-    return True
+        return {row["run_id"]: str(row["status"]).lower() for row in overview(client)}
+    except (HyperpodRLError, OSError, RuntimeError):  # the cluster stopped answering
+        return None
 
 
-def _shown_status(status: str, reachable: bool) -> str:
-    """A run's recorded status; one not yet ended (``submitted``, ``running``) that no cluster could confirm is unknown."""
-    return UNREACHABLE if status in ("submitted", "running") and not reachable else status
+def _shown_status(run_id: str, status: str, statuses: dict[str, str] | None) -> str:
+    """A run's status as the cluster and its run directory tell it (``statuses``, from
+    :func:`_reconcile`); a run not in this store shows its ledger status; with no cluster
+    reachable, one not yet ended (``submitted``, ``running``) is unknown."""
+    if statuses is None:
+        return UNREACHABLE if status in ("submitted", "running") else status
+    return statuses.get(run_id, status)
 
 
 @contextmanager
@@ -85,7 +86,7 @@ def list_cmd(
     A run recorded 'submitted' or 'running' whose Ray job has ended is recorded as ended
     first (the cluster is asked); a bad '--status' is an error listing the statuses; when the cluster cannot be reached it shows 'unknown (cluster not reachable)'.
     """
-    reachable = _reconcile(address)
+    statuses = _reconcile(address)
     with _open(ledger) as led:
         with handled():
             runs = led.list_runs(status=status, limit=limit)
@@ -101,7 +102,7 @@ def list_cmd(
             table.add_row(
                 r.run_id,
                 name,
-                _shown_status(r.status, reachable),
+                _shown_status(r.run_id, r.status, statuses),
                 r.config_hash or "",
                 _when(r.updated_at),
                 f"{metrics[0]} {cell}" if cell else "",
@@ -152,7 +153,7 @@ def show(
     """One run: status, config, provenance, checkpoints, evals with intervals, notes."""
     from hyperpod_rl.runs import read_provenance
 
-    reachable = _reconcile(address)
+    statuses = _reconcile(address)
     with _open(ledger) as led:
         rec = led.get_run(run_id)
     if rec is None:
@@ -162,7 +163,7 @@ def show(
     if as_json:
         console.print_json(json.dumps({"run": rec.__dict__, "manifest": manifest}, default=str))
         return
-    console.rule(f"run {rec.run_id} · {_shown_status(rec.status, reachable)}")
+    console.rule(f"run {rec.run_id} · {_shown_status(rec.run_id, rec.status, statuses)}")
     console.print(f"run dir: {rec.run_dir}\nconfig hash: {rec.config_hash}\nupdated: {_when(rec.updated_at)} UTC")
     if manifest:
         git, base = manifest.get("git") or {}, manifest.get("base_model") or {}
@@ -287,7 +288,7 @@ def sync(
     from hyperpod_rl.ledger import Ledger
     from hyperpod_rl.runs import runs_root
 
-    reachable = _reconcile(address)
+    reachable = _reconcile(address) is not None
     aside = None
     with handled():
         led, aside = Ledger.rebuild(ledger, runs_root=runs_root()) if rebuild else (Ledger(ledger), None)

@@ -112,7 +112,7 @@ def serve_ask(
     row = _heldout_row(run_id, index)
     model = model or _task_name(run_id)
     with handled():
-        answer, latency = chat(endpoint, maze_request(row, model=model))
+        answer, latency = chat(endpoint, maze_request(row, model=model), run_id=run_id)
     size = f" ({row['rows']}x{row['cols']})" if "rows" in row and "cols" in row else ""
     console.print(f"held-out item {index}{size}: {model} answered {escape(repr(answer))} in {latency * 1000:.0f} ms")
 
@@ -131,7 +131,7 @@ def serve_solve(
     row = _heldout_row(run_id, index)
     model = model or _task_name(run_id)
     with handled():
-        result = solve(row, endpoint, model, max_turns=max_turns)
+        result = solve(row, endpoint, model, max_turns=max_turns, run_id=run_id)
     from hyperpod_rl.tasks import get_task, metric_spec, turn_columns
 
     task = get_task(result.task)

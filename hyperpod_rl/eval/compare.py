@@ -21,7 +21,6 @@ from hyperpod_rl.eval.result import EvalResult
 from hyperpod_rl.eval.stats import (
     DEFAULT_RESAMPLES,
     Interval,
-    bootstrap_interval,
     metric_values,
     nanmean_rows,
 )
@@ -161,7 +160,7 @@ def compare(
         ConfigError: unknown ``primary``; the results belong to different tasks, share no item, or
             were not evaluated on the same set of items.
     """
-    from hyperpod_rl.tasks import get_task, metric_spec
+    from hyperpod_rl.tasks import get_task, item_names, metric_spec
 
     if base.task != candidate.task:
         raise ConfigError(f"compare needs two results of one task: {base.label} is {base.task!r}, {candidate.label} is {candidate.task!r}")
@@ -183,8 +182,12 @@ def compare(
     deltas = {}
     for metric in spec.reported:
         bv, cv = metric_values(b_rows, metric, spec.episode_key), metric_values(c_rows, metric, spec.episode_key)
-        b_iv = bootstrap_interval(bv, n_resamples=n_resamples, level=level, seed=seed)
-        c_iv = bootstrap_interval(cv, n_resamples=n_resamples, level=level, seed=seed)
+        # each model's own interval is the one its evaluation recorded (EvalResult.reported_interval),
+        # so this table and `runs list` show the same figure; only the paired difference is computed here
+        b_iv, c_iv = (
+            (r.reported_interval(metric) if level == 0.95 else r.interval(metric, n_resamples=n_resamples, level=level, seed=seed))
+            for r in (base, candidate)
+        )
         if b_iv.n and c_iv.n:
             d = nanmean_rows(cv[idx]) - nanmean_rows(bv[idx])
             lo, hi = np.nanquantile(d, q) if np.any(~np.isnan(d)) else (math.nan, math.nan)
@@ -208,7 +211,7 @@ def compare(
     else:
         promote, reason = (
             True,
-            f"promote: {primary} improved by {main.diff.fmt(signed=True)} ({pct} paired bootstrap over {len(keys)} mazes) and no guard metric got worse",
+            f"promote: {primary} improved by {main.diff.fmt(signed=True)} ({pct} paired bootstrap over {len(keys)} {item_names(get_task(base.task))[1]}) and no guard metric got worse",
         )
     return Comparison(
         base_label=base.label,

@@ -32,7 +32,7 @@ from typing import Any
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.eval.benchmark import greedy_benchmark
 from hyperpod_rl.eval.result import EvalResult
-from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, bootstrap_interval, breakdown, metric_values
+from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, breakdown
 from hyperpod_rl.model.adapter import load_policy
 from hyperpod_rl.model.loading import resolve_base_model
 from hyperpod_rl.model.policy import MazePolicy
@@ -95,7 +95,7 @@ def ood_rows(
 def _finish(result: EvalResult, *, n_resamples: int, seed: int) -> EvalResult:
     spec = metric_spec(get_task(result.task))
     for metric in spec.reported:
-        iv = bootstrap_interval(metric_values(result.per_maze, metric, spec.episode_key), n_resamples=n_resamples, seed=seed)
+        iv = result.interval(metric, n_resamples=n_resamples, seed=seed)
         if iv.n:
             result.ci[metric] = [iv.low, iv.high]
     groups = ("stratum", "size") if any("size" in m for m in result.per_maze) else ("stratum",)

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hyperpod_rl.eval.report import bar_figure
 from hyperpod_rl.eval.stats import DEFAULT_RESAMPLES, Interval, bootstrap_interval, metric_values
 
@@ -50,12 +52,28 @@ class EvalResult:
     text_twin: EvalResult | None = None
     task: str = "maze"
 
-    def interval(self, metric: str, *, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> Interval:
-        """Bootstrap interval of one metric over this result's mazes."""
+    def interval(self, metric: str, *, n_resamples: int = DEFAULT_RESAMPLES, level: float = 0.95, seed: int = 0) -> Interval:
+        """Bootstrap interval of one metric over this result's items, in their order (what
+        :func:`hyperpod_rl.eval.evaluate` stores in :attr:`ci`)."""
         from hyperpod_rl.tasks import get_task, metric_spec
 
         keys = metric_spec(get_task(self.task)).episode_key
-        return bootstrap_interval(metric_values(self.per_maze, metric, keys), n_resamples=n_resamples, seed=seed)
+        return bootstrap_interval(metric_values(self.per_maze, metric, keys), n_resamples=n_resamples, level=level, seed=seed)
+
+    def reported_interval(self, metric: str) -> Interval:
+        """One metric's mean over the items with its 95% interval as recorded in :attr:`ci`, the
+        one interval every view shows (the quickstart's table, :func:`~hyperpod_rl.eval.compare`,
+        ``hyperpod-rl runs list|show``); computed as :meth:`interval` for a result saved without it."""
+        if metric not in self.ci:
+            return self.interval(metric)
+        from hyperpod_rl.tasks import get_task, metric_spec
+
+        values = metric_values(self.per_maze, metric, metric_spec(get_task(self.task)).episode_key)
+        n = int(np.sum(~np.isnan(values)))
+        if n == 0:
+            return self.interval(metric)
+        low, high = self.ci[metric]
+        return Interval(float(np.nanmean(values)), float(low), float(high), n)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,7 +132,7 @@ def result_html(result: EvalResult) -> str:
     """A bar chart of the headline rates with intervals, and the breakdown table."""
     title = f"{html.escape(result.label)} · {result.split} · {result.num_mazes} mazes ({result.observation})"
     results = [result] + ([result.text_twin] if result.text_twin is not None else [])
-    fig = bar_figure({f"{r.label} ({r.observation})": {m: _interval_from(r, m) for m in _reported(r)[:3]} for r in results}, title)
+    fig = bar_figure({f"{r.label} ({r.observation})": {m: r.reported_interval(m) for m in _reported(r)[:3]} for r in results}, title)
     return fig + _breakdown_table(result)
 
 
@@ -122,13 +140,6 @@ def _reported(result: EvalResult) -> tuple[str, ...]:
     from hyperpod_rl.tasks import get_task, metric_spec
 
     return metric_spec(get_task(result.task)).reported
-
-
-def _interval_from(result: EvalResult, metric: str) -> Interval:
-    if metric in result.ci and metric in result.metrics:
-        lo, hi = result.ci[metric]
-        return Interval(result.metrics[metric], lo, hi, result.num_mazes)
-    return result.interval(metric)
 
 
 def _breakdown_table(result: EvalResult) -> str:

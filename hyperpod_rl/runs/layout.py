@@ -1,22 +1,24 @@
 """Where a run's files are: ``<storage root>/runs/<run_id>/``.
 
-=====================  ===================================================================
-``config.json``        the :class:`~hyperpod_rl.config.run.RunConfig` the job trains with
-                       (written once per submission, under the submit lock, never changed
-                       while a job of the run is alive)
-``submissions.json``   the Ray submission ids of the run, oldest first
-``metrics.jsonl``      one :class:`~hyperpod_rl.metrics.schema.MetricRecord` per step
-``manifest.json``      the run's provenance record (:mod:`hyperpod_rl.runs.provenance`;
-                       the file keeps its first name so existing runs stay readable)
-``checkpoints/``       ``step_N/`` directories, atomic and checksummed (:mod:`.files`)
-``adapter/``           the exported PEFT adapter + its ``provenance.json``
-                       (format: :mod:`hyperpod_rl.model.adapter`)
-``eval/<name>.json``   saved evaluations (``base``, ``adapter``, ``comparison``, ...)
-``promotion.json``     the latest promotion decision
-``quickstart.json``    the quickstart's summary, when the run came from it
-``ray-train/``         Ray Train's run storage (``trainer.workers > 1``: the ``TorchTrainer``'s
-                       ``storage_path``; its own state, no training results)
-=====================  ===================================================================
+===========================  ===================================================================
+``config.json``              the :class:`~hyperpod_rl.config.run.RunConfig` the job trains with
+                             (written once per submission, under the submit lock, never changed
+                             while a job of the run is alive)
+``submissions.json``         the Ray submission ids of the run, oldest first
+``metrics.jsonl``            one :class:`~hyperpod_rl.metrics.schema.MetricRecord` per step
+``manifest.json``            the run's provenance record (:mod:`hyperpod_rl.runs.provenance`;
+                             the file keeps its first name so existing runs stay readable)
+``checkpoints/``             ``step_N/`` directories, atomic and checksummed (:mod:`.files`)
+``adapter/``                 the exported PEFT adapter + its ``provenance.json``
+                             (format: :mod:`hyperpod_rl.model.adapter`)
+``eval/<name>.json``         saved evaluations (``base``, ``adapter``, ``comparison``, ...)
+``promotion.json``           the latest promotion decision
+``quickstart.json``          the quickstart's summary, when the run came from it
+``quickstart-options.json``  the quickstart's options, written when it starts (``--resume``
+                             finishes an interrupted quickstart from them)
+``ray-train/``               Ray Train's run storage (``trainer.workers > 1``: the ``TorchTrainer``'s
+                             ``storage_path``; its own state, no training results)
+===========================  ===================================================================
 
 Only :mod:`hyperpod_rl.runs` opens these files; everything else asks it.
 """
@@ -110,6 +112,11 @@ class RunPaths:
     @property
     def quickstart(self) -> Path:
         return self.root / "quickstart.json"
+
+    @property
+    def quickstart_options(self) -> Path:
+        """The options a quickstart started with (``hyperpod-rl quickstart --resume`` reads them)."""
+        return self.root / "quickstart-options.json"
 
     @property
     def ray_train(self) -> Path:

@@ -67,7 +67,9 @@ def maze_request(row: dict[str, Any], *, model: str, temperature: float = 0.0) -
     return {"model": model, "messages": list(row["prompt"]), "temperature": temperature}
 
 
-def chat(endpoint: str, request: dict[str, Any], *, timeout_s: float = 60.0, session: Any = None) -> tuple[str, float]:
+def chat(
+    endpoint: str, request: dict[str, Any], *, timeout_s: float = 60.0, session: Any = None, run_id: str | None = None
+) -> tuple[str, float]:
     """POST one chat-completions request.
 
     Args:
@@ -75,34 +77,40 @@ def chat(endpoint: str, request: dict[str, Any], *, timeout_s: float = 60.0, ses
         request: the JSON body.
         timeout_s: HTTP timeout in seconds.
         session: a ``requests.Session`` to reuse connections.
+        run_id: the run whose adapter is asked, for the fix an error names
+            (``hyperpod-rl serve up <run_id>``; ``RUN_ID`` when not given).
 
     Returns:
         ``(answer text, latency in seconds)``.
 
     Raises:
-        ServeError: non-2xx answer (its detail is in the message) or no connection.
+        ServeError: non-2xx answer (its detail is in the message; a model the server does not
+            serve, and no connection, also say how to serve it) or no connection.
     """
     import requests
 
+    serve_up = f"hyperpod-rl serve up {run_id or 'RUN_ID'}"
     http = session or requests
     start = time.perf_counter()
     try:
         resp = http.post(f"{endpoint.rstrip('/')}/v1/chat/completions", json=request, timeout=timeout_s)
     except requests.RequestException as err:
-        raise ServeError(f"cannot reach {endpoint}: {err.__class__.__name__}; is the server up (hyperpod-rl serve up)?") from None
+        raise ServeError(f"cannot reach {endpoint}: {err.__class__.__name__}; is the server up? Serve the run: {serve_up}") from None
     latency = time.perf_counter() - start
     if resp.status_code >= 400:
         try:
             body = resp.json()
         except ValueError:
             body = None
+        code = None
         if isinstance(body, dict) and isinstance(body.get("error"), dict):  # OpenAI's error shape (this server, vLLM)
-            detail = body["error"].get("message")
+            detail, code = body["error"].get("message"), body["error"].get("code")
         elif isinstance(body, dict) and "detail" in body:
             detail = body["detail"]
         else:
             detail = resp.text[:500]
-        raise ServeError(f"{resp.status_code} from {endpoint}: {detail}")
+        fix = f"; serve it: {serve_up}" if code == "model_not_found" else ""
+        raise ServeError(f"{resp.status_code} from {endpoint}: {detail}{fix}")
     return resp.json()["choices"][0]["message"]["content"], latency
 
 
@@ -161,6 +169,7 @@ def solve(
     seed: int | None = None,
     timeout_s: float = 60.0,
     session: Any = None,
+    run_id: str | None = None,
 ) -> SolveResult:
     """Play one maze through the served model, one request per turn.
 
@@ -181,6 +190,7 @@ def solve(
         seed: request seed (sampling only).
         timeout_s: HTTP timeout per request, in seconds.
         session: a ``requests.Session`` to reuse connections.
+        run_id: the run whose adapter is asked, for the fix an error names (:func:`chat`).
 
     Returns:
         :class:`SolveResult`.
@@ -212,7 +222,7 @@ def solve(
             request: dict[str, Any] = {"model": adapter, "messages": context, "temperature": temperature}
             if seed is not None:
                 request["seed"] = seed
-            answer, latency = chat(endpoint, request, timeout_s=timeout_s, session=session)
+            answer, latency = chat(endpoint, request, timeout_s=timeout_s, session=session, run_id=run_id)
             out = env.step(answer)
             meta = out.get("metadata") or {}
             result.answers.append(answer)

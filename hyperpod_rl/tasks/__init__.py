@@ -15,7 +15,7 @@ Modules:
         :func:`write_parquet`, :func:`read_rows`, :func:`clean_messages`, ``StratumMix``.
     vision: :func:`image_token_count` (qwen-vl-utils sizing), :func:`image_part`,
         :func:`decode_image_part`, :func:`encode_png`.
-    metrics: :func:`mean_metrics`, :func:`stratum_breakdown`, :func:`metric_spec`, :func:`turn_columns`,
+    metrics: :func:`mean_metrics`, :func:`stratum_breakdown`, :func:`metric_spec`, :func:`turn_columns`, :func:`item_names`,
         :func:`never_valid`, :func:`no_valid_answer_note`, ``episode_means``, ``multi_turn_means``.
     answer: the ``<answer>`` envelope (``extract_answer``) and a task's ``AnswerFormat``.
     messages: a user turn's content parts and the first messages (``user_content``, ``first_messages``).
@@ -44,6 +44,7 @@ from hyperpod_rl.tasks.dataset import (
 )
 from hyperpod_rl.tasks.metrics import (
     MetricSpec,
+    item_names,
     mean_metrics,
     metric_spec,
     never_valid,
@@ -113,6 +114,7 @@ __all__ = [
     "mean_metrics",
     "never_valid",
     "no_valid_answer_note",
+    "item_names",
     "turn_columns",
     "metric_spec",
     "quotas",

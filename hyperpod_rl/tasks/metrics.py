@@ -10,6 +10,7 @@ from typing import Any
 __all__ = [
     "MetricSpec",
     "episode_means",
+    "item_names",
     "mean_metrics",
     "metric_spec",
     "never_valid",
@@ -20,6 +21,8 @@ __all__ = [
 
 #: Per-turn columns of a task without ``turn_columns``: the answer's format violation code.
 DEFAULT_TURN_COLUMNS = ("violation",)
+#: What one row of a task is called, singular and plural, when the task does not say (:func:`item_names`).
+DEFAULT_ITEM_NAMES = ("item", "items")
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,14 @@ def turn_columns(task: Any) -> tuple[str, ...]:
     """The step-metadata keys a task shows per turn when a served model plays one of its items
     (its optional ``turn_columns`` member; default ``("violation",)``)."""
     return tuple(getattr(task, "turn_columns", None) or DEFAULT_TURN_COLUMNS)
+
+
+def item_names(task: Any) -> tuple[str, str]:
+    """What one row (prompt) of a task is called, singular and plural, e.g. ``("maze", "mazes")``:
+    the words the quickstart and comparisons use (its optional ``item_names`` member; default
+    :data:`DEFAULT_ITEM_NAMES`)."""
+    names = getattr(task, "item_names", None)
+    return (str(names[0]), str(names[1])) if names and len(names) == 2 else DEFAULT_ITEM_NAMES
 
 
 def mean_metrics(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float]:

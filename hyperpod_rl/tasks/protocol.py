@@ -363,6 +363,9 @@ class TaskBase:
     #: Keys of the env's per-turn step metadata shown as columns when a served model plays an
     #: item (``hyperpod-rl serve solve``; optional member).
     turn_columns: ClassVar[tuple[str, ...]] = ("violation",)
+    #: What one row (prompt) is called, singular and plural, in the quickstart's and the
+    #: comparisons' wording (optional member; :func:`hyperpod_rl.tasks.item_names`).
+    item_names: ClassVar[tuple[str, str]] = ("item", "items")
     #: The reported metric that is the share of answers breaking the answer format (optional
     #: member); at 1.0 no rollout produced a valid answer and the reward sits at its floor.
     invalid_metric: ClassVar[str | None] = "invalid"

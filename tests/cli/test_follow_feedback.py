@@ -86,12 +86,12 @@ def test_reattached_follow_prints_notices_and_a_true_eta(replay: Any, monkeypatc
     assert status == "SUCCEEDED"
     assert re.search(r"note: checkpoint step_000009 is unusable \(.*\); falling back to an earlier one", out), out
     assert "note: resumed from step_000006 (step 6, epoch 0)" in out
-    lines = [line for line in out.splitlines() if line.startswith("train ")]
+    lines = [line for line in out.splitlines() if line.startswith("grpo ")]
     assert lines and all(" s/step" in line and " · ETA " in line for line in lines[:-1]), out
     first = lines[0]  # the line at the reattach: three steps (7-9) seen at once
     steps = _steps()
     per_step = (steps[9] - steps[7]) / 2
-    assert first.startswith("train 9/12 ") and f"ETA {format_duration(per_step * 3)}" in first, (first, per_step)
+    assert first.startswith("grpo 9/12 ") and f"ETA {format_duration(per_step * 3)}" in first, (first, per_step)
     left = steps[12] - steps[9]  # what it really took
     assert 0.5 * left <= per_step * 3 <= 2 * left, (per_step, left)  # not "1 s"
 
@@ -103,7 +103,7 @@ def test_a_piped_log_gets_a_line_at_least_every_period(replay: Any, monkeypatch:
     monkeypatch.setattr(_common, "PLAIN_LINE_EVERY_S", 0.0)  # every poll is "due"
     with _common.console.capture() as captured:
         _common.follow_with_progress(replay, SID, 120)  # 12 of 120 steps: no 10 % mark passed after the first
-    shown = [int(m.group(1)) for m in re.finditer(r"^train (\d+)/120 ", captured.get(), re.M)]
+    shown = [int(m.group(1)) for m in re.finditer(r"^grpo (\d+)/120 ", captured.get(), re.M)]
     assert shown == [9, 10, 11, 12], captured.get()
 
 
@@ -136,4 +136,90 @@ def test_quickstart_prints_each_phase_by_default(capsys: pytest.CaptureFixture[s
     print_phase(Phase("dataset", done=False))
     print_phase(Phase("dataset", done=True, message="mazes written", seconds=2.4))
     out = capsys.readouterr().out.splitlines()
-    assert out == [f"2/{len(PHASES)} {PHASES['dataset']} ...", f"✓ 2/{len(PHASES)} mazes written (2 s)"]
+    assert out == [f"1/{len(PHASES)} {PHASES['dataset']} ...", f"✓ 1/{len(PHASES)} mazes written (2 s)"]
+
+
+def _sft_records(n: int) -> list[Any]:
+    from hyperpod_rl.metrics.schema import MetricRecord
+
+    return [
+        MetricRecord(
+            run_id="sft-bar-sft", step=s, total_steps=n, time_s=100.0 + 2 * s, values={"sft/loss": 2.0 / s, "sft/target_prob": 0.1 * s}
+        )
+        for s in range(1, n + 1)
+    ]
+
+
+def test_an_sft_run_shows_its_loss_and_both_stages_their_own_label() -> None:
+    """Field report: the SFT stage's bar showed ``reward - loss -`` for all its steps although its
+    loss is recorded, and both stages' bars read ``train``."""
+    from hyperpod_rl.jobs import JobUpdate, RunProgress
+
+    sft = RunProgress(4)
+    sft.add(JobUpdate(status="PENDING", stage="sft"))  # the job's metadata names the stage before any step
+    assert sft.label == "sft" and sft.line().startswith("sft 0/4 loss -")
+    sft.add(JobUpdate(status="RUNNING", records=_sft_records(2)))
+    assert sft.line().startswith("sft 2/4 loss 1.0000 · 2.0 s/step"), sft.line()
+    assert "reward" not in sft.figures()
+    inferred = RunProgress(4)  # a job submitted without the metadata: its records tell
+    inferred.add(JobUpdate(status="RUNNING", records=_sft_records(1)))
+    assert inferred.label == "sft" and inferred.loss() == "2.0000"
+    grpo = RunProgress(12)
+    records = [r for r in map(parse_metric_line, RECORDED.read_text().splitlines()) if r is not None]
+    grpo.add(JobUpdate(status="RUNNING", records=records[:1]))
+    assert re.fullmatch(r"grpo 7/12 reward [+-]\d\.\d{3} loss [+-]\d\.\d{4}", grpo.line()), grpo.line()
+
+
+def test_job_logs_prints_one_readable_line_per_step() -> None:
+    """Field report: ``job logs`` without ``--follow`` printed raw metric JSON, about 1.3 KB a step."""
+    from hyperpod_rl.jobs import RunProgress, readable_log
+
+    log = RECORDED.read_text()
+    shown = readable_log(log, 12)
+    raw_lines, lines = log.splitlines(), shown.splitlines()
+    assert len(lines) == len(raw_lines) and "HPRL_METRIC" not in shown
+    steps = [line for line in lines if line.startswith("grpo ")]
+    assert [int(line.split()[1].split("/")[0]) for line in steps] == list(range(7, 13))
+    assert all(len(line) < 120 for line in steps), steps
+    assert "resumed from step_000006" in shown  # the trainer's own lines stay
+    # the same line the follow path prints for that step
+    state = RunProgress(12)
+    from hyperpod_rl.jobs import JobUpdate
+
+    for record in [r for r in map(parse_metric_line, raw_lines) if r is not None]:
+        state.add(JobUpdate(status="RUNNING", records=[record]))
+    assert steps[-1] == state.line()
+    assert readable_log(log).splitlines()[-len(lines) :] == lines  # without a config: the log's last step is the total
+    sft_log = "\n".join(["loading", *(r.to_line() for r in _sft_records(3))])
+    assert readable_log(sft_log).splitlines()[1:] == [
+        "sft 1/3 loss 2.0000",
+        "sft 2/3 loss 1.0000 · 2.0 s/step · ETA 2s",
+        "sft 3/3 loss 0.6667 · 2.0 s/step · ETA 0s",
+    ]
+
+
+def test_the_tqdm_bar_of_an_sft_job_shows_its_loss(capsys: pytest.CaptureFixture[str]) -> None:
+    """The notebook's bar (``follow_with_tqdm``): labelled ``sft`` with ``sft/loss``, through Ray's own client."""
+    from ray.job_submission import JobSubmissionClient
+
+    from hyperpod_rl.jobs import follow_run
+    from hyperpod_rl.quickstart import follow_with_tqdm
+
+    sid = "hprl-sft-bar-sft-1"
+    log = "\n".join(["loading", *(r.to_line() for r in _sft_records(3))]) + "\n"
+    with FakeHTTPServer() as server:
+        info = {
+            "type": "SUBMISSION",
+            "submission_id": sid,
+            "status": "SUCCEEDED",
+            "entrypoint": "x",
+            "metadata": {"hyperpod_rl_stage": "sft"},
+        }
+        server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.57.0", "ray_commit": "x"}))
+        server.route("GET", f"/api/jobs/{sid}", Response(200, info))
+        server.route("GET", f"/api/jobs/{sid}/logs", Response(200, {"logs": log}))
+        client = JobSubmissionClient(server.url)
+        assert next(follow_run(client, sid)).stage == "sft"  # from the job's metadata, which submit_run sets
+        assert follow_with_tqdm(client, sid, 3) == "SUCCEEDED"
+    err = capsys.readouterr().err
+    assert re.search(r"sft: .*3/3 \[.*loss 0\.6667", err) and "reward" not in err, err

@@ -188,3 +188,51 @@ def test_base_vs_trained_adapter_report_follows_the_intervals(tiny_setup, tmp_pa
         "invalid_move_rate",
         "steps_over_optimal",
     }
+
+
+def test_the_quickstart_table_and_runs_list_show_one_interval_per_figure(tmp_path, monkeypatch):
+    """Field report: ``runs list`` and the quickstart table bootstrapped the same adapter
+    separately (the comparison resampled the items sorted by hash), so their intervals differed in
+    the last digit. Each model's interval is computed once, stored with its evaluation, and read."""
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+    from hyperpod_rl.cli._common import console
+    from hyperpod_rl.eval.evaluate import _finish
+    from hyperpod_rl.eval.stats import metric_values
+    from hyperpod_rl.runs import RunPaths, record_eval
+    from hyperpod_rl.runs.provenance import update_provenance
+
+    rng = np.random.default_rng(3)
+    order = rng.permutation(120)  # items in evaluation order, not sorted by hash
+    base, tuned = (_synthetic(label, list(rng.binomial(1, p, 120))) for label, p in (("base", 0.3), ("adapter", 0.5)))
+    for result in (base, tuned):
+        for i, m in zip(order, result.per_maze, strict=True):
+            m["layout_hash"] = f"h{i:03d}"
+        _finish(result, n_resamples=2000, seed=0)  # what evaluate() stores
+        result.metrics = {m: float(np.nanmean(metric_values(result.per_maze, m))) for m in result.ci}  # as the task aggregates them
+    # the figures the comparison used to compute on its own (items sorted by hash) differ from the stored ones
+    resorted = sorted(tuned.per_maze, key=lambda m: m["layout_hash"])
+    assert any(
+        bootstrap_interval(metric_values(resorted, m)).fmt() != tuned.reported_interval(m).fmt()
+        for m in ("solve_rate", "optimal_move_rate")
+    )
+    rows = {r["metric"]: r for r in compare(base, tuned).table_rows()}
+    for metric in tuned.ci:
+        assert rows[metric]["candidate"] == tuned.reported_interval(metric).fmt()
+        assert rows[metric]["base"] == base.reported_interval(metric).fmt()
+    # runs list / runs show read the stored interval: the same text as the quickstart's table
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(console, "width", 300)  # one table row per line (the console is made once, 80 columns off a terminal)
+    paths = RunPaths(tmp_path / "home" / "storage" / "runs" / "one-interval")
+    update_provenance(paths.root, lambda _: {"run_id": "one-interval", "status": "succeeded", "eval": {}})
+    record_eval(paths, "base", base.to_json())
+    record_eval(paths, "adapter", tuned.to_json())
+    ledger = ["--ledger", str(tmp_path / "ledger.sqlite"), "--address", "http://127.0.0.1:9"]
+    listed = CliRunner().invoke(app, ["runs", "list", *ledger], env={"COLUMNS": "300"})
+    assert listed.exit_code == 0, listed.output
+    assert f"solve_rate {rows['solve_rate']['candidate']}" in listed.output, listed.output
+    shown = CliRunner().invoke(app, ["runs", "show", "one-interval", *ledger], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    for metric in ("solve_rate", "optimal_move_rate"):
+        assert rows[metric]["candidate"] in shown.output and rows[metric]["base"] in shown.output, (metric, shown.output)

@@ -106,6 +106,10 @@ def test_runs_list_reconciles_a_job_stopped_elsewhere(local_cluster, tmp_path: P
     _running_run(run_id)
     client = local_cluster.job_client()
     sid = _submit_sleeper(client, run_id)
+    for _ in range(240):  # a hang guard, not a timing target: until then runs list shows Ray's PENDING, as job status does
+        if str(client.get_job_status(sid).value) == "RUNNING":
+            break
+        time.sleep(0.5)
     assert " running " in _row(_list(tmp_path, "--address", local_cluster.dashboard_url), run_id)
     client.stop_job(sid)
     for _ in range(240):  # a hang guard, not a timing target
@@ -213,3 +217,65 @@ def test_job_status_that_cannot_record_the_end_says_so_and_leaves_nothing(local_
     assert (after / "manifest.json").read_bytes() == before
     status = runner.invoke(app, ["job", "status", run_id, "--address", local_cluster.dashboard_url], env={"COLUMNS": "300"})
     assert status.exit_code == 1 and "run recorded failed" in status.output, status.output  # nothing lost
+
+
+def _ended_run(run_id: str, status: str) -> str:
+    """A run directory recording job 1 and, for a final ``status``, its end (as the trainer or ``job stop`` writes it)."""
+    paths = run_paths(run_id)
+    sid = f"hprl-{run_id}-1"
+    add_submission(paths, sid)
+    update_provenance(paths.root, lambda _: {"run_id": run_id, "status": "running"})
+    if status != "running":
+        record_final_status(paths, status, submission_id=sid, source="the trainer")
+    return sid
+
+
+@pytest.mark.ray
+def test_a_cluster_restart_leaves_the_recorded_end_not_lost(local_cluster, tmp_path: Path) -> None:
+    """Field report: after a cluster restart ``job status`` said LOST (exit 1) for a run its run
+    directory records as succeeded. The cluster here has never seen these jobs, as after a restart."""
+    from hyperpod_rl.jobs import overview, run_status
+
+    sid = _ended_run("restart-succeeded", "succeeded")
+    _ended_run("restart-failed", "failed")
+    _ended_run("restart-running", "running")  # a trainer killed with the cluster: nothing recorded its end
+    address = ["--address", local_cluster.dashboard_url]
+    ok = runner.invoke(app, ["job", "status", "restart-succeeded", *address], env={"COLUMNS": "300"})
+    assert ok.exit_code == 0, ok.output
+    assert f"restart-succeeded ({sid}): SUCCEEDED the run directory records its end (the cluster no longer knows job {sid})" in ok.output
+    failed = runner.invoke(app, ["job", "status", "restart-failed", *address], env={"COLUMNS": "300"})
+    assert failed.exit_code == 1 and "FAILED" in failed.output, failed.output
+    lost = runner.invoke(app, ["job", "status", "restart-running", *address], env={"COLUMNS": "300"})
+    assert lost.exit_code == 1 and "LOST" in lost.output and "run recorded running" in lost.output, lost.output
+    # one status everywhere: runs list, the notebook's runs table (overview) and job status agree
+    listed = _list(tmp_path, *address)
+    assert " succeeded " in _row(listed, "restart-succeeded") and " failed " in _row(listed, "restart-failed")
+    assert " lost " in _row(listed, "restart-running"), _row(listed, "restart-running")
+    rows = {r["run_id"]: r["status"] for r in overview(local_cluster.job_client())}
+    for run_id in ("restart-succeeded", "restart-failed", "restart-running"):
+        assert rows[run_id] == run_status(local_cluster.job_client(), run_id).status
+
+
+def test_with_no_cluster_up_job_status_reads_the_run_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Field report: with no cluster up ``job status`` failed instead of reading the run directory."""
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path / "home"))  # no local cluster recorded here
+    sid = _ended_run("nocluster-succeeded", "succeeded")
+    _ended_run("nocluster-stopped", "stopped")
+    _ended_run("nocluster-running", "running")
+    ok = runner.invoke(app, ["job", "status", "nocluster-succeeded"], env={"COLUMNS": "300"})
+    assert ok.exit_code == 0, ok.output
+    assert f"({sid}): SUCCEEDED the run directory records its end (no cluster answers)" in ok.output
+    stopped = runner.invoke(app, ["job", "status", "nocluster-stopped"], env={"COLUMNS": "300"})
+    assert stopped.exit_code == 1 and "STOPPED" in stopped.output, stopped.output
+    unknown = runner.invoke(app, ["job", "status", "nocluster-running", "--address", "http://127.0.0.1:9"], env={"COLUMNS": "300"})
+    assert unknown.exit_code == 2 and "UNKNOWN" in unknown.output and "start the cluster and ask again" in unknown.output, unknown.output
+    missing = runner.invoke(app, ["job", "status", "no-such-run"], env={"COLUMNS": "300"})
+    assert missing.exit_code == 2 and "error: run 'no-such-run' has no job" in missing.output, missing.output
+    assert "no local Ray cluster is running" in " ".join(missing.output.split())  # why the cluster was not asked
+    from hyperpod_rl.jobs import overview
+
+    assert {r["run_id"]: r["status"] for r in overview(None)} == {
+        "nocluster-succeeded": "SUCCEEDED",
+        "nocluster-stopped": "STOPPED",
+        "nocluster-running": "UNKNOWN",
+    }

@@ -157,6 +157,23 @@ def test_solve_a_bare_maze(served):
     assert result.path[0] == maze.start
 
 
+def test_an_adapter_no_longer_served_says_how_to_serve_it(served):
+    """Field report: a 404 for an adapter no longer served, and a server that is down, named
+    ``hyperpod-rl serve up`` without the run id it requires."""
+    row = served["rows"][0]
+    with pytest.raises(ServeError) as gone:
+        chat(served["url"], maze_request(row, model="gone"), run_id="my-run")
+    assert re.fullmatch(r"404 from \S+: unknown model 'gone': use one of .*; serve it: hyperpod-rl serve up my-run", str(gone.value))
+    with pytest.raises(ServeError, match=r"unknown model 'gone'.*; serve it: hyperpod-rl serve up my-run"):
+        solve(row, served["url"], "gone", run_id="my-run")
+    down = f"http://127.0.0.1:{find_free_port()}"
+    with pytest.raises(ServeError, match=r"cannot reach .*; is the server up\? Serve the run: hyperpod-rl serve up my-run$"):
+        chat(down, maze_request(row, model="maze"), run_id="my-run")
+    with pytest.raises(ServeError, match=r"400 from .*n=2 is not served") as other:
+        chat(served["url"], {**maze_request(row, model="maze"), "n": 2}, run_id="my-run")
+    assert "serve up" not in str(other.value)  # other errors name their own fix only
+
+
 @pytest.mark.parametrize(
     ("case", "status", "code", "detail"),
     [

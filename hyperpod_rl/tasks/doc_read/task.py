@@ -47,6 +47,7 @@ class DocReadTask(TaskBase):
     lower_is_better = ("invalid_rate", "unparseable_rate")
     guard_metrics = ("invalid_rate",)
     turn_columns = ("answer", "expected", "correct", "violation")
+    item_names = ("document", "documents")
     invalid_metric = "invalid_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:

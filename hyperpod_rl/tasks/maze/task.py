@@ -65,6 +65,7 @@ class MazeTask(TaskBase):
     lower_is_better = ("invalid_move_rate", "steps_over_optimal")
     guard_metrics = ("optimal_move_rate", "invalid_move_rate")
     turn_columns = ("move", "agent", "violation")
+    item_names = ("maze", "mazes")
     invalid_metric = "invalid_move_rate"
 
     def build_dataset(self, options: Any) -> dict[str, list[Row]]:
