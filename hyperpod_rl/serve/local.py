@@ -227,7 +227,7 @@ REPLICA_ENV = {"RAY_SERVE_USE_GRPC_BY_DEFAULT": "0", "RAY_SERVE_PROXY_USE_GRPC":
 def bind_replica_grpc_to_loopback() -> None:
     """Make the Serve replica's inter-deployment gRPC server listen on 127.0.0.1 only.
 
-    Ray Serve 2.57 starts that server in every replica with ``add_insecure_port("[::]:0")``
+    Ray Serve 2.56 starts that server in every replica with ``add_insecure_port("[::]:0")``
     (``ray/serve/_private/replica.py``, ``_on_initialized``): all interfaces, no token check, and
     it unpickles request bytes, so anyone who can reach the port on a shared host can run code
     in the replica. Ray has no setting for its address, and this app never uses it
@@ -537,7 +537,7 @@ def action_constraint_of(adapters: dict[str, str | Path]) -> str:
 
 def _serve_http_port() -> int | None:
     """The HTTP port of the running Serve instance, or None when Serve is not running."""
-    from ray.serve.context import _get_global_client  # no public accessor in Ray 2.57
+    from ray.serve.context import _get_global_client  # no public accessor in Ray 2.56
 
     client = _get_global_client(raise_if_no_controller_running=False)
     return None if client is None else int(client.http_config.port)
