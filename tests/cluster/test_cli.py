@@ -141,7 +141,7 @@ def test_connect_prints_address_never_the_token(kube: FakeHTTPServer) -> None:
         "GET",
         "/api/version",
         lambda r, _m: (
-            Response(200, {"version": "4", "ray_version": "2.57.0"})
+            Response(200, {"version": "4", "ray_version": "2.56.0"})
             if f"ray_session={cookie}" in r.headers.get("cookie", "")
             else Response(401, b"no")
         ),
