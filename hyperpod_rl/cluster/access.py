@@ -20,7 +20,7 @@ Secrets (EKS token, JWT, cookie, Ray token) are held as ``pydantic.SecretStr``; 
 appear in a repr, an exception or a log line. urllib3 logs request URLs at DEBUG, so a
 redacting filter on its logger masks ``token=`` query values and registered secrets.
 
-Sources: docs/hyperpod-setup.md; Ray 2.57 ``ray/dashboard/modules/dashboard_sdk.py``
+Sources: docs/hyperpod-setup.md; Ray 2.56 ``ray/dashboard/modules/dashboard_sdk.py``
 (cookies/headers, ``AuthenticationError`` on 401/403) and
 ``ray/_private/authentication/http_token_authentication.py`` (``Authorization`` and
 ``X-Ray-Authorization`` bearer headers); awscli ``customizations/eks/get_token.py`` (token format).

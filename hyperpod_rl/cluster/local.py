@@ -1,13 +1,13 @@
 """The embedded local Ray cluster: one head (and optional extra worker nodes) on 127.0.0.1.
 
-Security model (measured with Ray 2.57, see docs/references.md §2 "Local Ray security"):
+Security model (measured with Ray 2.56, see docs/references.md §2 "Local Ray security"):
 
 - Token auth is on: every process is started with ``RAY_AUTH_MODE=token`` and a random
   ``RAY_AUTH_TOKEN``. Without the token the dashboard and job API answer 401 and GCS refuses
   clients, so the token, not the bind address, is what protects the cluster.
 - The dashboard and the job API listen on 127.0.0.1 (``--dashboard-host 127.0.0.1``).
 - ``--node-ip-address 127.0.0.1`` is not passed: ``ray start`` turns a loopback node address into
-  the machine's address (``ray/scripts/scripts.py``, ``resolve_ip_for_localhost``), so it would
+  the machine's address (``ray/scripts/scripts.py``, ``services.resolve_ip_for_localhost``), so it would
   change nothing. Ray binds the GCS, raylet, object manager, worker, agent and runtime-env
   ports on all interfaces or on that address, each refusing calls without the token, and three
   read-only Prometheus endpoints without auth. ``tests/test_local_security.py`` checks every

@@ -63,7 +63,7 @@ def remove_jobs(client: Any, prefix: str, *, quiet_s: float = 5.0, timeout_s: fl
     """Stop and delete every job whose submission id starts with ``prefix`` (the local cluster's
     readiness probes, the helper that cancels a pending job) until ``ray job list`` has shown none of them for ``quiet_s`` seconds.
 
-    Why a quiet period: Ray 2.57's job manager keeps monitoring a job until it sees the job's
+    Why a quiet period: Ray 2.56's job manager keeps monitoring a job until it sees the job's
     supervisor actor exit; when the job record was deleted first, it writes the status again
     (``put_status`` creates a record when none exists, ``dashboard/modules/job/common.py``), so a
     deleted probe came back as FAILED. Deleting again whatever reappears, until nothing has for

@@ -722,7 +722,7 @@ def _auth_version(ctx: _Context) -> Iterator[_Finding]:
             "authOptions.mode is 'token' but rayVersion is not set; set rayVersion to the image's Ray version (2.52.0 or later)",
         )
     elif version is None:
-        yield _Finding("$.spec.rayVersion", f"authOptions.mode is 'token' but rayVersion {raw!r} is not a version; set e.g. '2.57.0'")
+        yield _Finding("$.spec.rayVersion", f"authOptions.mode is 'token' but rayVersion {raw!r} is not a version; set e.g. '2.56.0'")
     elif version < _AUTH_MIN_RAY:
         yield _Finding(
             "$.spec.authOptions.mode",
@@ -911,7 +911,7 @@ def ray_version_of_image(image: str) -> str | None:
 
     Only repositories whose name contains ``ray`` are read (``rayproject/ray``, ``rayproject/ray-ml``,
     an ECR mirror ``.../ray``), so a custom image tagged ``1.0.0`` is not mistaken for Ray 1.0.0.
-    ``rayproject/ray:2.57.0-py312-gpu`` -> ``"2.57.0"``; ``my-ecr/ray:latest`` -> None;
+    ``rayproject/ray:2.56.0-py312-gpu`` -> ``"2.56.0"``; ``my-ecr/ray:latest`` -> None;
     ``.../maze-trainer:1.0.0`` -> None; a digest-pinned image (``...@sha256:...``) -> None.
     """
     if "@" in image:

@@ -7,7 +7,7 @@ A major/minor difference is therefore a ``warn`` with the fix, never silence.
 
 - The cluster's Ray version: ``GET /api/version`` (``ray_version``), which Ray's
   ``JobSubmissionClient`` already reads when it connects (``_server_ray_version``).
-- The cluster's Python: the ``py3XX`` part of the Ray image tag (``rayproject/ray:2.57.0-py312-gpu``)
+- The cluster's Python: the ``py3XX`` part of the Ray image tag (``rayproject/ray:2.56.0-py312-gpu``)
   of the RayCluster's head container, when the access object can read the RayCluster
   (``HyperPodDashboard.cluster_image``); else not checked (``skip``).
 """
@@ -41,7 +41,7 @@ def compare_versions(*, local_ray: str, cluster_ray: str | None, local_python: s
     """Two checks, ``Ray client vs cluster`` and ``Python vs cluster image``.
 
     Args:
-        local_ray / local_python: this process's versions (``"2.57.0"``, ``"3.12.3"``).
+        local_ray / local_python: this process's versions (``"2.56.0"``, ``"3.12.3"``).
         cluster_ray / cluster_python: the cluster's (None when unknown: ``skip``).
 
     Returns:

@@ -3,7 +3,7 @@
 Every preset is a plain dict that :meth:`RunConfig.from_preset` validates; overrides are merged
 in first, so an override that breaks a rule fails with the same field-naming message as any
 other config. Each preset names the GPU of its nodes (:data:`PRESET_GPUS`). ``tests/config``
-loads each preset through SkyRL 0.4's own loader and validator, and recomputes the figures below
+loads each preset through SkyRL 0.3.0's own loader and validator, and recomputes the figures below
 with the planner on exactly the input ``hyperpod-rl plan --preset NAME`` uses
 (:func:`hyperpod_rl.run_plan.plan_input_for` on the preset's GPU), so the numbers in these
 docstrings cannot drift from the planner or the command.

@@ -1,6 +1,6 @@
 """``RunConfig``: the typed configuration of one GRPO + LoRA training run.
 
-The tree mirrors SkyRL 0.4's config groups (``trainer.policy.model``, ``trainer.algorithm``,
+The tree mirrors SkyRL 0.3.0's config groups (``trainer.policy.model``, ``trainer.algorithm``,
 ``generator``, ``trainer.*`` batch and checkpoint keys), so the SkyRL backend can translate it
 key for key. Every field says its unit and what its default means. Validation collects every
 bad field into one :class:`~hyperpod_rl.errors.ConfigError`, one line per field, each naming

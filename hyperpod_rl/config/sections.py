@@ -1,4 +1,4 @@
-"""The sections of a :class:`~hyperpod_rl.config.run.RunConfig`, one per SkyRL 0.4 config group.
+"""The sections of a :class:`~hyperpod_rl.config.run.RunConfig`, one per SkyRL 0.3.0 config group.
 
 Each field states its unit and what its default means (attribute docstrings or ``description``,
 which the notebook forms show as tooltips).

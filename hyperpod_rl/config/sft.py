@@ -33,7 +33,7 @@ Stage = Literal["grpo", "sft"]
 class SFTConfig(_Section):
     """Supervised fine-tuning on demonstrations (read when ``stage='sft'``).
 
-    SkyRL 0.4 keys (``skyrl.train.config.sft_config.SFTConfig``, :mod:`hyperpod_rl.config.skyrl_sft`):
+    SkyRL 0.3.0 keys (``skyrl.train.config.sft_config.SFTConfig``, :mod:`hyperpod_rl.config.skyrl_sft`):
     ``optimizer_config.lr``, ``batch_size``, ``num_steps``.
     """
 

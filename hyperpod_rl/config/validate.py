@@ -1,7 +1,7 @@
 """Cross-field rules of :class:`~hyperpod_rl.config.run.RunConfig`, checked when it is built.
 
 Each rule returns one line that starts with the dotted field(s) at fault and ends with the fix.
-The SkyRL rules mirror checks SkyRL 0.4 makes later, at job start on the cluster
+The SkyRL rules mirror checks SkyRL 0.3.0 makes later, at job start on the cluster
 (``skyrl.train.utils.utils.validate_cfg`` / ``validate_batch_sizes``), so they fail on the
 laptop before anything is submitted, with this package's field names, and add the rules SkyRL
 does not make (shared storage across nodes, LoRA rank the server can take, vision-tower LoRA).

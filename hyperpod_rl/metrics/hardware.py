@@ -12,7 +12,7 @@ Three sources, one sample shape (node name -> :data:`NodeSample`):
   SigV4 for service ``aps`` (botocore's ``SigV4Auth``; :func:`amp_signed_request`,
   :func:`parse_prometheus_vector`, :class:`AMPSource`).
 
-Ray's gauges (``ray/dashboard/modules/reporter/reporter_agent.py``, Ray 2.57):
+Ray's gauges (``ray/dashboard/modules/reporter/reporter_agent.py``, Ray 2.56):
 ``ray_node_cpu_utilization`` (percent of the node), ``ray_node_mem_used`` and
 ``ray_node_mem_total`` (bytes), ``ray_node_gpus_utilization`` (percent, one series per GPU,
 label ``GpuIndex``) and ``ray_node_gram_used`` (declared "bytes" but filled with **megabytes**

@@ -10,7 +10,7 @@ own legend beside it (plotly's ``legend``, ``legend2``, ...), every axis carries
 figures size themselves to the output's width (``autosize``, no fixed width) and the bottleneck
 verdict names the phase with the legend's own word (:data:`PHASES`).
 
-Metric names are SkyRL 0.4's (``skyrl/train/trainer.py`` trackers): ``reward/avg_raw_reward``,
+Metric names are SkyRL 0.3.0's (``skyrl/train/trainer.py`` trackers): ``reward/avg_raw_reward``,
 ``reward/min_raw_reward``, ``reward/max_raw_reward``, ``reward/std_raw_reward``,
 ``policy/policy_loss``, ``policy/policy_kl``, ``policy/policy_entropy``,
 ``policy/response_length``, ``trainer/tokens_per_second``, ``timing/generate``,

@@ -1,4 +1,4 @@
-"""``MetricRecord``: one training step's metrics, named as SkyRL 0.4 names them.
+"""``MetricRecord``: one training step's metrics, named as SkyRL 0.3.0 names them.
 
 Both training backends write one record per step to ``<run dir>/metrics.jsonl`` and print it to
 the job log as ``HPRL_METRIC {json}``, so a client can follow a run through the job log alone

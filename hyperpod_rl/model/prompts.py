@@ -2,7 +2,7 @@
 
 A maze row's prompt is a chat with an image. Its real length is what the model reads: the chat
 template's text tokens plus every image expanded to its vision tokens by the processor (Qwen3-VL:
-one ``<|image_pad|>`` per merged 32x32 px patch). SkyRL 0.4's ``PromptDataset`` length filter
+one ``<|image_pad|>`` per merged 32x32 px patch). SkyRL 0.3.0's ``PromptDataset`` length filter
 (``max_prompt_length``) tokenizes the template text only, so it keeps rows whose real prompts are
 longer than the limit. :func:`filter_rows` drops those rows before any trainer sees them (both
 backends), and says how many it dropped.

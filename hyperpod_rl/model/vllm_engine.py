@@ -9,9 +9,9 @@ being trained (the layout of TRL's ``vllm_mode="colocate"`` and of SkyRL's ``col
   bf16, the dtype vLLM casts LoRA weights to on load anyway, with safetensors: half the bytes of
   peft's float32 file, so nothing the engine computes changes) and the engine reloads it under one
   ``LoRARequest`` id
-  with ``load_inplace=True`` (vLLM 0.25 ``vllm/lora/request.py``: "forces reloading the adapter
+  with ``load_inplace=True`` (vLLM 0.23 ``vllm/lora/request.py``: "forces reloading the adapter
   even if one with the same lora_int_id already exists"), so no adapter piles up in the engine.
-  vLLM 0.25 has no in-memory LoRA path for offline engines (its other loader is tensorizer's), so
+  vLLM 0.23 has no in-memory LoRA path for offline engines (its other loader is tensorizer's), so
   the sync goes through a file; :attr:`VLLMEngine.timings` records its seconds.
 * **Memory.** With ``rollout.engine_sleep`` (the default) the engine is created with
   ``enable_sleep_mode=True``. Between the rollout and the policy update it sleeps at level 1
@@ -27,7 +27,7 @@ being trained (the layout of TRL's ``vllm_mode="colocate"`` and of SkyRL's ``col
 * **Vision tokens stay out of samples**: vision special tokens are ``bad_words`` (set to -inf
   before sampling), so a sampled response never holds ``<|image_pad|>``.
 * **Log-probs of the sampled tokens** come back with every response (``logprobs=0``) in
-  ``logprobs_mode="processed_logprobs"``: after the bad-words mask and temperature (vLLM 0.25
+  ``logprobs_mode="processed_logprobs"``: after the bad-words mask and temperature (vLLM 0.23
   ``vllm/config/model.py``: "Processed means the values after applying all processors, including
   temperature"), the same distribution the trainer scores (the vocabulary without vision tokens,
   at the rollout temperature; :meth:`hyperpod_rl.model.policy.MazePolicy.score`). The trainer
@@ -186,7 +186,7 @@ def save_adapter_for_engine(model: Any, folder: Path, *, write_config: bool = Tr
     The tensors are peft's own (``get_peft_model_state_dict``: the keys ``save_pretrained`` writes;
     no embedding layers, which our adapters never train, so peft does not look the base model's
     config up on the Hub to decide) cast to ``dtype``, the engine's LoRA dtype (vLLM casts adapter weights to the model's dtype on
-    load: vLLM 0.25 ``vllm/lora/worker_manager.py`` passes ``lora_config.lora_dtype``, the model dtype by default, to ``LoRAModel.from_local_checkpoint``), so the engine computes with the same numbers as from
+    load: vLLM 0.23 ``vllm/lora/worker_manager.py`` passes ``lora_config.lora_dtype``, the model dtype by default, to ``LoRAModel.from_local_checkpoint``), so the engine computes with the same numbers as from
     peft's float32 file, from half the bytes.
 
     Args:

@@ -232,7 +232,7 @@ def vllm_rollout_fraction(
     (K and V, bf16, all layers) doubled for headroom (prefix caching and preemption), plus
     :data:`VLLM_ENGINE_OVERHEAD_GIB`; never more than ``cap`` (``rollout.gpu_memory_utilization``)
     nor than 95 % of what is free when the engine starts (vLLM refuses a fraction above the free
-    share, vLLM 0.25 ``vllm/v1/worker/utils.py`` ``request_memory``).
+    share, vLLM 0.23 ``vllm/v1/worker/utils.py`` ``request_memory``).
 
     Args:
         shape: the base model's shape.

@@ -13,7 +13,7 @@ Sources of the facts checked here:
   ``max_lora_rank`` is one of 1, 8, 16, 32, 64, 128, 256, 320, 512 (default 16),
   ``max_loras >= 1``, ``max_cpu_loras >= max_loras``. ``--generation-config`` defaults to
   ``auto`` (the model's ``generation_config.json`` sets request defaults); ``vllm`` turns that off.
-- Ray Serve LLM (Ray 2.57): ``LLMConfig(model_loading_config, engine_kwargs, lora_config,
+- Ray Serve LLM (Ray 2.56): ``LLMConfig(model_loading_config, engine_kwargs, lora_config,
   deployment_config, accelerator_type)``; ``lora_config.dynamic_lora_loading_path`` must be an
   ``s3://``, ``gs://``, ``abfss://`` or ``azure://`` URI (``LoraConfig`` validator); requests
   name ``model="<model_id>:<adapter>"``; the app is built by ``ray.serve.llm:build_openai_app``.

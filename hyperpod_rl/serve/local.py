@@ -249,7 +249,7 @@ REPLICA_ENV = {"RAY_SERVE_USE_GRPC_BY_DEFAULT": "0", "RAY_SERVE_PROXY_USE_GRPC":
 def bind_replica_grpc_to_loopback() -> None:
     """Make the Serve replica's inter-deployment gRPC server listen on 127.0.0.1 only.
 
-    Ray Serve 2.57 starts that server in every replica with ``add_insecure_port("[::]:0")``
+    Ray Serve 2.56 starts that server in every replica with ``add_insecure_port("[::]:0")``
     (``ray/serve/_private/replica.py``, ``_on_initialized``): all interfaces, no token check, and
     it unpickles request bytes, so anyone who can reach the port on a shared host can run code
     in the replica. Ray has no setting for its address, and this app never uses it
@@ -275,6 +275,29 @@ def bind_replica_grpc_to_loopback() -> None:
     grpc_server.Server.add_insecure_port = add_insecure_port  # type: ignore[method-assign]
 
 
+def _new_lock(kind: str) -> Any:
+    """A fresh, unlocked ``threading.Lock`` (``kind="lock"``) or ``threading.RLock`` (``"rlock"``)."""
+    return threading.RLock() if kind == "rlock" else threading.Lock()
+
+
+def _locks_pickle_as_fresh_locks() -> None:
+    """Let Ray's cloudpickle carry the FastAPI app's thread locks (as fresh, unlocked locks).
+
+    ``serve.ingress(app)`` pickles the app when the class is decorated and again for each replica.
+    FastAPI 0.139.2 and later hold ``threading.Lock`` objects in the app (its router's route cache
+    and its telemetry), which cloudpickle cannot pickle, so on Ray 2.56 every ``serve.ingress``
+    of a FastAPI app fails with "cannot pickle '_thread.lock' object" (ray-project/ray#64939). Ray
+    fixed it after 2.56 (ray-project/ray#64814, not in the 2.56.x wheels) the same way: a lock
+    carries no state worth sending, and the app is pickled before it serves a request. Registered
+    through Ray's public ``ray.util.register_serializer``, for Ray's cloudpickle only (the standard
+    library's pickle still refuses locks); idempotent.
+    """
+    import ray
+
+    for kind, lock in (("lock", threading.Lock()), ("rlock", threading.RLock())):
+        ray.util.register_serializer(type(lock), serializer=lambda _lock, kind=kind: kind, deserializer=_new_lock)
+
+
 def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.0, action_constraint: str = "directions"):
     """Build the Ray Serve application (not yet running).
 
@@ -292,6 +315,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
     from ray import serve
     from starlette.exceptions import HTTPException as StarletteHTTPException
 
+    _locks_pickle_as_fresh_locks()  # before serve.ingress pickles the app (Ray 2.56 with FastAPI >= 0.139.2)
     api = FastAPI(title="hyperpod-rl local serving")
 
     def fail(status: int, code: str, message: str) -> HTTPException:
@@ -564,7 +588,7 @@ def action_constraint_of(adapters: dict[str, str | Path]) -> str:
 
 def _serve_http_port() -> int | None:
     """The HTTP port of the running Serve instance, or None when Serve is not running."""
-    from ray.serve.context import _get_global_client  # no public accessor in Ray 2.57
+    from ray.serve.context import _get_global_client  # no public accessor in Ray 2.56
 
     client = _get_global_client(raise_if_no_controller_running=False)
     return None if client is None else int(client.http_config.port)

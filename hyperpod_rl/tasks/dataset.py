@@ -1,6 +1,6 @@
 """Dataset helpers every task uses: content hashes, seeds, stratum quotas, split checks, parquet I/O.
 
-Rows are SkyRL 0.4 ``PromptDataset`` rows (:mod:`hyperpod_rl.tasks.protocol` lists the columns
+Rows are SkyRL 0.3.0 ``PromptDataset`` rows (:mod:`hyperpod_rl.tasks.protocol` lists the columns
 every task writes). Splits are disjoint by content hash: a task draws candidates, skips any whose
 hash it has already used in any split, and :func:`check_splits` verifies the result.
 """

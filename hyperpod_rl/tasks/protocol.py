@@ -15,7 +15,7 @@ extras=row)``): a task names its env class and the string entry point of a
 Dataset rows
     A task's :meth:`Task.build_dataset` returns ``{split: rows}`` with splits from :data:`SPLITS`
     (``train``, ``heldout``: same distribution, disjoint content; ``ood``: out of distribution,
-    e.g. larger or deeper instances). Each row is a SkyRL 0.4 ``PromptDataset`` row (``prompt`` is
+    e.g. larger or deeper instances). Each row is a SkyRL 0.3.0 ``PromptDataset`` row (``prompt`` is
     the chat, ``env_class`` picks the env, every other column reaches the env as ``extras``) and
     holds at least the columns of :data:`REQUIRED_COLUMNS`:
 

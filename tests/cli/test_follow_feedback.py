@@ -38,7 +38,7 @@ class ReplayDashboard:
         first = metric_at[steps.index(first_step)] + 1
         self.cuts = [first, *(i + 1 for i in metric_at if i + 1 > first), len(self.lines)]
         self.reads = 0
-        server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.57.0", "ray_commit": "x"}))
+        server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.56.0", "ray_commit": "x"}))
         server.route("GET", f"/api/jobs/{SID}", self.info)
         server.route("GET", f"/api/jobs/{SID}/logs", self.logs)
 

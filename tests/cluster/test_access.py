@@ -1,7 +1,7 @@
 """Dashboard access end to end against local HTTP servers playing the Kubernetes API and the dashboard.
 
 The connection objects and error bodies follow the Kubernetes ``Status`` shape and the HyperPod Ray
-Endpoint Operator flow described in docs/hyperpod-setup.md; the dashboard answers like Ray 2.57
+Endpoint Operator flow described in docs/hyperpod-setup.md; the dashboard answers like Ray 2.56
 (``/api/version``, ``/api/jobs/``). Ray's real ``JobSubmissionClient`` talks to it.
 """
 
@@ -49,7 +49,7 @@ CONN_ONE = CONN + r"/(?P<name>[^/]+)"
 JWTS = [f"eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJtYXplLXJsIiwibiI6{i}fQ.c2lnbmF0dXJlLXNlY3JldC0{i}" for i in range(1, 4)]
 COOKIES = [f"rs-cookie-secret-{i}-Zx9Q" for i in range(1, 4)]
 RAY_TOKEN = "ray-auth-token-5c1e9a57-secret"
-VERSION = {"version": "4", "ray_version": "2.57.0", "ray_commit": "8c2f0e1", "session_name": "session_2026-11-29_10-03-12_123456_1"}
+VERSION = {"version": "4", "ray_version": "2.56.0", "ray_commit": "8c2f0e1", "session_name": "session_2026-11-29_10-03-12_123456_1"}
 
 
 def fake_session() -> boto3.Session:

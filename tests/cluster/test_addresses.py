@@ -117,19 +117,19 @@ def test_job_client_of_passes_clients_through() -> None:
 
 # ----- version guardrails ---------------------------------------------------------------------------
 def test_python_of_image() -> None:
-    assert python_of_image("rayproject/ray:2.57.0-py312-gpu") == "3.12"
-    assert python_of_image("123.dkr.ecr.us-west-2.amazonaws.com/ray:2.57.0-py311") == "3.11"
+    assert python_of_image("rayproject/ray:2.56.0-py312-gpu") == "3.12"
+    assert python_of_image("123.dkr.ecr.us-west-2.amazonaws.com/ray:2.56.0-py311") == "3.11"
     assert python_of_image("my/trainer:1.0.0") is None
 
 
 def test_compare_versions_warns_with_the_fix_on_minor_mismatch() -> None:
-    same = compare_versions(local_ray="2.57.0", cluster_ray="2.57.1", local_python="3.12.3", cluster_python="3.12")
+    same = compare_versions(local_ray="2.56.0", cluster_ray="2.56.1", local_python="3.12.3", cluster_python="3.12")
     assert [c.status for c in same] == ["ok", "ok"]
-    ray_check, py_check = compare_versions(local_ray="2.57.0", cluster_ray="2.55.1", local_python="3.12.3", cluster_python="3.11")
-    assert ray_check.status == "warn" and "notebook Ray 2.57.0, cluster Ray 2.55.1" in ray_check.detail
+    ray_check, py_check = compare_versions(local_ray="2.56.0", cluster_ray="2.55.1", local_python="3.12.3", cluster_python="3.11")
+    assert ray_check.status == "warn" and "notebook Ray 2.56.0, cluster Ray 2.55.1" in ray_check.detail
     assert "ray[default]==2.55.1" in ray_check.fix
     assert py_check.status == "warn" and "-py312" in py_check.fix and "Python 3.11" in py_check.fix
-    unknown = compare_versions(local_ray="2.57.0", cluster_ray=None, local_python="3.12.3", cluster_python=None)
+    unknown = compare_versions(local_ray="2.56.0", cluster_ray=None, local_python="3.12.3", cluster_python=None)
     assert [c.status for c in unknown] == ["skip", "skip"]
 
 

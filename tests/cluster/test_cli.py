@@ -12,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 import hyperpod_rl.cli.cluster as cli
+from hyperpod_rl.cluster.spec import DEFAULT_RAY_VERSION
 from tests.cluster.conftest import DATA, GOLDEN
 from tests.fakes import FakeHTTPServer, Response, kube_api_client, load_fixture
 
@@ -52,10 +53,10 @@ def test_render_imported_manifest_with_new_name(tmp_path: Path) -> None:
 
 def test_render_bad_spec_file_exits_2(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
-    spec.write_text("image: rayproject/ray:2.56.0-py312-gpu\n")
+    spec.write_text("image: rayproject/ray:2.55.0-py312-gpu\n")
     result = runner.invoke(cli.app, ["render", "--spec", str(spec)])
     assert result.exit_code == 2  # bad input, as in every command
-    assert "[HP-RAY-VERSION-IMAGE]" in result.output and "is Ray 2.56.0 but spec.rayVersion is 2.57.0" in result.output
+    assert "[HP-RAY-VERSION-IMAGE]" in result.output and f"is Ray 2.55.0 but spec.rayVersion is {DEFAULT_RAY_VERSION}" in result.output
 
 
 def test_validate_good_and_bad(tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ def test_connect_prints_address_never_the_token(kube: FakeHTTPServer) -> None:
         "GET",
         "/api/version",
         lambda r, _m: (
-            Response(200, {"version": "4", "ray_version": "2.57.0"})
+            Response(200, {"version": "4", "ray_version": "2.56.0"})
             if f"ray_session={cookie}" in r.headers.get("cookie", "")
             else Response(401, b"no")
         ),

@@ -272,7 +272,7 @@ def test_http_probe_against_a_dashboard() -> None:
             "GET",
             "/api/version",
             lambda r, _m: (
-                Response(200, {"version": "4", "ray_version": "2.57.0"})
+                Response(200, {"version": "4", "ray_version": "2.56.0"})
                 if r.headers.get("authorization") == "Bearer ray-token-123"
                 else Response(401, b"Unauthorized")
             ),
@@ -313,7 +313,7 @@ def test_wait_ready_returns_at_once_when_the_operator_refused(server: FakeHTTPSe
 
 def test_wait_ready_with_a_dashboard_address(server: FakeHTTPServer, rc: RayClusterClient) -> None:
     server.route("GET", RC, Response(200, load_fixture("ready.json")))
-    server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.57.0"}))
+    server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.56.0"}))
     assert rc.wait_ready("maze", timeout_s=5, dashboard=server.url).dashboard_status == 200
 
 

@@ -1,6 +1,7 @@
 """``ray start`` failures that a second attempt fixes (issue 14 item 16's kind): a port taken in
 between, or a dashboard that did not come up on a loaded machine. The failing ``ray start`` is
-replaced by one that fails as Ray 2.57 does; nothing is started."""
+replaced by one that fails as Ray 2.57 did here (Ray 2.56's ``ray/_private/services.py`` raises the
+same lines); nothing is started."""
 
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from hyperpod_rl.cluster.manifest import (
     KUEUE_QUEUE_LABEL,
     parse_quantity,
 )
-from hyperpod_rl.cluster.spec import HeadSpec, WorkerGroupSpec, ray_version_of_image
+from hyperpod_rl.cluster.spec import DEFAULT_IMAGE, DEFAULT_RAY_VERSION, HeadSpec, WorkerGroupSpec, ray_version_of_image
 from hyperpod_rl.errors import ConfigError
 from tests.cluster.conftest import DATA, GOLDEN
 
@@ -66,7 +66,7 @@ VARIED: dict[str, dict[str, Any]] = {
             },
             {
                 "name": "cpu",
-                "image": "rayproject/ray:2.57.0-py312",
+                "image": f"rayproject/ray:{DEFAULT_RAY_VERSION}-py312",
                 "cpus_per_worker": 8,
                 "memory_gib": 32,
                 "replicas": 0,
@@ -120,7 +120,7 @@ def test_seed_preset_follows_hyperpod_conventions() -> None:
         assert volumes["dshm"]["emptyDir"]["medium"] == "Memory"
         assert volumes["fsx-storage"]["persistentVolumeClaim"]["claimName"] == "fsx-claim"
         assert {"/dev/shm", "/fsx"} <= {v["mountPath"] for v in pod["spec"]["containers"][0]["volumeMounts"]}
-        assert ray_version_of_image(pod["spec"]["containers"][0]["image"]) == m["spec"]["rayVersion"] == "2.57.0"
+        assert ray_version_of_image(pod["spec"]["containers"][0]["image"]) == m["spec"]["rayVersion"] == DEFAULT_RAY_VERSION
     assert m["spec"]["authOptions"] == {"mode": "token"}
 
 
@@ -206,7 +206,7 @@ def test_efa_requested_only_where_present() -> None:
     gpu, cpu = m["spec"]["workerGroupSpecs"]
     assert gpu["template"]["spec"]["containers"][0]["resources"]["requests"][EFA_RESOURCE] == 32
     assert EFA_RESOURCE not in cpu["template"]["spec"]["containers"][0]["resources"]["requests"]
-    assert cpu["template"]["spec"]["containers"][0]["image"] == "rayproject/ray:2.57.0-py312"
+    assert cpu["template"]["spec"]["containers"][0]["image"] == f"rayproject/ray:{DEFAULT_RAY_VERSION}-py312"
 
 
 # ----- golden files ------------------------------------------------------------------------------
@@ -254,11 +254,11 @@ def test_unknown_preset_lists_choices() -> None:
 
 def test_assignment_is_validated_with_config_error() -> None:
     spec = ClusterSpec.from_preset("seed")
-    with pytest.raises(ConfigError, match=r"\[HP-RAY-VERSION-IMAGE\] .*image 'rayproject/ray:2\.56\.0-py312-gpu' is Ray 2\.56\.0"):
-        spec.image = "rayproject/ray:2.56.0-py312-gpu"
+    with pytest.raises(ConfigError, match=r"\[HP-RAY-VERSION-IMAGE\] .*image 'rayproject/ray:2\.55\.0-py312-gpu' is Ray 2\.55\.0"):
+        spec.image = "rayproject/ray:2.55.0-py312-gpu"
     with pytest.raises(ConfigError, match=r"cluster\.replicas: must be >= 0"):
         spec.worker_groups[0].replicas = -1
-    assert spec.image == "rayproject/ray:2.57.0-py312-gpu" and spec.worker_groups[0].replicas == 3
+    assert spec.image == DEFAULT_IMAGE == f"rayproject/ray:{DEFAULT_RAY_VERSION}-py312-gpu" and spec.worker_groups[0].replicas == 3
 
 
 def test_nested_edits_are_rechecked_on_export() -> None:
@@ -289,7 +289,7 @@ def test_ray_version_of_image(image: str, version: str | None) -> None:
 
 def test_custom_semver_image_is_not_taken_for_a_ray_version() -> None:
     spec = ClusterSpec.from_preset("seed", image="123456789012.dkr.ecr.us-west-2.amazonaws.com/maze-trainer:1.0.0")
-    assert spec.to_manifest()["spec"]["rayVersion"] == "2.57.0"
+    assert spec.to_manifest()["spec"]["rayVersion"] == DEFAULT_RAY_VERSION
 
 
 # ----- import / export of a hand-written HyperPod RayCluster ------------------------------------------------
@@ -407,7 +407,7 @@ _groups = st.lists(
             "memory_gib": st.sampled_from([4, 7.5, 64, 512]),
             "replicas": st.integers(0, 4),
             "instance_type": st.sampled_from([None, "ml.g5.12xlarge", "ml.p5.48xlarge"]),
-            "image": st.sampled_from([None, "rayproject/ray:2.57.0-py312"]),
+            "image": st.sampled_from([None, f"rayproject/ray:{DEFAULT_RAY_VERSION}-py312"]),
         },
         optional={"ray_start_params": st.sampled_from([{}, {"object-store-memory": "1000000000"}])},
     ),

@@ -6,7 +6,8 @@ Recorded from Ray 2.57's ``ray start --head`` on this 2-core machine under load 
 ``data/ray-start-dashboard-timeout.txt`` with ``RAY_DASHBOARD_STARTUP_TIMEOUT_S=1`` (no dashboard
 log yet; stdout, a marker line, stderr), and ``data/ray-start-dashboard-log.txt`` at load average
 ~20 with the 150 s timeouts: the dashboard log Ray echoes is 20 INFO lines after its ERROR lines,
-the issue's case (the ERROR line falls outside the last 2,000 characters).
+the issue's case (the ERROR line falls outside the last 2,000 characters). Ray 2.56, the pinned
+version, logs and raises the same lines (``ray/_private/services.py``, ``ray/_private/node.py``).
 A stand-in ``ray`` executable prints it and exits 1, so the real ``_run_ray`` runs: subprocess,
 environment, log file, error message. Nothing is started.
 """

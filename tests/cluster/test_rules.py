@@ -126,8 +126,8 @@ CASES: list[tuple[str, Mutation, dict[str, Any] | None]] = [
     ("K8S-LABELS", lambda m: m["metadata"]["labels"].update(owner="alice@example.com"), {"labels": {"owner": "alice@example.com"}}),
     (
         "HP-RAY-VERSION-IMAGE",
-        lambda m: group(m)["template"]["spec"]["containers"][0].update(image="rayproject/ray:2.56.0-py312-gpu"),
-        {"image": "rayproject/ray:2.56.0-py312-gpu"},
+        lambda m: group(m)["template"]["spec"]["containers"][0].update(image="rayproject/ray:2.55.0-py312-gpu"),
+        {"image": "rayproject/ray:2.55.0-py312-gpu"},
     ),
     (
         "HP-REPLICAS-RANGE",

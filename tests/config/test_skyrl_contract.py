@@ -1,4 +1,4 @@
-"""Contract: every RunConfig we produce loads and validates with SkyRL 0.4's own code.
+"""Contract: every RunConfig we produce loads and validates with SkyRL 0.3.0's own code.
 
 ``SkyRLTrainConfig.from_cli_overrides`` rejects unknown keys (a renamed SkyRL key fails here) and
 ``skyrl.train.utils.validate_cfg`` applies SkyRL's cross-field rules (placement, batch sizes,
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-# skyrl==0.4.0 is a dev dependency: CI installs it, so a missing SkyRL fails here instead of skipping.
+# skyrl==0.3.0 is a dev dependency: CI installs it, so a missing SkyRL fails here instead of skipping.
 from skyrl.train.config import SkyRLTrainConfig
 from skyrl.train.utils import validate_cfg
 

@@ -41,3 +41,23 @@ def test_base_model_id_named_by_the_run_config_is_checked(trained_adapter):
     ):
         check_adapters(trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]}, model_id="Qwen/Qwen3-VL-8B-Instruct")
     assert check_adapters(trained_adapter["model_dir"], {"maze": trained_adapter["adapter"]}, model_id="hyperpod-rl/tiny-qwen3-vl")[0].ok
+
+
+def test_the_app_builds_and_reaches_its_replicas_with_fastapis_thread_locks():
+    """Reported on the Ray 2.56 pin: every local deploy job failed with "Failed to serialize the ASGI app"
+    (ray-project/ray#64939: Ray 2.56's serve.ingress pickles the FastAPI app, and FastAPI 0.139.2 and later
+    hold thread locks in it). The app must build, and its deployment must round-trip through Ray's
+    cloudpickle as Serve ships it to a replica, with fresh, unlocked locks."""
+    import threading
+
+    import ray.cloudpickle
+
+    from hyperpod_rl.serve.local import build_app
+
+    app = build_app("/no-model-needed-to-build", {})
+    shipped = ray.cloudpickle.loads(ray.cloudpickle.dumps(app))
+    assert shipped._bound_deployment.name == "MazeModelServer"
+    held = threading.Lock()
+    held.acquire()
+    fresh = ray.cloudpickle.loads(ray.cloudpickle.dumps(held))
+    assert isinstance(fresh, type(held)) and not fresh.locked()

@@ -6,7 +6,7 @@ start, so suggestions name the next accepted value up and a configured value out
 refused before anything starts.
 
 vLLM is not importable in CI (it needs CUDA), so the CPU test of the accepted set is a
-*transcription* check: it pins the project's copy to the values read from vLLM 0.25's source by
+*transcription* check: it pins the project's copy to the values read from vLLM 0.23's source by
 hand. The ``gpu``-marked test beside it imports ``vllm.config`` where vLLM is installed (the GPU
 kit) and compares the copy, and the other facts ``_VLLM_MIN`` and ``VLLM_ENGINE_KWARGS`` transcribe,
 with vLLM's own config classes.
@@ -24,8 +24,8 @@ from hyperpod_rl.serve.cluster import _VLLM_MIN, VLLM_ENGINE_KWARGS, check_vllm_
 from hyperpod_rl.serve.preflight import ServerProfile, vllm_lora_rank_for, vllm_server
 
 
-def test_the_accepted_ranks_are_the_transcription_of_vllm_0_25_lora_config():
-    """A transcription check, not a check against vLLM: ``vllm/config/lora.py`` of vLLM 0.25 declares
+def test_the_accepted_ranks_are_the_transcription_of_vllm_0_23_lora_config():
+    """A transcription check, not a check against vLLM: ``vllm/config/lora.py`` of vLLM 0.23 declares
     ``MaxLoRARanks = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]``; the project's copy must say the same.
     ``test_the_copies_match_vllms_own_config_classes`` compares it with vLLM itself on a GPU machine."""
     assert VLLM_LORA_RANKS == (1, 8, 16, 32, 64, 128, 256, 320, 512)

@@ -1,6 +1,6 @@
 """Both backends write the same metric names and the same artifact layout.
 
-The reference side really trains (one tiny step). The SkyRL side is built from SkyRL 0.4's own
+The reference side really trains (one tiny step). The SkyRL side is built from SkyRL 0.3.0's own
 code, on CPU, without GPUs or Ray workers:
 
 * the config is SkyRL's ``SkyRLTrainConfig``, built from the run's overrides (``prepare_run``);

@@ -1,4 +1,4 @@
-"""Issue 14 item 1 on the SkyRL backend: the tie-safe estimator, through SkyRL 0.4's own registry."""
+"""Issue 14 item 1 on the SkyRL backend: the tie-safe estimator, through SkyRL 0.3.0's own registry."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _batch(tied_value: float, size: int):
 
 
 def test_skyrl_grpo_has_the_residue():
-    """SkyRL 0.4's own estimator turns the issue's tied group into +0.1057 advantages."""
+    """SkyRL 0.3.0's own estimator turns the issue's tied group into +0.1057 advantages."""
     rewards, mask, index = _batch(1.36, 8)
     adv, _ = compute_grpo_outcome_advantage(rewards.clone(), mask, index)
     assert adv[:8].abs().min() > 0.1

@@ -38,7 +38,7 @@ def _config(tmp_path, run_id="sky-run", **over):
 
 
 def fake_skyrl_checkpoint(run_dir, step, tensors=None, adapter_config=None):
-    """The layout SkyRL 0.4 writes: global_step_N/policy/lora_adapter/ + latest_ckpt_global_step.txt last."""
+    """The layout SkyRL 0.3.0 writes: global_step_N/policy/lora_adapter/ + latest_ckpt_global_step.txt last."""
     adapter = run_dir / "checkpoints" / f"global_step_{step}" / "policy" / "lora_adapter"
     adapter.mkdir(parents=True)
     save_file(
@@ -76,7 +76,7 @@ def test_prepare_run_paths_are_unique_per_run(tmp_path):
 
 def test_prepare_run_without_flash_attn_uses_sdpa(tmp_path, monkeypatch):
     """SkyRL's trainer.flash_attn default (true) cannot load a policy where flash-attn is missing
-    (the H200 test machine: flash-attn 2.8.3 is built for SkyRL's torch 2.13 only); the overrides
+    (the GPU test machine: the GPU kit does not carry flash-attn, and the SkyRL 0.3.0 records ran with sdpa); the overrides
     turn it off there and leave SkyRL's default where flash-attn is installed."""
     from skyrl.train.config import SkyRLTrainConfig
 

@@ -1,7 +1,7 @@
 """Chat messages for document reading: the page image, the question and the answer format.
 
 Image parts are the OpenAI chat-completions ``image_url`` parts with a base64 PNG data URI,
-``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``: the shape SkyRL 0.4's
+``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``: the shape SkyRL 0.3.0's
 vision-language generator sends to vLLM (as the maze task; ``hyperpod_rl/tasks/maze/messages.py`` cites
 the sources).
 

@@ -1,6 +1,6 @@
 """Build SkyRL dataset rows for the maze task and read/write them as parquet.
 
-Row format (SkyRL 0.4 ``PromptDataset``: ``prompt`` is the chat, ``env_class`` picks the env,
+Row format (SkyRL 0.3.0 ``PromptDataset``: ``prompt`` is the chat, ``env_class`` picks the env,
 every other column reaches the env as ``extras``; ``data_source`` keys eval metrics):
 
 ============================ =============================================================

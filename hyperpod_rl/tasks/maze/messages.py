@@ -2,11 +2,11 @@
 
 Image part shape: the OpenAI chat-completions ``image_url`` part with a base64 PNG data URI,
 ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}``. This is what
-SkyRL 0.4's VLM example builds (NovaSky-AI/SkyRL ``examples/train/visgym/utils.py``,
-``make_image_message``) and what its vision-language generator sends to vLLM's
-``/v1/chat/completions/render`` (``skyrl/train/generators/vlm_renderer.py``; in the skyrl 0.4.0
-wheel, ``skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py`` also builds
-``{"type": "image_url", "image_url": {"url": ...}}`` parts).
+SkyRL's VLM example builds (NovaSky-AI/SkyRL ``examples/train/visgym/utils.py``,
+``make_image_message``) and what SkyRL 0.3.0's vision-language generator
+(``skyrl/train/generators/skyrl_vlm_generator.py``) sends to vLLM's ``/v1/chat/completions/render``
+through ``skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py``, which also
+builds ``{"type": "image_url", "image_url": {"url": ...}}`` parts itself.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The parquet rows load through SkyRL 0.4's own PromptDataset and drive MazeEnv.
+"""The parquet rows load through SkyRL 0.3.0's own PromptDataset and drive MazeEnv.
 
-``skyrl`` (the SkyRL 0.4 trainer) is in the dev extras, so these tests always run.
+``skyrl`` (the SkyRL 0.3.0 trainer) is in the dev extras, so these tests always run.
 """
 
 from __future__ import annotations
