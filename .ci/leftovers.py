@@ -64,18 +64,17 @@ class Leftover:
 
 def leftovers(tag: str) -> list[Leftover]:
     """Live processes (zombies excluded) whose environment holds ``HPRL_RUN_TAG=<tag>``, except
-    this process and its ancestors (the shells and make that run the check), and this process's
-    own ``multiprocessing`` resource tracker (started by a spawn context, it exits with its parent)."""
+    this process and its ancestors (the shells and make that run the check), and any
+    ``multiprocessing`` resource tracker whose parent is one of those (started by a spawn context,
+    it exits with its parent; a nested pytest session sees its outer session's)."""
     import psutil
 
     me = psutil.Process()
-    spared = {me.pid, *(p.pid for p in me.parents())}
-    for child in me.children():
-        try:
-            if "multiprocessing.resource_tracker" in " ".join(child.cmdline()):
-                spared.add(child.pid)
-        except psutil.Error:  # gone already
-            continue
+    mine = {me.pid, *(p.pid for p in me.parents())}
+    spared = set(mine)
+    for proc in psutil.process_iter(["pid", "ppid", "cmdline"]):
+        if proc.info["ppid"] in mine and "multiprocessing.resource_tracker" in " ".join(proc.info["cmdline"] or []):
+            spared.add(proc.info["pid"])
     needle = f"{TAG_VAR}={tag}"
     found = []
     for proc in psutil.process_iter(["pid", "name", "cmdline", "status"]):

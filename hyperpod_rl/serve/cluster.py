@@ -127,10 +127,14 @@ class ClusterServeSpec(Model):
         max_model_len: context length in tokens.
         gpu_memory_utilization: share of GPU memory vLLM may use (0-1].
         images_per_prompt: vLLM ``--limit-mm-per-prompt`` image count (more in one request is a 400).
-        max_image_pixels: most pixels of one image: vLLM's ``VLLM_MAX_IMAGE_PIXELS`` (an image
-            whose header declares more is refused before it is decoded, vLLM 0.25
-            ``multimodal/media/image.py``) and the Qwen-VL processor's ``max_pixels``
-            (``--mm-processor-kwargs``: larger images are resized down, bounding vision tokens).
+        max_image_pixels: most pixels of one image: the Qwen-VL processor's ``max_pixels``
+            (``--mm-processor-kwargs``: larger images are resized down, bounding vision tokens),
+            and ``VLLM_MAX_IMAGE_PIXELS`` (vLLM 0.25 and later refuse an image whose header declares
+            more before decoding it, ``multimodal/media/image.py``). **The pinned vLLM 0.23.0 has no
+            such check** (its ``ImageMediaIO.load_bytes`` decodes with PIL, and its Nemotron
+            processors set ``PIL.Image.MAX_IMAGE_PIXELS = None`` when imported), so on it a
+            decompression bomb is decoded before it is resized: put the local route or another
+            front that checks headers before it when the endpoint is reachable by untrusted clients.
             Default: the local route's :data:`~hyperpod_rl.serve.local.MAX_IMAGE_PIXELS`.
         dtype: model dtype.
         seed: engine seed.
@@ -403,7 +407,7 @@ def vllm_job(spec: ClusterServeSpec | dict[str, Any], *, check_adapters: bool = 
         "entrypoint_num_gpus": spec.tensor_parallel_size,
         "entrypoint_num_cpus": 4,
         # adapters are fixed at start-up; runtime loading (/v1/load_lora_adapter) stays off
-        # decompression bombs are refused from the image header (VLLM_MAX_IMAGE_PIXELS)
+        # decompression bombs are refused from the image header by vLLM >= 0.25 (VLLM_MAX_IMAGE_PIXELS); not by 0.23.0
         "runtime_env": {"env_vars": {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "False", "VLLM_MAX_IMAGE_PIXELS": str(spec.max_image_pixels)}},
         "metadata": {"hyperpod_rl_serve": "vllm", "served_model_name": spec.served_model_name, "adapters": ",".join(spec.adapters)},
     }

@@ -64,8 +64,8 @@ def test_sidebar_shows_what_the_cli_records(hprl_home):
     update_provenance(paths.root, lambda _: {"run_id": paths.run_id, "status": "running"})
     manifest = read_provenance(paths.root)
     assert derive_status(ray_status=None, manifest_status=manifest["status"], submitted=True)[0] == "unknown"
-    assert _shown_status(manifest["status"], reachable=False) == UNREACHABLE
+    assert _shown_status(paths.run_id, manifest["status"], None) == UNREACHABLE  # None: no cluster reachable
     record_final_status(paths, "stopped", submission_id="hprl-sidebar-stopped-1", source="hyperpod-rl job stop")
     manifest = read_provenance(paths.root)
     status, detail = derive_status(ray_status=None, manifest_status=manifest["status"], submitted=True)
-    assert status == "stopped" == _shown_status(manifest["status"], reachable=False) and "manifest" in detail
+    assert status == "stopped" == _shown_status(paths.run_id, manifest["status"], None) and "manifest" in detail

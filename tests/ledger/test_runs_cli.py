@@ -211,13 +211,14 @@ def test_a_damaged_run_manifest_is_one_error_line_naming_it(runs, text):
 
 
 def test_a_damaged_dataset_record_is_one_error_naming_it(tiny_setup, tmp_path):
-    from hyperpod_rl.errors import TaskError
+    from hyperpod_rl.errors import ConfigError
     from hyperpod_rl.quickstart import prepare_dataset
 
     first = prepare_dataset(tiny_setup["opts"], tmp_path)
     record = first.train.parent / "dataset.json"
     record.write_text('{"hashes": {"train": ')
     with pytest.raises(
-        TaskError, match=rf"dataset record '{record}' is not valid JSON at line 1, column \d+: delete the folder {first.train.parent}"
+        ConfigError,
+        match=rf"the quickstart's data: dataset record '{record}' is not valid JSON at line 1, column \d+: delete the folder {first.train.parent}",
     ):
         prepare_dataset(tiny_setup["opts"], tmp_path)
