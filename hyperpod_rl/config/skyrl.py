@@ -1,8 +1,8 @@
-"""``RunConfig`` -> SkyRL 0.4 dotted overrides. The only module that knows SkyRL's key names.
+"""``RunConfig`` -> SkyRL 0.3.0 dotted overrides. The only module that knows SkyRL's key names.
 
 The result is the input of ``skyrl.train.config.SkyRLTrainConfig.from_cli_overrides`` (a dict of
 ``key.path -> value``; SkyRL serialises dict values as JSON, so bools, lists and dicts keep their
-types). Key names are those of SkyRL 0.4.0's typed config (``skyrl/train/config/config.py``);
+types). Key names are those of SkyRL 0.3.0's typed config (``skyrl/train/config/config.py``);
 ``tests/config`` loads every preset through SkyRL's own loader and ``validate_cfg``, so a renamed
 key fails CI.
 
@@ -34,7 +34,7 @@ __all__ = [
     "to_skyrl_overrides",
 ]
 
-#: Keys SkyRL 0.4 needs for a vision-language policy, with their required values: the VLM gym
+#: Keys SkyRL 0.3.0 needs for a vision-language policy, with their required values: the VLM gym
 #: generator (``SkyRLVLMGymGenerator``), non-batched (multi-turn) generation, and padded micro
 #: batches (the THD packing path does not carry ``pixel_values`` / ``image_grid_thw``).
 REQUIRED_VLM_KEYS: dict[str, object] = {
@@ -49,7 +49,7 @@ REQUIRED_VLM_KEYS: dict[str, object] = {
 TIE_SAFE_ESTIMATOR = "hprl_grpo_tie_safe"
 
 #: Qwen-VL vision special tokens (:data:`hyperpod_rl.tasks.answer.VISION_TOKENS`), passed to vLLM as
-#: ``bad_words`` through ``generator.sampling_params.additional_kwargs`` (SkyRL 0.4
+#: ``bad_words`` through ``generator.sampling_params.additional_kwargs`` (SkyRL 0.3.0
 #: ``get_vllm_sampling_params`` forwards the extra keys; vLLM ``SamplingParams.bad_words``) so
 #: sampled responses never contain one.
 VISION_BAD_WORDS: tuple[str, ...] = tuple(VISION_TOKENS)
@@ -96,7 +96,7 @@ def _alpha(value: float) -> int | float:
 
 
 def to_skyrl_overrides(cfg: RunConfig, run_dir: str | Path | None = None) -> dict[str, object]:
-    """Translate ``cfg`` into SkyRL 0.4 dotted overrides.
+    """Translate ``cfg`` into SkyRL 0.3.0 dotted overrides.
 
     Args:
         cfg: a validated config with ``backend='skyrl'``.

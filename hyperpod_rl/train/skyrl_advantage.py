@@ -1,6 +1,6 @@
 """The tie-safe GRPO advantage estimator of the SkyRL backend, registered in SkyRL's registry.
 
-SkyRL 0.4's ``grpo`` estimator (``skyrl.backends.skyrl_train.utils.ppo_utils.compute_grpo_outcome_advantage``)
+SkyRL 0.3.0's ``grpo`` estimator (``skyrl.backends.skyrl_train.utils.ppo_utils.compute_grpo_outcome_advantage``)
 computes ``(score - mean) / (std + epsilon)`` per group in float32. For a group whose rewards are
 all equal the float32 mean is not exactly the value (``mean([1.36] * 8) - 1.36`` is about 1e-7),
 and dividing that residue by ``0 + 1e-6`` gives every sample a full-size advantage (+0.1057).

@@ -1,6 +1,6 @@
 """SkyRL's per-step metric payloads -> the project's :class:`~hyperpod_rl.metrics.schema.MetricRecord` stream.
 
-SkyRL 0.4's trainer (``skyrl/train/trainer.py``) commits one dict per step through its tracker:
+SkyRL 0.3.0's trainer (``skyrl/train/trainer.py``) commits one dict per step through its tracker:
 ``reward/avg_raw_reward``, ``reward/avg_pass_at_{n}``, ``policy/{policy_loss, policy_entropy,
 policy_kl, grad_norm, policy_lr, response_length}``, ``timing/{generate, policy_train, step,
 sync_weights, ...}``, ``trainer/{epoch, global_step, tokens_per_second_per_gpu}``,

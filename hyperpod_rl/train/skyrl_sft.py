@@ -1,4 +1,4 @@
-"""The SFT stage on the SkyRL backend: the demonstrations as a chat dataset, trained by SkyRL 0.4's own SFT trainer.
+"""The SFT stage on the SkyRL backend: the demonstrations as a chat dataset, trained by SkyRL 0.3.0's own SFT trainer.
 
 ``python -m hyperpod_rl.train --backend skyrl`` with ``stage='sft'`` lands here. The job
 
