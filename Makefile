@@ -122,9 +122,11 @@ XDIST ?=
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl
 PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)
-RUN_ID := $(shell date +%s)-$(shell od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+RUN_RAND := $(shell od -An -N4 -tx4 /dev/urandom | tr -d ' ')
+RUN_ID := $(shell date +%s)-$(RUN_RAND)
 test: export HPRL_RUN_TAG := make-test-$(RUN_ID)
-test: export HPRL_RUN_TMPDIR := $(or $(TMPDIR),/tmp)/hprl-t-$(RUN_ID)
+# Short: the local Ray cluster's sockets live under it and must fit 107 bytes (cluster.local.MAX_RAY_TEMP_DIR).
+test: export HPRL_RUN_TMPDIR := $(or $(TMPDIR),/tmp)/hprl-t-$(RUN_RAND)
 test: export TMPDIR := $(HPRL_RUN_TMPDIR)
 test:
 	rm -rf .test-results && mkdir -p .test-results && mkdir -m 700 "$$HPRL_RUN_TMPDIR"

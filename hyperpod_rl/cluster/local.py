@@ -48,6 +48,8 @@ __all__ = [
     "free_ports",
     "head_ports",
     "local_job_client",
+    "MAX_RAY_TEMP_DIR",
+    "check_socket_room",
     "local_temp_dir",
     "private_tmp_dir",
     "start_local_cluster",
@@ -454,6 +456,25 @@ def _is_gcs_server(proc: Any) -> bool:
         return False
 
 
+#: Longest Ray ``--temp-dir`` whose sockets fit Linux's 107-byte ``AF_UNIX`` path limit: Ray puts them at
+#: ``<temp dir>/session_<YYYY-MM-DD_HH-MM-SS_ffffff>_<pid>/sockets/plasma_store`` (Ray 2.56
+#: ``_private/utils.validate_socket_filename``), up to 65 bytes after the temp dir with a 7-digit pid.
+MAX_RAY_TEMP_DIR = 107 - len("/session_2026-12-06_07-59-17_514866_4194304/sockets/plasma_store")
+
+
+def check_socket_room(temp_dir: str) -> None:
+    """Refuse a Ray temp dir too long for Ray's Unix sockets, before ``ray start`` fails on it.
+
+    Raises:
+        ClusterError: ``temp_dir`` is longer than :data:`MAX_RAY_TEMP_DIR` bytes; the fix is a shorter ``TMPDIR``.
+    """
+    if len(temp_dir.encode()) > MAX_RAY_TEMP_DIR:
+        raise ClusterError(
+            f"the local cluster's Ray temp dir {temp_dir} is {len(temp_dir.encode())} bytes, but Ray's Unix socket paths under it "
+            f"must fit 107 bytes (at most {MAX_RAY_TEMP_DIR} for the dir): set TMPDIR to a shorter directory, e.g. TMPDIR=/tmp"
+        )
+
+
 def local_temp_dir() -> str:
     """The Ray ``--temp-dir`` of this data dir's local cluster: ``<tmp>/hprl-<uid>/<10 hex digits of
     the data dir's path>``. Short and per data dir: Ray puts Unix sockets under it (107-byte path
@@ -518,6 +539,7 @@ def _start_or_reuse(*, num_cpus: int | None, dashboard_port: int | None, restart
         )
     token = secrets.token_hex(32)
     temp_dir = local_temp_dir()
+    check_socket_room(temp_dir)
     with _machine_start_lock():  # our clusters on this machine pick and bind their ports one at a time
         if _read_state(path) is None:
             # nothing recorded, yet a start of this data dir that was killed before it wrote its state

@@ -25,6 +25,11 @@ __all__ = ["ClusterEntry", "NotFound", "RunsService", "StoreMissing", "redact"]
 MAX_LOG_LINES = 2000
 
 
+def _all_answered(errors: dict[str, str | None]) -> bool:
+    """Whether every configured cluster's job API answered (``errors`` from ``_jobs``; none configured is not an answer)."""
+    return bool(errors) and all(e is None for e in errors.values())
+
+
 class NotFound(Exception):
     """No such run (or no submission to act on): the route answers 404."""
 
@@ -185,6 +190,7 @@ class RunsService:
         run_id: str,
         jobs: dict[str, tuple[str, dict[str, Any]]],
         ledger: dict[str, Any] | None,
+        clusters_answered: bool = False,
     ) -> RunSummary:
         manifest = files.manifest() if files else None
         config = (manifest or {}).get("config") or (files.config() if files else None) or {}
@@ -198,6 +204,7 @@ class RunsService:
             submitted=bool(sub),
             ledger_status=(ledger or {}).get("status"),
             has_run_dir=files is not None,
+            clusters_answered=clusters_answered,
         )
         rewards = [float(r["values"][REWARD_KEY]) for r in records if isinstance(r["values"].get(REWARD_KEY), (int, float))]
         base = (manifest or {}).get("base_model") or {}
@@ -234,7 +241,8 @@ class RunsService:
             StoreMissing: the storage root does not exist.
         """
         runs_dir = self.runs_dir(store)
-        jobs, _ = await self._jobs()
+        jobs, errors = await self._jobs()
+        answered = _all_answered(errors)
         ledger = ledger_runs(ledger_path(self.ledger_override))
         found: dict[str, RunFiles | None] = {}
         if runs_dir.is_dir():
@@ -246,7 +254,7 @@ class RunsService:
                 continue
             elsewhere = Path(row["run_dir"]) if row.get("run_dir") else None
             found[run_id] = RunFiles(elsewhere) if elsewhere is not None and elsewhere.is_dir() else None
-        summaries = [self._summary(files, run_id, jobs, ledger.get(run_id)) for run_id, files in found.items()]
+        summaries = [self._summary(files, run_id, jobs, ledger.get(run_id), answered) for run_id, files in found.items()]
         summaries.sort(key=lambda s: (s.created_at, s.run_id), reverse=True)
         return RunsResponse(
             runs=summaries,
@@ -263,8 +271,8 @@ class RunsService:
             StoreMissing: no storage root.
         """
         files = self._run_files(run_id, store)
-        jobs, _ = await self._jobs()
-        return self._summary(files, run_id, jobs, ledger_runs(ledger_path(self.ledger_override)).get(run_id))
+        jobs, errors = await self._jobs()
+        return self._summary(files, run_id, jobs, ledger_runs(ledger_path(self.ledger_override)).get(run_id), _all_answered(errors))
 
     async def logs(self, run_id: str, *, lines: int = 200, store: str | None = None) -> LogsResponse:
         """The tail of the latest submission's job log, secrets redacted."""

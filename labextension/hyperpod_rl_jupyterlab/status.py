@@ -8,9 +8,12 @@ Sources, strongest first:
    trainer process is alive; the manifest cannot (a killed trainer leaves ``running`` in it).
 2. Otherwise (no reachable cluster knows the submission: the cluster was stopped, restarted or is
    not configured here) ``manifest.json``'s ``status``: ``succeeded`` / ``failed`` / ``stopped`` as
-   written; ``running`` becomes unknown, because nothing alive can confirm it.
-3. No manifest: submitted but not seen by any cluster -> unknown; never submitted -> created
-   (nothing to stop: no job exists).
+   written. A run not recorded as ended (``running``, or submitted without a manifest) is lost when
+   every configured cluster answered and none knows its job (the cluster was restarted, or the job
+   deleted: nothing will finish it), and unknown when a cluster did not answer (it may be there).
+   This is ``hyperpod-rl job status``'s rule (``hyperpod_rl.jobs.run_status``: LOST, exit 1, when the
+   cluster answers without the job; UNKNOWN, exit 2, when no cluster answers).
+3. Never submitted -> created (nothing to stop: no job exists).
 4. A run known only to the ledger (its directory is not on this server) takes the ledger's
    status when it is a final one, else unknown.
 """
@@ -30,6 +33,7 @@ def derive_status(
     submitted: bool,
     ledger_status: str | None = None,
     has_run_dir: bool = True,
+    clusters_answered: bool = False,
 ) -> tuple[str, str]:
     """The run's status and a one-sentence reason.
 
@@ -40,10 +44,11 @@ def derive_status(
         submitted: the run has at least one submission id.
         ledger_status: the ledger's status for the run, or ``None``.
         has_run_dir: the run directory is on this server.
+        clusters_answered: every configured cluster's job API answered (at least one is configured).
 
     Returns:
         ``(status, detail)`` with status one of created / pending / running / succeeded /
-        failed / stopped / unknown.
+        failed / stopped / lost / unknown.
     """
     if ray_status is not None and ray_status.upper() in _RAY:
         return _RAY[ray_status.upper()], f"Ray job status {ray_status.upper()}"
@@ -53,6 +58,8 @@ def derive_status(
         return "unknown", "only the ledger knows this run and its directory is not on this server"
     if manifest_status in _FINAL:
         return manifest_status, f"manifest status {manifest_status}"
+    if clusters_answered and (manifest_status == "running" or submitted):
+        return "lost", "every cluster answered and none knows its job (restarted, or the job was deleted): resubmit the run to resume it"
     if manifest_status == "running":
         return "unknown", "the manifest says running but no reachable cluster knows its job (cluster stopped or not configured here)"
     if submitted:

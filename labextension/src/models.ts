@@ -12,13 +12,14 @@ export type RunStatus =
   | 'succeeded'
   | 'failed'
   | 'stopped'
+  | 'lost'
   | 'unknown';
 
 /** One run as the sidebar lists it (Python: RunSummary). */
 export interface IRunSummary {
   /** The run id (`<storage root>/runs/<run_id>`). */
   run_id: string;
-  /** pending / running / succeeded / failed / stopped / unknown. */
+  /** pending / running / succeeded / failed / stopped / lost / unknown. */
   status: RunStatus;
   /** Which source decided the status, one sentence. */
   status_detail: string;

@@ -43,6 +43,11 @@ def test_default_data_dir_is_platformdirs_like_hyperpod_rl(monkeypatch):
         ({"ray_status": None, "manifest_status": "stopped", "submitted": True}, "stopped"),
         ({"ray_status": None, "manifest_status": "running", "submitted": True}, "unknown"),
         ({"ray_status": None, "manifest_status": None, "submitted": True}, "unknown"),
+        # every cluster answered and none knows the job: lost, as `hyperpod-rl job status` says LOST
+        ({"ray_status": None, "manifest_status": "running", "submitted": True, "clusters_answered": True}, "lost"),
+        ({"ray_status": None, "manifest_status": None, "submitted": True, "clusters_answered": True}, "lost"),
+        ({"ray_status": None, "manifest_status": "succeeded", "submitted": True, "clusters_answered": True}, "succeeded"),
+        ({"ray_status": None, "manifest_status": None, "submitted": False, "clusters_answered": True}, "created"),
         ({"ray_status": None, "manifest_status": None, "submitted": False}, "created"),
         ({"ray_status": None, "manifest_status": None, "submitted": False, "has_run_dir": False, "ledger_status": "failed"}, "failed"),
         ({"ray_status": None, "manifest_status": None, "submitted": False, "has_run_dir": False, "ledger_status": "running"}, "unknown"),
