@@ -41,6 +41,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -192,12 +193,9 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
         raise ClusterError(
             f"EKS cluster {cluster_name!r} is {info.get('status', 'not ready')} and has no API endpoint yet; wait until it is ACTIVE"
         )
-    fd, ca_path = tempfile.mkstemp(prefix="eks-ca-", suffix=".crt")
-    with os.fdopen(fd, "wb") as f:
-        f.write(base64.b64decode(info["certificateAuthority"]["data"]))
     cfg = k8s.Configuration()
     cfg.host = info["endpoint"]
-    cfg.ssl_ca_cert = ca_path
+    cfg.ssl_ca_cert = str(_eks_ca_file(info["endpoint"], base64.b64decode(info["certificateAuthority"]["data"])))
     cfg.api_key_prefix = {"BearerToken": "Bearer"}
     issued = {"at": -1e18}
 
@@ -209,6 +207,34 @@ def eks_api_client(cluster_name: str, *, region: str | None = None, session: Any
     refresh(cfg)
     cfg.refresh_api_key_hook = refresh
     return k8s.ApiClient(cfg)
+
+
+def _eks_ca_file(endpoint: str, pem: bytes) -> Path:
+    """The cluster's CA certificate as the file the Kubernetes client reads (it takes a path, not bytes).
+
+    One file per API endpoint under ``<data dir>/eks-ca/``, replaced atomically when the CA changes,
+    so repeated connections reuse it instead of leaving a temporary file each (seen: one
+    ``/tmp/eks-ca-*.crt`` per call). A CA certificate is public, but the file is still 0600.
+    """
+    import hashlib
+
+    from hyperpod_rl.paths import data_dir
+
+    folder = data_dir() / "eks-ca"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(endpoint.encode()).hexdigest()[:16]}.crt"
+    if path.is_file() and path.read_bytes() == pem:
+        return path
+    fd, tmp = tempfile.mkstemp(prefix=".eks-ca-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pem)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 # ----- shared dashboard access --------------------------------------------------------------------

@@ -32,6 +32,7 @@ from hyperpod_rl.cluster.access import (
 )
 from hyperpod_rl.cluster.kube import RayClusterClient
 from hyperpod_rl.errors import ClusterError
+from hyperpod_rl.paths import data_dir
 from tests.fakes import (
     FakeHTTPServer,
     Request,
@@ -166,17 +167,14 @@ def test_eks_api_client_reaches_the_cluster_with_a_bearer_token(servers: Any) ->
     real = fake_session()
     eks = real.client("eks", region_name="us-west-2")
     stub = Stubber(eks)
-    stub.add_response(
-        "describe_cluster",
-        {
-            "cluster": {
-                "name": "hp-eks",
-                "endpoint": kube.url,
-                "certificateAuthority": {"data": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()},
-            }
-        },
-        {"name": "hp-eks"},
-    )
+    described = {
+        "cluster": {
+            "name": "hp-eks",
+            "endpoint": kube.url,
+            "certificateAuthority": {"data": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode()},
+        }
+    }
+    stub.add_response("describe_cluster", described, {"name": "hp-eks"})
 
     class Session:  # hands out the stubbed EKS client, real STS for signing
         region_name = "us-west-2"
@@ -187,6 +185,13 @@ def test_eks_api_client_reaches_the_cluster_with_a_bearer_token(servers: Any) ->
     with stub:
         api = eks_api_client("hp-eks", region="us-west-2", session=Session())
     assert RayClusterClient(api).list() == []
+    # the CA file is the cluster's own under the data dir, reused, never a new temporary file per call
+    ca = Path(api.configuration.ssl_ca_cert)
+    assert ca.parent == data_dir() / "eks-ca" and ca.read_bytes() == b"-----BEGIN CERTIFICATE-----\n"
+    stub.add_response("describe_cluster", described, {"name": "hp-eks"})  # a second connection to the same cluster
+    with stub:
+        again = eks_api_client("hp-eks", region="us-west-2", session=Session())
+    assert again.configuration.ssl_ca_cert == str(ca) and sorted(p.name for p in ca.parent.iterdir()) == [ca.name]
     auth = kube.requests[-1].headers["authorization"]
     assert auth.startswith("Bearer k8s-aws-v1.")
     assert "k8s-aws-v1" not in repr(api.configuration.api_key_prefix)
