@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,7 +167,12 @@ def test_the_session_writes_each_tests_marks_reason_and_call_seconds_into_junit(
     junit = tmp_path / "out.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.conftest", "--rootdir", str(REPO)]
     cmd += ["-c", str(REPO / "pyproject.toml"), str(test_file), f"--junitxml={junit}"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    # its own run tag and temp dir: with the outer session's tag it would find the outer session's
+    # Ray cluster still running and fail its leftover check
+    run_tmp = tmp_path / "tmp" / "hprl-t-nested"
+    run_tmp.mkdir(parents=True)
+    env = {**os.environ, "HPRL_RUN_TMPDIR": str(run_tmp), "HPRL_RUN_TAG": f"t-{uuid.uuid4().hex}"}
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     sys.path.insert(0, str(REPO / ".ci"))
     try:

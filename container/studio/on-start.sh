@@ -170,8 +170,14 @@ kernel_env() {
     log "kernel environment updated"
   fi
   spec="$("$VENV/bin/python" -m jupyter kernelspec list --json 2>/dev/null | grep -c "\"$KERNEL_NAME\"" || true)"
-  "$VENV/bin/python" -m ipykernel install --user --name "$KERNEL_NAME" --display-name "$KERNEL_DISPLAY" >>"$LOG" 2>&1 \
-    || die "registering the kernel $KERNEL_NAME failed (see $LOG)"
+  # ipykernel stages the spec in a mkdtemp(suffix="_kernels") folder and removes only the spec inside it
+  # (ipykernel/kernelspec.py install), so each install would leave an empty folder in /tmp: stage it
+  # in a folder of ours, removed here.
+  local stage
+  stage="$(mktemp -d)"
+  TMPDIR="$stage" "$VENV/bin/python" -m ipykernel install --user --name "$KERNEL_NAME" --display-name "$KERNEL_DISPLAY" >>"$LOG" 2>&1 \
+    || { rm -rf "$stage"; die "registering the kernel $KERNEL_NAME failed (see $LOG)"; }
+  rm -rf "$stage"
   if [[ "$spec" == "0" ]]; then
     log "registered the Jupyter kernel '$KERNEL_DISPLAY' ($KERNEL_NAME): pick it in the notebook's kernel menu"
   else

@@ -350,5 +350,10 @@ class MetricsPanel(Panel):
                 trace.x, trace.y = t["x"], t["y"]
         if not self.live:
             self.hardware_out.outputs = (_static_output(fig),)
-        self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
+        if sample:
+            self.hardware_status.value = f"{len(sample)} node(s), sampled {time.strftime('%H:%M:%S')}"
+        else:  # Ray's reporter exports a node's metrics some seconds after the node starts
+            self.hardware_status.value = (
+                f"no node metrics yet (Ray exports them a few seconds after a node starts), sampled {time.strftime('%H:%M:%S')}"
+            )
         return sample

@@ -27,7 +27,7 @@ __all__ = [
 
 RunStatus = Literal["created", "pending", "running", "succeeded", "failed", "stopped", "unknown"]
 #: Every status a run can show (see ``status.derive_status`` for the rule).
-RUN_STATUSES: tuple[str, ...] = ("created", "pending", "running", "succeeded", "failed", "stopped", "unknown")
+RUN_STATUSES: tuple[str, ...] = ("created", "pending", "running", "succeeded", "failed", "stopped", "lost", "unknown")
 
 
 class _Wire:

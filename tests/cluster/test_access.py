@@ -188,10 +188,13 @@ def test_eks_api_client_reaches_the_cluster_with_a_bearer_token(servers: Any) ->
     # the CA file is the cluster's own under the data dir, reused, never a new temporary file per call
     ca = Path(api.configuration.ssl_ca_cert)
     assert ca.parent == data_dir() / "eks-ca" and ca.read_bytes() == b"-----BEGIN CERTIFICATE-----\n"
-    stub.add_response("describe_cluster", described, {"name": "hp-eks"})  # a second connection to the same cluster
+    # a second connection to the same cluster adds no file (other tests' clusters may have theirs beside it)
+    listed = sorted(p.name for p in ca.parent.iterdir())
+    stub.add_response("describe_cluster", described, {"name": "hp-eks"})
     with stub:
         again = eks_api_client("hp-eks", region="us-west-2", session=Session())
-    assert again.configuration.ssl_ca_cert == str(ca) and sorted(p.name for p in ca.parent.iterdir()) == [ca.name]
+    assert again.configuration.ssl_ca_cert == str(ca) and sorted(p.name for p in ca.parent.iterdir()) == listed
+    assert not [p for p in ca.parent.iterdir() if p.name.startswith(".")]  # no staging file left beside it
     auth = kube.requests[-1].headers["authorization"]
     assert auth.startswith("Bearer k8s-aws-v1.")
     assert "k8s-aws-v1" not in repr(api.configuration.api_key_prefix)

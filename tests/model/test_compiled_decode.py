@@ -97,7 +97,7 @@ def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
         "trainer": {"steps": 1, "device": "cpu", "eval_rows": 1},
         "checkpoint": {"interval": 0},
     }
-    values, weights = [], []
+    values, updates = [], []
     for mode in (False, True):
         cfg = RunConfig.build({**base, "run_id": f"layers-{str(mode).lower()}", "trainer": {**base["trainer"], "compile_layers": mode}})
         trainer = ReferenceTrainer(cfg, tmp_path / str(mode))
@@ -105,12 +105,17 @@ def test_compiled_layers_train_as_eager(tiny_setup, tmp_path):
         layers = trainer.model.get_base_model().model.language_model.layers
         assert (trainer.compiled.count if trainer.compiled else 0) == (len(layers) if mode else 0)
         counters.clear()
+        before = torch.cat([p.detach().flatten().clone() for n, p in trainer.model.named_parameters() if "lora_" in n])
         values.append(trainer._step().values)
         # compiled layers ran in the update (graphs captured) and are eager again after it
         assert (counters["stats"]["unique_graphs"] > 0) == mode
         assert all(layer._compiled_call_impl is None for layer in layers)
-        weights.append(torch.cat([p.detach().flatten() for n, p in trainer.model.named_parameters() if "lora_" in n]))
+        after = torch.cat([p.detach().flatten() for n, p in trainer.model.named_parameters() if "lora_" in n])
+        updates.append(after - before)
     assert values[1]["policy/policy_loss"] == pytest.approx(values[0]["policy/policy_loss"], abs=1e-5)
     assert values[1]["reward/avg_raw_reward"] == values[0]["reward/avg_raw_reward"]
-    assert torch.allclose(weights[0], weights[1], atol=1e-6)
-    assert float((weights[0] != 0).float().mean()) > 0  # the step changed the adapters
+    # the same update up to kernel fusion's reordering of float sums (torch 2.11's inductor on the CPU:
+    # 1.4e-6 at most, where the step moved weights by up to 5e-4, the learning rate): within 1 % of the largest change
+    largest = float(updates[0].abs().max())
+    assert largest > 0 and float((updates[0] != 0).float().mean()) > 0  # the step changed the adapters
+    assert float((updates[1] - updates[0]).abs().max()) <= 0.01 * largest

@@ -100,8 +100,19 @@ def test_submit_watch_and_stop_a_run_from_the_panels(panels, local_cluster):
 
 def test_hardware_chart_from_the_local_cluster_metrics_port(panels, local_cluster):
     _, metrics = panels
-    sample = metrics.poll_hardware()
-    assert sample, "no node in Ray's Prometheus metrics"
+    # Ray's reporter exports a node's metrics some seconds after the node starts (the session cluster
+    # may have just been started, or restarted by a test before this one): until then the panel says so
+    samples, shown = [], []
+
+    def poll():
+        samples.append(metrics.poll_hardware())
+        shown.append(metrics.hardware_status.value)
+        return samples[-1]
+
+    _wait(poll, 90, "a node in Ray's Prometheus metrics", metrics)
+    assert all("no node metrics yet" in text for got, text in zip(samples, shown, strict=True) if not got)
+    assert "1 node(s)" in shown[-1]
+    sample = samples[-1]
     node = next(iter(sample.values()))
     assert 0 <= node["cpu_percent"] <= 100 and node["mem_used_bytes"] > 0
     assert metrics.hardware_fig is not None and any(len(t.x) >= 1 for t in metrics.hardware_fig.data)
