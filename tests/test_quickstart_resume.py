@@ -83,6 +83,9 @@ def test_the_interrupt_names_what_is_left_in_order() -> None:
 
 @pytest.mark.ray
 def test_ctrl_c_says_what_is_left_and_resume_finishes_the_run(local_cluster, tmp_path: Path) -> None:
+    """Interrupted in SFT, resumed and interrupted in GRPO, resumed to the end.
+
+    Slow: three real quickstart processes and two training jobs (SFT, GRPO) on the local cluster."""
     client = local_cluster.job_client()
     procs: list[subprocess.Popen[str]] = []
     try:

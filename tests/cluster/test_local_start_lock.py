@@ -41,6 +41,9 @@ def _ours(temp_dir: str) -> list[psutil.Process]:
 
 @pytest.mark.ray
 def test_two_starts_at_once_with_one_home_start_one_head(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two `local start` at once with one home: one Ray head, recorded; the second caller reuses it.
+
+    Slow: two CLI processes and a real Ray head started, checked and stopped."""
     from hyperpod_rl.cluster.local import local_temp_dir
 
     home = tmp_path / "home"

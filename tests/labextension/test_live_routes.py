@@ -105,7 +105,9 @@ def _snippets(run: dict) -> dict[str, str]:
 
 
 async def test_the_sidebar_snippets_run_against_a_real_run(jp_fetch, finished_run, local_cluster, tmp_path):
-    """The Reattach, Open metrics, Evaluate and Serve cells the sidebar inserts run as written."""
+    """The Reattach, Open metrics, Evaluate and Serve cells the sidebar inserts run as written.
+
+    Slow: four fresh Python processes, each importing the package, and the Serve cell starts Ray Serve with the adapter."""
     import subprocess
     import sys
 
