@@ -139,7 +139,7 @@ test:
 	$(PHASE) lint -- $(MAKE) --no-print-directory lint
 	-$(PHASE) jest -- bash -c 'cd labextension && $(LABEXT_PATH) jlpm jest --json --outputFile=../.test-results/jest.json'
 	-$(PHASE) pytest -- $(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS) --junitxml=.test-results/pytest.xml
-	-$(PY) -m benchmarks.ci_time .test-results
+	-XDIST="$(XDIST)" $(PY) -m benchmarks.ci_time .test-results
 	$(PY) .ci/summarize.py .test-results; status=$$?; \
 	  $(PY) .ci/leftovers.py --since .test-results/before.json || status=1; exit $$status
 

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     path = None if record else args.results / "ci_time.json"
     with Recording(
         "ci_time",
-        params={"pytest_args": os.environ.get("PYTEST_ARGS", ""), "ci": os.environ.get("CI", "")},
+        params={"pytest_args": os.environ.get("PYTEST_ARGS", ""), "xdist": os.environ.get("XDIST", ""), "ci": os.environ.get("CI", "")},
         script="benchmarks/ci_time.py",
         notes="one `make test` (.ci/run) from install to pytest's end; phases timed by .ci/phase.py",
         path=path,

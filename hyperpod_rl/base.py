@@ -334,6 +334,22 @@ class RaisesOnInit(Model):
             raise type(self).error_class(type(self).format_error(err)) from None
 
 
+def json_problem(err: ValueError) -> str:
+    """Why :func:`json.loads` refused a text, as the words after its name in a message.
+
+    ``"is not valid JSON at line L, column C"`` for a syntax error; for a number with more
+    digits than Python converts (``sys.get_int_max_str_digits()``, 4300 by default: valid JSON that
+    :mod:`json` refuses with a plain ``ValueError``), ``"holds a number of more than N digits"``.
+    """
+    import sys
+
+    if isinstance(err, json.JSONDecodeError):
+        return f"is not valid JSON at line {err.lineno}, column {err.colno}"
+    if "digits" in str(err):
+        return f"holds a number of more than {sys.get_int_max_str_digits()} digits"
+    return f"is not valid JSON ({err})"
+
+
 def nesting_depth(value: Any) -> int:
     """How deep mappings and lists nest in parsed JSON or YAML (a scalar: 0, ``{}``: 1), without recursion.
 
@@ -507,8 +523,7 @@ def parse_user_data(
         except RecursionError:
             raise error(f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {fix}") from None
         except ValueError as err:
-            at = f" at line {err.lineno}, column {err.colno}" if isinstance(err, json.JSONDecodeError) else ""
-            raise error(f"{what} is not valid JSON{at}: {repair}") from None
+            raise error(f"{what} {json_problem(err)}: {repair}") from None
         if nesting_depth(data) > MAX_DATA_DEPTH:
             raise error(f"{what} nests deeper than {MAX_DATA_DEPTH} levels: {fix}")
         return [data] if documents else data

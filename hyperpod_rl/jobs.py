@@ -376,6 +376,16 @@ def local_problems(config: RunConfig, python: str | None = None) -> list[str]:
             )
     if python is not None and shutil.which(python) is None:
         problems.append(f"--python {python} is not an executable on this machine: pass an existing interpreter, or leave --python out")
+    model = config.model.path
+    # a folder on this machine (or a path-like name that should be one) is checked as the job would read it; a hub id is the job's to fetch
+    if model != "tiny" and (Path(model).expanduser().exists() or model.startswith(("/", ".", "~"))):
+        from hyperpod_rl.errors import ConfigError
+        from hyperpod_rl.model.revision import check_model_dir
+
+        try:
+            check_model_dir(model, "model.path")
+        except ConfigError as err:
+            problems.append(str(err))
     return problems
 
 
@@ -466,7 +476,8 @@ def submit_run(
             hold the run: fewer GPUs than it needs, or too few CPUs/GPUs on one node for its
             ``trainer.workers`` (:func:`check_fits`; the message says what the cluster has).
         ConfigError: on the local cluster (this machine), ``data.train_path`` /
-            ``data.heldout_path`` or ``python`` do not exist (:func:`local_problems`; a remote
+            ``data.heldout_path`` or ``python`` do not exist, or ``model.path`` is a folder here that
+            is not a Qwen3-VL checkpoint (:func:`local_problems`; a remote
             cluster's paths are its own and are not checked here).
         ConfigError: ``data.train_path`` (when this machine can read it) has fewer rows than
             ``data.prompts_per_step`` (:func:`dataset_problems`).

@@ -778,10 +778,13 @@ def resume_options(run_id: str, *, storage: Path | None = None, **overrides: Any
     equal to the recorded value is accepted too.
 
     Raises:
-        ConfigError: the run did not come from a quickstart (no recorded options), or an override
-            would change what is trained or measured (the message names it).
+        ConfigError: ``run_id`` is not a run id (a path is refused: the run is looked up under the
+            storage root), the run did not come from a quickstart (no recorded options), or an
+            override would change what is trained or measured (the message names it).
     """
-    paths = run_paths(run_id, storage=storage)
+    from hyperpod_rl.runs import check_run_id
+
+    paths = run_paths(check_run_id(run_id), storage=storage)
     recorded = _recorded_options(run_id, paths)
     changed = sorted(k for k, v in overrides.items() if k not in RESUME_OVERRIDES and recorded.get(k) != v)
     if changed:

@@ -93,6 +93,12 @@ def test_resume_takes_the_recorded_options_and_refuses_others(tmp_path, monkeypa
     monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
     missing = CliRunner().invoke(app, ["quickstart", "--resume", "never-started"])
     assert missing.exit_code == 2 and "run 'never-started' has no quickstart record" in " ".join(missing.stderr.split())
+    # a path is not a run id: refused by the run-id rule, never looked up relative to the working directory
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "quickstart-options.json").write_text("{}")
+    for path in ("../../../tmp", str(tmp_path / "elsewhere")):
+        refused = CliRunner().invoke(app, ["quickstart", "--resume", path])
+        assert refused.exit_code == 2 and f"run id {path!r} is invalid" in " ".join(refused.stderr.split()), refused.output
     recorded = QuickstartOptions.build(run_id="half-done", steps=7, sft_steps=3)
     write_json(run_paths("half-done").quickstart_options, recorded.model_dump(mode="json"))
     assert resume_options("half-done", serve_port=8125, steps=7) == QuickstartOptions.build({**recorded.model_dump(), "serve_port": 8125})

@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hyperpod_rl.base import Seed, nesting_depth
+from hyperpod_rl.base import Seed, json_problem, nesting_depth
 from hyperpod_rl.config.sections import MAX_TEMPERATURE, MIN_TEMPERATURE
 
 __all__ = [
@@ -440,8 +440,8 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
                 body = json.loads(raw)
             except RecursionError:  # nested thousands deep: refused, never walked
                 raise fail(400, "invalid_json", too_deep) from None
-            except ValueError:
-                raise fail(400, "invalid_json", "the body is not JSON: send an OpenAI chat-completions request") from None
+            except ValueError as err:  # a syntax error, or a number past Python's digit limit
+                raise fail(400, "invalid_json", f"the body {json_problem(err)}: send an OpenAI chat-completions request") from None
             if nesting_depth(body) > MAX_JSON_DEPTH:
                 raise fail(400, "invalid_json", too_deep)
             try:

@@ -207,14 +207,19 @@ class BaseModelRef(Model):
         ``revision`` for multi-GB checkpoints).
 
         Raises:
-            ServeError: the directory has no ``config.json``, or it or the marker file is not a
+            ServeError: the directory is not a Qwen3-VL checkpoint
+                (:func:`hyperpod_rl.model.revision.check_model_dir`: no or a non-JSON
+                ``config.json``, another ``model_type``, no weights), or the marker file is not a
                 UTF-8 JSON object.
         """
-        from hyperpod_rl.model.revision import directory_revision
+        from hyperpod_rl.errors import ConfigError
+        from hyperpod_rl.model.revision import check_model_dir, directory_revision
 
         root = Path(path).expanduser()
-        if not (root / "config.json").is_file():
-            raise ServeError(f"base model {root} has no config.json: pass a Qwen3-VL checkpoint directory")
+        try:  # a Qwen3-VL checkpoint whose config.json is a JSON object, before its revision is compared
+            check_model_dir(root, "base model")
+        except ConfigError as err:
+            raise ServeError(str(err)) from None
         if model_id is None:
             marker = root / "hyperpod_rl_model.json"
             if marker.is_file():

@@ -32,6 +32,7 @@ server reads in their encodings).
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import tornado
@@ -136,7 +137,11 @@ class _Base(APIHandler):
             body = json.loads(raw)
         except RecursionError:
             raise BadRequest(deep) from None
-        except ValueError:
+        except ValueError as err:
+            if "digits" in str(err) and not isinstance(err, json.JSONDecodeError):  # valid JSON, a number json refuses
+                raise BadRequest(
+                    f"the body holds a number of more than {sys.get_int_max_str_digits()} digits: send a JSON object such as {example}"
+                ) from None
             raise BadRequest(f"the body is not JSON (UTF-8): send a JSON object such as {example}") from None
         if json_depth(body) > MAX_BODY_DEPTH:
             raise BadRequest(deep)

@@ -231,6 +231,7 @@ NOT_A_CONFIG = {
     "not JSON": (b"{'model_type': 'qwen3_vl'}", ("is not valid JSON at line 1, column 2",)),
     "a JSON list": (b'["qwen3_vl"]', ("holds a JSON list, not an object",)),
     "binary": (bytes(range(256)) * 4, ("is not UTF-8 text",)),
+    "a number json refuses": (b'{"model_type": "qwen3_vl", "n": ' + b"9" * 5000 + b"}", ("holds a number of more than 4300 digits",)),
 }
 
 

@@ -83,6 +83,29 @@ def test_local_problems_name_missing_data_and_python(tiny_setup, tmp_path: Path)
     assert local_problems(_config(tiny_setup, "all-there"), None) == []
 
 
+def test_local_problems_check_a_model_folder_on_this_machine(tiny_setup, tmp_path: Path) -> None:
+    """New-user try: a model folder whose config.json is not JSON was submitted and only the job
+    failed; on the local cluster it is refused before submit, with the file and the fix. A hub id
+    (not a folder here) is left to the job."""
+    import shutil
+
+    from hyperpod_rl.jobs import local_problems
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_setup["model_dir"], model)
+    (model / "config.json").write_text('{"model_type": "qwen3_vl", ')
+    cfg = _config(tiny_setup, "bad-model")
+    for path, says in ((model, "config.json"), (tmp_path / "missing", "is not a directory")):
+        problems = local_problems(cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(path)})}), None)
+        assert len(problems) == 1 and problems[0].startswith("model.path") and says in problems[0], problems
+    assert (
+        "is not valid JSON at line 1, column 28"
+        in local_problems(cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": str(model)})}), None)[0]
+    )
+    hub = cfg.model_copy(update={"model": cfg.model.model_copy(update={"path": "Qwen/Qwen3-VL-2B-Instruct"})})
+    assert local_problems(hub, None) == []
+
+
 def test_a_step_larger_than_the_training_set_is_named_with_its_fix(tiny_setup) -> None:
     """Issue 30 item 5e: data.prompts_per_step above the training set's rows was accepted at submit
     and the job then failed suggesting rollout.max_prompt_tokens; it is refused before submit,

@@ -87,6 +87,7 @@ async def test_tutorial_fields_are_checked_before_anything_is_written(jp_fetch, 
         ('{"folder": "' + "x" * MAX_BODY_BYTES + '"}', f"at most {MAX_BODY_BYTES} are read"),
         ('{"folder": "tut"', "the body is not JSON"),
         (b'{"folder": "\xff"}', "the body is not JSON"),
+        ('{"folder": ' + "9" * 5000 + "}", "the body holds a number of more than 4300 digits"),  # valid JSON json refuses
     ],
 )
 async def test_tutorial_bodies_are_bounded_before_they_are_walked(jp_fetch, jp_root_dir, hprl_home, raw, expected):

@@ -204,6 +204,8 @@ def test_an_adapter_no_longer_served_says_how_to_serve_it(served):
         ("nested-past-recursion", 400, "invalid_json", r"nests JSON deeper than 32 levels"),
         ("nested-past-the-limit", 400, "invalid_json", r"nests JSON deeper than 32 levels"),
         ("megabyte-model-name", 400, "invalid_request", r"model: must be 0\.\.256 characters long"),
+        # valid JSON that Python's json refuses (a number past its 4300-digit limit): said as such
+        ("number-past-the-digit-limit", 400, "invalid_json", r"the body holds a number of more than 4300 digits"),
     ],
 )
 def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, status, code, detail):
@@ -235,6 +237,10 @@ def test_malformed_requests_get_4xx_and_the_replica_survives(served, case, statu
         + b"}",
         "nested-past-the-limit": {**maze_request(row, model="maze"), "user": json.loads("[" * 40 + "]" * 40)},
         "megabyte-model-name": maze_request(row, model="m" * 1_000_000),
+        "number-past-the-digit-limit": json.dumps(maze_request(row, model="maze"))[:-1].encode()
+        + b', "max_tokens": '
+        + b"9" * 100_000
+        + b"}",
     }[case]
     resp = _post(url, body)
     assert resp.status_code == status, resp.text

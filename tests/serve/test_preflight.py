@@ -482,8 +482,20 @@ def test_base_model_without_local_files_skips_tokenizer_checks_with_a_warning(tr
 def test_bad_paths_raise(tmp_path: Path, trained_adapter):
     with pytest.raises(ServeError, match="is not a directory"):
         preflight(tmp_path / "nope", trained_adapter["model_dir"])
-    with pytest.raises(ServeError, match="has no config.json"):
+    with pytest.raises(ServeError, match="is an empty folder"):
         preflight(trained_adapter["adapter"], tmp_path)
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "weights.txt").write_text("x")
+    with pytest.raises(ServeError, match="has no config.json"):
+        preflight(trained_adapter["adapter"], base)
+    # a copy of the real base whose config.json is damaged: that is the error, not a revision mismatch
+    import shutil
+
+    shutil.copytree(trained_adapter["model_dir"], base, dirs_exist_ok=True)
+    (base / "config.json").write_text('{"model_type": "qwen3_vl", ')
+    with pytest.raises(ServeError, match=r"base model config.json .* is not valid JSON at line 1, column 28"):
+        preflight(trained_adapter["adapter"], base)
 
 
 def _count_model_loads(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
