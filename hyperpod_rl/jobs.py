@@ -24,7 +24,7 @@ from typing import Any
 
 from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import HyperpodRLError, JobError
+from hyperpod_rl.errors import HyperpodRLError, JobError, last_line
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
 from hyperpod_rl.runs import (
     FINAL_STATUSES,
@@ -261,7 +261,9 @@ def run_jobs(client: Any, run_id: str, run_dir: Path | None = None) -> list[RunJ
     try:
         details = client.list_jobs()
     except (RuntimeError, OSError) as err:
-        raise JobError(f"cannot list the cluster's jobs ({type(err).__name__}: {err}); is it up? (hyperpod-rl local status)") from None
+        raise JobError(
+            f"cannot list the cluster's jobs ({type(err).__name__}: {last_line(err)}); is it up? (hyperpod-rl local status)"
+        ) from None
     for job in details:
         sid = job.submission_id
         if sid and ((job.metadata or {}).get(RUN_ID_METADATA) == run_id or sid in recorded):
@@ -547,7 +549,7 @@ def _submit_with_free_id(client: Any, config: RunConfig, paths: RunPaths, *, fir
     try:
         return attempt()
     except _IdTaken as err:
-        raise JobError(f"20 submission ids of run {config.run_id!r} from {first} on are taken on the cluster: {err}") from None
+        raise JobError(f"20 submission ids of run {config.run_id!r} from {first} on are taken on the cluster: {last_line(err)}") from None
 
 
 def _submit_once(
@@ -585,7 +587,7 @@ def _submit_once(
     except RuntimeError as err:
         if "already exists" in str(err):
             raise _IdTaken(submission_id) from None
-        raise JobError(f"the cluster refused submission {submission_id}: {err}") from None
+        raise JobError(f"the cluster refused submission {submission_id}: {last_line(err)}") from None
 
 
 def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_start: bool = True) -> Iterator[JobUpdate]:
@@ -614,7 +616,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
             info = client.get_job_info(submission_id)
             logs = client.get_job_logs(submission_id)
         except RuntimeError as err:
-            raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+            raise JobError(f"no job {submission_id!r} on this cluster ({last_line(err)})") from None
         except (ConnectionError, OSError, requests.RequestException) as err:
             raise JobError(
                 f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)"
@@ -651,7 +653,7 @@ def job_logs(client: Any, submission_id: str) -> str:
         return redact(str(client.get_job_logs(submission_id)))
     except RuntimeError as err:
         raise JobError(
-            f"job {submission_id} is not on this cluster ({err}): it was restarted or the job ran elsewhere; resubmit the run to resume it"
+            f"job {submission_id} is not on this cluster ({last_line(err)}): it was restarted or the job ran elsewhere; resubmit the run to resume it"
         ) from None
     except (ConnectionError, OSError, requests.RequestException) as err:
         raise JobError(
@@ -713,7 +715,7 @@ def _ray_status(client: Any, submission_id: str) -> str:
     try:
         raw = client.get_job_status(submission_id)
     except RuntimeError as err:
-        raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+        raise JobError(f"no job {submission_id!r} on this cluster ({last_line(err)})") from None
     return str(raw.value if hasattr(raw, "value") else raw)
 
 
@@ -778,7 +780,7 @@ def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s
         try:
             client.stop_job(submission_id)
         except RuntimeError as err:
-            raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+            raise JobError(f"no job {submission_id!r} on this cluster ({last_line(err)})") from None
         ray_status = wait_terminal(client, submission_id, min(PENDING_GRACE_S, timeout_s))
         if ray_status is None and _ray_status(client, submission_id) == "PENDING":
             cancelled = _cancel_pending(client, submission_id)
@@ -914,7 +916,9 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
     try:
         details = client.list_jobs()
     except (RuntimeError, OSError) as err:
-        raise JobError(f"cannot list the cluster's jobs ({type(err).__name__}: {err}); is it up? (hyperpod-rl local status)") from None
+        raise JobError(
+            f"cannot list the cluster's jobs ({type(err).__name__}: {last_line(err)}); is it up? (hyperpod-rl local status)"
+        ) from None
     ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
     changed: dict[str, str] = {}
     for run in store_runs(storage):
