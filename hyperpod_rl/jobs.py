@@ -24,7 +24,7 @@ from typing import Any
 
 from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import HyperpodRLError, JobError, last_line
+from hyperpod_rl.errors import HyperpodRLError, JobError, StorageError, last_line
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
 from hyperpod_rl.runs import (
     FINAL_STATUSES,
@@ -884,7 +884,9 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     return job, status
 
 
-def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None) -> dict[str, str]:
+def reconcile_statuses(
+    client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None, unrecorded: dict[str, str] | None = None
+) -> dict[str, str]:
     """Record the end of every run not recorded as ended (``submitted`` or ``running``) whose newest Ray job has ended.
 
     A trainer killed from outside (``job stop``, a dashboard stop, an OOM kill) never writes its
@@ -897,6 +899,10 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
         client: the cluster's job client (or an access object or address).
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
         run_ids: only these runs (default: every run of the store).
+        unrecorded: when given, filled with ``{run_id: the StorageError's message}`` for each run
+            whose end could not be written (its run directory is read-only, full or forbidden);
+            the other runs are reconciled all the same. Without it the first such error is
+            raised, after the other runs are reconciled.
 
     A run's status is that of its newest submission (:func:`hyperpod_rl.runs.current_status`):
     after a resubmission, an end recorded for an earlier job is not the run's, so a resubmitted
@@ -908,6 +914,7 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
 
     Raises:
         JobError: the cluster cannot be reached.
+        StorageError: a run's end could not be written (only without ``unrecorded``).
     """
     from hyperpod_rl.cluster.access import job_client_of
     from hyperpod_rl.runs import list_runs as store_runs
@@ -921,12 +928,21 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
         ) from None
     ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
     changed: dict[str, str] = {}
+    first: StorageError | None = None
     for run in store_runs(storage):
         if run_ids is not None and run.run_id not in run_ids:
             continue
-        recorded = _record_ray_end(run, ray.get(run.submission_id or ""))
+        try:
+            recorded = _record_ray_end(run, ray.get(run.submission_id or ""))
+        except StorageError as err:  # this run's directory: the other runs are not concerned
+            if unrecorded is not None:
+                unrecorded[run.run_id] = str(err)
+            first = first or err
+            continue
         if recorded:
             changed[run.run_id] = recorded
+    if first is not None and unrecorded is None:
+        raise first
     return changed
 
 
