@@ -45,6 +45,7 @@ __all__ = [
     "ServeError",
     "StorageError",
     "TaskError",
+    "last_line",
     "storage_error",
 ]
 
@@ -162,3 +163,38 @@ class PromotionRefused(ServeError):
 
 class AWSError(HyperpodRLError):
     """An AWS or SageMaker Studio call failed or is not allowed; the message names the fix."""
+
+
+#: Lines of a Python traceback that say where, not what: left out by :func:`last_line`.
+_TRACEBACK_FRAMING = ("Traceback (most recent call last)", 'File "', "During handling of the above exception", "The above exception was")
+
+
+def last_line(text: object, *, limit: int = 300) -> str:
+    """The one line of a remote error's text that says what failed, at most ``limit`` characters.
+
+    A Ray job server answering 500 sends its whole Python traceback (``Request failed with status
+    code 500: Traceback (most recent call last): ...`` and 50 lines more); an error message of
+    ours holds only what precedes the traceback and its last line, the exception (``Request
+    failed with status code 500: ... RuntimeError: ...``). Text of one line is kept as it is.
+
+    Args:
+        text: the error or its text (``str()`` is taken).
+        limit: most characters kept; a longer line ends with ``...``.
+    """
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    head = lines[0]
+    cut = head.find(_TRACEBACK_FRAMING[0])
+    prefix = head[:cut].rstrip(" :") if cut >= 0 else ""
+    what = [line for line in lines if not line.startswith(_TRACEBACK_FRAMING) and not set(line) <= set("^~ ")]
+    if cut >= 0 and what and what[0] == head:
+        what = what[1:]  # the head line opens the traceback: its prefix is kept apart
+    last = what[-1] if what else head
+    if len(lines) == 1:
+        line = head
+    elif prefix and last != prefix:
+        line = f"{prefix}: {last}"
+    else:
+        line = last
+    return line if len(line) <= limit else line[: limit - 3] + "..."

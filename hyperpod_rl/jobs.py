@@ -24,7 +24,7 @@ from typing import Any
 
 from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
-from hyperpod_rl.errors import HyperpodRLError, JobError
+from hyperpod_rl.errors import HyperpodRLError, JobError, StorageError, last_line
 from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
 from hyperpod_rl.runs import (
     FINAL_STATUSES,
@@ -261,7 +261,9 @@ def run_jobs(client: Any, run_id: str, run_dir: Path | None = None) -> list[RunJ
     try:
         details = client.list_jobs()
     except (RuntimeError, OSError) as err:
-        raise JobError(f"cannot list the cluster's jobs ({type(err).__name__}: {err}); is it up? (hyperpod-rl local status)") from None
+        raise JobError(
+            f"cannot list the cluster's jobs ({type(err).__name__}: {last_line(err)}); is it up? (hyperpod-rl local status)"
+        ) from None
     for job in details:
         sid = job.submission_id
         if sid and ((job.metadata or {}).get(RUN_ID_METADATA) == run_id or sid in recorded):
@@ -558,7 +560,7 @@ def _submit_with_free_id(client: Any, config: RunConfig, paths: RunPaths, *, fir
     try:
         return attempt()
     except _IdTaken as err:
-        raise JobError(f"20 submission ids of run {config.run_id!r} from {first} on are taken on the cluster: {err}") from None
+        raise JobError(f"20 submission ids of run {config.run_id!r} from {first} on are taken on the cluster: {last_line(err)}") from None
 
 
 def _submit_once(
@@ -596,7 +598,7 @@ def _submit_once(
     except RuntimeError as err:
         if "already exists" in str(err):
             raise _IdTaken(submission_id) from None
-        raise JobError(f"the cluster refused submission {submission_id}: {err}") from None
+        raise JobError(f"the cluster refused submission {submission_id}: {last_line(err)}") from None
 
 
 def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_start: bool = True) -> Iterator[JobUpdate]:
@@ -625,7 +627,7 @@ def follow_run(client: Any, submission_id: str, *, poll_s: float = 1.0, from_sta
             info = client.get_job_info(submission_id)
             logs = client.get_job_logs(submission_id)
         except RuntimeError as err:
-            raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+            raise JobError(f"no job {submission_id!r} on this cluster ({last_line(err)})") from None
         except (ConnectionError, OSError, requests.RequestException) as err:
             raise JobError(
                 f"lost contact with the cluster while following {submission_id} ({type(err).__name__}); is it still up? (hyperpod-rl local status)"
@@ -662,7 +664,7 @@ def job_logs(client: Any, submission_id: str) -> str:
         return redact(str(client.get_job_logs(submission_id)))
     except RuntimeError as err:
         raise JobError(
-            f"job {submission_id} is not on this cluster ({err}): it was restarted or the job ran elsewhere; resubmit the run to resume it"
+            f"job {submission_id} is not on this cluster ({last_line(err)}): it was restarted or the job ran elsewhere; resubmit the run to resume it"
         ) from None
     except (ConnectionError, OSError, requests.RequestException) as err:
         raise JobError(
@@ -724,7 +726,7 @@ def _ray_status(client: Any, submission_id: str) -> str:
     try:
         raw = client.get_job_status(submission_id)
     except RuntimeError as err:
-        raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+        raise JobError(f"no job {submission_id!r} on this cluster ({last_line(err)})") from None
     return str(raw.value if hasattr(raw, "value") else raw)
 
 
@@ -789,7 +791,7 @@ def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s
         try:
             client.stop_job(submission_id)
         except RuntimeError as err:
-            raise JobError(f"no job {submission_id!r} on this cluster ({err})") from None
+            raise JobError(f"no job {submission_id!r} on this cluster ({last_line(err)})") from None
         ray_status = wait_terminal(client, submission_id, min(PENDING_GRACE_S, timeout_s))
         if ray_status is None and _ray_status(client, submission_id) == "PENDING":
             cancelled = _cancel_pending(client, submission_id)
@@ -893,7 +895,9 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     return job, status
 
 
-def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None) -> dict[str, str]:
+def reconcile_statuses(
+    client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None, unrecorded: dict[str, str] | None = None
+) -> dict[str, str]:
     """Record the end of every run not recorded as ended (``submitted`` or ``running``) whose newest Ray job has ended.
 
     A trainer killed from outside (``job stop``, a dashboard stop, an OOM kill) never writes its
@@ -906,6 +910,10 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
         client: the cluster's job client (or an access object or address).
         storage: storage root (default :func:`hyperpod_rl.paths.storage_root`).
         run_ids: only these runs (default: every run of the store).
+        unrecorded: when given, filled with ``{run_id: the StorageError's message}`` for each run
+            whose end could not be written (its run directory is read-only, full or forbidden);
+            the other runs are reconciled all the same. Without it the first such error is
+            raised, after the other runs are reconciled.
 
     A run's status is that of its newest submission (:func:`hyperpod_rl.runs.current_status`):
     after a resubmission, an end recorded for an earlier job is not the run's, so a resubmitted
@@ -917,6 +925,7 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
 
     Raises:
         JobError: the cluster cannot be reached.
+        StorageError: a run's end could not be written (only without ``unrecorded``).
     """
     from hyperpod_rl.cluster.access import job_client_of
     from hyperpod_rl.runs import list_runs as store_runs
@@ -925,15 +934,26 @@ def reconcile_statuses(client: Any, storage: str | Path | None = None, *, run_id
     try:
         details = client.list_jobs()
     except (RuntimeError, OSError) as err:
-        raise JobError(f"cannot list the cluster's jobs ({type(err).__name__}: {err}); is it up? (hyperpod-rl local status)") from None
+        raise JobError(
+            f"cannot list the cluster's jobs ({type(err).__name__}: {last_line(err)}); is it up? (hyperpod-rl local status)"
+        ) from None
     ray = {j.submission_id: str(j.status.value if hasattr(j.status, "value") else j.status) for j in details if j.submission_id}
     changed: dict[str, str] = {}
+    first: StorageError | None = None
     for run in store_runs(storage):
         if run_ids is not None and run.run_id not in run_ids:
             continue
-        recorded = _record_ray_end(run, ray.get(run.submission_id or ""))
+        try:
+            recorded = _record_ray_end(run, ray.get(run.submission_id or ""))
+        except StorageError as err:  # this run's directory: the other runs are not concerned
+            if unrecorded is not None:
+                unrecorded[run.run_id] = str(err)
+            first = first or err
+            continue
         if recorded:
             changed[run.run_id] = recorded
+    if first is not None and unrecorded is None:
+        raise first
     return changed
 
 

@@ -10,12 +10,18 @@ with the command; the directory outside is left as it was.
 
 from __future__ import annotations
 
+import builtins
+import errno
+import io
 import os
 import shlex
 import subprocess
 from pathlib import Path
+from typing import Any
 
-__all__ = ["PAGE", "on_a_full_disk", "pages", "read_only"]
+import pytest
+
+__all__ = ["PAGE", "disk_fills_after", "on_a_full_disk", "pages", "read_only"]
 
 #: tmpfs counts its size in pages.
 PAGE = 4096
@@ -63,3 +69,44 @@ exit $rc
 """
     run = {"capture_output": True, "text": True, "check": False, "timeout": 900, **run}
     return subprocess.run(["unshare", "--map-root-user", "--mount", "sh", "-c", script], **run)  # type: ignore[call-overload]
+
+
+class _FillingFile(io.RawIOBase):
+    """A file's raw writer that takes ``room`` more bytes, then fails every write with ENOSPC."""
+
+    def __init__(self, fd: int, room: int) -> None:
+        self.fd, self.room = fd, room
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        data = bytes(data)
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return os.write(self.fd, data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self.fd)
+        super().close()
+
+
+def disk_fills_after(monkeypatch: pytest.MonkeyPatch, path: Path, room: int) -> None:
+    """In this process, ``path`` opened for appending takes ``room`` more bytes in all (a disk that
+    fills mid-run), then every write, flush and close fails with ``ENOSPC`` as a full disk's would
+    (Python's buffered file keeps the bytes that failed, so its close tries them again)."""
+    real_open = builtins.open
+    left = {"room": room}
+
+    def open_(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if isinstance(file, (str, os.PathLike)) and os.fspath(file) == str(path) and "a" in mode and "b" not in mode:
+            raw = _FillingFile(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644), left["room"])
+            fh = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8")
+            left["room"] = 0  # the room is used by this file (a later open gets none)
+            return fh
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", open_)
+    monkeypatch.setattr(io, "open", open_)

@@ -19,7 +19,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client, reachable_client
+from hyperpod_rl.cli._common import (
+    Address,
+    HprlGroup,
+    console,
+    err_console,
+    fail,
+    follow_with_progress,
+    handled,
+    job_client,
+    reachable_client,
+)
 from hyperpod_rl.errors import HyperpodRLError
 
 app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
@@ -35,17 +45,27 @@ def _reconcile(address: str | None) -> dict[str, str] | None:
     """Record the end of runs not recorded as ended whose Ray job has ended, and return each
     store run's status by the one rule (:func:`hyperpod_rl.jobs.overview`, which ``job status``
     shares; lower case, e.g. ``lost`` for a job the cluster no longer knows); None when the
-    cluster (``address``, else the local one) cannot be reached."""
+    cluster (``address``, else the local one) cannot be reached.
+
+    A run whose end cannot be written (its run directory is read-only, full or forbidden) gets
+    one ``warning:`` line naming the path and the fix; its status and every other run's are the
+    cluster's all the same."""
     from hyperpod_rl.jobs import overview, reconcile_statuses
 
     client, _ = reachable_client(address)
     if client is None:
         return None
+    unrecorded: dict[str, str] = {}
     try:
-        reconcile_statuses(client)
-        return {row["run_id"]: str(row["status"]).lower() for row in overview(client)}
+        reconcile_statuses(client, unrecorded=unrecorded)
+        statuses = {row["run_id"]: str(row["status"]).lower() for row in overview(client)}
     except (HyperpodRLError, OSError, RuntimeError):  # the cluster stopped answering
         return None
+    for run_id, problem in unrecorded.items():
+        err_console.print(
+            f"[bold yellow]warning:[/] {escape(f'run {run_id}: its end was not recorded: {problem}')}", soft_wrap=True, highlight=False
+        )
+    return statuses
 
 
 def _shown_status(run_id: str, status: str, statuses: dict[str, str] | None) -> str:

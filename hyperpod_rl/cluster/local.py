@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.cluster.resources import remove_jobs
-from hyperpod_rl.errors import ClusterError, ClusterTimeout
+from hyperpod_rl.errors import ClusterError, ClusterTimeout, last_line
 from hyperpod_rl.paths import data_dir
 
 __all__ = [
@@ -88,25 +88,45 @@ def check_port_outside_ray_workers(port: int, option: str) -> None:
 
 
 def find_free_port(preferred: int | None = None) -> int:
-    """Return ``preferred`` if it is free on 127.0.0.1, else any free port."""
+    """Return ``preferred`` if it is free on 127.0.0.1, else any free port outside Ray's worker port range."""
     if preferred is not None and _port_free(preferred):
         return preferred
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
 
 
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports that are free on 127.0.0.1 now.
+def free_ports(count: int, *, exclude: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """``count`` distinct ports that are free on 127.0.0.1 now, none inside Ray's worker port range
+    (:data:`RAY_WORKER_PORTS`: a worker of any Ray cluster on this machine may bind one of those
+    at any time, so an agent's port there can be taken before its raylet starts) nor in ``exclude``.
 
     Every socket stays bound until all are picked, so the kernel never hands out one port
     twice (separate :func:`find_free_port` calls may).
+
+    Raises:
+        ClusterError: the kernel hands out only ports inside the worker range (its
+            ``net.ipv4.ip_local_port_range``); the message names the setting.
     """
-    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    first, last = RAY_WORKER_PORTS.start, RAY_WORKER_PORTS.stop - 1
+    none_left = ClusterError(
+        f"the kernel offers no free port outside Ray's worker port range {first}-{last}: "
+        "set net.ipv4.ip_local_port_range outside it (e.g. 32768 60999)"
+    )
+    socks: list[socket.socket] = []
+    ports: list[int] = []
     try:
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
+        while len(ports) < count:
+            if len(socks) >= count + 256:
+                raise none_left
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            try:
+                sock.bind(("127.0.0.1", 0))
+            except OSError:  # EADDRINUSE: the kernel's range is used up
+                raise none_left from None
+            port = int(sock.getsockname()[1])
+            if port not in RAY_WORKER_PORTS and port not in exclude:
+                ports.append(port)
+        return ports
     finally:
         for sock in socks:
             sock.close()
@@ -286,13 +306,16 @@ class LocalCluster:
         return signalled
 
 
-def _node_port_flags() -> list[str]:
-    """Free ports for one node's agents: the dashboard agent's HTTP port is a fixed 52365 by
-    default, so a second node or cluster on the same machine would get no agent."""
+def _node_port_flags(taken: set[int] | frozenset[int] = frozenset()) -> list[str]:
+    """Free ports for one node's agents, distinct, outside Ray's worker port range and not in
+    ``taken`` (the head's ports): the dashboard agent's HTTP port is a fixed 52365 by default, so
+    a second node or cluster on the same machine would get no agent, and an agent port inside
+    the worker range may be bound by another cluster's worker before the raylet starts."""
+    listen, grpc, runtime_env = free_ports(3, exclude=taken)
     return [
-        f"--dashboard-agent-listen-port={find_free_port()}",
-        f"--dashboard-agent-grpc-port={find_free_port()}",
-        f"--runtime-env-agent-port={find_free_port()}",
+        f"--dashboard-agent-listen-port={listen}",
+        f"--dashboard-agent-grpc-port={grpc}",
+        f"--runtime-env-agent-port={runtime_env}",
     ]
 
 
@@ -343,7 +366,7 @@ def head_ports(dashboard_port: int | None = None) -> dict[str, int]:
     """
     dash = dashboard_port or find_free_port(DEFAULT_DASHBOARD_PORT)
     names = ("gcs", "metrics_export", "client_server", "dashboard_metrics", "autoscaler_metrics")
-    picked = [p for p in free_ports(len(names) + 1) if p != dash][: len(names)]
+    picked = free_ports(len(names), exclude={dash})
     return {"dashboard": dash, **dict(zip(names, picked, strict=True))}
 
 
@@ -693,7 +716,7 @@ def _start_head(path: Path, *, token: str, temp_dir: str, num_cpus: int | None, 
             # machine's head can hold a trainer.device=cuda or SkyRL job (0 on a CPU machine, as before)
             "--disable-usage-stats",
             f"--temp-dir={temp_dir}",
-            *_node_port_flags(),
+            *_node_port_flags(set(ports.values())),
         ]
         # Ray reads these two from the environment only (ray/dashboard/consts.py,
         # ray/autoscaler/_private/constants.py); their fixed defaults would make a second cluster
@@ -788,7 +811,7 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
                 raise _NotYet(f"no-op job {submission_id} still {status.value}")
             time.sleep(0.5)
         if status != JobStatus.SUCCEEDED:
-            raise _NotYet(f"no-op job {submission_id} {status.value}: {client.get_job_info(submission_id).message}")
+            raise _NotYet(f"no-op job {submission_id} {status.value}: {last_line(client.get_job_info(submission_id).message)}")
 
     try:
         for attempt in retrying():
@@ -800,7 +823,9 @@ def _wait_ready(cluster: LocalCluster, *, timeout_s: float) -> None:
                 probe()
     except RetryError as err:
         cause = err.last_attempt.exception()
-        raise ClusterError(f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({cause})") from None
+        raise ClusterError(
+            f"the local Ray cluster at {cluster.dashboard_url} was not ready within {timeout_s:.0f} s ({last_line(cause)})"
+        ) from None
     finally:
         if tries:
             remove_jobs(client, prefix)

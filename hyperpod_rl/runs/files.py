@@ -33,11 +33,12 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hyperpod_rl.errors import StorageError, storage_error
 
 __all__ = [
+    "appending",
     "checkpoint_entries",
     "file_sha256",
     "os_error_of",
@@ -104,6 +105,34 @@ def storage_errors(path: str | Path, *, verb: str = "write") -> Iterator[None]:
         if named is not None and not named.startswith(str(path)):  # another file (an input read), not the one written
             raise storage_error(found, verb="use") from None
         raise storage_error(found, path, verb=verb) from None
+
+
+@contextmanager
+def appending(path: str | Path) -> Iterator[IO[str]]:
+    """``path`` opened for appending text (a run's ``metrics.jsonl``), closed on every way out.
+
+    The close is the last write (it flushes what is buffered), so it is a storage write too: a
+    close that fails on its own raises one :class:`~hyperpod_rl.errors.StorageError` naming
+    ``path``. A close that fails while an error already leaves the block (the write before it
+    failed: the same bytes fail again) is dropped, so that error, e.g. the ``StorageError`` of the
+    failed write, is the one reported, never a second raw ``OSError`` chained over it. Writes in
+    the block name ``path`` themselves (``with storage_errors(path): fh.write(...)``).
+
+    Raises:
+        StorageError: ``path`` cannot be opened or its close fails (full, read-only, forbidden).
+    """
+    with storage_errors(path):
+        fh = open(path, "a")  # noqa: SIM115 - closed below on every way out
+    try:
+        yield fh
+    except BaseException:
+        try:
+            fh.close()  # the file descriptor is closed even when the flush fails
+        except OSError:
+            pass  # the error leaving the block is the one to report
+        raise
+    with storage_errors(path):
+        fh.close()
 
 
 @contextmanager

@@ -88,6 +88,7 @@ from hyperpod_rl.plan.shapes import shape_from_hf_config
 from hyperpod_rl.run_plan import engine_sizing
 from hyperpod_rl.runs import RunPaths, read_eval, record_eval
 from hyperpod_rl.runs.files import (
+    appending,
     checkpoint_entries,
     file_sha256,
     latest_valid_checkpoint,
@@ -550,7 +551,10 @@ class ReferenceTrainer:
         ranks = self.parallel.gather(rng) if self.parallel is not None else None
         if not self.is_writer:
             return self.ckpt_root / f"step_{self.step:06d}"
-        lines = sum(1 for _ in self.metrics_path.open()) if self.metrics_path.exists() else 0
+        lines = 0
+        if self.metrics_path.exists():
+            with self.metrics_path.open() as fh:
+                lines = sum(1 for _ in fh)
 
         def write(tmp: Path) -> None:
             # serialized in memory (LoRA weights and their optimizer state: megabytes) and written by
@@ -915,9 +919,9 @@ class ReferenceTrainer:
 
     def _loop(self) -> None:
         cfg = self.config
-        with storage_errors(self.metrics_path):
-            sink = self.metrics_path.open("a") if self.is_writer else None
-        with sink if sink is not None else nullcontext():
+        # a close that fails (the buffered line hits the same full or forbidden disk) is a StorageError
+        # naming metrics.jsonl, and never a second raw error over the one a failed write raised
+        with appending(self.metrics_path) if self.is_writer else nullcontext() as sink:
             while self.step < cfg.trainer.steps:
                 record = self._step()
                 if sink is not None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hyperpod_rl.metrics.schema import MetricRecord
+from hyperpod_rl.runs.files import appending, storage_errors
 
 __all__ = ["MetricRecordSink", "core_metric_names", "numeric_values"]
 
@@ -115,7 +116,7 @@ class MetricRecordSink:
             time_s=time.time(),
             values=values,
         )
-        with self.metrics_path.open("a") as sink:
+        with appending(self.metrics_path) as sink, storage_errors(self.metrics_path):  # one StorageError naming it
             sink.write(record.model_dump_json() + "\n")
         print(record.to_line(), file=self.stream or sys.stdout, flush=True)
         return record

@@ -43,3 +43,51 @@ def test_a_ray_temp_dir_too_long_for_its_sockets_is_refused_with_the_fix():
         check_socket_room("/tmp/hprl-t-1796543531-ff9e8fdd/hprl-0/9379b281c8")
     with pytest.raises(ClusterError, match=str(MAX_RAY_TEMP_DIR + 1) + " bytes"):
         check_socket_room("/" + "d" * MAX_RAY_TEMP_DIR)
+
+
+# ---- ports we pick (new-user report: a dashboard agent's gRPC port, 10009, inside the worker range was taken)
+_PICK = """
+import json
+from hyperpod_rl.cluster import local
+from hyperpod_rl.errors import ClusterError
+try:
+    head = local.head_ports()
+    node = [int(f.split("=")[1]) for f in local._node_port_flags(set(head.values()))]
+    print(json.dumps({"ports": [*head.values(), *node]}))
+except ClusterError as err:
+    print(json.dumps({"error": str(err)}))
+"""
+
+
+def _pick_in_a_port_range(low: int, high: int) -> dict:
+    """Pick a head's and its agents' ports where the kernel hands out only ``low``-``high``
+    (``net.ipv4.ip_local_port_range`` of a network namespace of the test's own)."""
+    import json
+    import subprocess
+    import sys
+
+    script = f'ip link set lo up && echo "{low} {high}" > /proc/sys/net/ipv4/ip_local_port_range && exec "$0" -c "$1"'
+    proc = subprocess.run(
+        ["unshare", "--map-root-user", "--net", "sh", "-c", script, sys.executable, _PICK],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0 and "unshare" in proc.stderr:
+        pytest.skip(f"no network namespace here: {proc.stderr.strip()}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_ports_we_pick_are_never_inside_the_worker_range():
+    picked = _pick_in_a_port_range(19980, 20030)  # half the kernel's ports inside the range
+    ports = picked["ports"]
+    assert len(ports) == 9 and len(set(ports)) == 9, ports  # head (6) and agents (3), distinct
+    assert all(20000 <= p <= 20030 for p in ports if p != 8265), ports
+
+
+def test_a_kernel_port_range_inside_the_worker_range_is_one_error_with_the_fix():
+    picked = _pick_in_a_port_range(10002, 10010)
+    assert "no free port outside Ray's worker port range 10002-19999" in picked["error"]
+    assert "net.ipv4.ip_local_port_range" in picked["error"]

@@ -279,3 +279,45 @@ def test_with_no_cluster_up_job_status_reads_the_run_directory(tmp_path: Path, m
         "nocluster-stopped": "STOPPED",
         "nocluster-running": "UNKNOWN",
     }
+
+
+@pytest.mark.ray
+@pytest.mark.job
+def test_runs_list_keeps_one_runs_storage_fault_with_that_run(local_cluster, tmp_path: Path) -> None:
+    """New-user report: with one run's directory read-only, ``runs list`` showed every active run
+    as 'unknown (cluster not reachable)'. The run whose end cannot be recorded gets one warning
+    line naming its manifest and the fix, and shows Ray's status; the other run shows its own."""
+    broken, fine = "status-list-read-only", "status-list-fine"
+    root = _running_run(broken)
+    _running_run(fine)
+    client = local_cluster.job_client()
+    sid = f"hprl-{broken}-1"
+    add_submission(run_paths(broken), sid)
+    client.submit_job(entrypoint="exit 3", submission_id=sid, metadata={RUN_ID_METADATA: broken})
+    assert wait_terminal(client, sid, 240) == "FAILED"
+    running = _submit_sleeper(client, fine)
+    try:
+        for _ in range(240):  # a hang guard, not a timing target
+            if str(client.get_job_status(running).value) == "RUNNING":
+                break
+            time.sleep(0.5)
+        before = (root / "manifest.json").read_bytes()
+        argv = [sys.executable, "-m", "hyperpod_rl.cli", "runs", "list", "--ledger", str(tmp_path / "ledger.sqlite")]
+        argv += ["--address", local_cluster.dashboard_url]
+        proc = subprocess.run(
+            read_only(root, argv), capture_output=True, text=True, env={**os.environ, "COLUMNS": "300"}, timeout=300, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "Traceback" not in proc.stderr and "error:" not in proc.stderr, proc.stderr[-3000:]
+        warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+        assert len(warnings) == 1, proc.stderr[-3000:]
+        assert f"run {broken}: its end was not recorded: cannot write {root / 'manifest.json'}: " in warnings[0], warnings
+        assert "read-only: mount the storage read-write" in warnings[0], warnings
+        assert "not reachable" not in proc.stdout, proc.stdout
+        assert " failed " in _row(proc.stdout, broken) and " running " in _row(proc.stdout, fine), proc.stdout
+        assert (root / "manifest.json").read_bytes() == before
+        assert sorted(p.name for p in root.iterdir() if ".tmp-" in p.name) == []
+    finally:
+        client.stop_job(running)
+    assert " failed " in _row(_list(tmp_path, "--address", local_cluster.dashboard_url), broken)  # the storage back: recorded
+    assert read_provenance(root)["status"] == "failed"

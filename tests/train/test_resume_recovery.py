@@ -24,8 +24,9 @@ from hyperpod_rl.quickstart import make_run_config
 from hyperpod_rl.runs import RunPaths, write_config
 from hyperpod_rl.runs.files import verify_checksums, write_checksums
 from hyperpod_rl.tasks.maze import write_parquet
+from hyperpod_rl.train import __main__ as train_job
 from hyperpod_rl.train.reference import ReferenceTrainer, load_training_state, read_rows
-from tests.storage_faults import PAGE, on_a_full_disk, pages, read_only
+from tests.storage_faults import PAGE, disk_fills_after, on_a_full_disk, pages, read_only
 
 STEPS = 4
 
@@ -288,4 +289,33 @@ def test_a_full_disk_while_writing_the_final_adapter_loses_nothing(finished, tmp
     assert _leftovers(after) == [] and not (after / "adapter").exists()
     assert all(verify_checksums(p) is None for p in (after / "checkpoints").glob("step_*"))
     adapter = ReferenceTrainer(cfg, after).train()
+    assert _same(load_file(str(adapter / "adapter_model.safetensors")), weights)
+
+
+def test_a_metrics_write_that_starts_failing_mid_run_ends_with_one_error_line(finished, tmp_path, monkeypatch, capsys):
+    """New-user report: the disk fills between two steps, so writing step 2's metric line fails and
+    the sink's close (which flushes the same bytes again) fails too; the job ends with one
+    ``error:`` line naming metrics.jsonl, not a traceback with the close's raw error chained on
+    it, step 1's checkpoint stays valid and a resubmission on a disk with room finishes the run."""
+    cfg, run_dir, weights, _ = finished
+    crashed = _crashed_before_export(run_dir, tmp_path, cfg.run_id)
+    for step in (2, 3):
+        shutil.rmtree(crashed / "checkpoints" / f"step_{step:06d}")  # the job died after step 1's checkpoint
+    write_config(RunPaths(crashed), cfg)
+    metrics = crashed / "metrics.jsonl"
+    disk_fills_after(monkeypatch, metrics, 0)  # room for the resume's record rewrites, not for one more line
+    monkeypatch.setattr(sys, "argv", ["hyperpod_rl.train", "--config", str(crashed / "config.json")])
+    with pytest.raises(SystemExit) as exited:
+        train_job.run()
+    assert exited.value.code == 1
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out and "During handling" not in out.err + out.out, out.err[-3000:]
+    errors = [line for line in out.err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and f"cannot write {metrics}: no space left on that file system" in errors[0], errors
+    assert _leftovers(crashed) == []
+    assert sorted(p.name for p in (crashed / "checkpoints").iterdir()) == ["step_000001"]
+    assert verify_checksums(crashed / "checkpoints" / "step_000001") is None
+    assert json.loads((crashed / "manifest.json").read_text())["status"] == "failed"
+    monkeypatch.undo()  # the storage freed: resubmitting resumes from step 1
+    adapter = ReferenceTrainer(cfg, crashed).train()
     assert _same(load_file(str(adapter / "adapter_model.safetensors")), weights)
