@@ -378,9 +378,11 @@ def local_problems(config: RunConfig, python: str | None = None) -> list[str]:
             )
     if python is not None and shutil.which(python) is None:
         problems.append(f"--python {python} is not an executable on this machine: pass an existing interpreter, or leave --python out")
+    from hyperpod_rl.model.loading import TINY_PATH
+
     model = config.model.path
     # a folder on this machine (or a path-like name that should be one) is checked as the job would read it; a hub id is the job's to fetch
-    if model != "tiny" and (Path(model).expanduser().exists() or model.startswith(("/", ".", "~"))):
+    if model != TINY_PATH and (Path(model).expanduser().exists() or model.startswith(("/", ".", "~"))):
         from hyperpod_rl.errors import ConfigError
         from hyperpod_rl.model.revision import check_model_dir
 
