@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One run call of the SkyRL 0.3.0 GPU benchmark (benchmarks/gpu/skyrl_e2e.py), after stage.sh calls 1..N-1 on the
 # same machine (each call started within 30 s of the last one's end). From the repository root:
-#   HPRL_GIT_COMMIT=<40-hex sha of the commit that ran: git rev-parse HEAD, here> [PHASES=train,resume,serve] [E2E_ARGS="--init-adapter"] [KIT_CALL=N] bash benchmarks/gpu/run_skyrl.sh
+#   HPRL_GIT_COMMIT=<40-hex sha of the commit that ran: git rev-parse HEAD, here> [PHASES=train,resume,serve] [E2E_ARGS="--init-adapter"] [KIT_CALL=N] [RECORD=name] bash benchmarks/gpu/run_skyrl.sh
+# RECORD names the result file ($OUT/RECORD.json; default skyrl_e2e_$TAG); "{gpu}" in it becomes h100 or h200.
 # KIT_CALL=N (carry .gpu-kit/callN): stages the kit's last call first. Without PHASES the phases follow from what
 # this machine already has: an exported adapter -> serve; a checkpoint -> resume,serve; else train,resume,serve.
 # Writes to $OUT (the device call's output folder): the log, the result JSON, each run's metrics.jsonl and the tails
@@ -13,6 +14,9 @@ out=${OUT:-$PWD/.gpu-out}; mkdir -p "$out"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 tag=${TAG:-$(date -u +%H%M%S)}
 log=$out/run_$tag.log
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -o -i -E 'h100|h200' | tr '[:upper:]' '[:lower:]')
+record=${RECORD:-skyrl_e2e_$tag}
+record=${record//\{gpu\}/${gpu:-gpu}}
 {
   echo "== run_skyrl.sh on $(hostname) at $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -33,12 +37,12 @@ log=$out/run_$tag.log
   left=$(( ${BUDGET_S:-570} - ($(date +%s) - t0) ))
   echo "== phases $phases, $left s left"
   # shellcheck disable=SC2086 # E2E_ARGS are words
-  python3 -m benchmarks.gpu.skyrl_e2e --out "$out/skyrl_e2e_$tag.json" --phases "$phases" --time-budget "$left" --copy-to "$out" ${E2E_ARGS:-}
+  python3 -m benchmarks.gpu.skyrl_e2e --out "$out/$record.json" --phases "$phases" --time-budget "$left" --copy-to "$out" ${E2E_ARGS:-}
   echo "== e2e exit $? after $(( $(date +%s) - t0 )) s"
   echo "== first error lines of SkyRL's and vLLM's logs:"
   cat "$out"/skyrl_logs_*.txt 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g' | grep -E "Error|Exception|error:" \
     | grep -v -E "WARNING|ulimit|^\s*\^" | cut -c1-300 | awk '!seen[$0]++' | head -12
-  python3 - "$out/skyrl_e2e_$tag.json" <<'PY'
+  python3 - "$out/$record.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 keys = ("step", "timing/step", "timing/generate", "timing/policy_train", "timing/sync_weights", "samples_per_s",
