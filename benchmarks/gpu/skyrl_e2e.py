@@ -35,7 +35,8 @@ passed and its error, the record rewritten after every phase so a failure midway
    lengths, LoRA; ``rollout.engine: vllm``, its defaults otherwise), ``--reference-steps`` steps
    submitted the same way, its per-step timings beside SkyRL's.
 
-``--phases`` picks the phases to run (each with what it needs: a later call on the same machine
+``--reference-first`` runs phase 8 before phase 5 (one device call with both sides: the reference side
+completes even when the time budget cuts SkyRL's run). ``--phases`` picks the phases to run (each with what it needs: a later call on the same machine
 finds the model, the data and the run directory of an earlier one). Recorded: per-phase seconds,
 SkyRL's per-step timings (``timing/*``) from our ``metrics.jsonl``, samples/s and generated tokens/s
 from them, SkyRL's rollout-vs-train log-prob difference, peak GPU memory (device level, nvidia-smi),
@@ -495,6 +496,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--init-adapter", action="store_true", help="the train phase starts from a starting adapter (build_init_adapter)")
     ap.add_argument("--train-to-end", action="store_true", help="the train phase runs all steps and exports (no stop and resume)")
+    ap.add_argument("--reference-first", action="store_true", help="run the reference phase before the train phase")
     ap.add_argument("--copy-to", type=Path, help="copy each run's metrics.jsonl and SkyRL log tails here")
     ap.add_argument("--tiny", action="store_true", help="a tiny model (a CPU dry run of this script's plumbing)")
     args = ap.parse_args(argv)
@@ -632,9 +634,12 @@ def main(argv: list[str] | None = None) -> None:
         run.phase("data", 20, data)
         run.phase("model", 60, model, "data")
         run.phase("cluster", 60, cluster)
+        if args.reference_first:  # the reference side's record is complete even if SkyRL's run is cut by the budget
+            run.phase("reference", 120, reference, "model", "cluster")
         run.phase("train", 150, train, "model", "cluster")
         run.phase("resume", 100, resume, "model", "cluster")
-        run.phase("reference", 120, reference, "model", "cluster")
+        if not args.reference_first:
+            run.phase("reference", 120, reference, "model", "cluster")
     finally:
         if "cluster" in state:
             try:
