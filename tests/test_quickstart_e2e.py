@@ -28,7 +28,9 @@ def _cli(*args: str, timeout: float = 840) -> subprocess.CompletedProcess[str]:
 @pytest.mark.job
 def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
     """Slow: 4 SFT and 80 GRPO steps (the fewest whose rewards show the trend asserted here), the base, SFT
-    and GRPO adapters evaluated on 60 held-out mazes, and a Serve deployment; about 240 s on 2 cores."""
+    and GRPO adapters evaluated on 8 held-out mazes, and a Serve deployment; about 430 s on 2 cores, of which
+    GRPO is about 280 s (the held-out count does not change training: the train split and the tiny model's
+    tokenizer come from the train rows alone)."""
     try:
         summary_path = tmp_path / "summary.json"
         start = time.monotonic()
@@ -41,7 +43,7 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
             "--train-rows",
             "400",
             "--heldout-rows",
-            "60",
+            "8",
             "--sft-steps",
             "4",
             # four SFT steps leave the adapter near the base model: GRPO at the base model's rate, so
@@ -55,8 +57,9 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         )
         wall = time.monotonic() - start
         assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
-        print(f"reduced quickstart took {wall:.0f} s")  # timing is reported, never asserted (load varies)
         summary = json.loads(summary_path.read_text())
+        # timing is reported, never asserted (load varies)
+        print(f"reduced quickstart took {wall:.0f} s; its phases (s): {summary['wall_s']}")
         run_dir = Path(summary["run_dir"])
         # artifacts
         for rel in (
@@ -70,7 +73,7 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
             "adapter/provenance.json",
         ):
             assert (run_dir / rel).is_file(), rel
-        assert summary["heldout_rows"] == 60
+        assert summary["heldout_rows"] == 8
         # the SFT warm start (issue 29): its own run, evaluated, and the GRPO run started from its adapter
         sft_dir = run_dir.parent / "e2e-sft"
         assert summary["sft_run_id"] == "e2e-sft" and summary["sft"]["solve_rate"] >= 0
@@ -80,14 +83,14 @@ def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
         assert [e["stage"] for e in lineage] == ["base", "sft", "grpo"]
         assert summary["comparison"]["base_label"] == "sft" and summary["base_comparison"]["base_label"] == "base"
         assert "SFT → GRPO" in proc.stdout
-        assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 60
+        assert json.loads((run_dir / "eval" / "adapter.json").read_text())["num_mazes"] == 8
         # one metric record per step, and the reward trend goes up
         rewards = [r.values["reward/avg_raw_reward"] for r in read_metrics(run_dir / "metrics.jsonl")]
         assert len(rewards) == 80
         first, last = sum(rewards[:20]) / 20, sum(rewards[-20:]) / 20
         assert last > first, rewards
         # the table and the served answer
-        assert "optimal-move rate" in proc.stdout and "held-out mazes: 60" in proc.stdout
+        assert "optimal-move rate" in proc.stdout and "held-out mazes: 8" in proc.stdout
         assert re.fullmatch(r"<answer>(up|down|left|right)</answer>", summary["served_answer"]["answer"])
         # no secret anywhere in what the user sees
         token = json.loads((Path(os.environ["HYPERPOD_RL_HOME"]) / "local-cluster.json").read_text())["token"]
