@@ -4,6 +4,7 @@ its call folders reassemble to the payloads, and its shell scripts are shellchec
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -76,3 +77,18 @@ def test_scripts_are_shellcheck_clean(script):
     shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     result = subprocess.run([shellcheck, str(ROOT / "benchmarks" / "gpu" / script)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_e2e_metrics_count_the_sampled_tokens_of_either_backend(tmp_path: Path) -> None:
+    """The e2e record's generated tokens/s: SkyRL's sampled tokens per episode, the reference backend's trained tokens."""
+    from benchmarks.gpu.skyrl_e2e import _metrics
+
+    skyrl = {"timing/step": 30.0, "timing/generate": 10.0, "generate/avg_assistant_tokens": 44.0, "policy/response_length": 220.0}
+    reference = {"timing/step": 20.0, "timing/generate": 6.0, "trainer/num_tokens": 12288.0, "policy/response_length": 64.0}
+    rows = []
+    for step, values in enumerate((skyrl, reference), start=1):
+        (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": step, "values": values}) + "\n")
+        rows += _metrics(tmp_path, 64)
+    assert rows[0]["generated_tokens_per_s"] == 64 * 44 / 10 and rows[0]["samples_per_s"] == round(64 / 30, 3)
+    assert rows[0]["generated_tokens_per_s_est"] == 64 * 220 / 10  # the earlier records' field: observation tokens too
+    assert rows[1]["generated_tokens_per_s"] == 2048.0 and rows[1]["trainer/num_tokens"] == 12288.0

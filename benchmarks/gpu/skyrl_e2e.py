@@ -197,7 +197,13 @@ def _latest_ckpt(run_dir: Path) -> int:
 
 
 def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
-    """Per-step SkyRL timings from our metrics.jsonl, with samples/s and (approximate) generated tokens/s."""
+    """Per-step timings from a run's metrics.jsonl (either backend), with samples/s and generated tokens/s.
+
+    ``generated_tokens_per_s``: the tokens the policy sampled in the step over the generate seconds. SkyRL
+    reports them per episode (``generate/avg_assistant_tokens``, all turns); the reference backend trains on
+    every sampled token (``trainer/num_tokens``). ``generated_tokens_per_s_est`` (kept for the earlier
+    records) uses SkyRL's ``policy/response_length``, which also counts the observation tokens between turns.
+    """
     path = run_dir / "metrics.jsonl"
     steps = []
     for line in path.read_text().splitlines() if path.exists() else []:
@@ -205,14 +211,18 @@ def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
         v = rec["values"]
         row: dict[str, Any] = {
             "step": rec["step"],
-            **{k: round(x, 4) for k, x in v.items() if k.startswith(("timing/", "reward/", "policy/"))},
+            **{k: round(x, 4) for k, x in v.items() if k.startswith(("timing/", "reward/", "policy/", "generate/", "trainer/num_"))},
         }
         step_s, gen_s = v.get("timing/step"), v.get("timing/generate")
         if step_s:
             row["samples_per_s"] = round(samples_per_step / step_s, 3)
         if gen_s and v.get("policy/response_length") is not None:
-            # SkyRL's response_length: mean response tokens per sample (all turns) -> an estimate
             row["generated_tokens_per_s_est"] = round(samples_per_step * v["policy/response_length"] / gen_s, 1)
+        sampled = (
+            samples_per_step * v["generate/avg_assistant_tokens"] if "generate/avg_assistant_tokens" in v else v.get("trainer/num_tokens")
+        )
+        if gen_s and sampled:
+            row["generated_tokens_per_s"] = round(sampled / gen_s, 1)
         steps.append(row)
     return steps
 
