@@ -92,3 +92,20 @@ def test_e2e_metrics_count_the_sampled_tokens_of_either_backend(tmp_path: Path) 
     assert rows[0]["generated_tokens_per_s"] == 64 * 44 / 10 and rows[0]["samples_per_s"] == round(64 / 30, 3)
     assert rows[0]["generated_tokens_per_s_est"] == 64 * 220 / 10  # the earlier records' field: observation tokens too
     assert rows[1]["generated_tokens_per_s"] == 2048.0 and rows[1]["trainer/num_tokens"] == 12288.0
+
+
+def test_e2e_reads_either_backends_checkpoints_and_keeps_small_values(tmp_path: Path) -> None:
+    """The reference phase's job passes once it checkpoints (``step_N`` directories, not SkyRL's step file),
+    and a learning rate of 3e-5 is recorded as such, not rounded to 0."""
+    from benchmarks.gpu.skyrl_e2e import _latest_ckpt, _metrics
+    from hyperpod_rl.runs.files import write_dir_atomically
+
+    assert _latest_ckpt(tmp_path) == 0
+    for step in (1, 5):
+        write_dir_atomically(tmp_path / "checkpoints" / f"step_{step:06d}", lambda d: (d / "state.pt").write_bytes(b"x"))
+    assert _latest_ckpt(tmp_path) == 5
+    (tmp_path / "checkpoints" / "latest_ckpt_global_step.txt").write_text("3\n")  # SkyRL's own file wins
+    assert _latest_ckpt(tmp_path) == 3
+    (tmp_path / "metrics.jsonl").write_text(json.dumps({"step": 1, "values": {"policy/policy_lr": 3e-5, "timing/step": 1.23456}}) + "\n")
+    row = _metrics(tmp_path, 8)[0]
+    assert row["policy/policy_lr"] == 3e-5 and row["timing/step"] == 1.2346

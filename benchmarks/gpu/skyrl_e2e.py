@@ -190,10 +190,24 @@ def _grep(lines: list[str], *words: str, limit: int = 30) -> list[str]:
 
 
 def _latest_ckpt(run_dir: Path) -> int:
+    """The newest checkpoint's step: SkyRL's ``latest_ckpt_global_step.txt``, else the reference backend's newest
+    valid ``step_N`` directory (:func:`hyperpod_rl.runs.files.latest_valid_checkpoint`); 0 without one."""
+    from hyperpod_rl.runs.files import latest_valid_checkpoint
+
     try:
         return int((run_dir / "checkpoints" / "latest_ckpt_global_step.txt").read_text().strip())
     except (OSError, ValueError):
+        pass
+    newest = latest_valid_checkpoint(run_dir / "checkpoints")
+    try:
+        return int(newest.name.removeprefix("step_")) if newest is not None else 0
+    except ValueError:
         return 0
+
+
+def _rounded(x: float) -> float:
+    """4 decimals, or 4 significant digits below 1e-3 (a learning rate of 3e-5 is not 0)."""
+    return round(x, 4) if x == 0 or abs(x) >= 1e-3 else float(f"{x:.4g}")
 
 
 def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
@@ -211,7 +225,7 @@ def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
         v = rec["values"]
         row: dict[str, Any] = {
             "step": rec["step"],
-            **{k: round(x, 4) for k, x in v.items() if k.startswith(("timing/", "reward/", "policy/", "generate/", "trainer/num_"))},
+            **{k: _rounded(x) for k, x in v.items() if k.startswith(("timing/", "reward/", "policy/", "generate/", "trainer/num_"))},
         }
         step_s, gen_s = v.get("timing/step"), v.get("timing/generate")
         if step_s:
