@@ -207,7 +207,7 @@ def _latest_ckpt(run_dir: Path) -> int:
 
 def _rounded(x: float) -> float:
     """4 decimals, or 4 significant digits below 1e-3 (a learning rate of 3e-5 is not 0)."""
-    return round(x, 4) if x == 0 or abs(x) >= 1e-3 else float(f"{x:.4g}")
+    return round(x, 4) if abs(x) >= 1e-3 else float(f"{x:.4g}")
 
 
 def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
