@@ -106,6 +106,8 @@ class Run:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.t0 = time.monotonic()
+        self.started_at = time.time()
+        self.load_start = list(os.getloadavg())
         self.results: dict[str, Any] = {"phases": {}, "passed": {}}
 
     def left(self) -> float:
@@ -119,7 +121,14 @@ class Run:
         )
         self.results["wall_s"] = round(time.monotonic() - self.t0, 1)
         params = {k: str(v) if isinstance(v, Path) else v for k, v in vars(self.args).items()}
-        with Recording(self.args.out.stem, params=params, path=self.args.out, notes=notes) as rec:
+        with Recording(
+            self.args.out.stem,
+            params=params,
+            path=self.args.out,
+            notes=notes,
+            started_at=self.started_at,
+            load_avg_start=self.load_start,
+        ) as rec:
             rec.results = self.results
 
     def phase(self, name: str, need_s: float, fn: Any, *deps: str) -> Any:
