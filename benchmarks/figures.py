@@ -1048,73 +1048,90 @@ def readme_gpu() -> str:
     )
 
 
-#: The SkyRL 0.3.0 backend on one GPU (benchmarks/gpu/skyrl_e2e.py): the train phase, then the serving comparison.
-SKYRL_E2E: tuple[str, str] = ("h100_skyrl030_e2e_2b", "h100_skyrl030_serve_2b")
+#: The SkyRL 0.3.0 backend on one GPU (benchmarks/gpu/skyrl_e2e.py), three device calls in one sitting: the first job,
+#: stopped once checkpoint 3 was written (``--phases train``); the same run resubmitted, resumed for step 4, exported
+#: and served (``--phases resume,serve``); then the reference backend on the same workload (``--phases reference``).
+SKYRL_E2E: tuple[str, str] = ("h100_skyrl030_stop_2b", "h100_skyrl030_resume_2b")
+SKYRL_REFERENCE = "h100_skyrl030_reference_sitting2_2b"
 
 
-def _skyrl_records() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(the train record, its train phase, the serve phase)."""
-    train = load_result(SKYRL_E2E[0])
-    return train, train["results"]["phases"]["train"], load_result(SKYRL_E2E[1])["results"]["phases"]["serve"]
+def _skyrl_records() -> dict[str, Any]:
+    """The SkyRL sitting: both records, the phases, and every step tagged with its job (1: stopped, 2: resumed)."""
+    first, second = (load_result(name) for name in SKYRL_E2E)
+    train, resume = first["results"]["phases"]["train"], second["results"]["phases"]["resume"]
+    steps = [{**m, "job": 1} for m in train["metrics"]]
+    steps += [{**m, "job": 2} for m in resume["metrics"] if m["step"] > resume["resumed_from"]]
+    return {
+        "first": first,
+        "second": second,
+        "train": train,
+        "resume": resume,
+        "serve": second["results"]["phases"]["serve"],
+        "steps": steps,
+        # a job's first step holds its warm-up (compilation, CUDA graphs, the first checkpoint's cleanup pass)
+        "later": [m for i, m in enumerate(steps) if i and steps[i - 1]["job"] == m["job"]],
+    }
 
 
 def gpu_skyrl() -> str:
-    """Block (docs/gpu.md): each SkyRL step's timings, then the adapter, its serving check and where it ran."""
-    res, tr, sv = _skyrl_records()
-    p = res["params"]
+    """Block (docs/gpu.md): each SkyRL step's timings over the stop and the resume, then the adapter and its serving check."""
+    r = _skyrl_records()
+    tr, rs, sv, p = r["train"], r["resume"], r["serve"], r["first"]["params"]
     rows = [
-        "| step | step s | generate s | policy update s | checkpoint save s | weight sync s | samples/s | response tok/s (est.)¹ "
+        "| step | job | step s | generate s | policy update s | checkpoint save s | weight sync s | samples/s | generated tok/s¹ "
         "| rollout vs train log-prob, mean abs (nats/token) | tied groups |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for m in tr["metrics"]:
+    for m in r["steps"]:
         rows.append(
-            f"| {m['step']} | {m['timing/step']:.1f} | {m['timing/generate']:.1f} | {m['timing/policy_train']:.1f} | "
+            f"| {m['step']} | {m['job']} | {m['timing/step']:.1f} | {m['timing/generate']:.1f} | {m['timing/policy_train']:.1f} | "
             f"{m['timing/save_checkpoints']:.1f} | {m['timing/sync_weights']:.2f} | {m['samples_per_s']:.2f} | "
-            f"{m['generated_tokens_per_s_est']:,.0f} | {m['policy/rollout_train_logprobs_abs_diff_mean']:.4f} | "
+            f"{m['generated_tokens_per_s']:,.0f} | {m['policy/rollout_train_logprobs_abs_diff_mean']:.4f} | "
             f"{100 * m['reward/tied_group_share']:.0f} % |"
         )
-    later = [m for m in tr["metrics"] if m["step"] > 1]
-    init, prov = tr["init_adapter_check"], tr["provenance"]
+    later = r["later"]
+    init, prov = tr["init_adapter_check"], rs["provenance"]
     stages = " → ".join(f"{e['stage']} `{e.get('run_id') or e.get('model_id')}`" for e in prov["lineage"])
     margins = [x for x in sv["top2_margin_nats"] if x is not None]
     effect = sv["adapter_vs_base_max_logprob_change"]
     answers = sorted(set(sv["vllm_answers"]))
     rows += [
         "",
-        f"- **Run**: `python -m hyperpod_rl.train --backend skyrl` submitted with `submit_run` to the embedded cluster "
-        f"(job `{tr['submission_id']}`: {tr['status']}); {p['mazes']} mazes × group {p['group']} = {p['mazes'] * p['group']} "
-        f"episodes a step, up to {p['max_turns']} turns, {p['max_new_tokens']} new tokens a turn; "
-        f"median after the first step: {statistics.median(m['timing/step'] for m in later):.1f} s a step, "
-        f"{statistics.median(m['samples_per_s'] for m in later):.2f} samples/s. Peak GPU memory {tr['peak_gpu_gib']:.1f} GiB "
-        f"(device level, nvidia-smi). Phase seconds: train {tr['seconds']:.0f} (the job from submission to its end).",
-        f"- **Learning: none here.** Mean reward {statistics.mean(m['reward/avg_raw_reward'] for m in tr['metrics']):.2f}; "
-        f"{min(100 * m['reward/tied_group_share'] for m in tr['metrics']):.0f} % of groups tied in every step (the random-init "
+        f"- **Run**: `python -m hyperpod_rl.train --backend skyrl` submitted with `submit_run` to the embedded cluster; "
+        f"{p['mazes']} mazes × group {p['group']} = {p['mazes'] * p['group']} episodes a step, up to {p['max_turns']} turns, "
+        f"{p['max_new_tokens']} new tokens a turn. Median of the steps that were not their job's first "
+        f"(steps {', '.join(str(m['step']) for m in later)}): {statistics.median(m['timing/step'] for m in later):.1f} s a step, "
+        f"{statistics.median(m['samples_per_s'] for m in later):.2f} samples/s. Peak GPU memory "
+        f"{max(tr['peak_gpu_gib'], rs['peak_gpu_gib']):.1f} GiB (device level, nvidia-smi).",
+        f"- **Stopped and resumed**: job `{tr['submission_id']}` was stopped once checkpoint {tr['latest_checkpoint']} was "
+        f"written ({tr['status']}, {tr['seconds']:.0f} s from submission); the next device call submitted the same config "
+        f"again (`checkpoint.resume: latest`) as job `{rs['submission_id']}`, which resumed from checkpoint "
+        f'{rs["resumed_from"]} (SkyRL: "Resuming from global_step: {rs["resumed_from"]}"), trained step '
+        f"{rs['metric_steps'][-1]} and exported ({rs['status']}, {rs['seconds']:.0f} s). Each job's first step holds "
+        "that process's warm-up and a pass over old checkpoints (inside its checkpoint save column).",
+        f"- **Learning: none here.** Mean reward {statistics.mean(m['reward/avg_raw_reward'] for m in r['steps']):.2f}; "
+        f"{min(100 * m['reward/tied_group_share'] for m in r['steps']):.0f} % of groups tied in every step (the random-init "
         f"policy wrote no valid move), so every advantage and gradient was zero (grad norm "
-        f"{max(m['policy/grad_norm'] for m in tr['metrics']):g}): this run shows the machinery, not learning.",
+        f"{max(m['policy/grad_norm'] for m in r['steps']):g}): this run shows the machinery, not learning.",
         f"- **Starting adapter** (`model.init_adapter`): {init['tensors']} LoRA tensors loaded into the FSDP2-sharded policy "
         f"and read back with max |difference| {init['max_abs_diff']:g}.",
         f"- **Export**: `{prov['steps']}` steps, adapter sha256 `{prov['adapter_sha256'][:12]}…`, "
-        f"{sum(prov['lora_matched_modules'].values())} language-model modules wrapped; lineage {stages}.",
+        f"{sum(prov['lora_matched_modules'].values())} language-model modules wrapped, files "
+        f"{', '.join(f'`{f}`' for f in rs['adapter_files'])}; lineage {stages}.",
         f"- **Served by vLLM** (`LoRARequest`, its own engine, after the cluster stopped): greedy answers equal to the in-process "
         f"policy's on {sv['equal']} of {sv['mazes']} held-out mazes ({', '.join(f'`{a}`' for a in answers)}"
         f"{' in every maze' if len(answers) == 1 else ''}); the top-2 margin of vLLM's "
         f"answer was {min(margins):.2f}–{max(margins):.2f} nats and the adapter moved the answer log-probs by "
         f"{min(effect):.3f}–{max(effect):.3f} nats against the base model.",
-        f"- {_gpu_provenance(res)}; `{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`.",
-        "- ¹ Episodes × SkyRL's `policy/response_length` ÷ generate seconds: the response counts the observation tokens "
-        "between turns as well as the sampled ones, so this is not a decode rate.",
+        f"- {_gpu_provenance(r['first'])}; `{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`.",
+        "- ¹ Episodes × SkyRL's `generate/avg_assistant_tokens` (the tokens it sampled; not the observation tokens between "
+        "turns) ÷ generate seconds.",
     ]
     return "\n".join(rows)
 
 
-#: The reference backend on the SkyRL run's workload (benchmarks/gpu/skyrl_e2e.py --phases reference).
-SKYRL_REFERENCE = "h100_skyrl030_reference_2b"
-
-
-def _side(metrics: list[dict[str, Any]]) -> dict[str, float]:
-    """Medians over the steps after the first (the first compiles and warms up), per timing field."""
-    later = [m for m in metrics if m["step"] > 1]
+def _side(later: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over ``later`` (the steps that were not their process's first), per timing field."""
 
     def med(key: str) -> float:
         return statistics.median(m.get(key, 0.0) for m in later)
@@ -1124,35 +1141,40 @@ def _side(metrics: list[dict[str, Any]]) -> dict[str, float]:
     out["bare_step"] = statistics.median(m["timing/step"] - m.get("timing/save_checkpoints", 0.0) for m in later)
     out["diff"] = med("policy/rollout_train_logprobs_abs_diff_mean")
     out["entropy"] = med("policy/policy_entropy")
+    out["tokens"] = med("generated_tokens_per_s")
     out["steps"] = len(later)
     return out
 
 
 def gpu_skyrl_reference() -> str:
     """Block (docs/gpu.md): SkyRL's steps beside the reference backend's on the same prompts and limits, and what differs."""
-    res, tr, _ = _skyrl_records()
+    r = _skyrl_records()
     ref = load_result(SKYRL_REFERENCE)
     rp, rpar = ref["results"]["phases"]["reference"], ref["params"]
-    sk, rf = _side(tr["metrics"]), _side(rp["metrics"])
+    sk, rf = _side(r["later"]), _side(rp["metrics"][1:])
+    peak_sk = max(r["train"]["peak_gpu_gib"], r["resume"]["peak_gpu_gib"])
     rows = [
-        "| backend | steps (after the first) | step s | step s less SkyRL's checkpoint save | generate s | policy update s | "
-        "weight sync s | samples/s | rollout vs train log-prob, mean abs | peak GPU GiB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| backend | steps (not a process's first) | step s | step s less SkyRL's checkpoint save | generate s | policy update s | "
+        "weight sync s | samples/s | generated tok/s | rollout vs train log-prob, mean abs | peak GPU GiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for label, side, phase in (("SkyRL 0.3.0 (FSDP2 + its vLLM engine)", sk, tr), ("reference (`rollout.engine: vllm`)", rf, rp)):
+    for label, side, peak in (
+        ("SkyRL 0.3.0 (FSDP2 + its vLLM engine)", sk, peak_sk),
+        ("reference (`rollout.engine: vllm`)", rf, rp["peak_gpu_gib"]),
+    ):
         rows.append(
             f"| {label} | {side['steps']} | {side['timing/step']:.1f} | {side['bare_step']:.1f} | {side['timing/generate']:.1f} | "
             f"{side['timing/policy_train']:.1f} | {side['timing/sync_weights']:.2f} | {side['samples_per_s']:.2f} | "
-            f"{side['diff']:.3f} | {phase['peak_gpu_gib']:.1f} |"
+            f"{side['tokens']:,.0f} | {side['diff']:.3f} | {peak:.1f} |"
         )
     response = statistics.median(m["policy/response_length"] for m in rp["metrics"])
     rows += [
         "",
-        f"- **One run each, in two sittings on the same GPU model: not a speed verdict.** Medians of {sk['steps']} and "
-        f"{rf['steps']} steps ({_gpu_provenance(res)}; {_gpu_provenance(ref)}), not measured as this project's speed "
-        "comparisons are (each side in a fresh process in one sitting, order alternated, at least 3 warm-up and 5 "
-        f"measured steps, 3 repetitions). The reference run was stopped by the script's time budget "
-        f"(`--time-budget`, set to fit the device call) after {len(rp['metrics'])} of its {rpar['reference_steps']} steps.",
+        f"- **One run each, in one sitting on one H100: not a speed verdict.** Medians of {sk['steps']} and {rf['steps']} "
+        f"steps ({'; '.join(dict.fromkeys(_gpu_provenance(x) for x in (r['first'], r['second'], ref)))}), each side in its own "
+        "job, SkyRL first; not measured "
+        "as this project's speed comparisons are (order alternated, at least 3 warm-up and 5 measured steps, 3 "
+        "repetitions): a SkyRL job's start takes most of a device call, and the session's device time held one run a side.",
         f"- **The columns are not cut alike.** SkyRL's step holds its checkpoint save (its own column beside it takes that "
         f"out, step by step) and a log-prob forward pass that no column shows (median {sk['forward']:.1f} s); the reference "
         "backend's generate holds its adapter sync, engine sleep and wake, and it saves between steps, outside its step "
@@ -1160,8 +1182,7 @@ def gpu_skyrl_reference() -> str:
         f"{rf['timing/step'] / sk['bare_step']:.2f}× the reference's rate without SkyRL's save.",
         "- **Neither is a like-for-like rate, because the two sides did different work.** SkyRL samples only the answer "
         "words (`rollout.action_constraint: directions`: its VLM generator needs each turn to tokenize back to what was "
-        "sampled), so its turns end early, and its record holds no count of the tokens it sampled (`skyrl_e2e` records "
-        "one from now on); the reference backend samples free text, every turn to the "
+        "sampled), so its turns end early; the reference backend samples free text, every turn to the "
         f"{rpar['max_new_tokens']}-token limit (its response length: {response:.0f} tokens a turn), and trains on all of "
         "it. Their log-prob differences are not comparable either: SkyRL's is over answer words, the reference's over "
         f"free text at an entropy of {rf['entropy']:.1f} nats. SkyRL started from the starting adapter, the reference "
@@ -1171,24 +1192,25 @@ def gpu_skyrl_reference() -> str:
         f"{rpar['max_new_tokens']} new tokens a turn at most, LoRA r32, one colocated vLLM engine with sleep mode "
         f"capped at {rpar['gpu_memory_utilization']} of the GPU, configured to checkpoint every step, submitted with "
         "`submit_run` to the embedded cluster.",
-        f"- `{SKYRL_E2E[0]}.json`, `{SKYRL_REFERENCE}.json`.",
+        f"- `{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`, `{SKYRL_REFERENCE}.json`.",
     ]
     return "\n".join(rows)
 
 
 def skyrl_summary() -> str:
     """Inline (README, docs/container.md): what the SkyRL backend ran, on which GPU, with which versions."""
-    res, tr, sv = _skyrl_records()
+    r = _skyrl_records()
+    res, sv, rs = r["first"], r["serve"], r["resume"]
     v = res["packages"]
-    later = [m for m in tr["metrics"] if m["step"] > 1]
     gpu = (res["machine"].get("gpus") or ["a GPU"])[0].split(",")[0]
     return (
         f"On one {gpu} ({res['date'][:10]}), SkyRL {v['skyrl']} with vLLM {v['vllm']}, Ray {v['ray']}, transformers "
-        f"{v['transformers']} and torch {v['torch']} trained {len(tr['metrics'])} GRPO steps of a random-init "
-        f"Qwen3-VL-2B-shaped model through our entrypoint, from a starting adapter, at "
-        f"{statistics.median(m['timing/step'] for m in later):.0f} s a step after the first, exported the adapter with "
-        f"provenance, and vLLM served it with greedy answers equal to the in-process policy's on {sv['equal']} of "
-        f"{sv['mazes']} held-out mazes (`benchmarks/results/{SKYRL_E2E[0]}.json`)"
+        f"{v['transformers']} and torch {v['torch']} trained {r['train']['latest_checkpoint']} GRPO steps of a random-init "
+        f"Qwen3-VL-2B-shaped model through our entrypoint, from a starting adapter, was stopped after checkpoint "
+        f"{r['train']['latest_checkpoint']}, resumed from it for step {rs['metric_steps'][-1]} in a new job, at "
+        f"{statistics.median(m['timing/step'] for m in r['later']):.0f} s a step after each job's first, exported the adapter "
+        f"with provenance, and vLLM served it with greedy answers equal to the in-process policy's on {sv['equal']} of "
+        f"{sv['mazes']} held-out mazes (`benchmarks/results/{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`)"
     )
 
 
@@ -1283,7 +1305,7 @@ PASSAGES: dict[str, Passage] = {
     "gpu-e2e": Passage("docs/gpu.md", _E2E, gpu_e2e, block=True),
     "gpu-skyrl": Passage("docs/gpu.md", SKYRL_E2E, gpu_skyrl, block=True),
     "gpu-skyrl-summary": Passage("docs/gpu.md", SKYRL_E2E, skyrl_summary),
-    "gpu-skyrl-reference": Passage("docs/gpu.md", (SKYRL_E2E[0], SKYRL_REFERENCE), gpu_skyrl_reference, block=True),
+    "gpu-skyrl-reference": Passage("docs/gpu.md", (*SKYRL_E2E, SKYRL_REFERENCE), gpu_skyrl_reference, block=True),
     "readme-skyrl": Passage("README.md", SKYRL_E2E, skyrl_summary),
     "container-skyrl": Passage("docs/container.md", SKYRL_E2E, skyrl_summary),
     "gpu-vllm-sides": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_sides, block=True),

@@ -72,7 +72,7 @@ PLATFORMS = (
 
 #: Ray's dashboard / job agent / runtime-env agent imports that the image lacks (traced on Ray 2.57: each of these,
 #: made unimportable, breaks ray.dashboard.* modules), plus what they import; with Ray 2.56 they were enough for the
-#: embedded cluster's dashboard and job API on the GPU machine (2026-12-06, benchmarks/results/h100_skyrl030_e2e_2b.json).
+#: embedded cluster's dashboard and job API on the GPU machine (2026-12-06, benchmarks/results/h100_skyrl030_stop_2b.json).
 RAY_NEEDS = (
     "aiohttp_cors==0.8.1",
     "colorful==0.5.8",
