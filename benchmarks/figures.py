@@ -1055,28 +1055,57 @@ SKYRL_E2E: tuple[str, str] = ("h100_skyrl030_stop_2b", "h100_skyrl030_resume_2b"
 SKYRL_REFERENCE = "h100_skyrl030_reference_sitting2_2b"
 
 
+#: The workload fields that must agree across the sitting's records (the reference beside SkyRL on the same work).
+_SKYRL_SAME = ("shape", "mazes", "group", "max_turns", "max_new_tokens", "max_model_len", "micro_batch", "gpu_memory_utilization")
+
+
 def _skyrl_records() -> dict[str, Any]:
-    """The SkyRL sitting: both records, the phases, and every step tagged with its job (1: stopped, 2: resumed)."""
-    first, second = (load_result(name) for name in SKYRL_E2E)
+    """The SkyRL sitting: the three records, the phases, every SkyRL step tagged with its job (1: stopped, 2:
+    resumed), the steps that were not their job's first, and the medians over them (:func:`_side`).
+
+    Raises:
+        ValueError: the records do not show what the passages say: one GPU and commit, the same workload, the
+            order stop -> resume -> reference, each step once, SkyRL's own line saying it resumed.
+    """
+    from hyperpod_rl.jobs import strip_ansi
+
+    first, second, ref = (load_result(name) for name in (*SKYRL_E2E, SKYRL_REFERENCE))
     train, resume = first["results"]["phases"]["train"], second["results"]["phases"]["resume"]
     steps = [{**m, "job": 1} for m in train["metrics"]]
     steps += [{**m, "job": 2} for m in resume["metrics"] if m["step"] > resume["resumed_from"]]
+    said = f"Resuming from global_step: {resume['resumed_from']}"
+    resumed_line = next((strip_ansi(x) for x in resume["skyrl_lines"] if said in strip_ansi(x)), None)
+    records = (first, second, ref)
+    if (
+        resumed_line is None
+        or [m["step"] for m in steps] != list(range(1, len(steps) + 1))
+        or resume["metric_steps"] != [m["step"] for m in steps]
+        or len({(r["machine"]["gpus"][0], code_commit(r)) for r in records}) != 1
+        or any(r["params"][k] != first["params"][k] for r in records for k in _SKYRL_SAME)
+        or [r["date"] for r in records] != sorted(r["date"] for r in records)
+    ):
+        raise ValueError(f"{', '.join(SKYRL_E2E)} and {SKYRL_REFERENCE} are not one sitting's stop, resume and reference")
+    # a job's first step holds its process's warm-up and SkyRL's first checkpoint-cleanup call
+    later = [m for i, m in enumerate(steps) if i and steps[i - 1]["job"] == m["job"]]
     return {
         "first": first,
         "second": second,
+        "ref": ref,
         "train": train,
         "resume": resume,
         "serve": second["results"]["phases"]["serve"],
         "steps": steps,
-        # a job's first step holds its warm-up (compilation, CUDA graphs, the first checkpoint's cleanup pass)
-        "later": [m for i, m in enumerate(steps) if i and steps[i - 1]["job"] == m["job"]],
+        "later": later,
+        "side": _side(later),
+        "peak": max(train["peak_gpu_gib"], resume["peak_gpu_gib"]),
+        "resumed_line": resumed_line.split(" - ")[-1].strip(),
     }
 
 
 def gpu_skyrl() -> str:
     """Block (docs/gpu.md): each SkyRL step's timings over the stop and the resume, then the adapter and its serving check."""
     r = _skyrl_records()
-    tr, rs, sv, p = r["train"], r["resume"], r["serve"], r["first"]["params"]
+    tr, rs, sv, sk, p = r["train"], r["resume"], r["serve"], r["side"], r["first"]["params"]
     rows = [
         "| step | job | step s | generate s | policy update s | checkpoint save s | weight sync s | samples/s | generated tok/s¹ "
         "| rollout vs train log-prob, mean abs (nats/token) | tied groups |",
@@ -1089,7 +1118,6 @@ def gpu_skyrl() -> str:
             f"{m['generated_tokens_per_s']:,.0f} | {m['policy/rollout_train_logprobs_abs_diff_mean']:.4f} | "
             f"{100 * m['reward/tied_group_share']:.0f} % |"
         )
-    later = r["later"]
     init, prov = tr["init_adapter_check"], rs["provenance"]
     stages = " → ".join(f"{e['stage']} `{e.get('run_id') or e.get('model_id')}`" for e in prov["lineage"])
     margins = [x for x in sv["top2_margin_nats"] if x is not None]
@@ -1100,15 +1128,17 @@ def gpu_skyrl() -> str:
         f"- **Run**: `python -m hyperpod_rl.train --backend skyrl` submitted with `submit_run` to the embedded cluster; "
         f"{p['mazes']} mazes × group {p['group']} = {p['mazes'] * p['group']} episodes a step, up to {p['max_turns']} turns, "
         f"{p['max_new_tokens']} new tokens a turn. Median of the steps that were not their job's first "
-        f"(steps {', '.join(str(m['step']) for m in later)}): {statistics.median(m['timing/step'] for m in later):.1f} s a step, "
-        f"{statistics.median(m['samples_per_s'] for m in later):.2f} samples/s. Peak GPU memory "
-        f"{max(tr['peak_gpu_gib'], rs['peak_gpu_gib']):.1f} GiB (device level, nvidia-smi).",
+        f"(steps {', '.join(str(m['step']) for m in r['later'])}): {sk['timing/step']:.1f} s a step, of which "
+        f"{sk['timing/save_checkpoints']:.1f} s checkpoint save, {sk['samples_per_s']:.2f} samples/s. Peak GPU memory "
+        f"{r['peak']:.1f} GiB (device level, nvidia-smi).",
         f"- **Stopped and resumed**: job `{tr['submission_id']}` was stopped once checkpoint {tr['latest_checkpoint']} was "
-        f"written ({tr['status']}, {tr['seconds']:.0f} s from submission); the next device call submitted the same config "
-        f"again (`checkpoint.resume: latest`) as job `{rs['submission_id']}`, which resumed from checkpoint "
-        f'{rs["resumed_from"]} (SkyRL: "Resuming from global_step: {rs["resumed_from"]}"), trained step '
-        f"{rs['metric_steps'][-1]} and exported ({rs['status']}, {rs['seconds']:.0f} s). Each job's first step holds "
-        "that process's warm-up and a pass over old checkpoints (inside its checkpoint save column).",
+        f"written ({tr['status']}; the phase, submission to stop, took {tr['seconds']:.0f} s); the next device call submitted "
+        f"the same config again (`checkpoint.resume: latest`) as job `{rs['submission_id']}`. SkyRL's log: "
+        f'"{r["resumed_line"]}"; that job logged step {rs["metric_steps"][-1]} only, and the run\'s metrics hold each step '
+        f"once; it exported and ended {rs['status']} ({rs['seconds']:.0f} s). The evidence of the resume is the step counter "
+        "and SkyRL's log, not the weights: no gradient flowed (below), so a resumed adapter and a fresh one from the "
+        "starting adapter are the same. Each job's first step holds its process's warm-up and SkyRL's first "
+        "checkpoint-cleanup call (a Ray task on each node, inside the save column).",
         f"- **Learning: none here.** Mean reward {statistics.mean(m['reward/avg_raw_reward'] for m in r['steps']):.2f}; "
         f"{min(100 * m['reward/tied_group_share'] for m in r['steps']):.0f} % of groups tied in every step (the random-init "
         f"policy wrote no valid move), so every advantage and gradient was zero (grad norm "
@@ -1117,12 +1147,15 @@ def gpu_skyrl() -> str:
         f"and read back with max |difference| {init['max_abs_diff']:g}.",
         f"- **Export**: `{prov['steps']}` steps, adapter sha256 `{prov['adapter_sha256'][:12]}…`, "
         f"{sum(prov['lora_matched_modules'].values())} language-model modules wrapped, files "
-        f"{', '.join(f'`{f}`' for f in rs['adapter_files'])}; lineage {stages}.",
+        f"{', '.join(f'`{f}`' for f in rs['adapter_files'])}; lineage {stages}. Its `git` field reads the device copy's "
+        f"git metadata (`{prov['git']['commit'][:10]}`, {'dirty' if prov['git']['dirty'] else 'clean'}); the records' "
+        f"commit is `{code_commit(r['first'])[:10]}`.",
         f"- **Served by vLLM** (`LoRARequest`, its own engine, after the cluster stopped): greedy answers equal to the in-process "
         f"policy's on {sv['equal']} of {sv['mazes']} held-out mazes ({', '.join(f'`{a}`' for a in answers)}"
-        f"{' in every maze' if len(answers) == 1 else ''}); the top-2 margin of vLLM's "
-        f"answer was {min(margins):.2f}–{max(margins):.2f} nats and the adapter moved the answer log-probs by "
-        f"{min(effect):.3f}–{max(effect):.3f} nats against the base model.",
+        f"{' in every maze' if len(answers) == 1 else ''}). This checks the plumbing (the adapter loads, its modules map, "
+        f"the prompt and answer words agree), not that the adapter matters: vLLM's answer led the runner-up answer word by "
+        f"{min(margins):.2f}–{max(margins):.2f} nats, and the adapter moved the answer log-probs by only "
+        f"{min(effect):.3f}–{max(effect):.3f} nats against the base model, so the base model alone answers the same.",
         f"- {_gpu_provenance(r['first'])}; `{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`.",
         "- ¹ Episodes × SkyRL's `generate/avg_assistant_tokens` (the tokens it sampled; not the observation tokens between "
         "turns) ÷ generate seconds.",
@@ -1130,65 +1163,65 @@ def gpu_skyrl() -> str:
     return "\n".join(rows)
 
 
-def _side(later: list[dict[str, Any]]) -> dict[str, float]:
-    """Medians over ``later`` (the steps that were not their process's first), per timing field."""
+def _side(steps: list[dict[str, Any]]) -> dict[str, float]:
+    """Medians over ``steps`` (those that were not their process's first) of the timing, rate and log-prob fields
+    both backends record; ``bare_step`` is the step less its checkpoint save (the reference saves outside its step)."""
 
     def med(key: str) -> float:
-        return statistics.median(m.get(key, 0.0) for m in later)
+        return statistics.median(m[key] for m in steps)
 
-    out = {k: med(k) for k in ("timing/step", "timing/generate", "timing/policy_train", "samples_per_s", "timing/sync_weights")}
-    out["forward"] = med("timing/fwd_logprobs_values_reward")
-    out["bare_step"] = statistics.median(m["timing/step"] - m.get("timing/save_checkpoints", 0.0) for m in later)
-    out["diff"] = med("policy/rollout_train_logprobs_abs_diff_mean")
-    out["entropy"] = med("policy/policy_entropy")
-    out["tokens"] = med("generated_tokens_per_s")
-    out["steps"] = len(later)
+    keys = ("timing/step", "timing/generate", "timing/policy_train", "timing/sync_weights", "samples_per_s", "generated_tokens_per_s")
+    out = {k: med(k) for k in keys}
+    out["timing/save_checkpoints"] = statistics.median(m.get("timing/save_checkpoints", 0.0) for m in steps)
+    out["bare_step"] = statistics.median(m["timing/step"] - m.get("timing/save_checkpoints", 0.0) for m in steps)
+    out["steps"] = len(steps)
     return out
 
 
 def gpu_skyrl_reference() -> str:
     """Block (docs/gpu.md): SkyRL's steps beside the reference backend's on the same prompts and limits, and what differs."""
     r = _skyrl_records()
-    ref = load_result(SKYRL_REFERENCE)
-    rp, rpar = ref["results"]["phases"]["reference"], ref["params"]
-    sk, rf = _side(r["later"]), _side(rp["metrics"][1:])
-    peak_sk = max(r["train"]["peak_gpu_gib"], r["resume"]["peak_gpu_gib"])
+    rp, rpar = r["ref"]["results"]["phases"]["reference"], r["ref"]["params"]
+    sk, rf = r["side"], _side(rp["metrics"][1:])
+    forward = statistics.median(m["timing/fwd_logprobs_values_reward"] for m in r["later"])
     rows = [
         "| backend | steps (not a process's first) | step s | step s less SkyRL's checkpoint save | generate s | policy update s | "
-        "weight sync s | samples/s | generated tok/s | rollout vs train log-prob, mean abs | peak GPU GiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "weight sync s | samples/s | generated tok/s | peak GPU GiB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, side, peak in (
-        ("SkyRL 0.3.0 (FSDP2 + its vLLM engine)", sk, peak_sk),
+        ("SkyRL 0.3.0 (FSDP2 + its vLLM engine)", sk, r["peak"]),
         ("reference (`rollout.engine: vllm`)", rf, rp["peak_gpu_gib"]),
     ):
         rows.append(
             f"| {label} | {side['steps']} | {side['timing/step']:.1f} | {side['bare_step']:.1f} | {side['timing/generate']:.1f} | "
             f"{side['timing/policy_train']:.1f} | {side['timing/sync_weights']:.2f} | {side['samples_per_s']:.2f} | "
-            f"{side['tokens']:,.0f} | {side['diff']:.3f} | {peak:.1f} |"
+            f"{side['generated_tokens_per_s']:,.0f} | {peak:.1f} |"
         )
     response = statistics.median(m["policy/response_length"] for m in rp["metrics"])
     rows += [
         "",
-        f"- **One run each, in one sitting on one H100: not a speed verdict.** Medians of {sk['steps']} and {rf['steps']} "
-        f"steps ({'; '.join(dict.fromkeys(_gpu_provenance(x) for x in (r['first'], r['second'], ref)))}), each side in its own "
-        "job, SkyRL first; not measured "
-        "as this project's speed comparisons are (order alternated, at least 3 warm-up and 5 measured steps, 3 "
-        "repetitions): a SkyRL job's start takes most of a device call, and the session's device time held one run a side.",
-        f"- **The columns are not cut alike.** SkyRL's step holds its checkpoint save (its own column beside it takes that "
-        f"out, step by step) and a log-prob forward pass that no column shows (median {sk['forward']:.1f} s); the reference "
-        "backend's generate holds its adapter sync, engine sleep and wake, and it saves between steps, outside its step "
-        f"time. Samples/s: SkyRL {sk['samples_per_s']:.2f} against {rf['samples_per_s']:.2f}, or "
-        f"{rf['timing/step'] / sk['bare_step']:.2f}× the reference's rate without SkyRL's save.",
+        f"- **One run each, in one sitting on one GPU: not a speed verdict.** Medians of {sk['steps']} and {rf['steps']} "
+        f"steps ({_gpu_provenance(r['ref'])}; in this order: SkyRL's stopped job, its resumed job, the reference, each in its own device call), not measured as this "
+        "project's speed comparisons are (order alternated, at least 3 warm-up and 5 measured steps, 3 repetitions): a "
+        "SkyRL job's start takes most of a device call, and the session's device time held one run a side.",
+        f"- **The columns are not cut alike.** SkyRL's step holds its checkpoint save (the column beside it takes that out, "
+        f"step by step) and a log-prob forward pass that no column shows (median {forward:.1f} s); the reference backend's "
+        "generate holds its adapter sync, engine sleep and wake, and it saves between steps, outside its step time. "
+        f"Samples/s: SkyRL {sk['samples_per_s']:.2f} against {rf['samples_per_s']:.2f}; without its save, SkyRL's rate would "
+        f"be {rf['timing/step'] / sk['bare_step']:.2f}× the reference's.",
         "- **Neither is a like-for-like rate, because the two sides did different work.** SkyRL samples only the answer "
         "words (`rollout.action_constraint: directions`: its VLM generator needs each turn to tokenize back to what was "
         "sampled), so its turns end early; the reference backend samples free text, every turn to the "
         f"{rpar['max_new_tokens']}-token limit (its response length: {response:.0f} tokens a turn), and trains on all of "
-        "it. Their log-prob differences are not comparable either: SkyRL's is over answer words, the reference's over "
-        f"free text at an entropy of {rf['entropy']:.1f} nats. SkyRL started from the starting adapter, the reference "
-        "from a fresh LoRA. Every group tied on both sides, so no gradient flowed.",
-        "- **The same on both sides**: the random-init Qwen3-VL-2B-shaped checkpoint, the maze data, "
-        f"{rpar['mazes']} mazes × group {rpar['group']} a step, up to {rpar['max_turns']} turns, "
+        "it. SkyRL started from the starting adapter, the reference from a fresh LoRA. Every group tied on both sides, so "
+        "no gradient flowed.",
+        "- **No log-prob column**: SkyRL's rollout-vs-train difference (table above) is a mean over tokens; in this record "
+        "the reference backend reported the same metric name per sampled turn (the difference of the turn's summed "
+        "log-probs), a different quantity, and its per-token figure (`rollout/logprob_gap_mean`) was not kept. The "
+        "reference backend now reports SkyRL's per-token meaning under SkyRL's name, and `skyrl_e2e` keeps `rollout/*`.",
+        "- **The same on both sides** (checked across the three records): the random-init Qwen3-VL-2B-shaped checkpoint, "
+        f"the maze data, {rpar['mazes']} mazes × group {rpar['group']} a step, up to {rpar['max_turns']} turns, "
         f"{rpar['max_new_tokens']} new tokens a turn at most, LoRA r32, one colocated vLLM engine with sleep mode "
         f"capped at {rpar['gpu_memory_utilization']} of the GPU, configured to checkpoint every step, submitted with "
         "`submit_run` to the embedded cluster.",
@@ -1200,17 +1233,18 @@ def gpu_skyrl_reference() -> str:
 def skyrl_summary() -> str:
     """Inline (README, docs/container.md): what the SkyRL backend ran, on which GPU, with which versions."""
     r = _skyrl_records()
-    res, sv, rs = r["first"], r["serve"], r["resume"]
+    res, sv, rs, sk = r["first"], r["serve"], r["resume"], r["side"]
     v = res["packages"]
     gpu = (res["machine"].get("gpus") or ["a GPU"])[0].split(",")[0]
     return (
         f"On one {gpu} ({res['date'][:10]}), SkyRL {v['skyrl']} with vLLM {v['vllm']}, Ray {v['ray']}, transformers "
-        f"{v['transformers']} and torch {v['torch']} trained {r['train']['latest_checkpoint']} GRPO steps of a random-init "
-        f"Qwen3-VL-2B-shaped model through our entrypoint, from a starting adapter, was stopped after checkpoint "
-        f"{r['train']['latest_checkpoint']}, resumed from it for step {rs['metric_steps'][-1]} in a new job, at "
-        f"{statistics.median(m['timing/step'] for m in r['later']):.0f} s a step after each job's first, exported the adapter "
-        f"with provenance, and vLLM served it with greedy answers equal to the in-process policy's on {sv['equal']} of "
-        f"{sv['mazes']} held-out mazes (`benchmarks/results/{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`)"
+        f"{v['transformers']} and torch {v['torch']} ran {len(r['train']['metrics'])} GRPO steps of a random-init "
+        f"Qwen3-VL-2B-shaped model through our entrypoint, from a starting adapter (no gradient: every group tied), was "
+        f"stopped after checkpoint {r['train']['latest_checkpoint']}, resumed from it for step {rs['metric_steps'][-1]} in "
+        f"a new job, at {sk['timing/step']:.0f} s a step after each job's first (of which {sk['timing/save_checkpoints']:.0f} s "
+        f"checkpoint save), exported the adapter with provenance, and vLLM served it with greedy answers equal to the "
+        f"in-process policy's on {sv['equal']} of {sv['mazes']} held-out mazes (a plumbing check: this adapter barely "
+        f"moves the answers) (`benchmarks/results/{SKYRL_E2E[0]}.json`, `{SKYRL_E2E[1]}.json`)"
     )
 
 

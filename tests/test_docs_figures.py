@@ -141,3 +141,35 @@ def test_the_readme_gpu_sentence_is_rendered_from_the_named_results() -> None:
 def test_a_marker_shown_as_code_is_not_a_marker() -> None:
     text = "write `<!-- measured: FILE -->` then\n12.3 s here <!-- /measured -->"
     assert [p.split(": ", 1)[0] for p in unrendered("docs/x.md", text)] == ["docs/x.md:2"]
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    ["no resume line", "a retrained step", "another GPU", "another workload", "reference first"],
+)
+def test_the_skyrl_passages_refuse_records_that_are_not_one_sittings_stop_and_resume(breakage: str, tmp_path: Path, monkeypatch) -> None:
+    """The SkyRL passages say the run resumed (SkyRL's own log line, each step once), on one GPU and commit, with the
+    reference on the same workload after it: records that do not show one of these are refused, not rendered."""
+    from benchmarks import figures
+
+    names = (*figures.SKYRL_E2E, figures.SKYRL_REFERENCE)
+    records = {n: json.loads((REPO / "benchmarks" / "results" / f"{n}.json").read_text()) for n in names}
+    stop, resume, ref = (records[n] for n in names)
+    phase = resume["results"]["phases"]["resume"]
+    if breakage == "no resume line":
+        phase["skyrl_lines"] = [x for x in phase["skyrl_lines"] if "Resuming from" not in x]
+    elif breakage == "a retrained step":
+        phase["metrics"].insert(0, dict(phase["metrics"][0]))
+        phase["metric_steps"] = [1, *phase["metric_steps"]]
+    elif breakage == "another GPU":
+        ref["machine"]["gpus"] = ["NVIDIA H200, 143771 MiB, 580"]
+    elif breakage == "another workload":
+        ref["params"]["group"] = 4
+    else:
+        ref["date"] = "2026-12-06T00:00:00Z"
+    for name, rec in records.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(rec))
+    monkeypatch.setenv("HPRL_RESULTS_DIR", str(tmp_path))
+    for render in (figures.gpu_skyrl, figures.gpu_skyrl_reference, figures.skyrl_summary):
+        with pytest.raises(ValueError, match="not one sitting's stop, resume and reference"):
+            render()

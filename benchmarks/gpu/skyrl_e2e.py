@@ -234,7 +234,11 @@ def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
         v = rec["values"]
         row: dict[str, Any] = {
             "step": rec["step"],
-            **{k: _rounded(x) for k, x in v.items() if k.startswith(("timing/", "reward/", "policy/", "generate/", "trainer/num_"))},
+            **{
+                k: _rounded(x)
+                for k, x in v.items()
+                if k.startswith(("timing/", "reward/", "policy/", "generate/", "rollout/", "trainer/num_"))
+            },
         }
         step_s, gen_s = v.get("timing/step"), v.get("timing/generate")
         if step_s:
@@ -628,6 +632,8 @@ def main(argv: list[str] | None = None) -> None:
             rec["ok"] = status == "SUCCEEDED" and len(rec["metrics"]) >= args.steps + 1 and rec["provenance"] is not None
 
     def resume(rec: dict[str, Any]) -> None:
+        from hyperpod_rl.jobs import strip_ansi
+
         if "config" not in state:  # an earlier call on this machine trained it
             init = state.get("init_adapter")
             state["config"] = run_config(args, storage, state["model_dir"], state["data"], init_adapter=init)
@@ -641,7 +647,17 @@ def main(argv: list[str] | None = None) -> None:
         steps = [m["step"] for m in _metrics(run_dir, samples)]
         adapter = run_dir / "adapter"
         prov = json.loads((adapter / "provenance.json").read_text()) if (adapter / "provenance.json").exists() else None
-        rec["ok"] = status == "SUCCEEDED" and prov is not None and prov.get("steps") == args.steps + 1 and steps[-1:] == [args.steps + 1]
+        # a resume, not a retrain: SkyRL said it loaded the checkpoint, and metrics.jsonl (appended by both jobs) holds
+        # each step once, this job's only step the last one
+        resumed = any(f"Resuming from global_step: {before}" in strip_ansi(line) for line in rec.get("skyrl_lines", []))
+        rec["resumed_line_seen"] = resumed
+        rec["ok"] = (
+            status == "SUCCEEDED"
+            and resumed
+            and steps == list(range(1, args.steps + 2))
+            and prov is not None
+            and prov.get("steps") == args.steps + 1
+        )
         rec.update(
             metric_steps=steps,
             provenance=prov,
@@ -660,6 +676,7 @@ def main(argv: list[str] | None = None) -> None:
         if adapter is None:
             raise RuntimeError(f"no exported adapter under {storage / 'runs'}")
         rec["adapter"] = str(adapter)
+        rec["adapter_sha256"] = json.loads((adapter / "provenance.json").read_text()).get("adapter_sha256")
         compare_serving(args, state["model_dir"], adapter, state["heldout_rows"], rec)
 
     try:

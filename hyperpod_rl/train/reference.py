@@ -674,7 +674,6 @@ class ReferenceTrainer:
             "kl": 0.0,
             "entropy": 0.0,
             "clip": 0.0,
-            "diff": 0.0,
             "gap_sum": 0.0,
             "gap_tokens": 0.0,
             "truncated": 0.0,
@@ -730,8 +729,6 @@ class ReferenceTrainer:
                 totals["kl"] += terms.kl
                 totals["entropy"] += terms.entropy
                 totals["clip"] += terms.clip_fraction
-                rollout_lp = torch.tensor([samples[i][0].action.logprob for i in indices])
-                totals["diff"] += float((logp.detach().sum(-1).cpu() - rollout_lp).abs().sum())
         num_samples, num_rows = len(samples), len(groups)
         if self.parallel is not None:  # every worker's share: the loss terms are already over the global token count
             summed = self.parallel.sum([*totals.values(), num_samples, num_rows])
@@ -757,7 +754,8 @@ class ReferenceTrainer:
             "policy/ppo_clip_ratio": totals["clip"],
             "policy/grad_norm": float(grad_norm),
             "policy/policy_lr": cfg.grpo.lr,
-            "policy/rollout_train_logprobs_abs_diff_mean": totals["diff"] / max(num_samples, 1),
+            # SkyRL's name and meaning: the mean over sampled tokens of |trainer - rollout engine| (nats/token)
+            "policy/rollout_train_logprobs_abs_diff_mean": gap_mean,
             "rollout/logprob_gap_mean": gap_mean,
             "rollout/logprob_gap_max": gap_max,
             "rollout/is_truncated_fraction": totals["truncated"] / max(totals["gap_tokens"], 1.0),

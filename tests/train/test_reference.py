@@ -151,6 +151,8 @@ def test_free_generation_run_with_kl_on_the_device_path(tiny_setup, tmp_path):
         assert v["policy/policy_kl"] >= 0.0
         # rollout log-probs come from the batched decode's scoring pass: the update agrees on CPU
         assert v["policy/rollout_train_logprobs_abs_diff_mean"] < 1e-3
+        # SkyRL's name, SkyRL's meaning: the mean over sampled tokens (the engine-gap accounting's own mean)
+        assert v["policy/rollout_train_logprobs_abs_diff_mean"] == v["rollout/logprob_gap_mean"]
         # the transformers engine samples from the trained weights: per-token gap ~0, no importance weight cut
         assert 0.0 <= v["rollout/logprob_gap_mean"] <= v["rollout/logprob_gap_max"] < 1e-3
         assert v["rollout/is_truncated_fraction"] == 0.0
