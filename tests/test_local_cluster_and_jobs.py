@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
@@ -128,45 +130,6 @@ def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_s
     assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
 
 
-@pytest.mark.cluster
-def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):
-    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so.
-
-    Slow: a real cluster of its own is started (and stopped) beside the session's."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead_port = sock.getsockname()[1]
-    stale = {
-        "gcs_address": f"127.0.0.1:{dead_port}",
-        "dashboard_url": f"http://127.0.0.1:{dead_port}",
-        "metrics_export_port": dead_port,
-        "started_at": 0.0,
-        "python": sys.executable,
-        "temp_dir": "/tmp/hprl-gone",
-        "worker_nodes": 0,
-        "token": "f" * 64,
-    }
-    (tmp_path / "local-cluster.json").write_text(json.dumps(stale))
-    code = (
-        "from hyperpod_rl.cluster.local import start_local_cluster\n"
-        "c = start_local_cluster(num_cpus=1)\n"
-        "print('stale' if c.restarted_stale else 'fresh', c.is_alive())\n"
-        "c.stop()\n"
-    )
-    proc = subprocess.run(
-        # a start may retry twice on a loaded machine, each try waiting up to 150 s for the dashboard (486 s seen)
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)},
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split() == ["stale", "True"]
-    assert "f" * 64 not in proc.stdout + proc.stderr
-    assert local_cluster.is_alive()  # the session's cluster was left alone
-
-
 @pytest.mark.job
 def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, tiny_setup):
     import signal
@@ -246,28 +209,88 @@ def _wait_for_metrics(port: int, timeout_s: float = 120.0) -> str:
         time.sleep(1)
 
 
-@pytest.mark.cluster
-def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
-    """Field report (issue 14, item 16): a cluster started while another was starting failed at
-    `ray start`. Two notebooks on one Studio space do exactly this.
+def _processes_with(*texts: str) -> list[psutil.Process]:
+    """The processes whose command line holds every one of ``texts`` (a cluster's Ray temp dir: its
+    processes; with ``gcs_server``: its heads)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+        if all(text in cmd for text in texts):
+            found.append(proc)
+    return found
 
-    Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they both
-    start is the test."""
-    homes = [tmp_path / "a", tmp_path / "b"]
+
+@pytest.mark.cluster
+def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_restarted(local_cluster, tmp_path, monkeypatch):
+    """Three `hyperpod-rl local start` at the same moment, as two notebooks and a terminal on one
+    Studio space run them, beside the session's cluster; each field report is checked on them:
+
+    * two data dirs (A and B) start two clusters (issue 14, item 16: a cluster started while another
+      was starting failed at `ray start`): both run, each with its own ports (issue 30 item 5e);
+    * two starts with one data dir (A) start one Ray head (issue 42 item 5): the second waits for the
+      data dir's start lock, then reuses the first one's cluster; none is left running unrecorded;
+    * B's state file names a cluster that is gone (e.g. after a reboot): a fresh cluster is started,
+      and said so.
+
+    Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they
+    start is the test. One scenario for the three reports: each cluster start costs about 45 s."""
+    from hyperpod_rl.cluster.local import local_temp_dir
+
+    home_a, home_b = tmp_path / "a", tmp_path / "b"
+    home_b.mkdir()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_port = sock.getsockname()[1]
+    dead_token = "f" * 64
+    stale = {
+        "gcs_address": f"127.0.0.1:{dead_port}",
+        "dashboard_url": f"http://127.0.0.1:{dead_port}",
+        "metrics_export_port": dead_port,
+        "started_at": 0.0,
+        "python": sys.executable,
+        "temp_dir": "/tmp/hprl-gone",
+        "worker_nodes": 0,
+        "token": dead_token,
+    }
+    (home_b / "local-cluster.json").write_text(json.dumps(stale))
+    temp_dirs = []
+    for home in (home_a, home_b):
+        with monkeypatch.context() as env:
+            env.setenv("HYPERPOD_RL_HOME", str(home))
+            temp_dirs.append(local_temp_dir())
+    cli = [sys.executable, "-m", "hyperpod_rl.cli"]
+
+    def env_of(home: Path) -> dict[str, str]:
+        return {**os.environ, "HYPERPOD_RL_HOME": str(home), "COLUMNS": "300"}
+
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "hyperpod_rl.cli", "local", "start"],
-            env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+            [*cli, "local", "start", "--num-cpus", "1"], env=env_of(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for home in homes
+        for home in (home_a, home_a, home_b)
     ]
     try:
-        outputs = [p.communicate(timeout=600)[0] for p in procs]
-        assert [p.returncode for p in procs] == [0, 0], outputs
-        states = [json.loads((home / "local-cluster.json").read_text()) for home in homes]
+        # a start may retry twice on a loaded machine, each try waiting up to 150 s for the dashboard;
+        # A's second start waits for the first one's lock
+        outputs = [proc.communicate(timeout=1500) for proc in procs]
+        for proc, (out, err) in zip(procs, outputs, strict=True):
+            assert proc.returncode == 0, (out, err[-3000:])
+        urls = [re.search(r"dashboard (http://127\.0\.0\.1:\d+)", out).group(1) for out, _ in outputs]  # type: ignore[union-attr]
+        states = [json.loads((home / "local-cluster.json").read_text()) for home in (home_a, home_b)]
+        # one data dir, one head: A's second start reused the first one's cluster, and it is the one recorded
+        assert urls[0] == urls[1] == states[0]["dashboard_url"], outputs
+        heads = _processes_with("gcs_server", temp_dirs[0])
+        assert len(heads) == 1, [p.info["cmdline"] for p in heads]
+        # B's stale state file: a fresh cluster, said so (A had nothing recorded), the dead one's token never shown
+        said = [" ".join(out.split()) for out, _ in outputs]
+        stale_line = "the recorded local cluster was not answering (stale): it was stopped and started again"
+        assert [stale_line in text for text in said] == [False, False, True], said
+        assert urls[2] == states[1]["dashboard_url"] and states[1]["token"] != dead_token
+        assert dead_token not in "".join(out + err for out, err in outputs)
+        # two data dirs, two clusters, each with its own addresses and ports
         assert states[0]["dashboard_url"] != states[1]["dashboard_url"]
         assert states[0]["gcs_address"] != states[1]["gcs_address"]
         for state in states:
@@ -285,14 +308,18 @@ def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
             assert "# TYPE" in metrics and "ray_" in metrics, metrics[:300]
         for state in states:  # the Ray temp dirs are in this user's private 0700 directory
             assert Path(state["temp_dir"]).parent == private_tmp_dir() and stat.S_IMODE(private_tmp_dir().stat().st_mode) == 0o700
+        assert local_cluster.is_alive()  # the session's cluster was left alone
     finally:
-        for home in homes:
-            subprocess.run(
-                [sys.executable, "-m", "hyperpod_rl.cli", "local", "stop"],
-                env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
-                capture_output=True,
-                timeout=300,
-            )
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stops = [
+            subprocess.run([*cli, "local", "stop"], env=env_of(home), capture_output=True, text=True, timeout=300, check=False)
+            for home in (home_a, home_b)
+        ]
+    assert [s.returncode for s in stops] == [0, 0], [s.stderr[-2000:] for s in stops]
+    assert [_processes_with(temp_dir) for temp_dir in temp_dirs] == [[], []]
 
 
 @pytest.mark.job
