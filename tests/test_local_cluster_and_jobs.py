@@ -96,51 +96,24 @@ def test_job_runs_to_success_and_streams_metrics(local_cluster, tiny_setup, tmp_
 
 
 @pytest.mark.job
-def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_setup, tmp_path):
-    """Slow: two submissions of one run, each stopped once it trains, and the check that no trainer
+def test_a_followed_job_detaches_on_ctrl_c_refuses_a_second_submission_and_stops(local_cluster, tiny_setup):
+    """One running job, in the order a user meets it: Ctrl-C in ``job logs --follow`` detaches and the
+    job keeps running; a second submission of the run is refused; ``stop_run`` (notebook 06's
+    ``hp.stop_run``) stops it and the run says ``stopped`` at once (not left ``running`` until a
+    reconcile); resubmitting resumes it as a new submission, and no trainer outlives the stopped jobs.
+
+    Slow: two submissions of one run, each stopped once it trains, and the check that no trainer
     outlives them."""
-    client = local_cluster.job_client()
-    cfg = _config(tiny_setup, "job-stop", steps=500)
-    handle = submit_run(client, cfg, tmp_path / "job-stop")
-    for update in follow_run(client, handle.submission_id, poll_s=0.5):
-        if update.records:
-            break
-        assert not update.terminal, client.get_job_logs(handle.submission_id)[-3000:]
-    with pytest.raises(JobError, match="already running"):
-        submit_run(client, cfg, tmp_path / "job-stop")
-    assert stop_run(client, handle.submission_id)
-    deadline = time.time() + 60
-    while client.get_job_status(handle.submission_id).value not in ("STOPPED", "FAILED") and time.time() < deadline:
-        time.sleep(0.5)
-    assert client.get_job_status(handle.submission_id).value == "STOPPED"
-    # Resubmitting the same run id resumes it (a new submission id, same run directory).
-    again = submit_run(client, cfg, tmp_path / "job-stop")
-    assert again.submission_id == "hprl-job-stop-2"
-    stop_run(client, again.submission_id)
-    deadline = time.time() + 60
-    while not client.get_job_status(again.submission_id).is_terminal() and time.time() < deadline:
-        time.sleep(0.5)
-    time.sleep(3)
-    # No trainer of this run may outlive its stopped jobs.
-    import psutil
-
-    config_path = str(tmp_path / "job-stop" / "config.json")
-    left = [p.pid for p in psutil.process_iter(["cmdline"]) if config_path in " ".join(p.info["cmdline"] or [])]
-    assert left == [], f"trainer processes still running after stop: {left}"
-    assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
-
-
-@pytest.mark.job
-def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, tiny_setup):
     import signal
 
     from hyperpod_rl.paths import run_dir
 
     client = local_cluster.job_client()
-    cfg = _config(tiny_setup, "job-detach", steps=500)
-    handle = submit_run(client, cfg, run_dir("job-detach"))
+    cfg = _config(tiny_setup, "job-stop", steps=500)
+    rdir = run_dir("job-stop")
+    handle = submit_run(client, cfg, rdir)
     follower = subprocess.Popen(
-        [sys.executable, "-m", "hyperpod_rl.cli", "job", "logs", "--follow", "job-detach"],
+        [sys.executable, "-m", "hyperpod_rl.cli", "job", "logs", "--follow", "job-stop"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -150,20 +123,54 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        first = ""
-        while not first.startswith("grpo "):  # the follower is following: it printed step 1 (labelled by the stage)
-            first = follower.stdout.readline()
-            assert first, "the follower ended before following"
-        follower.send_signal(signal.SIGINT)
-        out, _ = follower.communicate(timeout=60)
-        out = first + out
+        try:
+            first = ""
+            while not first.startswith("grpo "):  # the follower is following: it printed step 1 (labelled by the stage)
+                first = follower.stdout.readline()
+                assert first, "the follower ended before following"
+            follower.send_signal(signal.SIGINT)
+            out, _ = follower.communicate(timeout=60)
+            out = first + out
+        finally:
+            follower.kill()
+        assert follower.returncode == 130, out
+        assert "detached; the job keeps running" in out
+        assert client.get_job_status(handle.submission_id).value == "RUNNING"
+        assert local_cluster.state.token not in out
+        assert _status(rdir) == "running"
+
+        with pytest.raises(JobError, match="already running"):
+            submit_run(client, cfg, rdir)
+        assert stop_run(client, handle.submission_id) is True
+        assert client.get_job_status(handle.submission_id).value == "STOPPED"  # stop_run waited for the end
+        assert _status(rdir) == "stopped"
+        assert json.loads((rdir / "manifest.json").read_text())["ended"]["submission_id"] == handle.submission_id
+        assert stop_run(client, handle.submission_id) is False  # already ended
+        # Resubmitting the same run id resumes it (a new submission id, same run directory).
+        again = submit_run(client, cfg, rdir)
+        assert again.submission_id == "hprl-job-stop-2"
+        stop_run(client, again.submission_id)
+        deadline = time.time() + 60
+        while not client.get_job_status(again.submission_id).is_terminal() and time.time() < deadline:
+            time.sleep(0.5)
+        time.sleep(3)
+        # No trainer of this run may outlive its stopped jobs.
+        config_path = str(rdir / "config.json")
+        left = [p.pid for p in psutil.process_iter(["cmdline"]) if config_path in " ".join(p.info["cmdline"] or [])]
+        assert left == [], f"trainer processes still running after stop: {left}"
+        assert json.loads((rdir / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
     finally:
-        follower.kill()
-    assert follower.returncode == 130, out
-    assert "detached; the job keeps running" in out
-    assert client.get_job_status(handle.submission_id).value == "RUNNING"
-    assert local_cluster.state.token not in out
-    stop_run(client, handle.submission_id)
+        for sid in ("hprl-job-stop-1", "hprl-job-stop-2"):  # a job a failed assertion left running
+            try:
+                stop_run(client, sid)
+            except JobError:
+                pass
+
+
+def _status(run_dir: Path) -> str | None:
+    """The run's status as its manifest records it (None before the trainer wrote one)."""
+    manifest = run_dir / "manifest.json"
+    return json.loads(manifest.read_text()).get("status") if manifest.is_file() else None
 
 
 @pytest.mark.job
