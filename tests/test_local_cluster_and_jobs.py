@@ -330,13 +330,19 @@ def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_resta
 
 
 @pytest.mark.job
-def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cluster, tiny_setup, tmp_path):
-    """Field report (issue 14, item 7): two submits of one run at the same moment gave a raw
-    FileNotFoundError or a Ray traceback, and the refused caller's config overwrote config.json."""
+def test_concurrent_submits_of_one_run_give_one_job_that_another_storage_root_finds(local_cluster, tiny_setup, tmp_path):
+    """Field reports (issue 14, item 7), on one job:
+
+    * two submits of one run at the same moment gave a raw FileNotFoundError or a Ray traceback,
+      and the refused caller's config overwrote config.json;
+    * with hprl-<run>-1 on the cluster but no submissions.json (another storage root, a wiped run
+      directory), every resubmit failed with Ray's "already exists"."""
     import threading
 
+    from hyperpod_rl.jobs import latest_job
+
     client = local_cluster.job_client()
-    run_dir = tmp_path / "race-run"
+    run_dir, second_dir = tmp_path / "race-run", tmp_path / "second" / "race-run"
     configs = {steps: _config(tiny_setup, "race-run", steps) for steps in (40, 41)}
     results: dict[int, object] = {}
     barrier = threading.Barrier(2)
@@ -365,38 +371,22 @@ def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cl
         assert json.loads((run_dir / "submissions.json").read_text()) == [handle.submission_id]
         jobs = [j for j in list_runs(client) if j["run_id"] == "race-run"]
         assert len(jobs) == 1
-    finally:
-        for r in results.values():
-            if not isinstance(r, Exception):
-                stop_run(client, r.submission_id)
 
-
-@pytest.mark.job
-def test_submission_ids_never_dead_end_when_the_record_is_lost(local_cluster, tiny_setup, tmp_path):
-    """Field report (issue 14, item 7): with hprl-<run>-1 on the cluster but no submissions.json
-    (another storage root, a wiped run directory), every resubmit failed with Ray's "already exists"."""
-    from hyperpod_rl.jobs import latest_job
-
-    client = local_cluster.job_client()
-    first_dir, second_dir = tmp_path / "first" / "lost-run", tmp_path / "second" / "lost-run"
-    cfg = _config(tiny_setup, "lost-run", 60)
-    first = submit_run(client, cfg, first_dir)
-    try:
         # Another storage root (or a wiped run directory) does not know the running job: the
         # cluster's job metadata does.
-        assert latest_job(client, "lost-run", second_dir).submission_id == first.submission_id
-        with pytest.raises(JobError, match=f"already running as {first.submission_id}"):
-            submit_run(client, cfg, second_dir)
-        stop_run(client, first.submission_id)
+        assert latest_job(client, "race-run", second_dir).submission_id == handle.submission_id
+        with pytest.raises(JobError, match=f"already running as {handle.submission_id}"):
+            submit_run(client, configs[won], second_dir)
+        stop_run(client, handle.submission_id)
         deadline = time.monotonic() + 120
-        while latest_job(client, "lost-run", second_dir).alive and time.monotonic() < deadline:
+        while latest_job(client, "race-run", second_dir).alive and time.monotonic() < deadline:
             time.sleep(1)
-        again = submit_run(client, _config(tiny_setup, "lost-run", 2), second_dir)
-        assert again.submission_id == "hprl-lost-run-2"  # the next free id, not a dead end
-        assert json.loads((second_dir / "submissions.json").read_text()) == ["hprl-lost-run-2"]
+        again = submit_run(client, _config(tiny_setup, "race-run", 2), second_dir)
+        assert again.submission_id == "hprl-race-run-2"  # the next free id, not a dead end
+        assert json.loads((second_dir / "submissions.json").read_text()) == ["hprl-race-run-2"]
         stop_run(client, again.submission_id)
     finally:
-        for sid in ("hprl-lost-run-1", "hprl-lost-run-2"):
+        for sid in ("hprl-race-run-1", "hprl-race-run-2"):
             try:
                 stop_run(client, sid)
             except JobError:
