@@ -336,7 +336,9 @@ def test_concurrent_submits_of_one_run_give_one_job_that_another_storage_root_fi
     * two submits of one run at the same moment gave a raw FileNotFoundError or a Ray traceback,
       and the refused caller's config overwrote config.json;
     * with hprl-<run>-1 on the cluster but no submissions.json (another storage root, a wiped run
-      directory), every resubmit failed with Ray's "already exists"."""
+      directory), every resubmit failed with Ray's "already exists".
+
+    Slow: three submissions of one run, two of them stopped (about 55 s on 2 cores beside other work)."""
     import threading
 
     from hyperpod_rl.jobs import latest_job
