@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
@@ -94,90 +96,24 @@ def test_job_runs_to_success_and_streams_metrics(local_cluster, tiny_setup, tmp_
 
 
 @pytest.mark.job
-def test_running_job_refuses_a_second_submission_and_stops(local_cluster, tiny_setup, tmp_path):
-    """Slow: two submissions of one run, each stopped once it trains, and the check that no trainer
+def test_a_followed_job_detaches_on_ctrl_c_refuses_a_second_submission_and_stops(local_cluster, tiny_setup):
+    """One running job, in the order a user meets it: Ctrl-C in ``job logs --follow`` detaches and the
+    job keeps running; a second submission of the run is refused; ``stop_run`` (notebook 06's
+    ``hp.stop_run``) stops it and the run says ``stopped`` at once (not left ``running`` until a
+    reconcile); resubmitting resumes it as a new submission, and no trainer outlives the stopped jobs.
+
+    Slow: two submissions of one run, each stopped once it trains, and the check that no trainer
     outlives them."""
-    client = local_cluster.job_client()
-    cfg = _config(tiny_setup, "job-stop", steps=500)
-    handle = submit_run(client, cfg, tmp_path / "job-stop")
-    for update in follow_run(client, handle.submission_id, poll_s=0.5):
-        if update.records:
-            break
-        assert not update.terminal, client.get_job_logs(handle.submission_id)[-3000:]
-    with pytest.raises(JobError, match="already running"):
-        submit_run(client, cfg, tmp_path / "job-stop")
-    assert stop_run(client, handle.submission_id)
-    deadline = time.time() + 60
-    while client.get_job_status(handle.submission_id).value not in ("STOPPED", "FAILED") and time.time() < deadline:
-        time.sleep(0.5)
-    assert client.get_job_status(handle.submission_id).value == "STOPPED"
-    # Resubmitting the same run id resumes it (a new submission id, same run directory).
-    again = submit_run(client, cfg, tmp_path / "job-stop")
-    assert again.submission_id == "hprl-job-stop-2"
-    stop_run(client, again.submission_id)
-    deadline = time.time() + 60
-    while not client.get_job_status(again.submission_id).is_terminal() and time.time() < deadline:
-        time.sleep(0.5)
-    time.sleep(3)
-    # No trainer of this run may outlive its stopped jobs.
-    import psutil
-
-    config_path = str(tmp_path / "job-stop" / "config.json")
-    left = [p.pid for p in psutil.process_iter(["cmdline"]) if config_path in " ".join(p.info["cmdline"] or [])]
-    assert left == [], f"trainer processes still running after stop: {left}"
-    assert json.loads((tmp_path / "job-stop" / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
-
-
-@pytest.mark.cluster
-def test_stale_state_file_is_detected_and_the_cluster_restarted(local_cluster, tmp_path):
-    """A state file whose cluster is gone (e.g. after a reboot) leads to a fresh cluster, said so.
-
-    Slow: a real cluster of its own is started (and stopped) beside the session's."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        dead_port = sock.getsockname()[1]
-    stale = {
-        "gcs_address": f"127.0.0.1:{dead_port}",
-        "dashboard_url": f"http://127.0.0.1:{dead_port}",
-        "metrics_export_port": dead_port,
-        "started_at": 0.0,
-        "python": sys.executable,
-        "temp_dir": "/tmp/hprl-gone",
-        "worker_nodes": 0,
-        "token": "f" * 64,
-    }
-    (tmp_path / "local-cluster.json").write_text(json.dumps(stale))
-    code = (
-        "from hyperpod_rl.cluster.local import start_local_cluster\n"
-        "c = start_local_cluster(num_cpus=1)\n"
-        "print('stale' if c.restarted_stale else 'fresh', c.is_alive())\n"
-        "c.stop()\n"
-    )
-    proc = subprocess.run(
-        # a start may retry twice on a loaded machine, each try waiting up to 150 s for the dashboard (486 s seen)
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path)},
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split() == ["stale", "True"]
-    assert "f" * 64 not in proc.stdout + proc.stderr
-    assert local_cluster.is_alive()  # the session's cluster was left alone
-
-
-@pytest.mark.job
-def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, tiny_setup):
     import signal
 
     from hyperpod_rl.paths import run_dir
 
     client = local_cluster.job_client()
-    cfg = _config(tiny_setup, "job-detach", steps=500)
-    handle = submit_run(client, cfg, run_dir("job-detach"))
+    cfg = _config(tiny_setup, "job-stop", steps=500)
+    rdir = run_dir("job-stop")
+    handle = submit_run(client, cfg, rdir)
     follower = subprocess.Popen(
-        [sys.executable, "-m", "hyperpod_rl.cli", "job", "logs", "--follow", "job-detach"],
+        [sys.executable, "-m", "hyperpod_rl.cli", "job", "logs", "--follow", "job-stop"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -187,20 +123,54 @@ def test_ctrl_c_detaches_from_a_followed_job_without_stopping_it(local_cluster, 
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        first = ""
-        while not first.startswith("grpo "):  # the follower is following: it printed step 1 (labelled by the stage)
-            first = follower.stdout.readline()
-            assert first, "the follower ended before following"
-        follower.send_signal(signal.SIGINT)
-        out, _ = follower.communicate(timeout=60)
-        out = first + out
+        try:
+            first = ""
+            while not first.startswith("grpo "):  # the follower is following: it printed step 1 (labelled by the stage)
+                first = follower.stdout.readline()
+                assert first, "the follower ended before following"
+            follower.send_signal(signal.SIGINT)
+            out, _ = follower.communicate(timeout=60)
+            out = first + out
+        finally:
+            follower.kill()
+        assert follower.returncode == 130, out
+        assert "detached; the job keeps running" in out
+        assert client.get_job_status(handle.submission_id).value == "RUNNING"
+        assert local_cluster.state.token not in out
+        assert _status(rdir) == "running"
+
+        with pytest.raises(JobError, match="already running"):
+            submit_run(client, cfg, rdir)
+        assert stop_run(client, handle.submission_id) is True
+        assert client.get_job_status(handle.submission_id).value == "STOPPED"  # stop_run waited for the end
+        assert _status(rdir) == "stopped"
+        assert json.loads((rdir / "manifest.json").read_text())["ended"]["submission_id"] == handle.submission_id
+        assert stop_run(client, handle.submission_id) is False  # already ended
+        # Resubmitting the same run id resumes it (a new submission id, same run directory).
+        again = submit_run(client, cfg, rdir)
+        assert again.submission_id == "hprl-job-stop-2"
+        stop_run(client, again.submission_id)
+        deadline = time.time() + 60
+        while not client.get_job_status(again.submission_id).is_terminal() and time.time() < deadline:
+            time.sleep(0.5)
+        time.sleep(3)
+        # No trainer of this run may outlive its stopped jobs.
+        config_path = str(rdir / "config.json")
+        left = [p.pid for p in psutil.process_iter(["cmdline"]) if config_path in " ".join(p.info["cmdline"] or [])]
+        assert left == [], f"trainer processes still running after stop: {left}"
+        assert json.loads((rdir / "submissions.json").read_text()) == ["hprl-job-stop-1", "hprl-job-stop-2"]
     finally:
-        follower.kill()
-    assert follower.returncode == 130, out
-    assert "detached; the job keeps running" in out
-    assert client.get_job_status(handle.submission_id).value == "RUNNING"
-    assert local_cluster.state.token not in out
-    stop_run(client, handle.submission_id)
+        for sid in ("hprl-job-stop-1", "hprl-job-stop-2"):  # a job a failed assertion left running
+            try:
+                stop_run(client, sid)
+            except JobError:
+                pass
+
+
+def _status(run_dir: Path) -> str | None:
+    """The run's status as its manifest records it (None before the trainer wrote one)."""
+    manifest = run_dir / "manifest.json"
+    return json.loads(manifest.read_text()).get("status") if manifest.is_file() else None
 
 
 @pytest.mark.job
@@ -246,28 +216,88 @@ def _wait_for_metrics(port: int, timeout_s: float = 120.0) -> str:
         time.sleep(1)
 
 
-@pytest.mark.cluster
-def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
-    """Field report (issue 14, item 16): a cluster started while another was starting failed at
-    `ray start`. Two notebooks on one Studio space do exactly this.
+def _processes_with(*texts: str) -> list[psutil.Process]:
+    """The processes whose command line holds every one of ``texts`` (a cluster's Ray temp dir: its
+    processes; with ``gcs_server``: its heads)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(proc.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+        if all(text in cmd for text in texts):
+            found.append(proc)
+    return found
 
-    Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they both
-    start is the test."""
-    homes = [tmp_path / "a", tmp_path / "b"]
+
+@pytest.mark.cluster
+def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_restarted(local_cluster, tmp_path, monkeypatch):
+    """Three `hyperpod-rl local start` at the same moment, as two notebooks and a terminal on one
+    Studio space run them, beside the session's cluster; each field report is checked on them:
+
+    * two data dirs (A and B) start two clusters (issue 14, item 16: a cluster started while another
+      was starting failed at `ray start`): both run, each with its own ports (issue 30 item 5e);
+    * two starts with one data dir (A) start one Ray head (issue 42 item 5): the second waits for the
+      data dir's start lock, then reuses the first one's cluster; none is left running unrecorded;
+    * B's state file names a cluster that is gone (e.g. after a reboot): a fresh cluster is started,
+      and said so.
+
+    Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they
+    start is the test. One scenario for the three reports: each cluster start costs about 45 s."""
+    from hyperpod_rl.cluster.local import local_temp_dir
+
+    home_a, home_b = tmp_path / "a", tmp_path / "b"
+    home_b.mkdir()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_port = sock.getsockname()[1]
+    dead_token = "f" * 64
+    stale = {
+        "gcs_address": f"127.0.0.1:{dead_port}",
+        "dashboard_url": f"http://127.0.0.1:{dead_port}",
+        "metrics_export_port": dead_port,
+        "started_at": 0.0,
+        "python": sys.executable,
+        "temp_dir": "/tmp/hprl-gone",
+        "worker_nodes": 0,
+        "token": dead_token,
+    }
+    (home_b / "local-cluster.json").write_text(json.dumps(stale))
+    temp_dirs = []
+    for home in (home_a, home_b):
+        with monkeypatch.context() as env:
+            env.setenv("HYPERPOD_RL_HOME", str(home))
+            temp_dirs.append(local_temp_dir())
+    cli = [sys.executable, "-m", "hyperpod_rl.cli"]
+
+    def env_of(home: Path) -> dict[str, str]:
+        return {**os.environ, "HYPERPOD_RL_HOME": str(home), "COLUMNS": "300"}
+
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "hyperpod_rl.cli", "local", "start"],
-            env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
+            [*cli, "local", "start", "--num-cpus", "1"], env=env_of(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for home in homes
+        for home in (home_a, home_a, home_b)
     ]
     try:
-        outputs = [p.communicate(timeout=600)[0] for p in procs]
-        assert [p.returncode for p in procs] == [0, 0], outputs
-        states = [json.loads((home / "local-cluster.json").read_text()) for home in homes]
+        # a start may retry twice on a loaded machine, each try waiting up to 150 s for the dashboard;
+        # A's second start waits for the first one's lock
+        outputs = [proc.communicate(timeout=1500) for proc in procs]
+        for proc, (out, err) in zip(procs, outputs, strict=True):
+            assert proc.returncode == 0, (out, err[-3000:])
+        urls = [re.search(r"dashboard (http://127\.0\.0\.1:\d+)", out).group(1) for out, _ in outputs]  # type: ignore[union-attr]
+        states = [json.loads((home / "local-cluster.json").read_text()) for home in (home_a, home_b)]
+        # one data dir, one head: A's second start reused the first one's cluster, and it is the one recorded
+        assert urls[0] == urls[1] == states[0]["dashboard_url"], outputs
+        heads = _processes_with("gcs_server", temp_dirs[0])
+        assert len(heads) == 1, [p.info["cmdline"] for p in heads]
+        # B's stale state file: a fresh cluster, said so (A had nothing recorded), the dead one's token never shown
+        said = [" ".join(out.split()) for out, _ in outputs]
+        stale_line = "the recorded local cluster was not answering (stale): it was stopped and started again"
+        assert [stale_line in text for text in said] == [False, False, True], said
+        assert urls[2] == states[1]["dashboard_url"] and states[1]["token"] != dead_token
+        assert dead_token not in "".join(out + err for out, err in outputs)
+        # two data dirs, two clusters, each with its own addresses and ports
         assert states[0]["dashboard_url"] != states[1]["dashboard_url"]
         assert states[0]["gcs_address"] != states[1]["gcs_address"]
         for state in states:
@@ -285,24 +315,36 @@ def test_two_clusters_started_at_the_same_moment_both_run(tmp_path):
             assert "# TYPE" in metrics and "ray_" in metrics, metrics[:300]
         for state in states:  # the Ray temp dirs are in this user's private 0700 directory
             assert Path(state["temp_dir"]).parent == private_tmp_dir() and stat.S_IMODE(private_tmp_dir().stat().st_mode) == 0o700
+        assert local_cluster.is_alive()  # the session's cluster was left alone
     finally:
-        for home in homes:
-            subprocess.run(
-                [sys.executable, "-m", "hyperpod_rl.cli", "local", "stop"],
-                env={**os.environ, "HYPERPOD_RL_HOME": str(home)},
-                capture_output=True,
-                timeout=300,
-            )
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stops = [
+            subprocess.run([*cli, "local", "stop"], env=env_of(home), capture_output=True, text=True, timeout=300, check=False)
+            for home in (home_a, home_b)
+        ]
+    assert [s.returncode for s in stops] == [0, 0], [s.stderr[-2000:] for s in stops]
+    assert [_processes_with(temp_dir) for temp_dir in temp_dirs] == [[], []]
 
 
 @pytest.mark.job
-def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cluster, tiny_setup, tmp_path):
-    """Field report (issue 14, item 7): two submits of one run at the same moment gave a raw
-    FileNotFoundError or a Ray traceback, and the refused caller's config overwrote config.json."""
+def test_concurrent_submits_of_one_run_give_one_job_that_another_storage_root_finds(local_cluster, tiny_setup, tmp_path):
+    """Field reports (issue 14, item 7), on one job:
+
+    * two submits of one run at the same moment gave a raw FileNotFoundError or a Ray traceback,
+      and the refused caller's config overwrote config.json;
+    * with hprl-<run>-1 on the cluster but no submissions.json (another storage root, a wiped run
+      directory), every resubmit failed with Ray's "already exists".
+
+    Slow: three submissions of one run, two of them stopped (about 55 s on 2 cores beside other work)."""
     import threading
 
+    from hyperpod_rl.jobs import latest_job
+
     client = local_cluster.job_client()
-    run_dir = tmp_path / "race-run"
+    run_dir, second_dir = tmp_path / "race-run", tmp_path / "second" / "race-run"
     configs = {steps: _config(tiny_setup, "race-run", steps) for steps in (40, 41)}
     results: dict[int, object] = {}
     barrier = threading.Barrier(2)
@@ -331,38 +373,22 @@ def test_concurrent_submits_of_one_run_give_one_job_and_one_clear_error(local_cl
         assert json.loads((run_dir / "submissions.json").read_text()) == [handle.submission_id]
         jobs = [j for j in list_runs(client) if j["run_id"] == "race-run"]
         assert len(jobs) == 1
-    finally:
-        for r in results.values():
-            if not isinstance(r, Exception):
-                stop_run(client, r.submission_id)
 
-
-@pytest.mark.job
-def test_submission_ids_never_dead_end_when_the_record_is_lost(local_cluster, tiny_setup, tmp_path):
-    """Field report (issue 14, item 7): with hprl-<run>-1 on the cluster but no submissions.json
-    (another storage root, a wiped run directory), every resubmit failed with Ray's "already exists"."""
-    from hyperpod_rl.jobs import latest_job
-
-    client = local_cluster.job_client()
-    first_dir, second_dir = tmp_path / "first" / "lost-run", tmp_path / "second" / "lost-run"
-    cfg = _config(tiny_setup, "lost-run", 60)
-    first = submit_run(client, cfg, first_dir)
-    try:
         # Another storage root (or a wiped run directory) does not know the running job: the
         # cluster's job metadata does.
-        assert latest_job(client, "lost-run", second_dir).submission_id == first.submission_id
-        with pytest.raises(JobError, match=f"already running as {first.submission_id}"):
-            submit_run(client, cfg, second_dir)
-        stop_run(client, first.submission_id)
+        assert latest_job(client, "race-run", second_dir).submission_id == handle.submission_id
+        with pytest.raises(JobError, match=f"already running as {handle.submission_id}"):
+            submit_run(client, configs[won], second_dir)
+        stop_run(client, handle.submission_id)
         deadline = time.monotonic() + 120
-        while latest_job(client, "lost-run", second_dir).alive and time.monotonic() < deadline:
+        while latest_job(client, "race-run", second_dir).alive and time.monotonic() < deadline:
             time.sleep(1)
-        again = submit_run(client, _config(tiny_setup, "lost-run", 2), second_dir)
-        assert again.submission_id == "hprl-lost-run-2"  # the next free id, not a dead end
-        assert json.loads((second_dir / "submissions.json").read_text()) == ["hprl-lost-run-2"]
+        again = submit_run(client, _config(tiny_setup, "race-run", 2), second_dir)
+        assert again.submission_id == "hprl-race-run-2"  # the next free id, not a dead end
+        assert json.loads((second_dir / "submissions.json").read_text()) == ["hprl-race-run-2"]
         stop_run(client, again.submission_id)
     finally:
-        for sid in ("hprl-lost-run-1", "hprl-lost-run-2"):
+        for sid in ("hprl-race-run-1", "hprl-race-run-2"):
             try:
                 stop_run(client, sid)
             except JobError:

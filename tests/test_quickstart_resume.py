@@ -90,7 +90,9 @@ def test_ctrl_c_says_what_is_left_and_resume_finishes_the_run(local_cluster, tmp
     procs: list[subprocess.Popen[str]] = []
     try:
         # 1. interrupted while the SFT job trains: GRPO is not submitted, the SFT job keeps running
-        procs.append(_start("--run-id", RUN, "--sft-steps", "60", "--steps", "40", *SIZES))
+        # 20 steps each (about 0.35 s an SFT step and 0.7 s a GRPO step here): each job still trains when
+        # it is interrupted and when the next resume starts following it, which is what is checked
+        procs.append(_start("--run-id", RUN, "--sft-steps", "20", "--steps", "20", *SIZES))
         out = _interrupt_at(procs[-1], "sft ")
         flat = " ".join(out.split())
         assert procs[-1].returncode == 130, out

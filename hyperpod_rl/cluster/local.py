@@ -10,7 +10,7 @@ Security model (measured with Ray 2.56, see docs/references.md §2 "Local Ray se
   the machine's address (``ray/scripts/scripts.py``, ``services.resolve_ip_for_localhost``), so it would
   change nothing. Ray binds the GCS, raylet, object manager, worker, agent and runtime-env
   ports on all interfaces or on that address, each refusing calls without the token, and three
-  read-only Prometheus endpoints without auth. ``tests/test_local_security.py`` checks every
+  read-only Prometheus endpoints without auth. ``tests/serve/test_local_serving.py`` checks every
   listener; docs/local-cluster.md lists them.
 - The address and token live in ``<data dir>/local-cluster.json`` (mode 0600). They are never
   printed: :class:`LocalCluster`'s ``repr`` omits the token.

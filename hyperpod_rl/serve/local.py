@@ -255,7 +255,7 @@ def bind_replica_grpc_to_loopback() -> None:
     in the replica. Ray has no setting for its address, and this app never uses it
     (:data:`REPLICA_ENV` keeps handles on Ray actor calls). So, in the replica process only and
     before Serve starts it, addresses on all interfaces given to ``grpc.aio`` servers are
-    rewritten to ``127.0.0.1``. ``tests/test_local_security.py`` lists every listening socket of a
+    rewritten to ``127.0.0.1``. ``tests/serve/test_local_serving.py`` lists every listening socket of a
     serving local cluster and fails if any deserialising listener is reachable off loopback
     without the token.
     """
