@@ -79,3 +79,35 @@ def test_batched_inputs_give_the_same_hidden_states(base):
     one_by_one, starts_one = policy.collate(prompts, [[]] * len(prompts))
     assert starts == starts_one and batched.keys() == one_by_one.keys()
     assert all(torch.equal(batched[k], one_by_one[k]) for k in batched)
+
+
+def _object_prompt(size: int, seed: int) -> list[dict]:
+    """A prompt whose image part holds a PIL image object (not JSON)."""
+    from hyperpod_rl.tasks.maze.render import render_maze
+
+    maze = generate_maze(size, size, seed=seed)
+    return [{"role": "user", "content": [{"type": "image", "image": render_maze(maze, maze.start)}, {"type": "text", "text": "Move."}]}]
+
+
+def test_image_objects_of_one_size_are_told_apart(base):
+    """Conversations holding image objects are keyed by their pixels, never by their text form."""
+    model, processor = base
+    policy = MazePolicy(model, processor)
+    prompts = [_object_prompt(3, seed) for seed in (1, 2, 3)]
+    for p in prompts:  # one at a time, so that each later prompt is looked up in the cache
+        (enc,) = policy._encode_prompts([p])
+        alone = _alone(processor, p)
+        assert all(torch.equal(enc[k], alone[k]) for k in alone)
+    assert len(policy._cache) == 3 and not policy._keys
+
+
+def test_a_conversation_seen_before_is_not_decoded_again(base, monkeypatch):
+    model, processor = base
+    policy = MazePolicy(model, processor)
+    prompts = _prompts()
+    first = policy._encode_prompts(prompts)
+    from hyperpod_rl.model import policy as policy_module
+
+    monkeypatch.setattr(policy_module, "messages_to_template", lambda m: pytest.fail("decoded a known conversation again"))
+    again = policy._encode_prompts(prompts)
+    assert all(a[k] is b[k] for a, b in zip(first, again, strict=True) for k in a)
