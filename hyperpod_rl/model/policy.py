@@ -49,7 +49,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,6 +75,10 @@ __all__ = [
 ]
 
 Conversation = list[dict[str, Any]]
+
+#: At most this many bytes of image features are kept by :meth:`MazePolicy.reusing_image_features`
+#: (a step of the tiny model keeps a few MB; a real Qwen3-VL's image features, deepstack layers included, can be far more).
+IMAGE_FEATURE_BYTES = 512 * 2**20
 
 
 def _compile_config(device: torch.device) -> Any:
@@ -344,6 +348,66 @@ class MazePolicy:
         """Final hidden states (B, L, H) of the (possibly LoRA-wrapped) model, on its device."""
         with self._autocast():
             return self._unwrapped().model(**self._to(inputs, self.device), use_cache=False).last_hidden_state
+
+    @contextlib.contextmanager
+    def reusing_image_features(self, max_bytes: int = IMAGE_FEATURE_BYTES) -> Iterator[None]:
+        """Within the block, the vision tower encodes a batch of images only when one of them is new.
+
+        A GRPO step encodes each observation in its rollout and again in its update, with the same
+        frozen vision weights. Inside this block a batch whose images were all encoded before (by their
+        pixels and grid) takes their features from then; a batch with a new image is encoded whole, as
+        outside it, and its features are kept (at most ``max_bytes`` of them; the first kept for an
+        image stays). So a rollout turn runs as before, and the update, which only meets images its
+        rollout encoded, runs no vision tower. The features leave with the block: what a step computes
+        does not depend on the steps before it (a resumed run stays bit-identical).
+
+        Does nothing where a vision parameter is trained (LoRA on the vision tower: its features need
+        gradients and change with the adapter) or the model has no Qwen-VL vision tower.
+        """
+        inner = getattr(self._unwrapped(), "model", None)
+        visual = getattr(inner, "visual", None)
+        original = getattr(inner, "get_image_features", None)
+        if visual is None or original is None or any(p.requires_grad for p in visual.parameters()):
+            yield
+            return
+        merge = int(getattr(visual, "spatial_merge_size", 1)) ** 2
+        kept: dict[tuple[tuple[int, ...], bytes], tuple[torch.Tensor, list[torch.Tensor]]] = {}
+        kinds: list[type] = []  # the output class of the tower's first call
+        held = 0
+
+        def features(pixel_values: torch.Tensor, image_grid_thw: torch.Tensor, **kwargs: Any) -> Any:
+            nonlocal held
+            grids = [tuple(int(x) for x in g) for g in image_grid_thw.tolist()]
+            rows = [g[0] * g[1] * g[2] for g in grids]
+            starts = list(itertools.accumulate(rows, initial=0))
+            keys = [
+                (grid, hashlib.blake2b(pixel_values[a:b].detach().cpu().contiguous().numpy().tobytes(), digest_size=20).digest())
+                for grid, a, b in zip(grids, starts, starts[1:], strict=False)
+            ]
+            if keys and kinds and all(k in kept for k in keys):
+                layers = len(kept[keys[0]][1])
+                return kinds[0](
+                    pooler_output=tuple(kept[k][0] for k in keys),
+                    deepstack_features=[torch.cat([kept[k][1][i] for k in keys]) for i in range(layers)],
+                )
+            out = original(pixel_values, image_grid_thw, **kwargs)
+            if not isinstance(getattr(out, "pooler_output", None), tuple) or not hasattr(out, "deepstack_features"):
+                return out  # not Qwen3-VL's per-image features: nothing is kept
+            kinds[:] = [type(out)]
+            sizes = [r // merge for r in rows]
+            deep_parts = [torch.split(d, sizes) for d in (out.deepstack_features or [])]
+            for i, (key, pooled_i) in enumerate(zip(keys, out.pooler_output, strict=True)):
+                size = pooled_i.numel() * pooled_i.element_size() * (1 + len(deep_parts))
+                if key not in kept and held + size <= max_bytes:
+                    kept[key] = (pooled_i.detach(), [parts[i].detach() for parts in deep_parts])
+                    held += size
+            return out
+
+        inner.get_image_features = features
+        try:
+            yield
+        finally:
+            del inner.get_image_features  # the class's method again
 
     # ------------------------------------------------------------------ encoding
     def _encode_prompt(self, messages: Conversation) -> dict[str, torch.Tensor]:
