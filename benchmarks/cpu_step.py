@@ -13,8 +13,9 @@ tree's ``hyperpod_rl``. Repetitions alternate the order (before/after, after/bef
 the shared machine falls on both sides alike.
 
 Per run, the first ``warmup`` steps are dropped; of the rest it keeps the trainer's own
-``timing/step`` (rollout, advantages and the update) and the time between consecutive metric
-records (also the metric write and any checkpoint save). A side's figure is the median over
+``timing/step`` (rollout, advantages and the update), the time between consecutive metric
+records (also the metric write and any checkpoint save), and the process's CPU seconds in each
+step (``step_cpu_s``, all threads; less moved by other programs on the machine than wall time). A side's figure is the median over
 repetitions of each run's median step, with the range of those medians. Both sides train with the
 same seeds, so the script also reports whether they rewarded the same episodes (the per-step mean
 rewards) and the largest difference of any other logged number. Written to
@@ -48,12 +49,21 @@ config, run_dir, out = sys.argv[1:4]
 import hyperpod_rl
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.train.reference import ReferenceTrainer
+cpu = []
+step = ReferenceTrainer._step
+def timed(self):
+    begin = time.process_time()
+    try:
+        return step(self)
+    finally:
+        cpu.append(time.process_time() - begin)
+ReferenceTrainer._step = timed
 start = time.perf_counter()
 ReferenceTrainer(RunConfig.model_validate_json(Path(config).read_text()), run_dir, fresh=True).train()
 records = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
 Path(out).write_text(json.dumps({
     "code": hyperpod_rl.__file__, "threads": [torch.get_num_threads(), torch.get_num_interop_threads()],
-    "train_s": time.perf_counter() - start, "records": records}))
+    "train_s": time.perf_counter() - start, "step_cpu_s": cpu, "records": records}))
 """
 
 
@@ -92,6 +102,7 @@ def _step_figures(run: dict[str, Any], warmup: int) -> dict[str, list[float]]:
         "loop_s": [round(g, 3) for g in gaps],
         "generate_s": [round(v["timing/generate"], 3) for v in values[warmup:]],
         "policy_train_s": [round(v["timing/policy_train"], 3) for v in values[warmup:]],
+        "step_cpu_s": [round(c, 3) for c in run["step_cpu_s"][warmup:]],
     }
 
 
@@ -119,13 +130,14 @@ def summarize(runs: dict[str, list[dict[str, Any]]], warmup: int) -> dict[str, A
     for side, side_runs in runs.items():
         figures = [_step_figures(r, warmup) for r in side_runs]
         out[side] = {
-            **{name: _spread([f[name] for f in figures]) for name in ("step_s", "loop_s", "generate_s", "policy_train_s")},
+            **{name: _spread([f[name] for f in figures]) for name in ("step_s", "loop_s", "generate_s", "policy_train_s", "step_cpu_s")},
             "runs": [
                 {**f, "load_avg_start": r["load_avg_start"], "threads": r["threads"]} for f, r in zip(figures, side_runs, strict=True)
             ],
         }
     out["speedup"] = {
-        name: round(out["before"][name]["median_s"] / out["after"][name]["median_s"], 2) for name in ("step_s", "loop_s", "generate_s")
+        name: round(out["before"][name]["median_s"] / out["after"][name]["median_s"], 2)
+        for name in ("step_s", "loop_s", "generate_s", "step_cpu_s")
     }
     learned = [_learned(r) for side in runs.values() for r in side]
     rewards = {json.dumps([v["reward/avg_raw_reward"] for v in run]) for run in learned}
@@ -174,14 +186,16 @@ def main() -> int:
             rec.notes = (
                 "the reduced quickstart's GRPO step on the CPU (from the base model), each run a fresh interpreter training "
                 f"{args.warmup}+{args.steps} steps, sides alternating; step_s: the trainer's timing/step; loop_s: between metric "
-                "records (also metric writes and checkpoint saves); medians over runs of each run's median, with their range"
+                "records (also metric writes and checkpoint saves); step_cpu_s: the process's CPU seconds in a step; medians over runs of "
+                "each run's median, with their range"
             )
     finally:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old_tree)], check=False, capture_output=True)
     res = rec.results
     for side in ("before", "after"):
         s = res[side]["step_s"]
-        print(f"{side:6s} step {s['median_s']:.2f} s (range {s['range_s'][0]:.2f}-{s['range_s'][1]:.2f})")
+        c = res[side]["step_cpu_s"]
+        print(f"{side:6s} step {s['median_s']:.2f} s (range {s['range_s'][0]:.2f}-{s['range_s'][1]:.2f}), CPU {c['median_s']:.2f} s")
     print(
         json.dumps(
             {
