@@ -28,8 +28,8 @@ def _cli(*args: str, timeout: float = 840) -> subprocess.CompletedProcess[str]:
 @pytest.mark.job
 def test_reduced_quickstart_end_to_end(local_cluster, tmp_path):
     """Slow: 4 SFT and 80 GRPO steps (the fewest whose rewards show the trend asserted here), the base, SFT
-    and GRPO adapters evaluated on 8 held-out mazes, and a Serve deployment; about 430 s on 2 cores, of which
-    GRPO is about 280 s (the held-out count does not change training: the train split and the tiny model's
+    and GRPO adapters evaluated on 8 held-out mazes, and a Serve deployment; about 220 s on 2 cores, of which
+    GRPO is about 90 s (the held-out count does not change training: the train split and the tiny model's
     tokenizer come from the train rows alone)."""
     try:
         summary_path = tmp_path / "summary.json"

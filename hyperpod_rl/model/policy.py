@@ -49,7 +49,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -75,6 +75,10 @@ __all__ = [
 ]
 
 Conversation = list[dict[str, Any]]
+
+#: At most this many bytes of image features are kept by :meth:`MazePolicy.reusing_image_features`
+#: (a step of the tiny model keeps a few MB; a real Qwen3-VL's image features, deepstack layers included, can be far more).
+IMAGE_FEATURE_BYTES = 512 * 2**20
 
 
 def _compile_config(device: torch.device) -> Any:
@@ -205,6 +209,15 @@ def split_images(messages: Conversation, decoded: dict[str, Image.Image] | None 
     return out, images
 
 
+def _json_key(messages: Conversation) -> str | None:
+    """A key of a conversation that is plain JSON (images as data URLs); ``None`` for one that holds
+    objects (a PIL image, bytes), whose text form would not tell two of them apart."""
+    try:
+        return hashlib.sha1(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+    except (TypeError, ValueError):
+        return None
+
+
 def messages_to_template(messages: Conversation) -> tuple[Conversation, list[Image.Image], list[str]]:
     """Split chat messages into template-ready messages, their images and image cache keys."""
     out, images = split_images(messages)
@@ -262,6 +275,8 @@ class MazePolicy:
         self.action_constraint = action_constraint
         self.max_new_tokens = max_new_tokens
         self._cache: dict[tuple[str, tuple[str, ...]], dict[str, torch.Tensor]] = {}
+        #: a JSON conversation's :func:`_json_key` -> its key in ``_cache``
+        self._keys: dict[str, tuple[str, tuple[str, ...]]] = {}
         tok = self.tokenizer
         vocab_size = self._lm_head().weight.shape[0]
         vision_ids = {tok.convert_tokens_to_ids(t) for t in VISION_SPECIAL_TOKENS} & set(range(vocab_size))
@@ -334,19 +349,134 @@ class MazePolicy:
         with self._autocast():
             return self._unwrapped().model(**self._to(inputs, self.device), use_cache=False).last_hidden_state
 
+    @contextlib.contextmanager
+    def reusing_image_features(self, max_bytes: int = IMAGE_FEATURE_BYTES) -> Iterator[None]:
+        """Within the block, the vision tower encodes a batch of images only when one of them is new.
+
+        A GRPO step encodes each observation in its rollout and again in its update, with the same
+        frozen vision weights. Inside this block a batch whose images were all encoded before (by their
+        pixels and grid) takes their features from then; a batch with a new image is encoded whole, as
+        outside it, and its features are kept (at most ``max_bytes`` of them; the first kept for an
+        image stays). So a rollout turn runs as before, and the update, which only meets images its
+        rollout encoded, runs no vision tower. The features leave with the block: what a step computes
+        does not depend on the steps before it (a resumed run stays bit-identical).
+
+        Does nothing where a vision parameter is trained (LoRA on the vision tower: its features need
+        gradients and change with the adapter) or the model has no Qwen-VL vision tower.
+        """
+        inner = getattr(self._unwrapped(), "model", None)
+        visual = getattr(inner, "visual", None)
+        original = getattr(inner, "get_image_features", None)
+        if visual is None or original is None or any(p.requires_grad for p in visual.parameters()):
+            yield
+            return
+        merge = int(getattr(visual, "spatial_merge_size", 1)) ** 2
+        kept: dict[tuple[tuple[int, ...], bytes], tuple[torch.Tensor, list[torch.Tensor]]] = {}
+        kinds: list[type] = []  # the output class of the tower's first call
+        held = 0
+
+        def features(pixel_values: torch.Tensor, image_grid_thw: torch.Tensor, **kwargs: Any) -> Any:
+            nonlocal held
+            grids = [tuple(int(x) for x in g) for g in image_grid_thw.tolist()]
+            rows = [g[0] * g[1] * g[2] for g in grids]
+            starts = list(itertools.accumulate(rows, initial=0))
+            keys = [
+                (grid, hashlib.blake2b(pixel_values[a:b].detach().cpu().contiguous().numpy().tobytes(), digest_size=20).digest())
+                for grid, a, b in zip(grids, starts, starts[1:], strict=False)
+            ]
+            if keys and kinds and all(k in kept for k in keys):
+                layers = len(kept[keys[0]][1])
+                return kinds[0](
+                    pooler_output=tuple(kept[k][0] for k in keys),
+                    deepstack_features=[torch.cat([kept[k][1][i] for k in keys]) for i in range(layers)],
+                )
+            out = original(pixel_values, image_grid_thw, **kwargs)
+            if not isinstance(getattr(out, "pooler_output", None), tuple) or not hasattr(out, "deepstack_features"):
+                return out  # not Qwen3-VL's per-image features: nothing is kept
+            kinds[:] = [type(out)]
+            sizes = [r // merge for r in rows]
+            deep_parts = [torch.split(d, sizes) for d in (out.deepstack_features or [])]
+            for i, (key, pooled_i) in enumerate(zip(keys, out.pooler_output, strict=True)):
+                size = pooled_i.numel() * pooled_i.element_size() * (1 + len(deep_parts))
+                if key not in kept and held + size <= max_bytes:
+                    kept[key] = (pooled_i.detach(), [parts[i].detach() for parts in deep_parts])
+                    held += size
+            return out
+
+        inner.get_image_features = features
+        try:
+            yield
+        finally:
+            del inner.get_image_features  # the class's method again
+
     # ------------------------------------------------------------------ encoding
     def _encode_prompt(self, messages: Conversation) -> dict[str, torch.Tensor]:
-        tmpl, images, keys = messages_to_template(messages)
-        text = self.processor.apply_chat_template(tmpl, add_generation_prompt=True, tokenize=False)
-        key = (text, tuple(keys))
-        hit = self._cache.get(key)
-        if hit is None:
-            enc = self.processor(text=[text], images=images or None, return_tensors="pt")
-            hit = {k: v for k, v in enc.items()}
-            if len(self._cache) > 20000:
-                self._cache.clear()
-            self._cache[key] = hit
-        return hit
+        return self._encode_prompts([messages])[0]
+
+    def _encode_prompts(self, prompts: Sequence[Conversation]) -> list[dict[str, torch.Tensor]]:
+        """The processor's inputs of each prompt (``input_ids``, ``attention_mask``, ``mm_token_type_ids``
+        (1, L); ``pixel_values``, ``image_grid_thw`` of its images), from a cache keyed by the
+        template text and the images' bytes (found without decoding the images again for a JSON
+        conversation seen before, its images as data URLs: :func:`_json_key`).
+
+        The prompts the cache lacks are encoded by one processor call: each call costs about 4 ms
+        on top of its inputs' work (transformers validates its keyword arguments per call), and a
+        rollout turn meets dozens of new observations. Each prompt's tensors are cut out of that
+        batch and equal what a call with the prompt alone returns (the tokenizer and the image
+        processor treat each text and image on its own; tests/model/test_prompt_encoding.py).
+        """
+        keyed: list[tuple[tuple[str, tuple[str, ...]], list[Image.Image]]] = []
+        for messages in prompts:
+            pkey = _json_key(messages)  # a conversation seen before: no image decoding, no template
+            known = self._keys.get(pkey) if pkey is not None else None
+            if known is not None and known in self._cache:
+                keyed.append((known, []))
+                continue
+            tmpl, images, keys = messages_to_template(messages)
+            text = self.processor.apply_chat_template(tmpl, add_generation_prompt=True, tokenize=False)
+            keyed.append(((text, tuple(keys)), images))
+            if pkey is not None:
+                self._keys[pkey] = (text, tuple(keys))
+        missing: dict[tuple[str, tuple[str, ...]], list[Image.Image]] = {}
+        for key, images in keyed:
+            if key not in self._cache:
+                missing.setdefault(key, images)
+        new = self._process(list(missing), list(missing.values())) if missing else {}
+        out = [new[key] if key in new else self._cache[key] for key, _ in keyed]
+        if len(self._cache) + len(new) > 20000:
+            self._cache.clear()
+            self._keys.clear()
+        self._cache.update(new)
+        return out
+
+    def _process(
+        self, keys: list[tuple[str, tuple[str, ...]]], images: list[list[Image.Image]]
+    ) -> dict[tuple[str, tuple[str, ...]], dict[str, torch.Tensor]]:
+        """One processor call over several (text, images) prompts, cut into each prompt's inputs."""
+        if len(keys) == 1:
+            enc = self.processor(text=[keys[0][0]], images=images[0] or None, return_tensors="pt")
+            return {keys[0]: dict(enc.items())}
+        flat = [img for imgs in images for img in imgs]
+        enc = self.processor(text=[text for text, _ in keys], images=flat or None, padding=True, return_tensors="pt")
+        mask = enc["attention_mask"]
+        per_image = [k for k in ("pixel_values", "image_grid_thw") if k in enc]
+        per_token = [k for k, v in enc.items() if k not in per_image and isinstance(v, torch.Tensor) and v.shape == mask.shape]
+        if set(enc) - set(per_token) - set(per_image):  # a processor with other outputs: one call per prompt
+            return {key: self._process([key], [imgs])[key] for key, imgs in zip(keys, images, strict=True)}
+        rows_per_image = enc["image_grid_thw"].prod(-1).tolist() if flat else []
+        out: dict[tuple[str, tuple[str, ...]], dict[str, torch.Tensor]] = {}
+        image, row = 0, 0
+        for i, (key, imgs) in enumerate(zip(keys, images, strict=True)):
+            kept = mask[i].nonzero().flatten()
+            first, end = int(kept[0]), int(kept[-1]) + 1  # padding sits on one side (tokenizer.padding_side)
+            one = {k: enc[k][i : i + 1, first:end].clone() for k in per_token}
+            if imgs:
+                rows = sum(rows_per_image[image : image + len(imgs)])
+                one["pixel_values"] = enc["pixel_values"][row : row + rows].clone()
+                one["image_grid_thw"] = enc["image_grid_thw"][image : image + len(imgs)].clone()
+                image, row = image + len(imgs), row + rows
+            out[key] = one
+        return out
 
     def prompt_tokens(self, messages: Conversation) -> int:
         """Tokens of one prompt as the model sees it: chat template text plus vision tokens
@@ -367,7 +497,7 @@ class MazePolicy:
             position of its first response token (so the hidden state at ``starts[i] + j - 1``
             predicts response token j).
         """
-        encs = [self._encode_prompt(p) for p in prompts]
+        encs = self._encode_prompts(prompts)
         seqs = [torch.cat([e["input_ids"][0], torch.tensor(list(r), dtype=torch.long)]) for e, r in zip(encs, prefixes, strict=True)]
         length = -(-max(len(s) for s in seqs) // length_multiple) * length_multiple
         batch = len(seqs)

@@ -790,31 +790,35 @@ class ReferenceTrainer:
             if self._engine_step != self.step:  # the adapter of this step (after an update, or a resume)
                 self.engine.sync_adapter(self.model)
                 self._engine_step = self.step
-        episodes = play_episodes(
-            self.engine if self.engine is not None else self.policy,
-            rows,
-            group_size=cfg.grpo.group_size,
-            temperature=cfg.rollout.temperature,
-            max_turns=cfg.rollout.max_turns,
-            generator=self.generator,
-            batch_size=10**9 if self.engine is not None else 128,  # vLLM schedules a whole turn at once
-        )
-        if self.engine is not None:
-            self.engine.sleep()  # the update gets the GPU
-            engine_s = dict(self.engine.timings)
-        t_gen = time.perf_counter() - t0
-        G = cfg.grpo.group_size
-        returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
-        step_rewards = [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))]
-        if cfg.grpo.advantage == "process":
-            nested = process_advantages(step_rewards, gamma=cfg.grpo.gamma)
-            turn_adv = [adv for group in nested for adv in group]
-        else:
-            per_episode = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1).tolist()
-            turn_adv = [[per_episode[i]] * len(ep.turns) for i, ep in enumerate(episodes)]
-        t1 = time.perf_counter()
-        values = self._update(episodes, turn_adv)
-        t_train = time.perf_counter() - t1
+        # on the CPU the vision tower encodes an observation for its rollout, and the update reuses that
+        # (MazePolicy.reusing_image_features; the vision tower is frozen, the features leave with the step)
+        reuse = self.policy.reusing_image_features() if self.device.type == "cpu" else nullcontext()
+        with reuse:
+            episodes = play_episodes(
+                self.engine if self.engine is not None else self.policy,
+                rows,
+                group_size=cfg.grpo.group_size,
+                temperature=cfg.rollout.temperature,
+                max_turns=cfg.rollout.max_turns,
+                generator=self.generator,
+                batch_size=10**9 if self.engine is not None else 128,  # vLLM schedules a whole turn at once
+            )
+            if self.engine is not None:
+                self.engine.sleep()  # the update gets the GPU
+                engine_s = dict(self.engine.timings)
+            t_gen = time.perf_counter() - t0
+            G = cfg.grpo.group_size
+            returns = torch.tensor([ep.total_return for ep in episodes]).view(len(rows), G)
+            step_rewards = [[[t.reward for t in ep.turns] for ep in episodes[g * G : (g + 1) * G]] for g in range(len(rows))]
+            if cfg.grpo.advantage == "process":
+                nested = process_advantages(step_rewards, gamma=cfg.grpo.gamma)
+                turn_adv = [adv for group in nested for adv in group]
+            else:
+                per_episode = group_advantages(returns, normalize_std=cfg.grpo.normalize_std).view(-1).tolist()
+                turn_adv = [[per_episode[i]] * len(ep.turns) for i, ep in enumerate(episodes)]
+            t1 = time.perf_counter()
+            values = self._update(episodes, turn_adv)
+            t_train = time.perf_counter() - t1
         self.step += 1
         # the batch's episodes (every worker's, in rank order: the order one process would have)
         summary = [

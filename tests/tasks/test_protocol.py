@@ -80,6 +80,31 @@ def test_register_task_in_process_and_refuse_a_taken_name() -> None:
     assert "tiny-test" not in task_names()
 
 
+def test_a_rows_task_is_found_once_and_found_again_after_a_registration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rollout builds one env per episode: the entry points are read once per env class, and a task
+    registered or unregistered later is seen."""
+    from hyperpod_rl.tasks import registry
+
+    maze = get_task("maze")
+    assert task_of_row({"env_class": maze.env_class}) is maze
+    reads = []
+    real = registry._entry_points
+    monkeypatch.setattr(registry, "_entry_points", lambda: reads.append(1) or real())
+    for _ in range(3):
+        assert task_of_row({"env_class": maze.env_class}) is maze
+    assert reads == []
+    with pytest.raises(TaskError, match="no registered task has env_class 'tests.tiny'"):
+        task_of_row({"env_class": "tests.tiny"})
+    try:
+        task = register_task(_Tiny)
+        assert task_of_row({"env_class": "tests.tiny"}) is task
+    finally:
+        unregister_task("tiny-test")
+    with pytest.raises(TaskError, match="no registered task has env_class 'tests.tiny'"):
+        task_of_row({"env_class": "tests.tiny"})
+    assert task_of_row({"env_class": maze.env_class}) is maze
+
+
 def test_task_options_raise_task_error_naming_every_field() -> None:
     with pytest.raises(TaskError, match=r"(?s)counts: .*unknown split.*max_image_tokens"):
         TaskOptions.build({"counts": {"test": 3}, "max_image_tokens": 1})
