@@ -46,7 +46,7 @@ record=${record//\{gpu\}/${gpu:-gpu}}
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 keys = ("step", "timing/step", "timing/generate", "timing/policy_train", "timing/sync_weights", "samples_per_s",
-        "generated_tokens_per_s_est", "policy/rollout_train_logprobs_abs_diff_mean", "reward/avg_raw_reward")
+        "generated_tokens_per_s", "policy/rollout_train_logprobs_abs_diff_mean", "reward/avg_raw_reward")
 for name, ph in r["phases"].items():
     m = ph.get("metrics") or []
     print(f"phase {name}: ok={r['passed'].get(name)} s={ph.get('seconds')} peak={ph.get('peak_gpu_gib')} err={str(ph.get('error', ''))[:200]} steps={[x.get('step') for x in m]}")

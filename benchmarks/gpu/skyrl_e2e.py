@@ -224,8 +224,8 @@ def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
 
     ``generated_tokens_per_s``: the tokens the policy sampled in the step over the generate seconds. SkyRL
     reports them per episode (``generate/avg_assistant_tokens``, all turns); the reference backend trains on
-    every sampled token (``trainer/num_tokens``). ``generated_tokens_per_s_est`` (kept for the earlier
-    records) uses SkyRL's ``policy/response_length``, which also counts the observation tokens between turns.
+    every sampled token (``trainer/num_tokens``). Not SkyRL's ``policy/response_length``: it also counts the
+    observation tokens between turns.
     """
     path = run_dir / "metrics.jsonl"
     steps = []
@@ -243,8 +243,6 @@ def _metrics(run_dir: Path, samples_per_step: int) -> list[dict[str, Any]]:
         step_s, gen_s = v.get("timing/step"), v.get("timing/generate")
         if step_s:
             row["samples_per_s"] = round(samples_per_step / step_s, 3)
-        if gen_s and v.get("policy/response_length") is not None:
-            row["generated_tokens_per_s_est"] = round(samples_per_step * v["policy/response_length"] / gen_s, 1)
         sampled = (
             samples_per_step * v["generate/avg_assistant_tokens"] if "generate/avg_assistant_tokens" in v else v.get("trainer/num_tokens")
         )
