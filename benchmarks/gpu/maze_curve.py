@@ -66,10 +66,13 @@ from benchmarks._sweep import parse_settings
 
 #: The walkthrough's points (the AWS walkthrough, as quoted in issue 40): Qwen3-VL-8B, LoRA r32,
 #: group 8, from an SFT checkpoint: held-out solve rate at GRPO step 0 and step 160, on 64 mazes.
-WALKTHROUGH = {"source": "the AWS walkthrough, as quoted in issue 40", "mazes": 64, "points": [[0, 0.4375], [160, 0.969]]}
+WALKTHROUGH_POINTS: tuple[tuple[int, float], ...] = ((0, 0.4375), (160, 0.969))
+WALKTHROUGH = {"source": "the AWS walkthrough, as quoted in issue 40", "mazes": 64, "points": [list(p) for p in WALKTHROUGH_POINTS]}
 
 #: Largest part ``pack`` writes (bytes): under the 16 MiB a file that comes back from a device call.
 PART_BYTES = 15 * 2**20
+#: Most bytes ``pack`` writes in all: a device call returns at most 64 MiB (8 files), the result file too.
+PACK_LIMIT = 60 * 2**20
 
 #: Options that may change between calls of one state (they change nothing trained or measured).
 _PER_CALL = ("state", "out", "time_budget", "until_step", "cmd")
@@ -121,7 +124,7 @@ def _settings(text: str) -> dict[str, Any]:
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad option said as one ``error: ...`` line (exit status 2)."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
 
 
@@ -228,7 +231,7 @@ class State:
 
 
 # ---------------------------------------------------------------------------------------------- the model
-def _base_model(args: argparse.Namespace, home: Path, rows: list[dict[str, Any]]) -> tuple[Path, str, dict[str, int]]:
+def _base_model(args: argparse.Namespace, home: Path, rows: list[Any]) -> tuple[Path, str, dict[str, int]]:
     """The random-init Qwen3-VL of ``--text``/``--vision``/``--head-dim``, saved as vLLM loads it
     (:func:`benchmarks.gpu.workload.save_for_vllm`), rebuilt from the seed byte for byte; its
     directory, revision and parameter counts."""
@@ -296,16 +299,29 @@ def _options(args: argparse.Namespace) -> Any:
 
 class Clock:
     """The call's time budget: :meth:`must_pause` before a step that might not end (with its
-    evaluation and a checkpoint) inside it."""
+    evaluation and a checkpoint) inside it. Step times are the intervals between :meth:`tick`
+    calls, less the evaluations (:meth:`evaluated`); the first of a stage (model loading, the
+    engine's start) is not a step."""
 
     def __init__(self, budget: float | None) -> None:
         self.start, self.budget = time.monotonic(), budget
         self.step_s, self.eval_s = 0.0, 0.0
-        self.last = self.start
+        self.last: float | None = None
+
+    def stage(self) -> None:
+        """A stage starts: its first step's interval holds its set-up, not counted."""
+        self.last = None
 
     def tick(self) -> None:
         now = time.monotonic()
-        self.step_s = max(self.step_s, now - self.last)
+        if self.last is not None:
+            self.step_s = max(self.step_s, now - self.last)
+        self.last = now
+
+    def evaluated(self, since: float) -> None:
+        """An evaluation ran from ``since`` to now: its time is the next evaluation's estimate, not a step's."""
+        now = time.monotonic()
+        self.eval_s = max(self.eval_s, now - since)
         self.last = now
 
     def must_pause(self, next_evaluates: bool) -> bool:
@@ -340,6 +356,7 @@ def _sft(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pat
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.model.loading import revision_of
     from hyperpod_rl.quickstart import make_run_config
+    from hyperpod_rl.runs.files import verify_checksums
     from hyperpod_rl.tasks.maze import read_rows
     from hyperpod_rl.train.sft import SFTTrainer
 
@@ -364,7 +381,7 @@ def _sft(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pat
         if t.step % every == 0 or t.step == cfg.trainer.steps:
             t0 = time.monotonic()
             metrics, per_maze = t.evaluate_policy(validation)
-            clock.eval_s = max(clock.eval_s, time.monotonic() - t0)
+            clock.evaluated(t0)
             steps = _last_values(t.metrics_path, since=t.step - every)
             solve = [float(m["solved"]) for m in per_maze]
             point = {
@@ -386,7 +403,14 @@ def _sft(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pat
                 return True
         return clock.must_pause(next_evaluates=(t.step + 1) % every == 0)
 
-    model_dir = trainer.train_until(after_step)
+    clock.stage()
+    done = trainer.export_dir
+    if (done / "provenance.json").is_file() and verify_checksums(done) is None:  # exported, the state not yet saved
+        model_dir: Path | None = done
+        stopped["target"] = bool(sft["curve"]) and sft["curve"][-1]["validation_solve"]["value"] >= args.sft_target
+        trainer.step = json.loads((done / "provenance.json").read_text())["steps"]
+    else:
+        model_dir = trainer.train_until(after_step)
     if model_dir is None and not stopped["target"]:
         print(f"SFT paused at step {trainer.step} (time budget); the same command resumes it", flush=True)
         return False
@@ -471,12 +495,13 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
         if t.step % args.eval_every == 0 or t.step == cfg.trainer.steps:
             t0 = time.monotonic()
             _, per_maze = t.evaluate_policy(heldout)
-            clock.eval_s = max(clock.eval_s, time.monotonic() - t0)
+            clock.evaluated(t0)
             record(point_of(t.step, per_maze, since=t.step - args.eval_every) | {"eval_s": round(time.monotonic() - t0, 1)})
         if args.until_step is not None and t.step >= args.until_step:
             return True
         return clock.must_pause(next_evaluates=(t.step + 1) % args.eval_every == 0)
 
+    clock.stage()
     adapter = trainer.train_until(after_step)
     grpo["engine"] = {
         "rollout.engine": cfg.rollout.engine,
@@ -576,7 +601,7 @@ def pack(state: Path, to: Path) -> list[Path]:
     (``maze_state.partNN``) and ``maze_state.json`` (each part's sha256); returns the files written.
 
     Raises:
-        CurveError: no state there.
+        CurveError: no state there, or more than :data:`PACK_LIMIT` bytes to pack.
     """
     if not (state / "state.json").is_file():
         raise CurveError(f"{state} holds no maze_curve state (no state.json): give the --state of a run")
@@ -585,6 +610,13 @@ def pack(state: Path, to: Path) -> list[Path]:
         for f in _packed_members(state):
             tar.add(f, arcname=f.relative_to(state).as_posix())
     blob = buffer.getvalue()
+    if len(blob) > PACK_LIMIT:
+        largest = sorted(_packed_members(state), key=lambda f: -f.stat().st_size)[:3]
+        names = ", ".join(f"{f.relative_to(state)} ({f.stat().st_size / 2**20:.0f} MiB)" for f in largest)
+        raise CurveError(
+            f"the state is {len(blob) / 2**20:.0f} MiB, over the {PACK_LIMIT // 2**20} MiB a device call returns (largest: {names}): "
+            "finish SFT before packing (a paused SFT holds a full checkpoint), or use a smaller --text"
+        )
     to.mkdir(parents=True, exist_ok=True)
     written, parts = [], []
     for i in range(0, max(len(blob), 1), PART_BYTES):
@@ -652,7 +684,7 @@ def render(results: list[Path], png: Path) -> Path:
         ax.plot(
             steps, [s["value"] for s in small], ls="--", color=line.get_color(), alpha=0.7, label=f"seed {r['seed']}: first {small[0]['n']}"
         )
-    (x0, y0), (x1, y1) = WALKTHROUGH["points"]
+    (x0, y0), (x1, y1) = WALKTHROUGH_POINTS
     ax.scatter([x0, x1], [y0, y1], marker="*", s=160, color="black", zorder=5, label="walkthrough (8B, 64 mazes)")
     ax.set_xlabel("GRPO step")
     ax.set_ylabel("held-out solve rate (greedy)")
