@@ -8,6 +8,14 @@ Usage (repository root; the GPU machine: ``python3 -m benchmarks.gpu.maze_curve 
     python -m benchmarks.gpu.maze_curve unpack --from OUTDIR --state STATE # and back
     python -m benchmarks.gpu.maze_curve render curve_s0.json curve_s1.json --png docs/img/maze_curve.png
 
+On the GPU machine (vLLM, transformers 5.8 and peft staged: ``benchmarks/gpu/stage.sh``), one seed in
+device calls of 570 s, the state kept under the ignored ``build/`` (it stays while the machine is
+warm) and packed into ``$OUT`` for a cold one::
+
+    source $HOME/stage/env.sh && export PYTHONPATH=$HPRL_SITE_SKYRL:$PYTHONPATH
+    python3 -m benchmarks.gpu.maze_curve run --state build/maze_curve/s0 --out $OUT/maze_curve_s0.json \
+        --seed 0 --engine vllm --time-budget 540; python3 -m benchmarks.gpu.maze_curve pack --state build/maze_curve/s0 --to $OUT/s0
+
 Workload: the quickstart's maze data (3x3..5x5 mazes, turn limit 6; train, validation and held-out
 splits, disjoint by layout hash, :func:`hyperpod_rl.quickstart.prepare_dataset`) and a random-init
 Qwen3-VL built in code, larger than the quickstart's (``--text HIDDENxLAYERS``, ``--vision
