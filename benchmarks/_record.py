@@ -282,6 +282,15 @@ class Recording:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is not None:
             return
+        self.write()
+
+    def write(self) -> Path:
+        """Write the record now, with the results set so far (a long benchmark calls it at each
+        point, so a run killed later still leaves its file); the block's clean exit writes it again.
+
+        Raises:
+            RuntimeError: no results set yet.
+        """
         if self.results is None:
             raise RuntimeError(f"Recording({self.name!r}): set .results before the block ends")
         record = {
@@ -309,6 +318,7 @@ class Recording:
         tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + "\n")
         os.replace(tmp, self.path)
         print(f"wrote {self.path} (load average {self._load_start} -> {record['load_avg_end']})", flush=True)
+        return self.path
 
 
 def _relative(arg: str) -> str:

@@ -81,6 +81,7 @@ __all__ = [
     "resume_options",
     "run",
     "start_local_cluster",
+    "tokenizer_corpus",
 ]
 
 #: The quickstart's steps, in order, with what a front-end shows while each runs; ``{task}``,
@@ -394,7 +395,7 @@ def _dataset_record(meta: Path) -> dict[str, Any]:
     return record
 
 
-def _tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:
+def tokenizer_corpus(rows: list[MazeRow]) -> tuple[str, ...]:
     """Texts the env shows the model (prompts and turn feedback), to train the tiny BPE on."""
     task = get_task(None if not rows else _task_name(rows[0]))
     answers = (*(f"<answer>{w}</answer>" for w in task.answer_words), "no")
@@ -435,7 +436,7 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
         num_layers=opts.tiny_layers,
         vision_hidden_size=opts.tiny_vision_hidden_size,
         vision_depth=opts.tiny_vision_depth,
-        corpus=_tokenizer_corpus(rows),
+        corpus=tokenizer_corpus(rows),
         answer_words=words,
     )
 

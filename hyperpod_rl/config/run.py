@@ -183,6 +183,7 @@ class RunConfig(_Section):
 #: (section, field) pairs added after configs were first hashed: left out of :meth:`RunConfig.config_hash`
 #: while at their defaults, so configs written before them keep their hash (and their runs resume).
 ADDED_FIELDS: tuple[tuple[str, str], ...] = (
+    ("sft", "parameters"),
     ("model", "init_adapter"),
     ("rollout", "engine"),
     ("rollout", "engine_sleep"),

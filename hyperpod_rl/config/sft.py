@@ -48,6 +48,12 @@ class SFTConfig(_Section):
         description="reference backend: dataset rows (mazes) per SFT step, every turn of each row's demonstration "
         "in the loss; SkyRL: demonstration turns per step (its batch_size counts examples)",
     )
+    parameters: Literal["lora", "full"] = Field(
+        "lora",
+        description="what SFT trains: 'lora', a LoRA adapter on the frozen base model (the warm start GRPO continues with "
+        "model.init_adapter); 'full', every weight of the base model (reference backend; e.g. a random-init model "
+        "trained from scratch), exported as a whole model directory <run dir>/model that a GRPO run takes as model.path",
+    )
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay")
     max_grad_norm: float = Field(1.0, gt=0, description="gradient clipping (L2 norm)")
 
@@ -123,6 +129,18 @@ def sft_problems(cfg: Any) -> list[str]:
                 f"sft.rows_per_step={cfg.sft.rows_per_step} must split into {dp} policy GPUs x a multiple of "
                 f"trainer.micro_batch_size={cfg.trainer.micro_batch_size} (SkyRL SFT batch_size rule): "
                 f"use a multiple of {dp * cfg.trainer.micro_batch_size}"
+            )
+    if cfg.sft.parameters == "full":
+        if cfg.backend != "reference":
+            out.append("sft.parameters='full' trains on the reference backend only: set backend='reference', or sft.parameters='lora'")
+        if cfg.model.init_adapter is not None:
+            out.append(
+                "sft.parameters='full' trains the base model's own weights, not an adapter: leave model.init_adapter unset, "
+                "or use sft.parameters='lora'"
+            )
+        if cfg.trainer.dtype == "bfloat16":
+            out.append(
+                "sft.parameters='full' keeps the trained weights and their AdamW state in float32: set trainer.dtype='float32' (or 'auto')"
             )
     if cfg.backend == "reference" and cfg.trainer.workers > 1:
         out.append(

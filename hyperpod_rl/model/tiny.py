@@ -146,12 +146,14 @@ def build_tiny_qwen3vl(
     corpus: Iterable[str] = (),
     vocab_size: int = 512,
     answer_words: Sequence[str] = DIRECTION_TOKENS,
+    head_dim: int = 32,
+    vision_heads: int = 4,
 ) -> tuple[Qwen3VLForConditionalGeneration, ImageOnlyQwen3VLProcessor]:
     """Build a random-init Qwen3-VL model and its image-only processor.
 
     Args:
         seed: torch seed for the random weights (same seed, same weights).
-        hidden_size: text hidden size, a multiple of 32: ``hidden_size / 32`` attention heads of head_dim 32.
+        hidden_size: text hidden size, a multiple of ``head_dim``: ``hidden_size / head_dim`` attention heads.
         num_layers: text decoder layers.
         vision_hidden_size: vision-tower hidden size (4 heads).
         vision_depth: vision-tower blocks (patch 16, spatial merge 2, as Qwen3-VL).
@@ -159,6 +161,9 @@ def build_tiny_qwen3vl(
         vocab_size: BPE vocabulary size before special tokens.
         answer_words: words made single tokens for constrained decoding (the task's
             :attr:`~hyperpod_rl.tasks.Task.answer_words`; default the maze's directions).
+        head_dim: text attention head size, a multiple of 8 (32: the embedded tiny model; 64 or 128
+            where vLLM's attention kernels must take it).
+        vision_heads: vision-tower attention heads (``vision_hidden_size`` must divide by it).
 
     Returns:
         ``(model, processor)``; the model is in fp32 on CPU, ``model.config`` is a full
@@ -169,11 +174,14 @@ def build_tiny_qwen3vl(
     """
     import torch
 
-    if hidden_size % 128 != 0 and hidden_size % 32 != 0:
-        raise ConfigError(f"model.hidden_size must be a multiple of 32, got {hidden_size}")
+    if head_dim < 8 or head_dim % 8:
+        raise ConfigError(f"head_dim must be a positive multiple of 8, got {head_dim}")
+    if hidden_size % head_dim != 0:
+        raise ConfigError(f"model.hidden_size must be a multiple of head_dim={head_dim}, got {hidden_size}")
+    if vision_heads < 1 or vision_hidden_size % vision_heads:
+        raise ConfigError(f"vision_hidden_size={vision_hidden_size} must divide into vision_heads={vision_heads} heads")
     if num_layers < 1 or vision_depth < 1:
         raise ConfigError("model.num_layers and vision_depth must be >= 1")
-    head_dim = 32
     heads = hidden_size // head_dim
     tokenizer = _train_tokenizer([_DEFAULT_CORPUS, *corpus], vocab_size, answer_words)
     # mrope_section sums to head_dim / 2 (docs/references.md §5).
@@ -196,7 +204,7 @@ def build_tiny_qwen3vl(
             "depth": vision_depth,
             "hidden_size": vision_hidden_size,
             "intermediate_size": vision_hidden_size * 2,
-            "num_heads": 4,
+            "num_heads": vision_heads,
             "out_hidden_size": hidden_size,
             "patch_size": 16,
             "spatial_merge_size": 2,

@@ -63,7 +63,7 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -440,6 +440,7 @@ class ReferenceTrainer:
         """``fresh``: remove what an earlier attempt of this run id wrote (base eval kept)."""
         shutil.rmtree(self.ckpt_root, ignore_errors=True)
         shutil.rmtree(self.paths.adapter, ignore_errors=True)
+        shutil.rmtree(self.export_dir, ignore_errors=True)
         self.metrics_path.unlink(missing_ok=True)
         self.paths.provenance.unlink(missing_ok=True)
         for path in self.paths.eval_dir.glob("*.json"):
@@ -451,7 +452,7 @@ class ReferenceTrainer:
         conflict = config_conflict(self.run_dir, self.config.config_hash())
         if conflict is not None:
             raise CheckpointError(conflict)
-        adapter = self.paths.adapter
+        adapter = self.export_dir
         prov = adapter / "provenance.json"
         if prov.is_file() and verify_checksums(adapter) is None:
             info = load_user_data(prov, "adapter provenance", syntax="json", error=CheckpointError, repair="resubmit with --fresh")
@@ -511,15 +512,7 @@ class ReferenceTrainer:
         if prev and prev.get("adapter_path") is None and str(prev.get("model_path")) == str(cfg.model.path) and prev.get("num_mazes"):
             return
         rows = list(read_rows(cfg.data.heldout_path, required=("prompt", "env_class", self.task.hash_column)))[: cfg.trainer.eval_rows]
-        states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
-        try:
-            with torch.no_grad(), self.model.disable_adapter():
-                metrics, per_maze = greedy_benchmark(self.policy, rows)
-        finally:
-            random.setstate(states[0])
-            np.random.set_state(states[1])
-            torch.set_rng_state(states[2])
-            self.generator.set_state(states[3])
+        metrics, per_maze = self.evaluate_policy(rows, adapter=False)
         result = {
             "label": "base",
             "model_path": str(cfg.model.path),
@@ -542,7 +535,6 @@ class ReferenceTrainer:
             StorageError: the run directory is full, read-only or forbidden: no part of the new
                 checkpoint is left and the previous ones stay valid.
         """
-        from peft import get_peft_model_state_dict
         from safetensors.torch import save
 
         rng = self._rng_states()
@@ -560,8 +552,8 @@ class ReferenceTrainer:
             # serialized in memory (LoRA weights and their optimizer state: megabytes) and written by
             # Python, so a full or read-only disk is an OSError with its errno: torch.save and
             # safetensors writing to a path report only "unexpected pos" / a Rust error text
-            weights = {k: v.detach().contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
-            (tmp / "adapter_model.safetensors").write_bytes(save(weights))
+            weights = {k: v.detach().contiguous() for k, v in self._trained_weights().items()}
+            (tmp / self.weights_file).write_bytes(save(weights))
             state: dict[str, Any] = {"optimizer": self.optimizer.state_dict(), **rng}
             if ranks is not None:
                 state["ranks"] = ranks
@@ -580,6 +572,21 @@ class ReferenceTrainer:
         prune_checkpoints(self.ckpt_root, self.config.checkpoint.keep)
         self._update_provenance()
         return path
+
+    #: the checkpoint's file of trained weights (:meth:`_trained_weights`)
+    weights_file = "adapter_model.safetensors"
+
+    def _trained_weights(self) -> dict[str, torch.Tensor]:
+        """The weights a checkpoint holds: the LoRA adapter's (peft's state dict keys)."""
+        from peft import get_peft_model_state_dict
+
+        return dict(get_peft_model_state_dict(self.model))
+
+    def _load_trained_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        """Load :meth:`_trained_weights`' dict read back from a checkpoint."""
+        from peft import set_peft_model_state_dict
+
+        set_peft_model_state_dict(self.model, weights)
 
     def _rng_states(self) -> dict[str, Any]:
         """This process's Python, NumPy, torch, sampling (and CUDA) RNG states, as tensors,
@@ -613,7 +620,6 @@ class ReferenceTrainer:
         In a data-parallel group rank 0 picks the checkpoint and every worker loads it, with its
         own RNG states.
         """
-        from peft import set_peft_model_state_dict
         from safetensors.torch import load_file
 
         path = self._newest_checkpoint() if self.is_writer else None
@@ -626,7 +632,7 @@ class ReferenceTrainer:
             raise CheckpointError(
                 f"checkpoint {path} was written with a different config (hash {state.get('config_hash')}); resubmit with --fresh or the original config"
             )
-        set_peft_model_state_dict(self.model, load_file(str(path / "adapter_model.safetensors")))
+        self._load_trained_weights(load_file(str(path / self.weights_file)))
         extra = load_training_state(path / "training_state.pt")
         self.optimizer.load_state_dict(extra["optimizer"])
         if self.parallel is not None:
@@ -880,11 +886,35 @@ class ReferenceTrainer:
         adapter directory is returned as is.
 
         Returns:
-            The adapter directory ``<run dir>/adapter``.
+            The adapter directory ``<run dir>/adapter`` (a full-parameter SFT run:
+            ``<run dir>/model``, :attr:`export_dir`).
 
         Raises:
             CheckpointError: see the class docstring.
         """
+        out = self.train_until(None)
+        assert out is not None  # no hook: the run ends at trainer.steps
+        return out
+
+    def train_until(self, after_step: Callable[[ReferenceTrainer], bool] | None) -> Path | None:
+        """:meth:`train`, with ``after_step(self)`` called after every step (its metrics written,
+        its checkpoint saved when one is due), in this process, with the model in memory (e.g. to
+        evaluate it with :meth:`evaluate_policy`).
+
+        When the hook returns True the run pauses: a checkpoint of that step is written (unless
+        one was just written; a checkpoint holds the run's RNG states, so a resumed run continues
+        as if it never paused), nothing is exported and None is returned; a later :meth:`train`
+        or :meth:`train_until` of the same run resumes there. Single-process runs only.
+
+        Returns:
+            What :meth:`train` returns, or None where the hook paused the run.
+
+        Raises:
+            CheckpointError: see the class docstring.
+            ConfigError: a hook in a data-parallel run.
+        """
+        if after_step is not None and self.parallel is not None:
+            raise ConfigError("train_until's hook runs in a single-process run: trainer.workers must be 1")
         with self._run_lock():
             writer = self.is_writer  # in a data-parallel group rank 0 does the run-directory work
             if self.fresh and writer:
@@ -903,8 +933,9 @@ class ReferenceTrainer:
             try:
                 if writer:
                     self._benchmark_base()
-                self._loop()
-                adapter = self.export_adapter() if writer else self.paths.adapter
+                if not self._loop(after_step):
+                    return None
+                adapter = self.export_adapter() if writer else self.export_dir
             except BaseException:
                 if writer:
                     try:
@@ -913,13 +944,42 @@ class ReferenceTrainer:
                         log.warning("could not mark the run failed in its provenance record: %s", err)
                 raise
             if writer:
-                self._update_provenance(
-                    status="succeeded",
-                    adapter={"path": "adapter", "sha256": file_sha256(adapter / "adapter_model.safetensors"), "steps": self.step},
-                )
+                self._update_provenance(status="succeeded", adapter=self._export_record(adapter))
             return adapter
 
-    def _loop(self) -> None:
+    @property
+    def export_dir(self) -> Path:
+        """Where the run's result is exported: ``<run dir>/adapter``."""
+        return self.paths.adapter
+
+    def _export_record(self, path: Path) -> dict[str, Any]:
+        """The provenance record's ``adapter`` entry of the exported result at ``path``."""
+        return {"path": "adapter", "sha256": file_sha256(path / "adapter_model.safetensors"), "steps": self.step}
+
+    def evaluate_policy(self, rows: list[dict[str, Any]], *, adapter: bool = True) -> tuple[dict[str, float], list[dict[str, Any]]]:
+        """The model as it is now, greedy on ``rows`` (:func:`~hyperpod_rl.eval.benchmark.greedy_benchmark`
+        with this run's policy; ``adapter=False``: the base model, the adapter disabled). The RNG
+        states are restored after, so it changes no training number.
+
+        Returns:
+            ``(metrics, per_maze)`` as :func:`~hyperpod_rl.eval.benchmark.greedy_benchmark` returns them
+            (intervals: :func:`hyperpod_rl.eval.stats.bootstrap_interval` over ``per_maze``).
+        """
+        states = (random.getstate(), np.random.get_state(), torch.get_rng_state(), self.generator.get_state())
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        try:
+            with torch.no_grad(), nullcontext() if adapter else self.model.disable_adapter():
+                return greedy_benchmark(self.policy, rows)
+        finally:
+            random.setstate(states[0])
+            np.random.set_state(states[1])
+            torch.set_rng_state(states[2])
+            self.generator.set_state(states[3])
+            if cuda is not None:
+                torch.cuda.set_rng_state(cuda, self.device)
+
+    def _loop(self, after_step: Callable[[ReferenceTrainer], bool] | None = None) -> bool:
+        """Train to ``trainer.steps`` (True), or until ``after_step`` asks to pause (False: a checkpoint written)."""
         cfg = self.config
         # a close that fails (the buffered line hits the same full or forbidden disk) is a StorageError
         # naming metrics.jsonl, and never a second raw error over the one a failed write raised
@@ -931,8 +991,14 @@ class ReferenceTrainer:
                         sink.write(record.model_dump_json() + "\n")
                         sink.flush()
                     print(record.to_line(), flush=True)
-                if cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps:
+                saved = bool(cfg.checkpoint.interval and self.step % cfg.checkpoint.interval == 0 and self.step < cfg.trainer.steps)
+                if saved:
                     self._save_checkpoint()
+                if after_step is not None and after_step(self) and self.step < cfg.trainer.steps:
+                    if not saved:
+                        self._save_checkpoint()
+                    return False
+        return True
 
     def export_adapter(self) -> Path:
         """Write ``adapter/`` (PEFT files + ``provenance.json``) atomically."""

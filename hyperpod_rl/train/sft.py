@@ -38,21 +38,29 @@ processed per second, SkyRL's ``train/tokens_per_second``), ``sft/skipped_rows``
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from hyperpod_rl.errors import ConfigError, TaskError
 from hyperpod_rl.metrics.schema import MetricRecord
+from hyperpod_rl.model.loading import revision_of
 from hyperpod_rl.model.policy import Action, MazePolicy
 from hyperpod_rl.model.rollout import Episode, play_episodes
+from hyperpod_rl.runs.files import file_sha256, write_dir_atomically, write_json_atomic
 from hyperpod_rl.tasks.demonstrations import demonstration_of
 from hyperpod_rl.tasks.metrics import metric_spec
 from hyperpod_rl.train.reference import ReferenceTrainer
 
-__all__ = ["ScriptedPolicy", "SFTTrainer", "demo_action", "demonstration_episode"]
+__all__ = ["FULL_SHARD_SIZE", "ScriptedPolicy", "SFTTrainer", "demo_action", "demonstration_episode"]
+
+#: Largest safetensors shard of a full-parameter SFT model (``save_pretrained``'s ``max_shard_size``):
+#: small enough that each file passes a 16 MiB-a-file transfer.
+FULL_SHARD_SIZE = "15MB"
 
 _ANSWER_WORD = re.compile(r"^<answer>(\S+)</answer>$")
 
@@ -130,12 +138,56 @@ def demonstration_episode(policy: MazePolicy | None, task: Any, row: dict[str, A
 
 
 class SFTTrainer(ReferenceTrainer):
-    """Train one ``stage='sft'`` run (arguments and errors: :class:`ReferenceTrainer`)."""
+    """Train one ``stage='sft'`` run (arguments and errors: :class:`ReferenceTrainer`).
+
+    ``sft.parameters='full'`` trains every weight of the base model instead of a LoRA adapter:
+    the base is loaded in float32 (whatever ``trainer.dtype`` says; no bf16 autocast), the LoRA
+    layers stay in place but frozen at their initialisation (B = 0: they add exactly nothing),
+    checkpoints hold all the base weights (``model.safetensors``) and their AdamW state, and the
+    result is a whole model directory, ``<run dir>/model`` (:attr:`export_dir`): the base model's
+    own files (config, tokenizer, processor) with the trained weights, loadable wherever the base
+    model is (:func:`~hyperpod_rl.model.loading.load_base_model`, vLLM), in safetensors shards of at
+    most :data:`FULL_SHARD_SIZE`, with a ``provenance.json``.
+    """
+
+    @property
+    def full(self) -> bool:
+        """Whether this run trains every base weight (``sft.parameters='full'``)."""
+        return self.config.sft.parameters == "full"
+
+    @property
+    def weights_file(self) -> str:  # type: ignore[override]
+        return "model.safetensors" if self.full else "adapter_model.safetensors"
+
+    @property
+    def export_dir(self) -> Path:
+        return self.run_dir / "model" if self.full else self.paths.adapter
+
+    def _load_base(self, model_dir: Path, dtype: torch.dtype) -> tuple[Any, Any, str, str]:
+        self._base_dir = model_dir
+        return super()._load_base(model_dir, torch.float32 if self.full else dtype)
+
+    def _trained_weights(self) -> dict[str, torch.Tensor]:
+        if not self.full:
+            return super()._trained_weights()
+        return {name: p for name, p in self.model.named_parameters() if "lora_" not in name}
+
+    def _load_trained_weights(self, weights: dict[str, torch.Tensor]) -> None:
+        if not self.full:
+            return super()._load_trained_weights(weights)
+        params = dict(self.model.named_parameters())
+        with torch.no_grad():
+            for name, value in weights.items():
+                params[name].copy_(value)
 
     def _build(self) -> None:
         super()._build()
         cfg = self.config
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        if self.full:  # every base weight trains; the LoRA layers (B = 0) stay frozen and add nothing
+            for name, p in self.model.named_parameters():
+                p.requires_grad_("lora_" not in name)
+        # what trains, kept: peft's disable_adapter() (the base benchmark) turns the LoRA layers' gradients back on
+        params = self._trained_params = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.sft.lr, weight_decay=cfg.sft.weight_decay, fused=self.device.type == "cuda")
         self._demos: dict[int, Episode | None] = {}
 
@@ -167,6 +219,44 @@ class SFTTrainer(ReferenceTrainer):
             episodes.append(episode)
         return episodes, skipped
 
+    def _export_record(self, path: Path) -> dict[str, Any]:
+        if not self.full:
+            return super()._export_record(path)
+        return {"path": "model", "revision": revision_of(path), "steps": self.step}
+
+    def export_adapter(self) -> Path:
+        """Write the run's result atomically: the adapter (:meth:`ReferenceTrainer.export_adapter`)
+        or, with ``sft.parameters='full'``, the whole model directory :attr:`export_dir`."""
+        if not self.full:
+            return super().export_adapter()
+        cfg = self.config
+        base = self.model.get_base_model()  # the transformers model, the (frozen, zero) LoRA layers inside
+
+        def write(tmp: Path) -> None:
+            for f in Path(self._base_dir).iterdir():  # config, tokenizer, processor, markers: the base model's own
+                if f.is_file() and not f.name.endswith(".safetensors") and f.name not in ("model.safetensors.index.json", "checksums.json"):
+                    shutil.copy2(f, tmp / f.name)
+            state = {
+                name.replace(".base_layer.", "."): p.detach().contiguous() for name, p in base.state_dict().items() if "lora_" not in name
+            }
+            base.save_pretrained(tmp, state_dict=state, max_shard_size=FULL_SHARD_SIZE)
+            write_json_atomic(
+                tmp / "provenance.json",
+                {
+                    "run_id": cfg.run_id,
+                    "stage": "sft",
+                    "parameters": "full",
+                    "base_model_id": self.base_model_id,
+                    "base_model_revision": self.base_model_revision,
+                    "config_hash": cfg.config_hash(),
+                    "dataset_hashes": {"train": file_sha256(cfg.data.train_path)},
+                    "seeds": {"trainer": cfg.trainer.seed},
+                    "steps": self.step,
+                },
+            )
+
+        return write_dir_atomically(self.export_dir, write)
+
     def _step(self) -> MetricRecord:
         cfg = self.config
         t0 = time.perf_counter()
@@ -179,7 +269,7 @@ class SFTTrainer(ReferenceTrainer):
         seq_tokens = sum(self.policy.prompt_tokens(c) for c in contexts) + sum(len(r) for r in responses)
         groups = [[i] for i in range(len(turns))]  # one forward per example (identical states would share one)
         self.model.train()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.model.zero_grad(set_to_none=True)
         total_nll, prob = 0.0, 0.0
         mb = cfg.trainer.micro_batch_size
         for start in range(0, len(groups), mb):
@@ -188,7 +278,7 @@ class SFTTrainer(ReferenceTrainer):
             (nll / num_tokens).backward()
             total_nll += float(nll.detach())
             prob += float((scored.logprobs.detach().exp() * scored.loss_mask).sum())
-        grad_norm = torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad], cfg.sft.max_grad_norm)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self._trained_params, cfg.sft.max_grad_norm)
         self.optimizer.step()
         self.model.eval()
         self.step += 1

@@ -9,6 +9,7 @@ import shutil
 import pytest
 import torch
 
+from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.metrics import read_metrics
 from hyperpod_rl.model.rollout import play_episodes
@@ -169,3 +170,85 @@ def test_grpo_from_the_sft_adapter_takes_its_own_validation_chosen_defaults(sft_
     mine = QuickstartOptions.build(**{**opts.model_dump(), "lr": 3e-4, "entropy_coef": 0.02})
     chosen = make_run_config(mine, run_id="qsw", init_adapter=sft_adapter, **args).grpo
     assert (chosen.lr, chosen.entropy_coef) == (3e-4, 0.02)  # a user's setting wins over both defaults
+
+
+def _full(setup, run_id: str, *, steps: int = 2, **over):
+    data = _config(setup, run_id, steps=steps).model_dump(mode="json")
+    data["sft"].update(parameters="full", lr=1e-3)
+    for key, value in over.items():
+        section, _, name = key.partition(".")
+        data[section][name] = value
+    return RunConfig.build(data)
+
+
+def test_full_parameter_sft_trains_every_base_weight_and_exports_a_model_directory(tiny_setup, tmp_path):
+    """``sft.parameters='full'``: every base weight moves (not only an adapter), checkpoints hold the
+    weights as ``model.safetensors``, and the result is a model directory that loads as a base model."""
+    from safetensors.torch import load_file
+
+    from hyperpod_rl.model.loading import load_base_model, revision_of
+
+    cfg = _full(tiny_setup, "sft-full")
+    trainer = SFTTrainer(cfg, tmp_path / "runs" / "sft-full")
+    out = trainer.train()
+    assert out == tmp_path / "runs" / "sft-full" / "model" and not (out.parent / "adapter").exists()
+    (ckpt,) = sorted((out.parent / "checkpoints").glob("step_*"))
+    saved = load_file(str(ckpt / "model.safetensors"))
+    assert saved and not any("lora_" in k for k in saved), sorted(saved)[:5]
+    base, _, _ = load_base_model(tiny_setup["model_dir"])
+    tuned, processor, _ = load_base_model(out)
+    moved = [n for n, p in tuned.state_dict().items() if not torch.equal(p, base.state_dict()[n])]
+    assert len(moved) == len(base.state_dict()), f"{len(moved)} of {len(base.state_dict())} weights moved"
+    assert processor.tokenizer.get_vocab() == load_base_model(tiny_setup["model_dir"])[1].tokenizer.get_vocab()
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["parameters"] == "full" and prov["steps"] == 2 and prov["base_model_revision"] == tiny_setup["revision"]
+    record = json.loads((out.parent / "manifest.json").read_text())["adapter"]
+    assert record == {"path": "model", "revision": revision_of(out), "steps": 2}, record
+    assert SFTTrainer(cfg, out.parent).train() == out  # a finished run is not trained again
+
+
+def test_full_parameter_sft_pauses_and_resumes_exactly(tiny_setup, tmp_path):
+    """``train_until``'s hook pauses a run after a step (a checkpoint written there); resuming gives the
+    weights of the run that never paused."""
+    from safetensors.torch import load_file
+
+    straight = SFTTrainer(_full(tiny_setup, "sft-full-a", **{"checkpoint.interval": 0}), tmp_path / "a").train()
+    seen: list[int] = []
+    paused = SFTTrainer(_full(tiny_setup, "sft-full-b", **{"checkpoint.interval": 0}), tmp_path / "b")
+    assert paused.train_until(lambda t: seen.append(t.step) or True) is None
+    assert seen == [1] and [p.name for p in (tmp_path / "b" / "checkpoints").iterdir()] == ["step_000001"]
+    resumed = SFTTrainer(_full(tiny_setup, "sft-full-b", **{"checkpoint.interval": 0}), tmp_path / "b").train()
+
+    def weights(d):
+        return {k: v for f in sorted(d.glob("*.safetensors")) for k, v in load_file(str(f)).items()}
+
+    a, b = weights(straight), weights(resumed)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize(
+    ("over", "says"),
+    [
+        ({"trainer.dtype": "bfloat16"}, "trainer.dtype='float32'"),
+        ({"backend": "skyrl"}, "reference backend only"),
+    ],
+)
+def test_full_parameter_sft_refuses_what_it_cannot_train(tiny_setup, over, says):
+    data = _config(tiny_setup, "sft-full-bad").model_dump(mode="json")
+    data["sft"]["parameters"] = "full"
+    for key, value in over.items():
+        section, _, name = key.partition(".")
+        if name:
+            data[section][name] = value
+        else:
+            data[section] = value
+    with pytest.raises(ConfigError, match=says):
+        RunConfig.build(data)
+
+
+def test_full_parameter_sft_refuses_a_starting_adapter(sft_run, tiny_setup):
+    _, _, adapter = sft_run
+    data = _config(tiny_setup, "sft-full-init", init_adapter=str(adapter)).model_dump(mode="json")
+    data["sft"]["parameters"] = "full"
+    with pytest.raises(ConfigError, match="leave model.init_adapter unset"):
+        RunConfig.build(data)

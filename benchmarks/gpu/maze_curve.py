@@ -1,0 +1,733 @@
+"""The walkthrough's learning curve on one GPU (issue 40): SFT from scratch to about 0.45, then GRPO.
+
+Usage (repository root; the GPU machine: ``python3 -m benchmarks.gpu.maze_curve ...``)::
+
+    python -m benchmarks.gpu.maze_curve run --state STATE --out curve_s0.json --seed 0 --time-budget 540
+    python -m benchmarks.gpu.maze_curve run --state STATE --out curve_s0.json --seed 0 --time-budget 540   # resumes
+    python -m benchmarks.gpu.maze_curve pack --state STATE --to OUTDIR     # STATE as <= 15 MiB parts
+    python -m benchmarks.gpu.maze_curve unpack --from OUTDIR --state STATE # and back
+    python -m benchmarks.gpu.maze_curve render curve_s0.json curve_s1.json --png docs/img/maze_curve.png
+
+On the GPU machine (vLLM, transformers 5.8 and peft staged: ``benchmarks/gpu/stage.sh``), one seed in
+device calls of 570 s, the state kept under the ignored ``build/`` (it stays while the machine is
+warm) and packed into ``$OUT`` for a cold one::
+
+    source $HOME/stage/env.sh && export PYTHONPATH=$HPRL_SITE_SKYRL:$PYTHONPATH
+    python3 -m benchmarks.gpu.maze_curve run --state build/maze_curve/s0 --out $OUT/maze_curve_s0.json \
+        --seed 0 --engine vllm --time-budget 540; python3 -m benchmarks.gpu.maze_curve pack --state build/maze_curve/s0 --to $OUT/s0
+
+Workload: the quickstart's maze data (3x3..5x5 mazes, turn limit 6; train, validation and held-out
+splits, disjoint by layout hash, :func:`hyperpod_rl.quickstart.prepare_dataset`) and a random-init
+Qwen3-VL built in code, larger than the quickstart's (``--text HIDDENxLAYERS``, ``--vision
+HIDDENxDEPTH``, ``--head-dim``: 64 by default, so vLLM's attention kernels take it; the tokenizer is
+the quickstart's, trained on the env's own texts).
+
+1. **SFT from scratch**: full-parameter training of the random-init model on the maze's
+   shortest-path demonstrations (:class:`hyperpod_rl.train.sft.SFTTrainer`, ``sft.parameters=full``,
+   float32 weights), evaluated greedily on the validation split every ``--sft-eval-every`` steps;
+   it stops at the first evaluation whose validation solve rate reaches ``--sft-target`` (the
+   walkthrough's start, 0.45) or at ``--sft-max-steps``, and that model directory (``<state>/home/runs/
+   sft/model``, safetensors shards of at most 15 MB) is the GRPO stage's base model, with its revision.
+2. **GRPO from it** on the reference backend, in this process
+   (:class:`hyperpod_rl.train.reference.ReferenceTrainer`; no Ray cluster), with ``rollout.engine``
+   ``--engine`` (vllm on the GPU, hf for a CPU smoke run), a fresh LoRA adapter of rank
+   ``--lora-rank`` (32), groups of ``--group-size`` (8), ``--grpo-steps`` (160) steps, the
+   quickstart's GRPO settings from an SFT start (:func:`hyperpod_rl.quickstart.grpo_defaults`) and
+   ``--set`` on top. Held-out evaluation, greedy, with transformers on the trainer's own model (the
+   engine sleeps): at step 0 (the SFT model: the trainer's base benchmark) and every ``--eval-every``
+   steps, on the quickstart's 200 held-out mazes; the walkthrough's 64 are the first 64 of them
+   (the same greedy episodes), each with a 95 % bootstrap interval. Held-out is read only there,
+   never to choose a setting.
+
+Resumable: ``--state DIR`` holds everything (``state.json``: the options, the SFT curve, the GRPO
+points; the runs under ``home/``); the same command again continues where it stopped (SFT is not
+trained again once its model is saved; GRPO resumes from its newest checkpoint, written at every
+evaluation point and kept one at a time; earlier points are kept). ``--time-budget S`` pauses
+cleanly (a checkpoint written) before S seconds from the start, so a 570-s device call ends with
+its state saved. Data and the random-init base model are rebuilt from the seed, byte for byte,
+never stored. Moving the state between machines: ``pack`` writes it (without what is rebuilt) as
+parts of at most 15 MiB (``unpack`` joins and checks them): the SFT model (float32: about 4 bytes
+a parameter) and one GRPO checkpoint (LoRA weights and AdamW state). A paused SFT stage holds a
+full-parameter checkpoint (about 12 bytes a parameter): finish SFT on the machine that started it.
+
+``--out PATH.json`` is written after every evaluation point (so a killed call still returns it),
+with :mod:`benchmarks._record`'s fields (commit, packages, machine, date, load).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import math
+import os
+import shutil
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks._record import Recording
+from benchmarks._sweep import parse_settings
+
+#: The walkthrough's points (the AWS walkthrough, as quoted in issue 40): Qwen3-VL-8B, LoRA r32,
+#: group 8, from an SFT checkpoint: held-out solve rate at GRPO step 0 and step 160, on 64 mazes.
+WALKTHROUGH_POINTS: tuple[tuple[int, float], ...] = ((0, 0.4375), (160, 0.969))
+WALKTHROUGH = {"source": "the AWS walkthrough, as quoted in issue 40", "mazes": 64, "points": [list(p) for p in WALKTHROUGH_POINTS]}
+
+#: Largest part ``pack`` writes (bytes): under the 16 MiB a file that comes back from a device call.
+PART_BYTES = 15 * 2**20
+#: Most bytes ``pack`` writes in all: a device call returns at most 64 MiB (8 files), the result file too.
+PACK_LIMIT = 60 * 2**20
+
+#: Options that may change between calls of one state (they change nothing trained or measured).
+_PER_CALL = ("state", "out", "time_budget", "until_step", "cmd")
+
+#: Under ``home/``: what is rebuilt from the seed (never packed), and the engine's weight-sync folder.
+_REBUILT = ("home/datasets", "home/models")
+
+
+class CurveError(Exception):
+    """A bad option or state, said in one line with its fix."""
+
+
+# ---------------------------------------------------------------------------------------------- options
+def _size(spec: str) -> tuple[int, int]:
+    """``"384x6"`` as (hidden size, layers or depth)."""
+    hidden, sep, depth = spec.partition("x")
+    if not sep or not hidden.isdigit() or not depth.isdigit() or int(hidden) < 1 or int(depth) < 1:
+        raise argparse.ArgumentTypeError(f"{spec!r} is not HIDDENxLAYERS with both above 0 (e.g. 384x6)")
+    return int(hidden), int(depth)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is not a solve rate in [0, 1]")
+    return value
+
+
+def _settings(text: str) -> dict[str, Any]:
+    try:
+        return parse_settings(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad option said as one ``error: ...`` line (exit status 2)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: ``run``, ``pack``, ``unpack`` and ``render``."""
+    p = _Parser(prog="python -m benchmarks.gpu.maze_curve", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    r = sub.add_parser("run", help="SFT from scratch, then GRPO with held-out points (resumable)")
+    r.add_argument("--state", type=Path, required=True, help="the run's state folder (created; the same folder resumes it)")
+    r.add_argument("--out", type=Path, required=True, help="the result JSON, written after every evaluation point")
+    r.add_argument("--seed", type=int, default=0, help="seed of the data, the model and training")
+    r.add_argument("--text", type=_size, default=(384, 6), metavar="HIDDENxLAYERS", help="text decoder: hidden size x layers")
+    r.add_argument("--vision", type=_size, default=(128, 2), metavar="HIDDENxDEPTH", help="vision tower: hidden size x blocks")
+    r.add_argument("--head-dim", type=int, default=64, choices=(32, 64, 128), help="attention head size (text and vision)")
+    r.add_argument("--train", type=_positive, default=2000, help="train mazes")
+    r.add_argument("--validation", type=_positive, default=200, help="validation mazes: SFT stops on these")
+    r.add_argument("--heldout", type=_positive, default=200, help="held-out mazes (the quickstart's 200)")
+    r.add_argument("--heldout-small", type=_positive, default=64, help="the first N held-out mazes reported apart (the walkthrough's 64)")
+    r.add_argument("--sft-lr", type=float, default=1e-3, help="SFT AdamW learning rate (full-parameter)")
+    r.add_argument("--sft-rows-per-step", type=_positive, default=8, help="mazes per SFT step")
+    r.add_argument("--sft-eval-every", type=_positive, default=50, help="SFT steps between validation evaluations")
+    r.add_argument("--sft-target", type=_rate, default=0.45, help="stop SFT once validation solve rate reaches this")
+    r.add_argument("--sft-max-steps", type=_positive, default=3000, help="stop SFT here if the target is not reached")
+    r.add_argument("--grpo-steps", type=_positive, default=160, help="GRPO steps (the walkthrough's 160)")
+    r.add_argument("--eval-every", type=_positive, default=20, help="GRPO steps between held-out evaluations")
+    r.add_argument("--lora-rank", type=_positive, default=32, help="GRPO LoRA rank (alpha = 2 x rank)")
+    r.add_argument("--group-size", type=_positive, default=8, help="episodes per maze (GRPO group)")
+    r.add_argument("--prompts-per-step", type=_positive, default=8, help="mazes per GRPO step")
+    r.add_argument("--engine", choices=("vllm", "hf", "auto"), default="vllm", help="GRPO rollout engine (rollout.engine)")
+    r.add_argument(
+        "--set", type=_settings, default={}, metavar="SETTINGS", help="GRPO run-config fields by dotted path, e.g. 'grpo.lr=2e-4'"
+    )
+    r.add_argument("--time-budget", type=float, default=None, metavar="S", help="pause cleanly (state saved) before S seconds")
+    r.add_argument("--until-step", type=_positive, default=None, metavar="N", help="this call: pause GRPO once it reaches step N")
+    k = sub.add_parser("pack", help="write a state folder as parts of at most 15 MiB")
+    k.add_argument("--state", type=Path, required=True)
+    k.add_argument("--to", type=Path, required=True, help="folder the parts and their manifest go to")
+    u = sub.add_parser("unpack", help="rebuild a state folder from pack's parts")
+    u.add_argument("--from", dest="source", type=Path, required=True, help="folder holding the parts and manifest")
+    u.add_argument("--state", type=Path, required=True)
+    d = sub.add_parser("render", help="plot held-out solve rate against GRPO step, one line per result")
+    d.add_argument("results", type=Path, nargs="+", help="result JSON files (one per seed)")
+    d.add_argument("--png", type=Path, required=True, help="the PNG to write")
+    return p
+
+
+def _check_run(args: argparse.Namespace) -> None:
+    """Refuse options that cannot work, before anything is built (one line each, with the fix)."""
+    (text, _), (vision, _) = args.text, args.vision
+    if text % args.head_dim or text % 32:
+        raise CurveError(f"--text hidden size {text} must be a multiple of 32 and of --head-dim {args.head_dim}")
+    if vision % args.head_dim or vision % 32:
+        raise CurveError(f"--vision hidden size {vision} must be a multiple of 32 and of --head-dim {args.head_dim}")
+    if args.heldout_small > args.heldout:
+        raise CurveError(f"--heldout-small {args.heldout_small} is more than --heldout {args.heldout}")
+    if args.sft_lr <= 0 or not math.isfinite(args.sft_lr):
+        raise CurveError(f"--sft-lr must be a positive number, got {args.sft_lr}")
+    if args.time_budget is not None and args.time_budget <= 0:
+        raise CurveError(f"--time-budget must be positive seconds, got {args.time_budget}")
+    from hyperpod_rl.config.presets import with_overrides
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.errors import HyperpodRLError
+
+    data = {"train_path": "train.parquet", "heldout_path": "heldout.parquet"}  # checked here, not read
+    raw = RunConfig.build({"run_id": "curve-check", "backend": "reference", "data": data}).model_dump(mode="json")
+    try:
+        RunConfig.build(with_overrides(raw, {**args.set, "trainer.steps": args.grpo_steps, "rollout.engine": args.engine}))
+    except HyperpodRLError as err:
+        raise CurveError(" ".join(str(err).split())) from None
+
+
+def _fingerprint(args: argparse.Namespace) -> dict[str, Any]:
+    """The options a state was started with (all but :data:`_PER_CALL`), as JSON values."""
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(vars(args).items()) if k not in _PER_CALL}
+
+
+# ---------------------------------------------------------------------------------------------- state
+class State:
+    """``<state>/state.json``: the options, the SFT curve and outcome, the GRPO points; written atomically."""
+
+    def __init__(self, root: Path, options: dict[str, Any]) -> None:
+        self.root = root
+        self.file = root / "state.json"
+        if self.file.is_file():
+            try:
+                self.data = json.loads(self.file.read_text())
+            except json.JSONDecodeError as err:
+                raise CurveError(f"{self.file} is not JSON ({err}): restore it, or start over with another --state") from None
+            old = self.data.get("options")
+            if old != options:
+                differ = sorted(k for k in {**(old or {}), **options} if (old or {}).get(k) != options.get(k))
+                raise CurveError(
+                    f"--state {root} was started with other options ({', '.join(differ)} differ): rerun with its own, "
+                    "or give another --state"
+                )
+        else:
+            root.mkdir(parents=True, exist_ok=True)
+            self.data = {"options": options, "sft": {"curve": [], "done": False}, "grpo": {"points": [], "done": False}}
+
+    def save(self) -> None:
+        tmp = self.file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        tmp.replace(self.file)
+
+
+# ---------------------------------------------------------------------------------------------- the model
+def _base_model(args: argparse.Namespace, home: Path, rows: list[Any]) -> tuple[Path, str, dict[str, int]]:
+    """The random-init Qwen3-VL of ``--text``/``--vision``/``--head-dim``, saved as vLLM loads it
+    (:func:`benchmarks.gpu.workload.save_for_vllm`), rebuilt from the seed byte for byte; its
+    directory, revision and parameter counts."""
+    from benchmarks.gpu.workload import save_for_vllm
+    from hyperpod_rl.model.loading import revision_of
+    from hyperpod_rl.model.revision import TINY_MODEL_ID
+    from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+    from hyperpod_rl.quickstart import tokenizer_corpus
+    from hyperpod_rl.tasks import get_task
+
+    (text, layers), (vision, depth) = args.text, args.vision
+    final = home / "models" / f"curve-{text}x{layers}-{vision}x{depth}-h{args.head_dim}-s{args.seed}"
+    model, processor = build_tiny_qwen3vl(
+        seed=args.seed,
+        hidden_size=text,
+        num_layers=layers,
+        vision_hidden_size=vision,
+        vision_depth=depth,
+        corpus=tokenizer_corpus(rows),
+        answer_words=get_task("maze").answer_words,
+        head_dim=args.head_dim,
+        vision_heads=vision // args.head_dim,
+    )
+    total = sum(p.numel() for p in model.parameters())
+    visual = sum(p.numel() for p in model.model.visual.parameters())
+    counts = {"total": total, "vision": visual, "text": total - visual}
+    if not (final / "hyperpod_rl_model.json").is_file():
+        tmp = final.with_name(final.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        save_for_vllm(tmp, model, processor)
+        (tmp / "hyperpod_rl_model.json").write_text(json.dumps({"model_id": TINY_MODEL_ID, "seed": args.seed}))
+        shutil.rmtree(final, ignore_errors=True)
+        tmp.rename(final)
+    return final, revision_of(final), counts
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from hyperpod_rl.quickstart import QuickstartOptions, grpo_defaults
+
+    text, layers = args.text
+    vision, depth = args.vision
+    chosen = grpo_defaults(from_adapter=True)  # GRPO from an SFT start: the quickstart's settings chosen on validation
+    return QuickstartOptions.build(
+        seed=args.seed,
+        train_rows=args.train,
+        validation_rows=args.validation,
+        heldout_rows=args.heldout,
+        serve=False,
+        tiny_hidden_size=text,
+        tiny_layers=layers,
+        tiny_vision_hidden_size=vision,
+        tiny_vision_depth=depth,
+        lora_rank=args.lora_rank,
+        group_size=args.group_size,
+        prompts_per_step=args.prompts_per_step,
+        steps=args.grpo_steps,
+        lr=chosen["lr"],
+        entropy_coef=chosen["entropy_coef"],
+        sft_steps=args.sft_max_steps,
+        sft_lr=args.sft_lr,
+        sft_rows_per_step=args.sft_rows_per_step,
+    )
+
+
+class Clock:
+    """The call's time budget: :meth:`must_pause` before a step that might not end (with its
+    evaluation and a checkpoint) inside it. Step times are the intervals between :meth:`tick`
+    calls, less the evaluations (:meth:`evaluated`); the first of a stage (model loading, the
+    engine's start) is not a step."""
+
+    def __init__(self, budget: float | None) -> None:
+        self.start, self.budget = time.monotonic(), budget
+        self.step_s, self.eval_s = 0.0, 0.0
+        self.last: float | None = None
+
+    def stage(self) -> None:
+        """A stage starts: its first step's interval holds its set-up, not counted."""
+        self.last = None
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        if self.last is not None:
+            self.step_s = max(self.step_s, now - self.last)
+        self.last = now
+
+    def evaluated(self, since: float) -> None:
+        """An evaluation ran from ``since`` to now: its time is the next evaluation's estimate, not a step's."""
+        now = time.monotonic()
+        self.eval_s = max(self.eval_s, now - since)
+        self.last = now
+
+    def must_pause(self, next_evaluates: bool) -> bool:
+        if self.budget is None:
+            return False
+        need = 1.5 * self.step_s + (self.eval_s if next_evaluates else 0.0) + 15.0  # 15 s: a checkpoint and the exit
+        return time.monotonic() - self.start + need > self.budget
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+
+def _iv(values: list[float]) -> dict[str, float]:
+    import numpy as np
+
+    from hyperpod_rl.eval.stats import bootstrap_interval
+
+    i = bootstrap_interval(np.asarray(values, dtype=float))
+    return {"value": round(i.value, 4), "low": round(i.low, 4), "high": round(i.high, 4), "n": len(values)}
+
+
+def _last_values(metrics: Path, since: int) -> list[dict[str, float]]:
+    from hyperpod_rl.metrics import read_metrics
+
+    return [dict(r.values) for r in read_metrics(metrics) if r.step > since]
+
+
+# ---------------------------------------------------------------------------------------------- the stages
+def _sft(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Path, base: tuple[Path, str], data: Any) -> bool:
+    """Train (or resume) the SFT stage; True once its model is saved, False when paused."""
+    from hyperpod_rl.config.presets import with_overrides
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.model.loading import revision_of
+    from hyperpod_rl.quickstart import make_run_config
+    from hyperpod_rl.runs.files import verify_checksums
+    from hyperpod_rl.tasks.maze import read_rows
+    from hyperpod_rl.train.sft import SFTTrainer
+
+    sft = st.data["sft"]
+    validation = read_rows(data.validation)
+    raw = make_run_config(opts, run_id="curve-sft", model_path=base[0], revision=base[1], data=data, stage="sft").model_dump(mode="json")
+    settings = {
+        "sft.parameters": "full",
+        "rollout.engine": "hf",  # SFT replays demonstrations: no engine
+        "data.heldout_path": str(data.validation),  # the trainer's step-0 benchmark: the random model on validation
+        "trainer.eval_rows": args.validation,
+        "checkpoint.interval": 0,  # a full checkpoint only where a call pauses (about 12 bytes a parameter)
+        "checkpoint.keep": 1,
+    }
+    cfg = RunConfig.build(with_overrides(raw, settings))
+    run_dir = home / "runs" / "curve-sft"
+    trainer = SFTTrainer(cfg, run_dir)
+    every, stopped = args.sft_eval_every, {"target": False}
+
+    def after_step(t: Any) -> bool:
+        clock.tick()
+        if t.step % every == 0 or t.step == cfg.trainer.steps:
+            t0 = time.monotonic()
+            metrics, per_maze = t.evaluate_policy(validation)
+            clock.evaluated(t0)
+            steps = _last_values(t.metrics_path, since=t.step - every)
+            solve = [float(m["solved"]) for m in per_maze]
+            point = {
+                "step": t.step,
+                "validation_solve": _iv(solve),
+                "optimal_move_rate": round(metrics["optimal_move_rate"], 4),
+                "loss": round(sum(v["sft/loss"] for v in steps) / max(len(steps), 1), 4),
+                "seconds": round(clock.elapsed(), 1),
+            }
+            sft["curve"] = [p for p in sft["curve"] if p["step"] < t.step] + [point]
+            st.save()
+            print(
+                f"SFT step {t.step}: validation solve {point['validation_solve']['value']:.3f} "
+                f"[{point['validation_solve']['low']:.3f}, {point['validation_solve']['high']:.3f}], loss {point['loss']:.3f}",
+                flush=True,
+            )
+            if point["validation_solve"]["value"] >= args.sft_target:
+                stopped["target"] = True
+                return True
+        return clock.must_pause(next_evaluates=(t.step + 1) % every == 0)
+
+    clock.stage()
+    done = trainer.export_dir
+    if (done / "provenance.json").is_file() and verify_checksums(done) is None:  # exported, the state not yet saved
+        model_dir: Path | None = done
+        stopped["target"] = bool(sft["curve"]) and sft["curve"][-1]["validation_solve"]["value"] >= args.sft_target
+        trainer.step = json.loads((done / "provenance.json").read_text())["steps"]
+    else:
+        model_dir = trainer.train_until(after_step)
+    if model_dir is None and not stopped["target"]:
+        print(f"SFT paused at step {trainer.step} (time budget); the same command resumes it", flush=True)
+        return False
+    if model_dir is None:  # stopped on the target: this step's weights are the GRPO stage's base
+        model_dir = trainer.export_adapter()
+    base_eval = json.loads((run_dir / "eval" / "base.json").read_text())
+    sft.update(
+        done=True,
+        reached_target=stopped["target"],
+        stop_step=trainer.step,
+        model_dir=str(model_dir.relative_to(st.root)),
+        revision=revision_of(model_dir),
+        random_init_validation_solve=round(base_eval["metrics"]["solve_rate"], 4),
+    )
+    shutil.rmtree(run_dir / "checkpoints", ignore_errors=True)  # full-parameter checkpoints: the model dir is what is kept
+    st.save()
+    return True
+
+
+def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Path, data: Any, rec: Any) -> bool:
+    """Train (or resume) the GRPO stage from the SFT model; True when it reached ``--grpo-steps``."""
+    from hyperpod_rl.config.presets import with_overrides
+    from hyperpod_rl.config.run import RunConfig
+    from hyperpod_rl.quickstart import make_run_config
+    from hyperpod_rl.tasks.maze import read_rows
+    from hyperpod_rl.train.reference import ReferenceTrainer
+
+    sft, grpo = st.data["sft"], st.data["grpo"]
+    model_dir = st.root / sft["model_dir"]
+    heldout = read_rows(data.heldout)
+    raw = make_run_config(opts, run_id="curve-grpo", model_path=model_dir, revision=sft["revision"], data=data).model_dump(mode="json")
+    settings = {
+        "rollout.engine": args.engine,
+        "trainer.eval_rows": args.heldout,  # step 0: the trainer's benchmark of its base, the SFT model, on held-out
+        "checkpoint.interval": args.eval_every,
+        "checkpoint.keep": 1,
+        **args.set,
+    }
+    cfg = RunConfig.build(with_overrides(raw, settings))
+    run_dir = home / "runs" / "curve-grpo"
+    trainer = ReferenceTrainer(cfg, run_dir)
+    grpo["settings"] = {
+        "grpo": cfg.grpo.model_dump(mode="json"),
+        "lora": cfg.lora.model_dump(mode="json"),
+        "rollout": cfg.rollout.model_dump(mode="json"),
+        "data": {"prompts_per_step": cfg.data.prompts_per_step},
+        "trainer": {"steps": cfg.trainer.steps, "seed": cfg.trainer.seed, "dtype": cfg.trainer.dtype},
+    }
+
+    def record(point: dict[str, Any]) -> None:
+        grpo["points"] = [p for p in grpo["points"] if p["step"] < point["step"]] + [point]
+        st.save()
+        rec.results = _result(st)
+        rec.write()
+        h = point["heldout"]
+        print(f"GRPO step {point['step']}: held-out solve {h['value']:.3f} [{h['low']:.3f}, {h['high']:.3f}]", flush=True)
+
+    def point_of(step: int, per_maze: list[dict[str, Any]], since: int) -> dict[str, Any]:
+        solve = [float(m["solved"]) for m in per_maze]
+        steps = [v for v in _last_values(run_dir / "metrics.jsonl", since=since) if "reward/avg_raw_reward" in v]
+        return {
+            "step": step,
+            "heldout": _iv(solve),
+            "heldout_small": _iv(solve[: args.heldout_small]),
+            "sampled_reward": round(sum(v["reward/avg_raw_reward"] for v in steps) / len(steps), 4) if steps else None,
+            "tied_group_share": round(sum(v.get("reward/tied_group_share", 0.0) for v in steps) / len(steps), 4) if steps else None,
+            "train_s": round(sum(v["timing/step"] for v in _last_values(run_dir / "metrics.jsonl", since=0)), 1),
+        }
+
+    started = {"base": False}
+
+    def after_step(t: Any) -> bool:
+        clock.tick()
+        if not started["base"]:
+            started["base"] = True
+            base = run_dir / "eval" / "base.json"
+            if not any(p["step"] == 0 for p in grpo["points"]) and base.is_file():
+                record(
+                    point_of(0, json.loads(base.read_text())["per_maze"], since=0)
+                    | {"train_s": 0.0, "sampled_reward": None, "tied_group_share": None}
+                )
+        if t.step % args.eval_every == 0 or t.step == cfg.trainer.steps:
+            t0 = time.monotonic()
+            _, per_maze = t.evaluate_policy(heldout)
+            clock.evaluated(t0)
+            record(point_of(t.step, per_maze, since=t.step - args.eval_every) | {"eval_s": round(time.monotonic() - t0, 1)})
+        if args.until_step is not None and t.step >= args.until_step:
+            return True
+        return clock.must_pause(next_evaluates=(t.step + 1) % args.eval_every == 0)
+
+    clock.stage()
+    adapter = trainer.train_until(after_step)
+    grpo["engine"] = {
+        "rollout.engine": cfg.rollout.engine,
+        "ran": "vllm" if getattr(trainer, "engine", None) is not None else "hf",
+        "evaluation": "transformers, greedy, on the trainer's model",
+    }
+    st.save()
+    if adapter is None:
+        print(f"GRPO paused at step {trainer.step} (time budget or --until-step); the same command resumes it", flush=True)
+        return False
+    grpo["done"] = True
+    shutil.rmtree(run_dir / "lora-sync", ignore_errors=True)
+    st.save()
+    return True
+
+
+def _result(st: State) -> dict[str, Any]:
+    """The result file's ``results`` from the state."""
+    d = st.data
+    opts = d["options"]
+    return {
+        "task": "maze (quickstart data: 3x3..5x5, turn limit 6)",
+        "model": {
+            "text": {"hidden_size": opts["text"][0], "layers": opts["text"][1]},
+            "vision": {"hidden_size": opts["vision"][0], "depth": opts["vision"][1]},
+            "head_dim": opts["head_dim"],
+            "parameters": d.get("parameters"),
+        },
+        "seed": opts["seed"],
+        "sft": {k: v for k, v in d["sft"].items() if k != "model_dir"}
+        | {"parameters": "full", "lr": opts["sft_lr"], "rows_per_step": opts["sft_rows_per_step"], "target": opts["sft_target"]},
+        "grpo": {
+            "backend": "reference",
+            "steps": opts["grpo_steps"],
+            "eval_every": opts["eval_every"],
+            "heldout_mazes": opts["heldout"],
+            "heldout_small_mazes": opts["heldout_small"],
+            "heldout_small_is": f"the first {opts['heldout_small']} of the {opts['heldout']} held-out mazes",
+            **{k: v for k, v in d["grpo"].items()},
+        },
+        "walkthrough": WALKTHROUGH,
+        "selection": "SFT stop on validation; held-out read only at the GRPO evaluation points",
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """``run``: SFT (unless done), then GRPO, resumable; the result written at every point."""
+    _check_run(args)
+    state_dir = args.state.resolve()
+    st = State(state_dir, _fingerprint(args))
+    clock = Clock(args.time_budget)
+    home = state_dir / "home"
+    os.environ["HYPERPOD_RL_HOME"] = str(home)
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    import torch
+
+    from hyperpod_rl.quickstart import prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
+
+    if torch.cuda.is_available():
+        torch.backends.cuda.matmul.allow_tf32 = True  # the full-parameter SFT's float32 matmuls
+    opts = _options(args)
+    data = prepare_dataset(opts, home)
+    model_dir, revision, counts = _base_model(args, home, read_rows(data.train))
+    st.data["parameters"] = counts
+    st.save()
+    print(f"model: {counts['total'] / 1e6:.1f} M parameters (text {counts['text'] / 1e6:.1f} M, vision {counts['vision'] / 1e6:.2f} M)")
+    params = {**_fingerprint(args), "state": str(args.state), "time_budget": args.time_budget}
+    with Recording("maze_curve", params=params, path=args.out.resolve()) as rec:
+        rec.results = _result(st)
+        if not st.data["sft"]["done"] and not _sft(args, st, clock, opts, home, (model_dir, revision), data):
+            rec.results = _result(st)
+            rec.notes = "paused in SFT (time budget); rerun the same command to continue"
+            return 0
+        rec.results = _result(st)
+        if not st.data["grpo"]["done"] and not _grpo(args, st, clock, opts, home, data, rec):
+            rec.results = _result(st)
+            rec.notes = "paused in GRPO (time budget or --until-step); rerun the same command to continue"
+            return 0
+        rec.results = _result(st)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- pack
+def _packed_members(state: Path) -> list[Path]:
+    """The state's files ``pack`` takes: all but what is rebuilt from the seed and the engine's sync folder."""
+    out = []
+    for f in sorted(state.rglob("*")):
+        rel = f.relative_to(state).as_posix()
+        if f.is_file() and not rel.startswith(_REBUILT) and "/lora-sync/" not in rel:
+            out.append(f)
+    return out
+
+
+def pack(state: Path, to: Path) -> list[Path]:
+    """Write ``state`` (without what is rebuilt) as a tar cut into parts of at most :data:`PART_BYTES`
+    (``maze_state.partNN``) and ``maze_state.json`` (each part's sha256); returns the files written.
+
+    Raises:
+        CurveError: no state there, or more than :data:`PACK_LIMIT` bytes to pack.
+    """
+    if not (state / "state.json").is_file():
+        raise CurveError(f"{state} holds no maze_curve state (no state.json): give the --state of a run")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for f in _packed_members(state):
+            tar.add(f, arcname=f.relative_to(state).as_posix())
+    blob = buffer.getvalue()
+    if len(blob) > PACK_LIMIT:
+        largest = sorted(_packed_members(state), key=lambda f: -f.stat().st_size)[:3]
+        names = ", ".join(f"{f.relative_to(state)} ({f.stat().st_size / 2**20:.0f} MiB)" for f in largest)
+        raise CurveError(
+            f"the state is {len(blob) / 2**20:.0f} MiB, over the {PACK_LIMIT // 2**20} MiB a device call returns (largest: {names}): "
+            "finish SFT before packing (a paused SFT holds a full checkpoint), or use a smaller --text"
+        )
+    to.mkdir(parents=True, exist_ok=True)
+    written, parts = [], []
+    for i in range(0, max(len(blob), 1), PART_BYTES):
+        part = to / f"maze_state.part{i // PART_BYTES:02d}"
+        part.write_bytes(blob[i : i + PART_BYTES])
+        parts.append({"name": part.name, "sha256": hashlib.sha256(part.read_bytes()).hexdigest()})
+        written.append(part)
+    manifest = to / "maze_state.json"
+    manifest.write_text(json.dumps({"parts": parts, "bytes": len(blob)}, indent=1))
+    return [manifest, *written]
+
+
+def unpack(source: Path, state: Path) -> None:
+    """Rebuild ``state`` from :func:`pack`'s files in ``source`` (each part's sha256 checked first).
+
+    Raises:
+        CurveError: the manifest or a part is missing or damaged, or ``state`` already holds a state.
+    """
+    manifest = source / "maze_state.json"
+    if not manifest.is_file():
+        raise CurveError(f"{source} has no maze_state.json: give the folder pack wrote")
+    if (state / "state.json").exists():
+        raise CurveError(f"{state} already holds a state: unpack into an empty folder")
+    info = json.loads(manifest.read_text())
+    blob = b""
+    for part in info["parts"]:
+        f = source / part["name"]
+        data = f.read_bytes() if f.is_file() else b""
+        if hashlib.sha256(data).hexdigest() != part["sha256"]:
+            raise CurveError(f"{f} is missing or damaged (its sha256 differs from maze_state.json): copy it again")
+        blob += data
+    state.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r") as tar:
+        tar.extractall(state, filter="data")
+
+
+# ---------------------------------------------------------------------------------------------- render
+def render(results: list[Path], png: Path) -> Path:
+    """Held-out solve rate (the quickstart's 200 mazes, 95 % interval band; the first 64 dashed)
+    against GRPO step, one colour per result file (seed), the walkthrough's two points marked;
+    written as a PNG with matplotlib.
+
+    Raises:
+        CurveError: a file is not a maze_curve result, or has no GRPO point.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=120)
+    for path in results:
+        try:
+            r = json.loads(path.read_text())["results"]
+            points = r["grpo"]["points"]
+        except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
+            raise CurveError(f"{path} is not a maze_curve result ({type(err).__name__}: {err})") from None
+        if not points:
+            raise CurveError(f"{path} has no GRPO evaluation point yet: run (or resume) it first")
+        steps = [p["step"] for p in points]
+        main = [p["heldout"] for p in points]
+        small = [p["heldout_small"] for p in points]
+        line = ax.plot(steps, [m["value"] for m in main], marker="o", label=f"seed {r['seed']}: {main[0]['n']} held-out mazes")[0]
+        ax.fill_between(steps, [m["low"] for m in main], [m["high"] for m in main], color=line.get_color(), alpha=0.15)
+        ax.plot(
+            steps, [s["value"] for s in small], ls="--", color=line.get_color(), alpha=0.7, label=f"seed {r['seed']}: first {small[0]['n']}"
+        )
+    (x0, y0), (x1, y1) = WALKTHROUGH_POINTS
+    ax.scatter([x0, x1], [y0, y1], marker="*", s=160, color="black", zorder=5, label="walkthrough (8B, 64 mazes)")
+    ax.set_xlabel("GRPO step")
+    ax.set_ylabel("held-out solve rate (greedy)")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Maze: GRPO from a from-scratch SFT start (bands: 95 % bootstrap)", fontsize=10)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(png)
+    plt.close(fig)
+    return png
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hyperpod_rl.errors import HyperpodRLError
+
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        if args.cmd == "run":
+            return run(args)
+        if args.cmd == "pack":
+            for f in pack(args.state.resolve(), args.to):
+                print(f"{f} ({f.stat().st_size / 2**20:.1f} MiB)")
+            return 0
+        if args.cmd == "unpack":
+            unpack(args.source, args.state)
+            return 0
+        print(render(args.results, args.png))
+        return 0
+    except (CurveError, HyperpodRLError) as err:
+        print("error: " + " ".join(str(err).split()), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

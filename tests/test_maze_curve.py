@@ -1,0 +1,132 @@
+"""benchmarks/gpu/maze_curve.py (issue 40) at CPU smoke scale: SFT from scratch, GRPO with held-out
+points, a paused call resumed by the same command, the state packed in parts, the picture, and
+one-line errors for bad flags."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((REPO / "benchmarks" / "result.schema.json").read_text())
+
+#: tiny everything: 64x1 text, 32x1 vision (head size 32), 6 SFT steps at most, 4 GRPO steps, hf rollouts
+SMOKE = [
+    "--text", "64x1", "--vision", "32x1", "--head-dim", "32", "--train", "40", "--validation", "6", "--heldout", "8",
+    "--heldout-small", "4", "--sft-rows-per-step", "2", "--sft-eval-every", "3", "--sft-target", "0",
+    "--sft-max-steps", "6", "--grpo-steps", "4", "--eval-every", "2", "--lora-rank", "4", "--group-size", "2",
+    "--prompts-per-step", "2", "--engine", "hf", "--set", "trainer.torch_threads=1",
+]  # fmt: skip
+
+
+def _cli(*args: str | Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HYPERPOD_RL_HOME": str(home), "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu.maze_curve", *map(str, args)], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.mark.slow
+def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
+    """Call 1 trains SFT to its (zero) target and pauses GRPO at step 2 (--until-step); call 2, the same
+    command, keeps SFT and the points of call 1 and resumes GRPO from its step-2 checkpoint to step 4;
+    the result follows the schema; the state packs into parts that unpack to the same files; the
+    renderer draws the result."""
+    state, out = tmp_path / "state", tmp_path / "curve.json"
+    first = _cli("run", "--state", state, "--out", out, *SMOKE, "--until-step", "2", home=tmp_path / "home")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    one = json.loads(out.read_text())
+    jsonschema.validate(one, SCHEMA)
+    sft = one["results"]["sft"]
+    assert sft["done"] and sft["stop_step"] == 3 and sft["reached_target"], sft
+    assert [p["step"] for p in sft["curve"]] == [3]
+    assert [p["step"] for p in one["results"]["grpo"]["points"]] == [0, 2]
+    assert "GRPO paused at step 2" in first.stdout
+    sft_metrics = (state / "home" / "runs" / "curve-sft" / "metrics.jsonl").read_text()
+
+    second = _cli("run", "--state", state, "--out", out, *SMOKE, home=tmp_path / "home")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    assert "SFT step" not in second.stdout and "resumed from step_000002" in second.stdout, second.stdout[-2000:]
+    assert (state / "home" / "runs" / "curve-sft" / "metrics.jsonl").read_text() == sft_metrics  # SFT not trained again
+    two = json.loads(out.read_text())
+    jsonschema.validate(two, SCHEMA)
+    points = two["results"]["grpo"]["points"]
+    assert [p["step"] for p in points] == [0, 2, 4] and points[:2] == one["results"]["grpo"]["points"]
+    assert two["results"]["grpo"]["done"] and two["results"]["grpo"]["engine"]["ran"] == "hf"
+    for p in points:
+        assert p["heldout"]["n"] == 8 and p["heldout_small"]["n"] == 4
+        assert p["heldout"]["low"] <= p["heldout"]["value"] <= p["heldout"]["high"]
+    assert two["results"]["model"]["parameters"]["total"] > 0
+
+    parts = tmp_path / "parts"
+    packed = _cli("pack", "--state", state, "--to", parts, home=tmp_path / "home")
+    assert packed.returncode == 0, packed.stderr
+    assert all(f.stat().st_size <= 15 * 2**20 for f in parts.iterdir())
+    again = tmp_path / "again"
+    assert _cli("unpack", "--from", parts, "--state", again, home=tmp_path / "home").returncode == 0
+    assert json.loads((again / "state.json").read_text()) == json.loads((state / "state.json").read_text())
+    model = sorted(p.name for p in (again / "home" / "runs" / "curve-sft" / "model").iterdir())
+    assert "config.json" in model and any(n.endswith(".safetensors") for n in model), model
+
+    png = tmp_path / "curve.png"
+    drawn = _cli("render", out, "--png", png, home=tmp_path / "home")
+    assert drawn.returncode == 0, drawn.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--text", "100"], "is not HIDDENxLAYERS"),
+        (["--text", "96x2", "--head-dim", "64"], "multiple of 32 and of --head-dim 64"),
+        (["--heldout", "10", "--heldout-small", "20"], "--heldout-small 20 is more than --heldout 10"),
+        (["--sft-target", "1.5"], "is not a solve rate"),
+        (["--set", "grpo.nope=1"], "grpo.nope"),
+        (["--engine", "tpu"], "invalid choice"),
+    ],
+)
+def test_a_bad_flag_is_one_error_line(tmp_path: Path, args: list[str], says: str) -> None:
+    done = _cli("run", "--state", tmp_path / "s", "--out", tmp_path / "o.json", *args, home=tmp_path / "home")
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_state_of_other_options_is_refused(tmp_path: Path) -> None:
+    from benchmarks.gpu.maze_curve import CurveError, State
+
+    State(tmp_path, {"seed": 0}).save()
+    with pytest.raises(CurveError, match=r"other options \(seed differ\)"):
+        State(tmp_path, {"seed": 1})
+
+
+def test_unpack_refuses_a_damaged_part(tmp_path: Path) -> None:
+    from benchmarks.gpu.maze_curve import CurveError, pack, unpack
+
+    state = tmp_path / "state"
+    (state / "home" / "runs").mkdir(parents=True)
+    (state / "state.json").write_text("{}")
+    (state / "home" / "runs" / "big.bin").write_bytes(os.urandom(1000))
+    (state / "home" / "datasets").mkdir()
+    (state / "home" / "datasets" / "rebuilt.parquet").write_bytes(b"x")
+    files = pack(state, tmp_path / "parts")
+    unpack(tmp_path / "parts", tmp_path / "ok")
+    assert (tmp_path / "ok" / "home" / "runs" / "big.bin").read_bytes() == (state / "home" / "runs" / "big.bin").read_bytes()
+    assert not (tmp_path / "ok" / "home" / "datasets").exists()  # rebuilt from the seed, never packed
+    files[1].write_bytes(files[1].read_bytes()[:-1])
+    with pytest.raises(CurveError, match="missing or damaged"):
+        unpack(tmp_path / "parts", tmp_path / "bad")
+
+
+def test_render_refuses_a_file_that_is_not_a_curve(tmp_path: Path) -> None:
+    from benchmarks.gpu.maze_curve import CurveError, render
+
+    (tmp_path / "x.json").write_text(json.dumps({"results": {"seed": 0}}))
+    with pytest.raises(CurveError, match="is not a maze_curve result"):
+        render([tmp_path / "x.json"], tmp_path / "x.png")
