@@ -49,6 +49,8 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     assert [p["step"] for p in one["results"]["grpo"]["points"]] == [0, 2]
     assert "GRPO paused at step 2" in first.stdout
     sft_metrics = (state / "home" / "runs" / "curve-sft" / "metrics.jsonl").read_text()
+    other = _cli("run", "--state", state, "--out", out, *SMOKE, "--engine", "auto", home=tmp_path / "home")
+    assert other.returncode != 0 and "trains with --engine hf" in other.stderr, other.stderr[-2000:]
 
     second = _cli("run", "--state", state, "--out", out, *SMOKE, home=tmp_path / "home")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]

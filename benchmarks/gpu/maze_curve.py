@@ -83,7 +83,9 @@ PART_BYTES = 15 * 2**20
 PACK_LIMIT = 60 * 2**20
 
 #: Options that may change between calls of one state (they change nothing trained or measured).
-_PER_CALL = ("state", "out", "time_budget", "until_step", "cmd")
+_PER_CALL = ("state", "out", "time_budget", "until_step", "cmd", "engine")
+#: ``--engine`` may change between calls only until GRPO has trained a step with one (a vLLM engine
+#: that does not start on a machine can give way to transformers' generate, said in the result).
 
 #: Under ``home/``: what is rebuilt from the seed (never packed), and the engine's weight-sync folder.
 _REBUILT = ("home/datasets", "home/models")
@@ -459,6 +461,13 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
     }
     cfg = RunConfig.build(with_overrides(raw, settings))
     run_dir = home / "runs" / "curve-grpo"
+    before = grpo.get("engine_option")
+    if before is not None and before != args.engine:
+        if any(p["step"] > 0 for p in grpo["points"]):
+            raise CurveError(f"GRPO in --state {st.root} trains with --engine {before}: rerun with it, or give another --state")
+        shutil.rmtree(run_dir, ignore_errors=True)  # the other engine's attempt trained no step
+    grpo["engine_option"] = args.engine
+    st.save()
     trainer = ReferenceTrainer(cfg, run_dir)
     grpo["settings"] = {
         "grpo": cfg.grpo.model_dump(mode="json"),
