@@ -25,3 +25,16 @@ def test_the_lint_and_type_tools_are_pinned_exactly_to_what_is_installed(tool: s
     pinned = re.fullmatch(rf"{re.escape(tool)}==(\d+(?:\.\d+)+)", spec)
     assert pinned, f"{spec!r}: pin {tool} exactly (==) in the dev extra"
     assert importlib.metadata.version(tool) == pinned.group(1), f"installed {tool} is not the pinned {pinned.group(1)}: make venv"
+
+
+def test_importing_ray_builds_no_iri_parsers() -> None:
+    """The jsonschema bound (pyproject.toml: below 4.25) keeps rfc3987-syntax out of ``import ray``:
+    from 4.25 jsonschema imports it at import and it builds Lark parsers there, about 2.4 s of CPU in
+    every Ray worker, job driver and dashboard module (python-jsonschema/jsonschema#1428)."""
+    import subprocess
+    import sys
+
+    code = "import sys, ray; print(sorted(m for m in sys.modules if m.split('.')[0] in ('rfc3987_syntax', 'lark')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]", f"import ray imported {out.stdout.strip()}: keep jsonschema below 4.25 (pyproject.toml)"
