@@ -136,7 +136,7 @@ test:
 	rm -rf .test-results && mkdir -p .test-results && mkdir -m 700 "$$HPRL_RUN_TMPDIR"
 	$(PHASE) --start
 	$(PHASE_PY) .ci/leftovers.py --snapshot .test-results/before.json
-	$(PHASE) "install (venv, pip)" -- $(MAKE) --no-print-directory venv
+	$(PHASE) "install (venv, uv)" -- $(MAKE) --no-print-directory venv
 	$(PHASE) "Debian packages (chromium)" -- $(MAKE) --no-print-directory chromium
 	$(PHASE) "JupyterLab 4.5 env" -- $(MAKE) --no-print-directory studio-server-env
 	$(PHASE) "extension build" -- $(MAKE) --no-print-directory labextension
