@@ -91,6 +91,7 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
         (["--sft-target", "1.5"], "is not a solve rate"),
         (["--set", "grpo.nope=1"], "grpo.nope"),
         (["--engine", "tpu"], "invalid choice"),
+        (["--time-budget", "nan"], "--time-budget must be positive seconds"),
     ],
 )
 def test_a_bad_flag_is_one_error_line(tmp_path: Path, args: list[str], says: str) -> None:
@@ -132,3 +133,25 @@ def test_render_refuses_a_file_that_is_not_a_curve(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"results": {"seed": 0}}))
     with pytest.raises(CurveError, match="is not a maze_curve result"):
         render([tmp_path / "x.json"], tmp_path / "x.png")
+
+
+def test_the_default_vllm_engine_is_a_valid_grpo_config_and_answers_in_free_text(tmp_path: Path) -> None:
+    """vLLM decodes free text, so the curve's default engine runs without the maze's one-word
+    constraint (it was refused before any training: the hf smoke run did not cover it)."""
+    from benchmarks.gpu.maze_curve import _check_run, _engine_settings, parser
+
+    _check_run(parser().parse_args(["run", "--state", str(tmp_path / "s"), "--out", str(tmp_path / "o.json")]))
+    assert _engine_settings("vllm") == {"rollout.engine": "vllm", "rollout.action_constraint": "none"}
+    assert _engine_settings("hf") == {"rollout.engine": "hf"}
+
+
+def test_a_state_that_is_a_file_and_a_manifest_that_is_not_json_are_one_line_each(tmp_path: Path) -> None:
+    from benchmarks.gpu.maze_curve import CurveError, unpack
+
+    (tmp_path / "afile").write_text("x")
+    done = _cli("run", "--state", tmp_path / "afile", "--out", tmp_path / "o.json", *SMOKE, home=tmp_path / "home")
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and "is a file, not a folder" in done.stderr, done.stderr[-2000:]
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "maze_state.json").write_text("not json")
+    with pytest.raises(CurveError, match="is not pack's manifest"):
+        unpack(tmp_path / "parts", tmp_path / "st")

@@ -192,7 +192,7 @@ def _check_run(args: argparse.Namespace) -> None:
         raise CurveError(f"--heldout-small {args.heldout_small} is more than --heldout {args.heldout}")
     if args.sft_lr <= 0 or not math.isfinite(args.sft_lr):
         raise CurveError(f"--sft-lr must be a positive number, got {args.sft_lr}")
-    if args.time_budget is not None and args.time_budget <= 0:
+    if args.time_budget is not None and not (math.isfinite(args.time_budget) and args.time_budget > 0):
         raise CurveError(f"--time-budget must be positive seconds, got {args.time_budget}")
     from hyperpod_rl.config.presets import with_overrides
     from hyperpod_rl.config.run import RunConfig
@@ -201,9 +201,16 @@ def _check_run(args: argparse.Namespace) -> None:
     data = {"train_path": "train.parquet", "heldout_path": "heldout.parquet"}  # checked here, not read
     raw = RunConfig.build({"run_id": "curve-check", "backend": "reference", "data": data}).model_dump(mode="json")
     try:
-        RunConfig.build(with_overrides(raw, {**args.set, "trainer.steps": args.grpo_steps, "rollout.engine": args.engine}))
+        RunConfig.build(with_overrides(raw, {**_engine_settings(args.engine), **args.set, "trainer.steps": args.grpo_steps}))
     except HyperpodRLError as err:
         raise CurveError(" ".join(str(err).split())) from None
+
+
+def _engine_settings(engine: str) -> dict[str, str]:
+    """The GRPO run's rollout settings for ``--engine``: vLLM decodes free text, so the maze's
+    one-word constrained answer (``rollout.action_constraint='directions'``, a single forward pass
+    of the trainer's own model) gives way to ``none`` there; hf and auto keep the quickstart's."""
+    return {"rollout.engine": engine, **({"rollout.action_constraint": "none"} if engine == "vllm" else {})}
 
 
 def _fingerprint(args: argparse.Namespace) -> dict[str, Any]:
@@ -218,6 +225,8 @@ class State:
     def __init__(self, root: Path, options: dict[str, Any]) -> None:
         self.root = root
         self.file = root / "state.json"
+        if root.exists() and not root.is_dir():
+            raise CurveError(f"--state {root} is a file, not a folder: give a folder (it is created)")
         if self.file.is_file():
             try:
                 self.data = json.loads(self.file.read_text())
@@ -453,7 +462,7 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
     heldout = read_rows(data.heldout)
     raw = make_run_config(opts, run_id="curve-grpo", model_path=model_dir, revision=sft["revision"], data=data).model_dump(mode="json")
     settings = {
-        "rollout.engine": args.engine,
+        **_engine_settings(args.engine),
         "trainer.eval_rows": args.heldout,  # step 0: the trainer's benchmark of its base, the SFT model, on held-out
         "checkpoint.interval": args.eval_every,
         "checkpoint.keep": 1,
@@ -657,9 +666,13 @@ def unpack(source: Path, state: Path) -> None:
         raise CurveError(f"{source} has no maze_state.json: give the folder pack wrote")
     if (state / "state.json").exists():
         raise CurveError(f"{state} already holds a state: unpack into an empty folder")
-    info = json.loads(manifest.read_text())
+    try:
+        info = json.loads(manifest.read_text())
+        parts_info = list(info["parts"])
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+        raise CurveError(f"{manifest} is not pack's manifest ({type(err).__name__}): copy the folder pack wrote again") from None
     blob = b""
-    for part in info["parts"]:
+    for part in parts_info:
         f = source / part["name"]
         data = f.read_bytes() if f.is_file() else b""
         if hashlib.sha256(data).hexdigest() != part["sha256"]:

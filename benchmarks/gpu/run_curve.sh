@@ -42,7 +42,7 @@ curve() {  # curve ENGINE: one run of the benchmark on what is left of the budge
     python3 -m benchmarks.gpu.maze_curve unpack --from ".curve-state/s$seed" --state "$state" || exit 5
   fi
   curve "$engine"; rc=$?
-  if [ "$rc" -ne 0 ] && [ "$engine" = vllm ] && python3 - "$state/state.json" <<'PY'
+  if [ "$rc" -ne 0 ] && [ "$engine" = vllm ] && [ -f "$state/state.json" ] && python3 - "$state/state.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 sys.exit(0 if d["sft"]["done"] and not any(p["step"] > 0 for p in d["grpo"]["points"]) else 1)
@@ -56,4 +56,6 @@ PY
     python3 -m benchmarks.gpu.maze_curve pack --state "$state" --to "$out/state_s$seed" || echo "== pack refused (see above)"
   fi
   nvidia-smi --query-gpu=memory.used --format=csv,noheader
+  exit "$rc"
 } 2>&1 | tee "$log"
+exit "${PIPESTATUS[0]}"
