@@ -31,13 +31,9 @@ curve() {  # curve ENGINE: one run of the benchmark on what is left of the budge
 {
   echo "== run_curve.sh on $(hostname) at $(date -u +%FT%TZ), seed $seed"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  if [ -n "${KIT_CALL:-}" ] && [ ! -f "$HOME/stage/STAGED" ]; then
-    SKIP_IMPORT_CHECK=${SKIP_IMPORT_CHECK:-1} bash benchmarks/gpu/stage.sh "$KIT_CALL" || { echo "staging call $KIT_CALL failed"; exit 3; }
-  fi
-  [ -f "$HOME/stage/env.sh" ] || { echo "not staged on this machine (a fresh machine?): run the staging calls 1..N again"; exit 4; }
-  # shellcheck disable=SC1091
-  source "$HOME/stage/env.sh"
-  export PYTHONPATH=$HPRL_SITE_SKYRL:$PYTHONPATH
+  # shellcheck disable=SC1091 # linted on its own (tests/test_gpu_kit.py)
+  source benchmarks/gpu/stage_env.sh
+  stage_env || exit $?
   if [ ! -f "$state/state.json" ] && [ -f ".curve-state/s$seed/maze_state.json" ]; then
     python3 -m benchmarks.gpu.maze_curve unpack --from ".curve-state/s$seed" --state "$state" || exit 5
   fi

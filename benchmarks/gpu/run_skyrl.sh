@@ -20,13 +20,9 @@ record=${record//\{gpu\}/${gpu:-gpu}}
 {
   echo "== run_skyrl.sh on $(hostname) at $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  if [ -n "${KIT_CALL:-}" ] && [ ! -f "$HOME/stage/STAGED" ]; then
-    SKIP_IMPORT_CHECK=${SKIP_IMPORT_CHECK:-1} bash benchmarks/gpu/stage.sh "$KIT_CALL" || { echo "staging call $KIT_CALL failed"; exit 3; }
-  fi
-  [ -f "$HOME/stage/env.sh" ] || { echo "not staged on this machine (a fresh machine?): run the staging calls 1..N again"; exit 4; }
-  # shellcheck disable=SC1091
-  source "$HOME/stage/env.sh"
-  export PYTHONPATH=$HPRL_SITE_SKYRL:$PYTHONPATH
+  # shellcheck disable=SC1091 # linted on its own (tests/test_gpu_kit.py)
+  source benchmarks/gpu/stage_env.sh
+  stage_env || exit $?
   export HPRL_E2E_STORAGE=$HOME/e2e HPRL_RESULTS_DIR=$out
   ray stop --force >/dev/null 2>&1 || true
   run_dir=$HOME/e2e/runs/skyrl-e2e-${SHAPE:-2b}
