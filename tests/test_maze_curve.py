@@ -141,8 +141,30 @@ def test_the_default_vllm_engine_is_a_valid_grpo_config_and_answers_in_free_text
     from benchmarks.gpu.maze_curve import _check_run, _engine_settings, parser
 
     _check_run(parser().parse_args(["run", "--state", str(tmp_path / "s"), "--out", str(tmp_path / "o.json")]))
-    assert _engine_settings("vllm") == {"rollout.engine": "vllm", "rollout.action_constraint": "none"}
+    assert _engine_settings("vllm") == {
+        "rollout.engine": "vllm",
+        "rollout.action_constraint": "none",
+        "rollout.max_model_len": 4096,
+        "rollout.max_input_tokens": 4096 - 32,
+    }
+    assert _engine_settings("vllm", {"rollout.max_new_tokens": 64})["rollout.max_input_tokens"] == 4096 - 64
     assert _engine_settings("hf") == {"rollout.engine": "hf"}
+    _check_run(
+        parser().parse_args(
+            ["run", "--state", str(tmp_path / "s"), "--out", str(tmp_path / "o.json"), "--set", "rollout.max_new_tokens=64"]
+        )
+    )
+
+
+def test_the_vllm_engine_asks_for_no_more_positions_than_the_model_has() -> None:
+    """vLLM refuses a max_model_len beyond the model's positions: the run config's default (8224 tokens)
+    stopped the engine on the GPU before GRPO's first step, and the run fell back to hf."""
+    from benchmarks.gpu.maze_curve import MODEL_POSITIONS, _engine_settings
+    from hyperpod_rl.model.tiny import build_tiny_qwen3vl
+
+    model, _ = build_tiny_qwen3vl(seed=0, hidden_size=64, num_layers=1, vision_hidden_size=32, vision_depth=1, head_dim=32, vision_heads=1)
+    assert model.config.text_config.max_position_embeddings == MODEL_POSITIONS
+    assert _engine_settings("vllm")["rollout.max_model_len"] <= MODEL_POSITIONS
 
 
 def test_a_state_that_is_a_file_and_a_manifest_that_is_not_json_are_one_line_each(tmp_path: Path) -> None:

@@ -201,16 +201,36 @@ def _check_run(args: argparse.Namespace) -> None:
     data = {"train_path": "train.parquet", "heldout_path": "heldout.parquet"}  # checked here, not read
     raw = RunConfig.build({"run_id": "curve-check", "backend": "reference", "data": data}).model_dump(mode="json")
     try:
-        RunConfig.build(with_overrides(raw, {**_engine_settings(args.engine), **args.set, "trainer.steps": args.grpo_steps}))
+        RunConfig.build(with_overrides(raw, {**_engine_settings(args.engine, args.set), **args.set, "trainer.steps": args.grpo_steps}))
     except HyperpodRLError as err:
         raise CurveError(" ".join(str(err).split())) from None
 
 
-def _engine_settings(engine: str) -> dict[str, str]:
+#: The curve's model's positions (``max_position_embeddings`` of :func:`hyperpod_rl.model.tiny.build_tiny_qwen3vl`'s
+#: text config). vLLM refuses a ``max_model_len`` beyond them: the run config's default (``rollout.max_input_tokens``
+#: 8192 + ``max_new_tokens`` 32 = 8224) stopped the engine before GRPO's first step on the GPU (2026-12-07, commit
+#: 678b7c636c). A maze conversation is far shorter (the longest prompt is 45 tokens; at most 6 turns of 32 new tokens).
+MODEL_POSITIONS = 4096
+
+
+def _engine_settings(engine: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """The GRPO run's rollout settings for ``--engine``: vLLM decodes free text, so the maze's
     one-word constrained answer (``rollout.action_constraint='directions'``, a single forward pass
-    of the trainer's own model) gives way to ``none`` there; hf and auto keep the quickstart's."""
-    return {"rollout.engine": engine, **({"rollout.action_constraint": "none"} if engine == "vllm" else {})}
+    of the trainer's own model) gives way to ``none`` there, and its context is the model's
+    (:data:`MODEL_POSITIONS`: ``rollout.max_model_len``, the conversation limit below it by one
+    response of ``rollout.max_new_tokens``, from ``settings`` (``--set``) or its default); hf and
+    auto keep the quickstart's."""
+    if engine != "vllm":
+        return {"rollout.engine": engine}
+    from hyperpod_rl.config.sections import RolloutConfig
+
+    new_tokens = int((settings or {}).get("rollout.max_new_tokens", RolloutConfig.model_fields["max_new_tokens"].default))
+    return {
+        "rollout.engine": engine,
+        "rollout.action_constraint": "none",
+        "rollout.max_model_len": MODEL_POSITIONS,
+        "rollout.max_input_tokens": MODEL_POSITIONS - new_tokens,
+    }
 
 
 def _fingerprint(args: argparse.Namespace) -> dict[str, Any]:
@@ -462,7 +482,7 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
     heldout = read_rows(data.heldout)
     raw = make_run_config(opts, run_id="curve-grpo", model_path=model_dir, revision=sft["revision"], data=data).model_dump(mode="json")
     settings = {
-        **_engine_settings(args.engine),
+        **_engine_settings(args.engine, args.set),
         "trainer.eval_rows": args.heldout,  # step 0: the trainer's benchmark of its base, the SFT model, on held-out
         "checkpoint.interval": args.eval_every,
         "checkpoint.keep": 1,
