@@ -9,7 +9,8 @@
 # (ignored: it stays while the machine is warm); on a cold machine it is unpacked from .curve-state/sSEED when that is
 # carried (the parts a PACK=1 call wrote to $OUT/state_sSEED). The same command continues where the last call stopped.
 # ENGINE=vllm (the reference backend's colocated vLLM engine) gives way to transformers' generate (--engine hf) when the
-# vLLM engine fails before GRPO trained a step; the result says which engine ran. Writes to $OUT: the log and the result
+# vLLM engine fails before GRPO trained a step; the result says which engine ran. Once GRPO trained a step, later calls
+# continue with the engine it trains with, whatever ENGINE says. Writes to $OUT: the log and the result
 # ({gpu}_maze_curve_sSEED.json, rewritten at every evaluation point), and with PACK=1 the state's parts.
 set -uo pipefail
 t0=$(date +%s)
@@ -36,6 +37,17 @@ curve() {  # curve ENGINE: one run of the benchmark on what is left of the budge
   stage_env || exit $?
   if [ ! -f "$state/state.json" ] && [ -f ".curve-state/s$seed/maze_state.json" ]; then
     python3 -m benchmarks.gpu.maze_curve unpack --from ".curve-state/s$seed" --state "$state" || exit 5
+  fi
+  # GRPO that trained a step keeps its engine (after a fallback to hf, ENGINE=vllm would be refused: exit 2)
+  trained=$([ -f "$state/state.json" ] && python3 - "$state/state.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))["grpo"]
+print((g.get("engine_option") or "") if any(p["step"] > 0 for p in g["points"]) else "")
+PY
+)
+  if [ -n "$trained" ] && [ "$trained" != "$engine" ]; then
+    echo "== GRPO in $state trains with --engine $trained: continuing with it (ENGINE=$engine asked)"
+    engine=$trained
   fi
   curve "$engine"; rc=$?
   if [ "$rc" -ne 0 ] && [ "$engine" = vllm ] && [ -f "$state/state.json" ] && python3 - "$state/state.json" <<'PY'
