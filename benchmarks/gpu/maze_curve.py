@@ -616,7 +616,7 @@ def run(args: argparse.Namespace) -> int:
     st.save()
     print(f"model: {counts['total'] / 1e6:.1f} M parameters (text {counts['text'] / 1e6:.1f} M, vision {counts['vision'] / 1e6:.2f} M)")
     params = {**_fingerprint(args), "state": str(args.state), "time_budget": args.time_budget}
-    with Recording("maze_curve", params=params, path=args.out.resolve()) as rec:
+    with Recording(args.out.stem, params=params, path=args.out.resolve()) as rec:  # the name is the file's stem, as results/ wants
         rec.results = _result(st)
         if not st.data["sft"]["done"] and not _sft(args, st, clock, opts, home, (model_dir, revision), data):
             rec.results = _result(st)
