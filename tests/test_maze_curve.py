@@ -43,6 +43,7 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     one = json.loads(out.read_text())
     jsonschema.validate(one, SCHEMA)
+    assert one["name"] == "curve"  # the file's stem (tests/test_results_data.py wants it for benchmarks/results/)
     sft = one["results"]["sft"]
     assert sft["done"] and sft["stop_step"] == 3 and sft["reached_target"], sft
     assert [p["step"] for p in sft["curve"]] == [3]
@@ -177,3 +178,14 @@ def test_a_state_that_is_a_file_and_a_manifest_that_is_not_json_are_one_line_eac
     (tmp_path / "parts" / "maze_state.json").write_text("not json")
     with pytest.raises(CurveError, match="is not pack's manifest"):
         unpack(tmp_path / "parts", tmp_path / "st")
+
+
+def test_the_training_notebook_shows_the_committed_curve() -> None:
+    """The GRPO notebook carries docs/img/maze_curve.png as a cell attachment (a path would not resolve both in
+    Jupyter and in the built site): it must be the committed picture, redrawn with `render` when a result changes."""
+    import base64
+
+    nb = json.loads((REPO / "notebooks" / "03-train-grpo.ipynb").read_text())
+    shown = [c["attachments"]["maze_curve.png"]["image/png"] for c in nb["cells"] if "maze_curve.png" in c.get("attachments", {})]
+    assert len(shown) == 1
+    assert base64.b64decode(shown[0]) == (REPO / "docs" / "img" / "maze_curve.png").read_bytes()
