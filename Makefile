@@ -120,13 +120,12 @@ docs: venv
 # listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
 # checkout it changed or added, and anything a test or benchmark left in the temp directory, then
 # removes the run's TMPDIR. The summary's status is kept until then.
-# pytest in one process by default. XDIST="-n 2 --dist loadgroup" runs it on two workers
-# (pytest-xdist): tests/conftest.py puts every test that uses Ray in one group, run by one worker one
-# after another on its one session cluster, while the other worker runs the CPU-only tests. On a
-# busy 2-core machine two workers were slower on the CPU-only tests (tests/train/test_grpo.py,
-# test_logprobs.py, test_sft.py, tests/tasks/maze: 152 s against 105 and 115 s in one process,
-# load average 6-11), so it is not the default until a quiet full run shows a gain.
-XDIST ?=
+# pytest runs on two workers (pytest-xdist, XDIST="-n 2 --dist loadgroup"): tests/conftest.py puts
+# every test that uses Ray in one group, run by one worker one after another on its one session
+# cluster, while the other worker runs the CPU-only tests beside them. `make test XDIST=` runs
+# everything in one process. (Earlier measurements that found two workers slower had the group
+# silently dropped: pytest 9.2 with pytest-xdist 3.8, so pytest is kept below 9.2.)
+XDIST ?= -n 2 --dist loadgroup
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl
 PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)
