@@ -16,12 +16,13 @@ PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-# pip byte-compiles the environment's ~33,000 modules (about 100 s of one core here). Kept: where
-# PYTHONDONTWRITEBYTECODE is set (as in this machine's shells) Python never writes a .pyc itself,
-# so without pip's every process would compile torch, transformers and Ray again at each import.
-# Every extra is installed (dev and studio), so the suite is collected as CI users have it: the
-# studio extra's sagemaker brings a top-level `tests` package (smdebug_rulesconfig), which
-# tests/__init__.py keeps from shadowing ours (tests/test_test_package.py).
+# Every install byte-compiles what it installs (uv's --compile-bytecode, pip's default). Where
+# PYTHONDONTWRITEBYTECODE is set (as in this machine's shells and CI's) Python never writes a .pyc
+# itself, so without it every process compiled torch, transformers and Ray from source again at each
+# import: importing the trainer took 19-21 s of CPU instead of 8-9 s, in every job driver, Ray worker,
+# Serve replica and notebook kernel (uv compiles nothing unless asked; tests/test_makefile_install.py).
+# The checkout's own sources are compiled by `make venv` (below), for the same reason.
+# Every extra is installed (dev and studio), so the suite is collected as CI users have it.
 # The example task plug-in (examples/shapes-task, docs/tasks.md) is installed beside the package:
 # it registers a task by entry point, and tests/tasks trains it for a few steps.
 # The environment is about 8 GB, most of it the CUDA build of torch that PyPI serves (torch, its
@@ -38,11 +39,14 @@ $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: install it (e.g. pyenv install 3.12) or pass PYTHON312=/path/to/python3.12"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip uv==$(UV_VERSION)
-	$(UV) pip install -q -p $(PY) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL) )-e ".[dev,studio]"
-	$(UV) pip install -q -p $(PY) --no-deps -e examples/shapes-task
+	$(UV) pip install -q --compile-bytecode -p $(PY) $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL) )-e ".[dev,studio]"
+	$(UV) pip install -q --compile-bytecode -p $(PY) --no-deps -e examples/shapes-task
 	touch $@
 
+# The checkout's own modules too (its __pycache__ is git-ignored; a file edited later is compiled in
+# memory, as before): every job driver, Ray worker and kernel imports them.
 venv: $(VENV)/.installed
+	$(PY) -m compileall -q -j 0 hyperpod_rl examples/shapes-task >/dev/null
 
 quickstart: venv
 	$(VENV)/bin/hyperpod-rl quickstart $(ARGS)
@@ -58,7 +62,7 @@ STUDIO_REQS = tests/browser/studio-image-requirements.txt
 $(STUDIO_ENV)/.installed: $(STUDIO_REQS) | $(VENV)/.installed
 	@test -n "$(PYTHON312)" || { echo "Python 3.12 not found: pass PYTHON312=/path/to/python3.12"; exit 1; }
 	rm -rf $(STUDIO_ENV) && $(PYTHON312) -m venv $(STUDIO_ENV)
-	$(UV) pip install -q -p $(STUDIO_ENV)/bin/python -r $(STUDIO_REQS)
+	$(UV) pip install -q --compile-bytecode -p $(STUDIO_ENV)/bin/python -r $(STUDIO_REQS)
 	$(STUDIO_ENV)/bin/python -m pip download -q -d $(STUDIO_ENV)/wheelhouse "anywidget>=0.9"
 	$(STUDIO_ENV)/bin/python -m pip download -q --no-deps -d $(STUDIO_ENV)/core "jupyterlab==4.5.0"
 	$(STUDIO_ENV)/bin/python -c "import glob, zipfile; z = zipfile.ZipFile(glob.glob('$(STUDIO_ENV)/core/jupyterlab-4.5.0-*.whl')[0]); \
@@ -116,13 +120,12 @@ docs: venv
 # listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
 # checkout it changed or added, and anything a test or benchmark left in the temp directory, then
 # removes the run's TMPDIR. The summary's status is kept until then.
-# pytest in one process by default. XDIST="-n 2 --dist loadgroup" runs it on two workers
-# (pytest-xdist): tests/conftest.py puts every test that uses Ray in one group, run by one worker one
-# after another on its one session cluster, while the other worker runs the CPU-only tests. On a
-# busy 2-core machine two workers were slower on the CPU-only tests (tests/train/test_grpo.py,
-# test_logprobs.py, test_sft.py, tests/tasks/maze: 152 s against 105 and 115 s in one process,
-# load average 6-11), so it is not the default until a quiet full run shows a gain.
-XDIST ?=
+# pytest runs on two workers (pytest-xdist, XDIST="-n 2 --dist loadgroup"): tests/conftest.py puts
+# every test that uses Ray in one group, run by one worker one after another on its one session
+# cluster, while the other worker runs the CPU-only tests beside them. `make test XDIST=` runs
+# everything in one process. (Earlier measurements that found two workers slower had the group
+# silently dropped: pytest 9.2 with pytest-xdist 3.8, so pytest is kept below 9.2.)
+XDIST ?= -n 2 --dist loadgroup
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl
 PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)

@@ -67,20 +67,25 @@ def _xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-@pytest.hookimpl(tryfirst=True)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test that uses the session's cluster is marked ``ray``; under pytest-xdist every ``ray``
+    test is in the :data:`RAY_GROUP` group, set as each test is collected, before any
+    ``pytest_collection_modifyitems`` (pytest-xdist reads it in its own). pytest stays below 9.2:
+    there ``Node.nodeid`` is computed, and pytest-xdist 3.8 still writes the group into
+    ``item._nodeid``, so every group was silently dropped and the Ray tests were spread over both
+    workers, two clusters side by side (pyproject.toml; tests/test_conftest_groups.py)."""
+    if "local_cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("ray") is None:
+        item.add_marker(pytest.mark.ray)
+    if _xdist_worker(item.config) and item.get_closest_marker("ray") is not None:
+        item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test that uses the session's cluster is marked ``ray`` (before ``-m`` deselects; under
-    pytest-xdist every ``ray`` test is in the :data:`RAY_GROUP` group), and every
-    test's registered marks and ``Slow:`` reason go into the junit file as properties (``marks``,
-    ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and checks that a
-    test over 60 s says why."""
+    """Every test's registered marks and ``Slow:`` reason go into the junit file as properties
+    (``marks``, ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and
+    checks that a test over 60 s says why."""
     registered = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
-    worker = _xdist_worker(config)
     for item in items:
-        if "local_cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("ray") is None:
-            item.add_marker(pytest.mark.ray)
-        if worker and item.get_closest_marker("ray") is not None:
-            item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
         item.user_properties.append(("marks", " ".join(sorted({m.name for m in item.iter_markers()} & registered))))
         reason = SLOW_REASON.search(getattr(getattr(item, "function", None), "__doc__", None) or "")
         if reason:

@@ -1,5 +1,6 @@
-"""The suite collects with every extra installed (issue 30 item 5): ``sagemaker`` (the studio
-extra) pulls in ``smdebug_rulesconfig``, which installs a top-level ``tests`` package. A regular
+"""The suite collects with every extra installed (issue 30 item 5), and beside the SageMaker Python
+SDK (Studio images have it; the studio extra brought it until it was dropped for its weight), whose
+``smdebug_rulesconfig`` installs a top-level ``tests`` package. A regular
 package anywhere on ``sys.path`` beats a namespace package, so while ``tests/`` had no
 ``__init__.py`` every module importing ``tests.<helper>`` failed to collect. Here a package
 named ``tests`` stands on ``sys.path`` as that one does, and collection still finds this suite's
