@@ -50,10 +50,34 @@ class EngineSizing(NamedTuple):
     max_model_len: int
 
 
-def engine_sizing(config: RunConfig) -> EngineSizing:
-    """The :class:`EngineSizing` of ``config``'s reference-backend vLLM engine (``rollout.engine`` vllm or auto)."""
+def engine_sizing(config: RunConfig, model_positions: int | None = None) -> EngineSizing:
+    """The :class:`EngineSizing` of ``config``'s reference-backend vLLM engine (``rollout.engine`` vllm or auto).
+
+    Args:
+        config: the run.
+        model_positions: the base model's ``max_position_embeddings`` (its ``config.json``, the text
+            config's for Qwen3-VL), when known. vLLM refuses a ``max_model_len`` beyond it, so an unset
+            ``rollout.max_model_len`` becomes the smaller of the two (prompts over
+            ``rollout.max_prompt_tokens`` are dropped before training either way).
+
+    Raises:
+        ConfigError: ``rollout.max_model_len`` is set above ``model_positions``, or the model has fewer
+            positions than ``rollout.max_prompt_tokens + rollout.max_new_tokens``.
+    """
     r = config.rollout
     max_len = r.max_model_len or r.max_input_tokens + r.max_new_tokens
+    if model_positions is not None:
+        if r.max_model_len is not None and r.max_model_len > model_positions:
+            raise ConfigError(
+                f"rollout.max_model_len={r.max_model_len} is more than the base model's {model_positions} positions "
+                f"(max_position_embeddings): set rollout.max_model_len to at most {model_positions}, or unset it"
+            )
+        if r.max_prompt_tokens + r.max_new_tokens > model_positions:
+            raise ConfigError(
+                f"rollout.max_prompt_tokens + rollout.max_new_tokens = {r.max_prompt_tokens + r.max_new_tokens} is more than the "
+                f"base model's {model_positions} positions (max_position_embeddings): lower rollout.max_prompt_tokens"
+            )
+        max_len = min(max_len, model_positions)
     return EngineSizing(
         sequences=config.data.prompts_per_step * config.grpo.group_size,
         tokens_per_sequence=min(max_len, r.max_prompt_tokens + r.max_new_tokens),

@@ -360,9 +360,12 @@ class ReferenceTrainer:
     def _start_engine(self, model_dir: Path, processor: Any) -> VLLMEngine:
         """The colocated vLLM engine, asking for the memory :func:`vllm_rollout_fraction` counts."""
         cfg = self.config
-        shape = shape_from_hf_config(load_user_data(Path(model_dir) / "config.json", "base model config.json", syntax="json"))
+        hf_config = load_user_data(Path(model_dir) / "config.json", "base model config.json", syntax="json")
+        shape = shape_from_hf_config(hf_config)
         free, total = torch.cuda.mem_get_info(self.device)
-        sizing = engine_sizing(cfg)  # as `hyperpod-rl plan` counts it
+        positions = hf_config.get("text_config", hf_config).get("max_position_embeddings")
+        # as `hyperpod-rl plan` counts it, within the model's positions (vLLM refuses a longer max_model_len)
+        sizing = engine_sizing(cfg, positions if isinstance(positions, int) else None)
         fraction = vllm_rollout_fraction(
             shape,
             sequences=sizing.sequences,

@@ -226,3 +226,22 @@ def test_an_awake_engine_is_planned_beside_the_update(tmp_path):
     assert plan(big.model_copy(update={"engine_sleeps": True})).fits
     with pytest.raises(ConfigError, match="engine_sleeps=False"):
         PlanInput(engine_sleeps=False)  # SkyRL's FSDP2 layout
+
+
+def test_the_engine_context_stays_within_the_base_models_positions(tmp_path):
+    """vLLM refuses a max_model_len beyond the model's max_position_embeddings: on the GPU the
+    default 8192 + 32 = 8224 stopped a 4096-position model's engine before GRPO's first step
+    (issue 40's curve, 2026-12-07). Unset, it is capped; set above the model, or with prompts that
+    cannot fit, it is one clear error before the engine starts."""
+    from hyperpod_rl.run_plan import engine_sizing
+
+    cfg = _config("reference", tmp_path, rollout={"engine": "vllm", "action_constraint": "none", "max_new_tokens": 32})
+    assert engine_sizing(cfg).max_model_len == 8192 + 32  # the model's limit unknown: as configured
+    capped = engine_sizing(cfg, 4096)
+    assert capped.max_model_len == 4096 and capped.tokens_per_sequence == min(4096, cfg.rollout.max_prompt_tokens + 32)
+    assert engine_sizing(cfg, 262144).max_model_len == 8192 + 32  # Qwen3-VL-8B's 256k: unchanged
+    explicit = _config("reference", tmp_path, rollout={"engine": "vllm", "action_constraint": "none", "max_model_len": 8192})
+    with pytest.raises(ConfigError, match=r"rollout.max_model_len=8192 is more than the base model's 4096 positions.*at most 4096"):
+        engine_sizing(explicit, 4096)
+    with pytest.raises(ConfigError, match=r"more than the base model's 1024 positions .*lower rollout.max_prompt_tokens"):
+        engine_sizing(cfg, 1024)
