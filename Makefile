@@ -30,9 +30,10 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # names it as an extra index, and pip takes torch's CPU build from there (its +cpu version sorts
 # above PyPI's). Unset, the default, everything comes from PyPI. Run `make clean` first to rebuild.
 TORCH_INDEX_URL ?=
-# The installer: uv, pinned, put into the venv by pip; it resolves the same set pip does and installs it
-# about five times faster on a fresh machine (a fresh clone's install phase: 56 s against pip's 269 s,
-# benchmarks/results/ci_time.json). pip stays in the venv: the extension's wheel is built with it.
+# The installer: uv, pinned, put into the venv by pip; it resolves the same set pip does and installs
+# it faster (a fresh clone's install phase, byte-compiled, with uv's cache warm: 93 s, against pip's
+# 269 s in the record before; benchmarks/results/ci_time.json). pip stays in the venv: the extension's
+# wheel is built with it.
 UV_VERSION := 0.13.9
 UV = $(VENV)/bin/uv
 $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml

@@ -38,3 +38,13 @@ def test_importing_ray_builds_no_iri_parsers() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", f"import ray imported {out.stdout.strip()}: keep jsonschema below 4.25 (pyproject.toml)"
+
+
+def test_ray_serve_reads_its_deployment_config_with_the_installed_protobuf() -> None:
+    """Serve's controller rebuilds every deployment's config from protobuf bytes; with protobuf 7
+    (``FieldDescriptor.label`` removed) that raised AttributeError and no deployment started."""
+    from ray.serve._private.config import DeploymentConfig
+
+    config = DeploymentConfig(num_replicas=2, max_ongoing_requests=7)
+    again = DeploymentConfig.from_proto_bytes(config.to_proto_bytes())
+    assert again.num_replicas == 2 and again.max_ongoing_requests == 7
