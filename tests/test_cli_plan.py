@@ -210,6 +210,7 @@ BAD_INPUTS = [
     (["--config", "{tmp}/missing.yaml"], "give an existing YAML or JSON file"),
     (["--config", "{tmp}/broken.yaml"], "is not valid YAML or JSON at line 3, column 1: fix its syntax"),
     (["--config", "{tmp}/list.yaml"], "holds a list, not a mapping: write the RunConfig fields"),
+    (["--config", "{tmp}/empty.yaml"], "holds nothing (it is empty), not a mapping: write the RunConfig fields"),
     (["--config", "{tmp}/bad-field.yaml"], "lora.rank: must be > 0"),
     (["--config", "{tmp}/bad-field.yaml"], "trainer.micro_batchsize: not a known field"),
     (["--preset", "single-gpu", "--gpu", "A100"], "gpu 'A100' is not known to the planner; use one of H200 (NVIDIA H200, 139.8 GiB), H100"),
@@ -226,6 +227,7 @@ BAD_INPUTS = [
 def test_bad_input_exits_2_with_the_fix_and_no_traceback(tmp_path, args, fix):
     (tmp_path / "broken.yaml").write_text("run_id: x\ndata: [unclosed\n")
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    (tmp_path / "empty.yaml").write_text("")
     bad_field = RunConfig.from_preset("single-gpu").model_dump(mode="json")
     bad_field["lora"]["rank"] = -4
     bad_field["trainer"]["micro_batchsize"] = 2

@@ -143,8 +143,9 @@ class RunConfig(_Section):
         path = Path(path)
         data = load_user_data(path, "run config file", fix="give an existing YAML or JSON file")  # JSON is YAML
         if not isinstance(data, dict):
+            held = "nothing (it is empty)" if data is None else f"a {type(data).__name__}"
             raise ConfigError(
-                f"run config file {str(path)!r} holds a {type(data).__name__}, not a mapping: write the RunConfig fields "
+                f"run config file {str(path)!r} holds {held}, not a mapping: write the RunConfig fields "
                 "(run_id, backend, data, trainer, ...) as keys at the top level"
             )
         return cls.build(with_overrides(data, overrides))
