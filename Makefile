@@ -19,8 +19,8 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # Every install byte-compiles what it installs (uv's --compile-bytecode, pip's default). Where
 # PYTHONDONTWRITEBYTECODE is set (as in this machine's shells and CI's) Python never writes a .pyc
 # itself, so without it every process compiled torch, transformers and Ray from source again at each
-# import: importing the trainer took 19-21 s of CPU instead of 8-9 s, in every job driver, Ray worker,
-# Serve replica and notebook kernel (uv compiles nothing unless asked; tests/test_makefile_install.py).
+# import, in every job driver, Ray worker, Serve replica and notebook kernel (uv compiles nothing
+# unless asked; tests/test_makefile_install.py).
 # The checkout's own sources are compiled by `make venv` (below), for the same reason.
 # Every extra is installed (dev and studio), so the suite is collected as CI users have it.
 # The example task plug-in (examples/shapes-task, docs/tasks.md) is installed beside the package:
@@ -30,10 +30,9 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 # names it as an extra index, and pip takes torch's CPU build from there (its +cpu version sorts
 # above PyPI's). Unset, the default, everything comes from PyPI. Run `make clean` first to rebuild.
 TORCH_INDEX_URL ?=
-# The installer: uv, pinned, put into the venv by pip; it resolves the same set pip does and installs
-# it faster (a fresh clone's install phase, byte-compiled, with uv's cache warm: 93 s, against pip's
-# 269 s in the record before; benchmarks/results/ci_time.json). pip stays in the venv: the extension's
-# wheel is built with it.
+# The installer: uv, pinned, put into the venv by pip; it resolves the same set pip does, faster
+# (benchmarks/results/ci_time.json has the install phase of the last committed `.ci/run` record).
+# pip stays in the venv: the extension's wheel is built with it.
 UV_VERSION := 0.13.9
 UV = $(VENV)/bin/uv
 $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml

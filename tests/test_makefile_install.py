@@ -5,8 +5,7 @@ the CUDA build of torch). Read with ``make -n``, which prints the recipe without
 Every install byte-compiles what it installs: with ``PYTHONDONTWRITEBYTECODE`` set (this machine's
 shells, CI) no process writes a ``.pyc``, and uv compiles nothing unless asked, so after the move
 from pip to uv every job driver, Ray worker and kernel compiled torch, transformers and Ray from
-source at each import (the trainer's imports took 19-21 s of CPU instead of 8-9 s on the 2-core CI
-machine). The last test checks the environment the suite runs in."""
+source at each import. The last test checks the environment the suite runs in."""
 
 from __future__ import annotations
 
