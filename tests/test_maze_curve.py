@@ -82,6 +82,37 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     assert drawn.returncode == 0, drawn.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+    # A lever run through the batch driver: GRPO from this state's SFT model, read on validation, with its
+    # own learning rate; beside it a job whose SFT options differ, refused in one line in its own log.
+    jobs = tmp_path / "jobs.json"
+    lever = [*SMOKE, "--grpo-steps", "2", "--sft-from", str(state), "--eval-split", "validation", "--set", "grpo.lr=1e-3"]
+    jobs.write_text(
+        json.dumps(
+            [
+                {"name": "lr", "record": "{gpu}_lever", "args": lever, "pack": True},
+                {"name": "other", "record": "other", "args": [*lever, "--seed", "1"]},
+            ]
+        )
+    )
+    batch = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu.curve_batch", str(jobs), "--out", str(tmp_path / "b"), "--budget", "240",
+         "--threads", "1", "--states", str(tmp_path / "states"), "--packed", str(tmp_path / "none")],
+        cwd=REPO, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path / "home")}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert batch.returncode == 2 and "== lr: exit 0" in batch.stdout and "== other: exit 2" in batch.stdout, batch.stdout + batch.stderr
+    assert "other SFT options (seed differ)" in (tmp_path / "b" / "other.log").read_text()
+    (record,) = (tmp_path / "b").glob("*_lever.json")
+    lev = json.loads(record.read_text())
+    jsonschema.validate(lev, SCHEMA)
+    grpo = lev["results"]["grpo"]
+    assert grpo["eval_split"] == "validation" and grpo["settings"]["grpo"]["lr"] == 1e-3
+    assert [p["step"] for p in grpo["points"]] == [0, 2] and all(p["validation"]["n"] == 6 and "heldout" not in p for p in grpo["points"])
+    assert lev["results"]["sft"]["from_state"] == str(state) and lev["results"]["sft"]["revision"] == two["results"]["sft"]["revision"]
+    assert (tmp_path / "b" / "state_lr" / "maze_state.json").is_file()  # packed, as asked
+    assert _cli("render", record, "--png", tmp_path / "lever.png", home=tmp_path / "home").returncode == 0
+    mixed = _cli("render", out, record, "--png", tmp_path / "mixed.png", home=tmp_path / "home")
+    assert mixed.returncode == 2 and "different splits" in mixed.stderr, mixed.stderr
+
 
 @pytest.mark.parametrize(
     ("args", "says"),
@@ -100,6 +131,27 @@ def test_a_bad_flag_is_one_error_line(tmp_path: Path, args: list[str], says: str
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("jobs", "says"),
+    [
+        ("[]", "lists no job"),
+        ('[{"name": "a", "record": "r"}, {"name": "a", "record": "s"}]', "names job(s) a more than once"),
+        ('[{"name": "a/b", "record": "r"}]', "0.name: String should match pattern"),
+        ('[{"name": "a", "record": "r", "args": ["--out", "x"]}]', "passes --out: the batch sets"),
+        ('[{"name": "a", "record": "r", "nope": 1}]', "0.nope: Extra inputs are not permitted"),
+        ("{", "the file: Invalid JSON"),
+    ],
+)
+def test_a_bad_jobs_file_is_one_error_line(tmp_path: Path, jobs: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.gpu.curve_batch import main
+
+    (tmp_path / "jobs.json").write_text(jobs)
+    assert main([str(tmp_path / "jobs.json"), "--out", str(tmp_path / "o"), "--budget", "10"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "o").exists()  # nothing started
 
 
 def test_a_state_of_other_options_is_refused(tmp_path: Path) -> None:

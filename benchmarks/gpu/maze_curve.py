@@ -131,6 +131,15 @@ def _settings(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+class _MergeSettings(argparse.Action):
+    """``--set`` given more than once: later settings on top of earlier ones."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None
+    ) -> None:
+        setattr(namespace, self.dest, {**(getattr(namespace, self.dest) or {}), **values})
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with a bad option said as one ``error: ...`` line (exit status 2)."""
 
@@ -165,7 +174,25 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--prompts-per-step", type=_positive, default=8, help="mazes per GRPO step")
     r.add_argument("--engine", choices=("vllm", "hf", "auto"), default="vllm", help="GRPO rollout engine (rollout.engine)")
     r.add_argument(
-        "--set", type=_settings, default={}, metavar="SETTINGS", help="GRPO run-config fields by dotted path, e.g. 'grpo.lr=2e-4'"
+        "--set",
+        type=_settings,
+        action=_MergeSettings,
+        default={},
+        metavar="SETTINGS",
+        help="GRPO run-config fields by dotted path, e.g. 'grpo.lr=2e-4' (repeatable: later ones on top)",
+    )
+    r.add_argument(
+        "--sft-from",
+        type=Path,
+        default=None,
+        metavar="STATE",
+        help="start GRPO from another state's finished SFT model (same seed, model, data and SFT options): a lever run",
+    )
+    r.add_argument(
+        "--eval-split",
+        choices=("heldout", "validation"),
+        default="heldout",
+        help="the split GRPO's evaluation points read: validation for a lever run (settings are chosen there), held-out for the curve",
     )
     r.add_argument("--time-budget", type=float, default=None, metavar="S", help="pause cleanly (state saved) before S seconds")
     r.add_argument("--until-step", type=_positive, default=None, metavar="N", help="this call: pause GRPO once it reaches step N")
@@ -233,9 +260,54 @@ def _engine_settings(engine: str, settings: dict[str, Any] | None = None) -> dic
     }
 
 
+#: The options that define the SFT stage: a ``--sft-from`` state must have been started with the same.
+_SFT_OPTIONS = (
+    "seed", "text", "vision", "head_dim", "train", "validation", "heldout",
+    "sft_lr", "sft_rows_per_step", "sft_eval_every", "sft_target", "sft_max_steps",
+)  # fmt: skip
+
+
+def _sft_from(args: argparse.Namespace, st: State) -> None:
+    """Take ``--sft-from``'s finished SFT stage (its section and model directory) into ``st``.
+
+    Raises:
+        CurveError: the source holds no finished SFT stage, or was started with other SFT options.
+    """
+    source = args.sft_from.resolve()
+    try:
+        src = json.loads((source / "state.json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise CurveError(
+            f"--sft-from {args.sft_from} holds no maze_curve state ({type(err).__name__}): give the --state of a run"
+        ) from None
+    if not src.get("sft", {}).get("done"):
+        raise CurveError(f"--sft-from {args.sft_from} has not finished SFT: run (or resume) it first")
+    mine = _fingerprint(args)
+    differ = [k for k in _SFT_OPTIONS if src.get("options", {}).get(k) != mine.get(k)]
+    if differ:
+        raise CurveError(f"--sft-from {args.sft_from} was started with other SFT options ({', '.join(differ)} differ): pass its own")
+    model = source / src["sft"]["model_dir"]
+    if not model.is_dir():
+        raise CurveError(f"--sft-from {args.sft_from} lacks its SFT model ({model}): unpack that state again")
+    dest = st.root / src["sft"]["model_dir"]
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(model, tmp)
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    st.data["sft"] = {**src["sft"], "from_state": str(args.sft_from)}
+    st.save()
+
+
 def _fingerprint(args: argparse.Namespace) -> dict[str, Any]:
-    """The options a state was started with (all but :data:`_PER_CALL`), as JSON values."""
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in sorted(vars(args).items()) if k not in _PER_CALL}
+    """The options a state was started with (all but :data:`_PER_CALL`; ``--sft-from`` and
+    ``--eval-split`` only where given, so a curve state started before them resumes), as JSON values."""
+    unset = {"sft_from": None, "eval_split": "heldout"}
+    return {
+        k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
+        for k, v in sorted(vars(args).items())
+        if k not in _PER_CALL and not (k in unset and v == unset[k])
+    }
 
 
 # ---------------------------------------------------------------------------------------------- state
@@ -479,11 +551,14 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
 
     sft, grpo = st.data["sft"], st.data["grpo"]
     model_dir = st.root / sft["model_dir"]
-    heldout = read_rows(data.heldout)
+    split = args.eval_split
+    split_path, split_rows = (data.heldout, args.heldout) if split == "heldout" else (data.validation, args.validation)
+    rows = read_rows(split_path)
     raw = make_run_config(opts, run_id="curve-grpo", model_path=model_dir, revision=sft["revision"], data=data).model_dump(mode="json")
     settings = {
         **_engine_settings(args.engine, args.set),
-        "trainer.eval_rows": args.heldout,  # step 0: the trainer's benchmark of its base, the SFT model, on held-out
+        "data.heldout_path": str(split_path),  # step 0: the trainer's benchmark of its base, the SFT model, on the split
+        "trainer.eval_rows": split_rows,
         "checkpoint.interval": args.eval_every,
         "checkpoint.keep": 1,
         **args.set,
@@ -511,16 +586,16 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
         st.save()
         rec.results = _result(st)
         rec.write()
-        h = point["heldout"]
-        print(f"GRPO step {point['step']}: held-out solve {h['value']:.3f} [{h['low']:.3f}, {h['high']:.3f}]", flush=True)
+        h = point[split]
+        print(f"GRPO step {point['step']}: {split} solve {h['value']:.3f} [{h['low']:.3f}, {h['high']:.3f}]", flush=True)
 
     def point_of(step: int, per_maze: list[dict[str, Any]], since: int) -> dict[str, Any]:
         solve = [float(m["solved"]) for m in per_maze]
         steps = [v for v in _last_values(run_dir / "metrics.jsonl", since=since) if "reward/avg_raw_reward" in v]
         return {
             "step": step,
-            "heldout": _iv(solve),
-            "heldout_small": _iv(solve[: args.heldout_small]),
+            split: _iv(solve),
+            **({"heldout_small": _iv(solve[: args.heldout_small])} if split == "heldout" else {}),
             "sampled_reward": round(sum(v["reward/avg_raw_reward"] for v in steps) / len(steps), 4) if steps else None,
             "tied_group_share": round(sum(v.get("reward/tied_group_share", 0.0) for v in steps) / len(steps), 4) if steps else None,
             "train_s": round(sum(v["timing/step"] for v in _last_values(run_dir / "metrics.jsonl", since=0)), 1),
@@ -540,7 +615,7 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
                 )
         if t.step % args.eval_every == 0 or t.step == cfg.trainer.steps:
             t0 = time.monotonic()
-            _, per_maze = t.evaluate_policy(heldout)
+            _, per_maze = t.evaluate_policy(rows)
             clock.evaluated(t0)
             record(point_of(t.step, per_maze, since=t.step - args.eval_every) | {"eval_s": round(time.monotonic() - t0, 1)})
         if args.until_step is not None and t.step >= args.until_step:
@@ -586,10 +661,15 @@ def _result(st: State) -> dict[str, Any]:
             "heldout_mazes": opts["heldout"],
             "heldout_small_mazes": opts["heldout_small"],
             "heldout_small_is": f"the first {opts['heldout_small']} of the {opts['heldout']} held-out mazes",
+            "eval_split": opts.get("eval_split", "heldout"),
             **{k: v for k, v in d["grpo"].items()},
         },
         "walkthrough": WALKTHROUGH,
-        "selection": "SFT stop on validation; held-out read only at the GRPO evaluation points",
+        "selection": (
+            "SFT stop on validation; held-out read only at the GRPO evaluation points"
+            if opts.get("eval_split", "heldout") == "heldout"
+            else "a lever run: GRPO evaluated on validation (where settings are chosen); held-out not read"
+        ),
     }
 
 
@@ -609,6 +689,8 @@ def run(args: argparse.Namespace) -> int:
 
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = True  # the full-parameter SFT's float32 matmuls
+    if args.sft_from is not None and not st.data["sft"]["done"]:
+        _sft_from(args, st)
     opts = _options(args)
     data = prepare_dataset(opts, home)
     model_dir, revision, counts = _base_model(args, home, read_rows(data.train))
@@ -707,10 +789,12 @@ def unpack(source: Path, state: Path) -> None:
 def render(results: list[Path], png: Path) -> Path:
     """Held-out solve rate (the quickstart's 200 mazes, 95 % interval band; the first 64 dashed)
     against GRPO step, one colour per result file (seed), the walkthrough's two points marked;
-    written as a PNG with matplotlib.
+    or, for lever runs (``--eval-split validation``), validation solve rate, one colour per file.
+    Written as a PNG with matplotlib.
 
     Raises:
-        CurveError: a file is not a maze_curve result, or has no GRPO point.
+        CurveError: a file is not a maze_curve result, has no GRPO point, or the files read
+            different splits.
     """
     import matplotlib
 
@@ -718,26 +802,32 @@ def render(results: list[Path], png: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=120)
+    splits: set[str] = set()
     for path in results:
         try:
             r = json.loads(path.read_text())["results"]
             points = r["grpo"]["points"]
+            split = r["grpo"].get("eval_split", "heldout")
+            steps = [p["step"] for p in points]
+            main = [p[split] for p in points]
         except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
             raise CurveError(f"{path} is not a maze_curve result ({type(err).__name__}: {err})") from None
         if not points:
             raise CurveError(f"{path} has no GRPO evaluation point yet: run (or resume) it first")
-        steps = [p["step"] for p in points]
-        main = [p["heldout"] for p in points]
-        small = [p["heldout_small"] for p in points]
-        line = ax.plot(steps, [m["value"] for m in main], marker="o", label=f"seed {r['seed']}: {main[0]['n']} held-out mazes")[0]
+        splits.add(split)
+        what = f"seed {r['seed']}" if split == "heldout" else f"{path.stem}"
+        line = ax.plot(steps, [m["value"] for m in main], marker="o", label=f"{what}: {main[0]['n']} {split} mazes")[0]
         ax.fill_between(steps, [m["low"] for m in main], [m["high"] for m in main], color=line.get_color(), alpha=0.15)
-        ax.plot(
-            steps, [s["value"] for s in small], ls="--", color=line.get_color(), alpha=0.7, label=f"seed {r['seed']}: first {small[0]['n']}"
-        )
-    (x0, y0), (x1, y1) = WALKTHROUGH_POINTS
-    ax.scatter([x0, x1], [y0, y1], marker="*", s=160, color="black", zorder=5, label="walkthrough (8B, 64 mazes)")
+        if split == "heldout":
+            small = [p["heldout_small"] for p in points]
+            ax.plot(steps, [s["value"] for s in small], ls="--", color=line.get_color(), alpha=0.7, label=f"{what}: first {small[0]['n']}")
+    if len(splits) > 1:
+        raise CurveError("the results read different splits (held-out curves and validation lever runs): draw them apart")
+    if splits == {"heldout"}:
+        (x0, y0), (x1, y1) = WALKTHROUGH_POINTS
+        ax.scatter([x0, x1], [y0, y1], marker="*", s=160, color="black", zorder=5, label="walkthrough (8B, 64 mazes)")
     ax.set_xlabel("GRPO step")
-    ax.set_ylabel("held-out solve rate (greedy)")
+    ax.set_ylabel(f"{'held-out' if splits == {'heldout'} else 'validation'} solve rate (greedy)")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")

@@ -10,7 +10,8 @@
 # carried (the parts a PACK=1 call wrote to $OUT/state_sSEED). The same command continues where the last call stopped.
 # ENGINE=vllm (the reference backend's colocated vLLM engine) gives way to transformers' generate (--engine hf) when the
 # vLLM engine fails before GRPO trained a step; the result says which engine ran. Once GRPO trained a step, later calls
-# continue with the engine it trains with, whatever ENGINE says. Writes to $OUT: the log and the result
+# continue with the engine it trains with, whatever ENGINE says. BATCH=jobs.json runs several maze_curve runs side by
+# side instead (benchmarks/gpu/curve_batch.py: lever runs from a seed's SFT, other seeds). Writes to $OUT: the log and the result
 # ({gpu}_maze_curve_sSEED.json, rewritten at every evaluation point), and with PACK=1 the state's parts.
 set -uo pipefail
 t0=$(date +%s)
@@ -35,6 +36,12 @@ curve() {  # curve ENGINE: one run of the benchmark on what is left of the budge
   # shellcheck disable=SC1091 # linted on its own (tests/test_gpu_kit.py)
   source benchmarks/gpu/stage_env.sh
   stage_env || exit $?
+  if [ -n "${BATCH:-}" ]; then  # several runs side by side (benchmarks/gpu/curve_batch.py): SEED, ENGINE, PACK unused
+    python3 -m benchmarks.gpu.curve_batch "$BATCH" --out "$out" --budget "$(left 5)"; rc=$?
+    echo "== curve_batch exit $rc after $(( $(date +%s) - t0 )) s"
+    nvidia-smi --query-gpu=memory.used --format=csv,noheader
+    exit "$rc"
+  fi
   if [ ! -f "$state/state.json" ] && [ -f ".curve-state/s$seed/maze_state.json" ]; then
     python3 -m benchmarks.gpu.maze_curve unpack --from ".curve-state/s$seed" --state "$state" || exit 5
   fi
