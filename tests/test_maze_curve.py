@@ -4,10 +4,12 @@ one-line errors for bad flags."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import jsonschema
@@ -82,10 +84,16 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     assert drawn.returncode == 0, drawn.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    # A lever run through the batch driver: GRPO from this state's SFT model, read on validation, with its
-    # own learning rate; beside it a job whose SFT options differ, refused in one line in its own log.
+    # The SFT stage alone packed (the carry of a lever call), then a lever run through the batch driver: the
+    # carried SFT state unpacked, GRPO from its model, read on validation, with its own learning rate; beside it
+    # a job whose SFT options differ, refused in one line in its own log.
+    carried, states = tmp_path / "carried", tmp_path / "states"
+    assert _cli("pack", "--sft-only", "--state", state, "--to", carried / "s-sft", home=tmp_path / "home").returncode == 0
+    with tarfile.open(fileobj=io.BytesIO((carried / "s-sft" / "maze_state.part00").read_bytes())) as tar:
+        names = tar.getnames()
+    assert names[0] == "state.json" and all(n.startswith("home/runs/curve-sft/model/") for n in names[1:]), names
     jobs = tmp_path / "jobs.json"
-    lever = [*SMOKE, "--grpo-steps", "2", "--sft-from", str(state), "--eval-split", "validation", "--set", "grpo.lr=1e-3"]
+    lever = [*SMOKE, "--grpo-steps", "2", "--sft-from", str(states / "s-sft"), "--eval-split", "validation", "--set", "grpo.lr=1e-3"]
     jobs.write_text(
         json.dumps(
             [
@@ -96,7 +104,7 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     )
     batch = subprocess.run(
         [sys.executable, "-m", "benchmarks.gpu.curve_batch", str(jobs), "--out", str(tmp_path / "b"), "--budget", "240",
-         "--threads", "1", "--states", str(tmp_path / "states"), "--packed", str(tmp_path / "none")],
+         "--threads", "1", "--states", str(states), "--packed", str(carried)],
         cwd=REPO, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path / "home")}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert batch.returncode == 2 and "== lr: exit 0" in batch.stdout and "== other: exit 2" in batch.stdout, batch.stdout + batch.stderr
@@ -107,7 +115,9 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     grpo = lev["results"]["grpo"]
     assert grpo["eval_split"] == "validation" and grpo["settings"]["grpo"]["lr"] == 1e-3
     assert [p["step"] for p in grpo["points"]] == [0, 2] and all(p["validation"]["n"] == 6 and "heldout" not in p for p in grpo["points"])
-    assert lev["results"]["sft"]["from_state"] == str(state) and lev["results"]["sft"]["revision"] == two["results"]["sft"]["revision"]
+    assert json.loads((states / "s-sft" / "state.json").read_text())["grpo"] == {"points": [], "done": False}
+    assert lev["results"]["sft"]["revision"] == two["results"]["sft"]["revision"]
+    assert lev["results"]["sft"]["from_state"] == str(states / "s-sft")
     assert (tmp_path / "b" / "state_lr" / "maze_state.json").is_file()  # packed, as asked
     assert _cli("render", record, "--png", tmp_path / "lever.png", home=tmp_path / "home").returncode == 0
     mixed = _cli("render", out, record, "--png", tmp_path / "mixed.png", home=tmp_path / "home")

@@ -199,6 +199,11 @@ def parser() -> argparse.ArgumentParser:
     k = sub.add_parser("pack", help="write a state folder as parts of at most 15 MiB")
     k.add_argument("--state", type=Path, required=True)
     k.add_argument("--to", type=Path, required=True, help="folder the parts and their manifest go to")
+    k.add_argument(
+        "--sft-only",
+        action="store_true",
+        help="only the finished SFT stage (its model and state; GRPO left out): a --sft-from source for lever runs, about 4 bytes a parameter",
+    )
     u = sub.add_parser("unpack", help="rebuild a state folder from pack's parts")
     u.add_argument("--from", dest="source", type=Path, required=True, help="folder holding the parts and manifest")
     u.add_argument("--state", type=Path, required=True)
@@ -724,18 +729,34 @@ def _packed_members(state: Path) -> list[Path]:
     return out
 
 
-def pack(state: Path, to: Path) -> list[Path]:
+def pack(state: Path, to: Path, sft_only: bool = False) -> list[Path]:
     """Write ``state`` (without what is rebuilt) as a tar cut into parts of at most :data:`PART_BYTES`
     (``maze_state.partNN``) and ``maze_state.json`` (each part's sha256); returns the files written.
+    ``sft_only``: only ``state.json`` with its GRPO stage emptied and the SFT model directory (what
+    ``run --sft-from`` reads).
 
     Raises:
-        CurveError: no state there, or more than :data:`PACK_LIMIT` bytes to pack.
+        CurveError: no state there, ``sft_only`` on a state whose SFT has not finished, or more
+            than :data:`PACK_LIMIT` bytes to pack.
     """
     if not (state / "state.json").is_file():
         raise CurveError(f"{state} holds no maze_curve state (no state.json): give the --state of a run")
+    members = _packed_members(state)
+    head = None
+    if sft_only:
+        data = json.loads((state / "state.json").read_text())
+        if not data["sft"].get("done"):
+            raise CurveError(f"{state} has not finished SFT: --sft-only packs a finished SFT stage; drop it, or finish SFT")
+        model = state / data["sft"]["model_dir"]
+        members = [f for f in members if f.is_relative_to(model)]
+        head = json.dumps({**data, "grpo": {"points": [], "done": False}}, indent=1).encode()
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for f in _packed_members(state):
+        if head is not None:
+            info = tarfile.TarInfo("state.json")
+            info.size = len(head)
+            tar.addfile(info, io.BytesIO(head))
+        for f in members:
             tar.add(f, arcname=f.relative_to(state).as_posix())
     blob = buffer.getvalue()
     if len(blob) > PACK_LIMIT:
@@ -848,7 +869,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "run":
             return run(args)
         if args.cmd == "pack":
-            for f in pack(args.state.resolve(), args.to):
+            for f in pack(args.state.resolve(), args.to, sft_only=args.sft_only):
                 print(f"{f} ({f.stat().st_size / 2**20:.1f} MiB)")
             return 0
         if args.cmd == "unpack":
