@@ -773,6 +773,12 @@ def run(
         raise flow.interrupted() from None
 
 
+def _flag(name: str, value: Any) -> str:
+    """A quickstart option as the CLI spells it: ``--sft-steps``; a switch by its value (``--no-sft``)."""
+    dashed = name.replace("_", "-")
+    return f"--no-{dashed}" if value is False else f"--{dashed}"
+
+
 def resume_options(run_id: str, *, storage: Path | None = None, **overrides: Any) -> QuickstartOptions:
     """The options the quickstart of ``run_id`` started with (``<run dir>/quickstart-options.json``),
     with ``overrides`` of :data:`RESUME_OVERRIDES` (e.g. another ``serve_port``); an override
@@ -789,8 +795,12 @@ def resume_options(run_id: str, *, storage: Path | None = None, **overrides: Any
     recorded = _recorded_options(run_id, paths)
     changed = sorted(k for k, v in overrides.items() if k not in RESUME_OVERRIDES and recorded.get(k) != v)
     if changed:
-        flags = ", ".join("--" + k.replace("_", "-") for k in changed)
-        may = ", ".join("--" + k.replace("_", "-") for k in RESUME_OVERRIDES)
+        # as the CLI spells them: a switch by the side given (--no-sft), the overrides both ways (--serve/--no-serve)
+        flags = ", ".join(_flag(k, overrides[k]) for k in changed)
+        may = ", ".join(
+            f"--{k.replace('_', '-')}/--no-{k.replace('_', '-')}" if isinstance(recorded.get(k), bool) else _flag(k, None)
+            for k in RESUME_OVERRIDES
+        )
         raise ConfigError(
             f"--resume finishes run {run_id!r} with the options it started with: leave out {flags} (only {may} may change), "
             "or start a new run without --resume"

@@ -105,6 +105,12 @@ def test_resume_takes_the_recorded_options_and_refuses_others(tmp_path, monkeypa
     changed = CliRunner().invoke(app, ["quickstart", "--resume", "half-done", "--steps", "9", "--lr", "0.001"])
     assert changed.exit_code == 2, changed.output
     assert "--resume finishes run 'half-done' with the options it started with: leave out --lr, --steps" in " ".join(changed.stderr.split())
+    # switches as the help spells them (a fresh user was told of --serve, where the help says --no-serve)
+    switched = CliRunner().invoke(app, ["quickstart", "--resume", "half-done", "--no-sft"])
+    said = " ".join(switched.stderr.split())
+    assert switched.exit_code == 2 and "leave out --no-sft (only --serve/--no-serve, --serve-port, --dashboard-port may change)" in said, (
+        said
+    )
     write_json(run_paths("half-done").eval_file("base"), {"label": "base"})  # as its base evaluation left it
     # a new start with its id; sizes that cannot be filled, so that were it not refused it would stop before a cluster starts
     unfillable = ["--min-size", "2", "--max-size", "2", "--train-rows", "500", "--no-sft"]

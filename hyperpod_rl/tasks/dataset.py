@@ -96,6 +96,18 @@ def take_quota(need: dict[str, int], stratum: str) -> bool:
     return True
 
 
+def shortfall(need: Mapping[str, int]) -> str:
+    """The rows :func:`take_quota` still needs, in words: ``"95,667 rows"`` for a split without a
+    mix, ``"12 rows of 'path:long', 3 of 'turns:many'"`` with one (open quotas only)."""
+    open_ = [(k, n) for k, n in need.items() if n > 0]
+    if not open_:
+        return "no rows"
+    if len(open_) == 1 and not open_[0][0]:
+        return f"{open_[0][1]:,} rows"
+    words = [f"{n:,} of {k!r}" if k else f"{n:,} of any stratum" for k, n in open_]
+    return f"{words[0].replace(' of ', ' rows of ', 1)}{''.join(', ' + w for w in words[1:])}"
+
+
 def check_weights[W: Mapping[str, float]](weights: W, known: Sequence[str], what: str) -> W:
     """Check sampling weights over the names ``known`` (e.g. generator algorithms); for a field validator.
 

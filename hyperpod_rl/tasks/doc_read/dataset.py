@@ -44,7 +44,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hyperpod_rl.base import Seed, format_validation_error
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, take_quota
+from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, shortfall, take_quota
 from hyperpod_rl.tasks.dataset import read_rows as _read
 from hyperpod_rl.tasks.dataset import write_parquet as _write
 from hyperpod_rl.tasks.doc_read._model import DocModel
@@ -234,7 +234,7 @@ def _build_split(spec: DatasetSpec, split: str, seen_docs: set[str]) -> list[Doc
         content_hash = hashlib.sha256(f"{doc_hash}:{question.content_hash()}:{style.model_dump_json()}".encode()).hexdigest()[:32]
         rows.append(make_row(spec, split, doc, question, style, stratum, content_hash))
     if len(rows) < count:
-        short = {k or "<any>": n for k, n in need.items() if n > 0}
+        short = shortfall(need)
         raise TaskError(
             f"counts.{split}={count} cannot be filled with unique documents: {len(rows)} built after {index} candidates, "
             f"still missing {short}. Change mix, kinds or qtypes so the strata are reachable, or lower counts.{split}."

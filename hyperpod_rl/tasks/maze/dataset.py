@@ -41,7 +41,7 @@ from pydantic import Field, field_validator, model_validator
 from hyperpod_rl.base import Seed
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks import dataset as _shared
-from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, take_quota, write_parquet
+from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, shortfall, take_quota, write_parquet
 from hyperpod_rl.tasks.maze._model import MazeModel
 from hyperpod_rl.tasks.maze.generate import ALGORITHMS, Algorithm, generate_maze
 from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE, Maze, default_max_turns
@@ -227,7 +227,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str], min_len: int) ->
         seen.add(h)
         rows.append(_row(spec, maze, split, stratum, algorithm, seed))
     if len(rows) < count:
-        short = {k or "<any>": n for k, n in need.items() if n > 0}
+        short = shortfall(need)
         field = "mix" if in_dist and spec.mix else ("sizes" if in_dist else "ood_sizes / ood_min_path_length")
         raise MazeError(
             f"counts.{split}={count} cannot be filled with unique layouts: {len(rows)} built after {index + 1} "

@@ -38,7 +38,7 @@ from pydantic import Field, field_validator, model_validator
 
 from hyperpod_rl.base import Seed
 from hyperpod_rl.errors import TaskError
-from hyperpod_rl.tasks.dataset import StratumMix, derive_seed, quotas, take_quota, write_parquet
+from hyperpod_rl.tasks.dataset import StratumMix, derive_seed, quotas, shortfall, take_quota, write_parquet
 from hyperpod_rl.tasks.dataset import read_rows as _read_rows
 from hyperpod_rl.tasks.protocol import SPLITS, TaskOptions
 from hyperpod_rl.tasks.ui_nav.app import default_max_turns, initial_state
@@ -186,7 +186,7 @@ def _build_split(spec: DatasetSpec, split: str, seen: set[str]) -> list[dict[str
     index, last_accept = 0, 0
     while len(rows) < count:
         if index - last_accept > _STALL_LIMIT:
-            short = {k or "<any>": n for k, n in need.items() if n > 0}
+            short = shortfall(need)
             raise TaskError(
                 f"counts.{split}={count} cannot be filled with unique apps: {len(rows)} built, still missing {short}. "
                 f"Lower counts.{split}, widen depths / branching / controls, or change mix."

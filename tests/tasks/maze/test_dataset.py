@@ -115,8 +115,17 @@ def test_mix_is_respected() -> None:
 
 
 def test_not_enough_unique_layouts_raises() -> None:
-    with pytest.raises(MazeError, match=r"counts\.train=100 cannot be filled with unique layouts"):
+    """The shortfall is said in rows (a fresh user saw a raw ``{'<any>': 95667}``)."""
+    with pytest.raises(MazeError, match=r"counts\.train=100 cannot be filled with unique layouts.*still missing \d+ rows\. Change sizes"):
         build_dataset(DatasetSpec(sizes=[(2, 2)], counts={"train": 100}))
+
+
+def test_a_shortfall_is_said_in_rows_per_stratum() -> None:
+    from hyperpod_rl.tasks.dataset import shortfall
+
+    assert shortfall({"": 95667}) == "95,667 rows"
+    assert shortfall({"len1-3": 12, "len4-7": 0, "len8-15": 3}) == "12 rows of 'len1-3', 3 of 'len8-15'"
+    assert shortfall({"len1-3": 2, "": 4}) == "2 rows of 'len1-3', 4 of any stratum"
 
 
 @pytest.mark.parametrize(
