@@ -120,13 +120,13 @@ docs: venv
 # listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
 # checkout it changed or added, and anything a test or benchmark left in the temp directory, then
 # removes the run's TMPDIR. The summary's status is kept until then.
-# pytest in one process by default. XDIST="-n 2 --dist loadgroup" runs it on two workers
-# (pytest-xdist): tests/conftest.py puts every test that uses Ray in one group, run by one worker one
-# after another on its one session cluster, while the other worker runs the CPU-only tests beside
-# them. (Until 2026-12-07 the group was silently dropped: pytest 9.2 with pytest-xdist 3.8, so pytest
-# is kept below 9.2.) Not the default: in a fresh-clone run with it (2026-12-07, 2-core machine) the
-# Studio browser test, which runs while the other worker is busiest, timed out waiting for its chart.
-XDIST ?=
+# pytest on two workers (pytest-xdist): tests/conftest.py puts every test that uses Ray in one group,
+# run by one worker one after another on its one session cluster (the largest group, so it starts
+# first), while the other worker runs the CPU-only tests beside them; the browser tests run last, once
+# the other worker is done (a Studio browser test that ran while it was busiest once timed out waiting
+# for its chart). (Until 2026-12-07 the group was silently dropped: pytest 9.2 with pytest-xdist 3.8,
+# so pytest is kept below 9.2.) XDIST= runs pytest in one process.
+XDIST ?= -n 2 --dist loadgroup
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl
 PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)

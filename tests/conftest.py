@@ -81,9 +81,13 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test's registered marks and ``Slow:`` reason go into the junit file as properties
-    (``marks``, ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and
-    checks that a test over 60 s says why."""
+    """The browser tests go last (in order): under pytest-xdist they are the end of the Ray group, so
+    they run once the other worker has finished the CPU-only tests, on a quiet machine (a Studio
+    browser test run while that worker was busiest once waited past its chart's timeout). Every
+    test's registered marks and ``Slow:`` reason go into the junit file as properties (``marks``,
+    ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and checks that a
+    test over 60 s says why."""
+    items[:] = sorted(items, key=lambda item: item.get_closest_marker("browser") is not None)  # stable: the rest keep their order
     registered = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
     for item in items:
         item.user_properties.append(("marks", " ".join(sorted({m.name for m in item.iter_markers()} & registered))))
