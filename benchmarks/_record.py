@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -143,7 +144,11 @@ def git_state() -> dict[str, Any]:
     docs' figure passages, which must not mark the next run dirty).
     """
     top = _git("rev-parse", "--show-toplevel")
-    if os.environ.get("HPRL_GIT_COMMIT"):
+    given = os.environ.get("HPRL_GIT_COMMIT")
+    if given and not re.fullmatch(r"[0-9a-f]{40}", given):
+        # a short sha cannot be checked against the schema or looked up later (9 lever records of 2026-12-07 carried one)
+        raise ValueError(f"HPRL_GIT_COMMIT={given!r} is not a full commit sha: pass `git rev-parse HEAD` (40 hex digits)")
+    if given:
         # the caller says: a device machine's copy of the checkout may carry an older commit plus the changes as a dirty tree
         manifest = os.environ.get("HPRL_GIT_MANIFEST")
         if not manifest:

@@ -1369,6 +1369,64 @@ def maze_curve() -> str:
     return "\n".join(rows)
 
 
+#: Issue 40's lever runs on seed 0's SFT model, read on validation (benchmarks/gpu/curve_jobs/levers*_s0.json), with what each changes.
+MAZE_LEVERS: dict[str, str] = {
+    "h100_maze_lever_base_s0": "none: the curve's settings (lr 1e-4, groups of 8, 8 mazes a step, process advantage)",
+    "h100_maze_lever_lr3e-4_s0": "`grpo.lr` 3e-4",
+    "h100_maze_lever_lr1e-3_s0": "`grpo.lr` 1e-3",
+    "h100_maze_lever_lr3e-3_s0": "`grpo.lr` 3e-3",
+    "h100_maze_lever_group16_s0": "groups of 16 (`--group-size 16`)",
+    "h100_maze_lever_prompts32_s0": "32 mazes a step (`--prompts-per-step 32`)",
+    "h100_maze_lever_outcome_s0": "`grpo.advantage` outcome (not process)",
+    "h100_maze_lever_steps480_s0": "480 steps (`--grpo-steps 480`, evaluated every 40)",
+    "h100_maze_lever_vllm_s0": "vLLM rollouts, free text (`--engine vllm`: `rollout.action_constraint` none)",
+}
+
+
+def maze_levers() -> str:
+    """Block (docs/sft.md): each lever run's validation solve rate at step 0 and at its last point (95 %
+    bootstrap intervals), the steps it reached, its last window's sampled reward and tied-group share.
+
+    Raises:
+        ValueError: a record is not a lever run (validation split, GRPO from another state's SFT) of seed 0's SFT model.
+    """
+    records = {name: load_result(name) for name in MAZE_LEVERS}
+    revisions = {r["results"]["sft"]["revision"] for r in records.values()}
+    if len(revisions) != 1 or any(r["results"]["grpo"].get("eval_split") != "validation" for r in records.values()):
+        raise ValueError("the lever records are not validation runs from one SFT model")
+    first = next(iter(records.values()))
+    gpu = first["machine"]["gpus"][0].split(",")[0]
+    rows = [
+        f"`python -m benchmarks.gpu.curve_batch` (`benchmarks/gpu/curve_jobs/levers_s0.json`, `levers2_s0.json`), one {gpu}, "
+        f"{first['date'][:10]}, commit `{(code_commit(first) or 'unknown')[:10]}`, side by side in two device calls: GRPO "
+        f"from seed 0's SFT model (revision `{revisions.pop()}`), each lever alone against the curve's settings, "
+        "validation solve rate, greedy, on the 200 validation mazes, value [95 % bootstrap interval]. "
+        "A run that did not reach its last step in the call's time says where it stopped.",
+        "",
+        "| lever | validation, step 0 | validation, last point | steps reached | sampled reward, last window | tied groups, last window |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, lever in MAZE_LEVERS.items():
+        g = records[name]["results"]["grpo"]
+        pts = g["points"]
+        last = pts[-1]
+        reward = "–" if last["sampled_reward"] is None else f"{last['sampled_reward']:+.3f}"
+        tied = "–" if last["tied_group_share"] is None else f"{last['tied_group_share']:.2f}"
+        reached = f"{last['step']} of {g['steps']}" + ("" if g.get("done") else " (paused)")
+        rows.append(f"| {lever} | {_ci(pts[0]['validation'])} | {_ci(last['validation'])} | {reached} | {reward} | {tied} |")
+    base = records["h100_maze_lever_base_s0"]["results"]["grpo"]["points"][-1]["validation"]
+    above = [MAZE_LEVERS[n] for n, r in records.items() if r["results"]["grpo"]["points"][-1]["validation"]["low"] > base["value"]]
+    rows += [
+        "",
+        "A lever whose last point's interval lies above the unchanged run's last value: "
+        + (", ".join(above) if above else "none")
+        + ". Records: "
+        + ", ".join(f"`benchmarks/results/{name}.json`" for name in MAZE_LEVERS)
+        + ".",
+    ]
+    return "\n".join(rows)
+
+
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
@@ -1378,6 +1436,7 @@ PASSAGES: dict[str, Passage] = {
     "sft-grpo-levers": Passage("docs/sft.md", ("sft_grpo_levers",), sft_grpo_levers, block=True),
     "sft-limits": Passage("docs/sft.md", (*_LIMITS, *_VIEW), sft_limits, block=True),
     "maze-curve": Passage("docs/sft.md", MAZE_CURVE, maze_curve, block=True),
+    "maze-levers": Passage("docs/sft.md", tuple(MAZE_LEVERS), maze_levers, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),

@@ -136,6 +136,27 @@ def test_a_copied_tree_is_checked_against_its_commits_manifest(tmp_path: Path) -
     assert sorted(manifest_dirty(manifest, copy)) == ["lib.py", "run.py"]
 
 
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_a_short_git_commit_carries_its_full_sha(path: Path) -> None:
+    data = _load(path)
+    if len(data["git_commit"]) < 40:
+        corrected = data.get("corrected_commit") or {}
+        assert len(corrected.get("commit", "")) == 40 and corrected["commit"].startswith(data["git_commit"]), path.name
+
+
+def test_a_short_commit_sha_is_refused_before_anything_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nine lever records of 2026-12-07 carried ``6d2cc72`` (given short on the device machine): the schema
+    wants the full sha, which a copy without .git cannot look up afterwards."""
+    from benchmarks._record import git_state
+
+    monkeypatch.setenv("HPRL_GIT_COMMIT", "6d2cc72")
+    with pytest.raises(ValueError, match=r"HPRL_GIT_COMMIT='6d2cc72' is not a full commit sha: pass `git rev-parse HEAD`"):
+        git_state()
+    monkeypatch.setenv("HPRL_GIT_COMMIT", "0" * 40)
+    monkeypatch.delenv("HPRL_GIT_MANIFEST", raising=False)
+    assert git_state() == {"commit": "0" * 40, "dirty": None}
+
+
 @pytest.mark.parametrize("name", H200)
 def test_h200_records_are_self_consistent(name: str) -> None:
     records = load_records(RESULTS / name)

@@ -48,7 +48,7 @@ class Job(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="the state folder's and log's name")
-    record: str = Field(pattern=r"^[A-Za-z0-9{}][A-Za-z0-9_.{}-]{0,127}$", description="the result file's stem ({gpu}: h100/h200)")
+    record: str = Field(pattern=r"^[a-z0-9_{}-]{1,128}$", description="the result file's stem ({gpu}: h100/h200), as results/ names them")
     args: list[str] = Field(default_factory=list, description="maze_curve run options (not --state, --out or --time-budget)")
     pack: bool = False
 
