@@ -109,6 +109,7 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     )  # fmt: skip
     assert batch.returncode == 2 and "== lr: exit 0" in batch.stdout and "== other: exit 2" in batch.stdout, batch.stdout + batch.stderr
     assert "other SFT options (seed differ)" in (tmp_path / "b" / "other.log").read_text()
+    assert not (states / "other").exists()  # refused before its state folder was made
     (record,) = (tmp_path / "b").glob("*_lever.json")
     lev = json.loads(record.read_text())
     jsonschema.validate(lev, SCHEMA)

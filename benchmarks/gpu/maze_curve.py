@@ -50,6 +50,12 @@ parts of at most 15 MiB (``unpack`` joins and checks them): the SFT model (float
 a parameter) and one GRPO checkpoint (LoRA weights and AdamW state). A paused SFT stage holds a
 full-parameter checkpoint (about 12 bytes a parameter): finish SFT on the machine that started it.
 
+Lever runs (settings are chosen on validation, never on held-out): ``run --sft-from STATE
+--eval-split validation --set ...`` starts GRPO from another state's finished SFT model (its SFT
+options must match) and reads validation at every point; ``pack --sft-only`` packs just that SFT
+stage (about 4 bytes a parameter) for a device call's carry; :mod:`benchmarks.gpu.curve_batch`
+runs several such runs side by side in one device call.
+
 ``--out PATH.json`` is written after every evaluation point (so a killed call still returns it),
 with :mod:`benchmarks._record`'s fields (commit, packages, machine, date, load).
 """
@@ -272,11 +278,13 @@ _SFT_OPTIONS = (
 )  # fmt: skip
 
 
-def _sft_from(args: argparse.Namespace, st: State) -> None:
-    """Take ``--sft-from``'s finished SFT stage (its section and model directory) into ``st``.
+def _sft_source(args: argparse.Namespace) -> dict[str, Any]:
+    """``--sft-from``'s state, checked before anything is created: its finished SFT stage, started with
+    this run's SFT options, with its model directory there.
 
     Raises:
-        CurveError: the source holds no finished SFT stage, or was started with other SFT options.
+        CurveError: the source holds no finished SFT stage, was started with other SFT options, or
+            lacks its model.
     """
     source = args.sft_from.resolve()
     try:
@@ -294,6 +302,12 @@ def _sft_from(args: argparse.Namespace, st: State) -> None:
     model = source / src["sft"]["model_dir"]
     if not model.is_dir():
         raise CurveError(f"--sft-from {args.sft_from} lacks its SFT model ({model}): unpack that state again")
+    return src
+
+
+def _sft_from(args: argparse.Namespace, st: State, src: dict[str, Any]) -> None:
+    """Copy the checked ``--sft-from`` state's SFT stage (its section and model directory) into ``st``."""
+    model = args.sft_from.resolve() / src["sft"]["model_dir"]
     dest = st.root / src["sft"]["model_dir"]
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -681,6 +695,7 @@ def _result(st: State) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """``run``: SFT (unless done), then GRPO, resumable; the result written at every point."""
     _check_run(args)
+    source = _sft_source(args) if args.sft_from is not None else None
     state_dir = args.state.resolve()
     st = State(state_dir, _fingerprint(args))
     clock = Clock(args.time_budget)
@@ -694,8 +709,8 @@ def run(args: argparse.Namespace) -> int:
 
     if torch.cuda.is_available():
         torch.backends.cuda.matmul.allow_tf32 = True  # the full-parameter SFT's float32 matmuls
-    if args.sft_from is not None and not st.data["sft"]["done"]:
-        _sft_from(args, st)
+    if source is not None and not st.data["sft"]["done"]:
+        _sft_from(args, st, source)
     opts = _options(args)
     data = prepare_dataset(opts, home)
     model_dir, revision, counts = _base_model(args, home, read_rows(data.train))
