@@ -282,8 +282,23 @@ def latest_job(client: Any, run_id: str, run_dir: Path | None = None) -> RunJob:
     """
     jobs = run_jobs(client, run_id, run_dir if run_dir is not None else _default_dir(run_id))
     if not jobs:
-        raise JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory: submit it first")
+        raise _no_job(run_id)
     return jobs[-1]
+
+
+#: A submission id (``hprl-<run id>-<n>``, :func:`submit_run`), which a user may pass where a run id is asked for.
+_SUBMISSION_ID = re.compile(r"^hprl-(?P<run>.+)-(?P<n>\d+)$")
+
+
+def _no_job(run_id: str, why: str = "") -> JobError:
+    """The error for a run with no job: a submission id given for the run id says which run id to pass."""
+    found = _SUBMISSION_ID.match(run_id)
+    if found:
+        return JobError(
+            f"run {run_id!r} has no job{why}; it looks like a submission id (job {found['n']} of run {found['run']!r}): "
+            f"these commands take the run id, e.g. {found['run']!r}"
+        )
+    return JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory{why}: submit it first")
 
 
 def _default_dir(run_id: str) -> Path:
@@ -1041,7 +1056,7 @@ def run_status(client: Any | None, run_id: str, run_dir: Path | None = None, *, 
             summary = summarize(paths)
     if newest is None and (summary is None or summary.submission_id is None):
         why = f" ({unreachable})" if unreachable else ""
-        raise JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory{why}: submit it first")
+        raise _no_job(run_id, why)
     return _decide(run_id, newest, summary, answered=client is not None, unreachable=unreachable)
 
 

@@ -289,10 +289,10 @@ def _sft_source(args: argparse.Namespace) -> dict[str, Any]:
     source = args.sft_from.resolve()
     try:
         src = json.loads((source / "state.json").read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise CurveError(
-            f"--sft-from {args.sft_from} holds no maze_curve state ({type(err).__name__}): give the --state of a run"
-        ) from None
+    except OSError:
+        raise CurveError(f"--sft-from {args.sft_from} holds no maze_curve state (no state.json there): give the --state of a run") from None
+    except json.JSONDecodeError:
+        raise CurveError(f"--sft-from {args.sft_from}: its state.json is not JSON: unpack that state again") from None
     if not src.get("sft", {}).get("done"):
         raise CurveError(f"--sft-from {args.sft_from} has not finished SFT: run (or resume) it first")
     mine = _fingerprint(args)

@@ -272,6 +272,11 @@ def test_with_no_cluster_up_job_status_reads_the_run_directory(tmp_path: Path, m
     missing = runner.invoke(app, ["job", "status", "no-such-run"], env={"COLUMNS": "300"})
     assert missing.exit_code == 2 and "error: run 'no-such-run' has no job" in missing.output, missing.output
     assert "no local Ray cluster is running" in " ".join(missing.output.split())  # why the cluster was not asked
+    # a submission id where the run id belongs (the quickstart prints both): the error names the run id to pass
+    sub = runner.invoke(app, ["job", "status", f"hprl-{'nocluster-succeeded'}-3"], env={"COLUMNS": "300"})
+    said = " ".join(sub.output.split())
+    assert sub.exit_code == 2 and "looks like a submission id (job 3 of run 'nocluster-succeeded')" in said, said
+    assert "take the run id, e.g. 'nocluster-succeeded'" in said and "submit it first" not in said, said
     from hyperpod_rl.jobs import overview
 
     assert {r["run_id"]: r["status"] for r in overview(None)} == {
