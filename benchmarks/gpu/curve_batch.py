@@ -89,14 +89,13 @@ def load_jobs(path: Path) -> list[Job]:
 
 
 def _gpu() -> str:
-    try:
-        name = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=30
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return "cpu"
-    found = re.search(r"h100|h200", name, re.IGNORECASE)
-    return found.group(0).lower() if found else "gpu"
+    """``h100`` or ``h200`` from the recorder's GPU list (:func:`benchmarks._record.machine`, what every
+    result records), ``gpu`` for another card, ``cpu`` for none."""
+    from benchmarks._record import machine
+
+    gpus = machine()["gpus"]
+    found = re.search(r"h100|h200", gpus[0], re.IGNORECASE) if gpus else None
+    return found.group(0).lower() if found else ("gpu" if gpus else "cpu")
 
 
 def _states_of(job: Job, states: Path) -> list[Path]:
