@@ -120,12 +120,12 @@ docs: venv
 # listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
 # checkout it changed or added, and anything a test or benchmark left in the temp directory, then
 # removes the run's TMPDIR. The summary's status is kept until then.
-# pytest on two workers (pytest-xdist): tests/conftest.py puts every test that uses Ray in one group,
-# run by one worker one after another on its one session cluster (the largest group, so it starts
-# first), while the other worker runs the CPU-only tests beside them; the browser tests run last, once
-# the other worker is done (a Studio browser test that ran while it was busiest once timed out waiting
-# for its chart). (Until 2026-12-07 the group was silently dropped: pytest 9.2 with pytest-xdist 3.8,
-# so pytest is kept below 9.2.) XDIST= runs pytest in one process.
+# pytest on two workers (pytest-xdist), tests dealt out one by one (loadgroup, no group set): each
+# worker starts its own local Ray cluster for the tests that use one, so neither waits on the other
+# (with every Ray test on one worker, the other sat idle for most of the run). tests/conftest.py
+# orders them: the slow ones first, so the workers end together, and the browser tests last, one at
+# a time (a Studio browser test run while the machine was busiest once timed out waiting for its
+# chart). XDIST= runs pytest in one process.
 XDIST ?= -n 2 --dist loadgroup
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl

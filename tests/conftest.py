@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated data dir per session, one real local Ray cluster, tiny data."""
+"""Shared fixtures: an isolated data dir per session, one real local Ray cluster, tiny data; the
+suite's order under pytest-xdist (slow tests first, browser tests last, one at a time)."""
 
 from __future__ import annotations
 
@@ -56,10 +57,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 _OWN_TMP = pytest.StashKey[Path]()
 _SNAPSHOT = pytest.StashKey[dict]()
-#: The pytest-xdist group of every test that uses a Ray cluster (``-n 2 --dist loadgroup``, as
-#: ``make test`` runs): one worker runs them one after another on its one session cluster, as a
-#: plain session would, while the other worker takes the CPU-only tests.
-RAY_GROUP = "ray"
 
 
 def _xdist_worker(config: pytest.Config) -> bool:
@@ -68,32 +65,51 @@ def _xdist_worker(config: pytest.Config) -> bool:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """A test that uses the session's cluster is marked ``ray``; under pytest-xdist every ``ray``
-    test is in the :data:`RAY_GROUP` group, set as each test is collected, before any
-    ``pytest_collection_modifyitems`` (pytest-xdist reads it in its own). pytest stays below 9.2:
-    there ``Node.nodeid`` is computed, and pytest-xdist 3.8 still writes the group into
-    ``item._nodeid``, so every group was silently dropped and the Ray tests were spread over both
-    workers, two clusters side by side (pyproject.toml; tests/test_conftest_groups.py)."""
+    """A test that uses the session's cluster is marked ``ray``. Under pytest-xdist (``make test``:
+    ``-n 2 --dist loadgroup``) the ``ray`` tests are dealt out to both workers like the rest, each
+    worker starting its own session cluster (:func:`local_cluster`; every local cluster picks its
+    own ports, :func:`hyperpod_rl.cluster.local.head_ports`): one cluster shared by a worker's tests
+    left the other worker idle for most of the run (``benchmarks/results/ci_time.json``)."""
     if "local_cluster" in getattr(item, "fixturenames", ()) and item.get_closest_marker("ray") is None:
         item.add_marker(pytest.mark.ray)
-    if _xdist_worker(item.config) and item.get_closest_marker("ray") is not None:
-        item.add_marker(pytest.mark.xdist_group(RAY_GROUP))
+
+
+def _order(item: pytest.Item) -> int:
+    """Where a test runs: the ``slow`` tests (a minute or more each) first, so the two workers end
+    close together instead of one finishing a long test alone; the browser tests last (in order),
+    once most of the rest is done (a Studio browser test run while the machine was busiest once
+    waited past its chart's timeout); the rest between, as collected."""
+    if item.get_closest_marker("browser") is not None:
+        return 2
+    return 0 if item.get_closest_marker("slow") is not None else 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The browser tests go last (in order): under pytest-xdist they are the end of the Ray group, so
-    they run once the other worker has finished the CPU-only tests, on a quiet machine (a Studio
-    browser test run while that worker was busiest once waited past its chart's timeout). Every
+    """Order the tests (:func:`_order`; stable, so each kind keeps its collected order). Every
     test's registered marks and ``Slow:`` reason go into the junit file as properties (``marks``,
     ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and checks that a
     test over 60 s says why."""
-    items[:] = sorted(items, key=lambda item: item.get_closest_marker("browser") is not None)  # stable: the rest keep their order
+    items[:] = sorted(items, key=_order)
     registered = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
     for item in items:
         item.user_properties.append(("marks", " ".join(sorted({m.name for m in item.iter_markers()} & registered))))
         reason = SLOW_REASON.search(getattr(getattr(item, "function", None), "__doc__", None) or "")
         if reason:
             item.user_properties.append(("slow_reason", reason.group(1)))
+
+
+@pytest.fixture(autouse=True)
+def _one_browser_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """Under pytest-xdist, a browser test waits until no other worker runs one: two JupyterLab
+    servers with Chromium and a training job each are more than the 2-core CI machine serves in
+    their timeouts. The lock file lives in the run's pytest temp root, shared by the workers."""
+    if request.node.get_closest_marker("browser") is None or not _xdist_worker(request.config):
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(str(tmp_path_factory.getbasetemp().parent / "browser.lock")):
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -162,7 +178,8 @@ def tiny_setup(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def local_cluster(_isolated_home: Path):
-    """One real local Ray cluster (token auth, 127.0.0.1) for the whole session."""
+    """One real local Ray cluster (token auth, 127.0.0.1) for the whole session: under pytest-xdist,
+    one per worker that runs a ``ray`` test, each with its own data dir (:func:`_isolated_home`)."""
     from hyperpod_rl.cluster.local import start_local_cluster
 
     cluster = start_local_cluster()

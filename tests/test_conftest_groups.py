@@ -1,9 +1,8 @@
-"""The suite's pytest-xdist grouping, run for real: under ``-n 2 --dist loadgroup`` every test that
-uses the session's cluster (the ``local_cluster`` fixture) runs on one worker, so one local Ray
-cluster serves them one after another while the other worker takes the rest, and the browser tests
-come last among them (once the other worker is done). A pytest whose
-``Node.nodeid`` ignores what pytest-xdist writes (9.2 with xdist 3.8) dropped the group silently;
-this inner session, with the suite's own collection hook, catches it."""
+"""The suite's order under pytest-xdist, run for real: under ``-n 2 --dist loadgroup`` (as ``make
+test`` runs) the tests that use the session's cluster (the ``local_cluster`` fixture) are dealt out
+to both workers, each starting its own session cluster once; on each worker the ``slow`` tests run
+first and the browser tests last; and no two browser tests run at the same moment. This inner
+session runs the suite's own hooks and fixtures (tests/conftest.py) with stand-in tests."""
 
 from __future__ import annotations
 
@@ -16,33 +15,48 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 CONFTEST = """
-import json, os, time
+import json, os, time, uuid
 from pathlib import Path
 import pytest
-from tests.conftest import pytest_collection_modifyitems, pytest_itemcollected  # the suite's hooks, alone
+from tests.conftest import _one_browser_at_a_time, pytest_collection_modifyitems, pytest_itemcollected  # the suite's own
+
+OUT = Path(os.environ["GROUPS_OUT"])
 
 @pytest.fixture(scope="session")
 def local_cluster():
-    yield "stand-in"  # the grouping is under test here, not the cluster
+    (OUT / f"cluster-{uuid.uuid4().hex}.worker").write_text(os.environ.get("PYTEST_XDIST_WORKER", ""))
+    yield "stand-in"  # the order is under test here, not the cluster
 
 @pytest.fixture(autouse=True)
 def _record(request):
-    out = Path(os.environ["GROUPS_OUT"]) / (request.node.name + ".json")
-    out.write_text(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER"), "cluster": "local_cluster" in request.fixturenames,
-                               "browser": request.node.get_closest_marker("browser") is not None, "t": time.time()}))
+    start = time.time()
+    yield
+    (OUT / (request.node.name + ".json")).write_text(json.dumps({
+        "worker": os.environ.get("PYTEST_XDIST_WORKER"), "cluster": "local_cluster" in request.fixturenames,
+        "browser": request.node.get_closest_marker("browser") is not None,
+        "slow": request.node.get_closest_marker("slow") is not None, "start": start, "end": time.time()}))
 """
 
-#: First in the first file: collected first, it must still run after every other cluster test.
+#: Collected first, they must still run last, and one at a time.
 BROWSER = """
-import pytest
+import time, pytest
 
 @pytest.mark.browser
-def test_browser_first(local_cluster):
-    pass
+@pytest.mark.parametrize("n", range(4))
+def test_browser(local_cluster, n):
+    time.sleep(0.6)
 """
 
-# two cluster tests, then one other, in each file: dealt out in turn without the group, the cluster
-# tests would land on both workers
+#: Collected last, they must run first on their worker.
+SLOW = """
+import time, pytest
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", range(4))
+def test_slow(local_cluster, n):
+    time.sleep(0.3)
+"""
+
 TESTS = """
 import time
 
@@ -57,13 +71,14 @@ def test_cpu_{n}():
 """
 
 
-def test_every_cluster_test_runs_on_one_worker(tmp_path: Path) -> None:
+def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) -> None:
     suite, out = tmp_path / "suite", tmp_path / "out"
     suite.mkdir()
     out.mkdir()
     (suite / "conftest.py").write_text(CONFTEST)
-    (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    browser: a browser test\n    ray: uses the cluster\n")
+    (suite / "pytest.ini").write_text("[pytest]\nmarkers =\n    browser: a browser test\n    ray: uses the cluster\n    slow: long\n")
     (suite / "test_a_browser.py").write_text(BROWSER)
+    (suite / "test_z_slow.py").write_text(SLOW)
     for n in range(4):
         (suite / f"test_part{n}.py").write_text(TESTS.replace("{n}", str(n)))
     env = {**os.environ, "PYTHONPATH": str(REPO), "GROUPS_OUT": str(out), "HPRL_RUN_TAG": "groups-inner"}
@@ -78,9 +93,14 @@ def test_every_cluster_test_runs_on_one_worker(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ran = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
-    assert len(ran) == 13, sorted(ran)
-    cluster_workers = {r["worker"] for r in ran.values() if r["cluster"]}
-    assert len(cluster_workers) == 1 and None not in cluster_workers, ran
-    assert {r["worker"] for r in ran.values()} == {"gw0", "gw1"}, ran  # the others were spread
-    browser = ran.pop("test_browser_first")
-    assert browser["worker"] in cluster_workers and browser["t"] > max(r["t"] for r in ran.values() if r["cluster"]), (browser, ran)
+    assert len(ran) == 20, sorted(ran)
+    cluster_workers = sorted(r["worker"] for r in ran.values() if r["cluster"])
+    assert set(cluster_workers) == {"gw0", "gw1"}, ran  # dealt out to both workers
+    started = sorted(p.read_text() for p in out.glob("cluster-*.worker"))
+    assert started == ["gw0", "gw1"], started  # one session cluster per worker, each started once
+    for worker in ("gw0", "gw1"):
+        mine = sorted((r for r in ran.values() if r["worker"] == worker), key=lambda r: r["start"])
+        kinds = [2 if r["browser"] else 0 if r["slow"] else 1 for r in mine]
+        assert kinds == sorted(kinds), (worker, mine)  # slow first, browser last, on each worker
+    browser = sorted((r for r in ran.values() if r["browser"]), key=lambda r: r["start"])
+    assert all(a["end"] <= b["start"] for a, b in zip(browser, browser[1:], strict=False)), browser  # never two at once
