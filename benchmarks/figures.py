@@ -1427,6 +1427,57 @@ def maze_levers() -> str:
     return "\n".join(rows)
 
 
+#: Issue 40's model-size lever runs (``benchmarks/gpu/curve_jobs/size_s0.json``, ``size_lr_s0.json``):
+#: record -> what changed against the curve's model (text 384x6, vision 128x2, SFT lr 1e-3).
+MAZE_SIZES: dict[str, str] = {
+    "h100_maze_lever_base_s0": "none: the curve's model (text 384x6, vision 128x2), SFT lr 1e-3",
+    "h100_maze_lever_t512x8_s0": "text 512x8, SFT lr 1e-3",
+    "h100_maze_lever_t768x8_s0": "text 768x8, SFT lr 1e-3",
+    "h100_maze_lever_t768x8_v256x4_s0": "text 768x8, vision 256x4, SFT lr 1e-3",
+    "h100_maze_lever_t512x8_sftlr3e-4_s0": "text 512x8, SFT lr 3e-4",
+    "h100_maze_lever_t768x8_sftlr3e-4_s0": "text 768x8, SFT lr 3e-4",
+    "h100_maze_lever_t768x8_sftlr1e-4_s0": "text 768x8, SFT lr 1e-4",
+}
+
+
+def maze_sizes() -> str:
+    """Block (docs/sft.md): per model size, its parameters, where SFT stopped (validation solve rate,
+    95 % bootstrap interval), and GRPO's validation solve rate at step 0 and at its last point.
+
+    Raises:
+        ValueError: a record's GRPO points are not read on the validation split.
+    """
+    records = {name: load_result(name) for name in MAZE_SIZES}
+    if any(r["results"]["grpo"].get("eval_split") != "validation" for r in records.values()):
+        raise ValueError("the model-size records are not validation runs")
+    first = records["h100_maze_lever_t512x8_s0"]
+    gpu = first["machine"]["gpus"][0].split(",")[0]
+    rows = [
+        f"`python -m benchmarks.gpu.curve_batch` (`benchmarks/gpu/curve_jobs/size_s0.json`, `size_lr_s0.json`), one {gpu}, "
+        f"{first['date'][:10]}, commit `{(code_commit(first) or 'unknown')[:10]}`, three runs side by side in each of three "
+        "device calls, seed 0: each model built in code and trained by full-parameter SFT from random weights until the "
+        "validation target (0.45, at most 3,000 steps), then GRPO with the curve's settings (LoRA r32, lr 1e-4, groups of 8, "
+        "8 mazes a step); validation solve rate, greedy, on the 200 validation mazes, value [95 % bootstrap interval]. "
+        "The first row is the unchanged lever run above (seed 0's SFT model).",
+        "",
+        "| model | parameters | SFT stop (steps) | validation at SFT stop | GRPO step 0 | GRPO last point | steps reached |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, what in MAZE_SIZES.items():
+        r = records[name]["results"]
+        sft, g = r["sft"], r["grpo"]
+        pts = g["points"]
+        stop = f"{sft['stop_step']}" + ("" if sft.get("reached_target") else " (target not reached)")
+        sft_val = _ci(sft["curve"][-1]["validation_solve"]) if sft.get("curve") else "–"
+        reached = f"{pts[-1]['step']} of {g['steps']}" + ("" if g.get("done") else " (paused)")
+        rows.append(
+            f"| {what} | {r['model']['parameters']['total'] / 1e6:.1f} M | {stop} | {sft_val} | {_ci(pts[0]['validation'])} "
+            f"| {_ci(pts[-1]['validation'])} | {reached} |"
+        )
+    rows += ["", "Records: " + ", ".join(f"`benchmarks/results/{name}.json`" for name in MAZE_SIZES) + "."]
+    return "\n".join(rows)
+
+
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
@@ -1437,6 +1488,7 @@ PASSAGES: dict[str, Passage] = {
     "sft-limits": Passage("docs/sft.md", (*_LIMITS, *_VIEW), sft_limits, block=True),
     "maze-curve": Passage("docs/sft.md", MAZE_CURVE, maze_curve, block=True),
     "maze-levers": Passage("docs/sft.md", tuple(MAZE_LEVERS), maze_levers, block=True),
+    "maze-sizes": Passage("docs/sft.md", tuple(MAZE_SIZES), maze_sizes, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),

@@ -39,7 +39,10 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     """Call 1 trains SFT to its (zero) target and pauses GRPO at step 2 (--until-step); call 2, the same
     command, keeps SFT and the points of call 1 and resumes GRPO from its step-2 checkpoint to step 4;
     the result follows the schema; the state packs into parts that unpack to the same files; the
-    renderer draws the result."""
+    renderer draws the result.
+
+    Slow: two benchmark processes (each imports the trainer and builds the model) and the PNG render, in one test
+    because each step reads the state the one before left."""
     state, out = tmp_path / "state", tmp_path / "curve.json"
     first = _cli("run", "--state", state, "--out", out, *SMOKE, "--until-step", "2", home=tmp_path / "home")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
