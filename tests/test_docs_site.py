@@ -11,12 +11,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import hyperpod_rl as hp
+from tests.tools_env import tools_bin
 
 REPO = Path(__file__).resolve().parents[1]
 API_PAGE = REPO / "docs" / "api.md"
@@ -27,7 +27,12 @@ UNIT_SUFFIXES = ("_s", "_ms", "_gib", "_mib", "_bytes", "_px", "_pct")
 def _mkdocs(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        [str(tools_bin("python")), "-m", "mkdocs", "build", "--strict", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

