@@ -480,9 +480,12 @@ def _is_gcs_server(proc: Any) -> bool:
 
 
 #: Longest Ray ``--temp-dir`` whose sockets fit Linux's 107-byte ``AF_UNIX`` path limit: Ray puts them at
-#: ``<temp dir>/session_<YYYY-MM-DD_HH-MM-SS_ffffff>_<pid>/sockets/plasma_store`` (Ray 2.56
-#: ``_private/utils.validate_socket_filename``), up to 65 bytes after the temp dir with a 7-digit pid.
-MAX_RAY_TEMP_DIR = 107 - len("/session_2026-12-06_07-59-17_514866_4194304/sockets/plasma_store")
+#: ``<temp dir>/session_<YYYY-MM-DD_HH-MM-SS_ffffff>_<pid>/sockets/<name>`` (Ray 2.56
+#: ``_private/utils.validate_socket_filepath``). The longest name is the dashboard's metrics module's,
+#: ``dash_MetricsHead`` (``dashboard/subprocesses/utils.get_socket_path``), not ``plasma_store``: up to 69
+#: bytes after the temp dir with a 7-digit pid. Counted with ``plasma_store``, a 42-byte temp dir passed
+#: this check and then its dashboard never came up (``ray start`` waited out its retries).
+MAX_RAY_TEMP_DIR = 107 - len("/session_2026-12-06_07-59-17_514866_4194304/sockets/dash_MetricsHead")
 
 
 def check_socket_room(temp_dir: str) -> None:

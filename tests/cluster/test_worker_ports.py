@@ -45,6 +45,23 @@ def test_a_ray_temp_dir_too_long_for_its_sockets_is_refused_with_the_fix():
         check_socket_room("/" + "d" * MAX_RAY_TEMP_DIR)
 
 
+def test_the_longest_socket_is_the_dashboards_metrics_module():
+    """Seen in a new user's `make test` with TMPDIR=/work/tn: this 42-byte temp dir passed the check (counted with
+    plasma_store), then Ray's dashboard failed to open ``sockets/dash_MetricsHead`` (108 bytes with a 5-digit
+    pid) and `ray start` waited out its retries until the test's timeout. Ray's own function builds the path."""
+    from ray.dashboard.subprocesses.utils import get_socket_path
+
+    from hyperpod_rl.cluster.local import MAX_RAY_TEMP_DIR, check_socket_room
+    from hyperpod_rl.errors import ClusterError
+
+    with pytest.raises(ClusterError, match="set TMPDIR to a shorter directory"):
+        check_socket_room("/work/tn/hprl-t-djcs4jso/hprl-0/90f7cb9a80")
+    longest = "/" + "d" * (MAX_RAY_TEMP_DIR - 1) + "/session_2026-12-07_09-38-45_886607_4194304/sockets"
+    assert len(get_socket_path(longest, "MetricsHead").encode()) == 107  # Ray accepts it: the limit is exact
+    with pytest.raises(OSError, match="107"):
+        get_socket_path("/d" + longest, "MetricsHead")  # one byte more and Ray refuses it
+
+
 # ---- ports we pick (new-user report: a dashboard agent's gRPC port, 10009, inside the worker range was taken)
 _PICK = """
 import json
