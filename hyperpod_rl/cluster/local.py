@@ -479,13 +479,22 @@ def _is_gcs_server(proc: Any) -> bool:
         return False
 
 
+def _pid_digits() -> int:
+    """Digits of this machine's largest pid (``/proc/sys/kernel/pid_max``); 7, Linux's most, where unreadable."""
+    try:
+        return len(str(int(Path("/proc/sys/kernel/pid_max").read_text()) - 1))
+    except (OSError, ValueError):
+        return 7
+
+
 #: Longest Ray ``--temp-dir`` whose sockets fit Linux's 107-byte ``AF_UNIX`` path limit: Ray puts them at
 #: ``<temp dir>/session_<YYYY-MM-DD_HH-MM-SS_ffffff>_<pid>/sockets/<name>`` (Ray 2.56
 #: ``_private/utils.validate_socket_filepath``). The longest name is the dashboard's metrics module's,
 #: ``dash_MetricsHead`` (``dashboard/subprocesses/utils.get_socket_path``), not ``plasma_store``: up to 69
 #: bytes after the temp dir with a 7-digit pid. Counted with ``plasma_store``, a 42-byte temp dir passed
-#: this check and then its dashboard never came up (``ray start`` waited out its retries).
-MAX_RAY_TEMP_DIR = 107 - len("/session_2026-12-06_07-59-17_514866_4194304/sockets/dash_MetricsHead")
+#: this check and then its dashboard never came up (``ray start`` waited out its retries). The pid's
+#: digits are this machine's most (``/proc/sys/kernel/pid_max``; 7, Linux's largest, where unreadable).
+MAX_RAY_TEMP_DIR = 107 - len(f"/session_2026-12-06_07-59-17_514866_{'9' * _pid_digits()}/sockets/dash_MetricsHead")
 
 
 def check_socket_room(temp_dir: str) -> None:

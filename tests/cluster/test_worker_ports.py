@@ -56,7 +56,9 @@ def test_the_longest_socket_is_the_dashboards_metrics_module():
 
     with pytest.raises(ClusterError, match="set TMPDIR to a shorter directory"):
         check_socket_room("/work/tn/hprl-t-djcs4jso/hprl-0/90f7cb9a80")
-    longest = "/" + "d" * (MAX_RAY_TEMP_DIR - 1) + "/session_2026-12-07_09-38-45_886607_4194304/sockets"
+    pid = "9" * (107 - MAX_RAY_TEMP_DIR - len("/session_2026-12-07_09-38-45_886607_/sockets/dash_MetricsHead"))
+    assert 5 <= len(pid) <= 7  # the machine's largest pid (Linux: 32768 by default, 4194304 at most)
+    longest = "/" + "d" * (MAX_RAY_TEMP_DIR - 1) + f"/session_2026-12-07_09-38-45_886607_{pid}/sockets"
     assert len(get_socket_path(longest, "MetricsHead").encode()) == 107  # Ray accepts it: the limit is exact
     with pytest.raises(OSError, match="107"):
         get_socket_path("/d" + longest, "MetricsHead")  # one byte more and Ray refuses it
