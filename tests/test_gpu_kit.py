@@ -72,7 +72,7 @@ def test_stubs_and_standin_are_importable_python(tmp_path):
     assert out.stdout.split() == ["StructuralTag", "['flash-attn-standin']"]
 
 
-@pytest.mark.parametrize("script", ["stage.sh", "stage_env.sh", "run_skyrl.sh", "run_curve.sh"])
+@pytest.mark.parametrize("script", ["stage.sh", "stage_env.sh", "run_skyrl.sh", "run_curve.sh", "run_sides.sh"])
 def test_scripts_are_shellcheck_clean(script):
     shellcheck = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     result = subprocess.run([shellcheck, str(ROOT / "benchmarks" / "gpu" / script)], capture_output=True, text=True, timeout=60)
