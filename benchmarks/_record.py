@@ -66,6 +66,8 @@ PACKAGES = (
     "skyrl-gym",
     "skyrl",
     "vllm",
+    "trl",
+    "accelerate",
     "qwen-vl-utils",
     "pydantic",
     "plotly",

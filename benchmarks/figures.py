@@ -990,6 +990,146 @@ def gpu_vllm_levers() -> str:
     return "\n".join(rows)
 
 
+#: The comparison on the pinned stack (vLLM 0.23.0, TRL 1.16.0, one H100): one result per cell, SHAPE and turns.
+PINNED_SIDES: tuple[str, ...] = ("h100_sides_8b_t1", "h100_sides_2b_t3")
+
+
+def _roofline(res: dict[str, Any], run: dict[str, Any]) -> dict[str, float]:
+    """Lower bounds for one of our runs' step parts on the result's GPU (:data:`hyperpod_rl.plan.hardware.GPUS`).
+
+    ``decode_s``: every decode step reads the bf16 weights once (``2 x total_params`` bytes over HBM bandwidth), and a
+    rollout takes ``max_new_tokens x turns`` decode steps (all episodes of a turn in one batch; the KV cache read is
+    left out, so the bound is low). ``update_s``: the update's model FLOPs (``update_model_flops`` of each step) over
+    the dense bf16 rate.
+    """
+    from hyperpod_rl.plan.hardware import GPUS
+    from hyperpod_rl.plan.shapes import model_shape
+
+    gpu = GPUS["H200" if "H200" in " ".join(res["machine"].get("gpus") or []) else "H100"]
+    steps = [st for st in run["steps"] if not st["warmup"]]
+    turns = statistics.median(st.get("turns", 1.0) for st in steps)
+    weight_bytes = 2 * model_shape(run["shape"]).total_params
+    return {
+        "decode_s": weight_bytes / gpu.hbm_bytes_per_s * int(res["params"].get("max_new_tokens", 128)) * turns,
+        "update_s": statistics.median(st["update_model_flops"] for st in steps) / gpu.bf16_flops,
+        "turns": turns,
+    }
+
+
+def gpu_pinned_sides() -> str:
+    """Block (docs/gpu.md): ours against TRL + vLLM colocate per cell on the pinned stack, with each part of our
+    step beside its hardware bound (:func:`_roofline`)."""
+    rows = [
+        "| cell | side | runs | step s | samples/s | samples/s ÷ TRL's, same repetition | peak GiB (device) | log-prob gap, nats/token (mean / max) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    parts = [
+        "| cell | rollout s | of which engine generate s (bound: weight reads) | in-loop vs standalone engine tok/s | adapter sync + sleep + wake s | update s (bound: FLOPs) | update MFU |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in PINNED_SIDES:
+        res = load_result(name)
+        runs = [r for r in res["results"]["runs"] if r.get("status") != "failed"]
+        ratios = res["results"]["summary"]["ratios_to_baseline"]
+        cell = f"{res['params']['shape']}, {res['params']['turns']} turn{'s' if res['params']['turns'] != '1' else ''}"
+        for side in dict.fromkeys(r["side"] for r in runs):
+            mine = [r for r in runs if r["side"] == side]
+            if side.startswith("ours"):
+                steps = [st for r in mine for st in r["steps"] if not st["warmup"]]
+                gap = f"{statistics.median(st['logprob_gap_mean'] for st in steps):.3f} / {max(st['logprob_gap_max'] for st in steps):.2f}"
+            else:
+                diff = [r["per_step"].get("sampling/sampling_logp_difference/mean") for r in mine]
+                top = [r["per_step"].get("sampling/sampling_logp_difference/max") for r in mine]
+                gap = (
+                    f"{statistics.median(x for d in diff for x in d):.3f} / {max(x for t in top for x in t):.2f}"
+                    if all(diff) and all(top)
+                    else "not logged by TRL"
+                )
+            ratio = ratios.get(side)
+            if not ratio:
+                vs = "baseline"
+            elif ratio["n"] == 1:
+                vs = f"{ratio['median']:.2f}× (one pair)"
+            else:
+                vs = f"{ratio['median']:.2f}× [{ratio['min']:.2f}–{ratio['max']:.2f}] (n={ratio['n']})"
+            rows.append(
+                f"| {cell} | {_side_label(side)} | {len(mine)} | {_range([r['median_step_s'] for r in mine], '{:.2f}')} | "
+                f"{_range([r['samples_per_s'] for r in mine], '{:.2f}')} | {vs} | {_range([r['peak_device_gib'] for r in mine], '{:.1f}')} | {gap} |"
+            )
+        for run in (r for r in runs if r["side"] == "ours-vllm"):
+            steps = [st for st in run["steps"] if not st["warmup"]]
+            bound = _roofline(res, run)
+
+            def med(key: str, steps: list[dict[str, Any]] = steps) -> float:
+                return statistics.median(st.get(key, 0.0) for st in steps)
+
+            generate = statistics.median(st["generated_tokens"] / st["engine_generate_tokens_per_s"] for st in steps)
+            parts.append(
+                f"| {cell}, rep {run['rep']} | {med('rollout_s'):.2f} | {generate:.2f} ({bound['decode_s']:.2f}) | "
+                f"{med('engine_generate_tokens_per_s'):,.0f} vs {run['standalone_vllm']['tokens_per_s']:,.0f} | "
+                f"{med('engine_sync_s') + med('engine_sleep_s') + med('engine_wake_s'):.2f} | {med('update_s'):.2f} ({bound['update_s']:.2f}) | "
+                f"{run['update_mfu']:.0%} |"
+            )
+    first = load_result(PINNED_SIDES[0])
+    trl = next(
+        r["impl"] for name in PINNED_SIDES for r in load_result(name)["results"]["runs"] if r["side"].startswith("trl") and "impl" in r
+    )
+    return "\n".join(
+        [
+            *rows,
+            "",
+            f"Each run in a fresh process, {first['params']['warmup']} warm-up and {first['params']['steps']} measured steps, "
+            "medians [min–max] over runs, the order of the sides alternating by repetition; 32 episodes a step (4 mazes × group 8, "
+            "128-token responses, LoRA r32). Our side's samples are (prompt, response) pairs: at 3 turns an episode gives up to 3. "
+            f"TRL's side is `{trl}` on one-turn prompts: its `GRPOTrainer` has no multi-turn maze loop, so at 3 turns it does "
+            "less work per step than ours. Peak memory is what the device reports in use (total minus free, polled every 10 ms). "
+            + " ".join(
+                f"`{n}.json`: {_gpu_provenance(load_result(n))}, vLLM {load_result(n)['packages'].get('vllm')}, "
+                f"{len(load_result(n)['results']['runs'])} runs{' (' + load_result(n)['notes'] + ')' if load_result(n).get('notes') else ''}."
+                for n in PINNED_SIDES
+            )
+            + f" Command: `{_cmd(first)}`, run by `benchmarks/gpu/run_sides.sh` (several device calls, each with `--resume`).",
+            "",
+            "Where our step's time goes, medians over measured steps, each part beside its hardware bound in brackets "
+            "(decode: the bf16 weights read once per decode step at the datasheet's HBM bandwidth, `max_new_tokens × turns` steps; "
+            "update: its model FLOPs at the dense bf16 rate):",
+            "",
+            *parts,
+        ]
+    )
+
+
+def gpu_pinned_verdict() -> str:
+    """Inline (docs/gpu.md): issue 41's goal, cell by cell, on the pinned stack's results (:data:`PINNED_SIDES`)."""
+    out = []
+    for name in PINNED_SIDES:
+        res = load_result(name)
+        runs = [r for r in res["results"]["runs"] if r.get("status") != "failed"]
+        ours = [r for r in runs if r["side"] == "ours-vllm"]
+        trl = [r for r in runs if r["side"].startswith("trl")]
+        ratio = res["results"]["summary"]["ratios_to_baseline"]["ours-vllm"]
+        steps = [st for r in ours for st in r["steps"] if not st["warmup"]]
+        # the whole rollout phase against the same engine generating the same number of tokens alone
+        slow = statistics.median(
+            st["rollout_s"] / (st["generated_tokens"] / r["standalone_vllm"]["tokens_per_s"])
+            for r in ours
+            for st in r["steps"]
+            if not st["warmup"]
+        )
+        peak_o, peak_t = statistics.median(r["peak_device_gib"] for r in ours), min(r["peak_device_gib"] for r in trl)
+        gap = max(st["logprob_gap_mean"] for st in steps)
+        out.append(
+            f"**{res['params']['shape']}, {res['params']['turns']} turn(s):** "
+            f"{ratio['median']:.2f}× TRL's samples/s ({ratio['n']} paired repetition{'s' if ratio['n'] != 1 else ''}"
+            f"{', ' + format(ratio['min'], '.2f') + '–' + format(ratio['max'], '.2f') if ratio['n'] > 1 else ''}; goal 1.5×: "
+            f"{'met' if ratio['median'] >= 1.5 else 'not met'}), peak {peak_o:.1f} GiB against TRL's {peak_t:.1f} "
+            f"({'met' if peak_o <= peak_t else 'not met'}), log-prob gap at most {gap:.3f} nats/token per step "
+            f"({'met' if gap <= 0.05 else 'not met'}), the rollout phase {slow:.2f}× the standalone engine's time for the same "
+            f"tokens (goal 1.3×: {'met' if slow <= 1.3 else 'not met'})"
+        )
+    return ". ".join(out)
+
+
 def _ours_steps() -> list[dict[str, Any]]:
     return [st for r in _sides_runs() if r["side"] == "ours-vllm" for st in r["steps"] if not st["warmup"]]
 
@@ -1530,6 +1670,8 @@ PASSAGES: dict[str, Passage] = {
     "readme-skyrl": Passage("README.md", SKYRL_E2E, skyrl_summary),
     "container-skyrl": Passage("docs/container.md", SKYRL_E2E, skyrl_summary),
     "gpu-vllm-sides": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_sides, block=True),
+    "gpu-pinned-sides": Passage("docs/gpu.md", PINNED_SIDES, gpu_pinned_sides, block=True),
+    "gpu-pinned-verdict": Passage("docs/gpu.md", PINNED_SIDES, gpu_pinned_verdict),
     "gpu-vllm-verdict": Passage("docs/gpu.md", VLLM_SIDES, gpu_vllm_verdict),
     "gpu-vllm-levers": Passage("docs/gpu.md", (VLLM_LEVERS,), gpu_vllm_levers, block=True),
     "gpu-trl": Passage("docs/gpu.md", _E2E_TRL, gpu_trl, block=True),
