@@ -1178,11 +1178,27 @@ def readme_gpu() -> str:
     rec = next(r for r in load_result(name)["results"] if r["config"]["name"] == config)
     more = rec["variants"][variant]["peak_gib"] > rec["variants"]["naive"]["peak_gib"]
     ratio = load_result(VLLM_SIDES[0])["results"]["summary"]["ratios_to_baseline"]["ours-vllm"]
+    pinned = []
+    for pname in PINNED_SIDES:
+        res = load_result(pname)
+        runs = [r for r in res["results"]["runs"] if r.get("status") != "failed"]
+        r = res["results"]["summary"]["ratios_to_baseline"]["ours-vllm"]
+        peak_o = statistics.median(x["peak_device_gib"] for x in runs if x["side"] == "ours-vllm")
+        peak_t = statistics.median(x["peak_device_gib"] for x in runs if x["side"].startswith("trl"))
+        turns = int(res["params"]["turns"])
+        spread = f"{r['min']:.2f}–{r['max']:.2f} over {r['n']} paired repetitions" if r["n"] > 1 else "one pair"
+        pinned.append(
+            f"{r['median']:.2f}× at {res['params']['shape']}, {turns} turn{'s' if turns > 1 else ''} ({spread}; "
+            f"{peak_o:.1f} GiB against {peak_t:.1f}{'; TRL on one-turn prompts' if turns > 1 else ''})"
+        )
+    first = load_result(PINNED_SIDES[0])
     return (
-        f"with the colocated vLLM engine (`rollout.engine: vllm`) at {ratio['median']:.2f}× the samples/s of TRL's `GRPOTrainer` with "
-        f"vLLM colocate at 2B (range {ratio['min']:.2f}–{ratio['max']:.2f}, at less memory, learning where TRL's default correction "
-        f"zeroes the gradient), and with compiled transformers decoding against TRL *without* vLLM "
-        f"({', '.join(parts)}, {memory}), with the update levers (`trainer.compile_layers` + "
+        f"with the colocated vLLM engine (`rollout.engine: vllm`, its defaults) against TRL's `GRPOTrainer` with vLLM colocate "
+        f"(`vllm_gpu_memory_utilization=0.3`): on one H100 with the image's vLLM {first['packages'].get('vllm')}, "
+        f"{' and '.join(pinned)} of its samples/s; on one H200 with vLLM 0.25.0, "
+        f"{ratio['median']:.2f}× at 2B (range {ratio['min']:.2f}–{ratio['max']:.2f}, at less memory, learning where TRL's default correction "
+        f"zeroes the gradient); against TRL *without* vLLM on one H200, compiled transformers decoding at "
+        f"{', '.join(parts)} ({memory}), and the update levers (`trainer.compile_layers` + "
         f"`checkpoint_policy: save_matmuls`: {100 * rec['variant_mfu'][variant]:.0f} % MFU on the 8B update at "
         f"{'more' if more else 'less'} memory)"
     )
@@ -1629,7 +1645,7 @@ PASSAGES: dict[str, Passage] = {
     "maze-curve": Passage("docs/sft.md", MAZE_CURVE, maze_curve, block=True),
     "maze-levers": Passage("docs/sft.md", tuple(MAZE_LEVERS), maze_levers, block=True),
     "maze-sizes": Passage("docs/sft.md", tuple(MAZE_SIZES), maze_sizes, block=True),
-    "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0]), readme_gpu),
+    "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0], *PINNED_SIDES), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
     "ui-nav-throughput": Passage("docs/ui-nav-task.md", ("ui_nav_env_throughput",), ui_nav_throughput, block=True),
