@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -52,7 +53,25 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_OWN_TMP] = run_tmp
     os.environ["TMPDIR"] = os.environ[leftovers.TMPDIR_VAR]
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    _refuse_a_long_tmpdir(config)
     config.stash[_SNAPSHOT] = leftovers.snapshot(REPO)
+
+
+def _refuse_a_long_tmpdir(config: pytest.Config) -> None:
+    """End the session before any test when the run's ``TMPDIR`` leaves no room for Ray's socket paths.
+
+    Reported: ``make test`` with ``TMPDIR=/work/tn`` ran for half an hour, then every cluster test failed or
+    timed out, because the local cluster's Ray temp dir under it was too long for a Unix socket path."""
+    from hyperpod_rl.cluster.local import check_tmpdir_room
+    from hyperpod_rl.errors import ClusterError
+
+    try:
+        check_tmpdir_room()
+    except ClusterError as err:
+        own = config.stash.get(_OWN_TMP, None)
+        if own is not None:
+            shutil.rmtree(own, ignore_errors=True)
+        pytest.exit(f"error: {err} (the test run makes its own directory, hprl-t-<8 characters>, inside your TMPDIR)", returncode=4)
 
 
 _OWN_TMP = pytest.StashKey[Path]()

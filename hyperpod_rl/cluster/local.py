@@ -50,6 +50,7 @@ __all__ = [
     "local_job_client",
     "MAX_RAY_TEMP_DIR",
     "check_socket_room",
+    "check_tmpdir_room",
     "local_temp_dir",
     "private_tmp_dir",
     "start_local_cluster",
@@ -515,7 +516,11 @@ def local_temp_dir() -> str:
     the data dir's path>``. Short and per data dir: Ray puts Unix sockets under it (107-byte path
     limit); inside this user's private directory (:func:`private_tmp_dir`), so no other user can
     plant or read anything there."""
-    return str(private_tmp_dir() / hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:10])
+    return str(private_tmp_dir() / hashlib.sha1(str(data_dir().resolve()).encode()).hexdigest()[:_TEMP_DIR_HEX])
+
+
+#: Hex digits of the data dir's hash that name its Ray temp dir (:func:`local_temp_dir`).
+_TEMP_DIR_HEX = 10
 
 
 def start_local_cluster(
@@ -594,6 +599,27 @@ def _start_or_reuse(*, num_cpus: int | None, dashboard_port: int | None, restart
 RETRY_WAIT_S = 3.0
 
 
+def _private_root() -> Path:
+    """``<tmp>/hprl-<uid>`` (:func:`private_tmp_dir`), not created."""
+    return Path(tempfile.gettempdir()) / f"hprl-{os.getuid()}"
+
+
+def check_tmpdir_room() -> None:
+    """Refuse a ``TMPDIR`` too long for a local cluster's Unix sockets before anything is started or
+    created: the Ray temp dir :func:`local_temp_dir` would give under it must pass :func:`check_socket_room`.
+
+    Raises:
+        ClusterError: ``TMPDIR`` is too long; the message names the limit and the fix (a shorter ``TMPDIR``).
+    """
+    tmp = tempfile.gettempdir()
+    room = MAX_RAY_TEMP_DIR - len(str(_private_root() / ("0" * _TEMP_DIR_HEX)).encode()) + len(tmp.encode())
+    if len(tmp.encode()) > room:
+        raise ClusterError(
+            f"TMPDIR={tmp} is {len(tmp.encode())} bytes, but a local cluster's Ray temp dir under it must leave room for Ray's "
+            f"Unix socket paths (107 bytes): TMPDIR may have at most {room} bytes here; set TMPDIR to a shorter directory, e.g. TMPDIR=/tmp"
+        )
+
+
 def private_tmp_dir() -> Path:
     """This user's private directory under the system temp dir, ``<tmp>/hprl-<uid>``, mode 0700.
 
@@ -608,7 +634,7 @@ def private_tmp_dir() -> Path:
     """
     import stat
 
-    root = Path(tempfile.gettempdir()) / f"hprl-{os.getuid()}"
+    root = _private_root()
     try:
         root.mkdir(mode=0o700)
     except FileExistsError:

@@ -3,10 +3,15 @@ quickstart with ``--dashboard-port 18266`` failed inside ``ray start`` after abo
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from hyperpod_rl.cluster.local import RAY_WORKER_PORTS, check_port_outside_ray_workers, start_local_cluster
 from hyperpod_rl.errors import ClusterError
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_range_is_rays_default_worker_ports_and_its_edges_are_refused():
@@ -62,6 +67,60 @@ def test_the_longest_socket_is_the_dashboards_metrics_module():
     assert len(get_socket_path(longest, "MetricsHead").encode()) == 107  # Ray accepts it: the limit is exact
     with pytest.raises(OSError, match="107"):
         get_socket_path("/d" + longest, "MetricsHead")  # one byte more and Ray refuses it
+
+
+def test_a_tmpdir_too_long_is_refused_before_anything_is_created(tmp_path, monkeypatch):
+    """``check_tmpdir_room`` (the test session's first check, tests/conftest.py) judges the Ray temp dir a local
+    cluster would get under ``TMPDIR`` without creating it."""
+    import tempfile
+
+    from hyperpod_rl.cluster.local import MAX_RAY_TEMP_DIR, check_tmpdir_room
+
+    room = MAX_RAY_TEMP_DIR - len(f"/hprl-{os.getuid()}/0123456789")  # TMPDIR's most bytes
+    monkeypatch.setattr(tempfile, "tempdir", "/" + "d" * (room - 1))
+    check_tmpdir_room()
+    monkeypatch.setattr(tempfile, "tempdir", "/" + "d" * room)
+    with pytest.raises(ClusterError, match="set TMPDIR to a shorter directory"):
+        check_tmpdir_room()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # a real directory: whatever the verdict, nothing made in it
+    try:
+        check_tmpdir_room()
+    except ClusterError:
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_test_session_ends_at_once_on_a_tmpdir_too_long(tmp_path):
+    """Reported: `make test` with TMPDIR=/work/tn ran its whole install and half an hour of tests before the cluster
+    tests failed. A session whose TMPDIR leaves no room ends before its first test, saying what to change."""
+    import subprocess
+    import sys
+
+    from hyperpod_rl.cluster.local import MAX_RAY_TEMP_DIR
+
+    long_tmp = tmp_path / ("d" * max(1, MAX_RAY_TEMP_DIR - len(str(tmp_path))))
+    long_tmp.mkdir()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:randomly",
+            "-n",
+            "0",
+            "tests/cluster/test_worker_ports.py::test_the_range_is_rays_default_worker_ports_and_its_edges_are_refused",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "HPRL_RUN_TMPDIR": str(long_tmp), "TMPDIR": str(long_tmp)},
+    )
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "set TMPDIR to a shorter directory" in proc.stdout + proc.stderr
+    assert " passed" not in proc.stdout  # not one test ran
 
 
 # ---- ports we pick (new-user report: a dashboard agent's gRPC port, 10009, inside the worker range was taken)
