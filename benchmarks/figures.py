@@ -914,6 +914,21 @@ def _learns(run: dict[str, Any]) -> str:
     return f"{lc['grad_norm_nonzero_steps']}/{lc['steps']} steps (median {lc['grad_norm_median']:.2g})"
 
 
+def _gap(side: str, runs: list[dict[str, Any]]) -> str:
+    """``median mean / max`` of the rollout-vs-trainer log-prob gap (nats/token) over a side's measured steps: ours from
+    its steps, TRL's from its ``sampling/sampling_logp_difference`` logs (where every run logged them)."""
+    if side.startswith("ours"):
+        steps = [st for r in runs for st in r["steps"] if not st["warmup"]]
+        return f"{statistics.median(st['logprob_gap_mean'] for st in steps):.3f} / {max(st['logprob_gap_max'] for st in steps):.2f}"
+    per = [r["per_step"] for r in runs]
+    if not all("sampling/sampling_logp_difference/mean" in p for p in per):
+        return "not logged by TRL"
+    return (
+        f"{statistics.median(x for p in per for x in p['sampling/sampling_logp_difference/mean']):.3f} / "
+        f"{max(x for p in per for x in p['sampling/sampling_logp_difference/max']):.2f}"
+    )
+
+
 def gpu_vllm_sides() -> str:
     """Block (docs/gpu.md): every side of the vLLM comparison, median [min-max] over its repetitions."""
     runs = _sides_runs()
@@ -923,17 +938,7 @@ def gpu_vllm_sides() -> str:
     ]
     for side in dict.fromkeys(r["side"] for r in runs):
         mine = [r for r in runs if r["side"] == side]
-        if side.startswith("ours"):
-            steps = [st for r in mine for st in r["steps"] if not st["warmup"]]
-            gap = f"{statistics.median(st['logprob_gap_mean'] for st in steps):.3f} / {max(st['logprob_gap_max'] for st in steps):.2f}"
-        else:
-            per = [r["per_step"] for r in mine if "sampling/sampling_logp_difference/mean" in r["per_step"]]
-            gap = (
-                f"{statistics.median(x for p in per for x in p['sampling/sampling_logp_difference/mean']):.3f} / "
-                f"{max(x for p in per for x in p['sampling/sampling_logp_difference/max']):.2f}"
-                if per
-                else "not logged by TRL"
-            )
+        gap = _gap(side, mine)
         rows.append(
             f"| {_side_label(side)} | {len(mine)} | {_range([r['median_step_s'] for r in mine], '{:.2f}')} | "
             f"{_range([r['samples_per_s'] for r in mine], '{:.2f}')} | {_range([r['generated_tokens_per_s'] for r in mine], '{:,.0f}')} | "
@@ -1034,17 +1039,7 @@ def gpu_pinned_sides() -> str:
         cell = f"{res['params']['shape']}, {res['params']['turns']} turn{'s' if res['params']['turns'] != '1' else ''}"
         for side in dict.fromkeys(r["side"] for r in runs):
             mine = [r for r in runs if r["side"] == side]
-            if side.startswith("ours"):
-                steps = [st for r in mine for st in r["steps"] if not st["warmup"]]
-                gap = f"{statistics.median(st['logprob_gap_mean'] for st in steps):.3f} / {max(st['logprob_gap_max'] for st in steps):.2f}"
-            else:
-                diff = [r["per_step"].get("sampling/sampling_logp_difference/mean") for r in mine]
-                top = [r["per_step"].get("sampling/sampling_logp_difference/max") for r in mine]
-                gap = (
-                    f"{statistics.median(x for d in diff for x in d):.3f} / {max(x for t in top for x in t):.2f}"
-                    if all(diff) and all(top)
-                    else "not logged by TRL"
-                )
+            gap = _gap(side, mine)
             ratio = ratios.get(side)
             if not ratio:
                 vs = "baseline"
