@@ -131,7 +131,7 @@ def quickstart(
 ) -> None:
     """Run the whole loop locally: task data (the maze unless --task), cluster, base eval, SFT warm start and its eval (--no-sft skips them), GRPO job from the SFT adapter, adapter eval, serving.
 
-    Ctrl-C stops it and says what was not done; hyperpod-rl quickstart --resume RUN_ID finishes it.
+    Ctrl-C (or SIGTERM, kill PID) stops it and says what was not done; hyperpod-rl quickstart --resume RUN_ID finishes it.
     """
     from hyperpod_rl.quickstart import QuickstartInterrupted, default_run_id, resume_options, run
 
@@ -162,7 +162,7 @@ def quickstart(
     except QuickstartInterrupted as stop:
         phases.stop()
         console.print(f"\n[bold yellow]{escape(str(stop))}[/]", soft_wrap=True, highlight=False)
-        raise typer.Exit(code=130) from None
+        raise typer.Exit(code=stop.exit_code) from None  # 130 after Ctrl-C, 143 after SIGTERM
     console.print(_table(summary, opts.max_turns, width=console.width))
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
