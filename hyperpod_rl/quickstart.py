@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult
 
 __all__ = [
+    "MAX_ROWS",
+    "MAX_STEPS",
     "PHASES",
     "RESUME_OVERRIDES",
     "DatasetPaths",
@@ -132,6 +134,14 @@ _LEFT: dict[str, str] = {
 RESUME_OVERRIDES = ("serve", "serve_port", "dashboard_port")
 
 
+#: The most GRPO or SFT steps a quickstart takes: 500 times the default run's 200 GRPO steps (days
+#: on a CPU); a larger count is a typo (reported: --steps 1000000000000 was accepted).
+MAX_STEPS = 100_000
+#: The most rows of one split a quickstart generates (train, held-out, validation): 500 times the
+#: default 2,000 train rows; a larger count is a typo, not a dataset a local run can hold.
+MAX_ROWS = 1_000_000
+
+
 class QuickstartOptions(Model):
     """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields.
 
@@ -168,20 +178,20 @@ class QuickstartOptions(Model):
     """smallest maze side (cells)"""
     max_size: int = Field(5, ge=2)
     """largest maze side (cells)"""
-    train_rows: int = Field(2000, gt=0)
-    """train rows (mazes for the maze task)"""
-    heldout_rows: int = Field(200, gt=0)
-    """held-out rows, evaluated before and after"""
-    validation_rows: int = Field(0, ge=0)
-    """validation rows (disjoint from train and held-out), for choosing settings without touching held-out; 0: none"""
+    train_rows: int = Field(2000, gt=0, le=MAX_ROWS)
+    """train rows (mazes for the maze task); at most 1,000,000"""
+    heldout_rows: int = Field(200, gt=0, le=MAX_ROWS)
+    """held-out rows, evaluated before and after; at most 1,000,000"""
+    validation_rows: int = Field(0, ge=0, le=MAX_ROWS)
+    """validation rows (disjoint from train and held-out), for choosing settings without touching held-out; 0: none; at most 1,000,000"""
     max_turns: int = Field(6, gt=0)
     """turn limit per episode"""
     group_size: int = 8
     """episodes per row (GRPO group size)"""
     prompts_per_step: int = Field(8, gt=0)
     """rows (prompts) per GRPO step"""
-    steps: int = Field(200, gt=0)
-    """GRPO steps"""
+    steps: int = Field(200, gt=0, le=MAX_STEPS)
+    """GRPO steps (at most 100,000)"""
     lr: float | None = Field(None, gt=0)
     """GRPO's AdamW learning rate of the LoRA adapter; default 5e-4 from the base model (benchmarks/lr_sweep.py), 1e-4 from the SFT adapter (benchmarks/sft_sweep.py), each chosen on validation"""
     entropy_coef: float | None = Field(None, ge=0)
@@ -194,8 +204,8 @@ class QuickstartOptions(Model):
     """LoRA rank of the adapter"""
     sft: bool = True
     """warm-start GRPO from an SFT adapter trained on the task's demonstrations (--no-sft: GRPO from the base model)"""
-    sft_steps: int = Field(450, ge=0)
-    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py); 0 only with sft off"""
+    sft_steps: int = Field(450, ge=0, le=MAX_STEPS)
+    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py); 0 only with sft off; at most 100,000"""
     sft_lr: float = Field(5e-4, gt=0)
     """AdamW learning rate of the SFT warm start"""
     sft_rows_per_step: int = Field(8, gt=0)
@@ -237,7 +247,7 @@ class QuickstartOptions(Model):
     @classmethod
     def _group(cls, v: int) -> int:
         if v < 2:
-            raise ValueError("group_size must be >= 2 (GRPO compares samples within a group)")
+            raise ValueError("must be >= 2 (GRPO compares samples within a group)")
         return v
 
     @model_validator(mode="after")

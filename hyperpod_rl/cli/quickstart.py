@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from hyperpod_rl.base import parse_user_data
-from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, output_file, writing
+from hyperpod_rl.cli._common import console, fail, flag_names, follow_with_progress, model_options, options_of, output_file, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
 
@@ -145,15 +145,18 @@ def quickstart(
     if not isinstance(extra, dict):
         raise typer.BadParameter("--task-options must be a JSON object")
     options["task_options"] = extra
-    try:
-        if resume is not None:
-            fields = QuickstartOptions.model_fields
-            given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+    if resume is not None:
+        fields = QuickstartOptions.model_fields
+        given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+        try:
             opts = resume_options(resume, **given)
-        else:
-            opts = QuickstartOptions.build(options)
-            if opts.run_id is None:
-                opts = QuickstartOptions.build({**options, "run_id": default_run_id()})
+        except HyperpodRLError as err:
+            fail(flag_names(str(err), QuickstartOptions))
+    else:
+        opts = options_of(QuickstartOptions, options)
+        if opts.run_id is None:
+            opts = options_of(QuickstartOptions, {**options, "run_id": default_run_id()})
+    try:
         console.rule(f"[bold]hyperpod-rl quickstart[/] · run {opts.run_id}" + (" (resumed)" if resume else ""))
         summary = run(opts, on_phase=phases, follow=partial(follow_with_progress, detach=False), resume=resume is not None)
     except HyperpodRLError as err:
