@@ -23,6 +23,10 @@ any HTTP error, timeout or an answer that is not ``<answer>move</answer>``. It p
 percentiles and throughput, and as its LAST line one JSON object with ``requests``, ``failed``,
 ``p50_ms``, ``p95_ms``, ``p99_ms`` and ``requests_per_s`` of the load. Exit status 1 if any
 request failed. Bar (issue 7): 16 clients x 50 requests, zero failed.
+
+Errors are one ``error: ...`` line on standard error, as the ``hyperpod-rl`` commands print them:
+exit status 2 for bad input (an option, the ``--heldout`` file), 1 when the server or cluster
+cannot be reached or used (``--endpoint`` is asked one request before the load starts).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -142,16 +147,60 @@ def _print(label: str, result: dict[str, Any]) -> None:
         print(f"  error: {err}")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as the one ``error: ...`` line (exit 2) the CLI prints."""
+
+    def error(self, message: str) -> NoReturn:
+        _error(f"{message} (see: {self.prog} --help)")
+        raise SystemExit(2)
+
+
+def _error(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+def _count(text: str) -> int:
+    """An option that counts something: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give an integer >= 1, e.g. 4 (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (got {value})")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"give a number of seconds, e.g. 120 (got {text!r})") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0 (got {text})")
+    return value
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """Run the benchmark; a project error becomes one ``error: ...`` line (exit 2 bad input, 1 an unreachable service)."""
+    from hyperpod_rl.errors import ConfigError, HyperpodRLError, TaskError
+
+    try:
+        return _main()
+    except HyperpodRLError as err:
+        _error(str(err))
+        return 2 if isinstance(err, (ConfigError, TaskError)) else 1
+
+
+def _main() -> int:
+    parser = _Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoint", help="base URL of a running server; default: deploy one")
     parser.add_argument("--model", default="maze", help="model (adapter) name to ask")
     parser.add_argument("--heldout", help="held-out parquet whose maze images are sent (with --endpoint)")
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--requests", type=int, default=50, help="requests per client")
-    parser.add_argument("--single-requests", type=int, default=100, help="sequential requests of the one-client latency baseline")
+    parser.add_argument("--clients", type=_count, default=16)
+    parser.add_argument("--requests", type=_count, default=50, help="requests per client")
+    parser.add_argument("--single-requests", type=_count, default=100, help="sequential requests of the one-client latency baseline")
     parser.add_argument("--port", type=int, default=None, help="port of the self-contained deployment (default: a free one)")
-    parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--timeout-s", type=_seconds, default=120.0)
     parser.add_argument("--record", help="with --endpoint: write benchmarks/results/<RECORD>.json")
     args = parser.parse_args()
 
@@ -160,7 +209,12 @@ def main() -> int:
 
         if not args.heldout:
             parser.error("--endpoint needs --heldout (the maze images to send)")
+        if urlsplit(args.endpoint).scheme not in ("http", "https") or not urlsplit(args.endpoint).netloc:
+            parser.error(f"--endpoint {args.endpoint} is not an http(s) URL: give the server's base URL, e.g. http://127.0.0.1:8000")
         rows = read_rows(args.heldout)
+        if not rows:
+            parser.error(f"--heldout {args.heldout} holds no rows: give a held-out parquet with maze rows")
+        _reachable(args.endpoint, args.model, rows[0], args.timeout_s)
         if args.record:
             from benchmarks._record import Recording
 
@@ -195,6 +249,18 @@ def main() -> int:
             if cluster is not None:
                 cluster.stop()
     return _report(rec.results, "the self-contained deployment")
+
+
+def _reachable(endpoint: str, model: str, row: dict[str, Any], timeout_s: float) -> None:
+    """Ask ``endpoint`` one request before the load, so a server that is not there (or does not
+    serve ``model``) is one error line, not hundreds of failed requests.
+
+    Raises:
+        ServeError: no connection, or an error answer (the message says how to serve the model).
+    """
+    from hyperpod_rl.serve.client import chat, maze_request
+
+    chat(endpoint, maze_request(row, model=model), timeout_s=timeout_s)
 
 
 def _measure(endpoint: str, args: argparse.Namespace, rows: list[dict[str, Any]]) -> dict[str, Any]:

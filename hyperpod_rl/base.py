@@ -33,7 +33,7 @@ import functools
 import json
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args, get_origin
@@ -58,6 +58,7 @@ __all__ = [
     "nesting_depth",
     "parse_user_data",
     "read_user_text",
+    "listed",
 ]
 
 #: The range of a seed: a signed 64-bit integer, what torch's generators, NumPy, parquet's int64
@@ -66,6 +67,14 @@ MIN_SEED = -(2**63)
 MAX_SEED = 2**63 - 1
 #: A seed field: an integer from :data:`MIN_SEED` to :data:`MAX_SEED`.
 Seed = Annotated[int, Field(ge=MIN_SEED, le=MAX_SEED)]
+
+
+def listed(items: Iterable[object]) -> str:
+    """Names for a message, as a person writes them: ``listed(["seed", "single-gpu"])`` is
+    ``"seed, single-gpu"`` (never a Python list's ``['seed', 'single-gpu']``); ``"none"`` when empty."""
+    shown = [str(item) for item in items]
+    return ", ".join(shown) if shown else "none"
+
 
 _MAX_SHOWN = 80  # characters of a bad value shown in a message
 

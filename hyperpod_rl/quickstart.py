@@ -34,9 +34,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import signal
+import threading
 import time
 import warnings as _warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -60,6 +63,8 @@ if TYPE_CHECKING:
     from hyperpod_rl.eval import Comparison, EvalResult
 
 __all__ = [
+    "MAX_ROWS",
+    "MAX_STEPS",
     "PHASES",
     "RESUME_OVERRIDES",
     "DatasetPaths",
@@ -129,6 +134,14 @@ _LEFT: dict[str, str] = {
 RESUME_OVERRIDES = ("serve", "serve_port", "dashboard_port")
 
 
+#: The most GRPO or SFT steps a quickstart takes: 500 times the default run's 200 GRPO steps (days
+#: on a CPU); a larger count is a typo (reported: --steps 1000000000000 was accepted).
+MAX_STEPS = 100_000
+#: The most rows of one split a quickstart generates (train, held-out, validation): 500 times the
+#: default 2,000 train rows; a larger count is a typo, not a dataset a local run can hold.
+MAX_ROWS = 1_000_000
+
+
 class QuickstartOptions(Model):
     """Options of the quickstart (defaults: the 10-minute CPU run). The CLI's options are these fields.
 
@@ -165,20 +178,20 @@ class QuickstartOptions(Model):
     """smallest maze side (cells)"""
     max_size: int = Field(5, ge=2)
     """largest maze side (cells)"""
-    train_rows: int = Field(2000, gt=0)
-    """train rows (mazes for the maze task)"""
-    heldout_rows: int = Field(200, gt=0)
-    """held-out rows, evaluated before and after"""
-    validation_rows: int = Field(0, ge=0)
-    """validation rows (disjoint from train and held-out), for choosing settings without touching held-out; 0: none"""
+    train_rows: int = Field(2000, gt=0, le=MAX_ROWS)
+    """train rows (mazes for the maze task); at most 1,000,000"""
+    heldout_rows: int = Field(200, gt=0, le=MAX_ROWS)
+    """held-out rows, evaluated before and after; at most 1,000,000"""
+    validation_rows: int = Field(0, ge=0, le=MAX_ROWS)
+    """validation rows (disjoint from train and held-out), for choosing settings without touching held-out; 0: none; at most 1,000,000"""
     max_turns: int = Field(6, gt=0)
     """turn limit per episode"""
     group_size: int = 8
     """episodes per row (GRPO group size)"""
     prompts_per_step: int = Field(8, gt=0)
     """rows (prompts) per GRPO step"""
-    steps: int = Field(200, gt=0)
-    """GRPO steps"""
+    steps: int = Field(200, gt=0, le=MAX_STEPS)
+    """GRPO steps (at most 100,000)"""
     lr: float | None = Field(None, gt=0)
     """GRPO's AdamW learning rate of the LoRA adapter; default 5e-4 from the base model (benchmarks/lr_sweep.py), 1e-4 from the SFT adapter (benchmarks/sft_sweep.py), each chosen on validation"""
     entropy_coef: float | None = Field(None, ge=0)
@@ -191,8 +204,8 @@ class QuickstartOptions(Model):
     """LoRA rank of the adapter"""
     sft: bool = True
     """warm-start GRPO from an SFT adapter trained on the task's demonstrations (--no-sft: GRPO from the base model)"""
-    sft_steps: int = Field(450, ge=0)
-    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py); 0 only with sft off"""
+    sft_steps: int = Field(450, ge=0, le=MAX_STEPS)
+    """SFT steps of the warm start (chosen on validation: benchmarks/sft_sweep.py); 0 only with sft off; at most 100,000"""
     sft_lr: float = Field(5e-4, gt=0)
     """AdamW learning rate of the SFT warm start"""
     sft_rows_per_step: int = Field(8, gt=0)
@@ -234,7 +247,7 @@ class QuickstartOptions(Model):
     @classmethod
     def _group(cls, v: int) -> int:
         if v < 2:
-            raise ValueError("group_size must be >= 2 (GRPO compares samples within a group)")
+            raise ValueError("must be >= 2 (GRPO compares samples within a group)")
         return v
 
     @model_validator(mode="after")
@@ -558,7 +571,8 @@ class Phase:
 
 
 class QuickstartInterrupted(KeyboardInterrupt):
-    """Ctrl-C (a kernel interrupt) stopped :func:`run` before it ended; a ``KeyboardInterrupt``.
+    """Ctrl-C (a kernel interrupt) or SIGTERM (``kill PID``, ``timeout``) stopped :func:`run` before
+    it ended; a ``KeyboardInterrupt``.
 
     Its message says what was not done and the one command that finishes it,
     ``hyperpod-rl quickstart --resume <run id>`` (in Python :func:`resume`): the resume keeps
@@ -570,10 +584,13 @@ class QuickstartInterrupted(KeyboardInterrupt):
         left: what was not done, in order (e.g. ``["the SFT adapter's evaluation", "the GRPO job
             (not submitted)", ...]``).
         job: the submission id of a training job that keeps running, or None.
+        signum: the signal that stopped it (``signal.SIGINT`` for Ctrl-C, ``signal.SIGTERM``).
+        exit_code: the exit status a command that stops on it uses, ``128 + signum`` (130, 143).
     """
 
-    def __init__(self, run_id: str, phase: str | None, left: list[str], job: str | None) -> None:
-        self.run_id, self.phase, self.left, self.job = run_id, phase, left, job
+    def __init__(self, run_id: str, phase: str | None, left: list[str], job: str | None, signum: int = signal.SIGINT) -> None:
+        self.run_id, self.phase, self.left, self.job, self.signum = run_id, phase, left, job, int(signum)
+        self.exit_code = 128 + self.signum
         during = f" during {_LEFT[phase]}" if phase else ""
         running = f"; its job {job} keeps running" if job else ""
         super().__init__(
@@ -740,8 +757,8 @@ def run(
         ``resume``, ``wall_s`` holds the steps this call ran).
 
     Raises:
-        QuickstartInterrupted: Ctrl-C stopped it (a ``KeyboardInterrupt``; the message says what
-            was not done and the command that finishes it).
+        QuickstartInterrupted: Ctrl-C or SIGTERM stopped it (a ``KeyboardInterrupt``; the message
+            says what was not done and the command that finishes it).
         ConfigError: the run id exists already (without ``resume``), the run has no quickstart
             record or was started with other options (with ``resume``), or the serve port is taken.
         ClusterError: the local cluster could not start.
@@ -766,11 +783,42 @@ def run(
     ]
     flow = _Flow(rid, order, on_phase or print_phase, opts.task, resume)
     try:
-        return _run(flow, opts, client, storage, paths, sft_paths, follow or follow_with_tqdm)
+        with _sigterm_interrupts():
+            return _run(flow, opts, client, storage, paths, sft_paths, follow or follow_with_tqdm)
     except QuickstartInterrupted:
         raise
-    except KeyboardInterrupt:
-        raise flow.interrupted() from None
+    except KeyboardInterrupt as err:
+        raise flow.interrupted(getattr(err, "signum", signal.SIGINT)) from None
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM arrived inside :func:`_sigterm_interrupts`: a ``KeyboardInterrupt`` (so every step
+    that cleans up after Ctrl-C cleans up after it too) that remembers its signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """Inside the block, SIGTERM (``kill PID``, ``timeout``, a job scheduler) stops the work as
+    Ctrl-C does: :class:`_Terminated` is raised where the main thread is, so :func:`run` says what
+    was not done and how to finish it (:class:`QuickstartInterrupted`, ``exit_code`` 143) instead
+    of dying silently. The handler it replaces is put back after. Off the main thread (where
+    Python cannot set signal handlers) it changes nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _terminate(signum: int, frame: object) -> None:
+        raise _Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _flag(name: str, value: Any) -> str:
@@ -895,8 +943,8 @@ class _Flow:
         self.done.add(name)
         return out
 
-    def interrupted(self) -> QuickstartInterrupted:
-        """What the interrupt left undone, and the job that keeps running."""
+    def interrupted(self, signum: int = signal.SIGINT) -> QuickstartInterrupted:
+        """What the interrupt (the signal ``signum``) left undone, and the job that keeps running."""
         now = self.order.index(self.phase) if self.phase in self.order else -1
         left = []
         for i, name in enumerate(self.order):
@@ -904,7 +952,7 @@ class _Flow:
                 continue
             submitted_later = name in ("sft", "train") and i > now
             left.append(_LEFT[name] + (" (not submitted)" if submitted_later else ""))
-        return QuickstartInterrupted(self.run_id, self.phase, left, self.job)
+        return QuickstartInterrupted(self.run_id, self.phase, left, self.job, signum)
 
 
 def _run(

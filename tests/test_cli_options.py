@@ -37,7 +37,7 @@ def test_bad_options_are_refused_by_the_model_before_anything_starts(tmp_path, m
     out = CliRunner().invoke(app, ["quickstart", "--steps", "0", "--min-size", "6", "--advantage", "best", "--no-serve"])
     assert out.exit_code == 2
     assert "invalid quickstart options" in out.output
-    for expected in ("steps: must be > 0", "advantage: use 'outcome' or 'process'"):
+    for expected in ("--steps: must be > 0 (got 0)", "--advantage: use 'outcome' or 'process' (got 'best')"):
         assert expected in out.output, out.output
     assert not (tmp_path / "local-cluster.json").exists()  # no cluster was started
 
@@ -47,7 +47,7 @@ def test_a_bad_run_id_is_refused_before_the_banner(tmp_path, monkeypatch):
     monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
     out = CliRunner().invoke(app, ["quickstart", "--run-id", "My_Run", "--no-serve"])
     assert out.exit_code == 2
-    assert "run_id: run id 'My_Run' is invalid: use 3-63 lower-case letters" in out.stderr
+    assert "--run-id: run id 'My_Run' is invalid: use 3-63 lower-case letters" in out.stderr
     assert "hyperpod-rl quickstart" not in out.stdout  # no banner
     assert not (tmp_path / "local-cluster.json").exists()
 
@@ -67,7 +67,7 @@ def test_sft_steps_zero_is_accepted_with_sft_off_only():
     assert QuickstartOptions.build(sft=False, sft_steps=0).sft_steps == 0
     out = CliRunner().invoke(app, ["quickstart", "--sft-steps", "0", "--no-serve"])
     assert out.exit_code == 2
-    assert "sft_steps: must be > 0 with the SFT warm start on (got 0); or turn it off (--no-sft)" in " ".join(out.stderr.split())
+    assert "--sft-steps: must be > 0 with the SFT warm start on (got 0); or turn it off (--no-sft)" in " ".join(out.stderr.split())
 
 
 def test_a_maze_count_the_sizes_cannot_fill_is_refused_before_a_cluster_starts(tmp_path, monkeypatch):
@@ -152,3 +152,54 @@ def test_no_help_text_shows_raw_docstring_markup():
     # what the user saw, rendered
     out = CliRunner().invoke(app, ["job", "stop", "--help"], env={"COLUMNS": "120"}).output
     assert "record 'stopped' in the run's provenance" in " ".join(out.split()) and "``" not in out
+
+
+def test_cli_errors_name_the_flags_the_library_names_the_fields(tmp_path, monkeypatch):
+    """Reported: ``hyperpod-rl quickstart --steps 0`` said ``steps: must be > 0``, naming the
+    pydantic field, not the flag typed. Every kind of line (a field's own check, a cross-field rule,
+    a field named inside a line) names the flag on the command line; the library, which notebooks
+    call, keeps the field names. A count beyond the documented bound is refused with the bound."""
+    import pytest
+
+    from hyperpod_rl.errors import ConfigError
+
+    monkeypatch.setenv("HYPERPOD_RL_HOME", str(tmp_path))
+    cases = [
+        (["--steps", "0"], ["--steps: must be > 0 (got 0)"]),
+        (["--steps", "1000000000000"], ["--steps: must be <= 100000 (got 1000000000000)"]),
+        (["--sft-steps", "100001"], ["--sft-steps: must be <= 100000 (got 100001)"]),
+        (
+            ["--train-rows", "2000000", "--heldout-mazes", "0"],
+            ["--train-rows: must be <= 1000000 (got 2000000)", "--heldout-rows: must be > 0 (got 0)"],
+        ),
+        (["--group-size", "1"], ["--group-size: must be >= 2 (GRPO compares samples within a group) (got 1)"]),
+        (["--serve-port", "12000"], ["--serve-port: inside Ray's worker port range 10002-19999"]),
+        (
+            ["--min-size", "6", "--task", "nosuch"],
+            ["--min-size (6) is larger than --max-size (5)", "--task: unknown task 'nosuch'; registered tasks: "],
+        ),
+        (
+            ["--task-options", '{"fill": 0.5}'],
+            ["--task-options: the maze quickstart takes its options from --min-size, --max-size, --max-turns and --cell-px"],
+        ),
+        (
+            ["--task", "doc_read", "--cell-px", "20"],
+            ["--cell-px is the maze's cell size; task 'doc_read' takes its drawing options in --task-options"],
+        ),
+    ]
+    for args, expected in cases:
+        out = CliRunner().invoke(app, ["quickstart", "--no-serve", *args])
+        assert out.exit_code == 2, (args, out.output)
+        lines = [line.strip() for line in out.stderr.splitlines()]
+        assert lines[0] == "error: invalid quickstart options:", (args, out.stderr)
+        for line in expected:
+            assert any(got.startswith(line) for got in lines[1:]), (args, line, out.stderr)
+    assert not (tmp_path / "local-cluster.json").exists()
+    with pytest.raises(ConfigError) as err:
+        QuickstartOptions.build(steps=0, min_size=6, group_size=1)
+    assert (
+        str(err.value)
+        == "invalid quickstart options:\n  group_size: must be >= 2 (GRPO compares samples within a group) (got 1)\n  steps: must be > 0 (got 0)"
+    )
+    with pytest.raises(ConfigError, match=r"^invalid quickstart options:\n  min_size \(6\) is larger than max_size \(5\)$"):
+        QuickstartOptions.build(min_size=6)

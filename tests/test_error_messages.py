@@ -102,3 +102,52 @@ def test_a_nested_model_error_is_folded_not_repeated() -> None:
         DatasetSpec(render_style=RenderStyle.model_construct(cell_px=4), seed=1)  # validated again by the parent
     text = str(info.value)
     assert text.count("invalid ") == 1, text
+
+
+def test_cli_lists_known_presets_as_words_not_a_python_list() -> None:
+    """Reported: ``hyperpod-rl cluster render --preset nosuch`` printed ``choose one of ['seed', 'single-gpu']``."""
+    from typer.testing import CliRunner
+
+    from hyperpod_rl.cli import app
+
+    result = CliRunner().invoke(app, ["cluster", "render", "--preset", "nosuch"], env={"COLUMNS": "200"})
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == "error: unknown cluster preset 'nosuch'; known presets: seed, single-gpu"
+
+
+def test_listed_writes_names_as_a_person_does() -> None:
+    from hyperpod_rl.base import listed
+
+    assert listed(["seed", "single-gpu"]) == "seed, single-gpu"
+    assert listed((8, 16)) == "8, 16"
+    assert listed([]) == "none"
+
+
+def _list_reprs_in_messages() -> list[str]:
+    """``{sorted(...)}``, ``{list(...)}``, ``{tuple(...)}`` or ``{set(...)}`` put straight into an
+    f-string of a ``raise`` (or a ``problems``/``return`` message): a Python list repr a user sees."""
+    import ast
+    from pathlib import Path
+
+    import hyperpod_rl
+
+    found = []
+    for path in sorted(Path(hyperpod_rl.__file__).parent.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            for part in ast.walk(node.exc):
+                if (
+                    isinstance(part, ast.FormattedValue)
+                    and isinstance(part.value, ast.Call)
+                    and isinstance(part.value.func, ast.Name)
+                    and part.value.func.id in ("sorted", "list", "set")
+                ):
+                    found.append(f"{path.relative_to(Path(hyperpod_rl.__file__).parents[1])}:{part.lineno}")
+    return found
+
+
+def test_no_error_message_shows_a_python_list() -> None:
+    """The kind of the preset report, everywhere: an error names its choices with ``listed``."""
+    assert _list_reprs_in_messages() == []

@@ -125,14 +125,14 @@ def test_bad_options_are_refused_before_anything_is_submitted(tmp_path):
     blocker.listen()
     busy_port = blocker.getsockname()[1]
     for args, message in [
-        (("--group-size", "0"), "group_size must be >= 2"),
+        (("--group-size", "0"), "--group-size: must be >= 2 (GRPO compares samples within a group) (got 0)"),
         (("--model-path", str(tmp_path / "nope")), "is not a directory"),
-        (("--min-size", "6", "--max-size", "4"), "min_size (6) is larger than max_size (4)"),
-        (("--steps", "0"), "steps: must be > 0 (got 0)"),
+        (("--min-size", "6", "--max-size", "4"), "--min-size (6) is larger than --max-size (4)"),
+        (("--steps", "0"), "--steps: must be > 0 (got 0)"),
         (("--serve-port", str(busy_port)), f"--serve-port {busy_port} is in use by another program"),
         # reported: a dashboard port in Ray's worker range failed ~30 s later, inside `ray start`
-        (("--dashboard-port", "18266"), "dashboard_port: inside Ray's worker port range 10002-19999"),
-        (("--serve-port", "12000"), "serve_port: inside Ray's worker port range 10002-19999"),
+        (("--dashboard-port", "18266"), "--dashboard-port: inside Ray's worker port range 10002-19999"),
+        (("--serve-port", "12000"), "--serve-port: inside Ray's worker port range 10002-19999"),
     ]:
         proc = _cli("quickstart", "--run-id", "bad-input", *args, timeout=120)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)

@@ -81,6 +81,58 @@ def test_the_interrupt_names_what_is_left_in_order() -> None:
     ]
 
 
+def test_sigterm_says_what_is_left_as_ctrl_c_does(tmp_path, monkeypatch) -> None:
+    """Reported: ``kill PID`` of a quickstart while its SFT job trained printed nothing about what
+    was not done (Ctrl-C did). SIGTERM now stops :func:`run` as Ctrl-C does, with exit code 143,
+    and its own handler is put back after; the steps are faked, so no cluster is needed."""
+    import time
+
+    from hyperpod_rl import quickstart as qs
+
+    def steps(flow, *args):
+        flow.done.update({"dataset", "cluster", "base_model", "eval_base"})
+        flow.phase, flow.job = "sft", "hprl-qs-term-sft-1"
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises in here
+        raise AssertionError("SIGTERM did not stop the quickstart")
+
+    monkeypatch.setattr(qs, "_run", steps)
+    before = signal.getsignal(signal.SIGTERM)
+    opts = qs.QuickstartOptions.build(run_id="qs-term", serve=False)
+    with pytest.raises(qs.QuickstartInterrupted) as caught:
+        qs.run(opts, client=object(), storage=tmp_path, on_phase=lambda _phase: None)
+    stop = caught.value
+    assert (stop.signum, stop.exit_code) == (signal.SIGTERM, 143)
+    assert str(stop) == (
+        "interrupted during the SFT warm start; its job hprl-qs-term-sft-1 keeps running. Not done: the SFT adapter's evaluation, "
+        "the GRPO job (not submitted), the adapter's evaluation and the comparison table. "
+        "Finish it: hyperpod-rl quickstart --resume qs-term (in Python: hp.quickstart.resume('qs-term'))"
+    )
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert qs._Flow("r4", ["dataset"], lambda _phase: None, "maze", resume=False).interrupted().exit_code == 130  # Ctrl-C
+
+
+def test_the_cli_exits_143_after_sigterm_with_the_message(monkeypatch) -> None:
+    """The CLI prints the interrupt's message and exits with its code (143 after SIGTERM, 130 after Ctrl-C)."""
+    from typer.testing import CliRunner
+
+    from hyperpod_rl import quickstart as qs
+    from hyperpod_rl.cli import app
+
+    for signum, code in ((signal.SIGTERM, 143), (signal.SIGINT, 130)):
+
+        def stopped(opts, signum=signum, **_kw):
+            raise qs.QuickstartInterrupted(opts.run_id, "sft", ["the GRPO job (not submitted)"], "hprl-qs-cli-sft-1", signum)
+
+        monkeypatch.setattr(qs, "run", stopped)
+        result = CliRunner().invoke(app, ["quickstart", "--run-id", "qs-cli", "--no-serve"])
+        assert result.exit_code == code, result.output
+        assert (
+            "interrupted during the SFT warm start; its job hprl-qs-cli-sft-1 keeps running. Not done: the GRPO job (not submitted). "
+            "Finish it: hyperpod-rl quickstart --resume qs-cli" in " ".join(result.output.split())
+        ), result.output
+
+
 @pytest.mark.ray
 def test_ctrl_c_says_what_is_left_and_resume_finishes_the_run(local_cluster, tmp_path: Path) -> None:
     """Interrupted in SFT, resumed and interrupted in GRPO, resumed to the end.

@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
+from hyperpod_rl.base import Model
 from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = [
@@ -28,11 +29,13 @@ __all__ = [
     "console",
     "err_console",
     "fail",
+    "flag_names",
     "follow_with_progress",
     "handled",
     "job_client",
     "local_client",
     "model_options",
+    "options_of",
     "output_dir",
     "output_file",
     "reachable_client",
@@ -218,6 +221,49 @@ def model_options(model: type[BaseModel], *, exclude: tuple[str, ...] = ()) -> C
         return fn
 
     return decorate
+
+
+def flag_names(message: str, model: type[BaseModel]) -> str:
+    """``message`` (a :meth:`hyperpod_rl.base.Model.build` error of ``model``) with each field of
+    ``model`` named by its command-line flag, as :func:`model_options` spells it: ``steps: must be
+    > 0`` becomes ``--steps: must be > 0``. A field that starts a line is renamed whatever its name
+    (``task: unknown task ...`` -> ``--task: ...``); elsewhere in a line only names with an
+    underscore are (``min_size`` -> ``--min-size``), so plain words (task, seed) stay words. The
+    library's message, seen from Python, keeps the field names."""
+    fields = set(model.model_fields)
+    compound = sorted((f for f in fields if "_" in f), key=len, reverse=True)
+    inside = re.compile(r"(?<![\w'.-])(" + "|".join(compound) + r")(?![\w'])") if compound else None
+
+    def flag(name: str) -> str:
+        return "--" + name.replace("_", "-")
+
+    lines = []
+    for line in message.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        rest = line.lstrip()
+        head = re.match(r"([a-z][a-z0-9_]*)(?=[:. (]|$)", rest)
+        if head and head.group(1) in fields:
+            after = rest[head.end() :]
+            if after.startswith("."):  # a key inside a mapping option: --task-options doc.x: ...
+                after = " " + after[1:]
+            rest = flag(head.group(1)) + after
+            prefix_len = len(flag(head.group(1)))
+            body = rest[prefix_len:]
+        else:
+            prefix_len, body = 0, rest
+        if inside is not None:
+            body = inside.sub(lambda m: flag(m.group(1)), body)
+        lines.append(indent + rest[:prefix_len] + body)
+    return "\n".join(lines)
+
+
+def options_of[M: Model](model: type[M], values: dict[str, Any]) -> M:
+    """``model.build(values)`` for a command whose options came from :func:`model_options`; an
+    invalid value exits 2 with the model's message naming the flags (:func:`flag_names`)."""
+    try:
+        return model.build(values)
+    except HyperpodRLError as err:
+        fail(flag_names(str(err), model))
 
 
 #: Outside a terminal (a piped or CI log), a progress line at least this often while steps come (seconds).

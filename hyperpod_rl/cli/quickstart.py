@@ -14,7 +14,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from hyperpod_rl.base import parse_user_data
-from hyperpod_rl.cli._common import console, fail, follow_with_progress, model_options, output_file, writing
+from hyperpod_rl.cli._common import console, fail, flag_names, follow_with_progress, model_options, options_of, output_file, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
 
@@ -131,7 +131,7 @@ def quickstart(
 ) -> None:
     """Run the whole loop locally: task data (the maze unless --task), cluster, base eval, SFT warm start and its eval (--no-sft skips them), GRPO job from the SFT adapter, adapter eval, serving.
 
-    Ctrl-C stops it and says what was not done; hyperpod-rl quickstart --resume RUN_ID finishes it.
+    Ctrl-C (or SIGTERM, kill PID) stops it and says what was not done; hyperpod-rl quickstart --resume RUN_ID finishes it.
     """
     from hyperpod_rl.quickstart import QuickstartInterrupted, default_run_id, resume_options, run
 
@@ -145,15 +145,18 @@ def quickstart(
     if not isinstance(extra, dict):
         raise typer.BadParameter("--task-options must be a JSON object")
     options["task_options"] = extra
-    try:
-        if resume is not None:
-            fields = QuickstartOptions.model_fields
-            given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+    if resume is not None:
+        fields = QuickstartOptions.model_fields
+        given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+        try:
             opts = resume_options(resume, **given)
-        else:
-            opts = QuickstartOptions.build(options)
-            if opts.run_id is None:
-                opts = QuickstartOptions.build({**options, "run_id": default_run_id()})
+        except HyperpodRLError as err:
+            fail(flag_names(str(err), QuickstartOptions))
+    else:
+        opts = options_of(QuickstartOptions, options)
+        if opts.run_id is None:
+            opts = options_of(QuickstartOptions, {**options, "run_id": default_run_id()})
+    try:
         console.rule(f"[bold]hyperpod-rl quickstart[/] · run {opts.run_id}" + (" (resumed)" if resume else ""))
         summary = run(opts, on_phase=phases, follow=partial(follow_with_progress, detach=False), resume=resume is not None)
     except HyperpodRLError as err:
@@ -162,7 +165,7 @@ def quickstart(
     except QuickstartInterrupted as stop:
         phases.stop()
         console.print(f"\n[bold yellow]{escape(str(stop))}[/]", soft_wrap=True, highlight=False)
-        raise typer.Exit(code=130) from None
+        raise typer.Exit(code=stop.exit_code) from None  # 130 after Ctrl-C, 143 after SIGTERM
     console.print(_table(summary, opts.max_turns, width=console.width))
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)

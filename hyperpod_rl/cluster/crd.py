@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import ConfigError
 
 __all__ = [
@@ -62,7 +63,7 @@ def kuberay_tag(kuberay: str) -> str:
         ConfigError: not a supported version; the message lists the supported ones.
     """
     if kuberay not in KUBERAY_VERSIONS:
-        raise ConfigError(f"KubeRay {kuberay!r} is not supported; choose one of {sorted(KUBERAY_VERSIONS, reverse=True)}")
+        raise ConfigError(f"KubeRay {kuberay!r} is not supported; choose one of {listed(sorted(KUBERAY_VERSIONS, reverse=True))}")
     return KUBERAY_VERSIONS[kuberay]
 
 

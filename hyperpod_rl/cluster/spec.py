@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from hyperpod_rl.base import Model
+from hyperpod_rl.base import Model, listed
 from hyperpod_rl.cluster import crd as _crd
 from hyperpod_rl.cluster import manifest as _manifest
 from hyperpod_rl.cluster import rules as _rules
@@ -287,7 +287,7 @@ class ClusterSpec(_ClusterModel):
                 names the field, or the rule id and JSON path, and the fix).
         """
         if name not in _PRESETS:
-            raise ConfigError(f"unknown cluster preset {name!r}; choose one of {cls.presets()}")
+            raise ConfigError(f"unknown cluster preset {name!r}; known presets: {listed(cls.presets())}")
         return cls.build({**_PRESETS[name], **overrides})
 
     @classmethod

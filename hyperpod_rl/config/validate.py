@@ -13,6 +13,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.config.sections import (
     CheckpointConfig,
     DataConfig,
@@ -248,7 +249,7 @@ def _lora_targets(cfg: RunConfig) -> list[str]:
         return []
     why = f" outside lora.exclude_modules={lo.exclude_modules!r}" if vision_excluded else ""
     return [
-        f"lora.target_modules entries {bad} match no Qwen3-VL module{why}: valid names are {valid} (or 'all-linear'); "
+        f"lora.target_modules entries {listed(bad)} match no Qwen3-VL module{why}: valid names are {listed(valid)} (or 'all-linear'); "
         "peft would skip them silently"
     ]
 
@@ -323,12 +324,12 @@ def _skyrl(cfg: RunConfig) -> list[str]:
     # LoRA
     if lo.rank not in VLLM_LORA_RANKS:
         out.append(
-            f"lora.rank={lo.rank} is not a rank vLLM can serve (max_lora_rank must be one of {list(VLLM_LORA_RANKS)}): pick one of those"
+            f"lora.rank={lo.rank} is not a rank vLLM can serve (max_lora_rank must be one of {listed(VLLM_LORA_RANKS)}): pick one of those"
         )
     if lo.max_serving_rank not in VLLM_LORA_RANKS:
         up = next((r for r in VLLM_LORA_RANKS if r >= lo.max_serving_rank), VLLM_LORA_RANKS[-1])
         out.append(
-            f"lora.max_serving_rank={lo.max_serving_rank} is not a --max-lora-rank vLLM starts with (one of {list(VLLM_LORA_RANKS)}): use {up}"
+            f"lora.max_serving_rank={lo.max_serving_rank} is not a --max-lora-rank vLLM starts with (one of {listed(VLLM_LORA_RANKS)}): use {up}"
         )
     if lo.rank > lo.max_serving_rank:
         out.append(

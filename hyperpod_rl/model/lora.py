@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.config.sections import LoRAConfig
 from hyperpod_rl.errors import ConfigError
 
@@ -120,9 +121,9 @@ def wrap_lora(model: Any, lora: LoRAConfig) -> tuple[Any, dict[str, int]]:
 def _no_match_message(lora: LoRAConfig, missing: Sequence[str], candidates: Sequence[str]) -> str:
     leaves = sorted({n.rsplit(".", 1)[-1] for n in candidates})
     return (
-        f"lora.target_modules entries {list(missing)} match no module of the model"
+        f"lora.target_modules entries {listed(missing)} match no module of the model"
         + (f" outside lora.exclude_modules={lora.exclude_modules!r}" if lora.exclude_modules else "")
-        + f": valid names are {leaves} (or 'all-linear')"
+        + f": valid names are {listed(leaves)} (or 'all-linear')"
     )
 
 

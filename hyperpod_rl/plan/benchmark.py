@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hyperpod_rl.base import load_user_data
+from hyperpod_rl.base import listed, load_user_data
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan.inputs import PlanInput
 
@@ -48,7 +48,7 @@ def bench_plan_input(config: Mapping[str, Any], *, gpus: int, variant: str) -> P
         ConfigError: unknown variant.
     """
     if variant not in VARIANTS:
-        raise ConfigError(f"unknown harness variant {variant!r}; use one of {sorted(VARIANTS)}")
+        raise ConfigError(f"unknown harness variant {variant!r}; use one of {listed(sorted(VARIANTS))}")
     fsdp, logprob, adapter = VARIANTS[variant]
     layers, policy = CHECKPOINTING.get(variant, (1.0, "full"))
     px = int(config["image_px"])

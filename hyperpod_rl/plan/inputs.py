@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from hyperpod_rl.base import RaisesOnInit
+from hyperpod_rl.base import RaisesOnInit, listed
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.plan.hardware import GPUS, GPUSpec, gpu_spec
 from hyperpod_rl.plan.images import image_tokens
@@ -90,7 +90,7 @@ class PlanInput(RaisesOnInit):
         unknown = set(self.lora_target_modules) - set(ALL_LINEAR)
         if unknown:
             raise ConfigError(
-                f"lora_target_modules has {sorted(unknown)}, which are not Qwen3-VL language linears; use a subset of {list(ALL_LINEAR)}"
+                f"lora_target_modules has {listed(sorted(unknown))}, which are not Qwen3-VL language linears; use a subset of {listed(ALL_LINEAR)}"
             )
         if self.placement == "colocated" and self.inference_gpus:
             raise ConfigError("inference_gpus is only for placement='split'; colocated engines share the training GPUs, so leave it 0")

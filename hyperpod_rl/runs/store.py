@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperpod_rl.base import load_user_data
+from hyperpod_rl.base import listed, load_user_data
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
@@ -247,7 +247,7 @@ def record_final_status(
         ConfigError: ``status`` is not a final status.
     """
     if status not in FINAL_STATUSES:
-        raise ConfigError(f"{status!r} is not a final run status: use one of {list(FINAL_STATUSES)}")
+        raise ConfigError(f"{status!r} is not a final run status: use one of {listed(FINAL_STATUSES)}")
     changed = False
 
     def change(current: dict[str, Any] | None) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
-from hyperpod_rl.base import Model, Seed, format_validation_error, load_user_data
+from hyperpod_rl.base import Model, Seed, format_validation_error, listed, load_user_data
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ConfigError, ServeError
 from hyperpod_rl.serve.local import MAX_IMAGE_PIXELS
@@ -322,7 +322,7 @@ def check_vllm_args(args: list[str]) -> None:
         flag = args[i]
         kind = VLLM_FLAGS.get(flag)
         if kind is None:
-            raise ConfigError(f"{flag!r} is not a vLLM serve flag this package knows: use one of {sorted(VLLM_FLAGS)}")
+            raise ConfigError(f"{flag!r} is not a vLLM serve flag this package knows: use one of {listed(sorted(VLLM_FLAGS))}")
         if kind == "flag":
             values.setdefault(flag, []).append("")
             i += 1
@@ -331,7 +331,7 @@ def check_vllm_args(args: list[str]) -> None:
             raise ConfigError(f"{flag} needs a value")
         value = args[i + 1]
         if isinstance(kind, tuple) and value not in kind:
-            raise ConfigError(f"{flag} {value}: must be one of {list(kind)} (vLLM)")
+            raise ConfigError(f"{flag} {value}: must be one of {listed(kind)} (vLLM)")
         if kind in ("int", "float"):
             try:
                 number = int(value) if kind == "int" else float(value)
@@ -547,7 +547,7 @@ def validate_llm_config(config: dict[str, Any]) -> Any:
     engine = config.get("engine_kwargs") or {}
     unknown = sorted(set(engine) - VLLM_ENGINE_KWARGS)
     if unknown:
-        raise ConfigError(f"engine_kwargs {unknown} are not vLLM engine arguments: use {sorted(VLLM_ENGINE_KWARGS)}")
+        raise ConfigError(f"engine_kwargs {listed(unknown)} are not vLLM engine arguments: use {listed(sorted(VLLM_ENGINE_KWARGS))}")
     if config.get("lora_config") is not None:
         if not engine.get("enable_lora"):
             raise ConfigError("lora_config needs engine_kwargs.enable_lora=True")

@@ -58,7 +58,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from hyperpod_rl.base import Seed, json_problem, nesting_depth
+from hyperpod_rl.base import Seed, json_problem, listed, nesting_depth
 from hyperpod_rl.config.sections import MAX_TEMPERATURE, MIN_TEMPERATURE
 
 __all__ = [
@@ -456,7 +456,7 @@ def build_app(model_path: str, adapters: dict[str, str], *, num_cpus: float = 1.
                     400, "unsupported_n", f"n={req.n} is not served: this server answers one choice per request; send {req.n} requests"
                 )
             if req.model != "base" and req.model not in self.names:
-                raise fail(404, "model_not_found", f"unknown model {req.model!r}: use one of {['base', *self.names]}")
+                raise fail(404, "model_not_found", f"unknown model {req.model!r}: use one of {listed(['base', *self.names])}")
             try:
                 messages = _decode_images(req)
             except OverflowError as err:
@@ -625,7 +625,7 @@ def run_app(
         apps = serve.status().applications
         if apps:
             raise ServeError(
-                f"Ray Serve already listens on port {current} with applications {sorted(apps)}: use --port {current}, or run hyperpod-rl serve down first"
+                f"Ray Serve already listens on port {current} with applications {listed(sorted(apps))}: use --port {current}, or run hyperpod-rl serve down first"
             )
         serve.shutdown()
     serve.start(http_options={"host": "127.0.0.1", "port": port})

@@ -45,7 +45,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from hyperpod_rl.base import MAX_DATA_BYTES, Model, load_user_data, parse_user_data, read_user_text
+from hyperpod_rl.base import MAX_DATA_BYTES, Model, listed, load_user_data, parse_user_data, read_user_text
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
@@ -143,7 +143,7 @@ class ServerProfile(Model):
             up = next((r for r in self.lora_ranks if r >= self.max_lora_rank), None)
             hint = f"use {up}, the next accepted value up" if up is not None else f"the largest accepted value is {self.lora_ranks[-1]}"
             raise ValueError(
-                f"max_lora_rank={self.max_lora_rank} is not a value {self.name} starts with (it accepts only {list(self.lora_ranks)}): {hint}"
+                f"max_lora_rank={self.max_lora_rank} is not a value {self.name} starts with (it accepts only {listed(self.lora_ranks)}): {hint}"
             )
         return self
 
@@ -439,7 +439,7 @@ class _Checker:
                 self.add(
                     "provenance",
                     "error",
-                    f"provenance.json lacks {missing}.",
+                    f"provenance.json lacks {listed(missing)}.",
                     "re-export the adapter with hyperpod-rl so provenance.json records the base model id, revision and LoRA settings",
                 )
         self.config = self._json(

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import CheckpointError, PromotionRefused, ServeError
 from hyperpod_rl.runs import RunPaths, read_config, read_eval, read_provenance, record_eval, record_promotion, run_paths
 
@@ -98,7 +99,7 @@ def _comparison_json(comparison: Any, run_dir: Path) -> tuple[dict[str, Any] | N
         return None, f"comparison must be a hyperpod_rl.eval.Comparison or its JSON dict, got {type(comparison).__name__}"
     missing = [k for k in _COMPARISON_KEYS if k not in data]
     if missing:
-        return None, f"the comparison lacks {missing}: pass the result of hyperpod_rl.eval.compare(base, adapter)"
+        return None, f"the comparison lacks {listed(missing)}: pass the result of hyperpod_rl.eval.compare(base, adapter)"
     return data, None
 
 

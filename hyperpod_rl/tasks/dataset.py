@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import AfterValidator
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.protocol import REQUIRED_COLUMNS, SPLITS, Row, check_counts
 
@@ -116,7 +117,7 @@ def check_weights[W: Mapping[str, float]](weights: W, known: Sequence[str], what
     """
     bad = sorted(set(weights) - set(known))
     if bad:
-        raise ValueError(f"unknown {what}(s) {bad}; use {list(known)}")
+        raise ValueError(f"unknown {what}(s) {listed(bad)}; use {listed(known)}")
     if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError("weights must be >= 0 with a positive sum")
     return weights
@@ -147,11 +148,11 @@ def check_splits(task: Task, splits: Mapping[str, Sequence[Mapping[str, Any]]]) 
     seen: dict[str, str] = {}
     for split, rows in splits.items():
         if split not in SPLITS:
-            raise TaskError(f"task {task.name!r} built unknown split {split!r}; use {list(SPLITS)}")
+            raise TaskError(f"task {task.name!r} built unknown split {split!r}; use {listed(SPLITS)}")
         for i, row in enumerate(rows):
             missing = [c for c in (*REQUIRED_COLUMNS, task.hash_column) if c not in row]
             if missing:
-                raise TaskError(f"task {task.name!r}: {split} row {i} lacks the columns {missing}")
+                raise TaskError(f"task {task.name!r}: {split} row {i} lacks the columns {listed(missing)}")
             if row["split"] != split or row["env_class"] != task.env_class:
                 raise TaskError(
                     f"task {task.name!r}: {split} row {i} has split={row['split']!r}, env_class={row['env_class']!r}; "
@@ -269,7 +270,7 @@ def read_rows(path: str | Path, *, required: Sequence[str] = ("prompt", "env_cla
         raise TaskError(f"dataset file {source} is not a readable parquet file ({err}): regenerate it") from None
     missing = [c for c in required if c not in table.column_names]
     if missing:
-        raise TaskError(f"dataset file {source} lacks the columns {missing}: it was not written by a task; regenerate it")
+        raise TaskError(f"dataset file {source} lacks the columns {listed(missing)}: it was not written by a task; regenerate it")
     rows = table.to_pylist()
     for row in rows:
         if row.get("prompt") is not None:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import clean_messages
 from hyperpod_rl.tasks.protocol import Task, parse_model
@@ -64,7 +65,7 @@ class EnvSettings:
         """
         value = str(self.get(name, default))
         if value not in choices:
-            raise self.error(f"{name}={value!r} is not supported; use one of {choices}")
+            raise self.error(f"{name}={value!r} is not supported; use one of {listed(choices)}")
         return value
 
     def count(self, name: str, default: Any, *, minimum: int = 1, why: str = "") -> int:

@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Protocol, run
 
 from pydantic import AfterValidator, BaseModel, Field, ValidationError, field_validator
 
-from hyperpod_rl.base import RaisesOnInit, Seed, format_validation_error
+from hyperpod_rl.base import RaisesOnInit, Seed, format_validation_error, listed
 from hyperpod_rl.errors import TaskError
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ def check_counts[C: Mapping[str, int]](counts: C) -> C:
     """
     bad = sorted(set(counts) - set(SPLITS))
     if bad:
-        raise ValueError(f"unknown split(s) {bad}; use {list(SPLITS)}")
+        raise ValueError(f"unknown split(s) {listed(bad)}; use {listed(SPLITS)}")
     if any(n < 0 for n in counts.values()):
         raise ValueError("row counts must be >= 0")
     if sum(counts.values()) == 0:

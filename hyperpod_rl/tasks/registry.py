@@ -29,6 +29,7 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.protocol import Task
 
@@ -134,7 +135,7 @@ def check_task(obj: Any, *, source: str = "") -> Task:
             raise TaskError(f"task factory{where} raised {type(err).__name__}: {err}") from err
     missing = [m for m in _MEMBERS if not hasattr(obj, m)]
     if missing:
-        raise TaskError(f"task object{where} lacks {missing}: implement hyperpod_rl.tasks.Task (docs/tasks.md)")
+        raise TaskError(f"task object{where} lacks {listed(missing)}: implement hyperpod_rl.tasks.Task (docs/tasks.md)")
     problems: list[str] = []
     if not isinstance(obj.name, str) or not _NAME.fullmatch(obj.name):
         problems.append(f"name={obj.name!r} must match [a-z][a-z0-9_-]* (at most 40 characters)")

@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import ConfigError, TaskError
 from hyperpod_rl.metrics.schema import MetricRecord
 from hyperpod_rl.model.loading import revision_of
@@ -81,7 +82,7 @@ def demo_action(policy: MazePolicy, text: str) -> Action:
         words = [w.lower() for w in policy.answer_words]
         if match is None or match.group(1).lower() not in words:
             raise TaskError(
-                f"demonstration completion {text[:80]!r} is not <answer>WORD</answer> with WORD one of {list(policy.answer_words)}: "
+                f"demonstration completion {text[:80]!r} is not <answer>WORD</answer> with WORD one of {listed(policy.answer_words)}: "
                 "constrained decoding (rollout.action_constraint='directions') can only learn those; use 'none'"
             )
         c = words.index(match.group(1).lower())

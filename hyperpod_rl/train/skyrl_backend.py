@@ -44,6 +44,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.config.skyrl import RUN_SUBDIRS, to_skyrl_overrides
 from hyperpod_rl.errors import CheckpointError, ConfigError
@@ -322,7 +323,7 @@ def _lora_counts(source: Path, config: RunConfig) -> dict[str, int]:
     if missing:
         wrapped = sorted({k.split(".lora_")[0].rsplit(".", 1)[-1] for k in keys if ".lora_" in k})
         raise CheckpointError(
-            f"the adapter wraps no module for lora.target_modules entries {missing} (it wraps {wrapped}): "
+            f"the adapter wraps no module for lora.target_modules entries {listed(missing)} (it wraps {listed(wrapped)}): "
             "fix lora.target_modules and train again"
         )
     return counts

@@ -158,7 +158,7 @@ def test_ray_serve_llm_refuses_local_adapter_paths_and_bad_fields(spec):
         validate_llm_config({**good, "accelerator_type": "NOT-A-GPU"})
     with pytest.raises(ConfigError, match=r"LLMConfig.engine_kwagrs: not a known field"):
         validate_llm_config({**good, "engine_kwagrs": {}})
-    with pytest.raises(ConfigError, match=r"engine_kwargs \['enable_loras'\] are not vLLM engine arguments"):
+    with pytest.raises(ConfigError, match=r"engine_kwargs enable_loras are not vLLM engine arguments"):
         validate_llm_config({**good, "engine_kwargs": {**good["engine_kwargs"], "enable_loras": True}})
     with pytest.raises(ConfigError, match=r"lora_config needs engine_kwargs.enable_lora=True"):
         validate_llm_config({**good, "engine_kwargs": {k: v for k, v in good["engine_kwargs"].items() if k != "enable_lora"}})

@@ -137,7 +137,7 @@ BAD: list[tuple[str, Callable[[Path], None], Callable[[Path], None] | None, Serv
         LOCAL_SERVER,
         "error",
         "provenance",
-        r"lacks \['base_model_revision'\]",
+        r"lacks base_model_revision\.",
     ),
     (
         "other-base-model-id",

@@ -159,7 +159,7 @@ def test_adapter_failing_preflight_is_refused_before_the_comparison(run):
 def test_bad_inputs(run, tmp_path):
     with pytest.raises(ServeError, match="is not a directory"):
         promote(tmp_path / "nope")
-    with pytest.raises(PromotionRefused, match=r"the comparison lacks \['base_label'"):
+    with pytest.raises(PromotionRefused, match=r"the comparison lacks base_label, candidate_label, "):
         promote(run / "adapter", comparison={"promote": True})
     with pytest.raises(PromotionRefused, match="must be a hyperpod_rl.eval.Comparison or its JSON dict, got int"):
         promote(run / "adapter", comparison=3)

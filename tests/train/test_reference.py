@@ -128,7 +128,7 @@ def test_bad_dataset_files_are_clear_errors(tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"prompt": [[{"role": "user", "content": "hi"}]]}), tmp_path / "other.parquet")
-    with pytest.raises(TaskError, match=r"lacks the columns \['env_class'\]"):
+    with pytest.raises(TaskError, match=r"lacks the columns env_class: it was not written by a task"):
         read_rows(tmp_path / "other.parquet")
 
 

@@ -42,7 +42,7 @@ from typing import Any, Final, TypedDict, cast
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from hyperpod_rl.base import Seed, format_validation_error
+from hyperpod_rl.base import Seed, format_validation_error, listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import StratumMix, check_weights, quotas, shortfall, take_quota
 from hyperpod_rl.tasks.dataset import read_rows as _read
@@ -140,7 +140,7 @@ class DatasetSpec(DocModel):
     def _qtypes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         bad = sorted(set(v) - set(QTYPES))
         if bad or not v:
-            raise ValueError(f"unknown or no question type(s) {bad}; use some of {list(QTYPES)}")
+            raise ValueError(f"unknown or no question type(s) {listed(bad)}; use some of {listed(QTYPES)}")
         return v
 
     @field_validator("items", "ood_items")

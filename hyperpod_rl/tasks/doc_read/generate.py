@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Final
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.doc_read.document import CURRENCIES, MINOR_DIGITS, Document, LineItem, Question, minor_to_decimal
 from hyperpod_rl.tasks.doc_read.templates import format_money, template
@@ -172,7 +173,7 @@ def generate_question(doc: Document, qtype: str, *, seed: int) -> Question:
             ``compare.pair`` need two items).
     """
     if qtype not in QTYPE_KIND:
-        raise TaskError(f"qtype={qtype!r} is unknown; use one of {list(QTYPES)}")
+        raise TaskError(f"qtype={qtype!r} is unknown; use one of {listed(QTYPES)}")
     tpl = template(doc.template)
     rng = random.Random(f"hyperpod_rl.doc_read.q:{doc.content_hash()}:{qtype}:{seed}")
     common = {"qtype": qtype, "kind": QTYPE_KIND[qtype], "date_order": tpl.date_order}

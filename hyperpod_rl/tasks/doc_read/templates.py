@@ -13,6 +13,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.doc_read._model import DocModel
 from hyperpod_rl.tasks.doc_read.document import MINOR_DIGITS, DateOrder, Kind, minor_to_decimal
@@ -401,7 +402,7 @@ def template(template_id: str) -> Template:
     try:
         return TEMPLATES[template_id]
     except KeyError:
-        raise TaskError(f"template={template_id!r} is unknown; use one of {sorted(TEMPLATES)}") from None
+        raise TaskError(f"template={template_id!r} is unknown; use one of {listed(sorted(TEMPLATES))}") from None
 
 
 def format_date(date: dt.date, fmt: DateFormat) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 from typing import Final, Literal, get_args
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks.maze.grid import DELTAS, DIRECTIONS, OPEN_BITS, OPPOSITE, Cell, Maze, _check_side
 
@@ -169,7 +170,7 @@ def generate_maze(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise MazeError(f"seed must be an int, got {seed!r}")
     if algorithm not in _GENERATORS:
-        raise MazeError(f"algorithm={algorithm!r} is not supported; use one of {ALGORITHMS}")
+        raise MazeError(f"algorithm={algorithm!r} is not supported; use one of {listed(ALGORITHMS)}")
     if not isinstance(braid, (int, float)) or not 0.0 <= float(braid) <= 1.0:
         raise MazeError(f"braid={braid!r} must be a fraction in [0, 1]")
     # Mix the generator name into the seed so different algorithms do not share random streams.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Final
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import MazeError
 
 __all__ = [
@@ -128,7 +129,7 @@ class Maze:
             MazeError: if ``direction`` is not one of :data:`DIRECTIONS` or the cell is outside the grid.
         """
         if direction not in OPEN_BITS:
-            raise MazeError(f"direction={direction!r} is not one of {DIRECTIONS}")
+            raise MazeError(f"direction={direction!r} is not one of {listed(DIRECTIONS)}")
         self._check_cell(cell)
         return bool(self.open_sides[self._index(cell)] & OPEN_BITS[direction])
 
@@ -250,7 +251,7 @@ class Maze:
             raise MazeError("maze JSON must be an object with rows, cols, start, goal, open_sides")
         missing = [k for k in ("rows", "cols", "start", "goal", "open_sides") if k not in data]
         if missing:
-            raise MazeError(f"maze JSON is missing field(s) {missing}")
+            raise MazeError(f"maze JSON is missing field(s) {listed(missing)}")
         return cls(
             rows=data["rows"],
             cols=data["cols"],

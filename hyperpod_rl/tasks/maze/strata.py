@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import MazeError
 from hyperpod_rl.tasks.dataset import stratum_matches as matches
 from hyperpod_rl.tasks.maze.grid import Maze
@@ -38,7 +39,7 @@ def check_edges(name: str, edges: Sequence[int]) -> tuple[int, ...]:
     if not out:
         raise MazeError(f"{name} must list at least one bin edge")
     if out[0] < 0 or any(b <= a for a, b in zip(out, out[1:], strict=False)):
-        raise MazeError(f"{name}={list(out)} must be strictly ascending non-negative ints")
+        raise MazeError(f"{name} ({listed(out)}) must be strictly ascending non-negative integers, e.g. 4, 8, 16")
     return out
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import Any, Final, Literal
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 
 __all__ = [
@@ -143,7 +144,7 @@ def label_problem(label: object) -> str | None:
     if not isinstance(label, str) or not LABEL_PATTERN.fullmatch(label):
         return 'must be non-empty printable ASCII without outer spaces, and must not hold " ; ( )'
     if RESERVED_WORD_PATTERN.search(label):
-        return f"must not hold the words {sorted(RESERVED_WORDS)} (action verbs of the answer format)"
+        return f"must not hold the words {listed(sorted(RESERVED_WORDS))} (action verbs of the answer format)"
     if COORDINATES_PATTERN.fullmatch(label):
         return "must not look like click coordinates (two integers and a comma)"
     return None
@@ -190,7 +191,7 @@ class App:
             where = f"screens[{i}]"
             _check_label(f"{where}.title", s.title)
             if s.kind not in SCREEN_KINDS:
-                raise TaskError(f"{where}.kind={s.kind!r}: use one of {SCREEN_KINDS}")
+                raise TaskError(f"{where}.kind={s.kind!r}: use one of {listed(SCREEN_KINDS)}")
             if i and (
                 s.parent is None
                 or not 0 <= s.parent < n

@@ -36,7 +36,7 @@ from typing import Any, Final, cast
 
 from pydantic import Field, field_validator, model_validator
 
-from hyperpod_rl.base import Seed
+from hyperpod_rl.base import Seed, listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.dataset import StratumMix, derive_seed, quotas, shortfall, take_quota, write_parquet
 from hyperpod_rl.tasks.dataset import read_rows as _read_rows
@@ -150,14 +150,14 @@ class DatasetSpec(TaskOptions):
     @classmethod
     def _sizes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if not v or any(s not in SIZES for s in v):
-            raise ValueError(f"use sizes from {sorted(SIZES)}")
+            raise ValueError(f"use sizes from {listed(sorted(SIZES))}")
         return v
 
     @field_validator("themes")
     @classmethod
     def _themes(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         if not v or any(t not in THEMES for t in v):
-            raise ValueError(f"use themes from {sorted(THEMES)}")
+            raise ValueError(f"use themes from {listed(sorted(THEMES))}")
         return v
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ import hashlib
 import random
 from typing import Final, Literal
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import TaskError
 from hyperpod_rl.tasks.ui_nav.app import App, Control, Goal, Screen, label_clashes
 
@@ -103,7 +104,7 @@ def vocabulary(name: str, pool: LabelPool) -> tuple[str, ...]:
         TaskError: unknown vocabulary or pool.
     """
     if name not in VOCABULARIES:
-        raise TaskError(f"vocabulary {name!r} is unknown; use one of {sorted(VOCABULARIES)}")
+        raise TaskError(f"vocabulary {name!r} is unknown; use one of {listed(sorted(VOCABULARIES))}")
     words = VOCABULARIES[name]
     if pool == "all":
         return words
