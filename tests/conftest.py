@@ -65,13 +65,17 @@ def _refuse_a_long_tmpdir(config: pytest.Config) -> None:
     from hyperpod_rl.cluster.local import check_tmpdir_room
     from hyperpod_rl.errors import ClusterError
 
+    run_tmp = Path(os.environ["TMPDIR"])  # the run's own directory, hprl-t-XXXXXXXX inside the user's TMPDIR
     try:
-        check_tmpdir_room()
+        if run_tmp.name.startswith(_leftovers_module().RUN_TMP_PREFIX):
+            check_tmpdir_room(str(run_tmp.parent), below=run_tmp.name)
+        else:
+            check_tmpdir_room()
     except ClusterError as err:
         own = config.stash.get(_OWN_TMP, None)
         if own is not None:
             shutil.rmtree(own, ignore_errors=True)
-        pytest.exit(f"error: {err} (the test run makes its own directory, hprl-t-<8 characters>, inside your TMPDIR)", returncode=4)
+        pytest.exit(f"error: {err}", returncode=4)
 
 
 _OWN_TMP = pytest.StashKey[Path]()

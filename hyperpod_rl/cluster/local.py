@@ -604,19 +604,28 @@ def _private_root() -> Path:
     return Path(tempfile.gettempdir()) / f"hprl-{os.getuid()}"
 
 
-def check_tmpdir_room() -> None:
+def check_tmpdir_room(tmp: str | None = None, *, below: str = "") -> None:
     """Refuse a ``TMPDIR`` too long for a local cluster's Unix sockets before anything is started or
     created: the Ray temp dir :func:`local_temp_dir` would give under it must pass :func:`check_socket_room`.
 
+    Args:
+        tmp: the ``TMPDIR`` to judge (default: the one in effect, :func:`tempfile.gettempdir`).
+        below: a directory the caller puts between ``tmp`` and the cluster's temp dir (``make test``'s
+            own ``hprl-t-XXXXXXXX``); its bytes count, and the message still speaks of ``tmp``.
+
     Raises:
-        ClusterError: ``TMPDIR`` is too long; the message names the limit and the fix (a shorter ``TMPDIR``).
+        ClusterError: ``tmp`` is too long; the message says how many bytes it may have and the fix.
     """
-    tmp = tempfile.gettempdir()
-    room = MAX_RAY_TEMP_DIR - len(str(_private_root() / ("0" * _TEMP_DIR_HEX)).encode()) + len(tmp.encode())
+    tmp = tmp or tempfile.gettempdir()
+    used = len(f"/{below}".encode()) if below else 0
+    used += len(f"/{_private_root().name}/{'0' * _TEMP_DIR_HEX}".encode())
+    room = MAX_RAY_TEMP_DIR - used
     if len(tmp.encode()) > room:
+        inside = f" (with {below} inside it)" if below else ""
         raise ClusterError(
-            f"TMPDIR={tmp} is {len(tmp.encode())} bytes, but a local cluster's Ray temp dir under it must leave room for Ray's "
-            f"Unix socket paths (107 bytes): TMPDIR may have at most {room} bytes here; set TMPDIR to a shorter directory, e.g. TMPDIR=/tmp"
+            f"TMPDIR={tmp} is {len(tmp.encode())} bytes, but a local cluster's Ray temp dir under it{inside} must leave room for "
+            f"Ray's Unix socket paths (107 bytes): TMPDIR may have at most {room} bytes here; set TMPDIR to a shorter directory, "
+            "e.g. TMPDIR=/tmp"
         )
 
 

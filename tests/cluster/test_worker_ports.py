@@ -98,8 +98,9 @@ def test_the_test_session_ends_at_once_on_a_tmpdir_too_long(tmp_path):
 
     from hyperpod_rl.cluster.local import MAX_RAY_TEMP_DIR
 
-    long_tmp = tmp_path / ("d" * max(1, MAX_RAY_TEMP_DIR - len(str(tmp_path))))
-    long_tmp.mkdir()
+    user_tmp = tmp_path / ("d" * max(1, MAX_RAY_TEMP_DIR - len(str(tmp_path))))
+    long_tmp = user_tmp / "hprl-t-abcdefgh"  # as make test makes it: the run's own directory inside the user's TMPDIR
+    long_tmp.mkdir(parents=True)
     proc = subprocess.run(
         [
             sys.executable,
@@ -119,7 +120,9 @@ def test_the_test_session_ends_at_once_on_a_tmpdir_too_long(tmp_path):
         env={**os.environ, "HPRL_RUN_TMPDIR": str(long_tmp), "TMPDIR": str(long_tmp)},
     )
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "set TMPDIR to a shorter directory" in proc.stdout + proc.stderr
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert f"TMPDIR={user_tmp} is {len(str(user_tmp))} bytes" in said and "(with hprl-t-abcdefgh inside it)" in said, said
+    assert "set TMPDIR to a shorter directory" in said
     assert " passed" not in proc.stdout  # not one test ran
 
 
