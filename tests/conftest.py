@@ -61,10 +61,16 @@ def _refuse_a_long_tmpdir(config: pytest.Config) -> None:
     """End the session before any test when the run's ``TMPDIR`` leaves no room for Ray's socket paths.
 
     Reported: ``make test`` with ``TMPDIR=/work/tn`` ran for half an hour, then every cluster test failed or
-    timed out, because the local cluster's Ray temp dir under it was too long for a Unix socket path."""
+    timed out, because the local cluster's Ray temp dir under it was too long for a Unix socket path.
+
+    Checked once per run: a session a test starts inside this one (tests of the suite's own machinery, with a
+    deliberately deep ``HPRL_RUN_TMPDIR`` and no cluster) inherits ``HPRL_TMPDIR_CHECKED`` and is not judged."""
     from hyperpod_rl.cluster.local import check_tmpdir_room
     from hyperpod_rl.errors import ClusterError
 
+    if os.environ.get(_CHECKED):
+        return
+    os.environ[_CHECKED] = "1"
     run_tmp = Path(os.environ["TMPDIR"])  # the run's own directory, hprl-t-XXXXXXXX inside the user's TMPDIR
     try:
         if run_tmp.name.startswith(_leftovers_module().RUN_TMP_PREFIX):
@@ -78,6 +84,7 @@ def _refuse_a_long_tmpdir(config: pytest.Config) -> None:
         pytest.exit(f"error: {err}", returncode=4)
 
 
+_CHECKED = "HPRL_TMPDIR_CHECKED"
 _OWN_TMP = pytest.StashKey[Path]()
 _SNAPSHOT = pytest.StashKey[dict]()
 

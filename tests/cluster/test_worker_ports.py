@@ -117,7 +117,12 @@ def test_the_test_session_ends_at_once_on_a_tmpdir_too_long(tmp_path):
         text=True,
         timeout=120,
         cwd=REPO,
-        env={**os.environ, "HPRL_RUN_TMPDIR": str(long_tmp), "TMPDIR": str(long_tmp)},
+        # a new run, not a session inside this one (which inherits HPRL_TMPDIR_CHECKED and is not judged)
+        env={
+            **{k: v for k, v in os.environ.items() if k != "HPRL_TMPDIR_CHECKED"},
+            "HPRL_RUN_TMPDIR": str(long_tmp),
+            "TMPDIR": str(long_tmp),
+        },
     )
     assert proc.returncode == 4, proc.stdout + proc.stderr
     said = " ".join((proc.stdout + proc.stderr).split())
