@@ -1079,9 +1079,9 @@ def gpu_pinned_sides() -> str:
             f"TRL's side is `{trl}` on one-turn prompts: its `GRPOTrainer` has no multi-turn maze loop, so at 3 turns it does "
             "less work per step than ours. Peak memory is what the device reports in use (total minus free, polled every 10 ms). "
             + " ".join(
-                f"`{n}.json`: {_gpu_provenance(load_result(n))}, vLLM {load_result(n)['packages'].get('vllm')}, "
-                f"{len(load_result(n)['results']['runs'])} runs{' (' + load_result(n)['notes'] + ')' if load_result(n).get('notes') else ''}."
-                for n in PINNED_SIDES
+                f"`{n}.json`: {_gpu_provenance(r)}, vLLM {r['packages'].get('vllm')}, "
+                f"{len(r['results']['runs'])} runs{' (' + r['notes'] + ')' if r.get('notes') else ''}."
+                for n, r in ((n, load_result(n)) for n in PINNED_SIDES)
             )
             + f" Command: `{_cmd(first)}`, run by `benchmarks/gpu/run_sides.sh` (several device calls, each with `--resume`).",
             "",
