@@ -9,6 +9,15 @@ PY     = $(VENV)/bin/python
 PYTHON312 ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
 	$$p -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo $$p; break; }; done)
 
+# Caches kept on the machine between runs of a fresh clone, as pip's and npm's are: mypy's
+# incremental cache (a cold `mypy` took 62 s here, a warm one 2 s) and TorchInductor's compiled
+# kernels (the three torch.compile tests: 242 s cold, 83 s warm, on 2 busy cores). Both key
+# their entries on the sources and the tool's version, so a changed file is checked or compiled
+# again. The environment's own settings win.
+CACHE_HOME := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hyperpod-rl
+export MYPY_CACHE_DIR ?= $(CACHE_HOME)/mypy
+export TORCHINDUCTOR_CACHE_DIR ?= $(CACHE_HOME)/torchinductor
+
 .PHONY: venv tools-env chromium labextension labextension-jest studio-server-env quickstart lint docs test test-fast screenshots clean
 
 # Debian Chromium drives the JupyterLab browser test through Playwright, which never downloads a

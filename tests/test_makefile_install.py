@@ -10,6 +10,7 @@ source at each import. The last test checks the environment the suite runs in.""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 from pathlib import Path
 
@@ -73,3 +74,25 @@ def test_the_environment_the_suite_runs_in_is_byte_compiled(module: str) -> None
     assert spec is not None and spec.origin, module
     cached = Path(importlib.util.cache_from_source(spec.origin))
     assert cached.is_file(), f"{module} is not byte-compiled ({cached} missing): run `make venv`"
+
+
+def _make_env(tmp_path: Path, **env: str) -> list[str]:
+    """``MYPY_CACHE_DIR`` and ``TORCHINDUCTOR_CACHE_DIR`` as the Makefile exports them to its recipes."""
+    clean = {k: v for k, v in os.environ.items() if k not in ("MYPY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME")}
+    proc = subprocess.run(
+        ["make", "-s", "--eval", "show-caches: ; @echo $$MYPY_CACHE_DIR; echo $$TORCHINDUCTOR_CACHE_DIR", "show-caches"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, "HOME": str(tmp_path), **env},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout.split()
+
+
+def test_mypy_and_inductor_caches_are_kept_on_the_machine_unless_the_environment_says(tmp_path: Path) -> None:
+    """A fresh clone's second run reuses mypy's cache and TorchInductor's kernels (README, "make test")."""
+    assert _make_env(tmp_path) == [f"{tmp_path}/.cache/hyperpod-rl/mypy", f"{tmp_path}/.cache/hyperpod-rl/torchinductor"]
+    assert _make_env(tmp_path, XDG_CACHE_HOME="/c")[0] == "/c/hyperpod-rl/mypy"
+    assert _make_env(tmp_path, TORCHINDUCTOR_CACHE_DIR="/ind")[1] == "/ind"
