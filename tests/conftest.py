@@ -104,22 +104,50 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.ray)
 
 
-def _order(item: pytest.Item) -> int:
-    """Where a test runs: the ``slow`` tests (a minute or more each) first, so the two workers end
-    close together instead of one finishing a long test alone; the browser tests last (in order),
-    once most of the rest is done (a Studio browser test run while the machine was busiest once
-    waited past its chart's timeout); the rest between, as collected."""
+def _kind(item: pytest.Item) -> int:
+    """``0`` slow, ``1`` the rest, ``2`` browser."""
     if item.get_closest_marker("browser") is not None:
         return 2
     return 0 if item.get_closest_marker("slow") is not None else 1
 
 
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture built once for its module (scope ``module`` or ``package``):
+    a served app, a trained run. Such a fixture is built again whenever its module's tests are split,
+    by the order or between the workers: the serving module's app (two adapters and a Serve
+    deployment, 40-80 s) was built for its two slow tests, then again for the other 42."""
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs[-1].scope in ("module", "package") for defs in info.name2fixturedefs.values() if defs)
+
+
+def _order(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Where each test runs: the ``slow`` tests (a minute or more each) first, so the two workers end
+    close together instead of one finishing a long test alone; the browser tests last (in order),
+    once most of the rest is done (a Studio browser test run while the machine was busiest once
+    waited past its chart's timeout); the rest between, as collected. A module whose tests share a
+    module fixture (:func:`_shares_a_module_fixture`) stays whole, in the place of its earliest test,
+    and one worker runs it (``xdist_group`` named after the module, which ``--dist loadgroup``
+    keeps together), so the fixture is built once."""
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    shared = {module(item) for item in items if _shares_a_module_fixture(item)}
+    first: dict[str, int] = {}
+    for item in items:
+        if module(item) in shared:
+            item.add_marker(pytest.mark.xdist_group(module(item)))
+            if _kind(item) < 2:
+                first[module(item)] = min(first.get(module(item), 1), _kind(item))
+    return sorted(items, key=lambda item: 2 if _kind(item) == 2 else first.get(module(item), _kind(item)))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Order the tests (:func:`_order`; stable, so each kind keeps its collected order). Every
     test's registered marks and ``Slow:`` reason go into the junit file as properties (``marks``,
     ``slow_reason``), from which ``.ci/summarize.py`` sums the seconds per mark and checks that a
     test over 60 s says why."""
-    items[:] = sorted(items, key=_order)
+    items[:] = _order(items)
     registered = {line.split(":", 1)[0].strip() for line in config.getini("markers")}
     for item in items:
         item.user_properties.append(("marks", " ".join(sorted({m.name for m in item.iter_markers()} & registered))))

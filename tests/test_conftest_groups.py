@@ -57,6 +57,26 @@ def test_slow(local_cluster, n):
     time.sleep(0.3)
 """
 
+#: One slow test and three others sharing a module fixture: one worker runs all four together,
+#: and the fixture is built once.
+SHARED = """
+import os, time, uuid, pytest
+from pathlib import Path
+
+@pytest.fixture(scope="module")
+def app():
+    (Path(os.environ["GROUPS_OUT"]) / f"app-{uuid.uuid4().hex}.built").write_text("")
+    yield "app"
+
+@pytest.mark.slow
+def test_shared_slow(local_cluster, app):
+    time.sleep(0.3)
+
+@pytest.mark.parametrize("n", range(3))
+def test_shared(app, n):
+    time.sleep(0.2)
+"""
+
 TESTS = """
 import time
 
@@ -81,6 +101,7 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
     (suite / "test_z_slow.py").write_text(SLOW)
     for n in range(4):
         (suite / f"test_part{n}.py").write_text(TESTS.replace("{n}", str(n)))
+    (suite / "test_part1_shared.py").write_text(SHARED)
     env = {**os.environ, "PYTHONPATH": str(REPO), "GROUPS_OUT": str(out), "HPRL_RUN_TAG": "groups-inner"}
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-p", "no:randomly", str(suite)],
@@ -93,14 +114,21 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ran = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
-    assert len(ran) == 20, sorted(ran)
+    assert len(ran) == 24, sorted(ran)
     cluster_workers = sorted(r["worker"] for r in ran.values() if r["cluster"])
     assert set(cluster_workers) == {"gw0", "gw1"}, ran  # dealt out to both workers
     started = sorted(p.read_text() for p in out.glob("cluster-*.worker"))
     assert started == ["gw0", "gw1"], started  # one session cluster per worker, each started once
+    shared = {name for name in ran if name.startswith("test_shared")}
     for worker in ("gw0", "gw1"):
-        mine = sorted((r for r in ran.values() if r["worker"] == worker), key=lambda r: r["start"])
-        kinds = [2 if r["browser"] else 0 if r["slow"] else 1 for r in mine]
-        assert kinds == sorted(kinds), (worker, mine)  # slow first, browser last, on each worker
+        mine = sorted((name for name in ran if ran[name]["worker"] == worker), key=lambda name: ran[name]["start"])
+        # slow first (a shared module's whole with its slow test), browser last, on each worker
+        kinds = [2 if ran[name]["browser"] else 0 if ran[name]["slow"] or name in shared else 1 for name in mine]
+        assert kinds == sorted(kinds), (worker, mine)
+    assert len(list(out.glob("app-*.built"))) == 1  # the module fixture, built once
+    (worker,) = {ran[name]["worker"] for name in shared}  # one worker runs the module
+    mine = [name for name in sorted(ran, key=lambda name: ran[name]["start"]) if ran[name]["worker"] == worker]
+    at = mine.index("test_shared_slow")
+    assert set(mine[at : at + 4]) == shared, mine  # together, from its slow test on
     browser = sorted((r for r in ran.values() if r["browser"]), key=lambda r: r["start"])
     assert all(a["end"] <= b["start"] for a, b in zip(browser, browser[1:], strict=False)), browser  # never two at once
