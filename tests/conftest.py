@@ -128,6 +128,7 @@ def _order(items: list[pytest.Item]) -> list[pytest.Item]:
     module fixture (:func:`_shares_a_module_fixture`) stays whole, in the place of its earliest test,
     and one worker runs it (``xdist_group`` named after the module, which ``--dist loadgroup``
     keeps together), so the fixture is built once."""
+
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
 

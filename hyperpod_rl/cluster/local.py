@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_rl.cluster.resources import remove_jobs
-from hyperpod_rl.cluster.versions import RAY_NODE_ENV
 from hyperpod_rl.errors import ClusterError, ClusterTimeout, last_line
 from hyperpod_rl.paths import data_dir
 
@@ -385,7 +384,7 @@ def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None
         "RAY_AUTH_MODE": "token",
         "RAY_AUTH_TOKEN": token,
         "RAY_USAGE_STATS_ENABLED": "0",
-        **{k: os.environ.get(k, v) for k, v in (RAY_START_TIMEOUTS | RAY_NODE_ENV).items()},
+        **{k: os.environ.get(k, v) for k, v in RAY_START_TIMEOUTS.items()},
     }
     # room for Ray's own dashboard wait (raised from the environment, too) and the rest of the start
     limit = max(300.0, float(env["RAY_DASHBOARD_STARTUP_TIMEOUT_S"]) + 150.0)

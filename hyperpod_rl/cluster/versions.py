@@ -20,21 +20,7 @@ from typing import Any
 
 from hyperpod_rl.checks import Check
 
-__all__ = ["RAY_NODE_ENV", "checked_job_client", "cluster_ray_version", "compare_versions", "python_of_image", "version_checks"]
-
-#: Environment of every Ray node process (``ray start``, hence its raylet, dashboard agent and
-#: workers), set unless the environment sets it; the cluster image sets the same (``ENV`` in
-#: ``container/Dockerfile``).
-#:
-#: ``RAY_enable_open_telemetry=0``: in the pinned Ray 2.56.0 the dashboard agent's
-#: ``OpenTelemetryMetricRecorder`` deadlocks when a metric name is registered (the first export of
-#: a new metric, e.g. when a job or a Serve app starts) while ``GET /metrics`` on the metrics export
-#: port is collecting: registration holds the recorder's lock and waits for the OpenTelemetry SDK's
-#: consumer lock, the scrape the other way round (ray-project/ray#64946, fixed in 2.57.0). The
-#: agent then answers nothing again: job submissions time out (HTTP 504 from the dashboard) and so
-#: does every scrape. ``tests/cluster/test_ray_node_env.py`` reproduces it in-process. With ``0``,
-#: Ray 2.56 exports through its OpenCensus path, with the same ``ray_*`` metric names.
-RAY_NODE_ENV = {"RAY_enable_open_telemetry": "0"}
+__all__ = ["checked_job_client", "cluster_ray_version", "compare_versions", "python_of_image", "version_checks"]
 
 _PY_TAG = re.compile(r"[-_:]py(\d)(\d{1,2})(?:[-_.]|$)")
 

@@ -2,9 +2,15 @@
 
 Three sources, one sample shape (node name -> :data:`NodeSample`):
 
-- **Local cluster**: Ray's Prometheus text on a node's metrics export port
-  (``ray start --metrics-export-port``; ``LocalCluster.state.metrics_export_port``), parsed with
-  ``prometheus_client.parser`` (:func:`parse_ray_metrics`, :class:`RayPrometheusSource`).
+- **Local cluster**: the dashboard's node summary, ``GET <dashboard>/nodes?view=summary`` with the
+  cluster's token (:func:`parse_node_summary`, :class:`RayDashboardSource`): the figures each node's
+  dashboard agent reports (``ray/dashboard/modules/reporter/reporter_agent.py``, Ray 2.56), read
+  without making the agent collect its metrics. Scraping the agent's Prometheus port instead
+  (``ray start --metrics-export-port``; :func:`parse_ray_metrics`, :class:`RayPrometheusSource`)
+  can wedge the agent for good in Ray 2.56: a scrape racing the first export of a new metric (a
+  job or a Serve app starting) deadlocks its ``OpenTelemetryMetricRecorder``
+  (ray-project/ray#64946, fixed in Ray 2.57.0), after which every job submission times out. It
+  took a CI run's local cluster down while the notebook panels scraped it every 5 s.
 - **HyperPod through Amazon Managed Grafana**: ``POST <grafana>/api/ds/query`` with a
   service-account token and PromQL queries against the workspace's Prometheus data source
   (:func:`grafana_query_body`, :func:`parse_grafana_response`, :class:`GrafanaSource`).
@@ -35,10 +41,12 @@ __all__ = [
     "GrafanaSource",
     "HardwareSource",
     "NodeSample",
+    "RayDashboardSource",
     "RayPrometheusSource",
     "amp_signed_request",
     "grafana_query_body",
     "parse_grafana_response",
+    "parse_node_summary",
     "parse_prometheus_vector",
     "parse_ray_metrics",
     "source_from_env",
@@ -105,8 +113,88 @@ def parse_ray_metrics(text: str) -> NodeSample:
     return out
 
 
+def parse_node_summary(payload: Mapping[str, Any]) -> NodeSample:
+    """Per-node hardware values from the dashboard's ``GET /nodes?view=summary``.
+
+    Args:
+        payload: its JSON body, ``{"data": {"summary": [node, ...]}}``; each node has ``ip``,
+            ``cpu`` (percent of the node), ``mem`` (``[total, available, percent, used]``, bytes)
+            and ``gpus`` (``utilizationGpu`` percent, ``memoryUsed`` **megabytes**), as the
+            reporter agent sends them (Ray 2.56, ``reporter_agent.py`` and ``gpu_providers.py``).
+
+    Returns:
+        :data:`NodeSample` keyed by node IP, as :func:`parse_ray_metrics`; GPU keys only for nodes
+        that report GPUs, and a node that has not reported yet (no ``cpu``) is left out.
+
+    Raises:
+        HyperpodRLError: the body is not a node summary (the message says what was found).
+    """
+    try:
+        nodes = payload["data"]["summary"]
+        out: NodeSample = {}
+        for node in nodes:
+            if node.get("cpu") is None or not node.get("mem"):
+                continue
+            values = out.setdefault(str(node["ip"]), {})
+            values["cpu_percent"] = float(node["cpu"])
+            values["mem_total_bytes"], values["mem_used_bytes"] = float(node["mem"][0]), float(node["mem"][3])
+            gpus = node.get("gpus") or []
+            if gpus:
+                values["gpu_percent"] = sum(float(g.get("utilizationGpu") or 0.0) for g in gpus) / len(gpus)
+                values["gram_used_bytes"] = sum(float(g.get("memoryUsed") or 0.0) for g in gpus) * _MB
+        return out
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
+        raise HyperpodRLError(f"not a Ray node summary ({err.__class__.__name__}: {err}); got keys {list(payload)[:5]}") from None
+
+
+class RayDashboardSource:
+    """Sample a Ray cluster's nodes from its dashboard (:func:`parse_node_summary`).
+
+    Args:
+        dashboard_url: e.g. ``http://127.0.0.1:8265`` (``LocalCluster.dashboard_url``).
+        headers: what authenticates to the dashboard (``LocalCluster.auth_headers()``); kept
+            out of the ``repr``.
+        timeout_s: HTTP timeout per sample, seconds.
+    """
+
+    def __init__(self, dashboard_url: str, *, headers: Mapping[str, str] | None = None, timeout_s: float = 5.0) -> None:
+        import requests
+
+        self.url = f"{dashboard_url.rstrip('/')}/nodes?view=summary"
+        self.timeout_s = timeout_s
+        self._session = requests.Session()
+        self._session.headers.update(dict(headers or {}))
+
+    def __repr__(self) -> str:
+        return f"RayDashboardSource(url={self.url!r})"
+
+    def sample(self) -> NodeSample:
+        """One sample of every node that has reported.
+
+        Raises:
+            HyperpodRLError: the dashboard does not answer 200 with a node summary (the URL and
+                status are in the message).
+        """
+        import requests
+
+        try:
+            resp = self._session.get(self.url, timeout=self.timeout_s)
+        except requests.RequestException as err:
+            raise HyperpodRLError(
+                f"cannot read the node summary at {self.url}: {err.__class__.__name__}; is the cluster running?"
+            ) from None
+        if resp.status_code != 200:
+            raise HyperpodRLError(f"the node summary at {self.url} answered {resp.status_code}")
+        try:
+            payload = resp.json()
+        except ValueError:
+            raise HyperpodRLError(f"the node summary at {self.url} is not JSON") from None
+        return parse_node_summary(payload)
+
+
 class RayPrometheusSource:
-    """Scrape Ray's metrics export port(s) of the local cluster.
+    """Scrape Ray's metrics export port(s) of the local cluster. With Ray 2.56, prefer
+    :class:`RayDashboardSource`: a scrape can deadlock the dashboard agent (this module's docstring).
 
     Args:
         ports: metrics export ports on ``host`` (the head's is

@@ -30,7 +30,7 @@ from hyperpod_rl.cluster.local import current_local_cluster
 from hyperpod_rl.metrics.hardware import (
     HardwareSource,
     NodeSample,
-    RayPrometheusSource,
+    RayDashboardSource,
     source_from_env,
 )
 from hyperpod_rl.metrics.plots import (
@@ -122,7 +122,7 @@ def _auto_hardware() -> HardwareSource | None:
     if configured is not None:
         return configured
     cluster = current_local_cluster()
-    return RayPrometheusSource([cluster.state.metrics_export_port]) if cluster is not None else None
+    return RayDashboardSource(cluster.dashboard_url, headers=cluster.auth_headers()) if cluster is not None else None
 
 
 class MetricsPanel(Panel):
@@ -136,10 +136,10 @@ class MetricsPanel(Panel):
         run_dir: run directory to follow (``<storage root>/runs/<run_id>``); or call :meth:`follow`.
         run_id: the run to follow, by id (its directory under this environment's storage root);
             instead of ``run_dir``.
-        hardware: a :mod:`hyperpod_rl.metrics.hardware` source (``RayPrometheusSource``,
+        hardware: a :mod:`hyperpod_rl.metrics.hardware` source (``RayDashboardSource``,
             ``GrafanaSource``, ``AMPSource``); ``"auto"`` uses the Grafana or AMP source the
             environment configures (:func:`~hyperpod_rl.metrics.hardware.source_from_env`), else
-            scrapes the local cluster's metrics export port when one is running; ``None`` turns the hardware charts off.
+            reads the local cluster's node summary from its dashboard when one is running; ``None`` turns the hardware charts off.
         interval_s: seconds between polls of ``metrics.jsonl``.
         hardware_period_s: seconds between hardware samples.
         history: hardware samples kept per node.
