@@ -35,6 +35,7 @@ from hyperpod_rl.runs import (
     read_submissions,
     record_final_status,
     run_paths,
+    submission_id_note,
     submit_lock,
     summarize,
     write_config,
@@ -286,18 +287,11 @@ def latest_job(client: Any, run_id: str, run_dir: Path | None = None) -> RunJob:
     return jobs[-1]
 
 
-#: A submission id (``hprl-<run id>-<n>``, :func:`submit_run`), which a user may pass where a run id is asked for.
-_SUBMISSION_ID = re.compile(r"^hprl-(?P<run>.+)-(?P<n>\d+)$")
-
-
 def _no_job(run_id: str, why: str = "") -> JobError:
     """The error for a run with no job: a submission id given for the run id says which run id to pass."""
-    found = _SUBMISSION_ID.match(run_id)
-    if found:
-        return JobError(
-            f"run {run_id!r} has no job{why}; it looks like a submission id (job {found['n']} of run {found['run']!r}): "
-            f"these commands take the run id, e.g. {found['run']!r}"
-        )
+    note = submission_id_note(run_id)
+    if note:
+        return JobError(f"run {run_id!r} has no job{why}; {note}")
     return JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory{why}: submit it first")
 
 

@@ -311,6 +311,9 @@ class Ledger:
     @_reported
     def __init__(self, path: str | Path | None = None, *, timeout_s: float = 60.0, journal_mode: JournalMode | None = None) -> None:
         self.path = Path(path).expanduser() if path else ledger_path()
+        #: The run directories this connection last imported (:meth:`sync_storage`), which
+        #: :meth:`require_run` names with the ledger when a run id matches no run.
+        self.synced_from: Path | None = None
         if self.path.is_dir():
             raise ConfigError(f"ledger path {self.path} is a directory: pass a file path such as {self.path / 'ledger.sqlite'}")
         try:
@@ -586,6 +589,32 @@ class Ledger:
         ]
         return rec
 
+    @_reported
+    def require_run(self, run_id: str) -> RunRecord:
+        """Everything recorded about one run (:meth:`get_run`), for a run id a person gave.
+
+        Raises:
+            ConfigError: no run has this id: the message says so plainly, names this ledger and the
+                run directories it last imported (:meth:`sync_storage`), and that ``hyperpod-rl
+                runs list`` shows the known runs (:func:`hyperpod_rl.runs.unknown_run`); or its run
+                directory is there but could not be imported (no readable ``manifest.json`` or
+                ``config.json``).
+        """
+        from hyperpod_rl.runs import unknown_run
+
+        rec = self.get_run(run_id)
+        if rec is not None:
+            return rec
+        places = [f"the ledger {self.path}"]
+        if self.synced_from is not None:
+            run_dir = self.synced_from / run_id
+            if run_dir.is_dir():
+                raise ConfigError(
+                    f"run {run_id!r} is not in the ledger {self.path}: its run directory {run_dir} holds no readable manifest.json or config.json"
+                )
+            places.append(f"the run directories under {self.synced_from}")
+        raise unknown_run(run_id, places)
+
     def _json(self, text: str | None, run_id: str) -> Any:
         """A JSON column of a row, or ``None``; a damaged one is a :class:`LedgerError` saying how to rebuild."""
         if not text:
@@ -661,16 +690,11 @@ class Ledger:
             ``{"runs": [...], "config": {key: {run_id: value}}, "eval": {"label.metric": {run_id: value}}}``.
 
         Raises:
-            ConfigError: fewer than two runs, or a run the ledger does not know.
+            ConfigError: fewer than two runs, or a run the ledger does not know (:meth:`require_run`).
         """
         if len(run_ids) < 2:
             raise ConfigError("compare needs at least two run ids")
-        records = []
-        for rid in run_ids:
-            rec = self.get_run(rid)
-            if rec is None:
-                raise ConfigError(f"run {rid!r} is not in the ledger {self.path}: hyperpod-rl runs list shows the known ones")
-            records.append(rec)
+        records = [self.require_run(rid) for rid in run_ids]
         flats = {r.run_id: flatten(r.config or {}) for r in records}
         keys = sorted(set().union(*flats.values()) - {"run_id"})
         config = {
@@ -732,6 +756,7 @@ class Ledger:
         from hyperpod_rl.runs import RunPaths, current_status, read_json, read_provenance, read_submissions
 
         root = Path(runs_root)
+        self.synced_from = root
         if not root.is_dir():
             return 0
         known = {r["run_id"]: r["updated_at"] for r in self._conn.execute("SELECT run_id, updated_at FROM runs")}

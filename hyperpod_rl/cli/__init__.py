@@ -19,10 +19,20 @@ from hyperpod_rl.cli import maze as _maze
 from hyperpod_rl.cli import runs as _runs
 from hyperpod_rl.cli import serve as _serve
 from hyperpod_rl.cli import tasks as _tasks
-from hyperpod_rl.cli._common import Address, HprlGroup, console, fail, follow_with_progress, handled, job_client, reachable_client
+from hyperpod_rl.cli._common import (
+    Address,
+    HprlGroup,
+    console,
+    fail,
+    follow_with_progress,
+    handled,
+    job_client,
+    reachable_client,
+)
 from hyperpod_rl.cli.doctor import doctor_command
 from hyperpod_rl.cli.plan import plan_command
 from hyperpod_rl.cli.quickstart import quickstart
+from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = ["app", "follow_with_progress"]
 
@@ -131,12 +141,13 @@ def job_submit(
     from hyperpod_rl.config.run import RunConfig
     from hyperpod_rl.jobs import submit_run
 
-    with handled():
-        overrides = {}
-        if from_run is not None:
-            from hyperpod_rl.runs.lineage import finished_adapter
+    overrides = {}
+    if from_run is not None:
+        from hyperpod_rl.runs.lineage import finished_adapter
 
+        with _runs.about_run(from_run, option="--from-run"):
             overrides["model.init_adapter"] = str(finished_adapter(from_run))
+    with handled():
         run = RunConfig.from_file(config, **overrides)
     client = job_client(address)
     with handled(), warnings.catch_warnings(record=True) as caught:
@@ -163,15 +174,16 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     script can test it; 2 when the status cannot be read (no such run; no cluster answers and
     the run directory records no end). A run whose cluster was restarted, or with no cluster
     up, reads its recorded end. Unlike 'ray job status', which exits 0 whatever the job did,
-    this matches 'job submit --follow' and 'job logs --follow'.
+    this matches 'job submit --follow' and 'job logs --follow'. A run id that matches no run
+    is said to be unknown, as 'runs show' says it.
     """
-    from hyperpod_rl.errors import HyperpodRLError
     from hyperpod_rl.jobs import run_status
 
     client, unreachable = reachable_client(address)
     try:
         status = run_status(client, run_id, unreachable=unreachable)
     except HyperpodRLError as err:
+        _runs.fail_if_unknown(run_id)
         said = str(err)
         fail(said if not unreachable or unreachable in said else f"{unreachable}; and the run directory cannot tell: {said}")
     run_says = f" · run recorded {status.recorded}" if status.recorded else ""
@@ -187,15 +199,18 @@ def job_logs(
     raw: bool = typer.Option(False, "--raw", help="print the metric lines as the trainer wrote them (HPRL_METRIC JSON)"),
     address: str | None = Address,
 ) -> None:
-    """Print a run's job log, each step as one progress line (--raw: as written); with --follow, show progress until it ends."""
-    from hyperpod_rl.errors import HyperpodRLError
+    """Print a run's job log, each step as one progress line (--raw: as written); with --follow, show progress until it ends.
+
+    A run id that matches no run is said to be unknown, as 'runs show' says it.
+    """
     from hyperpod_rl.jobs import job_logs as read_logs
     from hyperpod_rl.jobs import latest_job, readable_log
     from hyperpod_rl.runs import read_config
 
-    client = job_client(address)
-    with handled():
+    client = _runs.run_client(run_id, address)
+    with _runs.about_run(run_id):
         job = latest_job(client, run_id)
+    with handled():
         if not follow:
             log = read_logs(client, job.submission_id)
             try:
@@ -219,8 +234,8 @@ def job_stop(
     'stopped' in the run's provenance (its checkpoints stay; resubmitting resumes)."""
     from hyperpod_rl.jobs import stop_and_record
 
-    client = job_client(address)
-    with handled(), console.status(f"stopping run {run_id}'s job"):
+    client = _runs.run_client(run_id, address)
+    with _runs.about_run(run_id), console.status(f"stopping run {run_id}'s job"):
         job, status = stop_and_record(client, run_id, timeout_s=timeout_s)
     was = "stopped" if job.alive else f"had already ended ({job.status})"
     console.print(f"{job.submission_id}: {was}; run {run_id} recorded {status}")

@@ -30,7 +30,7 @@ from hyperpod_rl.cli._common import (
     job_client,
     reachable_client,
 )
-from hyperpod_rl.errors import HyperpodRLError
+from hyperpod_rl.errors import ConfigError, HyperpodRLError
 
 app = typer.Typer(cls=HprlGroup, no_args_is_help=True, help="The run ledger: list, show, search, annotate, compare and reproduce runs.")
 
@@ -88,6 +88,56 @@ def _open(path: Path | None, *, sync: bool = True) -> Iterator[Any]:
         if sync:
             ledger.sync_storage(runs_root())
         yield ledger
+
+
+def fail_if_unknown(run_id: str, *, option: str | None = None) -> None:
+    """Exit 2 saying plainly that no run has the id ``run_id``, where runs were looked for, and
+    that ``hyperpod-rl runs list`` shows the known ones, as ``runs show`` says it
+    (:meth:`hyperpod_rl.ledger.Ledger.require_run`, over the ledger synced with the storage root);
+    ``option`` (e.g. ``--from-run``) starts the message when the id came from an option.
+
+    Returns when a run has this id (in the ledger or as a run directory), and when that cannot be
+    told (the id is not a valid run id, or the ledger cannot be used): the caller's own error says why.
+    """
+    from hyperpod_rl.ledger import Ledger
+    from hyperpod_rl.runs import run_paths, runs_root
+
+    try:
+        if run_paths(run_id).root.is_dir():
+            return
+        led = Ledger()
+    except HyperpodRLError:
+        return
+    with led:
+        try:
+            led.sync_storage(runs_root())
+            led.require_run(run_id)
+        except ConfigError as unknown:
+            fail(f"{option}: {unknown}" if option else unknown)
+        except HyperpodRLError:
+            return
+
+
+@contextmanager
+def about_run(run_id: str, *, option: str | None = None) -> Iterator[None]:
+    """:func:`handled` for a command given a run id: when the block raises a project error and no
+    run has that id, the error says so instead (:func:`fail_if_unknown`), not what failed for want of it."""
+    try:
+        yield
+    except HyperpodRLError as err:
+        fail_if_unknown(run_id, option=option)
+        fail(err)
+
+
+def run_client(run_id: str, address: str | None) -> Any:
+    """The job client for ``address`` (:func:`hyperpod_rl.cli._common.job_client`); when no
+    cluster can be reached and no run has the id ``run_id``, exit 2 saying that first
+    (:func:`fail_if_unknown`), else with why the cluster cannot be reached."""
+    client, unreachable = reachable_client(address)
+    if client is None:
+        fail_if_unknown(run_id)
+        fail(str(unreachable))
+    return client
 
 
 def _when(ts: float) -> str:
@@ -175,9 +225,7 @@ def show(
 
     statuses = _reconcile(address)
     with _open(ledger) as led:
-        rec = led.get_run(run_id)
-    if rec is None:
-        fail(f"run {run_id!r} is not in the ledger: hyperpod-rl runs list shows the known ones")
+        rec = led.require_run(run_id)
     with handled():
         manifest = read_provenance(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
     if as_json:
@@ -271,7 +319,7 @@ def reproduce(
     """Resubmit a recorded run exactly (same resolved config, same data and base model) under a new run id."""
     from hyperpod_rl.jobs import reproduction, submit_run
 
-    with handled():
+    with about_run(run_id):
         config, warns = reproduction(run_id, new_run_id=new_run_id)
     for w in warns:
         console.print(f"[yellow]warning:[/] {w}")

@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_rl.cli._common import HprlGroup, console, fail, handled, local_client
+from hyperpod_rl.cli.runs import about_run, fail_if_unknown
 
 __all__ = ["app"]
 
@@ -37,7 +38,7 @@ def _heldout_row(run_id: str, index: int) -> Any:
     """Held-out maze ``index`` of a run (exits with the valid range when out of it)."""
     from hyperpod_rl.runs import dataset_rows
 
-    with handled():
+    with about_run(run_id):
         rows = dataset_rows(run_id)
     if not 0 <= index < len(rows):
         raise typer.BadParameter(f"must be in 0..{len(rows) - 1}", param_hint="--index")
@@ -48,7 +49,7 @@ def _task_name(run_id: str) -> str:
     """The run's task name: the default name its adapter is served as."""
     from hyperpod_rl.runs import read_config
 
-    with handled():
+    with about_run(run_id):
         return read_config(run_id).task.name
 
 
@@ -277,6 +278,7 @@ def serve_promote(
         decision = promote_run(run_id, base_label=base_label, adapter_label=adapter_label, primary=primary)
     except HyperpodRLError as err:
         if not isinstance(err, PromotionRefused):
+            fail_if_unknown(run_id)
             fail(err)
         _comparison_table(err.decision.comparison, base_label, adapter_label)
         console.print(f"[bold red]not promoted:[/] {escape(err.decision.reason)}", soft_wrap=True)
@@ -294,7 +296,7 @@ def serve_export(
     """Upload a run's adapter to S3 with checksums (for Ray Serve LLM) and record the URI in its provenance."""
     from hyperpod_rl.serve.export import export_adapter
 
-    with handled():
+    with about_run(run_id):
         result = export_adapter(run_id, s3_uri, allow_default_bucket=default_bucket)
     console.print(
         f"exported {len(result.files)} files ({result.bytes} bytes) to {result.uri}; Ray Serve LLM dynamic_lora_loading_path: {result.lora_root}"

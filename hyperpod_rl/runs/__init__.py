@@ -8,7 +8,16 @@ side (:meth:`hyperpod_rl.ledger.Ledger.sync_storage`, ``hyperpod-rl runs sync``)
 """
 
 from hyperpod_rl.runs.files import checkpoint_entries, file_sha256, write_dir_atomically, write_json_atomic
-from hyperpod_rl.runs.layout import RUN_ID_PATTERN, RunPaths, check_run_id, run_paths, runs_root
+from hyperpod_rl.runs.layout import (
+    RUN_ID_PATTERN,
+    SUBMISSION_ID_PATTERN,
+    RunPaths,
+    check_run_id,
+    run_paths,
+    runs_root,
+    submission_id_note,
+    unknown_run,
+)
 from hyperpod_rl.runs.provenance import (
     config_conflict,
     config_from_provenance,
@@ -43,6 +52,7 @@ __all__ = [
     "FINAL_STATUSES",
     "RUN_STATUSES",
     "RUN_ID_PATTERN",
+    "SUBMISSION_ID_PATTERN",
     "RunPaths",
     "RunSummary",
     "add_submission",
@@ -68,7 +78,9 @@ __all__ = [
     "run_paths",
     "runs_root",
     "submit_lock",
+    "submission_id_note",
     "summarize",
+    "unknown_run",
     "update_provenance",
     "write_config",
     "write_dir_atomically",

@@ -29,12 +29,48 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import ConfigError
 from hyperpod_rl.paths import RUN_ID_PATTERN, storage_root
 
-__all__ = ["RUN_ID_PATTERN", "RunPaths", "check_run_id", "run_paths", "runs_root"]
+__all__ = [
+    "RUN_ID_PATTERN",
+    "SUBMISSION_ID_PATTERN",
+    "RunPaths",
+    "check_run_id",
+    "run_paths",
+    "runs_root",
+    "submission_id_note",
+    "unknown_run",
+]
 
 _RUN_ID = re.compile(RUN_ID_PATTERN)
+
+#: A Ray submission id of a run (``hprl-<run id>-<n>``, :func:`hyperpod_rl.jobs.submit_run`), which
+#: a user may pass where a run id is asked for (the quickstart prints both).
+SUBMISSION_ID_PATTERN = re.compile(r"^hprl-(?P<run>.+)-(?P<n>\d+)$")
+
+
+def submission_id_note(run_id: str) -> str | None:
+    """What to pass instead when ``run_id`` is a submission id: ``it looks like a submission id (job 3
+    of run 'x'): these commands take the run id, e.g. 'x'``; None when it does not look like one."""
+    found = SUBMISSION_ID_PATTERN.match(run_id)
+    if found is None:
+        return None
+    return (
+        f"it looks like a submission id (job {found['n']} of run {found['run']!r}): these commands take the run id, e.g. {found['run']!r}"
+    )
+
+
+def unknown_run(run_id: str, places: list[str]) -> ConfigError:
+    """The error for a run id that matches no run: it says so plainly, names where runs were looked
+    for (``places``, e.g. ``the ledger /x/ledger.sqlite``) and how to see the known runs, or, for a
+    submission id, which run id to pass (:func:`submission_id_note`).
+
+    ``hyperpod-rl runs show``, ``runs compare`` and every command that takes a run id say this
+    (:meth:`hyperpod_rl.ledger.Ledger.require_run`)."""
+    fix = submission_id_note(run_id) or "hyperpod-rl runs list shows the known runs"
+    return ConfigError(f"unknown run id {run_id!r}: no run has this id (looked in: {listed(places)}); {fix}")
 
 
 def check_run_id(run_id: str) -> str:

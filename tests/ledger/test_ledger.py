@@ -68,7 +68,7 @@ def test_show_list_and_compare(ledger):
     diff = ledger.compare(["run-a", "run-b"])
     assert diff["config"] == {"grpo.lr": {"run-a": 0.0005, "run-b": 0.003}, "lora.rank": {"run-a": 16, "run-b": 8}}
     assert diff["eval"]["adapter.solve_rate"] == {"run-a": 0.415, "run-b": 0.12}
-    with pytest.raises(ConfigError, match="not in the ledger"):
+    with pytest.raises(ConfigError, match="unknown run id 'nope'"):
         ledger.compare(["run-a", "nope"])
     with pytest.raises(ConfigError, match="note text is empty"):
         ledger.add_note(" ")

@@ -85,7 +85,7 @@ def test_list_show_search_note_compare(runs):
     out = runner.invoke(app, ["compare", "cli-run-a", "cli-run-b"])
     assert out.exit_code == 0 and "grpo.lr" in out.output and "eval adapter.solve_rate" in out.output
     out = runner.invoke(app, ["show", "no-such-run"])
-    assert out.exit_code == 2 and "not in the ledger" in out.output
+    assert out.exit_code == 2 and "unknown run id 'no-such-run'" in out.output
 
 
 def test_reproduce_checks_inputs_and_keeps_the_config_hash(runs, tiny_setup, tmp_path):
@@ -107,6 +107,7 @@ def test_reproduce_checks_inputs_and_keeps_the_config_hash(runs, tiny_setup, tmp
     shutil.rmtree(cdir)
     with pytest.raises(CheckpointError, match="no manifest.json"):
         reproduce_config(tmp_path, run_id="x-r1")
+    (storage_root() / "runs" / "never-ran").mkdir(parents=True)  # a run with no record (an unknown id: tests/cli/test_unknown_run.py)
     out = runner.invoke(app, ["reproduce", "never-ran"])
     assert out.exit_code == 2 and "no manifest.json" in out.output
 

@@ -34,6 +34,7 @@ def test_from_run_needs_a_finished_run(tmp_path, monkeypatch):
     monkeypatch.setenv("HYPERPOD_RL_STORAGE", str(tmp_path))
     cfg = tmp_path / "run.json"
     cfg.write_text(json.dumps({"run_id": "grpo-x", "data": {"train_path": "a", "heldout_path": "b"}}))
+    (tmp_path / "runs" / "sft-x").mkdir(parents=True)  # a run that has not finished (an unknown one: tests/cli/test_unknown_run.py)
     result = CliRunner().invoke(app, ["job", "submit", str(cfg), "--from-run", "sft-x"])
     assert result.exit_code == 2
     assert "--from-run sft-x" in result.output and "holds no finished adapter" in result.output and "job status sft-x" in result.output
