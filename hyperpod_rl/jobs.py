@@ -25,7 +25,7 @@ from typing import Any
 from hyperpod_rl.config.resources import run_resources
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import HyperpodRLError, JobError, StorageError, last_line
-from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line
+from hyperpod_rl.metrics.schema import MetricRecord, parse_metric_line, read_metrics
 from hyperpod_rl.runs import (
     FINAL_STATUSES,
     RunPaths,
@@ -64,6 +64,7 @@ __all__ = [
     "overview",
     "reconcile_statuses",
     "readable_log",
+    "recorded_steps",
     "reproduce_run",
     "reproduction",
     "run_jobs",
@@ -1095,6 +1096,38 @@ def readable_log(log: str, total_steps: int | None = None) -> str:
         state.add(JobUpdate(status="RUNNING", records=[record]))
         out.append(state.line())
     return "".join(f"{line}\n" for line in out)
+
+
+def recorded_steps(run_id: str, run_dir: Path | None = None, *, raw: bool = False) -> tuple[str, str]:
+    """A finished run's steps as its run directory records them (``metrics.jsonl``), no cluster
+    needed: what ``hyperpod-rl job logs`` prints when the cluster cannot give the job's log (none
+    answers, or it no longer knows the job). Each step is one progress line, as :func:`readable_log`
+    writes a step of a job log (``raw``: the ``HPRL_METRIC`` line the trainer logged for it).
+
+    Args:
+        run_id: the run.
+        run_dir: its run directory (default: under the storage root).
+        raw: the metric lines as the trainer writes them to its log, instead of progress lines.
+
+    Returns:
+        ``(text, status)``: the lines, and the end the run directory records (``succeeded``,
+        ``failed`` or ``stopped``).
+
+    Raises:
+        ConfigError: ``run_id`` is not a valid run id.
+        JobError: the run directory records no end (the run may still be going, so its log is
+            the cluster's to give), or no step.
+    """
+    paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
+    summary = summarize(paths) if paths.root.is_dir() else None
+    if summary is None or summary.status not in FINAL_STATUSES:
+        recorded = f"{paths.root} does not exist" if summary is None else f"{paths.root} records it {summary.status}"
+        raise JobError(f"run {run_id!r} has not finished as far as its run directory tells ({recorded}): its log is the cluster's to give")
+    records = list(read_metrics(paths.metrics))
+    if not records:
+        raise JobError(f"run {run_id!r} ended {summary.status} before its first step: {paths.metrics} records none")
+    log = "".join(f"{record.to_line()}\n" for record in records)
+    return (log if raw else readable_log(log, summary.total_steps)), summary.status
 
 
 def list_runs(client: Any) -> list[dict[str, Any]]:

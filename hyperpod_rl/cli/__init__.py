@@ -10,8 +10,10 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import typer
+from rich.markup import escape
 from rich.table import Column, Table
 
 from hyperpod_rl.cli import cluster as _cluster
@@ -23,6 +25,7 @@ from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
     console,
+    err_console,
     fail,
     follow_with_progress,
     handled,
@@ -201,15 +204,32 @@ def job_logs(
 ) -> None:
     """Print a run's job log, each step as one progress line (--raw: as written); with --follow, show progress until it ends.
 
-    A run id that matches no run is said to be unknown, as 'runs show' says it.
+    When the cluster cannot give the log (it is not running, or no longer knows the job) and the
+    run has finished, its steps are read from its run directory (metrics.jsonl) and printed in the
+    same lines, after a note on standard error that says so; with --follow the exit code is then
+    0 when the run succeeded, 1 otherwise. A run id that matches no run is said to be unknown, as
+    'runs show' says it.
     """
     from hyperpod_rl.jobs import job_logs as read_logs
     from hyperpod_rl.jobs import latest_job, readable_log
     from hyperpod_rl.runs import read_config
 
-    client = _runs.run_client(run_id, address)
+    client, unreachable = reachable_client(address)
+    if client is None:
+        _runs.fail_if_unknown(run_id)
+        try:
+            _steps_from_disk(run_id, f"the cluster is not running ({unreachable})", raw=raw, follow=follow)
+        except HyperpodRLError as err:
+            fail(f"{unreachable}; and the run directory cannot stand in for its log: {err}")
     with _runs.about_run(run_id):
         job = latest_job(client, run_id)
+    if job.status == "LOST":
+        try:
+            _steps_from_disk(
+                run_id, f"the cluster no longer knows job {job.submission_id} (restarted, or another cluster)", raw=raw, follow=follow
+            )
+        except HyperpodRLError:
+            pass  # not finished: the cluster's own answer below says what to do (resubmit)
     with handled():
         if not follow:
             log = read_logs(client, job.submission_id)
@@ -222,6 +242,23 @@ def job_logs(
         total = read_config(run_id).trainer.steps
     status = follow_with_progress(client, job.submission_id, total)
     raise typer.Exit(code=0 if status == "SUCCEEDED" else 1)
+
+
+def _steps_from_disk(run_id: str, why: str, *, raw: bool, follow: bool) -> NoReturn:
+    """``job logs`` without the cluster's log (``why``): print the finished run's steps from its run
+    directory (:func:`hyperpod_rl.jobs.recorded_steps`) after a note saying so, and exit.
+
+    Raises:
+        JobError: the run has not finished, or recorded no step. ConfigError: an invalid run id.
+    """
+    from hyperpod_rl.jobs import recorded_steps
+    from hyperpod_rl.runs import run_paths
+
+    text, status = recorded_steps(run_id, raw=raw)
+    note = f"run {run_id} ended {status}; its steps are read from disk ({run_paths(run_id).metrics}) because {why}"
+    err_console.print(f"[bold yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
+    sys.stdout.write(text)
+    raise typer.Exit(code=(0 if status == "succeeded" else 1) if follow else 0)
 
 
 @job_app.command("stop")
@@ -243,12 +280,29 @@ def job_stop(
 
 @job_app.command("list")
 def job_list(address: str | None = Address) -> None:
-    """hyperpod-rl jobs on the cluster (the local one unless --address)."""
-    from hyperpod_rl.jobs import list_runs
+    """hyperpod-rl jobs on the cluster (the local one unless --address).
 
+    When the cluster is not running, the jobs the run directories record are listed instead, each
+    with the end its run directory records (UNKNOWN: none), after a note on standard error that says so.
+    """
+    from hyperpod_rl.jobs import list_runs, overview
+
+    client, unreachable = reachable_client(address)
+    if client is None:
+        from hyperpod_rl.runs import runs_root
+
+        with handled():
+            recorded = [row for row in overview(None) if row["submission_id"]]
+        note = f"the cluster is not running ({unreachable}): these are the jobs the run directories under {runs_root()} record"
+        err_console.print(f"[bold yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
+        table = Table(Column("run id", overflow="fold"), Column("submission id", overflow="fold"), "recorded status", "steps")
+        for row in recorded:
+            table.add_row(row["run_id"], row["submission_id"], row["status"], f"{row['step']}/{row['total_steps'] or '?'}")
+        console.print(table)
+        return
     table = Table(Column("run id", overflow="fold"), Column("submission id", overflow="fold"), "status", "started")
     with handled():
-        rows = list_runs(job_client(address))
+        rows = list_runs(client)
     for row in rows:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-"
         table.add_row(row["run_id"], row["submission_id"], row["status"], started)
