@@ -295,12 +295,14 @@ def job_list(address: str | None = Address) -> None:
             recorded = [row for row in overview(None) if row["submission_id"]]
         note = f"the cluster is not running ({unreachable}): these are the jobs the run directories under {runs_root()} record"
         err_console.print(f"[bold yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
-        table = Table(Column("run id", overflow="fold"), Column("submission id", overflow="fold"), "recorded status", "steps")
+        table = Table(
+            Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("recorded status", overflow="fold"), "steps"
+        )
         for row in recorded:
             table.add_row(row["run_id"], row["submission_id"], row["status"], f"{row['step']}/{row['total_steps'] or '?'}")
         console.print(table)
         return
-    table = Table(Column("run id", overflow="fold"), Column("submission id", overflow="fold"), "status", "started")
+    table = Table(Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("status", overflow="fold"), "started")
     with handled():
         rows = list_runs(client)
     for row in rows:

@@ -161,9 +161,9 @@ def list_cmd(
         with handled():
             runs = led.list_runs(status=status, limit=limit)
         table = Table(title=f"runs in {led.path}")
-        table.add_column("run id", overflow="fold")  # never cut: the id is what other commands take
+        table.add_column("run id", no_wrap=True)  # on one line, whole: other commands take it (the other columns fold)
         for col in ("task", "status", "config hash", "updated (UTC)", "adapter primary metric"):
-            table.add_column(col)
+            table.add_column(col, overflow="ellipsis" if col == "config hash" else "fold")
         for r in runs:
             full = led.get_run(r.run_id) or r
             name, metrics = _task_metrics(full)
@@ -271,8 +271,9 @@ def search(
         console.print("no match")
         raise typer.Exit(code=1)
     table = Table()
-    for col in ("run id", "where", "match"):
-        table.add_column(col)
+    table.add_column("run id", no_wrap=True)
+    for col in ("where", "match"):
+        table.add_column(col, overflow="fold")
     for h in hits:
         table.add_row(escape(h.run_id or "-"), h.kind, escape(h.text))
     console.print(table)
@@ -299,9 +300,9 @@ def compare_cmd(run_ids: Annotated[list[str], typer.Argument(help="two or more r
         with handled():
             diff = led.compare(run_ids)
     table = Table(title="differences")
-    table.add_column("key")
+    table.add_column("key", overflow="fold")
     for rid in run_ids:
-        table.add_column(rid, justify="right")
+        table.add_column(rid, justify="right", no_wrap=True)
     for key, values in diff["config"].items():
         table.add_row(key, *(json.dumps(values[rid]) for rid in run_ids))
     for key, values in diff["eval"].items():
