@@ -19,7 +19,9 @@ on the load its predecessor left. Then, per seed, it
   least 0.30 above its SFT start with the paired interval's lower bound above 0, the whole
   quickstart within 600 s where the run started on an idle machine, load average below 1);
 * writes ``benchmarks/results/quickstart.json`` (figures per seed + git commit, packages, machine,
-  date, load average at the start and end of each seed: see :mod:`benchmarks._record`);
+  date, load average at the start and end of each seed: see :mod:`benchmarks._record`), and each
+  model's per-item values (``items``), from which its interval is computed as the quickstart
+  prints it (``tests/test_results_data.py`` checks the recorded intervals against them);
 * rewrites the README's and docs' passages that quote it (``benchmarks/figures.py``), unless
   ``--no-docs`` is given; ``tests/test_docs_figures.py`` checks they match the committed result.
 
@@ -45,8 +47,10 @@ METRICS = ("optimal_move_rate", "solve_rate", "invalid_move_rate")
 
 
 def _interval(iv: dict[str, Any]) -> dict[str, float | None]:
-    """``{value, low, high}`` rounded to 4 places (NaN -> None: JSON has no NaN)."""
-    return {k: (None if iv[k] is None or math.isnan(iv[k]) else round(iv[k], 4)) for k in ("value", "low", "high")}
+    """``{value, low, high}`` as computed (NaN -> None: JSON has no NaN), not rounded: the documents
+    format them to 3 places as the quickstart prints them, and rounding to 4 places first can differ
+    in the third (0.59248 -> 0.5925 -> 0.593, where the quickstart prints 0.592)."""
+    return {k: (None if iv[k] is None or math.isnan(iv[k]) else float(iv[k])) for k in ("value", "low", "high")}
 
 
 def _forward_rows(metrics_path: Path) -> dict[str, float]:
@@ -108,6 +112,31 @@ def _seed_figures(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The quickstart's evaluation files of each model a seed reports (``<run dir>/eval/<name>.json``).
+EVAL_FILES = {"base": "base", "sft": "start", "adapter": "adapter"}
+
+
+def _seed_items(run_dir: Path) -> dict[str, dict[str, list[float | None]]]:
+    """Per model (base, SFT start, GRPO adapter) and metric, its value on each held-out item in
+    evaluation order (None where the item has none), from the run's evaluation files: what each
+    model's interval is computed from (:meth:`hyperpod_rl.eval.EvalResult.interval`, the one the
+    quickstart prints), so ``tests/test_results_data.py`` can check the recorded intervals are it."""
+    from hyperpod_rl.eval import EvalResult
+    from hyperpod_rl.eval.stats import metric_values
+    from hyperpod_rl.runs import RunPaths, read_eval
+    from hyperpod_rl.tasks import get_task, metric_spec
+
+    items: dict[str, dict[str, list[float | None]]] = {}
+    for model, name in EVAL_FILES.items():
+        data = read_eval(RunPaths(run_dir), name)
+        if data is None:  # --no-sft: no SFT start
+            continue
+        result = EvalResult.from_json(data)
+        keys = metric_spec(get_task(result.task)).episode_key
+        items[model] = {m: [None if math.isnan(v) else v for v in metric_values(result.per_maze, m, keys).tolist()] for m in METRICS}
+    return items
+
+
 def _settle(limit_s: float) -> float:
     """Wait up to ``limit_s`` seconds (polled every 5 s) for the 1-minute load average to fall below
     1, so that a seed does not start on the load its predecessor left; returns the seconds waited."""
@@ -160,6 +189,7 @@ def main() -> int:
                     "heldout_mazes": summary["heldout_rows"],
                     "paired_level": summary["comparison"]["level"],
                     "figures": _seed_figures(summary),
+                    "items": _seed_items(Path(summary["run_dir"])),
                     "promote": summary["comparison"]["promote"],
                     "forward_rows": _forward_rows(Path(summary["run_dir"]) / "metrics.jsonl"),
                 }

@@ -260,6 +260,34 @@ def test_quickstart_result_is_internally_consistent() -> None:
     assert fr["forward_rows"] <= fr["samples"] and fr["saving"] == round(fr["samples"] / fr["forward_rows"], 2)
 
 
+def test_quickstart_model_intervals_are_the_ones_the_quickstart_prints() -> None:
+    """Each model's interval in quickstart.json (base, SFT start, GRPO adapter; every metric, every
+    seed) is the one ``hyperpod-rl quickstart`` prints for that evaluation: the bootstrap over the
+    model's per-item values in evaluation order (:meth:`hyperpod_rl.eval.EvalResult.interval`, which
+    evaluate() stores and every view shows), computed here from the values the record keeps.
+
+    New-user report: README.md said the SFT solve rate was 0.420 [0.350, 0.485] while the quickstart
+    printed 0.420 [0.355, 0.485] for the same evaluation: the record's intervals came from compare()'s
+    earlier bootstrap over layout-hash order, replaced by the evaluation's own interval in 709f53d."""
+    import numpy as np
+
+    from benchmarks.figures import _ci
+    from benchmarks.quickstart import _interval
+    from hyperpod_rl.eval.stats import bootstrap_interval
+
+    r = _load(RESULTS / "quickstart.json")["results"]
+    assert set(r["seeds"][0]["items"]) == {"base", "sft", "adapter"}  # the README's seed: every model
+    for run in r["seeds"]:  # a later seed may lack a model its re-run did not reproduce (the record's notes say which)
+        for model, metrics in run["items"].items():
+            for metric, values in metrics.items():
+                assert len(values) == run["heldout_mazes"], (run["seed"], model, metric)
+                iv = bootstrap_interval(np.array([math.nan if v is None else v for v in values], dtype=float))
+                recorded = run["figures"][metric][model]
+                assert recorded == _interval(vars(iv)), (run["seed"], model, metric, recorded, iv.fmt())
+                assert _ci(recorded) == iv.fmt(), (run["seed"], model, metric)  # the documents' text is the quickstart's
+    assert r["figures"] == r["seeds"][0]["figures"]  # the README's passage reads the first seed's
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_git_commit_is_the_recorders_and_a_correction_says_why(path: Path) -> None:
     """Raw provenance stays: a hand correction never overwrites ``git_commit``; it goes into ``corrected_commit`` with its reason."""
