@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
+from hyperpod_rl.base import listed
 from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = [
@@ -144,7 +145,12 @@ def parse_node_summary(payload: Mapping[str, Any]) -> NodeSample:
                 values["gram_used_bytes"] = sum(float(g.get("memoryUsed") or 0.0) for g in gpus) * _MB
         return out
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
-        raise HyperpodRLError(f"not a Ray node summary ({err.__class__.__name__}: {err}); got keys {list(payload)[:5]}") from None
+        found = (
+            f"top-level keys: {listed(sorted(map(str, payload))[:5])}"
+            if isinstance(payload, Mapping)
+            else f"a JSON {type(payload).__name__}"
+        )
+        raise HyperpodRLError(f"not a Ray node summary ({err.__class__.__name__}: {err}); the body has {found}") from None
 
 
 class RayDashboardSource:
