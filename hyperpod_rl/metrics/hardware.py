@@ -33,7 +33,6 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from hyperpod_rl.base import listed
 from hyperpod_rl.errors import HyperpodRLError
 
 __all__ = [
@@ -146,7 +145,7 @@ def parse_node_summary(payload: Mapping[str, Any]) -> NodeSample:
         return out
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
         found = (
-            f"top-level keys: {listed(sorted(map(str, payload))[:5])}"
+            f"top-level keys: {', '.join(sorted(map(str, payload))[:5]) or 'none'}"
             if isinstance(payload, Mapping)
             else f"a JSON {type(payload).__name__}"
         )
