@@ -57,6 +57,7 @@ from hyperpod_rl.runs import RunPaths, run_paths, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
 from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
+from hyperpod_rl.tasks.maze.grid import MAX_SIDE, MIN_SIDE
 from hyperpod_rl.tasks.maze.render import RenderStyle
 
 if TYPE_CHECKING:
@@ -174,10 +175,10 @@ class QuickstartOptions(Model):
     """maze: cell pitch of the rendered mazes in pixels, walls included (18..128; the task's render_style.cell_px)"""
     seed: int = 0
     """seed for data, model and training"""
-    min_size: int = Field(3, ge=2)
-    """smallest maze side (cells)"""
-    max_size: int = Field(5, ge=2)
-    """largest maze side (cells)"""
+    min_size: int = Field(3, ge=MIN_SIDE, le=MAX_SIDE)
+    """smallest maze side (cells, 2..64)"""
+    max_size: int = Field(5, ge=MIN_SIDE, le=MAX_SIDE)
+    """largest maze side (cells, 2..64)"""
     train_rows: int = Field(2000, gt=0, le=MAX_ROWS)
     """train rows (mazes for the maze task); at most 1,000,000"""
     heldout_rows: int = Field(200, gt=0, le=MAX_ROWS)

@@ -174,6 +174,8 @@ def test_cli_errors_name_the_flags_the_library_names_the_fields(tmp_path, monkey
         ),
         (["--group-size", "1"], ["--group-size: must be >= 2 (GRPO compares samples within a group) (got 1)"]),
         (["--serve-port", "12000"], ["--serve-port: inside Ray's worker port range 10002-19999"]),
+        # field report: a side over the maze's 64 was refused only once the run had started, naming DatasetSpec.sizes
+        (["--max-size", "1000", "--min-size", "1"], ["--max-size: must be <= 64 (got 1000)", "--min-size: must be >= 2 (got 1)"]),
         (
             ["--min-size", "6", "--task", "nosuch"],
             ["--min-size (6) is larger than --max-size (5)", "--task: unknown task 'nosuch'; registered tasks: "],

@@ -45,6 +45,26 @@ def test_token_auth_protects_the_job_api_and_the_state_file(local_cluster):
     assert local_cluster.state.token not in repr(local_cluster.state)
 
 
+def test_a_ctrl_c_in_the_starting_terminal_does_not_reach_the_cluster(local_cluster):
+    """Field report: Ctrl-C in a terminal running the quickstart, which had started the local cluster,
+    stopped the cluster's dashboard (a KeyboardInterrupt in its dashboard.err), although the
+    quickstart said the job kept running. A terminal sends Ctrl-C's SIGINT to its whole foreground
+    process group, and ``ray start``'s daemons were in the starter's. They are now in a session of
+    their own: none shares this process's group or session (this process started the cluster)."""
+    daemons = [
+        proc
+        for proc in psutil.process_iter(["cmdline"])
+        if local_cluster.state.temp_dir in " ".join(proc.info["cmdline"] or []) and proc.pid != os.getpid()
+    ]
+    names = {" ".join(proc.info["cmdline"] or []) for proc in daemons}
+    assert all(any(daemon in n for n in names) for daemon in ("gcs_server", "raylet", "dashboard.py")), names
+    for proc in daemons:
+        try:
+            assert os.getpgid(proc.pid) != os.getpgid(0) and os.getsid(proc.pid) != os.getsid(0), proc.info["cmdline"]
+        except ProcessLookupError:
+            continue  # a short-lived worker that ended meanwhile
+
+
 def test_running_cluster_is_reused(local_cluster):
     again = start_local_cluster()
     assert again.dashboard_url == local_cluster.dashboard_url

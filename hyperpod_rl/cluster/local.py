@@ -372,7 +372,9 @@ def head_ports(dashboard_port: int | None = None) -> dict[str, int]:
 
 
 def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None) -> None:
-    """Run a ``ray`` command with the cluster's token.
+    """Run a ``ray`` command with the cluster's token, in a session of its own: the daemons ``ray
+    start`` leaves behind are outside the caller's process group, so a Ctrl-C in the caller's
+    terminal (sent to that whole group) does not reach them.
 
     Raises:
         ClusterError: it exited non-zero; the message holds Ray's error lines
@@ -388,7 +390,10 @@ def _run_ray(cmd: list[str], token: str, extra_env: dict[str, str] | None = None
     }
     # room for Ray's own dashboard wait (raised from the environment, too) and the rest of the start
     limit = max(300.0, float(env["RAY_DASHBOARD_STARTUP_TIMEOUT_S"]) + 150.0)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=limit)
+    # A session of its own, so that the daemons `ray start` leaves (GCS, raylet, dashboard) are out of
+    # the caller's process group: a terminal's Ctrl-C, sent to that whole group, stopped the
+    # dashboard under an interrupted quickstart whose job was to keep running.
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False, timeout=limit, start_new_session=True)
     if proc.returncode != 0:
         from hyperpod_rl.redact import redact
 
