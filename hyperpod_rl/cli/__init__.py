@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich.markup import escape
 from rich.table import Column, Table
 
 from hyperpod_rl.cli import cluster as _cluster
@@ -25,11 +24,11 @@ from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
     console,
-    err_console,
     fail,
     follow_with_progress,
     handled,
     job_client,
+    print_note,
     reachable_client,
 )
 from hyperpod_rl.cli.doctor import doctor_command
@@ -256,7 +255,7 @@ def _steps_from_disk(run_id: str, why: str, *, raw: bool, follow: bool) -> NoRet
 
     text, status = recorded_steps(run_id, raw=raw)
     note = f"run {run_id} ended {status}; its steps are read from disk ({run_paths(run_id).metrics}) because {why}"
-    err_console.print(f"[bold yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
+    print_note(note)
     sys.stdout.write(text)
     raise typer.Exit(code=(0 if status == "succeeded" else 1) if follow else 0)
 
@@ -294,7 +293,7 @@ def job_list(address: str | None = Address) -> None:
         with handled():
             recorded = [row for row in overview(None) if row["submission_id"]]
         note = f"the cluster is not running ({unreachable}): these are the jobs the run directories under {runs_root()} record"
-        err_console.print(f"[bold yellow]note:[/] {escape(note)}", soft_wrap=True, highlight=False)
+        print_note(note)
         table = Table(
             Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("recorded status", overflow="fold"), "steps"
         )

@@ -49,6 +49,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Where :func:`fail` writes (standard error, so scripts can parse standard output).
 err_console = Console(stderr=True)
 
+
+def print_note(text: str, *, out: Console = err_console) -> None:
+    """One ``note:`` line (yellow on a terminal), ``text`` shown literally (no rich markup), on
+    standard error unless ``out`` says otherwise."""
+    out.print(f"[bold yellow]note:[/] {escape(text)}", soft_wrap=True, highlight=False)
+
+
 #: The one prefix of every ``hyperpod-rl`` error message.
 ERROR_PREFIX = "error:"
 
@@ -307,7 +314,7 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
             for update in follow_run(client, submission_id, from_start=from_start):
                 status = update.status
                 for notice in state.add(update):
-                    console.print(f"[bold yellow]note:[/] {escape(notice)}", soft_wrap=True, highlight=False)
+                    print_note(notice, out=console)
                 seen.extend(rec.values for rec in update.records)
                 eta = state.eta_s
                 progress.update(

@@ -152,6 +152,23 @@ def parse_node_summary(payload: Mapping[str, Any]) -> NodeSample:
         raise HyperpodRLError(f"not a Ray node summary ({err.__class__.__name__}: {err}); the body has {found}") from None
 
 
+def _get_from_cluster(session: Any, url: str, timeout_s: float, what: str) -> Any:
+    """``GET url`` on a local Ray cluster (``what``, e.g. ``"Ray metrics"``, names it in errors).
+
+    Raises:
+        HyperpodRLError: no answer (is the cluster running?), or a status other than 200.
+    """
+    import requests
+
+    try:
+        resp = session.get(url, timeout=timeout_s)
+    except requests.RequestException as err:
+        raise HyperpodRLError(f"cannot read {what} at {url}: {err.__class__.__name__}; is the cluster running?") from None
+    if resp.status_code != 200:
+        raise HyperpodRLError(f"{what} at {url} answered {resp.status_code}")
+    return resp
+
+
 class RayDashboardSource:
     """Sample a Ray cluster's nodes from its dashboard (:func:`parse_node_summary`).
 
@@ -180,16 +197,7 @@ class RayDashboardSource:
             HyperpodRLError: the dashboard does not answer 200 with a node summary (the URL and
                 status are in the message).
         """
-        import requests
-
-        try:
-            resp = self._session.get(self.url, timeout=self.timeout_s)
-        except requests.RequestException as err:
-            raise HyperpodRLError(
-                f"cannot read the node summary at {self.url}: {err.__class__.__name__}; is the cluster running?"
-            ) from None
-        if resp.status_code != 200:
-            raise HyperpodRLError(f"the node summary at {self.url} answered {resp.status_code}")
+        resp = _get_from_cluster(self._session, self.url, self.timeout_s, "the node summary")
         try:
             payload = resp.json()
         except ValueError:
@@ -224,16 +232,9 @@ class RayPrometheusSource:
         Raises:
             HyperpodRLError: a port does not answer 200 (the URL and status are in the message).
         """
-        import requests
-
         out: NodeSample = {}
         for url in self.urls:
-            try:
-                resp = self._session.get(url, timeout=self.timeout_s)
-            except requests.RequestException as err:
-                raise HyperpodRLError(f"cannot scrape Ray metrics at {url}: {err.__class__.__name__}; is the cluster running?") from None
-            if resp.status_code != 200:
-                raise HyperpodRLError(f"Ray metrics at {url} answered {resp.status_code}")
+            resp = _get_from_cluster(self._session, url, self.timeout_s, "Ray metrics")
             for node, values in parse_ray_metrics(resp.text).items():
                 out.setdefault(node, {}).update(values)
         return out
