@@ -996,7 +996,7 @@ def gpu_vllm_levers() -> str:
 
 
 #: The comparison on the pinned stack (vLLM 0.23.0, TRL 1.16.0, one H100): one result per cell, SHAPE and turns.
-PINNED_SIDES: tuple[str, ...] = ("h100_sides_8b_t1", "h100_sides_2b_t3")
+PINNED_SIDES: tuple[str, ...] = ("h100_sides_8b_t1", "h100_sides_8b_t3", "h100_sides_2b_t3")
 
 
 def _roofline(res: dict[str, Any], run: dict[str, Any]) -> dict[str, float]:
@@ -1190,7 +1190,7 @@ def readme_gpu() -> str:
     return (
         f"with the colocated vLLM engine (`rollout.engine: vllm`, its defaults) against TRL's `GRPOTrainer` with vLLM colocate "
         f"(`vllm_gpu_memory_utilization=0.3`): on one H100 with the image's vLLM {first['packages'].get('vllm')}, "
-        f"{' and '.join(pinned)} of its samples/s; on one H200 with vLLM 0.25.0, "
+        f"{', '.join(pinned[:-1]) + ' and ' + pinned[-1] if len(pinned) > 1 else pinned[0]} of its samples/s; on one H200 with vLLM 0.25.0, "
         f"{ratio['median']:.2f}× at 2B (range {ratio['min']:.2f}–{ratio['max']:.2f}, at less memory, learning where TRL's default correction "
         f"zeroes the gradient); against TRL *without* vLLM on one H200, compiled transformers decoding at "
         f"{', '.join(parts)} ({memory}), and the update levers (`trainer.compile_layers` + "
