@@ -215,6 +215,19 @@ def format_duration(seconds: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+def default_job_threads() -> int:
+    """The OpenMP / torch intra-op threads of a job whose ``trainer.torch_threads`` is unset: the
+    submitting environment's ``OMP_NUM_THREADS`` when it is a positive integer (how a shared machine
+    or a parallel test run limits every process's threads), else this machine's CPU count.
+
+    Ray's workers, and so the job supervisor whose child the entrypoint is, force
+    ``OMP_NUM_THREADS`` to their CPU reservation (1; ``ray._private.utils.set_omp_num_threads_if_unset``),
+    so a job that is not given the count trains on one thread.
+    """
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else os.cpu_count() or 1
+
+
 def _job_env(config: RunConfig, threads: str) -> dict[str, str]:
     env = {"PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false"}
     if config.backend == "skyrl":
@@ -597,7 +610,7 @@ def _submit_once(
     )
     if fresh:
         entrypoint += " --fresh"
-    threads = str(config.trainer.torch_threads or os.cpu_count() or 1)
+    threads = str(config.trainer.torch_threads or default_job_threads())
     try:
         client.submit_job(
             entrypoint=entrypoint,

@@ -132,3 +132,58 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
     assert set(mine[at : at + 4]) == shared, mine  # together, from its slow test on
     browser = sorted((r for r in ran.values() if r["browser"]), key=lambda r: r["start"])
     assert all(a["end"] <= b["start"] for a, b in zip(browser, browser[1:], strict=False)), browser  # never two at once
+
+
+THREADS_CONFTEST = """
+import json, os
+from pathlib import Path
+from tests.conftest import _share_the_cores  # the suite's own
+
+def pytest_configure(config):
+    _share_the_cores(config)
+"""
+
+THREADS_TEST = """
+import json, os
+from pathlib import Path
+
+def test_threads():
+    import torch
+    from hyperpod_rl.jobs import default_job_threads
+    Path(os.environ["GROUPS_OUT"], os.environ.get("PYTEST_XDIST_WORKER", "main") + ".json").write_text(json.dumps(
+        {"env": os.environ.get("OMP_NUM_THREADS"), "torch": torch.get_num_threads(), "job": default_job_threads()}))
+"""
+
+
+def _threads_seen(tmp_path: Path, *args: str, env_extra: dict[str, str]) -> dict[str, dict]:
+    suite, out = tmp_path / "suite", tmp_path / "out"
+    suite.mkdir(parents=True)
+    out.mkdir()
+    (suite / "conftest.py").write_text(THREADS_CONFTEST)
+    (suite / "test_t.py").write_text(THREADS_TEST)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env.update(PYTHONPATH=str(REPO), GROUPS_OUT=str(out), HPRL_RUN_TAG="threads-inner", **env_extra)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *args, "-p", "no:cacheprovider", "-p", "no:randomly", str(suite)],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
+
+
+def test_two_workers_share_the_cores_and_their_jobs_get_the_same_count(tmp_path: Path) -> None:
+    """Under ``-n 2`` each worker, torch in it and the jobs it submits get ``cores // 2`` threads (at least 1);
+    one process, or a user's own OMP_NUM_THREADS, is left alone."""
+    share = str(max(1, (os.cpu_count() or 1) // 2))
+    (seen,) = _threads_seen(tmp_path / "n2", "-n", "2", env_extra={}).values()  # one test: one worker ran it
+    assert seen == {"env": share, "torch": int(share), "job": int(share)}, seen
+    alone = _threads_seen(tmp_path / "n0", env_extra={})["main"]
+    assert alone["env"] is None and alone["job"] == (os.cpu_count() or 1), alone
+    own = "2" if share != "2" else "1"  # at most the cores: torch caps its count there
+    (mine,) = _threads_seen(tmp_path / "own", "-n", "2", env_extra={"OMP_NUM_THREADS": own}).values()
+    assert mine == {"env": own, "torch": int(own), "job": int(own)}, mine

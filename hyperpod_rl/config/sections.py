@@ -314,7 +314,11 @@ class TrainerConfig(_Section):
         description="samples per forward/backward chunk (per GPU under SkyRL: micro_train_batch_size_per_gpu "
         "and micro_forward_batch_size_per_gpu)",
     )
-    torch_threads: int | None = Field(None, description="torch intra-op threads (default: torch's choice)")
+    torch_threads: int | None = Field(
+        None,
+        description="torch intra-op threads of the job (OMP_NUM_THREADS); unset: the submitting shell's OMP_NUM_THREADS, "
+        "else its CPU count",
+    )
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto",
         description="reference backend: where the policy runs; 'auto' takes the first CUDA GPU the process sees, else the CPU; "

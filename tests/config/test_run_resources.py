@@ -74,3 +74,23 @@ def test_one_owner_for_the_entrypoint_and_the_workers(trainer, entrypoint, per_w
     assert entrypoint_gpus(cfg) == run_resources(cfg).entrypoint_gpus == entrypoint
     if cfg.trainer.workers > 1:
         assert scaling(cfg)["resources_per_worker"] == per_worker
+
+
+@pytest.mark.parametrize(
+    ("omp", "expected"),
+    [("3", 3), (None, "cores"), ("0", "cores"), ("two", "cores"), ("-1", "cores"), ("", "cores")],
+)
+def test_a_jobs_default_threads_follow_the_submitters_omp_num_threads(monkeypatch, omp, expected):
+    """``trainer.torch_threads`` unset: the submitting shell's OMP_NUM_THREADS when it is a positive count,
+    else this machine's cores (Ray would otherwise leave the entrypoint at its supervisor's 1)."""
+    import os
+
+    from hyperpod_rl.jobs import _job_env, default_job_threads
+
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    want = (os.cpu_count() or 1) if expected == "cores" else expected
+    assert default_job_threads() == want
+    assert _job_env(_build({}), str(default_job_threads()))["OMP_NUM_THREADS"] == str(want)
