@@ -53,7 +53,7 @@ from hyperpod_rl.errors import ConfigError, HyperpodRLError, JobError, TaskError
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
-from hyperpod_rl.runs import RunPaths, run_paths, write_json
+from hyperpod_rl.runs import RunPaths, run_paths, sft_run_id, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
 from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
@@ -453,11 +453,6 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
         corpus=tokenizer_corpus(rows),
         answer_words=words,
     )
-
-
-def sft_run_id(run_id: str) -> str:
-    """The run id of a quickstart's SFT warm start: ``<run id>-sft`` (the run id cut to fit 63 characters)."""
-    return f"{run_id[:59].rstrip('-')}-sft"
 
 
 def grpo_defaults(*, from_adapter: bool) -> dict[str, float]:

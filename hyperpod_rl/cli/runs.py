@@ -94,16 +94,23 @@ def fail_if_unknown(run_id: str, *, option: str | None = None) -> None:
     """Exit 2 saying plainly that no run has the id ``run_id``, where runs were looked for, and
     that ``hyperpod-rl runs list`` shows the known ones, as ``runs show`` says it
     (:meth:`hyperpod_rl.ledger.Ledger.require_run`, over the ledger synced with the storage root);
-    ``option`` (e.g. ``--from-run``) starts the message when the id came from an option.
+    ``option`` (e.g. ``--from-run``) starts the message when the id came from an option. A run
+    that has no job because its quickstart was interrupted before submitting it exits 2 saying
+    so and that ``hyperpod-rl quickstart --resume`` finishes it
+    (:func:`hyperpod_rl.runs.unsubmitted_quickstart`), not what failed for want of the job.
 
     Returns when a run has this id (in the ledger or as a run directory), and when that cannot be
     told (the id is not a valid run id, or the ledger cannot be used): the caller's own error says why.
     """
     from hyperpod_rl.ledger import Ledger
-    from hyperpod_rl.runs import run_paths, runs_root
+    from hyperpod_rl.runs import run_paths, runs_root, unsubmitted_quickstart
 
     try:
-        if run_paths(run_id).root.is_dir():
+        paths = run_paths(run_id)
+        if paths.root.is_dir():
+            interrupted = unsubmitted_quickstart(paths)
+            if interrupted:
+                fail(f"{option}: {interrupted}" if option else interrupted)
             return
         led = Ledger()
     except HyperpodRLError:
@@ -225,7 +232,11 @@ def show(
 
     statuses = _reconcile(address)
     with _open(ledger) as led:
-        rec = led.require_run(run_id)
+        try:
+            rec = led.require_run(run_id)
+        except HyperpodRLError:
+            fail_if_unknown(run_id)  # an interrupted quickstart's run says how to finish it
+            raise
     with handled():
         manifest = read_provenance(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
     if as_json:

@@ -15,6 +15,7 @@ from hyperpod_rl.runs.layout import (
     check_run_id,
     run_paths,
     runs_root,
+    sft_run_id,
     submission_id_note,
     unknown_run,
 )
@@ -44,6 +45,7 @@ from hyperpod_rl.runs.store import (
     record_promotion,
     submit_lock,
     summarize,
+    unsubmitted_quickstart,
     write_config,
     write_json,
 )
@@ -77,10 +79,12 @@ __all__ = [
     "reproduce_config",
     "run_paths",
     "runs_root",
+    "sft_run_id",
     "submit_lock",
     "submission_id_note",
     "summarize",
     "unknown_run",
+    "unsubmitted_quickstart",
     "update_provenance",
     "write_config",
     "write_dir_atomically",

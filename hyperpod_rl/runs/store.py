@@ -20,7 +20,7 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
 from hyperpod_rl.runs.files import write_json_atomic
-from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root
+from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root, sft_run_id
 from hyperpod_rl.runs.provenance import eval_summaries, read_provenance, update_provenance
 from hyperpod_rl.tasks import Row, get_task, read_rows
 
@@ -42,6 +42,7 @@ __all__ = [
     "record_promotion",
     "submit_lock",
     "summarize",
+    "unsubmitted_quickstart",
     "write_config",
     "write_json",
 ]
@@ -101,6 +102,44 @@ def read_submissions(paths: RunPaths) -> list[str]:
     """The run's Ray submission ids, oldest first (empty when never submitted)."""
     subs = read_json(paths.submissions)
     return [str(s) for s in subs] if isinstance(subs, list) else []
+
+
+def unsubmitted_quickstart(paths: RunPaths) -> str | None:
+    """What to say of a run that has no job because the quickstart that started it was stopped
+    (Ctrl-C, SIGTERM) before it submitted one, and the command that finishes it; None for any
+    other run.
+
+    Such a run is the quickstart's own (GRPO) run, whose directory holds the options the quickstart
+    started with (``quickstart-options.json``) but no summary (``quickstart.json``), or that
+    quickstart's SFT warm start (``<run id>-sft``, :func:`sft_run_id`); either records no
+    submission. ``hyperpod-rl job status|logs|stop`` and the other commands that take a run id
+    say this instead of "submit it first".
+    """
+    try:
+        if read_submissions(paths):
+            return None
+    except CheckpointError:  # a damaged submissions.json: the command's own error names it
+        return None
+    sft_of = [d for d in _siblings(paths.root.parent) if sft_run_id(d.name) == paths.run_id] if paths.run_id.endswith("-sft") else []
+    for candidate in (paths.root, *sft_of):
+        started = RunPaths(candidate)
+        if not started.quickstart_options.is_file() or started.quickstart.exists():
+            continue
+        rid = started.run_id
+        if candidate == paths.root:
+            what = "the quickstart that started it was interrupted before it submitted its GRPO job"
+        else:
+            what = f"it is the SFT warm start of quickstart {rid!r}, which was interrupted before it submitted this job"
+        return f"run {paths.run_id!r} has no job yet: {what}; hyperpod-rl quickstart --resume {rid} finishes it"
+    return None
+
+
+def _siblings(runs_dir: Path) -> list[Path]:
+    """The run directories beside one (none when the folder cannot be listed)."""
+    try:
+        return [d for d in runs_dir.iterdir() if d.is_dir()]
+    except OSError:
+        return []
 
 
 def add_submission(paths: RunPaths, submission_id: str) -> list[str]:
