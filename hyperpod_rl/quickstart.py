@@ -830,13 +830,25 @@ def resume_options(run_id: str, *, storage: Path | None = None, **overrides: Any
 
     Raises:
         ConfigError: ``run_id`` is not a run id (a path is refused: the run is looked up under the
-            storage root), the run did not come from a quickstart (no recorded options), or an
-            override would change what is trained or measured (the message names it).
+            storage root), the run did not come from a quickstart (no recorded options), the
+            recorded options no longer validate (the message names the file and each key, and
+            changes nothing: the run resumes once the file is fixed), or an override would change
+            what is trained or measured (the message names it).
     """
-    from hyperpod_rl.runs import check_run_id
+    from hyperpod_rl.runs import check_run_id, invalid_saved_file
 
     paths = run_paths(check_run_id(run_id), storage=storage)
     recorded = _recorded_options(run_id, paths)
+    try:
+        QuickstartOptions.build({**recorded, "run_id": run_id})
+    except ConfigError as err:  # the file, not a value the user gave: say which file and key
+        raise invalid_saved_file(
+            err,
+            paths.quickstart_options,
+            what=f"the options quickstart {run_id!r} started with",
+            fix="edit that file: fix each key named above (a value: put back the one the quickstart started with), then run "
+            f"hyperpod-rl quickstart --resume {run_id} again",
+        ) from None
     changed = sorted(k for k, v in overrides.items() if k not in RESUME_OVERRIDES and recorded.get(k) != v)
     if changed:
         # as the CLI spells them: a switch by the side given (--no-sft), the overrides both ways (--serve/--no-serve)
@@ -876,6 +888,12 @@ def _recorded_options(run_id: str, paths: RunPaths) -> dict[str, Any]:
     from hyperpod_rl.runs import read_json
 
     recorded = read_json(paths.quickstart_options)
+    if recorded is not None and not isinstance(recorded, dict):
+        raise ConfigError(
+            f"the file {paths.quickstart_options}, which holds the options quickstart {run_id!r} started with, holds a JSON "
+            f"{type(recorded).__name__}, not an object (it was edited or damaged since it was written): put back the object of "
+            f"options it held, then run hyperpod-rl quickstart --resume {run_id} again; nothing else in the run directory was changed"
+        )
     if not isinstance(recorded, dict):
         raise ConfigError(
             f"run {run_id!r} has no quickstart record ({paths.quickstart_options}): only a run the quickstart started can be "

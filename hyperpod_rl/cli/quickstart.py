@@ -148,6 +148,10 @@ def quickstart(
     if resume is not None:
         fields = QuickstartOptions.model_fields
         given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+        try:  # the saved options first: a problem there names their file and key, not a flag the user did not give
+            resume_options(resume)
+        except HyperpodRLError as err:
+            fail(err)
         try:
             opts = resume_options(resume, **given)
         except HyperpodRLError as err:

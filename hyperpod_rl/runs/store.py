@@ -29,6 +29,7 @@ __all__ = [
     "add_submission",
     "current_status",
     "dataset_rows",
+    "invalid_saved_file",
     "last_record",
     "list_runs",
     "read_config",
@@ -94,7 +95,37 @@ def read_config(run: str | Path | RunPaths) -> RunConfig:
         data = record.get("config") if record else None
     if data is None:
         raise CheckpointError(f"{paths.root} has no config.json: is {paths.run_id!r} a run? (hyperpod-rl runs list)")
-    return RunConfig.build(data)
+    try:
+        return RunConfig.build(data)
+    except ConfigError as err:
+        saved = paths.config if paths.config.exists() else paths.provenance
+        where = "" if saved == paths.config else " (its 'config' entry)"
+        raise invalid_saved_file(
+            err,
+            saved,
+            what=f"the config run {paths.run_id!r} was submitted with",
+            fix=f"edit that file{where}: fix each key named above (a value: put back the one the run was submitted with)",
+        ) from None
+
+
+def invalid_saved_file(err: Exception, path: Path, *, what: str, fix: str) -> ConfigError:
+    """The error for a file this package saved in a run directory whose values no longer validate
+    (edited or damaged since): it names the file and each key (``err``, a
+    :meth:`hyperpod_rl.base.Model.build` error, lists them), says ``fix``, and that nothing else
+    was changed, so it is never read as a value the user just typed (``--steps: must be > 0``).
+
+    Args:
+        err: the validation error; its first line (``invalid <what>:``) is replaced.
+        path: the saved file.
+        what: what the file holds, e.g. ``the options quickstart 'x' started with``.
+        fix: what to do, e.g. ``edit that file: ...``.
+    """
+    lines = str(err).splitlines()
+    problems = "\n".join(lines[1:] if len(lines) > 1 and lines[0].rstrip().endswith(":") else lines)
+    return ConfigError(
+        f"the file {path}, which holds {what}, is not valid (it was edited or damaged since it was written):\n{problems}\n"
+        f"{fix}; nothing else in the run directory was changed"
+    )
 
 
 # ------------------------------------------------------------------------------- submissions
