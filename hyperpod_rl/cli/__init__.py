@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich.table import Column, Table
 
 from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
@@ -23,8 +22,10 @@ from hyperpod_rl.cli import tasks as _tasks
 from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
+    TableColumn,
     console,
     fail,
+    fitted_table,
     follow_with_progress,
     handled,
     job_client,
@@ -294,20 +295,35 @@ def job_list(address: str | None = Address) -> None:
             recorded = [row for row in overview(None) if row["submission_id"]]
         note = f"the cluster is not running ({unreachable}): these are the jobs the run directories under {runs_root()} record"
         print_note(note)
-        table = Table(
-            Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("recorded status", overflow="fold"), "steps"
-        )
-        for row in recorded:
-            table.add_row(row["run_id"], row["submission_id"], row["status"], f"{row['step']}/{row['total_steps'] or '?'}")
-        console.print(table)
+        steps = [f"{row['step']}/{row['total_steps'] or '?'}" for row in recorded]
+        columns = [*_job_columns(recorded), TableColumn("recorded status", [row["status"] for row in recorded], short_header="status")]
+        console.print(fitted_table([*columns, TableColumn("steps", steps, drop=1)]))
         return
-    table = Table(Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("status", overflow="fold"), "started")
     with handled():
         rows = list_runs(client)
-    for row in rows:
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-"
-        table.add_row(row["run_id"], row["submission_id"], row["status"], started)
-    console.print(table)
+    started = [
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-" for row in rows
+    ]
+    columns = [*_job_columns(rows), TableColumn("status", [row["status"] for row in rows])]
+    console.print(fitted_table([*columns, TableColumn("started", started, narrow_cells=[s[5:] for s in started], drop=1)]))
+
+
+def _job_columns(rows: list[dict]) -> list[TableColumn]:
+    """``job list``'s run id and submission id columns: each id on one line, whole; where the table
+    is too wide for the terminal, the submission id ``hprl-<run id>-<N>`` is shown as its job number N."""
+    subs = [str(row["submission_id"]) for row in rows]
+    numbers = [sub.rsplit("-", 1)[-1] if sub.startswith(f"hprl-{row['run_id']}-") else sub for sub, row in zip(subs, rows, strict=True)]
+    return [
+        TableColumn("run id", [str(row["run_id"]) for row in rows]),
+        TableColumn(
+            "submission id",
+            subs,
+            short_header="job",
+            narrow_cells=numbers,
+            narrow_note="job N: submission id hprl-<run id>-N",
+            justify="left",
+        ),
+    ]
 
 
 if __name__ == "__main__":
