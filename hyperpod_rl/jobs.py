@@ -824,13 +824,15 @@ def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s
     status = "stopped" if cancelled else _ENDED[ray_status]
     if paths is None:
         return before, None
-    record_final_status(
+    wrote = record_final_status(
         paths,
         status,
         submission_id=submission_id,
         source=f"{source} (Ray job status {ray_status}{', cancelled while PENDING' if cancelled else ''})",
         only_over_running=status != "stopped",
     )
+    if wrote is None:  # the run had recorded its end already (the trainer's own word): that is its status
+        status = summarize(paths).status
     return before, status
 
 
@@ -897,10 +899,14 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
         timeout_s: how long to wait for the job to end, in seconds.
 
     Returns:
-        ``(job, status)``: the job stopped (its status as before the stop) and the run status recorded.
+        ``(job, status)``: the job stopped (its status as before the stop; ``job.alive`` is False
+        when it had already ended, and nothing was stopped) and the run status its run directory
+        records. A job the cluster no longer knows (``LOST``) whose run directory records its end
+        had ended too: ``(job, that end)``.
 
     Raises:
-        JobError: the run has no job, the cluster cannot be reached, or the job did not end in time.
+        JobError: the run has no job, the cluster cannot be reached, the cluster does not know
+            the job and the run directory records no end, or the job did not end in time.
     """
     from hyperpod_rl.cluster.access import job_client_of
 
@@ -908,6 +914,9 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
     job = latest_job(client, run_id, paths.root)
     if job.status == "LOST":
+        summary = summarize(paths) if paths.root.is_dir() else None
+        if summary is not None and summary.submission_id == job.submission_id and summary.status in FINAL_STATUSES:
+            return job, summary.status
         raise JobError(f"job {job.submission_id} of run {run_id!r} is not on this cluster: nothing to stop here")
     _, status = _stop_job(client, job.submission_id, paths, timeout_s, source="hyperpod-rl job stop")
     assert status is not None

@@ -268,14 +268,37 @@ def job_stop(
     timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
 ) -> None:
     """Stop a run's job (cancelling it while it is still PENDING), wait until it has ended, and record
-    'stopped' in the run's provenance (its checkpoints stay; resubmitting resumes)."""
-    from hyperpod_rl.jobs import stop_and_record
+    'stopped' in the run's provenance (its checkpoints stay; resubmitting resumes).
 
-    client = _runs.run_client(run_id, address)
+    A run that has already ended is said to have, with the end its run directory records, and
+    nothing is stopped (exit code 0), whether or not a cluster answers.
+    """
+    from hyperpod_rl.jobs import run_status, stop_and_record
+
+    client, unreachable = reachable_client(address)
+    if client is None:
+        _runs.fail_if_unknown(run_id)
+        try:
+            recorded = run_status(None, run_id, unreachable=unreachable)
+        except HyperpodRLError:
+            recorded = None
+        if recorded is None or recorded.status == "UNKNOWN":  # not ended, as far as the run directory tells: the cluster is needed
+            fail(str(unreachable))
+        _said_ended(run_id, f"its run directory records it {recorded.recorded} (job {recorded.submission_id})")
+        return
     with _runs.about_run(run_id), console.status(f"stopping run {run_id}'s job"):
         job, status = stop_and_record(client, run_id, timeout_s=timeout_s)
-    was = "stopped" if job.alive else f"had already ended ({job.status})"
-    console.print(f"{job.submission_id}: {was}; run {run_id} recorded {status}")
+    if job.alive:
+        console.print(f"{job.submission_id}: stopped; run {run_id} recorded {status}")
+    elif job.status == "LOST":
+        _said_ended(run_id, f"its run directory records it {status} (job {job.submission_id}, which this cluster no longer knows)")
+    else:
+        _said_ended(run_id, f"its job {job.submission_id} ended {job.status} and its run directory records it {status}")
+
+
+def _said_ended(run_id: str, how: str) -> None:
+    """``job stop``'s answer for a run that had ended before it was asked (``how``): nothing was stopped."""
+    console.print(f"run {run_id} has already ended: {how}; nothing to stop", soft_wrap=True, highlight=False)
 
 
 @job_app.command("list")
