@@ -23,6 +23,7 @@ from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
     TableColumn,
+    cli_words,
     console,
     fail,
     fitted_table,
@@ -190,7 +191,9 @@ def job_status(run_id: str, address: str | None = Address) -> None:
         said = str(err)
         fail(said if not unreachable or unreachable in said else f"{unreachable}; and the run directory cannot tell: {said}")
     run_says = f" · run recorded {status.recorded}" if status.recorded else ""
-    console.print(f"{run_id} ({status.submission_id}): {status.status} {status.detail}{run_says}", soft_wrap=True, highlight=False)
+    console.print(
+        f"{run_id} ({status.submission_id}): {status.status} {cli_words(status.detail)}{run_says}", soft_wrap=True, highlight=False
+    )
     if status.exit_code:
         raise typer.Exit(code=status.exit_code)
 
@@ -218,16 +221,15 @@ def job_logs(
     if client is None:
         _runs.fail_if_unknown(run_id)
         try:
-            _steps_from_disk(run_id, f"the cluster is not running ({unreachable})", raw=raw, follow=follow)
+            _steps_from_disk(run_id, _not_reached(unreachable), raw=raw, follow=follow)
         except HyperpodRLError as err:
             fail(f"{unreachable}; and the run directory cannot stand in for its log: {err}")
     with _runs.about_run(run_id):
         job = latest_job(client, run_id)
     if job.status == "LOST":
         try:
-            _steps_from_disk(
-                run_id, f"the cluster no longer knows job {job.submission_id} (restarted, or another cluster)", raw=raw, follow=follow
-            )
+            why = f"the cluster no longer knows its job {job.submission_id} (it was restarted, or is another cluster)"
+            _steps_from_disk(run_id, why, raw=raw, follow=follow)
         except HyperpodRLError:
             pass  # not finished: the cluster's own answer below says what to do (resubmit)
     with handled():
@@ -245,8 +247,9 @@ def job_logs(
 
 
 def _steps_from_disk(run_id: str, why: str, *, raw: bool, follow: bool) -> NoReturn:
-    """``job logs`` without the cluster's log (``why``): print the finished run's steps from its run
-    directory (:func:`hyperpod_rl.jobs.recorded_steps`) after a note saying so, and exit.
+    """``job logs`` without the cluster's log (``why``, e.g. ``no local Ray cluster is running``):
+    print the finished run's steps from its run directory (:func:`hyperpod_rl.jobs.recorded_steps`)
+    after one note saying so, in plain words, and exit.
 
     Raises:
         JobError: the run has not finished, or recorded no step. ConfigError: an invalid run id.
@@ -255,10 +258,16 @@ def _steps_from_disk(run_id: str, why: str, *, raw: bool, follow: bool) -> NoRet
     from hyperpod_rl.runs import run_paths
 
     text, status = recorded_steps(run_id, raw=raw)
-    note = f"run {run_id} ended {status}; its steps are read from disk ({run_paths(run_id).metrics}) because {why}"
-    print_note(note)
+    print_note(f"{why}, so run {run_id}'s steps are read from its run directory ({run_paths(run_id).metrics}); the run ended {status}")
     sys.stdout.write(text)
     raise typer.Exit(code=(0 if status == "succeeded" else 1) if follow else 0)
+
+
+def _not_reached(unreachable: str | None) -> str:
+    """Why no cluster answered, as the start of a note: what :func:`reachable_client` said, without
+    the fix it gives for starting one (``no local Ray cluster is running``), which a run that has
+    ended does not need."""
+    return cli_words(unreachable or "no cluster answers").split(": ", 1)[0]
 
 
 @job_app.command("stop")
@@ -316,8 +325,9 @@ def job_list(address: str | None = Address) -> None:
 
         with handled():
             recorded = [row for row in overview(None) if row["submission_id"]]
-        note = f"the cluster is not running ({unreachable}): these are the jobs the run directories under {runs_root()} record"
-        print_note(note)
+        print_note(
+            f"{_not_reached(unreachable)}, so these are the jobs the run directories under {runs_root()} record, with the end each records"
+        )
         steps = [f"{row['step']}/{row['total_steps'] or '?'}" for row in recorded]
         columns = [*_job_columns(recorded), TableColumn("recorded status", [row["status"] for row in recorded], short_header="status")]
         console.print(fitted_table([*columns, TableColumn("steps", steps, drop=1)]))

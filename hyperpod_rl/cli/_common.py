@@ -31,6 +31,7 @@ __all__ = [
     "Address",
     "HprlGroup",
     "TableColumn",
+    "cli_words",
     "console",
     "err_console",
     "fail",
@@ -44,6 +45,7 @@ __all__ = [
     "options_of",
     "output_dir",
     "output_file",
+    "print_note",
     "reachable_client",
     "writing",
 ]
@@ -56,10 +58,30 @@ F = TypeVar("F", bound=Callable[..., Any])
 err_console = Console(stderr=True)
 
 
+#: A Python alternative inside a library message, e.g. `` (or hp.start_local_cluster())``, `` (in
+#: Python: hp.quickstart.resume('x'))``: the notebook's words, which :func:`cli_words` leaves out.
+_PYTHON_ALTERNATIVE = re.compile(r" \((?:or |in Python: )?hp\.")
+
+
+def cli_words(text: str) -> str:
+    """``text`` (a library message, written for a notebook and a shell alike) in a command-line
+    user's words: each parenthesized Python alternative to a command (`` (or hp.start_local_cluster())``,
+    `` (in Python: hp.quickstart.resume('x'))``) is left out, the command it stands beside is kept."""
+    while found := _PYTHON_ALTERNATIVE.search(text):
+        depth, end = 0, len(text)
+        for i in range(found.start() + 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        text = text[: found.start()] + text[end:]
+    return text
+
+
 def print_note(text: str, *, out: Console = err_console) -> None:
-    """One ``note:`` line (yellow on a terminal), ``text`` shown literally (no rich markup), on
-    standard error unless ``out`` says otherwise."""
-    out.print(f"[bold yellow]note:[/] {escape(text)}", soft_wrap=True, highlight=False)
+    """One ``note:`` line (yellow on a terminal), ``text`` shown literally (no rich markup) in a
+    command-line user's words (:func:`cli_words`), on standard error unless ``out`` says otherwise."""
+    out.print(f"[bold yellow]note:[/] {escape(cli_words(text))}", soft_wrap=True, highlight=False)
 
 
 @dataclass
@@ -152,9 +174,10 @@ def fail(err: BaseException | str, *, code: int = 2) -> NoReturn:
     """Print ``error: <message>`` (markup escaped) on standard error and exit with ``code``.
 
     Every error of every ``hyperpod-rl`` command goes through here, command-line usage errors
-    included (:class:`HprlGroup`), so each says ``error:`` once.
+    included (:class:`HprlGroup`), so each says ``error:`` once, in a command-line user's words
+    (:func:`cli_words`: no Python alternative).
     """
-    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(str(err))}", soft_wrap=True, highlight=False)
+    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(cli_words(str(err)))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code=code)
 
 

@@ -14,7 +14,17 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from hyperpod_rl.base import parse_user_data
-from hyperpod_rl.cli._common import console, fail, flag_names, follow_with_progress, model_options, options_of, output_file, writing
+from hyperpod_rl.cli._common import (
+    cli_words,
+    console,
+    fail,
+    flag_names,
+    follow_with_progress,
+    model_options,
+    options_of,
+    output_file,
+    writing,
+)
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
 
@@ -168,7 +178,7 @@ def quickstart(
         fail(err)
     except QuickstartInterrupted as stop:
         phases.stop()
-        console.print(f"\n[bold yellow]{escape(str(stop))}[/]", soft_wrap=True, highlight=False)
+        console.print(f"\n[bold yellow]{escape(cli_words(str(stop)))}[/]", soft_wrap=True, highlight=False)
         raise typer.Exit(code=stop.exit_code) from None  # 130 after Ctrl-C, 143 after SIGTERM
     console.print(_table(summary, opts.max_turns, width=console.width))
     for warning in summary.warnings:
