@@ -552,6 +552,10 @@ class Phase:
         message: what happened, when it ended (e.g. the cluster's dashboard address).
         seconds: wall time of the step in seconds, when it ended.
         text: what the step does, in the run's task's words (:func:`phase_text`); empty: :data:`PHASES`'.
+        number: the step's place among the steps this quickstart runs (1 first); 0: its place in
+            :data:`PHASES`.
+        total: how many steps this quickstart runs (``--no-serve``, ``--no-sft`` and a caller's
+            cluster leave some out); 0: all of :data:`PHASES`.
     """
 
     name: str
@@ -559,11 +563,21 @@ class Phase:
     message: str = ""
     seconds: float = 0.0
     text: str = ""
+    number: int = 0
+    total: int = 0
 
     @property
     def description(self) -> str:
         """:attr:`text`, else the step's :data:`PHASES` line."""
         return self.text or PHASES[self.name]
+
+    @property
+    def counter(self) -> str:
+        """``3/8``: the step's place and how many this quickstart runs (:attr:`number`, :attr:`total`),
+        so a run without serving ends at ``8/8``, not ``8/9``. Every front-end numbers steps with it."""
+        if self.number and self.total:
+            return f"{self.number}/{self.total}"
+        return f"{list(PHASES).index(self.name) + 1}/{len(PHASES)}"
 
 
 class QuickstartInterrupted(KeyboardInterrupt):
@@ -709,16 +723,16 @@ def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
 
 
 def print_phase(phase: Phase) -> None:
-    """Print a phase as it starts (``2/7 generating maze data ...``) and ends (``✓ 2/7 <message> (3 s)``).
+    """Print a phase as it starts (``1/8 generating maze data ...``) and ends (``✓ 1/8 <message> (3 s)``),
+    numbered among the steps this quickstart runs (:attr:`Phase.counter`: without serving, the last is 8/8).
 
     :func:`run`'s default ``on_phase``: plain ``print`` lines, which a notebook cell, a terminal
     and a piped log all show as they come.
     """
-    n = f"{list(PHASES).index(phase.name) + 1}/{len(PHASES)}"
     if phase.done:
-        print(f"✓ {n} {phase.message} ({phase.seconds:.0f} s)", flush=True)
+        print(f"✓ {phase.counter} {phase.message} ({phase.seconds:.0f} s)", flush=True)
     else:
-        print(f"{n} {phase.description} ...", flush=True)
+        print(f"{phase.counter} {phase.description} ...", flush=True)
 
 
 def run(
@@ -945,15 +959,16 @@ class _Flow:
         """Run step ``name`` (``work()``), or with ``found`` (its result, kept from before) only announce it."""
         self.phase = name
         text = phase_text(name, self.task)
+        place = {"number": self.order.index(name) + 1, "total": len(self.order)}  # among the steps this call runs
         if found is not None:
-            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the interrupted run)", text=text))
+            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the interrupted run)", text=text, **place))
             self.done.add(name)
             return found
-        self.notify(Phase(name, done=False, text=text))
+        self.notify(Phase(name, done=False, text=text, **place))
         start = time.perf_counter()
         out = work()
         self.timings[name] = round(time.perf_counter() - start, 2)
-        self.notify(Phase(name, done=True, message=message(out), seconds=self.timings[name], text=text))
+        self.notify(Phase(name, done=True, message=message(out), seconds=self.timings[name], text=text, **place))
         self.done.add(name)
         return out
 

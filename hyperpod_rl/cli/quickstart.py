@@ -26,12 +26,11 @@ from hyperpod_rl.cli._common import (
     writing,
 )
 from hyperpod_rl.errors import HyperpodRLError
-from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
+from hyperpod_rl.quickstart import Phase, QuickstartOptions, QuickstartSummary
 
 __all__ = ["activate_hint", "quickstart"]
 
 _LABELS = {"solve_rate": "solve rate", "optimal_move_rate": "optimal-move rate", "invalid_move_rate": "invalid-move rate"}
-_STEPS = {name: i for i, name in enumerate(PHASES, start=1)}
 
 
 class _Phases:
@@ -41,7 +40,7 @@ class _Phases:
         self.status: Any = None
 
     def __call__(self, phase: Phase) -> None:
-        n = f"{_STEPS[phase.name]}/{len(PHASES)}"
+        n = phase.counter  # among the steps this quickstart runs: --no-serve ends at 8/8
         if not phase.done:
             if phase.name not in ("train", "sft"):  # training shows its own progress bar
                 self.status = console.status(f"{n} {phase.description}")
@@ -189,6 +188,8 @@ def quickstart(
         console.print(summary.comparison.reason)
     if summary.served_answer:
         console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
+    elif not opts.serve:
+        console.print(f"not served (--no-serve): hyperpod-rl serve up {opts.run_id} serves the adapter", soft_wrap=True, highlight=False)
     if summary_json:
         with writing(summary_json, "--summary-json"):
             summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
