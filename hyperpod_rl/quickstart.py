@@ -401,11 +401,10 @@ def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPath
 
 def _dataset_record(meta: Path) -> dict[str, Any]:
     """A cached dataset's ``dataset.json``, or a :class:`~hyperpod_rl.errors.TaskError` naming it and the fix."""
-    record = load_user_data(
-        meta, "dataset record", syntax="json", error=TaskError, repair=f"delete the folder {meta.parent} to build the dataset again"
-    )
+    fix = f"move the folder aside (mv {meta.parent} {meta.parent}.damaged; nothing is deleted) and run again: the dataset is built again"
+    record = load_user_data(meta, "dataset record", syntax="json", error=TaskError, repair=fix)
     if not isinstance(record, dict):
-        raise TaskError(f"dataset record {meta} is not a JSON object: delete the folder {meta.parent} to build the dataset again")
+        raise TaskError(f"dataset record {meta} is not a JSON object: {fix}")
     return record
 
 

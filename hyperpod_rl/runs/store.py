@@ -57,7 +57,43 @@ def read_json(path: Path) -> Any:
     """
     if not path.exists():
         return None
-    return load_user_data(path, "run file", syntax="json", error=CheckpointError, max_bytes=None, repair="restore it or delete it")
+    return load_user_data(path, "run file", syntax="json", error=CheckpointError, max_bytes=None, repair=_run_file_recovery(path))
+
+
+def _run_file_recovery(path: Path) -> str:
+    """What to do about a damaged file of a run directory (``path``), nothing deleted: set it aside
+    and let what it holds come back from where else the run keeps it, or from the command that
+    writes it."""
+    eval_file = path.parent.name == "eval"
+    run = path.parent.parent if eval_file else path.parent
+    rid = run.name
+    aside = f"move it aside (mv {path} {path}.damaged; nothing is deleted)"
+    if eval_file:
+        again = (
+            f"hyperpod-rl quickstart --resume {rid} evaluates again"
+            if (run / "quickstart-options.json").is_file()
+            else f"evaluating the run again writes it (in Python: hp.evaluate_run({rid!r}))"
+        )
+        return f"{aside}; {again}"
+    if path.name == "config.json":
+        if (run / "manifest.json").is_file():
+            return f"{aside}: the run's config is then read from its provenance record {run / 'manifest.json'}, which holds it too"
+        return f"restore it from a backup, or {aside} and submit the run's config file again (hyperpod-rl job submit FILE writes it)"
+    if path.name == "submissions.json":
+        return (
+            f"{aside} and write the run's submission ids there again, oldest first, as a JSON list "
+            f'(["hprl-{rid}-1", ...]; hyperpod-rl job list shows those the cluster knows)'
+        )
+    if path.name == "quickstart-options.json":
+        return (
+            f"fix its syntax, or restore it from a backup: it holds the options quickstart {rid!r} started with, "
+            f"which hyperpod-rl quickstart --resume {rid} needs; keep it (or a copy) whatever you do"
+        )
+    if path.name == "quickstart.json":
+        return f"{aside}; hyperpod-rl quickstart --resume {rid} --no-serve writes the quickstart's summary again"
+    if path.name == "promotion.json":
+        return f"{aside}; hyperpod-rl serve promote {rid} decides again and writes it"
+    return f"restore it from a backup, or {aside}"
 
 
 def write_json(path: Path, data: Any) -> Path:
