@@ -38,6 +38,7 @@ from hyperpod_rl.runs import (
     submission_id_note,
     submit_lock,
     summarize,
+    unsubmitted_quickstart,
     write_config,
 )
 
@@ -295,17 +296,23 @@ def latest_job(client: Any, run_id: str, run_dir: Path | None = None) -> RunJob:
     Raises:
         JobError: the run has no job, recorded or on the cluster.
     """
-    jobs = run_jobs(client, run_id, run_dir if run_dir is not None else _default_dir(run_id))
+    root = run_dir if run_dir is not None else _default_dir(run_id)
+    jobs = run_jobs(client, run_id, root)
     if not jobs:
-        raise _no_job(run_id)
+        raise _no_job(run_id, paths=RunPaths(Path(root)))
     return jobs[-1]
 
 
-def _no_job(run_id: str, why: str = "") -> JobError:
-    """The error for a run with no job: a submission id given for the run id says which run id to pass."""
+def _no_job(run_id: str, why: str = "", *, paths: RunPaths | None = None) -> JobError:
+    """The error for a run with no job: a submission id given for the run id says which run id to
+    pass; a run whose quickstart was interrupted before it submitted the job says how to finish
+    it (:func:`hyperpod_rl.runs.unsubmitted_quickstart`), since submitting it by hand is not the fix."""
     note = submission_id_note(run_id)
     if note:
         return JobError(f"run {run_id!r} has no job{why}; {note}")
+    interrupted = unsubmitted_quickstart(paths) if paths is not None else None
+    if interrupted:
+        return JobError(interrupted)
     return JobError(f"run {run_id!r} has no job on this cluster and none recorded in its run directory{why}: submit it first")
 
 
@@ -830,13 +837,15 @@ def _stop_job(client: Any, submission_id: str, paths: RunPaths | None, timeout_s
     status = "stopped" if cancelled else _ENDED[ray_status]
     if paths is None:
         return before, None
-    record_final_status(
+    wrote = record_final_status(
         paths,
         status,
         submission_id=submission_id,
         source=f"{source} (Ray job status {ray_status}{', cancelled while PENDING' if cancelled else ''})",
         only_over_running=status != "stopped",
     )
+    if wrote is None:  # the run had recorded its end already (the trainer's own word): that is its status
+        status = summarize(paths).status
     return before, status
 
 
@@ -903,10 +912,14 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
         timeout_s: how long to wait for the job to end, in seconds.
 
     Returns:
-        ``(job, status)``: the job stopped (its status as before the stop) and the run status recorded.
+        ``(job, status)``: the job stopped (its status as before the stop; ``job.alive`` is False
+        when it had already ended, and nothing was stopped) and the run status its run directory
+        records. A job the cluster no longer knows (``LOST``) whose run directory records its end
+        had ended too: ``(job, that end)``.
 
     Raises:
-        JobError: the run has no job, the cluster cannot be reached, or the job did not end in time.
+        JobError: the run has no job, the cluster cannot be reached, the cluster does not know
+            the job and the run directory records no end, or the job did not end in time.
     """
     from hyperpod_rl.cluster.access import job_client_of
 
@@ -914,6 +927,9 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
     job = latest_job(client, run_id, paths.root)
     if job.status == "LOST":
+        summary = summarize(paths) if paths.root.is_dir() else None
+        if summary is not None and summary.submission_id == job.submission_id and summary.status in FINAL_STATUSES:
+            return job, summary.status
         raise JobError(f"job {job.submission_id} of run {run_id!r} is not on this cluster: nothing to stop here")
     _, status = _stop_job(client, job.submission_id, paths, timeout_s, source="hyperpod-rl job stop")
     assert status is not None
@@ -1064,7 +1080,7 @@ def run_status(client: Any | None, run_id: str, run_dir: Path | None = None, *, 
             summary = summarize(paths)
     if newest is None and (summary is None or summary.submission_id is None):
         why = f" ({unreachable})" if unreachable else ""
-        raise _no_job(run_id, why)
+        raise _no_job(run_id, why, paths=paths)
     return _decide(run_id, newest, summary, answered=client is not None, unreachable=unreachable)
 
 
@@ -1133,6 +1149,9 @@ def recorded_steps(run_id: str, run_dir: Path | None = None, *, raw: bool = Fals
     """
     paths = RunPaths(Path(run_dir)) if run_dir is not None else run_paths(run_id)
     summary = summarize(paths) if paths.root.is_dir() else None
+    interrupted = unsubmitted_quickstart(paths) if summary is not None and summary.submission_id is None else None
+    if interrupted:
+        raise JobError(interrupted)
     if summary is None or summary.status not in FINAL_STATUSES:
         recorded = f"{paths.root} does not exist" if summary is None else f"{paths.root} records it {summary.status}"
         raise JobError(f"run {run_id!r} has not finished as far as its run directory tells ({recorded}): its log is the cluster's to give")

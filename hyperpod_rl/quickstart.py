@@ -53,7 +53,7 @@ from hyperpod_rl.errors import ConfigError, HyperpodRLError, JobError, TaskError
 from hyperpod_rl.model.loading import revision_of, save_tiny_base_model
 from hyperpod_rl.model.revision import check_model_dir
 from hyperpod_rl.paths import storage_root
-from hyperpod_rl.runs import RunPaths, run_paths, write_json
+from hyperpod_rl.runs import RunPaths, run_paths, sft_run_id, write_json
 from hyperpod_rl.tasks import get_task, make_env
 from hyperpod_rl.tasks import read_rows as read_task_rows
 from hyperpod_rl.tasks.maze import DatasetSpec, MazeRow, build_dataset, read_rows, write_parquet
@@ -401,11 +401,10 @@ def _prepare_task_dataset(opts: QuickstartOptions, storage: Path) -> DatasetPath
 
 def _dataset_record(meta: Path) -> dict[str, Any]:
     """A cached dataset's ``dataset.json``, or a :class:`~hyperpod_rl.errors.TaskError` naming it and the fix."""
-    record = load_user_data(
-        meta, "dataset record", syntax="json", error=TaskError, repair=f"delete the folder {meta.parent} to build the dataset again"
-    )
+    fix = f"move the folder aside (mv {meta.parent} {meta.parent}.damaged; nothing is deleted) and run again: the dataset is built again"
+    record = load_user_data(meta, "dataset record", syntax="json", error=TaskError, repair=fix)
     if not isinstance(record, dict):
-        raise TaskError(f"dataset record {meta} is not a JSON object: delete the folder {meta.parent} to build the dataset again")
+        raise TaskError(f"dataset record {meta} is not a JSON object: {fix}")
     return record
 
 
@@ -453,11 +452,6 @@ def prepare_base_model(opts: QuickstartOptions, storage: Path, rows: list[MazeRo
         corpus=tokenizer_corpus(rows),
         answer_words=words,
     )
-
-
-def sft_run_id(run_id: str) -> str:
-    """The run id of a quickstart's SFT warm start: ``<run id>-sft`` (the run id cut to fit 63 characters)."""
-    return f"{run_id[:59].rstrip('-')}-sft"
 
 
 def grpo_defaults(*, from_adapter: bool) -> dict[str, float]:
@@ -557,6 +551,10 @@ class Phase:
         message: what happened, when it ended (e.g. the cluster's dashboard address).
         seconds: wall time of the step in seconds, when it ended.
         text: what the step does, in the run's task's words (:func:`phase_text`); empty: :data:`PHASES`'.
+        number: the step's place among the steps this quickstart runs (1 first); 0: its place in
+            :data:`PHASES`.
+        total: how many steps this quickstart runs (``--no-serve``, ``--no-sft`` and a caller's
+            cluster leave some out); 0: all of :data:`PHASES`.
     """
 
     name: str
@@ -564,11 +562,21 @@ class Phase:
     message: str = ""
     seconds: float = 0.0
     text: str = ""
+    number: int = 0
+    total: int = 0
 
     @property
     def description(self) -> str:
         """:attr:`text`, else the step's :data:`PHASES` line."""
         return self.text or PHASES[self.name]
+
+    @property
+    def counter(self) -> str:
+        """``3/8``: the step's place and how many this quickstart runs (:attr:`number`, :attr:`total`),
+        so a run without serving ends at ``8/8``, not ``8/9``. Every front-end numbers steps with it."""
+        if self.number and self.total:
+            return f"{self.number}/{self.total}"
+        return f"{list(PHASES).index(self.name) + 1}/{len(PHASES)}"
 
 
 class QuickstartInterrupted(KeyboardInterrupt):
@@ -714,16 +722,16 @@ def follow_with_tqdm(client: Any, submission_id: str, total_steps: int) -> str:
 
 
 def print_phase(phase: Phase) -> None:
-    """Print a phase as it starts (``2/7 generating maze data ...``) and ends (``✓ 2/7 <message> (3 s)``).
+    """Print a phase as it starts (``1/8 generating maze data ...``) and ends (``✓ 1/8 <message> (3 s)``),
+    numbered among the steps this quickstart runs (:attr:`Phase.counter`: without serving, the last is 8/8).
 
     :func:`run`'s default ``on_phase``: plain ``print`` lines, which a notebook cell, a terminal
     and a piped log all show as they come.
     """
-    n = f"{list(PHASES).index(phase.name) + 1}/{len(PHASES)}"
     if phase.done:
-        print(f"✓ {n} {phase.message} ({phase.seconds:.0f} s)", flush=True)
+        print(f"✓ {phase.counter} {phase.message} ({phase.seconds:.0f} s)", flush=True)
     else:
-        print(f"{n} {phase.description} ...", flush=True)
+        print(f"{phase.counter} {phase.description} ...", flush=True)
 
 
 def run(
@@ -835,13 +843,25 @@ def resume_options(run_id: str, *, storage: Path | None = None, **overrides: Any
 
     Raises:
         ConfigError: ``run_id`` is not a run id (a path is refused: the run is looked up under the
-            storage root), the run did not come from a quickstart (no recorded options), or an
-            override would change what is trained or measured (the message names it).
+            storage root), the run did not come from a quickstart (no recorded options), the
+            recorded options no longer validate (the message names the file and each key, and
+            changes nothing: the run resumes once the file is fixed), or an override would change
+            what is trained or measured (the message names it).
     """
-    from hyperpod_rl.runs import check_run_id
+    from hyperpod_rl.runs import check_run_id, invalid_saved_file
 
     paths = run_paths(check_run_id(run_id), storage=storage)
     recorded = _recorded_options(run_id, paths)
+    try:
+        QuickstartOptions.build({**recorded, "run_id": run_id})
+    except ConfigError as err:  # the file, not a value the user gave: say which file and key
+        raise invalid_saved_file(
+            err,
+            paths.quickstart_options,
+            what=f"the options quickstart {run_id!r} started with",
+            fix="edit that file: fix each key named above (a value: put back the one the quickstart started with), then run "
+            f"hyperpod-rl quickstart --resume {run_id} again",
+        ) from None
     changed = sorted(k for k, v in overrides.items() if k not in RESUME_OVERRIDES and recorded.get(k) != v)
     if changed:
         # as the CLI spells them: a switch by the side given (--no-sft), the overrides both ways (--serve/--no-serve)
@@ -881,6 +901,12 @@ def _recorded_options(run_id: str, paths: RunPaths) -> dict[str, Any]:
     from hyperpod_rl.runs import read_json
 
     recorded = read_json(paths.quickstart_options)
+    if recorded is not None and not isinstance(recorded, dict):
+        raise ConfigError(
+            f"the file {paths.quickstart_options}, which holds the options quickstart {run_id!r} started with, holds a JSON "
+            f"{type(recorded).__name__}, not an object (it was edited or damaged since it was written): put back the object of "
+            f"options it held, then run hyperpod-rl quickstart --resume {run_id} again; nothing else in the run directory was changed"
+        )
     if not isinstance(recorded, dict):
         raise ConfigError(
             f"run {run_id!r} has no quickstart record ({paths.quickstart_options}): only a run the quickstart started can be "
@@ -932,15 +958,16 @@ class _Flow:
         """Run step ``name`` (``work()``), or with ``found`` (its result, kept from before) only announce it."""
         self.phase = name
         text = phase_text(name, self.task)
+        place = {"number": self.order.index(name) + 1, "total": len(self.order)}  # among the steps this call runs
         if found is not None:
-            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the interrupted run)", text=text))
+            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the interrupted run)", text=text, **place))
             self.done.add(name)
             return found
-        self.notify(Phase(name, done=False, text=text))
+        self.notify(Phase(name, done=False, text=text, **place))
         start = time.perf_counter()
         out = work()
         self.timings[name] = round(time.perf_counter() - start, 2)
-        self.notify(Phase(name, done=True, message=message(out), seconds=self.timings[name], text=text))
+        self.notify(Phase(name, done=True, message=message(out), seconds=self.timings[name], text=text, **place))
         self.done.add(name)
         return out
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import typer
-from rich.table import Column, Table
 
 from hyperpod_rl.cli import cluster as _cluster
 from hyperpod_rl.cli import maze as _maze
@@ -23,8 +22,11 @@ from hyperpod_rl.cli import tasks as _tasks
 from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
+    TableColumn,
+    cli_words,
     console,
     fail,
+    fitted_table,
     follow_with_progress,
     handled,
     job_client,
@@ -189,7 +191,9 @@ def job_status(run_id: str, address: str | None = Address) -> None:
         said = str(err)
         fail(said if not unreachable or unreachable in said else f"{unreachable}; and the run directory cannot tell: {said}")
     run_says = f" · run recorded {status.recorded}" if status.recorded else ""
-    console.print(f"{run_id} ({status.submission_id}): {status.status} {status.detail}{run_says}", soft_wrap=True, highlight=False)
+    console.print(
+        f"{run_id} ({status.submission_id}): {status.status} {cli_words(status.detail)}{run_says}", soft_wrap=True, highlight=False
+    )
     if status.exit_code:
         raise typer.Exit(code=status.exit_code)
 
@@ -217,16 +221,15 @@ def job_logs(
     if client is None:
         _runs.fail_if_unknown(run_id)
         try:
-            _steps_from_disk(run_id, f"the cluster is not running ({unreachable})", raw=raw, follow=follow)
+            _steps_from_disk(run_id, _not_reached(unreachable), raw=raw, follow=follow)
         except HyperpodRLError as err:
             fail(f"{unreachable}; and the run directory cannot stand in for its log: {err}")
     with _runs.about_run(run_id):
         job = latest_job(client, run_id)
     if job.status == "LOST":
         try:
-            _steps_from_disk(
-                run_id, f"the cluster no longer knows job {job.submission_id} (restarted, or another cluster)", raw=raw, follow=follow
-            )
+            why = f"the cluster no longer knows its job {job.submission_id} (it was restarted, or is another cluster)"
+            _steps_from_disk(run_id, why, raw=raw, follow=follow)
         except HyperpodRLError:
             pass  # not finished: the cluster's own answer below says what to do (resubmit)
     with handled():
@@ -244,8 +247,9 @@ def job_logs(
 
 
 def _steps_from_disk(run_id: str, why: str, *, raw: bool, follow: bool) -> NoReturn:
-    """``job logs`` without the cluster's log (``why``): print the finished run's steps from its run
-    directory (:func:`hyperpod_rl.jobs.recorded_steps`) after a note saying so, and exit.
+    """``job logs`` without the cluster's log (``why``, e.g. ``no local Ray cluster is running``):
+    print the finished run's steps from its run directory (:func:`hyperpod_rl.jobs.recorded_steps`)
+    after one note saying so, in plain words, and exit.
 
     Raises:
         JobError: the run has not finished, or recorded no step. ConfigError: an invalid run id.
@@ -254,10 +258,16 @@ def _steps_from_disk(run_id: str, why: str, *, raw: bool, follow: bool) -> NoRet
     from hyperpod_rl.runs import run_paths
 
     text, status = recorded_steps(run_id, raw=raw)
-    note = f"run {run_id} ended {status}; its steps are read from disk ({run_paths(run_id).metrics}) because {why}"
-    print_note(note)
+    print_note(f"{why}, so run {run_id}'s steps are read from its run directory ({run_paths(run_id).metrics}); the run ended {status}")
     sys.stdout.write(text)
     raise typer.Exit(code=(0 if status == "succeeded" else 1) if follow else 0)
+
+
+def _not_reached(unreachable: str | None) -> str:
+    """Why no cluster answered, as the start of a note: what :func:`reachable_client` said, without
+    the fix it gives for starting one (``no local Ray cluster is running``), which a run that has
+    ended does not need."""
+    return cli_words(unreachable or "no cluster answers").split(": ", 1)[0]
 
 
 @job_app.command("stop")
@@ -267,14 +277,37 @@ def job_stop(
     timeout_s: float = typer.Option(120.0, "--timeout-s", help="seconds to wait for the job to end"),
 ) -> None:
     """Stop a run's job (cancelling it while it is still PENDING), wait until it has ended, and record
-    'stopped' in the run's provenance (its checkpoints stay; resubmitting resumes)."""
-    from hyperpod_rl.jobs import stop_and_record
+    'stopped' in the run's provenance (its checkpoints stay; resubmitting resumes).
 
-    client = _runs.run_client(run_id, address)
+    A run that has already ended is said to have, with the end its run directory records, and
+    nothing is stopped (exit code 0), whether or not a cluster answers.
+    """
+    from hyperpod_rl.jobs import run_status, stop_and_record
+
+    client, unreachable = reachable_client(address)
+    if client is None:
+        _runs.fail_if_unknown(run_id)
+        try:
+            recorded = run_status(None, run_id, unreachable=unreachable)
+        except HyperpodRLError:
+            recorded = None
+        if recorded is None or recorded.status == "UNKNOWN":  # not ended, as far as the run directory tells: the cluster is needed
+            fail(str(unreachable))
+        _said_ended(run_id, f"its run directory records it {recorded.recorded} (job {recorded.submission_id})")
+        return
     with _runs.about_run(run_id), console.status(f"stopping run {run_id}'s job"):
         job, status = stop_and_record(client, run_id, timeout_s=timeout_s)
-    was = "stopped" if job.alive else f"had already ended ({job.status})"
-    console.print(f"{job.submission_id}: {was}; run {run_id} recorded {status}")
+    if job.alive:
+        console.print(f"{job.submission_id}: stopped; run {run_id} recorded {status}")
+    elif job.status == "LOST":
+        _said_ended(run_id, f"its run directory records it {status} (job {job.submission_id}, which this cluster no longer knows)")
+    else:
+        _said_ended(run_id, f"its job {job.submission_id} ended {job.status} and its run directory records it {status}")
+
+
+def _said_ended(run_id: str, how: str) -> None:
+    """``job stop``'s answer for a run that had ended before it was asked (``how``): nothing was stopped."""
+    console.print(f"run {run_id} has already ended: {how}; nothing to stop", soft_wrap=True, highlight=False)
 
 
 @job_app.command("list")
@@ -292,22 +325,38 @@ def job_list(address: str | None = Address) -> None:
 
         with handled():
             recorded = [row for row in overview(None) if row["submission_id"]]
-        note = f"the cluster is not running ({unreachable}): these are the jobs the run directories under {runs_root()} record"
-        print_note(note)
-        table = Table(
-            Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("recorded status", overflow="fold"), "steps"
+        print_note(
+            f"{_not_reached(unreachable)}, so these are the jobs the run directories under {runs_root()} record, with the end each records"
         )
-        for row in recorded:
-            table.add_row(row["run_id"], row["submission_id"], row["status"], f"{row['step']}/{row['total_steps'] or '?'}")
-        console.print(table)
+        steps = [f"{row['step']}/{row['total_steps'] or '?'}" for row in recorded]
+        columns = [*_job_columns(recorded), TableColumn("recorded status", [row["status"] for row in recorded], short_header="status")]
+        console.print(fitted_table([*columns, TableColumn("steps", steps, drop=1)]))
         return
-    table = Table(Column("run id", no_wrap=True), Column("submission id", overflow="fold"), Column("status", overflow="fold"), "started")
     with handled():
         rows = list_runs(client)
-    for row in rows:
-        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-"
-        table.add_row(row["run_id"], row["submission_id"], row["status"], started)
-    console.print(table)
+    started = [
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-" for row in rows
+    ]
+    columns = [*_job_columns(rows), TableColumn("status", [row["status"] for row in rows])]
+    console.print(fitted_table([*columns, TableColumn("started", started, narrow_cells=[s[5:] for s in started], drop=1)]))
+
+
+def _job_columns(rows: list[dict]) -> list[TableColumn]:
+    """``job list``'s run id and submission id columns: each id on one line, whole; where the table
+    is too wide for the terminal, the submission id ``hprl-<run id>-<N>`` is shown as its job number N."""
+    subs = [str(row["submission_id"]) for row in rows]
+    numbers = [sub.rsplit("-", 1)[-1] if sub.startswith(f"hprl-{row['run_id']}-") else sub for sub, row in zip(subs, rows, strict=True)]
+    return [
+        TableColumn("run id", [str(row["run_id"]) for row in rows]),
+        TableColumn(
+            "submission id",
+            subs,
+            short_header="job",
+            narrow_cells=numbers,
+            narrow_note="job N: submission id hprl-<run id>-N",
+            justify="left",
+        ),
+    ]
 
 
 if __name__ == "__main__":

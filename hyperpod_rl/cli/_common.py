@@ -8,14 +8,18 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar, get_origin
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column, Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from hyperpod_rl.base import Model
@@ -26,9 +30,12 @@ __all__ = [
     "PLAIN_LINE_EVERY_S",
     "Address",
     "HprlGroup",
+    "TableColumn",
+    "cli_words",
     "console",
     "err_console",
     "fail",
+    "fitted_table",
     "flag_names",
     "follow_with_progress",
     "handled",
@@ -38,6 +45,7 @@ __all__ = [
     "options_of",
     "output_dir",
     "output_file",
+    "print_note",
     "reachable_client",
     "writing",
 ]
@@ -50,10 +58,112 @@ F = TypeVar("F", bound=Callable[..., Any])
 err_console = Console(stderr=True)
 
 
+#: A Python alternative inside a library message, e.g. `` (or hp.start_local_cluster())``, `` (in
+#: Python: hp.quickstart.resume('x'))``: the notebook's words, which :func:`cli_words` leaves out.
+_PYTHON_ALTERNATIVE = re.compile(r" \((?:or |in Python: )?hp\.")
+
+
+def cli_words(text: str) -> str:
+    """``text`` (a library message, written for a notebook and a shell alike) in a command-line
+    user's words: each parenthesized Python alternative to a command (`` (or hp.start_local_cluster())``,
+    `` (in Python: hp.quickstart.resume('x'))``) is left out, the command it stands beside is kept."""
+    while found := _PYTHON_ALTERNATIVE.search(text):
+        depth, end = 0, len(text)
+        for i in range(found.start() + 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        text = text[: found.start()] + text[end:]
+    return text
+
+
 def print_note(text: str, *, out: Console = err_console) -> None:
-    """One ``note:`` line (yellow on a terminal), ``text`` shown literally (no rich markup), on
-    standard error unless ``out`` says otherwise."""
-    out.print(f"[bold yellow]note:[/] {escape(text)}", soft_wrap=True, highlight=False)
+    """One ``note:`` line (yellow on a terminal), ``text`` shown literally (no rich markup) in a
+    command-line user's words (:func:`cli_words`), on standard error unless ``out`` says otherwise."""
+    out.print(f"[bold yellow]note:[/] {escape(cli_words(text))}", soft_wrap=True, highlight=False)
+
+
+@dataclass
+class TableColumn:
+    """One column of a :func:`fitted_table`.
+
+    Attributes:
+        header: its header.
+        cells: its cells, one per row.
+        short_header: its header where the table is too wide for the terminal (default: ``header``).
+        narrow_cells: its cells there, e.g. a date without its year (default: ``cells``).
+        narrow_note: said under the table when the narrow cells are shown, e.g. what they stand for.
+        drop: where the table is still too wide, columns are left out in this order (lowest
+            first); None: never left out (a run id).
+        text: free text (a search match): wraps at spaces; a word too long for the column ends
+            in ``…``. Every other column keeps each cell on one line.
+        justify: ``"left"`` or ``"right"``.
+    """
+
+    header: str
+    cells: list[str]
+    short_header: str | None = None
+    narrow_cells: list[str] | None = None
+    narrow_note: str | None = None
+    drop: int | None = None
+    text: bool = False
+    justify: Literal["left", "right"] = "left"
+
+
+#: The width a free-text column (:attr:`TableColumn.text`) is given at least when a table is fitted.
+TEXT_MIN_WIDTH = 16
+
+
+def fitted_table(columns: list[TableColumn], *, width: int | None = None, title: str | None = None) -> RenderableType:
+    """A table that fits ``width`` characters (default: the terminal's) with no cell or header
+    broken inside a word, as ``kubectl get`` fits its columns: every cell on one line (free text
+    wraps at spaces); where the whole table is too wide, the short headers and narrow cells are
+    used, then columns are left out (:attr:`TableColumn.drop` order) until it fits. A line under
+    the table says what each narrow column stands for, and one which columns were left out."""
+    width = console.width if width is None else width
+    narrow, shown = False, list(columns)
+    droppable = sorted((c for c in columns if c.drop is not None), key=lambda c: c.drop or 0)
+    while not _fits(shown, narrow, width):
+        if not narrow and any(c.short_header or c.narrow_cells for c in shown):
+            narrow = True
+        elif droppable:
+            gone = droppable.pop(0)
+            shown = [c for c in shown if c is not gone]
+        else:
+            break
+    notes = [c.narrow_note for c in shown if narrow and c.narrow_note]
+    hidden = [c.short_header or c.header for c in columns if c not in shown]
+    if hidden:
+        notes.append(f"not shown at {width} columns: {', '.join(hidden)}")
+    return Group(_table(shown, narrow, title=title), *(Text(note, style="dim") for note in notes))
+
+
+def _table(columns: list[TableColumn], narrow: bool, *, title: str | None = None, probe: bool = False) -> Table:
+    """The :class:`Table` of ``columns`` (narrow: short headers and narrow cells); ``probe``: free
+    text stands in as one word of :data:`TEXT_MIN_WIDTH` characters, to measure what must fit."""
+    table = Table(
+        *(
+            Column(
+                (c.short_header or c.header) if narrow else c.header,
+                no_wrap=not c.text,
+                overflow="ellipsis",
+                justify=c.justify,
+            )
+            for c in columns
+        ),
+        title=title,
+    )
+    cells = [(c.narrow_cells or c.cells) if narrow else c.cells for c in columns]
+    for row in zip(*cells, strict=True):
+        table.add_row(*("x" * TEXT_MIN_WIDTH if probe and c.text else cell for c, cell in zip(columns, row, strict=True)))
+    return table
+
+
+def _fits(columns: list[TableColumn], narrow: bool, width: int) -> bool:
+    """Whether the table's cells and headers fit ``width`` whole, each on one line (its natural width)."""
+    probe = _table(columns, narrow, probe=True)
+    return Measurement.get(console, console.options.update_width(1 << 20), probe).maximum <= width
 
 
 #: The one prefix of every ``hyperpod-rl`` error message.
@@ -64,9 +174,10 @@ def fail(err: BaseException | str, *, code: int = 2) -> NoReturn:
     """Print ``error: <message>`` (markup escaped) on standard error and exit with ``code``.
 
     Every error of every ``hyperpod-rl`` command goes through here, command-line usage errors
-    included (:class:`HprlGroup`), so each says ``error:`` once.
+    included (:class:`HprlGroup`), so each says ``error:`` once, in a command-line user's words
+    (:func:`cli_words`: no Python alternative).
     """
-    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(str(err))}", soft_wrap=True, highlight=False)
+    err_console.print(f"[bold red]{ERROR_PREFIX}[/] {escape(cli_words(str(err)))}", soft_wrap=True, highlight=False)
     raise typer.Exit(code=code)
 
 

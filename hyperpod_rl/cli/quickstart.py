@@ -14,14 +14,23 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from hyperpod_rl.base import parse_user_data
-from hyperpod_rl.cli._common import console, fail, flag_names, follow_with_progress, model_options, options_of, output_file, writing
+from hyperpod_rl.cli._common import (
+    cli_words,
+    console,
+    fail,
+    flag_names,
+    follow_with_progress,
+    model_options,
+    options_of,
+    output_file,
+    writing,
+)
 from hyperpod_rl.errors import HyperpodRLError
-from hyperpod_rl.quickstart import PHASES, Phase, QuickstartOptions, QuickstartSummary
+from hyperpod_rl.quickstart import Phase, QuickstartOptions, QuickstartSummary
 
 __all__ = ["activate_hint", "quickstart"]
 
 _LABELS = {"solve_rate": "solve rate", "optimal_move_rate": "optimal-move rate", "invalid_move_rate": "invalid-move rate"}
-_STEPS = {name: i for i, name in enumerate(PHASES, start=1)}
 
 
 class _Phases:
@@ -31,7 +40,7 @@ class _Phases:
         self.status: Any = None
 
     def __call__(self, phase: Phase) -> None:
-        n = f"{_STEPS[phase.name]}/{len(PHASES)}"
+        n = phase.counter  # among the steps this quickstart runs: --no-serve ends at 8/8
         if not phase.done:
             if phase.name not in ("train", "sft"):  # training shows its own progress bar
                 self.status = console.status(f"{n} {phase.description}")
@@ -148,6 +157,10 @@ def quickstart(
     if resume is not None:
         fields = QuickstartOptions.model_fields
         given = {k: v for k, v in options.items() if v != fields[k].get_default(call_default_factory=True)}
+        try:  # the saved options first: a problem there names their file and key, not a flag the user did not give
+            resume_options(resume)
+        except HyperpodRLError as err:
+            fail(err)
         try:
             opts = resume_options(resume, **given)
         except HyperpodRLError as err:
@@ -164,7 +177,7 @@ def quickstart(
         fail(err)
     except QuickstartInterrupted as stop:
         phases.stop()
-        console.print(f"\n[bold yellow]{escape(str(stop))}[/]", soft_wrap=True, highlight=False)
+        console.print(f"\n[bold yellow]{escape(cli_words(str(stop)))}[/]", soft_wrap=True, highlight=False)
         raise typer.Exit(code=stop.exit_code) from None  # 130 after Ctrl-C, 143 after SIGTERM
     console.print(_table(summary, opts.max_turns, width=console.width))
     for warning in summary.warnings:
@@ -175,6 +188,8 @@ def quickstart(
         console.print(summary.comparison.reason)
     if summary.served_answer:
         console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
+    elif not opts.serve:
+        console.print(f"not served (--no-serve): hyperpod-rl serve up {opts.run_id} serves the adapter", soft_wrap=True, highlight=False)
     if summary_json:
         with writing(summary_json, "--summary-json"):
             summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))

@@ -22,9 +22,11 @@ from rich.table import Table
 from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
+    TableColumn,
     console,
     err_console,
     fail,
+    fitted_table,
     follow_with_progress,
     handled,
     job_client,
@@ -94,16 +96,23 @@ def fail_if_unknown(run_id: str, *, option: str | None = None) -> None:
     """Exit 2 saying plainly that no run has the id ``run_id``, where runs were looked for, and
     that ``hyperpod-rl runs list`` shows the known ones, as ``runs show`` says it
     (:meth:`hyperpod_rl.ledger.Ledger.require_run`, over the ledger synced with the storage root);
-    ``option`` (e.g. ``--from-run``) starts the message when the id came from an option.
+    ``option`` (e.g. ``--from-run``) starts the message when the id came from an option. A run
+    that has no job because its quickstart was interrupted before submitting it exits 2 saying
+    so and that ``hyperpod-rl quickstart --resume`` finishes it
+    (:func:`hyperpod_rl.runs.unsubmitted_quickstart`), not what failed for want of the job.
 
     Returns when a run has this id (in the ledger or as a run directory), and when that cannot be
     told (the id is not a valid run id, or the ledger cannot be used): the caller's own error says why.
     """
     from hyperpod_rl.ledger import Ledger
-    from hyperpod_rl.runs import run_paths, runs_root
+    from hyperpod_rl.runs import run_paths, runs_root, unsubmitted_quickstart
 
     try:
-        if run_paths(run_id).root.is_dir():
+        paths = run_paths(run_id)
+        if paths.root.is_dir():
+            interrupted = unsubmitted_quickstart(paths)
+            if interrupted:
+                fail(f"{option}: {interrupted}" if option else interrupted)
             return
         led = Ledger()
     except HyperpodRLError:
@@ -160,24 +169,60 @@ def list_cmd(
     with _open(ledger) as led:
         with handled():
             runs = led.list_runs(status=status, limit=limit)
-        table = Table(title=f"runs in {led.path}")
-        table.add_column("run id", no_wrap=True)  # on one line, whole: other commands take it (the other columns fold)
-        for col in ("task", "status", "config hash", "updated (UTC)", "adapter primary metric"):
-            table.add_column(col, overflow="ellipsis" if col == "config hash" else "fold")
+        rows: list[dict[str, str]] = []
         for r in runs:
             full = led.get_run(r.run_id) or r
             name, metrics = _task_metrics(full)
             ev = full.evals.get("adapter") or {}
             cell = _figure(ev, metrics[0]) if metrics else ""
-            table.add_row(
-                r.run_id,
-                name,
-                _shown_status(r.run_id, r.status, statuses),
-                r.config_hash or "",
-                _when(r.updated_at),
-                f"{metrics[0]} {cell}" if cell else "",
+            shown = _shown_status(r.run_id, r.status, statuses)
+            rows.append(
+                {
+                    "run": r.run_id,
+                    "task": name,
+                    "status": shown,
+                    "status_short": "unknown" if shown == UNREACHABLE else shown,
+                    "hash": r.config_hash or "",
+                    "updated": _when(r.updated_at),
+                    "metric": f"{metrics[0]} {cell}" if cell else "",
+                    "metric_short": f"{metrics[0]} {cell.split(' [')[0]}" if cell else "",
+                }
             )
-    console.print(table)
+        title = f"runs in {led.path}"
+    # each run on one line, whole (other commands take its id), as kubectl get lists: at a narrow
+    # terminal shorter cells, then fewer columns, never a word broken over lines
+    console.print(
+        fitted_table(
+            [
+                TableColumn("run id", [r["run"] for r in rows]),
+                TableColumn("task", [r["task"] for r in rows], drop=2),
+                TableColumn(
+                    "status",
+                    [r["status"] for r in rows],
+                    narrow_cells=[r["status_short"] for r in rows],
+                    narrow_note="unknown: the cluster is not reachable" if UNREACHABLE in [r["status"] for r in rows] else None,
+                    drop=5,
+                ),
+                TableColumn("config hash", [r["hash"] for r in rows], drop=1),
+                TableColumn(
+                    "updated (UTC)",
+                    [r["updated"] for r in rows],
+                    short_header="updated",
+                    narrow_cells=[r["updated"][5:] for r in rows],
+                    drop=3,
+                ),
+                TableColumn(
+                    "adapter primary metric",
+                    [r["metric"] for r in rows],
+                    short_header="adapter metric",
+                    narrow_cells=[r["metric_short"] for r in rows],
+                    narrow_note="adapter metric without its interval (runs show RUN has it)",
+                    drop=4,
+                ),
+            ],
+            title=title,
+        )
+    )
 
 
 def _task_name(config: dict | None) -> str:
@@ -225,7 +270,11 @@ def show(
 
     statuses = _reconcile(address)
     with _open(ledger) as led:
-        rec = led.require_run(run_id)
+        try:
+            rec = led.require_run(run_id)
+        except HyperpodRLError:
+            fail_if_unknown(run_id)  # an interrupted quickstart's run says how to finish it
+            raise
     with handled():
         manifest = read_provenance(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
     if as_json:
@@ -270,13 +319,15 @@ def search(
     if not hits:
         console.print("no match")
         raise typer.Exit(code=1)
-    table = Table()
-    table.add_column("run id", no_wrap=True)
-    for col in ("where", "match"):
-        table.add_column(col, overflow="fold")
-    for h in hits:
-        table.add_row(escape(h.run_id or "-"), h.kind, escape(h.text))
-    console.print(table)
+    console.print(
+        fitted_table(
+            [
+                TableColumn("run id", [escape(h.run_id or "-") for h in hits]),
+                TableColumn("where", [h.kind for h in hits]),
+                TableColumn("match", [escape(h.text) for h in hits], text=True),
+            ]
+        )
+    )
 
 
 @app.command("note")
@@ -299,15 +350,17 @@ def compare_cmd(run_ids: Annotated[list[str], typer.Argument(help="two or more r
     with _open(ledger) as led:
         with handled():
             diff = led.compare(run_ids)
-    table = Table(title="differences")
-    table.add_column("key", overflow="fold")
-    for rid in run_ids:
-        table.add_column(rid, justify="right", no_wrap=True)
-    for key, values in diff["config"].items():
-        table.add_row(key, *(json.dumps(values[rid]) for rid in run_ids))
-    for key, values in diff["eval"].items():
-        table.add_row(f"eval {key}", *("" if values.get(rid) is None else f"{values[rid]:.3f}" for rid in run_ids))
-    console.print(table)
+    keys = [*diff["config"], *(f"eval {key}" for key in diff["eval"])]
+    cells = {
+        rid: [json.dumps(values[rid]) for values in diff["config"].values()]
+        + ["" if values.get(rid) is None else f"{values[rid]:.3f}" for values in diff["eval"].values()]
+        for rid in run_ids
+    }
+    # where the run ids as headers make it too wide, the columns are numbered and the caption names each run
+    runs = [
+        TableColumn(rid, cells[rid], short_header=str(i), narrow_note=f"{i}: {rid}", justify="right") for i, rid in enumerate(run_ids, 1)
+    ]
+    console.print(fitted_table([TableColumn("key", keys), *runs], title="differences"))
 
 
 @app.command("reproduce")

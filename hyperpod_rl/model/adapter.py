@@ -17,6 +17,7 @@ from hyperpod_rl.base import load_user_data
 from hyperpod_rl.errors import CheckpointError, ConfigError
 from hyperpod_rl.model.loading import load_base_model
 from hyperpod_rl.model.policy import MazePolicy
+from hyperpod_rl.model.recovery import adapter_recovery
 
 __all__ = [
     "ADAPTER_CONFIG",
@@ -59,9 +60,10 @@ def read_adapter_provenance(adapter_dir: str | Path) -> dict[str, Any]:
     path = Path(adapter_dir).expanduser() / ADAPTER_PROVENANCE
     if not path.is_file():
         return {}
-    data = load_user_data(path, "adapter provenance", syntax="json", error=CheckpointError, repair="re-export the adapter")
+    fix = adapter_recovery(path.parent)
+    data = load_user_data(path, "adapter provenance", syntax="json", error=CheckpointError, repair=fix)
     if not isinstance(data, dict):
-        raise CheckpointError(f"{path} is not a JSON object: re-export the adapter")
+        raise CheckpointError(f"adapter provenance {str(path)!r} is not a JSON object: {fix}")
     return data
 
 

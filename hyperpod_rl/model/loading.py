@@ -216,7 +216,8 @@ def load_base_model(path: str | Path, *, torch_dtype: Any = None, device: Any = 
     marker = root / "hyperpod_rl_model.json"
     if marker.exists():
         processor = ImageOnlyQwen3VLProcessor.from_pretrained(root)
-        record = load_user_data(marker, "tiny model record", syntax="json", repair="delete the model folder to build it again")
+        fix = f"move the model folder aside (mv {root} {root}.damaged; nothing is deleted): the quickstart builds it again there"
+        record = load_user_data(marker, "tiny model record", syntax="json", repair=fix)
         model_id = record.get("model_id", TINY_MODEL_ID) if isinstance(record, dict) else TINY_MODEL_ID
     else:
         try:

@@ -40,6 +40,8 @@ from hyperpod_rl.errors import StorageError, storage_error
 __all__ = [
     "appending",
     "checkpoint_entries",
+    "checkpoint_recovery",
+    "checkpoints_recovery",
     "file_sha256",
     "os_error_of",
     "storage_errors",
@@ -334,6 +336,36 @@ def latest_valid_checkpoint(ckpt_root: Path) -> Path | None:
             return path
         warnings.warn(f"checkpoint {path.name} is unusable ({problem}); falling back to an earlier one", stacklevel=2)
     return None
+
+
+def checkpoint_recovery(checkpoint: Path) -> str:
+    """What to do about a checkpoint (``<run dir>/checkpoints/step_N``) that cannot be resumed from,
+    nothing deleted: move it out of ``checkpoints/`` (kept beside it in the run directory, where
+    neither the resume nor pruning looks) and resubmit, which resumes from the checkpoint before it,
+    or, with none, trains from step 0 (which writes ``metrics.jsonl`` anew: that is said too)."""
+    ckpt_root = checkpoint.parent
+    run = ckpt_root.parent
+    aside = f"move it out of checkpoints/ (mv {checkpoint} {run / (checkpoint.name + '.damaged')}; nothing is deleted)"
+    resubmit = f"resubmit the run (hyperpod-rl job submit {run / 'config.json'})"
+    earlier = [p for p in ckpt_root.glob("step_*") if p.is_dir() and p.name < checkpoint.name and not _is_temporary(p)]
+    if earlier:
+        return f"{aside} and {resubmit}: it resumes from the checkpoint before it, {max(earlier).name}"
+    return (
+        f"{aside} and {resubmit}: with no checkpoint before it, the run trains from step 0 and writes {run / 'metrics.jsonl'} "
+        "anew (move that aside too to keep it)"
+    )
+
+
+def checkpoints_recovery(ckpt_root: Path) -> str:
+    """What to do when no checkpoint under ``ckpt_root`` can be resumed from (each failed its
+    checksums), nothing deleted: set the folder aside and resubmit, which trains from step 0 (and
+    writes ``metrics.jsonl`` anew: that is said too). ``--fresh`` would do the same by deleting them."""
+    run = ckpt_root.parent
+    return (
+        f"move the folder aside (mv {ckpt_root} {ckpt_root}.damaged; nothing is deleted) and resubmit the run "
+        f"(hyperpod-rl job submit {run / 'config.json'}): it trains from step 0 and writes {run / 'metrics.jsonl'} anew "
+        "(move that aside too to keep it)"
+    )
 
 
 def prune_checkpoints(ckpt_root: Path, keep: int) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "check_run_id",
     "run_paths",
     "runs_root",
+    "sft_run_id",
     "submission_id_note",
     "unknown_run",
 ]
@@ -71,6 +72,11 @@ def unknown_run(run_id: str, places: list[str]) -> ConfigError:
     (:meth:`hyperpod_rl.ledger.Ledger.require_run`)."""
     fix = submission_id_note(run_id) or "hyperpod-rl runs list shows the known runs"
     return ConfigError(f"unknown run id {run_id!r}: no run has this id (looked in: {listed(places)}); {fix}")
+
+
+def sft_run_id(run_id: str) -> str:
+    """The run id of a quickstart's SFT warm start: ``<run id>-sft`` (the run id cut to fit 63 characters)."""
+    return f"{run_id[:59].rstrip('-')}-sft"
 
 
 def check_run_id(run_id: str) -> str:

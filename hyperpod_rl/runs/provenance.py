@@ -207,19 +207,23 @@ def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
     path = Path(run_dir) / PROVENANCE_FILE
     if not path.is_file():
         return None
-    data = load_user_data(
-        path,
-        "run manifest",
-        syntax="json",
-        error=CheckpointError,
-        max_bytes=None,
-        repair="restore it from a backup, or delete it and resubmit with --fresh to start the run over",
-    )
+    fix = _manifest_recovery(path)
+    data = load_user_data(path, "run manifest", syntax="json", error=CheckpointError, max_bytes=None, repair=fix)
     if not isinstance(data, dict):
-        raise CheckpointError(
-            f"run manifest {path} holds a JSON {type(data).__name__}, not an object: restore it, or delete it and resubmit with --fresh"
-        )
+        raise CheckpointError(f"run manifest {path} holds a JSON {type(data).__name__}, not an object: {fix}")
     return data
+
+
+def _manifest_recovery(path: Path) -> str:
+    """What to do about a damaged ``manifest.json``, nothing deleted: the run's other files (its
+    config, checkpoints, metrics and adapter) do not depend on it, and a resubmission writes a new
+    record as it resumes from the checkpoints."""
+    run = path.parent
+    return (
+        f"restore it from a backup, or move it aside (mv {path} {path}.damaged; nothing is deleted): the run's other files "
+        f"are read without it, and resubmitting the run (hyperpod-rl job submit {run / 'config.json'}) resumes from its "
+        "checkpoints and starts a new record"
+    )
 
 
 @contextmanager

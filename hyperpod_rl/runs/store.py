@@ -20,7 +20,7 @@ from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
 from hyperpod_rl.runs.files import write_json_atomic
-from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root
+from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root, sft_run_id
 from hyperpod_rl.runs.provenance import eval_summaries, read_provenance, update_provenance
 from hyperpod_rl.tasks import Row, get_task, read_rows
 
@@ -29,6 +29,7 @@ __all__ = [
     "add_submission",
     "current_status",
     "dataset_rows",
+    "invalid_saved_file",
     "last_record",
     "list_runs",
     "read_config",
@@ -42,6 +43,7 @@ __all__ = [
     "record_promotion",
     "submit_lock",
     "summarize",
+    "unsubmitted_quickstart",
     "write_config",
     "write_json",
 ]
@@ -55,7 +57,43 @@ def read_json(path: Path) -> Any:
     """
     if not path.exists():
         return None
-    return load_user_data(path, "run file", syntax="json", error=CheckpointError, max_bytes=None, repair="restore it or delete it")
+    return load_user_data(path, "run file", syntax="json", error=CheckpointError, max_bytes=None, repair=_run_file_recovery(path))
+
+
+def _run_file_recovery(path: Path) -> str:
+    """What to do about a damaged file of a run directory (``path``), nothing deleted: set it aside
+    and let what it holds come back from where else the run keeps it, or from the command that
+    writes it."""
+    eval_file = path.parent.name == "eval"
+    run = path.parent.parent if eval_file else path.parent
+    rid = run.name
+    aside = f"move it aside (mv {path} {path}.damaged; nothing is deleted)"
+    if eval_file:
+        again = (
+            f"hyperpod-rl quickstart --resume {rid} evaluates again"
+            if (run / "quickstart-options.json").is_file()
+            else f"evaluating the run again writes it (in Python: hp.evaluate_run({rid!r}))"
+        )
+        return f"{aside}; {again}"
+    if path.name == "config.json":
+        if (run / "manifest.json").is_file():
+            return f"{aside}: the run's config is then read from its provenance record {run / 'manifest.json'}, which holds it too"
+        return f"restore it from a backup, or {aside} and submit the run's config file again (hyperpod-rl job submit FILE writes it)"
+    if path.name == "submissions.json":
+        return (
+            f"{aside} and write the run's submission ids there again, oldest first, as a JSON list "
+            f'(["hprl-{rid}-1", ...]; hyperpod-rl job list shows those the cluster knows)'
+        )
+    if path.name == "quickstart-options.json":
+        return (
+            f"fix its syntax, or restore it from a backup: it holds the options quickstart {rid!r} started with, "
+            f"which hyperpod-rl quickstart --resume {rid} needs; keep it (or a copy) whatever you do"
+        )
+    if path.name == "quickstart.json":
+        return f"{aside}; hyperpod-rl quickstart --resume {rid} --no-serve writes the quickstart's summary again"
+    if path.name == "promotion.json":
+        return f"{aside}; hyperpod-rl serve promote {rid} decides again and writes it"
+    return f"restore it from a backup, or {aside}"
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -93,7 +131,37 @@ def read_config(run: str | Path | RunPaths) -> RunConfig:
         data = record.get("config") if record else None
     if data is None:
         raise CheckpointError(f"{paths.root} has no config.json: is {paths.run_id!r} a run? (hyperpod-rl runs list)")
-    return RunConfig.build(data)
+    try:
+        return RunConfig.build(data)
+    except ConfigError as err:
+        saved = paths.config if paths.config.exists() else paths.provenance
+        where = "" if saved == paths.config else " (its 'config' entry)"
+        raise invalid_saved_file(
+            err,
+            saved,
+            what=f"the config run {paths.run_id!r} was submitted with",
+            fix=f"edit that file{where}: fix each key named above (a value: put back the one the run was submitted with)",
+        ) from None
+
+
+def invalid_saved_file(err: Exception, path: Path, *, what: str, fix: str) -> ConfigError:
+    """The error for a file this package saved in a run directory whose values no longer validate
+    (edited or damaged since): it names the file and each key (``err``, a
+    :meth:`hyperpod_rl.base.Model.build` error, lists them), says ``fix``, and that nothing else
+    was changed, so it is never read as a value the user just typed (``--steps: must be > 0``).
+
+    Args:
+        err: the validation error; its first line (``invalid <what>:``) is replaced.
+        path: the saved file.
+        what: what the file holds, e.g. ``the options quickstart 'x' started with``.
+        fix: what to do, e.g. ``edit that file: ...``.
+    """
+    lines = str(err).splitlines()
+    problems = "\n".join(lines[1:] if len(lines) > 1 and lines[0].rstrip().endswith(":") else lines)
+    return ConfigError(
+        f"the file {path}, which holds {what}, is not valid (it was edited or damaged since it was written):\n{problems}\n"
+        f"{fix}; nothing else in the run directory was changed"
+    )
 
 
 # ------------------------------------------------------------------------------- submissions
@@ -101,6 +169,44 @@ def read_submissions(paths: RunPaths) -> list[str]:
     """The run's Ray submission ids, oldest first (empty when never submitted)."""
     subs = read_json(paths.submissions)
     return [str(s) for s in subs] if isinstance(subs, list) else []
+
+
+def unsubmitted_quickstart(paths: RunPaths) -> str | None:
+    """What to say of a run that has no job because the quickstart that started it was stopped
+    (Ctrl-C, SIGTERM) before it submitted one, and the command that finishes it; None for any
+    other run.
+
+    Such a run is the quickstart's own (GRPO) run, whose directory holds the options the quickstart
+    started with (``quickstart-options.json``) but no summary (``quickstart.json``), or that
+    quickstart's SFT warm start (``<run id>-sft``, :func:`sft_run_id`); either records no
+    submission. ``hyperpod-rl job status|logs|stop`` and the other commands that take a run id
+    say this instead of "submit it first".
+    """
+    try:
+        if read_submissions(paths):
+            return None
+    except CheckpointError:  # a damaged submissions.json: the command's own error names it
+        return None
+    sft_of = [d for d in _siblings(paths.root.parent) if sft_run_id(d.name) == paths.run_id] if paths.run_id.endswith("-sft") else []
+    for candidate in (paths.root, *sft_of):
+        started = RunPaths(candidate)
+        if not started.quickstart_options.is_file() or started.quickstart.exists():
+            continue
+        rid = started.run_id
+        if candidate == paths.root:
+            what = "the quickstart that started it was interrupted before it submitted its GRPO job"
+        else:
+            what = f"it is the SFT warm start of quickstart {rid!r}, which was interrupted before it submitted this job"
+        return f"run {paths.run_id!r} has no job yet: {what}; hyperpod-rl quickstart --resume {rid} finishes it"
+    return None
+
+
+def _siblings(runs_dir: Path) -> list[Path]:
+    """The run directories beside one (none when the folder cannot be listed)."""
+    try:
+        return [d for d in runs_dir.iterdir() if d.is_dir()]
+    except OSError:
+        return []
 
 
 def add_submission(paths: RunPaths, submission_id: str) -> list[str]:

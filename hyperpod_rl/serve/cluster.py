@@ -32,6 +32,7 @@ from pydantic import Field, ValidationError, field_validator
 from hyperpod_rl.base import Model, Seed, format_validation_error, listed, load_user_data
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ConfigError, ServeError
+from hyperpod_rl.model.recovery import adapter_recovery
 from hyperpod_rl.serve.local import MAX_IMAGE_PIXELS
 from hyperpod_rl.serve.preflight import (
     BaseModelRef,
@@ -195,9 +196,10 @@ def _adapter_rank(path: str | Path) -> int:
     cfg_file = Path(path) / "adapter_config.json"
     if not cfg_file.is_file():
         raise ServeError(f"adapter {path} has no adapter_config.json: pass the run's adapter/ directory on shared storage")
-    cfg = load_user_data(cfg_file, "adapter_config.json", syntax="json", error=ServeError, repair="re-export the adapter")
+    fix = adapter_recovery(path)
+    cfg = load_user_data(cfg_file, "adapter_config.json", syntax="json", error=ServeError, repair=fix)
     if not isinstance(cfg, dict):
-        raise ServeError(f"adapter_config.json {str(cfg_file)!r} is not a JSON object: re-export the adapter")
+        raise ServeError(f"adapter_config.json {str(cfg_file)!r} is not a JSON object: {fix}")
     return max([int(cfg.get("r", 8))] + [int(v) for v in (cfg.get("rank_pattern") or {}).values()])
 
 

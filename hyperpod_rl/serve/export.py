@@ -22,6 +22,7 @@ from typing import Any
 
 from hyperpod_rl.base import load_user_data
 from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.model.recovery import adapter_recovery
 from hyperpod_rl.runs.files import write_text_atomic
 
 __all__ = ["AdapterExport", "export_adapter"]
@@ -52,9 +53,10 @@ def _record_export(adapter_dir: Path, entry: dict[str, Any]) -> None:
     The one place that writes the export record; when the run-directory module exists, this moves there.
     """
     path = adapter_dir / "provenance.json"
-    record = load_user_data(path, "adapter provenance", syntax="json", error=CheckpointError, repair="re-export the adapter")
+    fix = adapter_recovery(adapter_dir)
+    record = load_user_data(path, "adapter provenance", syntax="json", error=CheckpointError, repair=fix)
     if not isinstance(record, dict):
-        raise CheckpointError(f"adapter provenance {str(path)!r} is not a JSON object: re-export the adapter")
+        raise CheckpointError(f"adapter provenance {str(path)!r} is not a JSON object: {fix}")
     record["exports"] = [*record.get("exports", []), entry]
     write_text_atomic(path, json.dumps(record, indent=1, sort_keys=True))  # no temporary left on a full disk
 

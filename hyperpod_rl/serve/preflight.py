@@ -48,6 +48,7 @@ from pydantic import Field, model_validator
 from hyperpod_rl.base import MAX_DATA_BYTES, Model, listed, load_user_data, parse_user_data, read_user_text
 from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ServeError
+from hyperpod_rl.model.recovery import adapter_recovery
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
 
 __all__ = [
@@ -420,10 +421,10 @@ class _Checker:
             text = read_user_text(path, name, error=ServeError, max_bytes=MAX_DATA_BYTES)
             data = parse_user_data(text, name, syntax="json", error=ServeError, repair="it was damaged")
         except ServeError as err:
-            self.add(check, "error", f"{err}.", f"re-export the adapter; {name} was damaged")
+            self.add(check, "error", f"{err}.", f"{name} was damaged: {adapter_recovery(self.adapter)}")
             return None
         if not isinstance(data, dict):
-            self.add(check, "error", f"{name} is not a JSON object.", f"re-export the adapter; {name} was damaged")
+            self.add(check, "error", f"{name} is not a JSON object.", f"{name} was damaged: {adapter_recovery(self.adapter)}")
             return None
         return data
 

@@ -15,6 +15,7 @@ from hyperpod_rl.base import load_user_data
 from hyperpod_rl.config.sections import LoRAConfig
 from hyperpod_rl.config.sft import read_adapter_record
 from hyperpod_rl.errors import CheckpointError, ConfigError
+from hyperpod_rl.model.recovery import adapter_recovery
 from hyperpod_rl.runs.files import verify_checksums
 from hyperpod_rl.runs.lineage import init_adapter_entry
 
@@ -54,7 +55,7 @@ def check_init_adapter(path: str | Path, *, base_revision: str, lora: LoRAConfig
             f"{base_revision}: set model.path to that adapter's base model, or start from an adapter trained on this one"
         )
     adapter_config = load_user_data(
-        root / "adapter_config.json", "model.init_adapter adapter_config.json", syntax="json", repair="re-export the adapter"
+        root / "adapter_config.json", "model.init_adapter adapter_config.json", syntax="json", repair=adapter_recovery(root)
     )
     rank = adapter_config.get("r") if isinstance(adapter_config, dict) else None
     if rank is not None and int(rank) != lora.rank:

@@ -81,6 +81,7 @@ from hyperpod_rl.model.loading import load_base_model, resolve_base_model, resol
 from hyperpod_rl.model.lora import canonicalize_adapter_config, wrap_lora
 from hyperpod_rl.model.policy import MazePolicy
 from hyperpod_rl.model.prompts import filter_rows
+from hyperpod_rl.model.recovery import adapter_recovery
 from hyperpod_rl.model.rollout import Episode, play_episodes
 from hyperpod_rl.model.vllm_engine import VLLMEngine, choose_engine
 from hyperpod_rl.plan.memory import vllm_rollout_fraction
@@ -90,6 +91,8 @@ from hyperpod_rl.runs import RunPaths, read_eval, record_eval
 from hyperpod_rl.runs.files import (
     appending,
     checkpoint_entries,
+    checkpoint_recovery,
+    checkpoints_recovery,
     file_sha256,
     latest_valid_checkpoint,
     prune_checkpoints,
@@ -209,15 +212,14 @@ def load_training_state(path: Path) -> dict[str, Any]:
         refused = f"it names {found.group(1) or found.group(2)}" if found else "it is not a plain tensor file"
         raise CheckpointError(
             f"{path} holds objects a checkpoint never holds and was refused unread ({refused}): it was not written by "
-            f"hyperpod-rl, or was tampered with; delete {path.parent} to resume from an earlier checkpoint, "
-            "or resubmit with --fresh"
+            f"hyperpod-rl, or was tampered with; {checkpoint_recovery(path.parent)}"
         ) from None
     except (RuntimeError, EOFError, OSError) as err:
         raise CheckpointError(
-            f"{path} is not a readable training state ({type(err).__name__}): delete {path.parent} or resubmit with --fresh"
+            f"{path} is not a readable training state ({type(err).__name__}): {checkpoint_recovery(path.parent)}"
         ) from None
     if not isinstance(state, dict) or "optimizer" not in state:
-        raise CheckpointError(f"{path} is not a training state (no optimizer state): delete {path.parent} or resubmit with --fresh")
+        raise CheckpointError(f"{path} is not a training state (no optimizer state): {checkpoint_recovery(path.parent)}")
     return state
 
 
@@ -458,7 +460,7 @@ class ReferenceTrainer:
         adapter = self.export_dir
         prov = adapter / "provenance.json"
         if prov.is_file() and verify_checksums(adapter) is None:
-            info = load_user_data(prov, "adapter provenance", syntax="json", error=CheckpointError, repair="resubmit with --fresh")
+            info = load_user_data(prov, "adapter provenance", syntax="json", error=CheckpointError, repair=adapter_recovery(adapter))
             if not isinstance(info, dict) or info.get("config_hash") != self.config.config_hash():
                 raise CheckpointError(
                     f"{adapter} was trained with another config (hash {info.get('config_hash') if isinstance(info, dict) else None}): resubmit with --fresh to overwrite it, or pick a new run id"
@@ -466,7 +468,7 @@ class ReferenceTrainer:
             if int(info.get("steps") or 0) >= self.config.trainer.steps:
                 if self.ckpt_root.is_dir() and any(self.ckpt_root.glob("step_*")) and latest_valid_checkpoint(self.ckpt_root) is None:
                     raise CheckpointError(
-                        f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over"
+                        f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; {checkpoints_recovery(self.ckpt_root)}"
                     )
                 return adapter
         return None
@@ -612,7 +614,7 @@ class ReferenceTrainer:
         if path is None:
             if has_any:
                 raise CheckpointError(
-                    f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; resubmit with --fresh to start over"
+                    f"no valid checkpoint under {self.ckpt_root}: every one failed its checksums; {checkpoints_recovery(self.ckpt_root)}"
                 )
             self.metrics_path.unlink(missing_ok=True)
         return path

@@ -81,8 +81,10 @@ def test_job_logs_reads_a_finished_runs_steps_from_disk_with_no_cluster(home: Pa
     assert result.stdout.splitlines()[-1].startswith(f"grpo {STEPS}/{STEPS} reward +0.400 loss -0.0400 · 3.0 s/step")
     note = _said(result.stderr)
     metrics = run_paths("disk-done").metrics
-    assert note.startswith(f"note: run disk-done ended succeeded; its steps are read from disk ({metrics})"), note
-    assert "because the cluster is not running (no local Ray cluster is running" in note, note
+    assert note == (
+        f"note: no local Ray cluster is running, so run disk-done's steps are read from its run directory ({metrics}); "
+        "the run ended succeeded"
+    ), note
     raw = runner.invoke(app, ["job", "logs", "disk-done", "--raw"])
     assert raw.exit_code == 0 and raw.stdout.splitlines() == [r.to_line() for r in records], raw.stdout
     followed = runner.invoke(app, ["job", "logs", "--follow", "disk-done"])
@@ -114,7 +116,10 @@ def test_a_cluster_that_no_longer_knows_the_job_reads_the_disk_too() -> None:
         server.route("GET", "/api/jobs/", Response(200, []))  # a restarted cluster: it knows no job
         result = runner.invoke(app, ["job", "logs", "disk-restarted", "--address", server.url])
     assert result.exit_code == 0 and result.stdout.splitlines() == _follower_lines(records), result.output
-    assert "because the cluster no longer knows job hprl-disk-restarted-1 (restarted, or another cluster)" in _said(result.stderr)
+    assert _said(result.stderr).startswith(
+        "note: the cluster no longer knows its job hprl-disk-restarted-1 (it was restarted, or is another cluster), "
+        "so run disk-restarted's steps are read from its run directory"
+    ), _said(result.stderr)
 
 
 def test_job_list_with_no_cluster_lists_the_recorded_jobs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,6 +134,40 @@ def test_job_list_with_no_cluster_lists_the_recorded_jobs(home: Path, monkeypatc
     assert rows["listed-done"][3:8:2] == ["hprl-listed-done-1", "SUCCEEDED", f"{STEPS}/{STEPS}"], rows
     assert rows["listed-running"][3:8:2] == ["hprl-listed-running-1", "UNKNOWN", f"1/{STEPS}"], rows
     note = _said(result.stderr)
-    assert (
-        note.startswith("note: the cluster is not running") and f"the run directories under {home / 'storage' / 'runs'} record" in note
+    assert note == (
+        f"note: no local Ray cluster is running, so these are the jobs the run directories under {home / 'storage' / 'runs'} record, "
+        "with the end each records"
     ), note
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["job", "logs"], ["job", "logs", "--raw"], ["job", "logs", "--follow"], ["job", "logs", "--follow", "--raw"], ["job", "list"]],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("status", ["succeeded", "failed"])
+def test_the_note_is_said_once_before_the_steps_in_plain_words(args: list[str], status: str) -> None:
+    """New-user report: the note came with a Python hint in parentheses (``(or
+    hp.start_local_cluster())``, inside another parenthesis), and was reported as printed both before
+    and after the steps. Standard error and standard output together, in order: one note, first,
+    without the notebook's words or the fix for starting a cluster (a new cluster does not have an
+    ended job's log)."""
+    _run(f"once-{status}", status)
+    result = runner.invoke(app, [*args, *([f"once-{status}"] if args[1] == "logs" else [])])
+    lines = result.output.splitlines()
+    notes = [line for line in lines if "note:" in line]
+    assert len(notes) == 1 and lines[0] == notes[0], result.output
+    assert "hp." not in result.output and "(or " not in result.output and "local start" not in result.output, notes
+    assert "no local Ray cluster is running, so" in notes[0], notes
+
+
+def test_cli_words_leave_out_the_python_alternative_only() -> None:
+    from hyperpod_rl.cli._common import cli_words
+
+    said = "no local Ray cluster is running: start one with hyperpod-rl local start (or hp.start_local_cluster())"
+    assert cli_words(said) == "no local Ray cluster is running: start one with hyperpod-rl local start"
+    said = "Finish it: hyperpod-rl quickstart --resume r1 (in Python: hp.quickstart.resume('r1'))"
+    assert cli_words(said) == "Finish it: hyperpod-rl quickstart --resume r1"
+    assert cli_words(f"x ({said}) y") == "x (Finish it: hyperpod-rl quickstart --resume r1) y"
+    kept = "run 'x' (job hprl-x-1) ended (see: hyperpod-rl job logs x)"
+    assert cli_words(kept) == kept

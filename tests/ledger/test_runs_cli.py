@@ -208,7 +208,11 @@ def test_a_damaged_run_manifest_is_one_error_line_naming_it(runs, text):
     (rdir / "manifest.json").write_text(text)
     out = runner.invoke(app, ["show", "cli-run-a"])
     assert out.exit_code == 2 and out.stderr.count("error:") == 1 and "Traceback" not in out.output, out.output
-    assert f"run manifest '{rdir / 'manifest.json'}'" in out.stderr and "delete it and resubmit with --fresh" in out.stderr, out.stderr
+    said = " ".join(out.stderr.split())
+    assert f"run manifest '{rdir / 'manifest.json'}'" in said and f"mv {rdir / 'manifest.json'} {rdir / 'manifest.json'}.damaged" in said, (
+        said
+    )
+    assert "nothing is deleted" in said and "--fresh" not in said, said
 
 
 def test_a_damaged_dataset_record_is_one_error_naming_it(tiny_setup, tmp_path):
@@ -220,6 +224,6 @@ def test_a_damaged_dataset_record_is_one_error_naming_it(tiny_setup, tmp_path):
     record.write_text('{"hashes": {"train": ')
     with pytest.raises(
         ConfigError,
-        match=rf"the quickstart's data: dataset record '{record}' is not valid JSON at line 1, column \d+: delete the folder {first.train.parent}",
+        match=rf"the quickstart's data: dataset record '{record}' is not valid JSON at line 1, column \d+: move the folder aside \(mv {first.train.parent} ",
     ):
         prepare_dataset(tiny_setup["opts"], tmp_path)

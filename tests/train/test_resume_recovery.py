@@ -162,7 +162,9 @@ def test_a_planted_pickle_in_a_checkpoint_is_refused_and_never_run(finished, tmp
     write_checksums(newest)
     with pytest.raises(CheckpointError, match=r"training_state\.pt holds objects a checkpoint never holds and was refused unread") as info:
         ReferenceTrainer(cfg, crashed).train()
-    assert "os.makedirs" in str(info.value) and "--fresh" in str(info.value), info.value
+    said = str(info.value)
+    assert "os.makedirs" in said and f"mv {newest} {crashed / (newest.name + '.damaged')}; nothing is deleted" in said, said
+    assert "resumes from the checkpoint before it" in said and "--fresh" not in said, said
     assert not marker.exists()
 
 
