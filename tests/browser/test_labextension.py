@@ -119,7 +119,7 @@ def test_sidebar_stop_metrics_and_tutorial_in_a_real_browser(lab, local_cluster,
             assert "step 3/3" in done_text and "on local" in done_text, done_text
 
             # 2. Stop a second run from the sidebar, through the confirm dialog.
-            _submit(client, _config(tiny_setup, STOP, steps=500))
+            _submit(client, _config(tiny_setup, STOP, steps=5000))  # still running when the sidebar stops it
             page.locator(f".hprl-run[data-run-id='{STOP}'][data-status='running']").wait_for(timeout=120_000)
             page.locator(".hprl-statusbar", has_text="RL: 1 running").wait_for(timeout=30_000)
             news = page.locator(".jp-toast-button", has_text="No")

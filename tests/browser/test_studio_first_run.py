@@ -57,7 +57,7 @@ AWS_EXTENSION = "@amzn/extension-ray-jupyterlab-sagemaker-ai"
 AWS_PLUGIN = "@sagemaker-studio:RayCluster"  # its plug-in id (from its bundle)
 UNSATISFIED = re.compile(r"Unsatisfied version (\S+) from \S+ of shared singleton module (\S+) \(required (\S+)\)")
 #: Appended to tutorial 01's parameters cell: a short run with this test's id.
-SHORT_RUN = f'\n# a short run\nRUN_ID = "{RUN}"\nSTEPS = 300\nTRAIN_ROWS = 64\nHELDOUT_ROWS = 8\nGROUP_SIZE = 2\nPROMPTS_PER_STEP = 2\nMAX_TURNS = 3\nSFT = False  # GRPO from the base model: the SFT warm start is its own job, covered by tests/test_notebooks.py\n'
+SHORT_RUN = f'\n# a short run\nRUN_ID = "{RUN}"\nSTEPS = 5000  # still running when the sidebar stops it\nTRAIN_ROWS = 64\nHELDOUT_ROWS = 8\nGROUP_SIZE = 2\nPROMPTS_PER_STEP = 2\nMAX_TURNS = 3\nSFT = False  # GRPO from the base model: the SFT warm start is its own job, covered by tests/test_notebooks.py\n'
 # The reward trace is data[2] (band low, band high, mean) of the training figure, the first plot of the notebook shown
 # (hidden notebooks stay in the page: only the current one's plots count).
 REWARD_POINTS_JS = (
