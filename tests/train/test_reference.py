@@ -114,7 +114,10 @@ def test_corrupt_latest_checkpoint_falls_back_with_a_warning(tiny_setup, tmp_pat
     assert any("truncated or corrupt" in str(w.message) for w in caught)
     for path in ckpts.glob("step_*"):
         (path / "training_state.pt").write_bytes(b"")
-    with pytest.raises(CheckpointError, match=r"move the folder aside .*nothing is deleted"), pytest.warns(UserWarning, match="is unusable .*falling back"):
+    with (
+        pytest.raises(CheckpointError, match=r"move the folder aside .*nothing is deleted"),
+        pytest.warns(UserWarning, match="is unusable .*falling back"),
+    ):
         ReferenceTrainer(cfg, tmp_path).train()
 
 
