@@ -452,16 +452,21 @@ def follow_with_progress(client: Any, submission_id: str, total_steps: int, *, f
 
 
 def _print_failure(client: Any, submission_id: str, run_id: str, status: str, message: str) -> None:
-    """Say why a followed job did not succeed: the trainer's own ``error: ...`` line when its log
-    has one (:func:`hyperpod_rl.jobs.error_line`), else Ray's message and the log's last lines."""
-    from hyperpod_rl.jobs import error_line, strip_ansi
+    """Say why a followed job did not succeed: a stopped job, Ray's message alone (its steps were
+    shown as they came); else the trainer's own ``error: ...`` line when its log has one
+    (:func:`hyperpod_rl.jobs.error_line`), else Ray's message and the log's last lines, each metric
+    line as its progress line (:func:`hyperpod_rl.jobs.readable_log`, as ``job logs`` prints it),
+    secrets masked (:func:`hyperpod_rl.jobs.job_logs`)."""
+    from hyperpod_rl.jobs import error_line, job_logs, readable_log, strip_ansi
 
-    log = str(client.get_job_logs(submission_id))
+    log = "" if status == "STOPPED" else job_logs(client, submission_id)  # secrets masked
     line = error_line(log)
-    if line is not None:
+    if status == "STOPPED":
+        console.print(f"[yellow]job {submission_id} ended {status}[/]: {escape(message)}", soft_wrap=True, highlight=False)
+    elif line is not None:
         console.print(f"[red]job {submission_id} ended {status}[/]: {escape(line)}", soft_wrap=True, highlight=False)
     else:
-        tail = strip_ansi("\n".join(log.splitlines()[-25:]))
+        tail = strip_ansi("".join(readable_log(log).splitlines(keepends=True)[-25:])).rstrip("\n")
         console.print(f"[red]job {submission_id} ended {status}[/]: {escape(message)}\n{escape(tail)}", soft_wrap=True, highlight=False)
     console.print(f"the whole log: hyperpod-rl job logs {run_id}", soft_wrap=True, highlight=False)
 

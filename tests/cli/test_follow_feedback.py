@@ -31,8 +31,9 @@ REATTACH_STEP = 9  # the follower attaches once this step's line is in the log
 class ReplayDashboard:
     """Ray's job API over a recorded log: each ``/logs`` read reveals one more metric line."""
 
-    def __init__(self, server: FakeHTTPServer, log: str, *, first_step: int) -> None:
+    def __init__(self, server: FakeHTTPServer, log: str, *, first_step: int, end: str = "SUCCEEDED", message: str = "") -> None:
         self.lines = log.splitlines()
+        self.end, self.message = end, message
         metric_at = [i for i, line in enumerate(self.lines) if parse_metric_line(line)]
         steps = [parse_metric_line(self.lines[i]).step for i in metric_at]  # type: ignore[union-attr]
         first = metric_at[steps.index(first_step)] + 1
@@ -47,7 +48,8 @@ class ReplayDashboard:
 
     def info(self, _req: Request, _m: Any) -> Response:
         done = self.reads >= len(self.cuts)
-        return Response(200, {"type": "SUBMISSION", "submission_id": SID, "status": "SUCCEEDED" if done else "RUNNING", "entrypoint": "x"})
+        status = self.end if done else "RUNNING"
+        return Response(200, {"type": "SUBMISSION", "submission_id": SID, "status": status, "message": self.message, "entrypoint": "x"})
 
     def logs(self, _req: Request, _m: Any) -> Response:
         text = "\n".join(self.lines[: self._shown()]) + "\n"
@@ -105,6 +107,35 @@ def test_a_piped_log_gets_a_line_at_least_every_period(replay: Any, monkeypatch:
         _common.follow_with_progress(replay, SID, 120)  # 12 of 120 steps: no 10 % mark passed after the first
     shown = [int(m.group(1)) for m in re.finditer(r"^grpo (\d+)/120 ", captured.get(), re.M)]
     assert shown == [9, 10, 11, 12], captured.get()
+
+
+@pytest.mark.parametrize(
+    ("end", "message"), [("STOPPED", "Job was intentionally stopped."), ("FAILED", "Job entrypoint command failed with exit code 137")]
+)
+def test_a_job_that_did_not_succeed_ends_in_readable_lines(end: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reported: ``job logs -f`` of a stopped run printed the log's last 25 lines raw after the end, metric
+    JSON (about 1 KB a line) included. A stopped job now ends with Ray's message alone; a failed one without
+    an ``error:`` line shows its last lines with each metric line as the progress line it stands for."""
+    from ray.job_submission import JobSubmissionClient
+
+    from hyperpod_rl.cli import _common
+
+    monkeypatch.setattr(_common, "_warn_if_never_valid", lambda *_a: None)
+    with FakeHTTPServer() as server:
+        ReplayDashboard(server, RECORDED.read_text(), first_step=REATTACH_STEP, end=end, message=message)
+        with _common.console.capture() as captured:
+            status = _common.follow_with_progress(JobSubmissionClient(server.url), SID, 12)
+    out = captured.get()
+    assert status == end
+    assert "HPRL_METRIC" not in out and '"values"' not in out, out
+    ended = out[out.index(f"job {SID} ended {end}: {message}") :]
+    assert ended.rstrip().endswith("the whole log: hyperpod-rl job logs recorded-follow"), ended
+    after = ended.splitlines()[1:-1]  # between the end line and the pointer to the whole log
+    if end == "STOPPED":
+        assert after == [], ended
+    else:
+        assert any(re.fullmatch(r"grpo 12/12 reward [+-]\d\.\d{3} loss .*", line) for line in after), ended
+        assert after[-1].startswith("adapter written to "), ended  # the log's own last line, as it is
 
 
 def test_run_progress_eta_from_step_times_not_arrival() -> None:
