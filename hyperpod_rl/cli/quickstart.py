@@ -47,7 +47,7 @@ class _Phases:
                 self.status.start()
             return
         self.stop()
-        console.print(f"[green]✓[/] {n} {phase.message} [dim]({phase.seconds:.0f} s)[/]")
+        console.print(f"[green]✓[/] {n} {escape(phase.message)} [dim]({phase.seconds:.0f} s)[/]", soft_wrap=True, highlight=False)
 
     def stop(self) -> None:
         """Stop the spinner of the step that is running, if any."""
@@ -183,17 +183,30 @@ def quickstart(
     for warning in summary.warnings:
         console.print(f"[bold yellow]warning:[/] {escape(warning)}", soft_wrap=True)
     if summary.base.task == "maze":
-        console.print(f"optimal-move rate = share of a maze's turns whose move is on a shortest path · {summary.comparison.reason}")
+        console.print(
+            f"optimal-move rate = share of a maze's turns whose move is on a shortest path · {escape(summary.comparison.reason)}",
+            soft_wrap=True,
+            highlight=False,
+        )
     else:
-        console.print(summary.comparison.reason)
+        console.print(escape(summary.comparison.reason), soft_wrap=True, highlight=False)
+    # whole lines (soft_wrap): a piped or CI log is 80 columns wide, and a command cut in two cannot be copied
     if summary.served_answer:
-        console.print("    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop")
+        console.print(
+            "    stop serving: hyperpod-rl serve down · stop the cluster: hyperpod-rl local stop", soft_wrap=True, highlight=False
+        )
     elif not opts.serve:
-        console.print(f"not served (--no-serve): hyperpod-rl serve up {opts.run_id} serves the adapter", soft_wrap=True, highlight=False)
+        console.print(
+            f"not served (--no-serve): hyperpod-rl serve up {opts.run_id} serves the adapter · stop the cluster: hyperpod-rl local stop",
+            soft_wrap=True,
+            highlight=False,
+        )
     if summary_json:
         with writing(summary_json, "--summary-json"):
             summary_json.write_text(json.dumps(summary.to_json(), indent=1, sort_keys=True))
-    console.print(f"[bold green]done[/] in {summary.wall_s['total']:.0f} s · run dir {summary.run_dir}")
+    console.print(
+        f"[bold green]done[/] in {summary.wall_s['total']:.0f} s · run dir {escape(str(summary.run_dir))}", soft_wrap=True, highlight=False
+    )
     hint = activate_hint()
     if hint:
         console.print(hint, soft_wrap=True, highlight=False)

@@ -34,6 +34,7 @@ def trivial_steps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             flow.step(name, lambda name=name: name, lambda out: f"{out} done")
         summary = _summary(opts.sft)
         summary.wall_s = {"total": 1.0}
+        summary.run_dir = Path("/tmp/qs-" + "a" * 80)  # longer than a piped log's 80 columns
         return summary
 
     monkeypatch.setattr(qs, "_run", steps)
@@ -59,8 +60,13 @@ def test_the_cli_numbers_the_steps_it_runs(args: list[str], total: int) -> None:
     assert _counters(result.output) == [f"{n}/{total}" for n in range(1, total + 1)], result.output
     served = "--no-serve" not in args
     assert ("serve done" in result.output) is served, result.output
-    line = "not served (--no-serve): hyperpod-rl serve up qs-phases serves the adapter"
+    line = "not served (--no-serve): hyperpod-rl serve up qs-phases serves the adapter · stop the cluster: hyperpod-rl local stop"
     assert (line in result.output) is not served, result.output
+    # outside a terminal (80 columns) a line is never cut in two: a command in it can be copied whole
+    assert re.search(r"^done in 1 s · run dir /tmp/qs-a{80}$", result.output, re.M), result.output
+    assert all(re.fullmatch(r"✓ \d+/\d+ \S+ done \(\d+ s\)", line) for line in result.output.splitlines() if line.startswith("✓")), (
+        result.output
+    )
 
 
 def test_the_notebooks_default_front_end_numbers_them_the_same(capsys: pytest.CaptureFixture[str]) -> None:
