@@ -506,7 +506,7 @@ class _Checker:
                 "weights",
                 "error",
                 f"{ADAPTER_WEIGHTS} is truncated or corrupt: {err}.",
-                "copy the adapter again from the run directory (the copy was cut short or damaged)",
+                f"{ADAPTER_WEIGHTS} was cut short or damaged: {adapter_recovery(self.adapter)}",
             )
             return
         if not digest_ok:
@@ -514,7 +514,7 @@ class _Checker:
                 "weights",
                 "error",
                 f"{ADAPTER_WEIGHTS} does not match the adapter_sha256 in provenance.json (file {path.stat().st_size} bytes): the file is corrupt or was replaced.",
-                "copy the adapter again from the run directory, or re-export it so provenance.json records the new checksum",
+                f"{ADAPTER_WEIGHTS} was damaged or replaced: {adapter_recovery(self.adapter)}",
             )
         elif not expected and self.provenance is not None:
             self.add(

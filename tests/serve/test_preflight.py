@@ -545,3 +545,17 @@ def test_preflight_loads_no_model(trained_adapter, monkeypatch: pytest.MonkeyPat
 
     loading.load_processor(trained_adapter["model_dir"])
     assert counts["hyperpod_rl load_processor"] == 1 and counts["ProcessorMixin.from_pretrained"] >= 1
+
+
+@pytest.mark.parametrize("mutate", [_flip_byte, _garbage_header], ids=["flipped-byte", "garbage-header"])
+def test_damaged_weights_say_how_to_get_them_back_and_delete_nothing(copies, mutate, tmp_path: Path):
+    """Reported: a flipped byte in a run's adapter weights was refused with 'copy the adapter again from the
+    run directory', where the damaged file was. A copy is copied again from its run, its damaged file kept
+    aside; a run's own adapter is exported again by resuming the run (:func:`hyperpod_rl.model.recovery.adapter_recovery`)."""
+    adapter, base = copies(mutate, None)
+    (fix,) = [f.fix for f in preflight(adapter, base, LOCAL_SERVER).findings if f.check == "weights" and f.severity == "error"]
+    assert "copy it again from the run directory it came from" in fix and f"mv {adapter} {adapter}.damaged" in fix, fix
+    (tmp_path / "config.json").write_text("{}")  # the adapter is its run's own now
+    (fix,) = [f.fix for f in preflight(adapter, base, LOCAL_SERVER).findings if f.check == "weights" and f.severity == "error"]
+    assert f"mv {adapter} {adapter}.damaged; nothing is deleted" in fix and f"hyperpod-rl job submit {tmp_path / 'config.json'}" in fix, fix
+    assert not re.search(r"\bdelete\b", fix.replace("nothing is deleted", "")), fix
