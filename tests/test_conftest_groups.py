@@ -91,6 +91,20 @@ def test_cpu_{n}():
 """
 
 
+def _inner_pytest(suite: Path, env: dict[str, str], *args: str) -> None:
+    """Run pytest (``args`` added) on the stand-in ``suite`` in a process of its own; it must pass."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", *args, "-p", "no:cacheprovider", "-p", "no:randomly", str(suite)],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
 def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) -> None:
     suite, out = tmp_path / "suite", tmp_path / "out"
     suite.mkdir()
@@ -102,17 +116,14 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
     for n in range(4):
         (suite / f"test_part{n}.py").write_text(TESTS.replace("{n}", str(n)))
     (suite / "test_part1_shared.py").write_text(SHARED)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "GROUPS_OUT": str(out), "HPRL_RUN_TAG": "groups-inner"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "-p", "no:randomly", str(suite)],
-        cwd=suite,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    _inner_pytest(
+        suite,
+        {**os.environ, "PYTHONPATH": str(REPO), "GROUPS_OUT": str(out), "HPRL_RUN_TAG": "groups-inner"},
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ran = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
     assert len(ran) == 24, sorted(ran)
     cluster_workers = sorted(r["worker"] for r in ran.values() if r["cluster"])
@@ -163,16 +174,7 @@ def _threads_seen(tmp_path: Path, *args: str, env_extra: dict[str, str]) -> dict
     (suite / "test_t.py").write_text(THREADS_TEST)
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS" and not k.startswith("PYTEST_XDIST")}
     env.update(PYTHONPATH=str(REPO), GROUPS_OUT=str(out), HPRL_RUN_TAG="threads-inner", **env_extra)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", *args, "-p", "no:cacheprovider", "-p", "no:randomly", str(suite)],
-        cwd=suite,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _inner_pytest(suite, env, *args)
     return {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
 
 

@@ -11,7 +11,6 @@ start (``<run id>-sft``) alike (:func:`hyperpod_rl.runs.unsubmitted_quickstart`)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from hyperpod_rl.cli import app
 from hyperpod_rl.errors import JobError
 from hyperpod_rl.quickstart import sft_run_id
 from hyperpod_rl.runs import add_submission, record_eval, run_paths, write_json
-from tests.fakes import FakeHTTPServer, Response
 
 runner = CliRunner()
 RUN = "qs-stopped"
@@ -63,15 +61,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         qs.run(qs.QuickstartOptions.build(run_id=RUN, serve=False), client=object(), on_phase=lambda _phase: None)
     assert run_paths(RUN).quickstart_options.is_file() and not run_paths(RUN).submissions.exists()
     return tmp_path / "home"
-
-
-@pytest.fixture
-def empty_cluster() -> Iterator[str]:
-    """A dashboard that answers and knows no job."""
-    with FakeHTTPServer() as server:
-        server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.56.0", "ray_commit": "x"}))
-        server.route("GET", "/api/jobs/", Response(200, []))
-        yield server.url
 
 
 def _said(result) -> str:  # noqa: ANN001 - click's Result

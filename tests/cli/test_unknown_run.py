@@ -10,7 +10,6 @@ status``, ``job logs``, ``job stop``, ``job submit --from-run``, ``runs show``, 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from typer.testing import CliRunner
 
 from hyperpod_rl.cli import app
 from hyperpod_rl.runs import add_submission, run_paths, update_provenance, write_json
-from tests.fakes import FakeHTTPServer, Response
 
 runner = CliRunner()
 
@@ -35,15 +33,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("HYPERPOD_RL_LEDGER", raising=False)
     monkeypatch.delenv("HYPERPOD_RL_STORAGE", raising=False)
     return tmp_path / "home"
-
-
-@pytest.fixture
-def empty_cluster() -> Iterator[str]:
-    """A dashboard that answers and knows no job."""
-    with FakeHTTPServer() as server:
-        server.route("GET", "/api/version", Response(200, {"version": "4", "ray_version": "2.56.0", "ray_commit": "x"}))
-        server.route("GET", "/api/jobs/", Response(200, []))
-        yield server.url
 
 
 def _said(result) -> str:  # noqa: ANN001 - click's Result
