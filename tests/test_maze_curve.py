@@ -15,6 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from hyperpod_rl.tasks.dataset import read_rows
+
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = json.loads((REPO / "benchmarks" / "result.schema.json").read_text())
 
@@ -96,12 +98,15 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
         names = tar.getnames()
     assert names[0] == "state.json" and all(n.startswith("home/runs/curve-sft/model/") for n in names[1:]), names
     jobs = tmp_path / "jobs.json"
-    lever = [*SMOKE, "--grpo-steps", "2", "--sft-from", str(states / "s-sft"), "--eval-split", "validation", "--set", "grpo.lr=1e-3"]
+    start = [*SMOKE, "--grpo-steps", "2", "--sft-from", str(states / "s-sft")]
+    lever = [*start, "--eval-split", "validation", "--set", "grpo.lr=1e-3"]
+    diagnosis = [*start, "--grpo-train", "4", "--eval-split", "train"]  # GRPO on 4 train mazes, read on those 4
     jobs.write_text(
         json.dumps(
             [
                 {"name": "lr", "record": "{gpu}_lever", "args": lever, "pack": True},
                 {"name": "other", "record": "other", "args": [*lever, "--seed", "1"]},
+                {"name": "diag", "record": "diag", "args": diagnosis},
             ]
         )
     )
@@ -111,6 +116,10 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
         cwd=REPO, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path / "home")}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert batch.returncode == 2 and "== lr: exit 0" in batch.stdout and "== other: exit 2" in batch.stdout, batch.stdout + batch.stderr
+    assert "== diag: exit 0" in batch.stdout, batch.stdout + (tmp_path / "b" / "diag.log").read_text()[-3000:]
+    diag = json.loads((tmp_path / "b" / "diag.json").read_text())["results"]["grpo"]
+    assert diag["eval_split"] == "train" and [p["train"]["n"] for p in diag["points"]] == [4, 4], diag["points"]
+    assert len(read_rows(states / "diag" / "home" / "datasets" / "grpo-train-4.parquet")) == 4
     assert "other SFT options (seed differ)" in (tmp_path / "b" / "other.log").read_text()
     assert not (states / "other").exists()  # refused before its state folder was made
     (record,) = (tmp_path / "b").glob("*_lever.json")
@@ -119,6 +128,9 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     grpo = lev["results"]["grpo"]
     assert grpo["eval_split"] == "validation" and grpo["settings"]["grpo"]["lr"] == 1e-3
     assert [p["step"] for p in grpo["points"]] == [0, 2] and all(p["validation"]["n"] == 6 and "heldout" not in p for p in grpo["points"])
+    # the training batch's window figures: rates, and a group counts as passed only with a solved episode in it
+    for p in grpo["points"][1:] + diag["points"][1:]:
+        assert 0.0 <= p["sampled_solve"] <= p["pass_at_group"] <= 1.0, p
     assert json.loads((states / "s-sft" / "state.json").read_text())["grpo"] == {"points": [], "done": False}
     assert lev["results"]["sft"]["revision"] == two["results"]["sft"]["revision"]
     assert lev["results"]["sft"]["from_state"] == str(states / "s-sft")

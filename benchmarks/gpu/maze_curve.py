@@ -54,7 +54,12 @@ Lever runs (settings are chosen on validation, never on held-out): ``run --sft-f
 --eval-split validation --set ...`` starts GRPO from another state's finished SFT model (its SFT
 options must match) and reads validation at every point; ``pack --sft-only`` packs just that SFT
 stage (about 4 bytes a parameter) for a device call's carry; :mod:`benchmarks.gpu.curve_batch`
-runs several such runs side by side in one device call.
+runs several such runs side by side in one device call. A diagnosis run, ``--grpo-train N
+--eval-split train``, gives GRPO only the first N train mazes and reads those same N greedily at
+every point: whether GRPO improves the mazes it trains on at all, apart from whether that carries
+to unseen ones. Every GRPO point also keeps its window's training-batch figures: ``sampled_reward``,
+``sampled_solve`` (the share of sampled episodes solved) and ``pass_at_group`` (the share of groups
+with a solved episode: where GRPO has a signal to follow).
 
 ``--out PATH.json`` is written after every evaluation point (so a killed call still returns it),
 with :mod:`benchmarks._record`'s fields (commit, packages, machine, date, load).
@@ -196,9 +201,18 @@ def parser() -> argparse.ArgumentParser:
     )
     r.add_argument(
         "--eval-split",
-        choices=("heldout", "validation"),
+        choices=("heldout", "validation", "train"),
         default="heldout",
-        help="the split GRPO's evaluation points read: validation for a lever run (settings are chosen there), held-out for the curve",
+        help="the split GRPO's evaluation points read: validation for a lever run (settings are chosen there), held-out for "
+        "the curve, train for a diagnosis (the first --grpo-train train mazes, or --validation of them: the mazes GRPO trains on)",
+    )
+    r.add_argument(
+        "--grpo-train",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="GRPO samples only the first N train mazes (SFT still trains on all --train): a diagnosis of whether GRPO "
+        "improves the mazes it trains on, with --eval-split train",
     )
     r.add_argument("--time-budget", type=float, default=None, metavar="S", help="pause cleanly (state saved) before S seconds")
     r.add_argument("--until-step", type=_positive, default=None, metavar="N", help="this call: pause GRPO once it reaches step N")
@@ -321,7 +335,7 @@ def _sft_from(args: argparse.Namespace, st: State, src: dict[str, Any]) -> None:
 def _fingerprint(args: argparse.Namespace) -> dict[str, Any]:
     """The options a state was started with (all but :data:`_PER_CALL`; ``--sft-from`` and
     ``--eval-split`` only where given, so a curve state started before them resumes), as JSON values."""
-    unset = {"sft_from": None, "eval_split": "heldout"}
+    unset = {"sft_from": None, "eval_split": "heldout", "grpo_train": None}
     return {
         k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
         for k, v in sorted(vars(args).items())
@@ -464,6 +478,12 @@ class Clock:
         return time.monotonic() - self.start
 
 
+def _window(steps: list[dict[str, Any]], key: str) -> float | None:
+    """The mean of ``key`` over a window's metric lines (4 decimals); None when no line has it."""
+    values = [v[key] for v in steps if key in v]
+    return round(sum(values) / len(values), 4) if values else None
+
+
 def _iv(values: list[float]) -> dict[str, float]:
     import numpy as np
 
@@ -571,12 +591,25 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
     sft, grpo = st.data["sft"], st.data["grpo"]
     model_dir = st.root / sft["model_dir"]
     split = args.eval_split
-    split_path, split_rows = (data.heldout, args.heldout) if split == "heldout" else (data.validation, args.validation)
-    rows = read_rows(split_path)
+    train_path = data.train
+    if args.grpo_train is not None:  # the diagnosis: GRPO on the first N train mazes only
+        from hyperpod_rl.tasks.dataset import read_rows as read_any
+        from hyperpod_rl.tasks.dataset import write_parquet
+
+        train_path = home / "datasets" / f"grpo-train-{args.grpo_train}.parquet"
+        if not train_path.is_file():
+            write_parquet(read_any(data.train)[: args.grpo_train], train_path)
+    split_path, split_rows = {
+        "heldout": (data.heldout, args.heldout),
+        "validation": (data.validation, args.validation),
+        "train": (train_path, args.grpo_train or args.validation),
+    }[split]
+    rows = read_rows(split_path)[:split_rows]
     raw = make_run_config(opts, run_id="curve-grpo", model_path=model_dir, revision=sft["revision"], data=data).model_dump(mode="json")
     settings = {
         **_engine_settings(args.engine, args.set),
         "data.heldout_path": str(split_path),  # step 0: the trainer's benchmark of its base, the SFT model, on the split
+        "data.train_path": str(train_path),
         "trainer.eval_rows": split_rows,
         "checkpoint.interval": args.eval_every,
         "checkpoint.keep": 1,
@@ -615,7 +648,10 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
             "step": step,
             split: _iv(solve),
             **({"heldout_small": _iv(solve[: args.heldout_small])} if split == "heldout" else {}),
-            "sampled_reward": round(sum(v["reward/avg_raw_reward"] for v in steps) / len(steps), 4) if steps else None,
+            "sampled_reward": _window(steps, "reward/avg_raw_reward"),
+            # the training batch's sampled episodes: the share solved, and the share of groups with one solved at least
+            "sampled_solve": _window(steps, "environment/solve_rate"),
+            "pass_at_group": _window(steps, f"reward/avg_pass_at_{cfg.grpo.group_size}"),
             "tied_group_share": round(sum(v.get("reward/tied_group_share", 0.0) for v in steps) / len(steps), 4) if steps else None,
             "train_s": round(sum(v["timing/step"] for v in _last_values(run_dir / "metrics.jsonl", since=0)), 1),
         }
@@ -630,7 +666,7 @@ def _grpo(args: argparse.Namespace, st: State, clock: Clock, opts: Any, home: Pa
             if not any(p["step"] == 0 for p in grpo["points"]) and base.is_file():
                 record(
                     point_of(0, json.loads(base.read_text())["per_maze"], since=0)
-                    | {"train_s": 0.0, "sampled_reward": None, "tied_group_share": None}
+                    | {"train_s": 0.0, "sampled_reward": None, "sampled_solve": None, "pass_at_group": None, "tied_group_share": None}
                 )
         if t.step % args.eval_every == 0 or t.step == cfg.trainer.steps:
             t0 = time.monotonic()
