@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -116,11 +117,14 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
         cwd=REPO, env={**os.environ, "HYPERPOD_RL_HOME": str(tmp_path / "home")}, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert batch.returncode == 2 and "== lr: exit 0" in batch.stdout and "== other: exit 2" in batch.stdout, batch.stdout + batch.stderr
-    assert "== diag: exit 0" in batch.stdout, batch.stdout + (tmp_path / "b" / "diag.log").read_text()[-3000:]
+    with tarfile.open(tmp_path / "b" / "logs.tgz") as tar:  # the jobs' logs, one file of the call's eight
+        logs = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers()}  # type: ignore[union-attr]
+    assert sorted(logs) == ["diag.log", "lr.log", "other.log"] and not (tmp_path / "b" / "logs").exists()
+    assert "== diag: exit 0" in batch.stdout, batch.stdout + logs["diag.log"][-3000:]
     diag = json.loads((tmp_path / "b" / "diag.json").read_text())["results"]["grpo"]
     assert diag["eval_split"] == "train" and [p["train"]["n"] for p in diag["points"]] == [4, 4], diag["points"]
     assert len(read_rows(states / "diag" / "home" / "datasets" / "grpo-train-4.parquet")) == 4
-    assert "other SFT options (seed differ)" in (tmp_path / "b" / "other.log").read_text()
+    assert "other SFT options (seed differ)" in logs["other.log"]
     assert not (states / "other").exists()  # refused before its state folder was made
     (record,) = (tmp_path / "b").glob("*_lever.json")
     lev = json.loads(record.read_text())
@@ -168,6 +172,7 @@ def test_a_bad_flag_is_one_error_line(tmp_path: Path, args: list[str], says: str
         ('[{"name": "a", "record": "r", "args": ["--out", "x"]}]', "passes --out: the batch sets"),
         ('[{"name": "a", "record": "r", "nope": 1}]', "0.nope: Extra inputs are not permitted"),
         ("{", "the file: Invalid JSON"),
+        (json.dumps([{"name": f"j{n}", "record": f"r{n}"} for n in range(7)]), "lists 7 jobs: one device call brings back 8 files"),
     ],
 )
 def test_a_bad_jobs_file_is_one_error_line(tmp_path: Path, jobs: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,6 +183,30 @@ def test_a_bad_jobs_file_is_one_error_line(tmp_path: Path, jobs: str, says: str,
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and says in err, err
     assert not (tmp_path / "o").exists()  # nothing started
+
+
+def test_a_packed_state_goes_to_out_only_while_the_call_can_bring_it_back(tmp_path: Path) -> None:
+    """One device call brings back 8 files and 64 MiB from $OUT: a state that would take it past
+    either is packed beside the states instead, for a later call to return; one that fits goes to $OUT."""
+    from benchmarks.gpu.curve_batch import OUT_BYTES, place_state
+
+    states, out = tmp_path / "states", tmp_path / "out"
+    (states / "a" / "home" / "runs").mkdir(parents=True)
+    (states / "a" / "state.json").write_text("{}")
+    (states / "a" / "home" / "runs" / "w.bin").write_bytes(os.urandom(1000))
+    out.mkdir()
+    for n in range(5):
+        (out / f"r{n}.json").write_text("{}")
+    assert place_state("a", states, out) == out / "state_a"  # 5 results and the state's parts: 7 files
+    assert not (states / ".packed" / "state_a").exists()
+    (out / "r5.json").write_text("{}")
+    assert place_state("a", states, out) == states / ".packed" / "state_a"  # the same state again: 10 files
+    assert len([f for f in out.rglob("*") if f.is_file()]) == 8  # out as it was: its own copy from the first call
+    shutil.rmtree(out / "state_a")
+    (out / "r0.json").write_bytes(b"0" * OUT_BYTES)
+    for n in range(1, 6):
+        (out / f"r{n}.json").unlink()
+    assert place_state("a", states, out) == states / ".packed" / "state_a"  # 3 files, but past 64 MiB
 
 
 def test_a_state_of_other_options_is_refused(tmp_path: Path) -> None:

@@ -16,11 +16,16 @@ staging calls: ``BATCH=jobs.json bash benchmarks/gpu/run_curve.sh``)::
 
 Each job runs ``maze_curve run --state build/maze_curve/<name> --out DIR/<record>.json
 --time-budget <what is left less 30 s> <args>`` (``{gpu}`` in a record name becomes h100 or h200),
-its log in ``DIR/<name>.log``. A state folder under ``build/maze_curve/`` that a job names (its own,
-or its ``--sft-from``) and that holds no state yet is unpacked first from ``.curve-state/<folder>``
-where that was carried (the parts a ``pack`` wrote). Once all jobs end, the states of jobs with
-``"pack": true`` are packed into ``DIR/state_<name>``. Exit status: 0 when every job exited 0, else
-the first non-zero status (each job's is printed).
+its log in ``DIR/logs/<name>.log``, bundled into ``DIR/logs.tgz`` once the jobs end. A state folder
+under ``build/maze_curve/`` that a job names (its own, or its ``--sft-from``) and that holds no state
+yet is unpacked first from ``.curve-state/<folder>`` where that was carried (the parts a ``pack``
+wrote). Once all jobs end, the states of jobs with ``"pack": true`` are packed
+(:func:`place_state`): into ``DIR/state_<name>`` while DIR then holds no more than one device call
+brings back from ``$OUT`` (the device tool's limits: :data:`OUT_FILES` files, :data:`OUT_BYTES`
+bytes), else into ``build/maze_curve/.packed/state_<name>``, said in the log, for a later call on the
+same warm machine to return (``cp -r build/maze_curve/.packed/state_<name> $OUT/``). So a batch has
+at most ``OUT_FILES - 2`` jobs (a result each; the driver's log and ``logs.tgz`` are the other two).
+Exit status: 0 when every job exited 0, else the first non-zero status (each job's is printed).
 """
 
 from __future__ import annotations
@@ -28,8 +33,10 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
 
@@ -41,6 +48,11 @@ STATES = Path("build/maze_curve")
 PACKED = Path(".curve-state")
 #: Seconds kept after the jobs for packing.
 PACK_S = 30.0
+#: What one device call brings back from ``$OUT``: at most 8 files, 64 MiB together (16 MiB a file:
+#: :func:`benchmarks.gpu.maze_curve.pack` writes parts of at most 15 MiB).
+OUT_FILES, OUT_BYTES = 8, 64 * 2**20
+#: ``$OUT`` files besides the jobs' results: ``run_curve.sh``'s log and the jobs' logs bundled (``logs.tgz``).
+OWN_FILES = 2
 
 
 class Job(BaseModel):
@@ -77,6 +89,11 @@ def load_jobs(path: Path) -> list[Job]:
         raise BatchError(f"{path}: {where or 'the file'}: {first['msg']} ({err.error_count()} error(s)): fix the jobs file") from None
     if not jobs:
         raise BatchError(f"{path} lists no job: give at least one")
+    if len(jobs) > OUT_FILES - OWN_FILES:
+        raise BatchError(
+            f"{path} lists {len(jobs)} jobs: one device call brings back {OUT_FILES} files, so a batch has at most "
+            f"{OUT_FILES - OWN_FILES} (a result each, the driver's log and the jobs' logs); split it into two batches"
+        )
     names = [j.name for j in jobs]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -123,7 +140,7 @@ def _unpack_carried(jobs: list[Job], states: Path, packed_root: Path) -> None:
 def run(jobs: list[Job], out: Path, budget: float, threads: int | None = None, states: Path = STATES, packed: Path = PACKED) -> int:
     """Run ``jobs`` side by side within ``budget`` seconds (their states under ``states``, carried
     packed states read from ``packed``), then pack; the first non-zero exit status or 0."""
-    from benchmarks.gpu.maze_curve import CurveError, pack
+    from benchmarks.gpu.maze_curve import CurveError
 
     t0 = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
@@ -139,7 +156,8 @@ def run(jobs: list[Job], out: Path, budget: float, threads: int | None = None, s
                 sys.executable, "-m", "benchmarks.gpu.maze_curve", "run", "--state", str(states / job.name),
                 "--out", str(out / f"{job.record.replace('{gpu}', gpu)}.json"), "--time-budget", f"{max(left, 1.0):.0f}", *job.args,
             ]  # fmt: skip
-            with (out / f"{job.name}.log").open("wb") as log:
+            (out / "logs").mkdir(exist_ok=True)
+            with (out / "logs" / f"{job.name}.log").open("wb") as log:
                 procs.append((job, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)))
             print(f"== {job.name}: {' '.join(cmd[3:])}", flush=True)
         status = 0
@@ -156,13 +174,66 @@ def run(jobs: list[Job], out: Path, budget: float, threads: int | None = None, s
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    _bundle_logs(out)
     for job in jobs:
         if job.pack and (states / job.name / "state.json").is_file():
             try:
-                pack(states / job.name, out / f"state_{job.name}")
+                place_state(job.name, states, out)
             except (CurveError, OSError) as err:  # a pack that does not fit must not hide the results
                 print(f"== pack of {job.name} refused: {err}", flush=True)
     return status
+
+
+def place_state(name: str, states: Path, out: Path) -> Path:
+    """Pack the state ``states/name`` into ``out/state_<name>`` when ``out`` then still holds no more
+    than one device call brings back (:data:`OUT_FILES`, :data:`OUT_BYTES`), else into
+    ``states/.packed/state_<name>`` (no job name starts with a dot), said on stdout; where it went.
+
+    Raises:
+        CurveError: the state cannot be packed (:func:`benchmarks.gpu.maze_curve.pack`).
+    """
+    from benchmarks.gpu.maze_curve import pack
+
+    kept = states / ".packed" / f"state_{name}"
+    shutil.rmtree(kept, ignore_errors=True)
+    pack(states / name, kept)
+    if _fits(out, kept):
+        shutil.rmtree(out / kept.name, ignore_errors=True)
+        shutil.move(kept, out / kept.name)
+        print(f"== {name}: state packed into {out / kept.name}", flush=True)
+        return out / kept.name
+    print(
+        f"== {name}: state packed into {kept}, not {out}: one device call brings back {OUT_FILES} files and "
+        f"{OUT_BYTES // 2**20} MiB; a later call on this machine returns it (cp -r {kept} $OUT/)",
+        flush=True,
+    )
+    return kept
+
+
+def _files(folder: Path) -> list[Path]:
+    return [f for f in folder.rglob("*") if f.is_file()]
+
+
+def _fits(out: Path, more: Path) -> bool:
+    """Whether ``out`` with the folder ``more`` in it stays within what one device call brings back."""
+    files = _files(out) + _files(more)
+    return len(files) <= OUT_FILES and sum(f.stat().st_size for f in files) <= OUT_BYTES
+
+
+def _bundle_logs(out: Path) -> None:
+    """The jobs' logs (``out/logs/``) as one ``out/logs.tgz``: one file of the call's eight."""
+    logs = out / "logs"
+    if not logs.is_dir():
+        return
+    tmp = out / "logs.tgz.tmp"
+    try:
+        with tarfile.open(tmp, "w:gz") as tar:
+            for log in sorted(logs.glob("*.log")):
+                tar.add(log, arcname=log.name)
+        tmp.replace(out / "logs.tgz")
+    finally:
+        tmp.unlink(missing_ok=True)
+    shutil.rmtree(logs)
 
 
 def main(argv: list[str] | None = None) -> int:
