@@ -145,13 +145,13 @@ docs: venv tools-env
 # listing any process still alive (Ray, Serve replicas, JupyterLab, Chromium, ...), any file of the
 # checkout it changed or added, and anything a test or benchmark left in the temp directory, then
 # removes the run's TMPDIR. The summary's status is kept until then.
-# pytest on two workers (pytest-xdist), tests dealt out one by one (loadgroup, no group set): each
-# worker starts its own local Ray cluster for the tests that use one, so neither waits on the other
-# (with every Ray test on one worker, the other sat idle for most of the run). tests/conftest.py
-# orders them: the slow ones first, so the workers end together, and the browser tests last, one at
-# a time (a Studio browser test run while the machine was busiest once timed out waiting for its
-# chart). XDIST= runs pytest in one process.
-XDIST ?= -n 2 --dist loadgroup
+# pytest on two workers (pytest-xdist), tests dealt out one by one: each worker starts its own local
+# Ray cluster for the tests that use one, so neither waits on the other (with every Ray test on one
+# worker, the other sat idle for most of the run). tests/conftest.py orders them and xdist keeps that
+# order (--no-loadscope-reorder): the slow ones first, so the workers end together, then the browser
+# tests as one group (loadgroup) that one worker runs back to back while the other works on.
+# XDIST= runs pytest in one process.
+XDIST ?= -n 2 --dist loadgroup --no-loadscope-reorder
 PHASE_PY := $(or $(PYTHON312),python3)
 PHASES = .test-results/phases.jsonl
 PHASE  = $(PHASE_PY) .ci/phase.py $(PHASES)

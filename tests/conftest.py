@@ -1,5 +1,5 @@
 """Shared fixtures: an isolated data dir per session, one real local Ray cluster, tiny data; the
-suite's order under pytest-xdist (slow tests first, browser tests last, one at a time)."""
+suite's order under pytest-xdist (slow tests first, then the browser tests on one worker)."""
 
 from __future__ import annotations
 
@@ -121,10 +121,14 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 
 def _kind(item: pytest.Item) -> int:
-    """``0`` slow, ``1`` the rest, ``2`` browser."""
+    """``0`` slow, ``1`` browser, ``2`` the rest."""
     if item.get_closest_marker("browser") is not None:
-        return 2
-    return 0 if item.get_closest_marker("slow") is not None else 1
+        return 1
+    return 0 if item.get_closest_marker("slow") is not None else 2
+
+
+#: The ``xdist_group`` of the browser tests: one worker runs them back to back.
+BROWSER_GROUP = "browser"
 
 
 def _shares_a_module_fixture(item: pytest.Item) -> bool:
@@ -137,13 +141,16 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
 
 
 def _order(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Where each test runs: the ``slow`` tests (a minute or more each) first, so the two workers end
-    close together instead of one finishing a long test alone; the browser tests last (in order),
-    once most of the rest is done (a Studio browser test run while the machine was busiest once
-    waited past its chart's timeout); the rest between, as collected. A module whose tests share a
-    module fixture (:func:`_shares_a_module_fixture`) stays whole, in the place of its earliest test,
-    and one worker runs it (``xdist_group`` named after the module, which ``--dist loadgroup``
-    keeps together), so the fixture is built once."""
+    """Where each test runs (``make test``: ``--dist loadgroup --no-loadscope-reorder``, so the workers
+    take the work in this order): the ``slow`` tests (a minute or more each) first, so the two workers
+    end close together instead of one finishing a long test alone; then the browser tests, as one
+    ``xdist_group`` (:data:`BROWSER_GROUP`) that one worker runs back to back (about 250 s) while the
+    other works through the rest. They ran last, one at a time under a lock, until
+    ``benchmarks/results/ci_time.json`` showed the cost: the second worker waited for the lock
+    (a test of 31 s took 256 s) and the run ended with one worker busy. The rest follows, as
+    collected. A module whose tests share a module fixture (:func:`_shares_a_module_fixture`) stays
+    whole, in the place of its earliest test, and one worker runs it (``xdist_group`` named after
+    the module), so the fixture is built once."""
 
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
@@ -151,11 +158,12 @@ def _order(items: list[pytest.Item]) -> list[pytest.Item]:
     shared = {module(item) for item in items if _shares_a_module_fixture(item)}
     first: dict[str, int] = {}
     for item in items:
-        if module(item) in shared:
+        if _kind(item) == 1:
+            item.add_marker(pytest.mark.xdist_group(BROWSER_GROUP))
+        elif module(item) in shared:
             item.add_marker(pytest.mark.xdist_group(module(item)))
-            if _kind(item) < 2:
-                first[module(item)] = min(first.get(module(item), 1), _kind(item))
-    return sorted(items, key=lambda item: 2 if _kind(item) == 2 else first.get(module(item), _kind(item)))
+            first[module(item)] = min(first.get(module(item), 2), _kind(item))
+    return sorted(items, key=lambda item: 1 if _kind(item) == 1 else first.get(module(item), _kind(item)))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
@@ -177,7 +185,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _one_browser_at_a_time(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     """Under pytest-xdist, a browser test waits until no other worker runs one: two JupyterLab
     servers with Chromium and a training job each are more than the 2-core CI machine serves in
-    their timeouts. The lock file lives in the run's pytest temp root, shared by the workers."""
+    their timeouts. ``make test``'s ``--dist loadgroup`` keeps the browser tests on one worker
+    already (:data:`BROWSER_GROUP`); the lock keeps them apart under any other ``--dist``. The lock
+    file lives in the run's pytest temp root, shared by the workers."""
     if request.node.get_closest_marker("browser") is None or not _xdist_worker(request.config):
         yield
         return

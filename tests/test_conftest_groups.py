@@ -1,8 +1,9 @@
-"""The suite's order under pytest-xdist, run for real: under ``-n 2 --dist loadgroup`` (as ``make
-test`` runs) the tests that use the session's cluster (the ``local_cluster`` fixture) are dealt out
-to both workers, each starting its own session cluster once; on each worker the ``slow`` tests run
-first and the browser tests last; and no two browser tests run at the same moment. This inner
-session runs the suite's own hooks and fixtures (tests/conftest.py) with stand-in tests."""
+"""The suite's order under pytest-xdist, run for real: under ``-n 2 --dist loadgroup
+--no-loadscope-reorder`` (as ``make test`` runs) the tests that use the session's cluster (the
+``local_cluster`` fixture) are dealt out to both workers, each starting its own session cluster
+once; on each worker the ``slow`` tests run first; the browser tests run next, back to back on one
+worker, while the other worker runs the rest; and no two browser tests run at the same moment. This
+inner session runs the suite's own hooks and fixtures (tests/conftest.py) with stand-in tests."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _record(request):
         "slow": request.node.get_closest_marker("slow") is not None, "start": start, "end": time.time()}))
 """
 
-#: Collected first, they must still run last, and one at a time.
+#: Collected first, they must run after the slow tests, together on one worker, one at a time.
 BROWSER = """
 import time, pytest
 
@@ -105,7 +106,7 @@ def _inner_pytest(suite: Path, env: dict[str, str], *args: str) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
-def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) -> None:
+def test_cluster_tests_spread_slow_first_then_browser_on_one_worker(tmp_path: Path) -> None:
     suite, out = tmp_path / "suite", tmp_path / "out"
     suite.mkdir()
     out.mkdir()
@@ -123,6 +124,7 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
         "2",
         "--dist",
         "loadgroup",
+        "--no-loadscope-reorder",
     )
     ran = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json")}
     assert len(ran) == 24, sorted(ran)
@@ -133,8 +135,8 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
     shared = {name for name in ran if name.startswith("test_shared")}
     for worker in ("gw0", "gw1"):
         mine = sorted((name for name in ran if ran[name]["worker"] == worker), key=lambda name: ran[name]["start"])
-        # slow first (a shared module's whole with its slow test), browser last, on each worker
-        kinds = [2 if ran[name]["browser"] else 0 if ran[name]["slow"] or name in shared else 1 for name in mine]
+        # slow first (a shared module's whole with its slow test), then the browser tests, then the rest
+        kinds = [1 if ran[name]["browser"] else 0 if ran[name]["slow"] or name in shared else 2 for name in mine]
         assert kinds == sorted(kinds), (worker, mine)
     assert len(list(out.glob("app-*.built"))) == 1  # the module fixture, built once
     (worker,) = {ran[name]["worker"] for name in shared}  # one worker runs the module
@@ -143,6 +145,9 @@ def test_cluster_tests_spread_slow_first_browser_last_and_alone(tmp_path: Path) 
     assert set(mine[at : at + 4]) == shared, mine  # together, from its slow test on
     browser = sorted((r for r in ran.values() if r["browser"]), key=lambda r: r["start"])
     assert all(a["end"] <= b["start"] for a, b in zip(browser, browser[1:], strict=False)), browser  # never two at once
+    (runner,) = {r["worker"] for r in browser}  # one worker runs them all, back to back ...
+    other = [r for r in ran.values() if r["worker"] != runner and not r["slow"] and not r["browser"]]
+    assert any(browser[0]["start"] < r["start"] < browser[-1]["end"] for r in other), other  # ... while the other works on
 
 
 THREADS_CONFTEST = """
