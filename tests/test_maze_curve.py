@@ -85,6 +85,23 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
     model = sorted(p.name for p in (again / "home" / "runs" / "curve-sft" / "model").iterdir())
     assert "config.json" in model and any(n.endswith(".safetensors") for n in model), model
 
+    # explore: greedy against sampled episodes of the SFT model and the GRPO adapter on the validation mazes
+    explored = _cli("explore", "--state", state, "--out", tmp_path / "explore.json", "--samples", "3", home=tmp_path / "home")
+    assert explored.returncode == 0, explored.stdout[-3000:] + explored.stderr[-3000:]
+    ex = json.loads((tmp_path / "explore.json").read_text())
+    jsonschema.validate(ex, SCHEMA)
+    assert sorted(ex["results"]["policies"]) == ["grpo", "sft"] and ex["results"]["mazes"] == 6 and ex["results"]["grpo_steps"] == 4
+    for pol in ex["results"]["policies"].values():
+        per = pol["per_maze"]
+        assert len(per["greedy"]) == len(per["sampled_solved"]) == 6 and all(0 <= n <= 3 for n in per["sampled_solved"])
+        assert pol["sampled_solve"]["value"] <= pol["pass_at_3"]["value"]  # a maze's mean of 3 samples is at most their max
+        # a maze greedy fails and a sample solves: counted from the per-maze outcomes
+        found = sum(g == 0 and n > 0 for g, n in zip(per["greedy"], per["sampled_solved"], strict=True)) / 6
+        assert pol["greedy_fails_a_sample_solves"]["value"] == pytest.approx(found, abs=1e-4)
+    assert set(ex["results"]["grpo_minus_sft"]) == {"greedy", "sampled", "pass"}
+    missing = _cli("explore", "--state", tmp_path / "nowhere", "--out", tmp_path / "x.json", home=tmp_path / "home")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ") and "no readable state.json" in missing.stderr
+
     png = tmp_path / "curve.png"
     drawn = _cli("render", out, "--png", png, home=tmp_path / "home")
     assert drawn.returncode == 0, drawn.stderr

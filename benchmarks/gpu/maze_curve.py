@@ -7,6 +7,7 @@ Usage (repository root; the GPU machine: ``python3 -m benchmarks.gpu.maze_curve 
     python -m benchmarks.gpu.maze_curve pack --state STATE --to OUTDIR     # STATE as <= 15 MiB parts
     python -m benchmarks.gpu.maze_curve unpack --from OUTDIR --state STATE # and back
     python -m benchmarks.gpu.maze_curve render curve_s0.json curve_s1.json --png docs/img/maze_curve.png
+    python -m benchmarks.gpu.maze_curve explore --state STATE --out explore_s0.json  # greedy against sampled (CPU too)
 
 On the GPU machine (vLLM, transformers 5.8 and peft staged: ``benchmarks/gpu/stage.sh``), one seed in
 device calls of 570 s, the state kept under the ignored ``build/`` (it stays while the machine is
@@ -227,6 +228,12 @@ def parser() -> argparse.ArgumentParser:
     u = sub.add_parser("unpack", help="rebuild a state folder from pack's parts")
     u.add_argument("--from", dest="source", type=Path, required=True, help="folder holding the parts and manifest")
     u.add_argument("--state", type=Path, required=True)
+    e = sub.add_parser("explore", help="what sampling finds that greedy decoding misses: the SFT model and the GRPO adapter")
+    e.add_argument("--state", type=Path, required=True, help="a state whose SFT stage is done (its GRPO adapter too, if exported)")
+    e.add_argument("--out", type=Path, required=True, help="the result JSON")
+    e.add_argument("--samples", type=_positive, default=8, help="sampled episodes a maze (the GRPO group's size by default: 8)")
+    e.add_argument("--mazes", type=_positive, default=None, help="the first N validation mazes (default: all of the state's)")
+    e.add_argument("--sampling-seed", type=int, default=0, help="seed of the sampled episodes")
     d = sub.add_parser("render", help="plot held-out solve rate against GRPO step, one line per result")
     d.add_argument("results", type=Path, nargs="+", help="result JSON files (one per seed)")
     d.add_argument("--png", type=Path, required=True, help="the PNG to write")
@@ -911,6 +918,104 @@ def render(results: list[Path], png: Path) -> Path:
     return png
 
 
+def explore(args: argparse.Namespace) -> int:
+    """``explore``: on the state's validation mazes (settings are chosen there; held-out is not read),
+    for the SFT model and, where the state's GRPO stage exported one, its adapter: the greedy solve
+    rate, the sampled one (``--samples`` episodes a maze at the GRPO run's ``rollout.temperature``
+    and turn limit, constrained answers as in training) and pass@k (a maze solved by one sample at
+    least), each with a 95 % bootstrap interval over mazes; the share of mazes that greedy decoding
+    fails and a sample solves (where GRPO's group has a signal it could carry to the greedy answer);
+    and GRPO less SFT per maze (paired). Written as a result (:class:`benchmarks._record.Recording`)
+    with the per-maze outcomes. Runs on the CPU as well (about 10 M parameters).
+
+    Raises:
+        CurveError: the state is missing or its SFT stage is not done.
+    """
+    import torch
+
+    from hyperpod_rl.eval.benchmark import greedy_benchmark
+    from hyperpod_rl.model.adapter import load_policy
+    from hyperpod_rl.model.rollout import play_episodes
+    from hyperpod_rl.quickstart import prepare_dataset
+    from hyperpod_rl.tasks.maze import read_rows
+
+    started = time.time()
+    root = args.state.resolve()
+    try:
+        st = json.loads((root / "state.json").read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise CurveError(f"--state {args.state} holds no readable state.json ({err}): give a state that ran, or unpack one") from None
+    if not st["sft"].get("done"):
+        raise CurveError(f"--state {args.state} has no finished SFT stage: run it first")
+    home = root / "home"
+    os.environ["HYPERPOD_RL_HOME"] = str(home)
+    os.environ["HYPERPOD_RL_LEDGER"] = "off"
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in st["options"].items()}
+    data = prepare_dataset(_options(argparse.Namespace(**options)), home)
+    rows = read_rows(data.validation)[: args.mazes]
+    grpo_run = home / "runs" / "curve-grpo"
+    manifest = json.loads((grpo_run / "manifest.json").read_text()) if (grpo_run / "manifest.json").is_file() else None
+    rollout = (manifest or {}).get("config", {}).get("rollout", {})
+    temperature, max_turns = float(rollout.get("temperature", 1.0)), rollout.get("max_turns")
+    policies = {"sft": None}
+    if st["grpo"].get("done") and (grpo_run / "adapter" / "adapter_model.safetensors").is_file():
+        policies["grpo"] = grpo_run / "adapter"
+    per: dict[str, dict[str, list[float]]] = {}
+    model_dir = root / st["sft"]["model_dir"]
+    for name, adapter in policies.items():
+        t0 = time.monotonic()
+        policy = load_policy(model_dir, adapter)
+        with torch.no_grad():
+            _, greedy = greedy_benchmark(policy, rows, max_turns=max_turns)
+            gen = torch.Generator().manual_seed(args.sampling_seed)
+            episodes = play_episodes(policy, rows, group_size=args.samples, temperature=temperature, max_turns=max_turns, generator=gen)
+        k = args.samples
+        solved = [[float(ep.metrics["solved"]) for ep in episodes[i * k : (i + 1) * k]] for i in range(len(rows))]
+        g = [float(m["solved"]) for m in greedy]
+        per[name] = {
+            "greedy": g,
+            "sampled": [sum(x) / k for x in solved],
+            "pass": [float(max(x)) for x in solved],
+            "found": [float(max(x) > 0 and gi == 0) for x, gi in zip(solved, g, strict=True)],
+        }
+        print(f"{name}: greedy {sum(g) / len(g):.3f}, sampled {sum(per[name]['sampled']) / len(g):.3f}, "
+              f"pass@{k} {sum(per[name]['pass']) / len(g):.3f} ({time.monotonic() - t0:.0f} s)", flush=True)  # fmt: skip
+    results: dict[str, Any] = {
+        "task": "maze (quickstart data: 3x3..5x5, turn limit 6)",
+        "split": "validation",
+        "mazes": len(rows),
+        "samples": args.samples,
+        "temperature": temperature,
+        "max_turns": max_turns,
+        "sft_revision": st["sft"]["revision"],
+        "grpo_steps": st["grpo"]["points"][-1]["step"] if "grpo" in policies else None,
+        "policies": {
+            name: {
+                "greedy_solve": _iv(v["greedy"]),
+                "sampled_solve": _iv(v["sampled"]),
+                f"pass_at_{args.samples}": _iv(v["pass"]),
+                "greedy_fails_a_sample_solves": _iv(v["found"]),
+                "per_maze": {"greedy": [int(x) for x in v["greedy"]], "sampled_solved": [round(x * args.samples) for x in v["sampled"]]},
+            }
+            for name, v in per.items()
+        },
+    }
+    if "grpo" in per:
+        results["grpo_minus_sft"] = {
+            key: _iv([a - b for a, b in zip(per["grpo"][key], per["sft"][key], strict=True)]) for key in ("greedy", "sampled", "pass")
+        }
+    params = {
+        "state": str(args.state),
+        "options": st["options"],
+        "samples": args.samples,
+        "mazes": len(rows),
+        "sampling_seed": args.sampling_seed,
+    }
+    with Recording(args.out.stem, params=params, path=args.out.resolve(), started_at=started) as rec:
+        rec.results = results
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from hyperpod_rl.errors import HyperpodRLError
 
@@ -926,6 +1031,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "unpack":
             unpack(args.source, args.state)
             return 0
+        if args.cmd == "explore":
+            return explore(args)
         print(render(args.results, args.png))
         return 0
     except (CurveError, HyperpodRLError) as err:
