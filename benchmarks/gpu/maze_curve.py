@@ -939,7 +939,7 @@ def explore(args: argparse.Namespace) -> int:
     from hyperpod_rl.quickstart import prepare_dataset
     from hyperpod_rl.tasks.maze import read_rows
 
-    started = time.time()
+    started, load = time.time(), list(os.getloadavg())
     root = args.state.resolve()
     try:
         st = json.loads((root / "state.json").read_text())
@@ -1011,7 +1011,7 @@ def explore(args: argparse.Namespace) -> int:
         "mazes": len(rows),
         "sampling_seed": args.sampling_seed,
     }
-    with Recording(args.out.stem, params=params, path=args.out.resolve(), started_at=started) as rec:
+    with Recording(args.out.stem, params=params, path=args.out.resolve(), started_at=started, load_avg_start=load) as rec:
         rec.results = results
     return 0
 
