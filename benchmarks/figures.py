@@ -1629,6 +1629,62 @@ def maze_sizes() -> str:
     return "\n".join(rows)
 
 
+#: ``maze_curve explore`` on the curve's two seeds (their SFT models and GRPO adapters at step 160).
+MAZE_EXPLORE: tuple[str, ...] = ("maze_explore_s0", "maze_explore_s1")
+
+
+def maze_explore() -> str:
+    """Block (docs/sft.md): per seed, the SFT model and the GRPO adapter on the validation mazes, greedy
+    against sampled (solve rates, pass@k, the share greedy fails and a sample solves), and GRPO less
+    SFT paired by maze; 95 % bootstrap intervals.
+
+    Raises:
+        ValueError: a record lacks the GRPO adapter's row or reads another split.
+    """
+    records = [load_result(name) for name in MAZE_EXPLORE]
+    if any(r["results"]["split"] != "validation" or "grpo_minus_sft" not in r["results"] for r in records):
+        raise ValueError(f"{', '.join(MAZE_EXPLORE)} must read validation and hold both the SFT model and the GRPO adapter")
+    first = records[0]
+    r0 = first["results"]
+    k = r0["samples"]
+    rows = [
+        f"`python -m benchmarks.gpu.maze_curve explore --state <seed's state> --out ...` on each seed's state from the GPU "
+        f"curve above (SFT model; GRPO adapter at step {r0['grpo_steps']}), measured {_provenance(first)}: the "
+        f"{r0['mazes']} validation mazes, one greedy episode and {k} sampled episodes a maze (temperature "
+        f"{r0['temperature']:g}, up to {r0['max_turns']} turns, constrained answers: as GRPO samples its groups), value [95 % "
+        "bootstrap interval over mazes].",
+        "",
+        f"| seed | model | greedy solve rate | sampled solve rate | pass@{k} | greedy fails, a sample solves |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        x = r["results"]
+        for name, label in (("sft", "SFT model"), ("grpo", f"GRPO adapter, step {x['grpo_steps']}")):
+            pol = x["policies"][name]
+            rows.append(
+                f"| {r['params']['options']['seed']} | {label} | {_ci(pol['greedy_solve'])} | {_ci(pol['sampled_solve'])} | "
+                f"{_ci(pol[f'pass_at_{k}'])} | {_ci(pol['greedy_fails_a_sample_solves'])} |"
+            )
+    rows += ["", "GRPO less SFT, paired by maze:", ""]
+    for r in records:
+        d = r["results"]["grpo_minus_sft"]
+        rows.append(
+            f"- seed {r['params']['options']['seed']}: greedy {_ci(d['greedy'], signed=True)}, sampled {_ci(d['sampled'], signed=True)}, "
+            f"pass@{k} {_ci(d['pass'], signed=True)}"
+        )
+    rows += ["", "The GRPO runs' own training batches (their `metrics.jsonl`), mean of the first and of the last 20 steps:", ""]
+    for r in records:
+        b = r["results"]["grpo_training_batches"]
+        first, last = b["first"], b["last"]
+        rows.append(
+            f"- seed {r['params']['options']['seed']}: policy entropy {first['entropy']:.3f} → {last['entropy']:.3f} nats a token; "
+            f"sampled solve rate {first['sampled_solve']:.3f} → {last['sampled_solve']:.3f}; pass@{b['group_size']} {first['pass_at_group']:.3f} → "
+            f"{last['pass_at_group']:.3f} (different mazes in each window)"
+        )
+    rows += ["", "Records: " + ", ".join(f"`benchmarks/results/{name}.json`" for name in MAZE_EXPLORE) + "."]
+    return "\n".join(rows)
+
+
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
@@ -1640,6 +1696,7 @@ PASSAGES: dict[str, Passage] = {
     "maze-curve": Passage("docs/sft.md", MAZE_CURVE, maze_curve, block=True),
     "maze-levers": Passage("docs/sft.md", tuple(MAZE_LEVERS), maze_levers, block=True),
     "maze-sizes": Passage("docs/sft.md", tuple(MAZE_SIZES), maze_sizes, block=True),
+    "maze-explore": Passage("docs/sft.md", MAZE_EXPLORE, maze_explore, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0], *PINNED_SIDES), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),

@@ -99,6 +99,8 @@ def test_smoke_run_pauses_resumes_packs_and_renders(tmp_path: Path) -> None:
         found = sum(g == 0 and n > 0 for g, n in zip(per["greedy"], per["sampled_solved"], strict=True)) / 6
         assert pol["greedy_fails_a_sample_solves"]["value"] == pytest.approx(found, abs=1e-4)
     assert set(ex["results"]["grpo_minus_sft"]) == {"greedy", "sampled", "pass"}
+    batches = ex["results"]["grpo_training_batches"]  # the smoke run's 4 steps: both windows hold all of them
+    assert batches["group_size"] == 2 and batches["first"] == batches["last"] and 0 < batches["first"]["entropy"]
     missing = _cli("explore", "--state", tmp_path / "nowhere", "--out", tmp_path / "x.json", home=tmp_path / "home")
     assert missing.returncode == 2 and missing.stderr.startswith("error: ") and "no readable state.json" in missing.stderr
 

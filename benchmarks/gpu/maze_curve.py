@@ -1001,6 +1001,20 @@ def explore(args: argparse.Namespace) -> int:
         },
     }
     if "grpo" in per:
+        # the GRPO run's own training batches, its first and last 20 steps (metrics.jsonl): where the policy changed
+        lines = _last_values(grpo_run / "metrics.jsonl", since=0)
+        group = st["options"]["group_size"]
+        keys = {
+            "entropy": "policy/policy_entropy",
+            "sampled_solve": "environment/solve_rate",
+            "pass_at_group": f"reward/avg_pass_at_{group}",
+        }
+        results["grpo_training_batches"] = {
+            "window_steps": 20,
+            "group_size": group,
+            "first": {name: _window(lines[:20], key) for name, key in keys.items()},
+            "last": {name: _window(lines[-20:], key) for name, key in keys.items()},
+        }
         results["grpo_minus_sft"] = {
             key: _iv([a - b for a, b in zip(per["grpo"][key], per["sft"][key], strict=True)]) for key in ("greedy", "sampled", "pass")
         }
