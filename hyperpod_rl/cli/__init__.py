@@ -179,7 +179,8 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     the run directory records no end). A run whose cluster was restarted, or with no cluster
     up, reads its recorded end. Unlike 'ray job status', which exits 0 whatever the job did,
     this matches 'job submit --follow' and 'job logs --follow'. A run id that matches no run
-    is said to be unknown, as 'runs show' says it.
+    is said to be unknown, as 'runs show' says it. Each damaged file of the run gets a warning
+    on standard error with the way back, as 'runs show' gives it; the exit code stays the status's.
     """
     from hyperpod_rl.jobs import run_status
 
@@ -194,6 +195,7 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     console.print(
         f"{run_id} ({status.submission_id}): {status.status} {cli_words(status.detail)}{run_says}", soft_wrap=True, highlight=False
     )
+    _runs.warn_if_damaged(run_id)  # a damaged file a later command needs: said now, with the way back
     if status.exit_code:
         raise typer.Exit(code=status.exit_code)
 
