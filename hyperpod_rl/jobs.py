@@ -68,6 +68,7 @@ __all__ = [
     "recorded_steps",
     "reproduce_run",
     "reproduction",
+    "resubmission_note",
     "run_jobs",
     "run_status",
     "stop_and_record",
@@ -934,6 +935,51 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     _, status = _stop_job(client, job.submission_id, paths, timeout_s, source="hyperpod-rl job stop")
     assert status is not None
     return job, status
+
+
+def resubmission_note(run: RunPaths) -> str | None:
+    """What submitting ``run`` again will do, when its newest job ended without finishing it:
+    stopped (``hyperpod-rl job stop``, :func:`stop_run`, a dashboard stop) or failed; None for a
+    run never submitted, still running, or finished (the caller refuses those).
+
+    A new job resumes from the run's newest checkpoint whose checksums match (what the trainer
+    does, :func:`hyperpod_rl.runs.files.latest_valid_checkpoint`), or trains from step 0 when it
+    kept none; the note names the job that ended, how and when (as its run directory records
+    it), the checkpoint's step and the run's last. ``hyperpod-rl quickstart --resume`` and
+    ``hyperpod-rl job submit`` say it before they submit.
+    """
+    import warnings
+
+    from hyperpod_rl.runs import read_provenance
+    from hyperpod_rl.runs.files import latest_valid_checkpoint
+
+    summary = summarize(run) if run.root.is_dir() else None
+    if summary is None or summary.submission_id is None or summary.status not in ("stopped", "failed"):
+        return None
+    try:
+        ended = (read_provenance(run.root) or {}).get("ended") or {}
+    except HyperpodRLError:
+        ended = {}
+    if ended.get("submission_id") != summary.submission_id:
+        ended = {}
+    source, at = str(ended.get("source") or ""), str(ended.get("at") or "").replace("T", " ").rstrip("Z")
+    when = f" at {at} UTC" if at else ""
+    if summary.status == "stopped" and source.startswith(("hyperpod-rl job stop", "hyperpod_rl.stop_run")):
+        how = f"was stopped by the user ({source.split(' (')[0]}{when})"
+    elif summary.status == "stopped":
+        how = f"was stopped{when} ({source or 'recorded stopped'})"
+    else:
+        how = f"failed{when} (hyperpod-rl job logs {run.run_id} shows why)"
+    with warnings.catch_warnings():  # a damaged newer checkpoint: the trainer says so as it skips it
+        warnings.simplefilter("ignore")
+        checkpoint = latest_valid_checkpoint(run.checkpoints)
+    total = f" of {summary.total_steps}" if summary.total_steps else ""
+    if checkpoint is None:
+        start = f"which trains from step 0{total}: the run kept no checkpoint"
+    else:
+        step = int(checkpoint.name.removeprefix("step_"))
+        start = f"which resumes from the run's newest checkpoint, {checkpoint.name} (step {step}{total})"
+    return f"run {run.run_id}'s job {summary.submission_id} {how}; submitting it again starts a new job, {start}"
 
 
 def reconcile_statuses(

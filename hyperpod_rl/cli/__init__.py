@@ -137,13 +137,15 @@ def job_submit(
     """Submit a run config file as a detached Ray Job (resubmitting a run id resumes it).
 
     The config is validated, and checked against the cluster's resources, before anything is
-    submitted. Exit code: 0 when submitted (with --follow: when the job succeeded), 1 when a
-    followed job did not succeed, 2 on bad input.
+    submitted. Resubmitting a run whose job was stopped or failed first says so in a note, and
+    where the new job starts (its newest checkpoint, or step 0). Exit code: 0 when submitted
+    (with --follow: when the job succeeded), 1 when a followed job did not succeed, 2 on bad input.
     """
     import warnings
 
     from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.jobs import submit_run
+    from hyperpod_rl.jobs import resubmission_note, submit_run
+    from hyperpod_rl.runs import run_paths
 
     overrides = {}
     if from_run is not None:
@@ -154,6 +156,10 @@ def job_submit(
     with handled():
         run = RunConfig.from_file(config, **overrides)
     client = job_client(address)
+    with handled():
+        note = None if fresh else resubmission_note(run_paths(run.run_id))
+    if note:  # a stopped or failed run: say where the new job starts, before it is submitted
+        print_note(note)
     with handled(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         handle = submit_run(client, run, python=python, fresh=fresh)

@@ -23,6 +23,7 @@ from hyperpod_rl.cli._common import (
     model_options,
     options_of,
     output_file,
+    print_note,
     writing,
 )
 from hyperpod_rl.errors import HyperpodRLError
@@ -41,6 +42,10 @@ class _Phases:
 
     def __call__(self, phase: Phase) -> None:
         n = phase.counter  # among the steps this quickstart runs: --no-serve ends at 8/8
+        if phase.note:
+            self.stop()
+            print_note(phase.note, out=console)
+            return
         if not phase.done:
             if phase.name not in ("train", "sft"):  # training shows its own progress bar
                 self.status = console.status(f"{n} {phase.description}")
