@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from hyperpod_rl.cli._common import (
     Address,
@@ -276,13 +276,19 @@ def _task_metrics(rec: object) -> tuple[str, list[str]]:
         return name, list(seen)
 
 
-def _figure(ev: dict, metric: str) -> str:
-    """``"<value> [<low>, <high>]"`` of one metric of an evaluation record (empty when it lacks it)."""
+def _figure(ev: dict, metric: str, *, narrow: bool = False) -> str:
+    """``"<value> [<low>, <high>]"`` of one metric of an evaluation record (empty when it lacks
+    it); ``narrow``: the interval's bounds without their leading zero, ``0.420 [.355,.485]``."""
     value = (ev.get("metrics") or {}).get(metric)
     if not isinstance(value, (int, float)):
         return ""
     ci = (ev.get("ci") or {}).get(metric)
-    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    if not ci:
+        return f"{value:.3f}"
+    if narrow:
+        low, high = (re.sub(r"^(-?)0\.", r"\1.", f"{bound:.3f}") for bound in ci)
+        return f"{value:.3f} [{low},{high}]"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 @app.command("show")
@@ -337,16 +343,27 @@ def show(
         )
     name, metrics = _task_metrics(rec)
     console.print(f"task: {name}" + (f" (primary metric {metrics[0]})" if metrics else ""))
-    if rec.evals:
+    shown = [(label, ev) for label, ev in rec.evals.items() if ev.get("metrics")]  # a saved comparison has no figures of its own
+    if shown:
+        # one line an evaluation, as the other tables (fitted_table): at a narrow terminal the
+        # intervals without their leading zeros, then the last metric, the item count and the
+        # other metrics after the primary one left out, in that order
         items = "mazes" if name == "maze" else "items"
-        table = Table(title=f"evaluations (95% bootstrap intervals) · task {name}")
-        for col in ("label", items, *(m.replace("_", " ") for m in metrics)):
-            table.add_column(col)
-        for label, ev in rec.evals.items():
-            if not ev.get("metrics"):  # e.g. a saved comparison: no figures of its own
-                continue
-            table.add_row(label, str(ev.get("num_mazes") or ""), *(_figure(ev, m) for m in metrics))
-        console.print(table)
+        count = TableColumn(items, [str(ev.get("num_mazes") or "") for _, ev in shown], justify="right")
+        columns = [TableColumn("label", [escape(label) for label, _ in shown]), count]
+        for i, metric in enumerate(metrics):
+            columns.append(
+                TableColumn(
+                    metric.replace("_", " "),
+                    [_figure(ev, metric) for _, ev in shown],
+                    narrow_cells=[_figure(ev, metric, narrow=True) for _, ev in shown],
+                    narrow_note="[.355,.485]: the 95% interval 0.355 to 0.485" if i == 0 else None,
+                )
+            )
+        later = columns[2:][1:][::-1]  # the metrics after the primary one, last first
+        for drop, column in enumerate([*later[:1], count, *later[1:]], 1):
+            column.drop = drop
+        console.print(fitted_table(columns, title=f"evaluations (95% bootstrap intervals) · task {name}"))
     for note in rec.notes:
         console.print(escape(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}"))
     _warn_damaged(damaged)
