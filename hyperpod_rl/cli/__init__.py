@@ -105,17 +105,31 @@ def local_status() -> None:
 
 @local_app.command("stop")
 def local_stop() -> None:
-    """Stop the local cluster (only its own Ray processes), or what a killed start left running."""
-    from hyperpod_rl.cluster.local import current_local_cluster, local_temp_dir, stop_cluster_processes
+    """Stop the local cluster (only its own Ray processes), or what a killed start left running.
+
+    Its Ray logs (its jobs' logs among them, a failed one's traceback too) are kept, as 'ray stop'
+    keeps them, and said where; only the last cluster's: its stop removes those of the clusters
+    stopped before it.
+    """
+    from hyperpod_rl.cluster.local import current_local_cluster, keep_last_session, local_temp_dir, stop_cluster_processes
 
     cluster = current_local_cluster()
     if cluster is None:
         # a start killed before it recorded its state leaves Ray processes with this data dir's temp dir
         leftover = stop_cluster_processes(local_temp_dir())
+        logs = keep_last_session(local_temp_dir())
         console.print("no local cluster recorded" + (f"; stopped {leftover} Ray processes a killed start left running" if leftover else ""))
-        return
-    cluster.stop()
-    console.print("local Ray cluster stopped")
+    else:
+        cluster.stop()
+        logs = keep_last_session(cluster.state.temp_dir)
+        console.print("local Ray cluster stopped")
+    if logs is not None:
+        console.print(
+            f"the local cluster's Ray logs (its jobs': job-driver-hprl-<run id>-<N>.log) are kept in {logs.path} ({logs.size}); "
+            "the next cluster's stop replaces them",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 # ---------------------------------------------------------------------------- jobs
