@@ -58,6 +58,7 @@ __all__ = [
     "follow_run",
     "format_duration",
     "job_logs",
+    "jobs_off_cluster",
     "latest_job",
     "latest_submission",
     "local_problems",
@@ -1229,6 +1230,31 @@ def list_runs(client: Any) -> list[dict[str, Any]]:
             }
         )
     out.sort(key=lambda r: r["start_time_ms"] or 0, reverse=True)
+    return out
+
+
+def jobs_off_cluster(cluster_jobs: list[dict[str, Any]], storage: str | Path | None = None) -> list[dict[str, Any]]:
+    """The runs of the run store whose newest job is not among ``cluster_jobs`` (:func:`list_runs`
+    of a cluster that answered): submitted to a cluster since restarted, or to another one. Their
+    run directories still hold them, so ``hyperpod-rl job list`` lists them beside the cluster's.
+
+    Returns:
+        Newest change first, one dict per run: ``run_id``, ``submission_id`` (its newest),
+        ``status`` (the end its run directory records, upper case, else ``LOST``: the rule of
+        :func:`run_status` for a cluster that answers and does not know the job), ``step``,
+        ``total_steps``.
+    """
+    from hyperpod_rl.runs import list_runs as store_runs
+
+    known = {job["submission_id"] for job in cluster_jobs}
+    out = []
+    for r in store_runs(storage):
+        if r.submission_id is None or r.submission_id in known:
+            continue
+        status = _decide(r.run_id, None, r, answered=True)
+        out.append(
+            {"run_id": r.run_id, "submission_id": r.submission_id, "status": status.status, "step": r.step, "total_steps": r.total_steps}
+        )
     return out
 
 

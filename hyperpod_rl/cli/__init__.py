@@ -334,17 +334,19 @@ def _said_ended(run_id: str, how: str) -> None:
 
 @job_app.command("list")
 def job_list(address: str | None = Address) -> None:
-    """hyperpod-rl jobs on the cluster (the local one unless --address).
+    """hyperpod-rl jobs on the cluster (the local one unless --address), and the runs whose newest job it does not know.
 
-    When the cluster is not running, the jobs the run directories record are listed instead, each
-    with the end its run directory records (UNKNOWN: none), after a note on standard error that says so.
+    A run submitted to a cluster that was restarted since (or to another one) is still in its run
+    directory: it is listed after the cluster's jobs, marked 'run dir' and with the end its run
+    directory records (LOST: none), after a note on standard error that says so. When the cluster
+    is not running, the jobs the run directories record are listed instead, each with the end its
+    run directory records (UNKNOWN: none), after a note that says so.
     """
-    from hyperpod_rl.jobs import list_runs, overview
+    from hyperpod_rl.jobs import jobs_off_cluster, list_runs, overview
+    from hyperpod_rl.runs import runs_root
 
     client, unreachable = reachable_client(address)
     if client is None:
-        from hyperpod_rl.runs import runs_root
-
         with handled():
             recorded = [row for row in overview(None) if row["submission_id"]]
         print_note(
@@ -356,10 +358,18 @@ def job_list(address: str | None = Address) -> None:
         return
     with handled():
         rows = list_runs(client)
+        off = jobs_off_cluster(rows)
     started = [
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-" for row in rows
     ]
-    columns = [*_job_columns(rows), TableColumn("status", [row["status"] for row in rows])]
+    columns = [*_job_columns([*rows, *off]), TableColumn("status", [row["status"] for row in [*rows, *off]])]
+    if off:  # jobs the cluster does not know: from their run directories, and marked so
+        print_note(
+            f"{len(off)} run(s) below have a newest job this cluster does not know (it was restarted since, or they ran on another): "
+            f"listed from their run directories under {runs_root()} (marked 'run dir'), with the end each records (LOST: none)"
+        )
+        columns.append(TableColumn("from", ["cluster"] * len(rows) + ["run dir"] * len(off)))
+        started += ["-"] * len(off)
     console.print(fitted_table([*columns, TableColumn("started", started, narrow_cells=[s[5:] for s in started], drop=1)]))
 
 
