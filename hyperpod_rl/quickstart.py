@@ -74,6 +74,7 @@ __all__ = [
     "QuickstartOptions",
     "QuickstartSummary",
     "check_serve_port",
+    "check_start",
     "default_run_id",
     "follow_quietly",
     "follow_with_tqdm",
@@ -782,14 +783,9 @@ def run(
     """
     storage = storage or storage_root()
     rid = opts.run_id or default_run_id()
+    check_start(opts, storage=storage, resume=resume, run_id=rid)
     paths = run_paths(rid, storage=storage)
     sft_paths = run_paths(sft_run_id(rid), storage=storage) if opts.sft else None
-    if resume:
-        _check_resume(opts, rid, paths)
-    else:
-        _check_new(rid, paths, sft_paths)
-    if opts.serve:
-        check_serve_port(opts.serve_port)
     write_json(paths.quickstart_options, {**opts.model_dump(mode="json"), "run_id": rid})
     order = [
         name
@@ -804,6 +800,28 @@ def run(
         raise
     except KeyboardInterrupt as err:
         raise flow.interrupted(getattr(err, "signum", signal.SIGINT)) from None
+
+
+def check_start(opts: QuickstartOptions, *, storage: Path | None = None, resume: bool = False, run_id: str | None = None) -> None:
+    """The checks :func:`run` makes before it writes or starts anything, for a front-end to make
+    before it shows anything (``hyperpod-rl quickstart`` says an error before its header): the
+    run id is new (a quickstart that did not finish is resumed, not started again), or with
+    ``resume``, the run is a quickstart's and ``opts`` are the options it started with; and the
+    serve port is free. ``run_id``: the run's id when ``opts`` leave it to :func:`run` (a new one).
+
+    Raises:
+        ConfigError: what :func:`run` would raise for these (its ``Raises``).
+    """
+    storage = storage or storage_root()
+    rid = run_id or opts.run_id
+    if rid is not None:
+        paths = run_paths(rid, storage=storage)
+        if resume:
+            _check_resume(opts, rid, paths)
+        else:
+            _check_new(rid, paths, run_paths(sft_run_id(rid), storage=storage) if opts.sft else None)
+    if opts.serve:
+        check_serve_port(opts.serve_port)
 
 
 class _Terminated(KeyboardInterrupt):
