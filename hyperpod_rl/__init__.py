@@ -14,7 +14,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from hyperpod_rl.paths import keep_torch_cache as _keep_torch_cache
+
 __version__ = "0.1.0"
+
+_keep_torch_cache()  # TorchInductor's cache in ~/.cache/hyperpod-rl, not an empty folder left in TMPDIR
 
 _EXPORTS: dict[str, str] = {
     # config and cluster specs

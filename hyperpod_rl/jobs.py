@@ -58,6 +58,7 @@ __all__ = [
     "follow_run",
     "format_duration",
     "job_logs",
+    "jobs_off_cluster",
     "latest_job",
     "latest_submission",
     "local_problems",
@@ -68,6 +69,7 @@ __all__ = [
     "recorded_steps",
     "reproduce_run",
     "reproduction",
+    "resubmission_note",
     "run_jobs",
     "run_status",
     "stop_and_record",
@@ -936,6 +938,51 @@ def stop_and_record(client: Any, run_id: str, run_dir: Path | None = None, *, ti
     return job, status
 
 
+def resubmission_note(run: RunPaths) -> str | None:
+    """What submitting ``run`` again will do, when its newest job ended without finishing it:
+    stopped (``hyperpod-rl job stop``, :func:`stop_run`, a dashboard stop) or failed; None for a
+    run never submitted, still running, or finished (the caller refuses those).
+
+    A new job resumes from the run's newest checkpoint whose checksums match (what the trainer
+    does, :func:`hyperpod_rl.runs.files.latest_valid_checkpoint`), or trains from step 0 when it
+    kept none; the note names the job that ended, how and when (as its run directory records
+    it), the checkpoint's step and the run's last. ``hyperpod-rl quickstart --resume`` and
+    ``hyperpod-rl job submit`` say it before they submit.
+    """
+    import warnings
+
+    from hyperpod_rl.runs import read_provenance
+    from hyperpod_rl.runs.files import latest_valid_checkpoint
+
+    summary = summarize(run) if run.root.is_dir() else None
+    if summary is None or summary.submission_id is None or summary.status not in ("stopped", "failed"):
+        return None
+    try:
+        ended = (read_provenance(run.root) or {}).get("ended") or {}
+    except HyperpodRLError:
+        ended = {}
+    if ended.get("submission_id") != summary.submission_id:
+        ended = {}
+    source, at = str(ended.get("source") or ""), str(ended.get("at") or "").replace("T", " ").rstrip("Z")
+    when = f" at {at} UTC" if at else ""
+    if summary.status == "stopped" and source.startswith(("hyperpod-rl job stop", "hyperpod_rl.stop_run")):
+        how = f"was stopped by the user ({source.split(' (')[0]}{when})"
+    elif summary.status == "stopped":
+        how = f"was stopped{when} ({source or 'recorded stopped'})"
+    else:
+        how = f"failed{when} (hyperpod-rl job logs {run.run_id} shows why)"
+    with warnings.catch_warnings():  # a damaged newer checkpoint: the trainer says so as it skips it
+        warnings.simplefilter("ignore")
+        checkpoint = latest_valid_checkpoint(run.checkpoints)
+    total = f" of {summary.total_steps}" if summary.total_steps else ""
+    if checkpoint is None:
+        start = f"which trains from step 0{total}: the run kept no checkpoint"
+    else:
+        step = int(checkpoint.name.removeprefix("step_"))
+        start = f"which resumes from the run's newest checkpoint, {checkpoint.name} (step {step}{total})"
+    return f"run {run.run_id}'s job {summary.submission_id} {how}; submitting it again starts a new job, {start}"
+
+
 def reconcile_statuses(
     client: Any, storage: str | Path | None = None, *, run_ids: list[str] | None = None, unrecorded: dict[str, str] | None = None
 ) -> dict[str, str]:
@@ -1183,6 +1230,31 @@ def list_runs(client: Any) -> list[dict[str, Any]]:
             }
         )
     out.sort(key=lambda r: r["start_time_ms"] or 0, reverse=True)
+    return out
+
+
+def jobs_off_cluster(cluster_jobs: list[dict[str, Any]], storage: str | Path | None = None) -> list[dict[str, Any]]:
+    """The runs of the run store whose newest job is not among ``cluster_jobs`` (:func:`list_runs`
+    of a cluster that answered): submitted to a cluster since restarted, or to another one. Their
+    run directories still hold them, so ``hyperpod-rl job list`` lists them beside the cluster's.
+
+    Returns:
+        Newest change first, one dict per run: ``run_id``, ``submission_id`` (its newest),
+        ``status`` (the end its run directory records, upper case, else ``LOST``: the rule of
+        :func:`run_status` for a cluster that answers and does not know the job), ``step``,
+        ``total_steps``.
+    """
+    from hyperpod_rl.runs import list_runs as store_runs
+
+    known = {job["submission_id"] for job in cluster_jobs}
+    out = []
+    for r in store_runs(storage):
+        if r.submission_id is None or r.submission_id in known:
+            continue
+        status = _decide(r.run_id, None, r, answered=True)
+        out.append(
+            {"run_id": r.run_id, "submission_id": r.submission_id, "status": status.status, "step": r.step, "total_steps": r.total_steps}
+        )
     return out
 
 

@@ -74,6 +74,7 @@ __all__ = [
     "QuickstartOptions",
     "QuickstartSummary",
     "check_serve_port",
+    "check_start",
     "default_run_id",
     "follow_quietly",
     "follow_with_tqdm",
@@ -555,6 +556,9 @@ class Phase:
             :data:`PHASES`.
         total: how many steps this quickstart runs (``--no-serve``, ``--no-sft`` and a caller's
             cluster leave some out); 0: all of :data:`PHASES`.
+        note: when not empty, this is no start or end but a line to show the user before the
+            step goes on, e.g. that a stopped job is submitted again and where the new one
+            starts (:func:`hyperpod_rl.jobs.resubmission_note`); ``done`` is False.
     """
 
     name: str
@@ -564,6 +568,7 @@ class Phase:
     text: str = ""
     number: int = 0
     total: int = 0
+    note: str = ""
 
     @property
     def description(self) -> str:
@@ -728,7 +733,9 @@ def print_phase(phase: Phase) -> None:
     :func:`run`'s default ``on_phase``: plain ``print`` lines, which a notebook cell, a terminal
     and a piped log all show as they come.
     """
-    if phase.done:
+    if phase.note:
+        print(f"note: {phase.note}", flush=True)
+    elif phase.done:
         print(f"✓ {phase.counter} {phase.message} ({phase.seconds:.0f} s)", flush=True)
     else:
         print(f"{phase.counter} {phase.description} ...", flush=True)
@@ -776,14 +783,9 @@ def run(
     """
     storage = storage or storage_root()
     rid = opts.run_id or default_run_id()
+    check_start(opts, storage=storage, resume=resume, run_id=rid)
     paths = run_paths(rid, storage=storage)
     sft_paths = run_paths(sft_run_id(rid), storage=storage) if opts.sft else None
-    if resume:
-        _check_resume(opts, rid, paths)
-    else:
-        _check_new(rid, paths, sft_paths)
-    if opts.serve:
-        check_serve_port(opts.serve_port)
     write_json(paths.quickstart_options, {**opts.model_dump(mode="json"), "run_id": rid})
     order = [
         name
@@ -798,6 +800,28 @@ def run(
         raise
     except KeyboardInterrupt as err:
         raise flow.interrupted(getattr(err, "signum", signal.SIGINT)) from None
+
+
+def check_start(opts: QuickstartOptions, *, storage: Path | None = None, resume: bool = False, run_id: str | None = None) -> None:
+    """The checks :func:`run` makes before it writes or starts anything, for a front-end to make
+    before it shows anything (``hyperpod-rl quickstart`` says an error before its header): the
+    run id is new (a quickstart that did not finish is resumed, not started again), or with
+    ``resume``, the run is a quickstart's and ``opts`` are the options it started with; and the
+    serve port is free. ``run_id``: the run's id when ``opts`` leave it to :func:`run` (a new one).
+
+    Raises:
+        ConfigError: what :func:`run` would raise for these (its ``Raises``).
+    """
+    storage = storage or storage_root()
+    rid = run_id or opts.run_id
+    if rid is not None:
+        paths = run_paths(rid, storage=storage)
+        if resume:
+            _check_resume(opts, rid, paths)
+        else:
+            _check_new(rid, paths, run_paths(sft_run_id(rid), storage=storage) if opts.sft else None)
+    if opts.serve:
+        check_serve_port(opts.serve_port)
 
 
 class _Terminated(KeyboardInterrupt):
@@ -971,6 +995,11 @@ class _Flow:
         self.done.add(name)
         return out
 
+    def note(self, name: str, text: str) -> None:
+        """Show ``text`` before step ``name`` goes on (a :class:`Phase` with its ``note``)."""
+        place = {"number": self.order.index(name) + 1, "total": len(self.order)}
+        self.notify(Phase(name, done=False, text=phase_text(name, self.task), note=text, **place))
+
     def interrupted(self, signum: int = signal.SIGINT) -> QuickstartInterrupted:
         """What the interrupt (the signal ``signum``) left undone, and the job that keeps running."""
         now = self.order.index(self.phase) if self.phase in self.order else -1
@@ -1111,13 +1140,16 @@ def _train_job(flow: _Flow, client: Any, follow: Follow, config: RunConfig, run:
     Raises:
         JobError: the job did not succeed.
     """
-    from hyperpod_rl.jobs import latest_submission, run_jobs, submit_run
+    from hyperpod_rl.jobs import latest_submission, resubmission_note, run_jobs, submit_run
 
     flow.phase = phase
     if flow.resume and (run.adapter / "adapter_model.safetensors").is_file():
         done = latest_submission(run.root)
         return str(flow.step(phase, lambda: done, lambda sid: f"job {sid} ended SUCCEEDED", found=done))
     live = [job for job in run_jobs(client, config.run_id, run.root) if job.alive] if flow.resume else []
+    note = resubmission_note(run) if flow.resume and not live else None
+    if note:  # a job stopped (or failed) since: said before the new one is submitted
+        flow.note(phase, note)
     submission_id = live[-1].submission_id if live else submit_run(client, config, run.root).submission_id
     flow.job = submission_id
     status = flow.step(

@@ -9,6 +9,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -260,11 +261,18 @@ def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_resta
     * two starts with one data dir (A) start one Ray head (issue 42 item 5): the second waits for the
       data dir's start lock, then reuses the first one's cluster; none is left running unrecorded;
     * B's state file names a cluster that is gone (e.g. after a reboot): a fresh cluster is started,
-      and said so.
+      and said so;
+    * what a stopped cluster leaves in TMPDIR (a new user's report: Ray's session logs unannounced
+      and an empty ``torchinductor_*`` folder): A runs a job that imports torch's compiler stack and
+      fails; ``local stop`` says where the last session's logs are kept (the failed job's driver log
+      among them), removes an earlier session's, and no ``torchinductor_*`` folder appears in TMPDIR
+      (``import hyperpod_rl`` points TorchInductor's cache at ``~/.cache/hyperpod-rl``:
+      tests/test_local_stop_leftovers.py).
 
     Slow: two real clusters start at once beside the session's (about 130 s on 2 cores); that they
-    start is the test. One scenario for the three reports: each cluster start costs about 45 s."""
-    from hyperpod_rl.cluster.local import local_temp_dir
+    start is the test. One scenario for the four reports: each cluster start costs about 45 s."""
+    from hyperpod_rl.cluster.local import current_local_cluster, local_temp_dir
+    from hyperpod_rl.jobs import wait_terminal
 
     home_a, home_b = tmp_path / "a", tmp_path / "b"
     home_b.mkdir()
@@ -290,8 +298,13 @@ def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_resta
             temp_dirs.append(local_temp_dir())
     cli = [sys.executable, "-m", "hyperpod_rl.cli"]
 
-    def env_of(home: Path) -> dict[str, str]:
-        return {**os.environ, "HYPERPOD_RL_HOME": str(home), "COLUMNS": "300"}
+    def env_of(home: Path) -> dict[str, str]:  # no TorchInductor setting of make test's: the package's own applies
+        env = {**os.environ, "HYPERPOD_RL_HOME": str(home), "COLUMNS": "300"}
+        env.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        return env
+
+    tmp = Path(tempfile.gettempdir())
+    inductor_before = set(tmp.glob("torchinductor_*"))
 
     procs = [
         subprocess.Popen(
@@ -336,6 +349,16 @@ def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_resta
         for state in states:  # the Ray temp dirs are in this user's private 0700 directory
             assert Path(state["temp_dir"]).parent == private_tmp_dir() and stat.S_IMODE(private_tmp_dir().stat().st_mode) == 0o700
         assert local_cluster.is_alive()  # the session's cluster was left alone
+        # what A's stop will leave: an earlier session of A's data dir, and a failed job that imported torch._dynamo
+        earlier = Path(states[0]["temp_dir"]) / "session_2020-01-01_00-00-00_000000_1"
+        (earlier / "logs").mkdir(parents=True)
+        with monkeypatch.context() as env:
+            env.setenv("HYPERPOD_RL_HOME", str(home_a))
+            cluster_a = current_local_cluster()
+        assert cluster_a is not None
+        job = f"hprl-leftovers-{int(time.time())}-1"
+        cluster_a.job_client().submit_job(entrypoint=f"{sys.executable} -c 'import torch._dynamo, sys; sys.exit(3)'", submission_id=job)
+        assert wait_terminal(cluster_a.job_client(), job, 300) == "FAILED"
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -347,6 +370,13 @@ def test_starts_at_the_same_moment_one_head_per_data_dir_and_a_stale_state_resta
         ]
     assert [s.returncode for s in stops] == [0, 0], [s.stderr[-2000:] for s in stops]
     assert [_processes_with(temp_dir) for temp_dir in temp_dirs] == [[], []]
+    said = " ".join(stops[0].stdout.split())
+    assert said.startswith("local Ray cluster stopped the local cluster's Ray logs (its jobs': job-driver-hprl-<run id>-<N>.log) "), said
+    logs = Path(said.split(" are kept in ")[1].split(" (")[0])
+    assert logs.parent.parent == Path(states[0]["temp_dir"]) and (logs / f"job-driver-{job}.log").is_file(), said
+    assert said.endswith(("MB); the next cluster's stop replaces them", "kB); the next cluster's stop replaces them")), said
+    assert not earlier.exists()
+    assert set(tmp.glob("torchinductor_*")) == inductor_before
 
 
 @pytest.mark.job

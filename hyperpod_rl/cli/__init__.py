@@ -105,17 +105,31 @@ def local_status() -> None:
 
 @local_app.command("stop")
 def local_stop() -> None:
-    """Stop the local cluster (only its own Ray processes), or what a killed start left running."""
-    from hyperpod_rl.cluster.local import current_local_cluster, local_temp_dir, stop_cluster_processes
+    """Stop the local cluster (only its own Ray processes), or what a killed start left running.
+
+    Its Ray logs (its jobs' logs among them, a failed one's traceback too) are kept, as 'ray stop'
+    keeps them, and said where; only the last cluster's: its stop removes those of the clusters
+    stopped before it.
+    """
+    from hyperpod_rl.cluster.local import current_local_cluster, keep_last_session, local_temp_dir, stop_cluster_processes
 
     cluster = current_local_cluster()
     if cluster is None:
         # a start killed before it recorded its state leaves Ray processes with this data dir's temp dir
         leftover = stop_cluster_processes(local_temp_dir())
+        logs = keep_last_session(local_temp_dir())
         console.print("no local cluster recorded" + (f"; stopped {leftover} Ray processes a killed start left running" if leftover else ""))
-        return
-    cluster.stop()
-    console.print("local Ray cluster stopped")
+    else:
+        cluster.stop()
+        logs = keep_last_session(cluster.state.temp_dir)
+        console.print("local Ray cluster stopped")
+    if logs is not None:
+        console.print(
+            f"the local cluster's Ray logs (its jobs': job-driver-hprl-<run id>-<N>.log) are kept in {logs.path} ({logs.size}); "
+            "the next cluster's stop replaces them",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 # ---------------------------------------------------------------------------- jobs
@@ -137,13 +151,15 @@ def job_submit(
     """Submit a run config file as a detached Ray Job (resubmitting a run id resumes it).
 
     The config is validated, and checked against the cluster's resources, before anything is
-    submitted. Exit code: 0 when submitted (with --follow: when the job succeeded), 1 when a
-    followed job did not succeed, 2 on bad input.
+    submitted. Resubmitting a run whose job was stopped or failed first says so in a note, and
+    where the new job starts (its newest checkpoint, or step 0). Exit code: 0 when submitted
+    (with --follow: when the job succeeded), 1 when a followed job did not succeed, 2 on bad input.
     """
     import warnings
 
     from hyperpod_rl.config.run import RunConfig
-    from hyperpod_rl.jobs import submit_run
+    from hyperpod_rl.jobs import resubmission_note, submit_run
+    from hyperpod_rl.runs import run_paths
 
     overrides = {}
     if from_run is not None:
@@ -154,6 +170,10 @@ def job_submit(
     with handled():
         run = RunConfig.from_file(config, **overrides)
     client = job_client(address)
+    with handled():
+        note = None if fresh else resubmission_note(run_paths(run.run_id))
+    if note:  # a stopped or failed run: say where the new job starts, before it is submitted
+        print_note(note)
     with handled(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         handle = submit_run(client, run, python=python, fresh=fresh)
@@ -179,7 +199,8 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     the run directory records no end). A run whose cluster was restarted, or with no cluster
     up, reads its recorded end. Unlike 'ray job status', which exits 0 whatever the job did,
     this matches 'job submit --follow' and 'job logs --follow'. A run id that matches no run
-    is said to be unknown, as 'runs show' says it.
+    is said to be unknown, as 'runs show' says it. Each damaged file of the run gets a warning
+    on standard error with the way back, as 'runs show' gives it; the exit code stays the status's.
     """
     from hyperpod_rl.jobs import run_status
 
@@ -194,6 +215,7 @@ def job_status(run_id: str, address: str | None = Address) -> None:
     console.print(
         f"{run_id} ({status.submission_id}): {status.status} {cli_words(status.detail)}{run_says}", soft_wrap=True, highlight=False
     )
+    _runs.warn_if_damaged(run_id)  # a damaged file a later command needs: said now, with the way back
     if status.exit_code:
         raise typer.Exit(code=status.exit_code)
 
@@ -312,17 +334,19 @@ def _said_ended(run_id: str, how: str) -> None:
 
 @job_app.command("list")
 def job_list(address: str | None = Address) -> None:
-    """hyperpod-rl jobs on the cluster (the local one unless --address).
+    """hyperpod-rl jobs on the cluster (the local one unless --address), and the runs whose newest job it does not know.
 
-    When the cluster is not running, the jobs the run directories record are listed instead, each
-    with the end its run directory records (UNKNOWN: none), after a note on standard error that says so.
+    A run submitted to a cluster that was restarted since (or to another one) is still in its run
+    directory: it is listed after the cluster's jobs, marked 'run dir' and with the end its run
+    directory records (LOST: none), after a note on standard error that says so. When the cluster
+    is not running, the jobs the run directories record are listed instead, each with the end its
+    run directory records (UNKNOWN: none), after a note that says so.
     """
-    from hyperpod_rl.jobs import list_runs, overview
+    from hyperpod_rl.jobs import jobs_off_cluster, list_runs, overview
+    from hyperpod_rl.runs import runs_root
 
     client, unreachable = reachable_client(address)
     if client is None:
-        from hyperpod_rl.runs import runs_root
-
         with handled():
             recorded = [row for row in overview(None) if row["submission_id"]]
         print_note(
@@ -334,10 +358,18 @@ def job_list(address: str | None = Address) -> None:
         return
     with handled():
         rows = list_runs(client)
+        off = jobs_off_cluster(rows)
     started = [
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["start_time_ms"] / 1000)) if row["start_time_ms"] else "-" for row in rows
     ]
-    columns = [*_job_columns(rows), TableColumn("status", [row["status"] for row in rows])]
+    columns = [*_job_columns([*rows, *off]), TableColumn("status", [row["status"] for row in [*rows, *off]])]
+    if off:  # jobs the cluster does not know: from their run directories, and marked so
+        print_note(
+            f"{len(off)} run(s) below have a newest job this cluster does not know (it was restarted since, or they ran on another): "
+            f"listed from their run directories under {runs_root()} (marked 'run dir'), with the end each records (LOST: none)"
+        )
+        columns.append(TableColumn("from", ["cluster"] * len(rows) + ["run dir"] * len(off)))
+        started += ["-"] * len(off)
     console.print(fitted_table([*columns, TableColumn("started", started, narrow_cells=[s[5:] for s in started], drop=1)]))
 
 

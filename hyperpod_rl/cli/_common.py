@@ -39,6 +39,7 @@ __all__ = [
     "flag_names",
     "follow_with_progress",
     "handled",
+    "help_paragraphs",
     "job_client",
     "local_client",
     "model_options",
@@ -190,15 +191,65 @@ _PLAIN_WORDS = (
 )
 
 
+def help_paragraphs(text: str | None) -> str | None:
+    """``text`` (a command's docstring or an option's help) as its ``--help`` shows it: each
+    paragraph one line, which the terminal wraps at its own width, the paragraphs apart. typer's
+    rich help keeps a docstring's own line breaks after its first paragraph, so a docstring
+    wrapped at 100 columns in the source showed as ragged lines. A paragraph click marks not to be
+    rewrapped (a line of ``\\b``) is kept as it is, as is all after a line of ``\\f``."""
+    if not text:
+        return text
+    body, cut, rest = inspect.cleandoc(text).partition("\f")
+    paragraphs = [p if p.startswith("\b") else " ".join(p.split()) for p in re.split(r"\n\s*\n", body.strip())]
+    return "\n\n".join(p for p in paragraphs if p) + (cut + rest if cut else "")
+
+
+def _untyped_flag(param: Any) -> Any:
+    """``param`` with no type shown in the help when it is a flag (``--follow``, ``--help``): typer
+    0.29's rich help lists a flag's Python type, ``--help <bool>``, though a flag takes no value."""
+    if param is not None and getattr(param, "is_flag", False) and not getattr(param, "count", False):
+        param.metavar = ""
+    return param
+
+
+def _plain_help(command: Any) -> None:
+    """Give ``command`` and its options their help as :func:`help_paragraphs` says, and its
+    flags, ``--help`` included, no type (:func:`_untyped_flag`); once."""
+    if getattr(command, "_hprl_help", False):
+        return
+    command.help = help_paragraphs(command.help)
+    for param in getattr(command, "params", []):
+        if getattr(param, "help", None):
+            param.help = help_paragraphs(param.help)
+        _untyped_flag(param)
+    made = command.get_help_option  # the --help option is made on first use
+    command.get_help_option = lambda ctx: _untyped_flag(made(ctx))
+    command._hprl_help = True
+
+
 class HprlGroup(TyperGroup):
     """A command group whose command-line usage errors (unknown option or command, missing
     argument, bad value) go through :func:`fail` too, instead of click's ``Error`` box; so does
     a ``UnicodeDecodeError`` from a file that is not UTF-8 (the commands read user files with
     :func:`hyperpod_rl.base.read_user_text`, which names the file; this is the net under it).
+    Its own help and its commands' show each paragraph as one line the terminal wraps
+    (:func:`help_paragraphs`), not the docstring's source line breaks.
 
     typer 0.29 vendors click, so its exceptions are caught through their public base
     :class:`typer.TyperException`; ``NoArgsIsHelpError`` (a bare group prints its help) is left alone.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _plain_help(self)
+        for command in self.commands.values():
+            _plain_help(command)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _plain_help(command)
+        return command
 
     @staticmethod
     def _usage(err: Exception) -> NoReturn:

@@ -23,6 +23,7 @@ from hyperpod_rl.cli._common import (
     model_options,
     options_of,
     output_file,
+    print_note,
     writing,
 )
 from hyperpod_rl.errors import HyperpodRLError
@@ -41,6 +42,10 @@ class _Phases:
 
     def __call__(self, phase: Phase) -> None:
         n = phase.counter  # among the steps this quickstart runs: --no-serve ends at 8/8
+        if phase.note:
+            self.stop()
+            print_note(phase.note, out=console)
+            return
         if not phase.done:
             if phase.name not in ("train", "sft"):  # training shows its own progress bar
                 self.status = console.status(f"{n} {phase.description}")
@@ -142,7 +147,7 @@ def quickstart(
 
     Ctrl-C (or SIGTERM, kill PID) stops it and says what was not done; hyperpod-rl quickstart --resume RUN_ID finishes it.
     """
-    from hyperpod_rl.quickstart import QuickstartInterrupted, default_run_id, resume_options, run
+    from hyperpod_rl.quickstart import QuickstartInterrupted, check_start, default_run_id, resume_options, run
 
     phases = _Phases()
     if summary_json is not None:  # checked before anything runs, not after the whole loop
@@ -169,6 +174,10 @@ def quickstart(
         opts = options_of(QuickstartOptions, options)
         if opts.run_id is None:
             opts = options_of(QuickstartOptions, {**options, "run_id": default_run_id()})
+    try:  # what the quickstart refuses before it starts is said before its header
+        check_start(opts, resume=resume is not None)
+    except HyperpodRLError as err:
+        fail(err)
     try:
         console.rule(f"[bold]hyperpod-rl quickstart[/] · run {opts.run_id}" + (" (resumed)" if resume else ""))
         summary = run(opts, on_phase=phases, follow=partial(follow_with_progress, detach=False), resume=resume is not None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,12 +18,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from hyperpod_rl.cli._common import (
     Address,
     HprlGroup,
     TableColumn,
+    cli_words,
     console,
     err_console,
     fail,
@@ -189,6 +190,7 @@ def list_cmd(
                 }
             )
         title = f"runs in {led.path}"
+        known = {r.run_id for r in led.list_runs(limit=1 << 30)}
     # each run on one line, whole (other commands take its id), as kubectl get lists: at a narrow
     # terminal shorter cells, then fewer columns, never a word broken over lines
     console.print(
@@ -223,6 +225,31 @@ def list_cmd(
             title=title,
         )
     )
+    _warn_damaged_runs([r["run"] for r in rows], known)
+
+
+def _warn_damaged_runs(shown: list[str], known: set[str]) -> None:
+    """``runs list``'s warnings: one line per listed run with a damaged file, and per run
+    directory the ledger could not import (its records damaged), naming the files and the
+    command that says the way back for each (``runs show``). The adapter's weights are checked
+    for their framing only here (not hashed: a list may hold many runs)."""
+    from hyperpod_rl.runs import damaged_files, runs_root
+
+    root = runs_root()
+    unread = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in known) if root.is_dir() else []
+    for run_id in [*shown, *unread]:
+        try:
+            damaged = damaged_files(root / run_id, weights=False)
+        except (HyperpodRLError, OSError):
+            continue
+        if damaged:
+            names = ", ".join(str(d.path.relative_to(root / run_id)) for d in damaged)
+            missing = "" if run_id in shown else " (not listed: the ledger could not read it)"
+            err_console.print(
+                f"[bold yellow]warning:[/] {escape(f'run {run_id}{missing}: damaged {names}: hyperpod-rl runs show {run_id} says the way back for each')}",
+                soft_wrap=True,
+                highlight=False,
+            )
 
 
 def _task_name(config: dict | None) -> str:
@@ -249,13 +276,19 @@ def _task_metrics(rec: object) -> tuple[str, list[str]]:
         return name, list(seen)
 
 
-def _figure(ev: dict, metric: str) -> str:
-    """``"<value> [<low>, <high>]"`` of one metric of an evaluation record (empty when it lacks it)."""
+def _figure(ev: dict, metric: str, *, narrow: bool = False) -> str:
+    """``"<value> [<low>, <high>]"`` of one metric of an evaluation record (empty when it lacks
+    it); ``narrow``: the interval's bounds without their leading zero, ``0.420 [.355,.485]``."""
     value = (ev.get("metrics") or {}).get(metric)
     if not isinstance(value, (int, float)):
         return ""
     ci = (ev.get("ci") or {}).get(metric)
-    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    if not ci:
+        return f"{value:.3f}"
+    if narrow:
+        low, high = (re.sub(r"^(-?)0\.", r"\1.", f"{bound:.3f}") for bound in ci)
+        return f"{value:.3f} [{low},{high}]"
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 @app.command("show")
@@ -265,8 +298,15 @@ def show(
     ledger: Path | None = LedgerOpt,
     address: str | None = Address,
 ) -> None:
-    """One run: status, config, provenance, checkpoints, evals with intervals, notes."""
-    from hyperpod_rl.runs import read_provenance
+    """One run: status, config, provenance, checkpoints, evals with intervals, notes.
+
+    Each damaged file of the run (its config, provenance record, submissions, evaluations, or
+    its adapter's files, which serving reads) gets a 'warning:' line on standard error naming
+    the file and the way back (nothing deleted), and the rest is shown; the exit code stays 0,
+    as kubectl and git exit 0 on a result shown with warnings (2: the run cannot be shown).
+    """
+    from hyperpod_rl.errors import CheckpointError
+    from hyperpod_rl.runs import damaged_files, read_provenance, run_paths
 
     statuses = _reconcile(address)
     with _open(ledger) as led:
@@ -274,11 +314,22 @@ def show(
             rec = led.require_run(run_id)
         except HyperpodRLError:
             fail_if_unknown(run_id)  # an interrupted quickstart's run says how to finish it
+            with handled():  # a run directory the ledger could not import: say which of its files are damaged
+                damaged = damaged_files(run_id) if run_paths(run_id).root.is_dir() else []
+            _warn_damaged(damaged)
+            if damaged:
+                fail(f"run {run_id} cannot be shown: its run directory could not be read into the ledger (see the warnings above)")
             raise
-    with handled():
-        manifest = read_provenance(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
+    run_dir = Path(rec.run_dir) if rec.run_dir and Path(rec.run_dir).is_dir() else None
+    damaged = damaged_files(run_dir) if run_dir is not None else []
+    try:
+        manifest = read_provenance(run_dir) if run_dir is not None else None
+    except CheckpointError:  # said below, with the way back; the ledger's record is shown
+        manifest = None
     if as_json:
-        console.print_json(json.dumps({"run": rec.__dict__, "manifest": manifest}, default=str))
+        damage = [{"path": str(d.path), "message": d.message} for d in damaged]
+        console.print_json(json.dumps({"run": rec.__dict__, "manifest": manifest, "damaged_files": damage}, default=str))
+        _warn_damaged(damaged)
         return
     console.rule(f"run {rec.run_id} · {_shown_status(rec.run_id, rec.status, statuses)}")
     console.print(f"run dir: {rec.run_dir}\nconfig hash: {rec.config_hash}\nupdated: {_when(rec.updated_at)} UTC")
@@ -292,18 +343,51 @@ def show(
         )
     name, metrics = _task_metrics(rec)
     console.print(f"task: {name}" + (f" (primary metric {metrics[0]})" if metrics else ""))
-    if rec.evals:
+    shown = [(label, ev) for label, ev in rec.evals.items() if ev.get("metrics")]  # a saved comparison has no figures of its own
+    if shown:
+        # one line an evaluation, as the other tables (fitted_table): at a narrow terminal the
+        # intervals without their leading zeros, then the last metric, the item count and the
+        # other metrics after the primary one left out, in that order
         items = "mazes" if name == "maze" else "items"
-        table = Table(title=f"evaluations (95% bootstrap intervals) · task {name}")
-        for col in ("label", items, *(m.replace("_", " ") for m in metrics)):
-            table.add_column(col)
-        for label, ev in rec.evals.items():
-            if not ev.get("metrics"):  # e.g. a saved comparison: no figures of its own
-                continue
-            table.add_row(label, str(ev.get("num_mazes") or ""), *(_figure(ev, m) for m in metrics))
-        console.print(table)
+        count = TableColumn(items, [str(ev.get("num_mazes") or "") for _, ev in shown], justify="right")
+        columns = [TableColumn("label", [escape(label) for label, _ in shown]), count]
+        for i, metric in enumerate(metrics):
+            columns.append(
+                TableColumn(
+                    metric.replace("_", " "),
+                    [_figure(ev, metric) for _, ev in shown],
+                    narrow_cells=[_figure(ev, metric, narrow=True) for _, ev in shown],
+                    narrow_note="[.355,.485]: the 95% interval 0.355 to 0.485" if i == 0 else None,
+                )
+            )
+        later = columns[2:][1:][::-1]  # the metrics after the primary one, last first
+        for drop, column in enumerate([*later[:1], count, *later[1:]], 1):
+            column.drop = drop
+        console.print(fitted_table(columns, title=f"evaluations (95% bootstrap intervals) · task {name}"))
     for note in rec.notes:
         console.print(escape(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}"))
+    _warn_damaged(damaged)
+
+
+def warn_if_damaged(run_id: str) -> None:
+    """The ``warning:`` lines of :func:`_warn_damaged` for run ``run_id``'s directory under the
+    storage root, for a command that answers about the run without reading all its files
+    (``job status``); nothing when it cannot be told (an invalid run id, an unreadable folder)."""
+    from hyperpod_rl.runs import damaged_files, run_paths
+
+    try:
+        paths = run_paths(run_id)
+        damaged = damaged_files(paths) if paths.root.is_dir() else []
+    except (HyperpodRLError, OSError):
+        return
+    _warn_damaged(damaged)
+
+
+def _warn_damaged(damaged: list[Any]) -> None:
+    """One ``warning:`` line on standard error per damaged file of a run
+    (:func:`hyperpod_rl.runs.damaged_files`): the file, what is wrong, the way back."""
+    for d in damaged:
+        err_console.print(f"[bold yellow]warning:[/] {escape(cli_words(d.message))}", soft_wrap=True, highlight=False)
 
 
 @app.command("search")

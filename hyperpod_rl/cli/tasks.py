@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperpod_rl.base import parse_user_data
-from hyperpod_rl.cli._common import HprlGroup, console, fail, output_dir, writing
+from hyperpod_rl.cli._common import HprlGroup, TableColumn, console, fail, fitted_table, output_dir, writing
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.tasks import get_task, load_reward_fn, metric_spec, run_audit, task_sources, write_parquet
 
@@ -52,13 +52,39 @@ def list_tasks(as_json: bool = typer.Option(False, "--json", help="one JSON obje
     if as_json:
         console.print_json(json.dumps(rows))
         return
-    table = Table("task", "title", "turns", "reward", "env class", "source")
-    for row in rows:
-        if "error" in row:
-            table.add_row(row["name"], f"[red]broken: {escape(row['error'])}[/]", "", "", "", row["source"])
-        else:
-            table.add_row(row["name"], row["title"], row["turns"], row["reward_version"], row["env_class"], row["source"])
-    console.print(table)
+
+    # one line a task, as the other tables (fitted_table): at a narrow terminal its title up to
+    # its colon and a built-in task's source as "built in" (each said under the table), then
+    # columns left out
+    def cell(row: dict[str, str], key: str) -> str:
+        return "" if "error" in row else escape(row[key])
+
+    titles = [f"[red]broken: {escape(row['error'])}[/]" if "error" in row else escape(row["title"]) for row in rows]
+    sources = [escape(row["source"]) for row in rows]
+    builtin = [src.startswith("hyperpod_rl.tasks.") for src in sources]
+    console.print(
+        fitted_table(
+            [
+                TableColumn("task", [escape(row["name"]) for row in rows]),
+                TableColumn(
+                    "title",
+                    titles,
+                    narrow_cells=["[red]broken[/]" if "error" in row else t.split(":")[0] for row, t in zip(rows, titles, strict=True)],
+                    narrow_note="title: up to its colon (hyperpod-rl tasks show TASK has it whole)",
+                ),
+                TableColumn("turns", [cell(row, "turns") for row in rows], drop=3),
+                TableColumn("reward", [cell(row, "reward_version") for row in rows], drop=2),
+                TableColumn("env class", [cell(row, "env_class") for row in rows], drop=1),
+                TableColumn(
+                    "source",
+                    sources,
+                    narrow_cells=["built in" if b else src for b, src in zip(builtin, sources, strict=True)],
+                    narrow_note="built in: a task of hyperpod_rl.tasks (tasks list --json names its source)" if any(builtin) else None,
+                    drop=4,
+                ),
+            ]
+        )
+    )
 
 
 @app.command("show")

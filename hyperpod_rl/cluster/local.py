@@ -46,9 +46,11 @@ __all__ = [
     "current_local_cluster",
     "find_free_port",
     "free_ports",
+    "keep_last_session",
     "head_ports",
     "local_job_client",
     "MAX_RAY_TEMP_DIR",
+    "SessionLogs",
     "check_socket_room",
     "check_tmpdir_room",
     "local_temp_dir",
@@ -297,14 +299,60 @@ class LocalCluster:
         """Stop this cluster's processes (only this cluster's) and forget the state.
 
         Every process of the cluster runs with this cluster's ``--temp-dir`` on its command line,
-        so other Ray clusters on the machine are left alone (unlike ``ray stop``).
+        so other Ray clusters on the machine are left alone (unlike ``ray stop``). Its Ray logs
+        are kept, as ``ray stop`` keeps them, but only this session's: the sessions of its
+        earlier starts are removed from its temp dir (:func:`keep_last_session`).
 
         Returns:
             The number of processes signalled.
         """
         signalled = stop_cluster_processes(self.state.temp_dir, gcs_port=self.state.gcs_address.rsplit(":", 1)[-1], timeout_s=timeout_s)
         self.state_path.unlink(missing_ok=True)
+        keep_last_session(self.state.temp_dir)
         return signalled
+
+
+@dataclass(frozen=True)
+class SessionLogs:
+    """The Ray logs a stopped local cluster leaves: its last session's ``logs`` folder.
+
+    Attributes:
+        path: ``<temp dir>/session_<time>_<pid>/logs`` (Ray's own, the job logs
+            ``job-driver-hprl-<run id>-<N>.log`` among them).
+        size_bytes: what the folder holds.
+    """
+
+    path: Path
+    size_bytes: int
+
+    @property
+    def size(self) -> str:
+        """:attr:`size_bytes` for a person: ``5.7 MB``."""
+        return f"{self.size_bytes / 1e6:.1f} MB" if self.size_bytes >= 100_000 else f"{self.size_bytes / 1e3:.0f} kB"
+
+
+def keep_last_session(temp_dir: str | Path) -> SessionLogs | None:
+    """After a local cluster stopped: remove the Ray sessions of its earlier starts from its temp
+    dir (``session_*``, ours: the cluster's temp dir is this package's, under
+    :func:`private_tmp_dir`), keep the last one, whose logs hold the jobs it ran (a failed job's
+    traceback among them), as ``ray stop`` keeps ``/tmp/ray/session_*``; return where its logs are
+    and their size, or None when it left none. So a stopped cluster leaves one session's logs,
+    which the next cluster's stop removes in turn.
+    """
+    root = Path(temp_dir)
+    sessions = sorted(p for p in root.glob("session_2*") if p.is_dir() and not p.is_symlink()) if root.is_dir() else []
+    if not sessions:
+        return None
+    latest = root / "session_latest"
+    last = latest.resolve() if latest.is_symlink() and latest.resolve() in sessions else sessions[-1]
+    for old in sessions:
+        if old != last:
+            shutil.rmtree(old, ignore_errors=True)
+    logs = last / "logs"
+    if not logs.is_dir():
+        return None
+    size = sum(f.stat().st_size for f in logs.rglob("*") if f.is_file() and not f.is_symlink())
+    return SessionLogs(logs, size)
 
 
 def _node_port_flags(taken: set[int] | frozenset[int] = frozenset()) -> list[str]:

@@ -2,12 +2,13 @@
 
 Layout and paths (:mod:`.layout`), config, submissions, evaluations and the run-store scan
 (:mod:`.store`), the provenance record (:mod:`.provenance`), atomic files and checkpoints
-(:mod:`.files`), package and git versions (:mod:`.versions`). The trainer writes run files
-through this package only; the run ledger is filled from run directories on the notebook/CLI
+(:mod:`.files`), package and git versions (:mod:`.versions`), damaged files and the way back
+(:mod:`.health`). The trainer writes run files through this package only; the run ledger is filled from run directories on the notebook/CLI
 side (:meth:`hyperpod_rl.ledger.Ledger.sync_storage`, ``hyperpod-rl runs sync``).
 """
 
 from hyperpod_rl.runs.files import checkpoint_entries, file_sha256, write_dir_atomically, write_json_atomic
+from hyperpod_rl.runs.health import DamagedFile, damaged_files
 from hyperpod_rl.runs.layout import (
     RUN_ID_PATTERN,
     SUBMISSION_ID_PATTERN,
@@ -52,6 +53,8 @@ from hyperpod_rl.runs.store import (
 )
 
 __all__ = [
+    "DamagedFile",
+    "damaged_files",
     "FINAL_STATUSES",
     "RUN_STATUSES",
     "RUN_ID_PATTERN",

@@ -39,6 +39,7 @@ other's keys.
 
 from __future__ import annotations
 
+import copy
 import fcntl
 import json
 import os
@@ -244,7 +245,13 @@ def update_provenance(run_dir: str | Path, change: Callable[[dict[str, Any] | No
         change: gets the current manifest (``None`` when there is none) and returns the new one.
 
     Returns:
-        The manifest written.
+        The manifest written; the current one when ``change`` changed nothing.
+
+    A change that changes nothing (``updated_at`` aside) writes nothing: the record, its
+    ``updated_at`` and the file's modification time, which is the run's updated time in ``runs
+    list``, stay as they were (a resumed quickstart records its SFT run's evaluations again, and
+    ``job stop`` of a run that had ended records nothing new). ``change`` gets a copy of the
+    current manifest, so it may change it in place.
 
     Raises:
         StorageError: the run directory is full, read-only or forbidden (the manifest is left as
@@ -256,10 +263,16 @@ def update_provenance(run_dir: str | Path, change: Callable[[dict[str, Any] | No
         rdir.mkdir(parents=True, exist_ok=True)
         with _locked(rdir):
             current = read_provenance(rdir)
-            new = change(current)
+            new = change(copy.deepcopy(current))
+            if current is not None and _without_time(new) == _without_time(current):
+                return current
             new["updated_at"] = _now()
             write_json_atomic(path, new)
     return new
+
+
+def _without_time(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k != "updated_at"}
 
 
 def config_from_provenance(run_dir: str | Path, *, run_id: str | None = None) -> RunConfig:

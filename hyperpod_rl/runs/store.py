@@ -8,6 +8,7 @@ and the provenance record have their own modules beside this one). Every write i
 from __future__ import annotations
 
 import fcntl
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -94,6 +95,14 @@ def _run_file_recovery(path: Path) -> str:
     if path.name == "promotion.json":
         return f"{aside}; hyperpod-rl serve promote {rid} decides again and writes it"
     return f"restore it from a backup, or {aside}"
+
+
+def _holds(path: Path, data: Any) -> bool:
+    """Whether ``path`` holds ``data`` already, as :func:`write_json` writes it (canonical JSON)."""
+    try:
+        return path.read_text(encoding="utf-8") == json.dumps(data, indent=1, sort_keys=True) + "\n"
+    except (OSError, UnicodeDecodeError, TypeError, ValueError):
+        return False
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -285,9 +294,12 @@ def record_eval(paths: RunPaths, name: str, data: dict[str, Any]) -> Path:
         data: the evaluation's JSON form (``EvalResult.to_json()``, ``Comparison.to_json()``).
 
     Returns:
-        The file written.
+        The file written (left as it was when it holds ``data`` already: recording an
+        evaluation again, as a resumed quickstart does, does not change the run's updated time).
     """
-    path = write_json(paths.eval_file(name), data)
+    path = paths.eval_file(name)
+    if not _holds(path, data):
+        write_json(path, data)
     if paths.provenance.is_file():
 
         def change(current: dict[str, Any] | None) -> dict[str, Any]:

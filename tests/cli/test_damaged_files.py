@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -189,3 +190,93 @@ def test_no_loader_tells_to_delete() -> None:
             if re.search(r"\bdelete (it\b|the |\{)", str(text)):
                 told.append(f"{path.relative_to(package)}:{node.lineno}: {text}")
     assert not told, told
+
+
+def _export_adapter(paths: Any) -> Path:
+    """A run's exported adapter as the trainer writes it (peft's two files and its provenance,
+    with the weights' sha256), built by hand: a safetensors file of one float32 tensor."""
+    import hashlib
+    import json
+    import struct
+
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    weights = struct.pack("<Q", len(header)) + header + struct.pack("<2f", 0.5, -0.5)
+    paths.adapter.mkdir(parents=True)
+    (paths.adapter / "adapter_model.safetensors").write_bytes(weights)
+    write_json(paths.adapter / "adapter_config.json", {"peft_type": "LORA", "r": 8, "lora_alpha": 16})
+    write_json(paths.adapter / "provenance.json", {"run_id": RUN, "adapter_sha256": hashlib.sha256(weights).hexdigest()})
+    return paths.adapter
+
+
+def _show(*args: str) -> Any:
+    return runner.invoke(app, ["runs", "show", RUN, *args], env={"COLUMNS": "200"})
+
+
+def test_runs_show_warns_of_each_damaged_file_and_shows_the_rest() -> None:
+    """New-user report: ``hyperpod-rl runs show <run>`` exited 0 saying nothing on a run whose
+    ``config.json`` and adapter files were damaged; ``serve`` found them later. Now each damaged
+    file gets one ``warning:`` line on standard error naming it and the way back (moved aside,
+    never deleted), the run is shown all the same, and the exit code is 0, as ``kubectl get`` and
+    ``git`` exit 0 on a result shown with warnings; a run with no damage shows no warning."""
+    paths = run_paths(RUN)
+    adapter = _export_adapter(paths)
+    clean = _show()
+    assert clean.exit_code == 0 and "warning" not in clean.output, clean.output
+    _damage(paths.config)
+    _damage(adapter / "adapter_config.json")
+    weights = adapter / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-3])  # cut short
+    result = _show()
+    assert result.exit_code == 0, result.output
+    assert f"run {RUN}" in result.stdout and "warning" not in result.stdout, result.stdout  # shown; warnings apart
+    warnings = [" ".join(w.split()) for w in re.split(r"(?m)^warning: ", result.stderr)[1:]]
+    assert len(warnings) == 3, result.stderr
+    for damaged, said in zip((paths.config, adapter / "adapter_config.json", weights), warnings, strict=True):
+        _assert_nothing_deleted(said, damaged, aside=False)
+    assert f"mv {paths.config} {paths.config}.damaged; nothing is deleted" in warnings[0], warnings[0]
+    assert "read from its provenance record" in warnings[0], warnings[0]
+    assert "cut short" in warnings[2], warnings[2]
+    for said in warnings[1:]:  # the adapter's own way back: set aside, exported again from the newest checkpoint
+        assert f"mv {adapter} {adapter}.damaged; nothing is deleted" in said, said
+        assert "resumes from its newest checkpoint and exports the adapter again" in said, said
+    as_json = _show("--json")
+    assert as_json.exit_code == 0 and as_json.stderr.count("warning:") == 3, as_json.output
+    listed = __import__("json").loads(as_json.stdout)["damaged_files"]
+    assert [d["path"] for d in listed] == [str(paths.config), str(adapter / "adapter_config.json"), str(weights)], listed
+
+
+def test_runs_show_of_a_run_with_a_damaged_provenance_record_shows_the_ledgers() -> None:
+    """A damaged ``manifest.json`` made ``runs show`` fail with nothing shown; the ledger's record
+    of the run (from before the damage) is shown, with the warning. A run the ledger never read
+    (every record of it damaged) cannot be shown: exit 2, after the warnings naming its files."""
+    paths = run_paths(RUN)
+    assert _show().exit_code == 0  # imported into the ledger
+    _damage(paths.provenance)
+    result = _show()
+    assert result.exit_code == 0 and f"run {RUN}" in result.stdout, result.output
+    assert result.stderr.count("warning:") == 1, result.stderr
+    _assert_nothing_deleted(result.stderr, paths.provenance)
+    other = run_paths("never-read")
+    _damage(other.config)
+    result = runner.invoke(app, ["runs", "show", "never-read"], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and result.stderr.count("warning:") == 1 and result.stderr.count("error:") == 1, result.output
+    _assert_nothing_deleted(result.stderr, other.config, aside=False)
+
+
+def test_runs_list_and_job_status_say_it_too() -> None:
+    """The other commands that answer about the run without reading its files: ``runs list``
+    names each listed run with a damaged file (and a run directory the ledger could not read at
+    all), ``job status`` warns as ``runs show`` does; both keep their exit codes."""
+    paths = run_paths(RUN)
+    _damage(paths.config)
+    unread = run_paths("never-read")
+    _damage(unread.config)
+    listed = runner.invoke(app, ["runs", "list"], env={"COLUMNS": "200"})
+    said = " ".join(listed.stderr.split())
+    assert listed.exit_code == 0, listed.output
+    assert f"warning: run {RUN}: damaged config.json: hyperpod-rl runs show {RUN} says the way back for each" in said, said
+    assert "warning: run never-read (not listed: the ledger could not read it): damaged config.json" in said, said
+    status = runner.invoke(app, ["job", "status", RUN], env={"COLUMNS": "200"})
+    assert status.exit_code == 0 and "SUCCEEDED" in status.stdout, status.output
+    assert status.stderr.count("warning:") == 1, status.stderr
+    _assert_nothing_deleted(status.stderr, paths.config)

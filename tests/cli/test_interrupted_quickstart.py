@@ -119,3 +119,24 @@ def test_the_command_it_names_is_the_quickstarts_resume_option() -> None:
     command = typer.main.get_command(app).commands["quickstart"]  # type: ignore[attr-defined]
     resume = next(p for p in command.params if p.name == "resume")
     assert resume.opts == ["--resume"] and resume.metavar == "RUN_ID"
+
+
+def test_starting_it_again_is_refused_before_the_quickstarts_header() -> None:
+    """New-user report: ``hyperpod-rl quickstart --run-id X`` on the unfinished X printed its
+    header rule, then the error. What the quickstart refuses before it starts (a run id taken, a
+    resume with other options, a serve port in use: :func:`hyperpod_rl.quickstart.check_start`)
+    is now said before any header, as every other command's errors are."""
+    import socket
+
+    result = runner.invoke(app, ["quickstart", "--run-id", RUN, "--no-serve"], env={"COLUMNS": "120"})
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: run '{RUN}' was started by a quickstart that did not finish"), result.output
+    assert "hyperpod-rl quickstart ·" not in result.output and "─" not in result.output, result.output
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        result = runner.invoke(app, ["quickstart", "--run-id", "qs-new", "--serve-port", port], env={"COLUMNS": "120"})
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: --serve-port {port} is in use by another program"), result.output
+    assert "hyperpod-rl quickstart ·" not in result.output and not run_paths("qs-new").root.exists(), result.output

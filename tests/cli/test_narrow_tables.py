@@ -178,3 +178,34 @@ def test_free_text_wraps_between_words(home: Path) -> None:
     _assert_ids_whole(out)
     words = set(" ".join(line.split("│")[3] for line in _rows(out)).split())
     assert {"[collapses]", "policy", "direction"} <= words, out
+
+
+def test_runs_show_keeps_each_evaluation_on_one_line(home: Path) -> None:
+    """Third report: at 80 columns, ``runs show``'s evaluation rows took three lines each (a
+    figure and its interval folded). Its table is fitted now too: the intervals' bounds without
+    their leading zero (said under the table), one line an evaluation; a wide terminal shows
+    them whole."""
+    run_id = RUN_IDS[0]
+    metrics = ("solve_rate", "optimal_move_rate", "invalid_move_rate")
+    with Ledger() as led:
+        for label, value in (("base", 0.03), ("sft", 0.42), ("adapter", 0.485)):
+            led.add_eval(run_id, label, dict.fromkeys(metrics, value), ci=dict.fromkeys(metrics, [0.355, 0.55]), num_mazes=200)
+    out = _cli("runs", "show", run_id, home=home)
+    _assert_one_line_each(out, rows=3)
+    header = next(line for line in out.splitlines() if line.startswith("┃"))
+    assert [c.strip() for c in header.strip("┃").split("┃")] == ["label", "mazes", "solve rate", "optimal move rate", "invalid move rate"]
+    assert "0.485 [.355,.550]" in out and "[.355,.485]: the 95% interval 0.355 to 0.485" in out, out
+    assert "not shown at 80 columns: steps over optimal" in out, out  # the maze's fourth metric
+    wide = _cli("runs", "show", run_id, home=home, columns=200)
+    assert "0.485 [0.355, 0.550]" in wide and "[.355,.485]" not in wide and "not shown" not in wide, wide
+
+
+def test_tasks_list_keeps_each_task_on_one_line(home: Path) -> None:
+    """Third report: at 80 columns ``tasks list`` wrapped a cell. Fitted as the other tables."""
+    from hyperpod_rl.tasks import task_sources
+
+    out = _cli("tasks", "list", home=home)
+    _assert_one_line_each(out, rows=len(task_sources()))
+    for name in task_sources():
+        assert f"│ {name} " in out, out
+    assert "│ Visual maze " in out and "title: up to its colon (hyperpod-rl tasks show TASK has it whole)" in out, out
