@@ -1685,6 +1685,44 @@ def maze_explore() -> str:
     return "\n".join(rows)
 
 
+#: ``maze_curve run --grpo-train 200 --eval-split train`` from seed 0's SFT model, on this machine's CPU.
+MAZE_DIAGNOSIS = "cpu_maze_diag_train200_s0"
+
+
+def maze_diagnosis() -> str:
+    """Block (docs/sft.md): GRPO on the first N train mazes alone, read greedily on those N at every
+    point (95 % bootstrap intervals), with each window's sampled solve rate and pass@group on them.
+
+    Raises:
+        ValueError: the record is not a train-split diagnosis run.
+    """
+    res = load_result(MAZE_DIAGNOSIS)
+    r, p = res["results"], res["params"]
+    g = r["grpo"]
+    if g.get("eval_split") != "train" or not p.get("grpo_train"):
+        raise ValueError(f"{MAZE_DIAGNOSIS} is not a --grpo-train --eval-split train run")
+    pts = g["points"]
+    s = g["settings"]
+    rows = [
+        f"`python -m benchmarks.gpu.maze_curve run --seed {p['seed']} --engine hf --sft-from <seed {p['seed']}'s curve state> "
+        f"--grpo-train {p['grpo_train']} --eval-split train`, measured {_provenance(res)}: GRPO from seed {p['seed']}'s SFT model "
+        f"(revision `{r['sft']['revision']}`) with the curve's settings (LoRA r{s['lora']['rank']}, lr {s['grpo']['lr']:g}, groups of "
+        f"{s['grpo']['group_size']}, {s['data']['prompts_per_step']} mazes a step) on the first {p['grpo_train']} train mazes alone, read "
+        f"greedily on those same {p['grpo_train']} at every point, value [95 % bootstrap interval]; each window's sampled solve "
+        "rate and pass@group are its own training batches'."
+        + ("" if g.get("done") else f" Paused at step {pts[-1]['step']} of {g['steps']}."),
+        "",
+        f"| GRPO step | greedy solve rate on its {p['grpo_train']} train mazes | sampled solve rate, window | pass@{s['grpo']['group_size']}, window |",
+        "|---|---|---|---|",
+    ]
+    for pt in pts:
+        sampled = "–" if pt.get("sampled_solve") is None else f"{pt['sampled_solve']:.3f}"
+        passed = "–" if pt.get("pass_at_group") is None else f"{pt['pass_at_group']:.3f}"
+        rows.append(f"| {pt['step']} | {_ci(pt['train'])} | {sampled} | {passed} |")
+    rows += ["", f"Record: `benchmarks/results/{MAZE_DIAGNOSIS}.json`."]
+    return "\n".join(rows)
+
+
 PASSAGES: dict[str, Passage] = {
     "quickstart-time": Passage("README.md", ("quickstart",), quickstart_time),
     "quickstart-eval": Passage("README.md", ("quickstart",), quickstart_eval),
@@ -1697,6 +1735,7 @@ PASSAGES: dict[str, Passage] = {
     "maze-levers": Passage("docs/sft.md", tuple(MAZE_LEVERS), maze_levers, block=True),
     "maze-sizes": Passage("docs/sft.md", tuple(MAZE_SIZES), maze_sizes, block=True),
     "maze-explore": Passage("docs/sft.md", MAZE_EXPLORE, maze_explore, block=True),
+    "maze-diagnosis": Passage("docs/sft.md", (MAZE_DIAGNOSIS,), maze_diagnosis, block=True),
     "readme-gpu": Passage("README.md", (*README_GPU_TRL.values(), README_GPU_MFU[0], VLLM_SIDES[0], *PINNED_SIDES), readme_gpu),
     "forward-rows": Passage("docs/reference-trainer.md", ("quickstart",), forward_rows),
     "env-throughput": Passage("docs/maze-task.md", ("env_throughput",), env_throughput, block=True),
