@@ -984,7 +984,7 @@ class _Flow:
         text = phase_text(name, self.task)
         place = {"number": self.order.index(name) + 1, "total": len(self.order)}  # among the steps this call runs
         if found is not None:
-            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the interrupted run)", text=text, **place))
+            self.notify(Phase(name, done=True, message=f"{message(found)} (kept from the earlier quickstart)", text=text, **place))
             self.done.add(name)
             return found
         self.notify(Phase(name, done=False, text=text, **place))

@@ -162,7 +162,7 @@ def test_ctrl_c_says_what_is_left_and_resume_finishes_the_run(local_cluster, tmp
         out = _interrupt_at(procs[-1], "grpo ")
         flat = " ".join(out.split())
         assert procs[-1].returncode == 130, out
-        assert "base model: optimal-move rate" in flat and "(kept from the interrupted run)" in flat, out  # the base eval was kept
+        assert "base model: optimal-move rate" in flat and "(kept from the earlier quickstart)" in flat, out  # the base eval was kept
         assert f"interrupted during the GRPO job; its job hprl-{RUN}-1 keeps running." in flat, out
         assert "Not done: the adapter's evaluation and the comparison table." in flat, out
         assert read_submissions(run_paths(f"{RUN}-sft")) == [f"hprl-{RUN}-sft-1"]  # followed, not submitted again

@@ -189,7 +189,8 @@ def unsubmitted_quickstart(paths: RunPaths) -> str | None:
     started with (``quickstart-options.json``) but no summary (``quickstart.json``), or that
     quickstart's SFT warm start (``<run id>-sft``, :func:`sft_run_id`); either records no
     submission. ``hyperpod-rl job status|logs|stop`` and the other commands that take a run id
-    say this instead of "submit it first".
+    say this instead of "submit it first"; for the quickstart's run interrupted in its SFT warm
+    start, it also names that run, whose job may still be running.
     """
     try:
         if read_submissions(paths):
@@ -204,6 +205,16 @@ def unsubmitted_quickstart(paths: RunPaths) -> str | None:
         rid = started.run_id
         if candidate == paths.root:
             what = "the quickstart that started it was interrupted before it submitted its GRPO job"
+            sft = RunPaths(paths.root.parent / sft_run_id(rid))
+            try:
+                sft_job = bool(sft.submissions.is_file() and read_submissions(sft))
+            except CheckpointError:
+                sft_job = False
+            if sft_job:  # interrupted in its SFT warm start, whose job may still run: say where it is
+                what += (
+                    f"; its SFT warm start, run {sft.run_id!r}, has a job (hyperpod-rl job status {sft.run_id}; "
+                    f"hyperpod-rl job stop {sft.run_id} stops it)"
+                )
         else:
             what = f"it is the SFT warm start of quickstart {rid!r}, which was interrupted before it submitted this job"
         return f"run {paths.run_id!r} has no job yet: {what}; hyperpod-rl quickstart --resume {rid} finishes it"

@@ -107,6 +107,11 @@ def test_the_library_says_it_too_and_only_for_such_a_run() -> None:
     # its job submitted (and running), or the quickstart finished: no longer this run's story
     add_submission(run_paths(sft_run_id(RUN)), f"hprl-{sft_run_id(RUN)}-1")
     assert unsubmitted_quickstart(run_paths(sft_run_id(RUN))) is None
+    # interrupted while its SFT warm start's job ran: the quickstart's run names that run and its job (a fresh user's report)
+    said = unsubmitted_quickstart(run_paths(RUN)) or ""
+    sft = sft_run_id(RUN)
+    assert f"its SFT warm start, run '{sft}', has a job (hyperpod-rl job status {sft}; hyperpod-rl job stop {sft} stops it)" in said, said
+    assert said.endswith(f"hyperpod-rl quickstart --resume {RUN} finishes it"), said
     write_json(run_paths(RUN).quickstart, {"run_id": RUN})
     assert unsubmitted_quickstart(run_paths(RUN)) is None
     # a run no quickstart started keeps the plain answer
