@@ -259,6 +259,12 @@ class QuickstartOptions(Model):
             problems.append(f"min_size ({self.min_size}) is larger than max_size ({self.max_size})")
         if self.sft and self.sft_steps == 0:
             problems.append("sft_steps: must be > 0 with the SFT warm start on (got 0); or turn it off (--no-sft)")
+        if self.prompts_per_step > self.train_rows:  # refused here, before data, cluster or evaluation (the job would be)
+            problems.append(
+                f"prompts_per_step ({self.prompts_per_step}) is more than train_rows ({self.train_rows}): each GRPO step takes "
+                f"{self.prompts_per_step} different training rows; give train_rows {self.prompts_per_step} or more, or a smaller "
+                "prompts_per_step"
+            )
         if self.model_path is not None:
             try:  # checked before anything runs, so no step is reported done before it fails
                 check_model_dir(self.model_path, "model_path")

@@ -173,6 +173,14 @@ def test_cli_errors_name_the_flags_the_library_names_the_fields(tmp_path, monkey
             ["--train-rows: must be <= 1000000 (got 2000000)", "--heldout-rows: must be > 0 (got 0)"],
         ),
         (["--group-size", "1"], ["--group-size: must be >= 2 (GRPO compares samples within a group) (got 1)"]),
+        # field report: fewer train rows than a GRPO step takes was refused only after data, cluster and evaluation
+        (
+            ["--train-rows", "5"],
+            [
+                "--prompts-per-step (8) is more than --train-rows (5): each GRPO step takes 8 different training rows; "
+                "give --train-rows 8 or more, or a smaller --prompts-per-step"
+            ],
+        ),
         (["--serve-port", "12000"], ["--serve-port: inside Ray's worker port range 10002-19999"]),
         # field report: a side over the maze's 64 was refused only once the run had started, naming DatasetSpec.sizes
         (["--max-size", "1000", "--min-size", "1"], ["--max-size: must be <= 64 (got 1000)", "--min-size: must be >= 2 (got 1)"]),
