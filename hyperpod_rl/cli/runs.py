@@ -336,7 +336,7 @@ def show(
     if manifest:
         git, base = manifest.get("git") or {}, manifest.get("base_model") or {}
         console.print(
-            f"code: {git.get('commit')}{' (dirty)' if git.get('dirty') else ''} · base model {base.get('id')} @ {base.get('revision')} · reward {manifest.get('reward_version')} · seeds {manifest.get('seeds')}"
+            f"code: {git.get('commit')}{' (dirty)' if git.get('dirty') else ''} · base model {base.get('id')} @ {base.get('revision')} · reward version {manifest.get('reward_version')} · seeds {_seeds(manifest.get('seeds'))}"
         )
         console.print(
             f"checkpoints: {', '.join(str(c['step']) for c in manifest.get('checkpoints') or []) or 'none'} · resumes: {len(manifest.get('resumes') or [])}"
@@ -352,12 +352,13 @@ def show(
         count = TableColumn(items, [str(ev.get("num_mazes") or "") for _, ev in shown], justify="right")
         columns = [TableColumn("label", [escape(label) for label, _ in shown]), count]
         for i, metric in enumerate(metrics):
+            narrow = [_figure(ev, metric, narrow=True) for _, ev in shown]
             columns.append(
                 TableColumn(
                     metric.replace("_", " "),
                     [_figure(ev, metric) for _, ev in shown],
-                    narrow_cells=[_figure(ev, metric, narrow=True) for _, ev in shown],
-                    narrow_note="[.355,.485]: the 95% interval 0.355 to 0.485" if i == 0 else None,
+                    narrow_cells=narrow,
+                    narrow_note=_interval_legend(narrow) if i == 0 else None,
                 )
             )
         later = columns[2:][1:][::-1]  # the metrics after the primary one, last first
@@ -367,6 +368,22 @@ def show(
     for note in rec.notes:
         console.print(escape(f"[{note['kind']}] {_when(note['created_at'])}: {note['text']}"))
     _warn_damaged(damaged)
+
+
+def _seeds(seeds: object) -> str:
+    """A manifest's seeds as ``dataset 0, trainer 0`` (not a Python dict)."""
+    return ", ".join(f"{k} {v}" for k, v in seeds.items()) if isinstance(seeds, dict) else str(seeds)
+
+
+def _interval_legend(cells: list[str]) -> str | None:
+    """The line under a narrow evaluation table that reads its first interval, e.g. ``[.355,.550]:
+    the 95% interval 0.355 to 0.550`` (the table's own figures); None when no cell has one."""
+    for cell in cells:
+        found = re.search(r"\[(-?\.?\d[\d.]*),(-?\.?\d[\d.]*)\]", cell)
+        if found:
+            low, high = found.groups()
+            return f"[{low},{high}]: the 95% interval {float(low):.3f} to {float(high):.3f}"
+    return None
 
 
 def warn_if_damaged(run_id: str) -> None:

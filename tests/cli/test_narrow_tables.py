@@ -194,7 +194,7 @@ def test_runs_show_keeps_each_evaluation_on_one_line(home: Path) -> None:
     _assert_one_line_each(out, rows=3)
     header = next(line for line in out.splitlines() if line.startswith("┃"))
     assert [c.strip() for c in header.strip("┃").split("┃")] == ["label", "mazes", "solve rate", "optimal move rate", "invalid move rate"]
-    assert "0.485 [.355,.550]" in out and "[.355,.485]: the 95% interval 0.355 to 0.485" in out, out
+    assert "0.485 [.355,.550]" in out and "[.355,.550]: the 95% interval 0.355 to 0.550" in out, out  # the table's own figures
     assert "not shown at 80 columns: steps over optimal" in out, out  # the maze's fourth metric
     wide = _cli("runs", "show", run_id, home=home, columns=200)
     assert "0.485 [0.355, 0.550]" in wide and "[.355,.485]" not in wide and "not shown" not in wide, wide
@@ -209,3 +209,13 @@ def test_tasks_list_keeps_each_task_on_one_line(home: Path) -> None:
     for name in task_sources():
         assert f"│ {name} " in out, out
     assert "│ Visual maze " in out and "title: up to its colon (hyperpod-rl tasks show TASK has it whole)" in out, out
+
+
+def test_runs_show_says_its_interval_legend_and_seeds_in_words() -> None:
+    """Fresh-user report: the legend under a narrow evaluation table quoted an interval that was
+    in no row, and the code line printed the seeds as a Python dict."""
+    from hyperpod_rl.cli.runs import _interval_legend, _seeds
+
+    assert _interval_legend(["0.030", "0.420 [-.020,.485]"]) == "[-.020,.485]: the 95% interval -0.020 to 0.485"
+    assert _interval_legend(["0.030", ""]) is None
+    assert _seeds({"dataset": 0, "trainer": 7}) == "dataset 0, trainer 7"
