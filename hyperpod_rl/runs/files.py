@@ -29,13 +29,15 @@ import json
 import os
 import re
 import shutil
+import struct
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from hyperpod_rl.errors import StorageError, storage_error
+from hyperpod_rl.base import parse_user_data
+from hyperpod_rl.errors import HyperpodRLError, StorageError, storage_error
 
 __all__ = [
     "appending",
@@ -64,6 +66,40 @@ def file_sha256(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def safetensors_header(path: str | Path) -> dict[str, Any]:
+    """Parse a safetensors header (8-byte little-endian length + JSON) and check the data size,
+    without loading a tensor: a file cut short or overwritten fails here.
+
+    Format: https://github.com/huggingface/safetensors#format.
+
+    Returns:
+        The header's tensor entries (``__metadata__`` left out).
+
+    Raises:
+        ValueError: with what is wrong (short file, bad header, data shorter than declared).
+        OSError: the file cannot be read.
+    """
+    size = Path(path).stat().st_size
+    with open(path, "rb") as fh:
+        raw = fh.read(8)
+        if len(raw) < 8:
+            raise ValueError(f"the file is {size} bytes, shorter than the 8-byte safetensors header length")
+        (length,) = struct.unpack("<Q", raw)
+        if length > size - 8:
+            raise ValueError(f"the header claims {length} bytes but the file has {size - 8} after the length")
+        try:
+            header = parse_user_data(fh.read(length).decode(), "the safetensors header", syntax="json", error=StorageError)
+        except (UnicodeDecodeError, HyperpodRLError):  # not JSON, or nested past MAX_DATA_DEPTH
+            header = None
+    if not isinstance(header, dict):
+        raise ValueError("the safetensors header is not a JSON object")  # noqa: TRY004 - a file-content problem, reported as such
+    header.pop("__metadata__", None)
+    end = max((int(t["data_offsets"][1]) for t in header.values() if isinstance(t, dict) and "data_offsets" in t), default=0)
+    if 8 + length + end > size:
+        raise ValueError(f"tensor data ends at byte {8 + length + end} but the file has {size} bytes (truncated)")
+    return header
 
 
 #: How a native writer (safetensors' Rust ``std::io::Error``) states the OS error it got.

@@ -12,14 +12,13 @@ would say: the file, what is wrong, and the way back (the run files' recovery ad
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hyperpod_rl.errors import HyperpodRLError
 from hyperpod_rl.model.recovery import adapter_recovery
-from hyperpod_rl.runs.files import file_sha256
+from hyperpod_rl.runs.files import file_sha256, safetensors_header
 from hyperpod_rl.runs.layout import RunPaths, run_paths
 from hyperpod_rl.runs.provenance import read_provenance
 from hyperpod_rl.runs.store import read_config, read_json
@@ -105,36 +104,16 @@ def _adapter_damage(paths: RunPaths, *, weights: bool) -> list[DamagedFile]:
     if not path.is_file():
         out.append(DamagedFile(path, f"adapter weights {path} are missing (the export writes them): {fix}"))
         return out
-    problem = _safetensors_problem(path)
+    try:
+        safetensors_header(path)
+    except (OSError, ValueError) as err:
+        out.append(DamagedFile(path, f"adapter weights {path} are cut short or damaged ({_reason(err)}): {fix}"))
+        return out
     expected = records.get("provenance.json", {}).get("adapter_sha256")
-    if problem is None and weights and isinstance(expected, str) and file_sha256(path) != expected:
+    if weights and isinstance(expected, str) and file_sha256(path) != expected:
         problem = "its bytes do not match the adapter_sha256 its provenance.json records (damaged or replaced)"
-    if problem is not None:
         out.append(DamagedFile(path, f"adapter weights {path}: {problem}: {fix}"))
     return out
-
-
-def _safetensors_problem(path: Path) -> str | None:
-    """What is wrong with a safetensors file's framing (8-byte header length, JSON header, data
-    as long as the header says), or None: a file cut short or overwritten fails here."""
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                return f"it is {size} bytes, too short for a safetensors file (cut short)"
-            (length,) = struct.unpack("<Q", head)
-            if length > size - 8:
-                return f"its header says {length} bytes but the file has {size - 8} after it (cut short)"
-            header = json.loads(fh.read(length).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        return f"its header is not readable ({_reason(err)})"
-    if not isinstance(header, dict):
-        return "its header is not a JSON object"
-    ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__" and isinstance(entry, dict)]
-    if ends and 8 + length + max(ends) > size:
-        return f"its tensors need {8 + length + max(ends)} bytes but the file has {size} (cut short)"
-    return None
 
 
 def _reason(err: BaseException) -> str:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -50,6 +49,7 @@ from hyperpod_rl.config.validate import VLLM_LORA_RANKS
 from hyperpod_rl.errors import ServeError
 from hyperpod_rl.model.recovery import adapter_recovery
 from hyperpod_rl.model.sampling import generation_config_overrides, read_generation_config
+from hyperpod_rl.runs.files import file_sha256, safetensors_header
 
 __all__ = [
     "ADAPTER_NAME",
@@ -310,44 +310,6 @@ def _json_object(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _safetensors_header(path: Path) -> dict[str, Any]:
-    """Parse a safetensors header (8-byte little-endian length + JSON) and check the data size.
-
-    Format: https://github.com/huggingface/safetensors#format. Reading the header directly
-    avoids loading tensors and tells truncation from corruption.
-
-    Raises:
-        ValueError: with what is wrong (short file, bad header, data shorter than declared).
-    """
-    size = path.stat().st_size
-    with path.open("rb") as fh:
-        raw = fh.read(8)
-        if len(raw) < 8:
-            raise ValueError(f"the file is {size} bytes, shorter than the 8-byte safetensors header length")
-        (length,) = struct.unpack("<Q", raw)
-        if length > size - 8:
-            raise ValueError(f"the header claims {length} bytes but the file has {size - 8} after the length")
-        try:
-            header = parse_user_data(fh.read(length).decode(), "the safetensors header", syntax="json", error=ServeError)
-        except (UnicodeDecodeError, ServeError):  # not JSON, or nested past MAX_DATA_DEPTH
-            header = None
-    if not isinstance(header, dict):
-        raise ValueError("the safetensors header is not a JSON object")  # noqa: TRY004 - a file-content problem, reported as such
-    header.pop("__metadata__", None)
-    end = max((int(t["data_offsets"][1]) for t in header.values() if isinstance(t, dict) and "data_offsets" in t), default=0)
-    if 8 + length + end > size:
-        raise ValueError(f"tensor data ends at byte {8 + length + end} but the file has {size} bytes (truncated)")
-    return header
-
-
 def tokenizer_fingerprint(path: str | Path) -> dict[str, str | None]:
     """Hashes of a model or adapter directory's tokenizer and chat template files.
 
@@ -496,11 +458,11 @@ class _Checker:
         expected = (self.provenance or {}).get("adapter_sha256")
         digest_ok = True
         if expected:
-            actual = _sha256(path)
+            actual = file_sha256(path)
             if actual != expected:
                 digest_ok = False
         try:
-            self.header = _safetensors_header(path)
+            self.header = safetensors_header(path)
         except ValueError as err:
             self.add(
                 "weights",
