@@ -217,12 +217,17 @@ def write_bytes_atomic(path: Path, data: bytes) -> Path:
     return path
 
 
-def write_json_atomic(path: Path, data: Any) -> Path:
-    """Write canonical JSON (sorted keys, one-space indent, trailing newline) atomically.
+def canonical_json(data: Any) -> str:
+    """``data`` as the run files hold it: sorted keys, one-space indent, trailing newline.
 
     Sorted keys make the bytes a function of the content, so identical inputs hash the same.
     """
-    return write_text_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def write_json_atomic(path: Path, data: Any) -> Path:
+    """Write :func:`canonical_json` atomically."""
+    return write_text_atomic(path, canonical_json(data))
 
 
 def write_checksums(directory: Path) -> dict[str, str]:

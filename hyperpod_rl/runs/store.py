@@ -8,7 +8,6 @@ and the provenance record have their own modules beside this one). Every write i
 from __future__ import annotations
 
 import fcntl
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +19,7 @@ from hyperpod_rl.base import listed, load_user_data
 from hyperpod_rl.config.run import RunConfig
 from hyperpod_rl.errors import CheckpointError, ConfigError, JobError
 from hyperpod_rl.metrics.schema import MetricRecord, read_metrics
-from hyperpod_rl.runs.files import write_json_atomic
+from hyperpod_rl.runs.files import canonical_json, write_json_atomic
 from hyperpod_rl.runs.layout import RunPaths, run_paths, runs_root, sft_run_id
 from hyperpod_rl.runs.provenance import eval_summaries, read_provenance, update_provenance
 from hyperpod_rl.tasks import Row, get_task, read_rows
@@ -100,7 +99,7 @@ def _run_file_recovery(path: Path) -> str:
 def _holds(path: Path, data: Any) -> bool:
     """Whether ``path`` holds ``data`` already, as :func:`write_json` writes it (canonical JSON)."""
     try:
-        return path.read_text(encoding="utf-8") == json.dumps(data, indent=1, sort_keys=True) + "\n"
+        return path.read_text(encoding="utf-8") == canonical_json(data)
     except (OSError, UnicodeDecodeError, TypeError, ValueError):
         return False
 
